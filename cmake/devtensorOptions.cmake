@@ -1,0 +1,23 @@
+# Options follow "is this the top-level project" (json's JSON_BuildTests, fmt's FMT_MASTER_PROJECT):
+# a project that pulls devtensor in with add_subdirectory or FetchContent builds none of our tests.
+include(GNUInstallDirs)
+include(CMakeDependentOption)
+
+option(DEVTENSOR_BUILD_TESTS "Build and register devtensor's tests" ${PROJECT_IS_TOP_LEVEL})
+option(DEVTENSOR_BUILD_EXAMPLES "Build and register devtensor's examples" ${PROJECT_IS_TOP_LEVEL})
+option(DEVTENSOR_BUILD_BENCHMARKS "Build devtensor's benchmarks (needs Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
+option(DEVTENSOR_INSTALL "Generate devtensor's install and export rules" ${PROJECT_IS_TOP_LEVEL})
+option(DEVTENSOR_STRICT_PLACEMENT "A GPU-tagged call without a GPU kernel is a compile error" OFF)
+option(DEVTENSOR_WARNINGS_AS_ERRORS "Treat warnings as errors in devtensor's own targets" ${PROJECT_IS_TOP_LEVEL})
+set(DEVTENSOR_SANITIZE "" CACHE STRING "Sanitizers for devtensor's own targets: '', 'address,undefined' or 'thread'")
+set(DEVTENSOR_FUZZ_SECONDS "20" CACHE STRING "How long the parser fuzz test runs inside ctest")
+
+# CUDA is used when nvcc is there, unless the user says no (-DDEVTENSOR_ENABLE_CUDA=OFF or CUDACXX=/nonexistent).
+include(CheckLanguage)
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  set(_devtensor_cuda_default ON)
+else()
+  set(_devtensor_cuda_default OFF)
+endif()
+option(DEVTENSOR_ENABLE_CUDA "Build the devtensor::cuda component and the .cu tests" ${_devtensor_cuda_default})

@@ -1,0 +1,70 @@
+#pragma once
+/// @file platform.hpp
+/// @brief Real GPU discovery through the CUDA runtime API, registered with the Context.
+///
+/// Including this header (devtensor.hpp does when the TU links devtensor::cuda) registers the CUDA
+/// platform during static initialisation, before main. Without a driver, cudaGetDeviceCount fails
+/// (cudaErrorInsufficientDriver, leaving its output unwritten): that means zero GPUs, never an
+/// error, and the reason is kept for Context::gpu_platform_status().
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <string>
+
+#include "devtensor/backend/cuda/device_guard.hpp"
+#include "devtensor/backend/cuda/error.hpp"
+#include "devtensor/config.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/physical.hpp"
+
+namespace devtensor::backend::cuda {
+
+inline int platform_device_count(std::string* why_none) {
+  int count = 0;
+  if (cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why_none) *why_none = describe(status);
+    return 0;
+  }
+  if (count == 0 && why_none) *why_none = "the CUDA runtime reports no devices";
+  return count;
+}
+
+inline bool platform_describe(int ordinal, ::devtensor::detail::GpuPlatformDevice* out, std::string* error) {
+  try {
+    cudaDeviceProp prop{};
+    DEVTENSOR_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
+    out->name = prop.name;
+    char bus[32];
+    std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.0", static_cast<unsigned>(prop.pciDomainID),
+                  static_cast<unsigned>(prop.pciBusID), static_cast<unsigned>(prop.pciDeviceID));
+    out->pci_bus_id = bus;
+    out->compute_capability_major = prop.major;
+    out->compute_capability_minor = prop.minor;
+    out->total_memory = prop.totalGlobalMem;
+    DeviceGuard guard(ordinal);
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    DEVTENSOR_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    out->free_memory = free_bytes;
+    DEVTENSOR_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&out->least_stream_priority,
+                                                          &out->greatest_stream_priority));
+    return true;
+  } catch (const Error& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
+inline constexpr ::devtensor::detail::GpuPlatform platform{"CUDA", &platform_device_count, &platform_describe};
+
+inline namespace DEVTENSOR_ABI_NS {
+/// Registers the CUDA platform once per program, from whichever CUDA-flavoured TU runs first.
+inline const bool platform_registered = [] {
+  Context::global().register_gpu_platform(&platform);
+  return true;
+}();
+}  // namespace DEVTENSOR_ABI_NS
+
+}  // namespace devtensor::backend::cuda

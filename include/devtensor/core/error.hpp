@@ -1,0 +1,88 @@
+#pragma once
+/// @file error.hpp
+/// @brief The exceptions devtensor throws (DESIGN.md §7, SPEC.md §0).
+///
+/// Every error derives from devtensor::Error, itself a std::runtime_error, and carries the
+/// TensorFlow status code it corresponds to. Messages keep TensorFlow's key phrases so that what users
+/// already know (and search for) carries over.
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace devtensor {
+
+/// The TensorFlow status codes devtensor uses.
+enum class ErrorCode {
+  invalid_argument,
+  not_found,
+  failed_precondition,
+  resource_exhausted,
+  unimplemented,
+  internal,
+};
+
+/// TensorFlow's spelling of a code, e.g. "INVALID_ARGUMENT".
+constexpr std::string_view to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::invalid_argument: return "INVALID_ARGUMENT";
+    case ErrorCode::not_found: return "NOT_FOUND";
+    case ErrorCode::failed_precondition: return "FAILED_PRECONDITION";
+    case ErrorCode::resource_exhausted: return "RESOURCE_EXHAUSTED";
+    case ErrorCode::unimplemented: return "UNIMPLEMENTED";
+    case ErrorCode::internal: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+/// Base of every devtensor exception.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  [[nodiscard]] ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+/// A bad argument: malformed device names, shape mismatches, invalid configuration values.
+class InvalidArgumentError : public Error {
+ public:
+  explicit InvalidArgumentError(const std::string& message)
+      : Error(ErrorCode::invalid_argument, message) {}
+};
+
+/// A named device or allocator that does not exist.
+class NotFoundError : public Error {
+ public:
+  explicit NotFoundError(const std::string& message) : Error(ErrorCode::not_found, message) {}
+};
+
+/// Configuration after initialisation, or a call in the wrong state.
+class FailedPreconditionError : public Error {
+ public:
+  explicit FailedPreconditionError(const std::string& message)
+      : Error(ErrorCode::failed_precondition, message) {}
+};
+
+/// Out of memory.
+class ResourceExhaustedError : public Error {
+ public:
+  explicit ResourceExhaustedError(const std::string& message)
+      : Error(ErrorCode::resource_exhausted, message) {}
+};
+
+/// A feature that this build or this hardware cannot provide.
+class UnimplementedError : public Error {
+ public:
+  explicit UnimplementedError(const std::string& message)
+      : Error(ErrorCode::unimplemented, message) {}
+};
+
+/// A broken invariant inside devtensor.
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& message) : Error(ErrorCode::internal, message) {}
+};
+
+}  // namespace devtensor

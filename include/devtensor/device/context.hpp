@@ -1,0 +1,710 @@
+#pragma once
+/// @file context.hpp
+/// @brief The Context: physical device discovery, configuration, and the logical devices it
+/// freezes at initialisation (SPEC.md §3 and §7).
+///
+/// One Context per process (config.hpp explains the export). Configuration setters validate, accept
+/// the current value silently, and fail with FailedPreconditionError once the Context is
+/// initialised; the message says what initialised it. Initialisation creates the logical devices,
+/// which never change afterwards, so readers need no lock once initialised() is true.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/physical.hpp"
+#include "devtensor/device/spec.hpp"
+#include "devtensor/device/tags.hpp"
+
+namespace devtensor {
+
+inline constexpr std::uint64_t kKiB = std::uint64_t{1} << 10;
+inline constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+/// The canonical name of the context's first device, where the outermost DeviceScope merges into.
+inline constexpr std::string_view kHostCpuDeviceName = "/job:localhost/replica:0/task:0/device:CPU:0";
+
+/// Simulated GPUs (SPEC.md §7): `count` devices of `memory_bytes` each.
+struct SimulatedGpus {
+  int count = 0;
+  std::uint64_t memory_bytes = 16 * kGiB;
+  friend bool operator==(const SimulatedGpus&, const SimulatedGpus&) = default;
+};
+
+/// Parses DEVTENSOR_SIMULATED_GPUS: "N" or "NxSIZE", SIZE a positive integer followed by KiB, MiB
+/// or GiB. @throws InvalidArgumentError "DEVTENSOR_SIMULATED_GPUS is set but could not be parsed".
+inline SimulatedGpus parse_simulated_gpus(std::string_view value) {
+  const auto fail = [&]() -> InvalidArgumentError {
+    return InvalidArgumentError(
+        "DEVTENSOR_SIMULATED_GPUS is set but could not be parsed: '" + std::string(value) +
+        "'. Valid values are N or NxSIZE with N a non-negative integer and SIZE a positive integer "
+        "followed by KiB, MiB or GiB, e.g. 2 or 2x16GiB.");
+  };
+  const auto digits = [&](std::string_view s, std::uint64_t limit) -> std::uint64_t {
+    if (s.empty() || s.size() > 12) throw fail();
+    std::uint64_t n = 0;
+    for (char c : s) {
+      if (!detail::is_ascii_digit(c)) throw fail();
+      n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (n > limit) throw fail();
+    return n;
+  };
+  SimulatedGpus result;
+  const auto x = value.find('x');
+  result.count = static_cast<int>(digits(value.substr(0, x), 4096));
+  if (x == std::string_view::npos) return result;
+  std::string_view size = value.substr(x + 1);
+  std::uint64_t unit = 0;
+  for (auto [suffix, bytes] : {std::pair{std::string_view("KiB"), kKiB}, {"MiB", kMiB}, {"GiB", kGiB}}) {
+    if (size.size() > suffix.size() && size.substr(size.size() - suffix.size()) == suffix) {
+      unit = bytes;
+      size.remove_suffix(suffix.size());
+    }
+  }
+  if (unit == 0) throw fail();
+  const std::uint64_t amount = digits(size, (std::uint64_t{1} << 50) / unit);
+  if (amount == 0) throw fail();
+  result.memory_bytes = amount * unit;
+  return result;
+}
+
+/// TensorFlow's MinSystemMemory: the device memory left to the system when no fraction is set.
+constexpr std::uint64_t min_system_memory(std::uint64_t available, int compute_capability_major) {
+  if (available < 2 * kGiB) return 225 * kMiB;
+  if (compute_capability_major <= 6) return 500 * kMiB;
+  if (compute_capability_major <= 7) return 1050 * kMiB;
+  if (compute_capability_major <= 8) return 1536 * kMiB;
+  return 1800 * kMiB;
+}
+
+/// A physical device as discovered.
+struct PhysicalDeviceInfo {
+  config::PhysicalDevice device;
+  int index = 0;            // within its type
+  bool simulated = false;   // a simulated GPU (SPEC.md §7)
+  int platform_ordinal = 0; // the CUDA ordinal for real GPUs, the index for simulated ones
+  detail::GpuPlatformDevice properties;  // GPUs only
+};
+
+/// A logical device, fixed at initialisation.
+struct LogicalDeviceInfo {
+  DeviceSpec spec;                 // /job:localhost/replica:0/task:0/device:TYPE:N
+  std::string full_name;           // spec.to_string(), kept to avoid re-printing
+  config::LogicalDevice device;    // /device:TYPE:N, as list_logical_devices shows it
+  std::string device_type;
+  int index = 0;                   // N
+  int physical_index = 0;          // index into Context::physical_devices()
+  std::uint64_t memory_limit = 0;  // bytes; GPUs: the allocator's limit, CPUs: 256 MiB (TF's figure)
+  bool allow_growth = false;       // GPUs: the effective growth flag
+  bool unified_memory = false;     // GPUs: fraction > 1 or set_use_unified_memory
+  std::optional<int> priority;     // GPUs: the virtual device's stream priority
+  std::string physical_device_desc;
+};
+
+namespace detail {
+
+/// The configuration a user assembles before initialisation.
+struct Configuration {
+  std::optional<SimulatedGpus> simulated_gpus;  // set by the API; wins over the environment
+  std::optional<std::vector<config::PhysicalDevice>> visible_devices;  // unset: all visible
+  std::map<std::string, std::vector<config::LogicalDeviceConfiguration>> virtual_devices;
+  std::map<std::string, bool> memory_growth;
+  double memory_fraction = 0.0;
+  bool use_unified_memory = false;
+  std::int64_t gpu_system_memory_size_in_mb = 0;
+};
+
+inline std::string getenv_string(const char* name, bool* present = nullptr) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read before threads use it
+  if (present) *present = value != nullptr;
+  return value ? std::string(value) : std::string();
+}
+
+}  // namespace detail
+
+/// The process-wide device context. Use the free functions of devtensor::config for
+/// configuration; ops and the placer read the logical devices from here.
+class Context {
+ public:
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  /// The one Context of this process.
+  DEVTENSOR_EXPORT static Context& global() {
+    static Context context;
+    return context;
+  }
+
+  // --- physical devices ---------------------------------------------------------------------
+
+  /// Discovers physical devices once (never initialises). Fixes the simulated-GPU setting.
+  const std::vector<PhysicalDeviceInfo>& physical_devices(
+      std::string_view trigger = "list_physical_devices()",
+      std::source_location where = std::source_location::current()) {
+    if (discovered_.load(std::memory_order_acquire)) return physical_;
+    std::lock_guard lock(mutex_);
+    discover_locked(trigger, where);
+    return physical_;
+  }
+
+  /// Registers the source of real GPUs (the CUDA backend does this from a static initialiser).
+  void register_gpu_platform(const detail::GpuPlatform* platform) noexcept {
+    gpu_platform_.store(platform, std::memory_order_release);
+  }
+  [[nodiscard]] const detail::GpuPlatform* gpu_platform() const noexcept {
+    return gpu_platform_.load(std::memory_order_acquire);
+  }
+  /// Why the platform reported no GPUs (e.g. "CUDA driver version is insufficient ..."), or "".
+  [[nodiscard]] std::string gpu_platform_status() {
+    std::lock_guard lock(mutex_);
+    return gpu_platform_status_;
+  }
+
+  // --- configuration (SPEC.md §3.2) ---------------------------------------------------------
+
+  void set_simulated_gpus(SimulatedGpus value) {
+    if (value.count < 0)
+      throw InvalidArgumentError("set_simulated_gpus: the count must be >= 0, got " +
+                                 std::to_string(value.count));
+    if (value.count > 0 && value.memory_bytes == 0)
+      throw InvalidArgumentError("set_simulated_gpus: each simulated GPU needs memory > 0 bytes");
+    std::lock_guard lock(mutex_);
+    if (discovered_.load()) {
+      if (discovered_simulated_ == value) return;
+      throw FailedPreconditionError(
+          "Simulated GPUs cannot be modified after physical devices were discovered. "
+          "devtensor discovered them in " + discovery_trigger_ +
+          ". Call set_simulated_gpus before list_physical_devices and before any other use.");
+    }
+    configuration_.simulated_gpus = value;
+  }
+
+  void set_visible_devices(const std::vector<config::PhysicalDevice>& devices,
+                           std::string_view device_type) {
+    const auto& physical = physical_devices();
+    for (const auto& d : devices) {
+      const bool known = std::any_of(physical.begin(), physical.end(),
+                                     [&](const auto& p) { return p.device == d; });
+      if (!known || (!device_type.empty() && d.device_type != device_type))
+        throw InvalidArgumentError("Unrecognized device: " + d.repr());
+    }
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      for (std::size_t j = i + 1; j < devices.size(); ++j)
+        if (devices[i] == devices[j])
+          throw InvalidArgumentError("visible_device_list contained a duplicate entry: " +
+                                     devices[i].repr());
+    std::lock_guard lock(mutex_);
+    std::vector<config::PhysicalDevice> next;
+    for (const auto& d : visible_locked())
+      if (!device_type.empty() && d.device_type != device_type) next.push_back(d);
+    next.insert(next.end(), devices.begin(), devices.end());
+    if (std::none_of(next.begin(), next.end(),
+                     [](const auto& d) { return d.device_type == cpu_device_type; }))
+      throw InvalidArgumentError(
+          "Cannot hide the CPU: devtensor needs /physical_device:CPU:0 visible to run host code "
+          "and input pipelines. Pass a device_type (e.g. \"GPU\") to change only that type.");
+    if (next == visible_locked()) return;
+    require_uninitialized_locked("Visible devices cannot be modified after being initialized");
+    configuration_.visible_devices = std::move(next);
+  }
+
+  std::vector<config::PhysicalDevice> visible_devices(std::string_view device_type) {
+    physical_devices();
+    std::lock_guard lock(mutex_);
+    std::vector<config::PhysicalDevice> out;
+    for (const auto& d : visible_locked())
+      if (device_type.empty() || d.device_type == device_type) out.push_back(d);
+    return out;
+  }
+
+  void set_logical_device_configuration(
+      const config::PhysicalDevice& device,
+      const std::vector<config::LogicalDeviceConfiguration>& configs) {
+    require_known(device);
+    if (device.device_type == cpu_device_type) {
+      for (const auto& c : configs) {
+        if (c.memory_limit_mb)
+          throw InvalidArgumentError(
+              "Setting memory limit on CPU virtual devices is currently not supported");
+        if (c.experimental_priority)
+          throw InvalidArgumentError(
+              "Setting experimental_priority on CPU virtual  devices is currently not supported");
+        if (c.experimental_device_ordinal)
+          throw InvalidArgumentError(
+              "Setting experimental_device_ordinal on CPU virtual  devices is currently not "
+              "supported");
+      }
+    } else if (device.device_type == gpu_device_type) {
+      for (const auto& c : configs) {
+        if (!c.memory_limit_mb)
+          throw InvalidArgumentError("Setting memory limit is required for GPU virtual devices");
+        if (!(*c.memory_limit_mb >= 0.0) || *c.memory_limit_mb > 1e12)
+          throw InvalidArgumentError("memory_limit_mb must be a finite number of MiB >= 0, got " +
+                                     std::to_string(*c.memory_limit_mb));
+      }
+    } else {
+      throw InvalidArgumentError("Virtual devices are not supported for " + device.device_type);
+    }
+    std::lock_guard lock(mutex_);
+    auto it = configuration_.virtual_devices.find(device.name);
+    if (it != configuration_.virtual_devices.end() && it->second == configs) return;
+    require_uninitialized_locked("Virtual devices cannot be modified after being initialized");
+    configuration_.virtual_devices[device.name] = configs;
+  }
+
+  std::optional<std::vector<config::LogicalDeviceConfiguration>> logical_device_configuration(
+      const config::PhysicalDevice& device) {
+    require_known(device);
+    std::lock_guard lock(mutex_);
+    auto it = configuration_.virtual_devices.find(device.name);
+    if (it == configuration_.virtual_devices.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void set_memory_growth(const config::PhysicalDevice& device, bool enable) {
+    require_known(device);
+    std::lock_guard lock(mutex_);
+    if (configuration_.virtual_devices.count(device.name))
+      throw InvalidArgumentError("Cannot set memory growth on device when virtual devices configured");
+    if (device.device_type != gpu_device_type)
+      throw InvalidArgumentError("Cannot set memory growth on non-GPU and non-Pluggable devices");
+    auto it = configuration_.memory_growth.find(device.name);
+    if (it != configuration_.memory_growth.end() && it->second == enable) return;
+    require_uninitialized_locked("Physical devices cannot be modified after being initialized");
+    configuration_.memory_growth[device.name] = enable;
+  }
+
+  std::optional<bool> memory_growth(const config::PhysicalDevice& device) {
+    require_known(device);
+    std::lock_guard lock(mutex_);
+    auto it = configuration_.memory_growth.find(device.name);
+    if (it == configuration_.memory_growth.end()) return std::nullopt;
+    return it->second;
+  }
+
+  void set_memory_fraction(double fraction) {
+    if (!(fraction >= 0.0) || fraction > 1e6)
+      throw InvalidArgumentError(
+          "per_process_gpu_memory_fraction must be a finite number >= 0 (0 means: available "
+          "memory minus the reserve), got " + std::to_string(fraction));
+    std::lock_guard lock(mutex_);
+    if (configuration_.memory_fraction == fraction) return;
+    require_uninitialized_locked("GPU memory fraction cannot be modified after being initialized");
+    configuration_.memory_fraction = fraction;
+  }
+  double memory_fraction() {
+    std::lock_guard lock(mutex_);
+    return configuration_.memory_fraction;
+  }
+
+  void set_use_unified_memory(bool enable) {
+    std::lock_guard lock(mutex_);
+    if (configuration_.use_unified_memory == enable) return;
+    require_uninitialized_locked("Unified memory cannot be modified after being initialized");
+    configuration_.use_unified_memory = enable;
+  }
+
+  void set_gpu_system_memory_size_in_mb(std::int64_t mb) {
+    if (mb < 0)
+      throw InvalidArgumentError("gpu_system_memory_size_in_mb must be >= 0, got " +
+                                 std::to_string(mb));
+    std::lock_guard lock(mutex_);
+    if (configuration_.gpu_system_memory_size_in_mb == mb) return;
+    require_uninitialized_locked(
+        "GPU system memory size cannot be modified after being initialized");
+    configuration_.gpu_system_memory_size_in_mb = mb;
+  }
+
+  // Soft placement and placement logging may change at any time, as in TensorFlow.
+  void set_soft_device_placement(bool enable) noexcept { soft_placement_.store(enable); }
+  [[nodiscard]] bool soft_device_placement() const noexcept { return soft_placement_.load(); }
+  void set_log_device_placement(bool enable) noexcept { log_placement_.store(enable); }
+  [[nodiscard]] bool log_device_placement() const noexcept { return log_placement_.load(); }
+
+  // --- initialisation -----------------------------------------------------------------------
+
+  [[nodiscard]] bool initialized() const noexcept {
+    return initialized_.load(std::memory_order_acquire);
+  }
+
+  /// Initialises once: discovers devices, builds the logical devices from the configuration and
+  /// freezes it. `trigger` names the call for later error messages (SPEC.md §8.2).
+  /// @throws InvalidArgumentError for an inconsistent configuration (the Context stays
+  /// uninitialised, so the configuration can still be fixed).
+  void ensure_initialized(std::string_view trigger,
+                          std::source_location where = std::source_location::current()) {
+    if (initialized()) return;
+    std::lock_guard lock(mutex_);
+    if (initialized_.load()) return;
+    discover_locked(trigger, where);
+    logical_ = build_logical_devices_locked();
+    init_trigger_ = describe_trigger(trigger, where);
+    initialized_.store(true, std::memory_order_release);
+    for (const auto& d : logical_)
+      if (d.device_type == gpu_device_type)
+        log(LogSeverity::info, "Created device " + d.full_name + " with " +
+                                   std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
+                                   d.physical_device_desc);
+  }
+
+  /// Every logical device, CPUs first, then GPUs (initialises).
+  const std::vector<LogicalDeviceInfo>& logical_devices(
+      std::string_view trigger = "list_logical_devices()",
+      std::source_location where = std::source_location::current()) {
+    ensure_initialized(trigger, where);
+    return logical_;
+  }
+
+  /// What initialised the Context ("" before initialisation).
+  std::string initialization_trigger() {
+    std::lock_guard lock(mutex_);
+    return init_trigger_;
+  }
+
+  /// Test support: forgets configuration, discovery and initialisation, as in a fresh process.
+  /// Only for tests that hold no tensors or other objects tied to the devices.
+  void reset_for_testing() {
+    std::lock_guard lock(mutex_);
+    configuration_ = {};
+    physical_.clear();
+    logical_.clear();
+    discovered_simulated_ = {};
+    discovery_trigger_.clear();
+    init_trigger_.clear();
+    gpu_platform_status_.clear();
+    soft_placement_.store(true);
+    log_placement_.store(false);
+    discovered_.store(false);
+    initialized_.store(false);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<bool> discovered_{false};
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> soft_placement_{true};  // TF2 eager default
+  std::atomic<bool> log_placement_{false};
+  std::atomic<const detail::GpuPlatform*> gpu_platform_{nullptr};
+  detail::Configuration configuration_;
+  std::vector<PhysicalDeviceInfo> physical_;
+  std::vector<LogicalDeviceInfo> logical_;
+  SimulatedGpus discovered_simulated_;
+  std::string discovery_trigger_;
+  std::string init_trigger_;
+  std::string gpu_platform_status_;
+
+  static std::string describe_trigger(std::string_view trigger, const std::source_location& where) {
+    std::string out(trigger);
+    if (where.file_name() && *where.file_name())
+      out += std::string(" at ") + where.file_name() + ":" + std::to_string(where.line());
+    return out;
+  }
+
+  void require_known(const config::PhysicalDevice& device) {
+    const auto& physical = physical_devices();
+    if (std::none_of(physical.begin(), physical.end(),
+                     [&](const auto& p) { return p.device == device; }))
+      throw InvalidArgumentError("Unrecognized device: " + device.repr());
+  }
+
+  void require_uninitialized_locked(std::string_view key_phrase) const {
+    if (initialized_.load())
+      throw FailedPreconditionError(std::string(key_phrase) + ". devtensor was initialized by " +
+                                    init_trigger_ +
+                                    ". Configure devices before the first op, tensor, "
+                                    "list_logical_devices() or strategy.");
+  }
+
+  std::vector<config::PhysicalDevice> visible_locked() const {
+    if (configuration_.visible_devices) return *configuration_.visible_devices;
+    std::vector<config::PhysicalDevice> all;
+    for (const auto& p : physical_) all.push_back(p.device);
+    return all;
+  }
+
+  void discover_locked(std::string_view trigger, const std::source_location& where) {
+    if (discovered_.load()) return;
+    SimulatedGpus simulated;
+    if (configuration_.simulated_gpus) {
+      simulated = *configuration_.simulated_gpus;
+    } else {
+      bool present = false;
+      std::string env = detail::getenv_string("DEVTENSOR_SIMULATED_GPUS", &present);
+      if (present) simulated = parse_simulated_gpus(env);
+    }
+
+    std::vector<PhysicalDeviceInfo> found;
+    PhysicalDeviceInfo cpu_info;
+    cpu_info.device = {"/physical_device:CPU:0", std::string(cpu_device_type)};
+    found.push_back(cpu_info);
+
+    int gpu_index = 0;
+    if (const auto* platform = gpu_platform()) {
+      std::string why_none;
+      const int count = platform->device_count(&why_none);
+      gpu_platform_status_ = why_none;
+      for (int ordinal = 0; ordinal < count; ++ordinal) {
+        PhysicalDeviceInfo info;
+        std::string error;
+        if (!platform->describe(ordinal, &info.properties, &error)) {
+          log(LogSeverity::error, "Could not query GPU " + std::to_string(ordinal) + ": " + error +
+                                      ". The device is skipped.");
+          continue;
+        }
+        info.device = {"/physical_device:GPU:" + std::to_string(gpu_index),
+                       std::string(gpu_device_type)};
+        info.index = gpu_index++;
+        info.platform_ordinal = ordinal;
+        found.push_back(std::move(info));
+      }
+    }
+    for (int k = 0; k < simulated.count; ++k) {
+      PhysicalDeviceInfo info;
+      info.device = {"/physical_device:GPU:" + std::to_string(gpu_index),
+                     std::string(gpu_device_type)};
+      info.index = gpu_index;
+      info.simulated = true;
+      info.platform_ordinal = gpu_index;
+      info.properties.name = "devtensor simulated GPU";
+      info.properties.pci_bus_id = "simulated:" + std::to_string(gpu_index);
+      info.properties.compute_capability_major = 9;
+      info.properties.compute_capability_minor = 0;
+      info.properties.total_memory = simulated.memory_bytes;
+      info.properties.free_memory = simulated.memory_bytes;
+      info.properties.least_stream_priority = 0;
+      info.properties.greatest_stream_priority = -5;  // what CUDA reports on Hopper
+      ++gpu_index;
+      found.push_back(std::move(info));
+    }
+    physical_ = std::move(found);
+    discovered_simulated_ = simulated;
+    discovery_trigger_ = describe_trigger(trigger, where);
+    discovered_.store(true, std::memory_order_release);
+  }
+
+  /// TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH: exactly "true" or "false" overrides (SPEC.md §3.4).
+  static bool effective_allow_growth(bool configured) {
+    bool present = false;
+    const std::string value = detail::getenv_string("TF_FORCE_GPU_ALLOW_GROWTH", &present);
+    if (!present) return configured;
+    const std::string original = configured ? "1" : "0";
+    if (value == "true" || value == "false") {
+      const bool forced = value == "true";
+      if (forced != configured)
+        log(LogSeverity::warning,
+            "Overriding orig_value setting because the TF_FORCE_GPU_ALLOW_GROWTH environment "
+            "variable is set. Original config value was " + original + ".");
+      return forced;
+    }
+    log(LogSeverity::error,
+        "The TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed: \"" +
+            value + "\". Valid values are \"true\" or \"false\". Using original config value of " +
+            original + ".");
+    return configured;
+  }
+
+  /// TensorFlow's SingleVirtualDeviceMemoryLimit (SPEC.md §3.3).
+  std::uint64_t default_memory_limit_locked(const PhysicalDeviceInfo& device) const {
+    const auto& p = device.properties;
+    const std::uint64_t available = p.free_memory;
+    std::uint64_t limit = 0;
+    if (configuration_.memory_fraction == 0.0) {
+      const std::uint64_t reserve = min_system_memory(available, p.compute_capability_major);
+      limit = reserve < available ? available - reserve : available;
+    } else {
+      limit = static_cast<std::uint64_t>(static_cast<double>(p.total_memory) *
+                                         configuration_.memory_fraction);
+    }
+    const auto apply_reserve = [&](std::uint64_t reserved, const std::string& as_given) {
+      if (reserved <= available) {
+        limit = available - reserved;
+      } else {
+        log(LogSeverity::warning, "The requested reserved device memory " + as_given +
+                                      " is larger than the available memory of " +
+                                      std::to_string(available) + ". The request is ignored.");
+      }
+    };
+    if (configuration_.gpu_system_memory_size_in_mb > 0) {
+      const auto reserved =
+          static_cast<std::uint64_t>(configuration_.gpu_system_memory_size_in_mb) * kMiB;
+      apply_reserve(reserved, std::to_string(reserved));
+    }
+    const std::string env = detail::getenv_string("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+    if (!env.empty()) {
+      const bool numeric = env.size() <= 12 && std::all_of(env.begin(), env.end(), [](char c) {
+                             return detail::is_ascii_digit(c);
+                           });
+      if (!numeric) {
+        log(LogSeverity::warning, "The requested reserved device memory " + env +
+                                      " is invalid. The request will be ignored.");
+      } else {
+        const auto reserved = static_cast<std::uint64_t>(std::stoll(env)) * kMiB;
+        apply_reserve(reserved, std::to_string(reserved));
+      }
+    }
+    return limit;
+  }
+
+  /// Builds the logical devices (SPEC.md §3.1–3.3): CPUs (split by their configuration), then the
+  /// visible GPUs in physical order, each expanded by its virtual devices, then ordinals applied.
+  std::vector<LogicalDeviceInfo> build_logical_devices_locked() const {
+    const auto visible = visible_locked();
+    const auto is_visible = [&](const PhysicalDeviceInfo& p) {
+      return std::find(visible.begin(), visible.end(), p.device) != visible.end();
+    };
+    std::vector<LogicalDeviceInfo> out;
+
+    // CPUs: one, or one per empty configuration of the physical CPU.
+    for (std::size_t i = 0; i < physical_.size(); ++i) {
+      const auto& p = physical_[i];
+      if (p.device.device_type != cpu_device_type || !is_visible(p)) continue;
+      std::size_t n = 1;
+      if (auto it = configuration_.virtual_devices.find(p.device.name);
+          it != configuration_.virtual_devices.end() && !it->second.empty())
+        n = it->second.size();
+      for (std::size_t k = 0; k < n; ++k) {
+        LogicalDeviceInfo d;
+        d.device_type = std::string(cpu_device_type);
+        d.physical_index = static_cast<int>(i);
+        d.memory_limit = 256 * kMiB;
+        out.push_back(std::move(d));
+      }
+    }
+
+    // GPUs: validate the configuration as TensorFlow's _compute_gpu_options and
+    // VerifyVirtualDeviceSettings do, then create them.
+    std::vector<const PhysicalDeviceInfo*> gpus;
+    std::vector<int> gpu_physical_index;
+    for (std::size_t i = 0; i < physical_.size(); ++i)
+      if (physical_[i].device.device_type == gpu_device_type && is_visible(physical_[i])) {
+        gpus.push_back(&physical_[i]);
+        gpu_physical_index.push_back(static_cast<int>(i));
+      }
+    const bool any_virtual = std::any_of(gpus.begin(), gpus.end(), [&](const auto* g) {
+      return configuration_.virtual_devices.count(g->device.name) != 0;
+    });
+    std::optional<bool> growth;
+    for (const auto* g : gpus) {
+      auto it = configuration_.memory_growth.find(g->device.name);
+      const bool mine = it != configuration_.memory_growth.end() && it->second;
+      if (growth && *growth != mine)
+        throw InvalidArgumentError("Memory growth cannot differ between GPU devices");
+      growth = mine;
+    }
+    if (any_virtual && configuration_.memory_fraction > 0.0)
+      throw InvalidArgumentError(
+          "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.");
+    // Growth is ignored whenever virtual devices are configured (unless the environment forces it).
+    const bool configured_growth = any_virtual ? false : growth.value_or(false);
+    const bool allow_growth = gpus.empty() ? configured_growth : effective_allow_growth(configured_growth);
+    const bool unified = configuration_.use_unified_memory || configuration_.memory_fraction > 1.0;
+
+    struct Pending {
+      LogicalDeviceInfo info;
+      std::optional<int> ordinal;
+      std::size_t position;
+    };
+    std::vector<Pending> pending;
+    std::optional<bool> first_has_ordinal;
+    for (std::size_t g = 0; g < gpus.size(); ++g) {
+      const auto& phys = *gpus[g];
+      if (unified && phys.properties.compute_capability_major < 6)
+        throw UnimplementedError(
+            "Unified memory on GPUs with compute capability lower than 6.0 (pre-Pascal class GPUs) "
+            "does not support oversubscription.");
+      std::vector<config::LogicalDeviceConfiguration> configs;
+      if (auto it = configuration_.virtual_devices.find(phys.device.name);
+          it != configuration_.virtual_devices.end())
+        configs = it->second;
+      const bool with_priority = std::any_of(configs.begin(), configs.end(),
+                                             [](const auto& c) { return c.experimental_priority.has_value(); });
+      const bool with_ordinal = std::any_of(configs.begin(), configs.end(),
+                                            [](const auto& c) { return c.experimental_device_ordinal.has_value(); });
+      if (with_priority && !std::all_of(configs.begin(), configs.end(),
+                                        [](const auto& c) { return c.experimental_priority.has_value(); }))
+        throw InvalidArgumentError("priority must be specified for all virtual devices");
+      if (with_ordinal && !std::all_of(configs.begin(), configs.end(),
+                                       [](const auto& c) { return c.experimental_device_ordinal.has_value(); }))
+        throw InvalidArgumentError("device_ordinal must be specified for all virtual devices");
+      if (any_virtual && !first_has_ordinal) first_has_ordinal = with_ordinal;
+      if (any_virtual && *first_has_ordinal != with_ordinal)
+        throw InvalidArgumentError(
+            "Device ordinals must be set for all virtual devices or none. But the device_ordinal "
+            "is specified for " + std::to_string(g) + " while previous devices didn't have any set.");
+
+      const auto make = [&](std::uint64_t limit, std::optional<int> priority) {
+        LogicalDeviceInfo d;
+        d.device_type = std::string(gpu_device_type);
+        d.physical_index = gpu_physical_index[g];
+        d.memory_limit = limit;
+        d.allow_growth = allow_growth;
+        d.unified_memory = unified;
+        d.priority = priority;
+        const auto& p = phys.properties;
+        d.physical_device_desc = "device: " + std::to_string(phys.platform_ordinal) +
+                                 ", name: " + p.name + ", pci bus id: " + p.pci_bus_id +
+                                 ", compute capability: " +
+                                 std::to_string(p.compute_capability_major) + "." +
+                                 std::to_string(p.compute_capability_minor);
+        return d;
+      };
+      if (configs.empty()) {
+        pending.push_back({make(default_memory_limit_locked(phys), std::nullopt), std::nullopt,
+                           pending.size()});
+        continue;
+      }
+      for (std::size_t v = 0; v < configs.size(); ++v) {
+        const auto& c = configs[v];
+        if (c.experimental_priority) {
+          const int p = *c.experimental_priority;
+          const int hi = phys.properties.greatest_stream_priority;
+          const int lo = phys.properties.least_stream_priority;
+          if (p < hi || p > lo)
+            throw InvalidArgumentError("Priority " + std::to_string(p) +
+                                       " is outside the range of supported priorities [" +
+                                       std::to_string(hi) + "," + std::to_string(lo) +
+                                       "] for virtual device " + std::to_string(v) + " on GPU# " +
+                                       std::to_string(phys.index));
+        }
+        const auto limit =
+            static_cast<std::uint64_t>(static_cast<std::int64_t>(*c.memory_limit_mb)) * kMiB;
+        pending.push_back({make(limit, c.experimental_priority), c.experimental_device_ordinal,
+                           pending.size()});
+      }
+    }
+    // Lower ordinal first; ties (and devices without ordinals) keep their list position.
+    std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+      return a.ordinal.value_or(0) < b.ordinal.value_or(0);
+    });
+    for (auto& p : pending) out.push_back(std::move(p.info));
+
+    // Number each type consecutively and name the devices.
+    int cpus = 0;
+    int gpu_count = 0;
+    for (auto& d : out) {
+      d.index = d.device_type == cpu_device_type ? cpus++ : gpu_count++;
+      d.spec = DeviceSpec::parse(
+          DeviceSpec::full_name("localhost", 0, 0, d.device_type, d.index));
+      d.full_name = d.spec.to_string();
+      d.device = {DeviceSpec::local_name(d.device_type, d.index), d.device_type};
+    }
+    return out;
+  }
+};
+
+}  // namespace devtensor

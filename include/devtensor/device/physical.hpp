@@ -1,0 +1,77 @@
+#pragma once
+/// @file physical.hpp
+/// @brief Value types of the configuration API: physical and logical devices and the
+/// logical-device configuration (TensorFlow's tf.config.PhysicalDevice, LogicalDevice and
+/// LogicalDeviceConfiguration), plus the GPU platform interface the Context discovers GPUs through.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace devtensor {
+
+namespace config {
+
+/// A device the machine has ("/physical_device:GPU:0", "GPU"). Configuration names these.
+struct PhysicalDevice {
+  std::string name;
+  std::string device_type;
+
+  friend bool operator==(const PhysicalDevice&, const PhysicalDevice&) = default;
+
+  /// Python's repr, as TensorFlow's messages print it:
+  /// PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU').
+  [[nodiscard]] std::string repr() const {
+    return "PhysicalDevice(name='" + name + "', device_type='" + device_type + "')";
+  }
+};
+
+/// A device ops run on ("/device:GPU:0", "GPU"): a physical device, or a slice of one.
+struct LogicalDevice {
+  std::string name;
+  std::string device_type;
+
+  friend bool operator==(const LogicalDevice&, const LogicalDevice&) = default;
+};
+
+/// One logical device to create on a physical device (TensorFlow's LogicalDeviceConfiguration).
+/// GPUs need memory_limit_mb (MiB, truncated to whole MiB); CPUs take none of the fields.
+struct LogicalDeviceConfiguration {
+  std::optional<double> memory_limit_mb = std::nullopt;
+  std::optional<int> experimental_priority = std::nullopt;
+  std::optional<int> experimental_device_ordinal = std::nullopt;
+
+  friend bool operator==(const LogicalDeviceConfiguration&,
+                         const LogicalDeviceConfiguration&) = default;
+};
+
+}  // namespace config
+
+namespace detail {
+
+/// What the Context needs to know about one GPU of a platform.
+struct GpuPlatformDevice {
+  std::string name;
+  std::string pci_bus_id;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  std::uint64_t total_memory = 0;
+  std::uint64_t free_memory = 0;
+  int least_stream_priority = 0;     // CUDA: 0
+  int greatest_stream_priority = 0;  // CUDA: typically -5
+};
+
+/// A source of real GPUs. The CUDA backend registers one when a translation unit of the program is
+/// built with the devtensor::cuda component; without one the machine has no real GPUs. Plain
+/// function pointers keep the layout identical in every translation-unit flavour.
+struct GpuPlatform {
+  const char* name;
+  /// Number of GPUs; 0 with a reason in `why_none` when there is no driver or no device.
+  int (*device_count)(std::string* why_none);
+  /// Fills `out` for one ordinal; false with a reason on failure.
+  bool (*describe)(int ordinal, GpuPlatformDevice* out, std::string* error);
+};
+
+}  // namespace detail
+
+}  // namespace devtensor

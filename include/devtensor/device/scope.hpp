@@ -1,0 +1,135 @@
+#pragma once
+/// @file scope.hpp
+/// @brief DeviceScope: TensorFlow's eager `with tf.device(...)` as an RAII guard (SPEC.md §1.8).
+///
+/// Each thread has its own stack of requested device specs. The outermost scope merges its spec into
+/// the context's first device (/job:localhost/replica:0/task:0/device:CPU:0) and nested scopes
+/// merge into the enclosing one, always with override semantics (the inner field wins, never an
+/// error). Ops read the top of the stack as their requested device.
+///
+/// Note [Omitted default constructor and moves]
+/// As with c10's DeviceGuard: a default-constructed scope would have no meaning, and a moved scope
+/// would leave the stack entry owned by an object whose lifetime no longer matches the C++ scope
+/// it guards. So a DeviceScope can only be created with a device and destroyed where it was
+/// created. It is [[nodiscard]]: `DeviceScope("/gpu:0");` on its own would end at the semicolon.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/spec.hpp"
+#include "devtensor/device/tags.hpp"
+
+namespace devtensor {
+
+class DeviceScope;
+
+namespace detail {
+
+/// One thread's scope stack. `generation` changes on every push and pop, so the placer can cache
+/// decisions per (generation, op) without comparing specs.
+struct ScopeStack {
+  struct Entry {
+    const DeviceScope* owner;
+    DeviceSpec spec;  // the merged spec in effect while this entry is on top
+  };
+  std::vector<Entry> entries;
+  std::uint64_t generation = 0;
+};
+
+DEVTENSOR_EXPORT inline ScopeStack& scope_stack() noexcept {
+  thread_local ScopeStack stack;
+  return stack;
+}
+
+}  // namespace detail
+
+/// RAII device scope: DeviceScope s("/gpu:1"); DeviceScope s(devtensor::gpu, 1);
+/// DeviceScope s(devtensor::cpu); DeviceScope s(std::nullopt) starts again from an empty spec.
+class [[nodiscard]] DeviceScope {
+ public:
+  /// Full or local form ("/job:localhost/device:GPU:0", "/gpu:0", "GPU:0").
+  /// @throws InvalidArgumentError "Malformed device specification '<spec>'".
+  [[nodiscard]] explicit DeviceScope(std::string_view spec) : DeviceScope(DeviceSpec::parse_full_or_local(spec)) {}
+  [[nodiscard]] explicit DeviceScope(const char* spec) : DeviceScope(std::string_view(spec)) {}
+  [[nodiscard]] explicit DeviceScope(const std::string& spec) : DeviceScope(std::string_view(spec)) {}
+
+  [[nodiscard]] explicit DeviceScope(const DeviceSpec& spec) { push(enclosing().overridden_by(spec)); }
+
+  /// A device type and id from a compile-time tag: DeviceScope(devtensor::gpu, 1) is "/device:GPU:1".
+  /// @throws InvalidArgumentError for a negative id.
+  template <DeviceTag Tag>
+  [[nodiscard]] DeviceScope(Tag, int id)
+      : DeviceScope(DeviceSpec().with_type(std::string(device_type_name<Tag>)).with_id(id)) {}
+
+  /// A device type from a compile-time tag; the id comes from the enclosing scope (TF's
+  /// "/device:GPU:*" merged by override).
+  template <DeviceTag Tag>
+  [[nodiscard]] explicit DeviceScope(Tag) : DeviceScope(DeviceSpec().with_type(std::string(device_type_name<Tag>))) {}
+
+  /// TensorFlow's tf.device(None): a scope whose requested spec is empty.
+  [[nodiscard]] explicit DeviceScope(std::nullopt_t) { push(DeviceSpec()); }
+
+  DeviceScope() = delete;
+  DeviceScope(std::nullptr_t) = delete;
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope(DeviceScope&&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  DeviceScope& operator=(DeviceScope&&) = delete;
+
+  /// Pops this scope. Leaving scopes out of order (possible only through heap-allocated scopes or
+  /// a scope destroyed on another thread) is a programming error; a destructor cannot throw, so
+  /// devtensor logs TensorFlow's key phrase and aborts.
+  ~DeviceScope() {
+    auto& stack = detail::scope_stack();
+    if (stack.entries.empty() || stack.entries.back().owner != this) {
+      log(LogSeverity::error,
+          "Exiting device scope without proper scope nesting: the scope for '" + spec_.to_string() +
+              "' is not the innermost scope of this thread. Destroy DeviceScopes in reverse order "
+              "of creation, on the thread that created them.");
+      std::abort();
+    }
+    stack.entries.pop_back();
+    ++stack.generation;
+  }
+
+  /// The merged spec this scope puts in effect.
+  [[nodiscard]] const DeviceSpec& spec() const noexcept { return spec_; }
+
+ private:
+  DeviceSpec spec_;
+
+  /// The spec to merge into: the innermost scope's, or the context's first device.
+  static DeviceSpec enclosing() {
+    const auto& stack = detail::scope_stack();
+    if (!stack.entries.empty()) return stack.entries.back().spec;
+    static const DeviceSpec host = DeviceSpec::parse(kHostCpuDeviceName);
+    return host;
+  }
+
+  void push(DeviceSpec merged) {
+    spec_ = merged;
+    auto& stack = detail::scope_stack();
+    stack.entries.push_back({this, std::move(merged)});
+    ++stack.generation;
+  }
+};
+
+/// The device this thread requests right now: the innermost DeviceScope's merged spec, or the
+/// empty spec (any device) outside every scope.
+inline DeviceSpec current_device_spec() {
+  const auto& stack = detail::scope_stack();
+  return stack.entries.empty() ? DeviceSpec() : stack.entries.back().spec;
+}
+
+/// Number of scopes open on this thread.
+inline std::size_t device_scope_depth() noexcept { return detail::scope_stack().entries.size(); }
+
+}  // namespace devtensor

@@ -1,0 +1,20 @@
+#pragma once
+/// @file devtensor.hpp
+/// @brief The umbrella header: everything devtensor offers in this translation unit's flavour.
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/configuration.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/device_lib.hpp"
+#include "devtensor/device/physical.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/device/spec.hpp"
+#include "devtensor/device/tags.hpp"
+#include "devtensor/ops/traits.hpp"
+#include "devtensor/version.hpp"
+
+#if DEVTENSOR_CUDA_RUNTIME
+#include "devtensor/backend/cuda/platform.hpp"
+#endif

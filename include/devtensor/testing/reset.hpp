@@ -1,0 +1,16 @@
+#pragma once
+/// @file reset.hpp
+/// @brief Test support: start from a fresh Context, as in a new process.
+///
+/// For tests only. Call it when no tensors, allocators or strategies created earlier are alive and
+/// no other thread is using devtensor.
+
+#include "devtensor/device/context.hpp"
+
+namespace devtensor::testing {
+
+/// Forgets configuration, device discovery and initialisation; soft placement back to true,
+/// placement logging off. DEVTENSOR_SIMULATED_GPUS is read again at the next discovery.
+inline void reset_context() { Context::global().reset_for_testing(); }
+
+}  // namespace devtensor::testing

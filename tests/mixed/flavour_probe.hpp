@@ -1,0 +1,32 @@
+#pragma once
+// An op whose GPU kernel exists only in nvcc TUs. Its kernel table differs between flavours, so it
+// lives in the ABI-tagged namespace, as every flavour-dependent op must.
+#include <devtensor/devtensor.hpp>
+
+#include <string_view>
+
+namespace probe {
+inline namespace DEVTENSOR_ABI_NS {
+struct NvccOnlyGpuOp {
+  static constexpr std::string_view name = "NvccOnlyGpuOp";
+  template <devtensor::DeviceTag Tag, class T>
+  static constexpr bool has_kernel = std::same_as<Tag, devtensor::cpu_t> || DEVTENSOR_DEVICE_CODE;
+};
+}  // namespace DEVTENSOR_ABI_NS
+
+struct Report {
+  const char* flavour;
+  bool gpu_kernel;
+  const void* context;
+  bool cuda_platform_registered;
+};
+Report host_report();
+Report cudart_report();
+Report nvcc_report();
+}  // namespace probe
+
+#define PROBE_REPORT                                                                     \
+  probe::Report {                                                                        \
+    DEVTENSOR_FLAVOUR_NAME, devtensor::has_kernel_v<probe::NvccOnlyGpuOp, devtensor::gpu_t, float>, \
+        &devtensor::Context::global(), devtensor::Context::global().gpu_platform() != nullptr \
+  }

@@ -1,0 +1,22 @@
+#include <cstdio>
+#include <cstring>
+
+#include "flavour_probe.hpp"
+
+int main() {
+  const probe::Report reports[] = {probe::host_report(), probe::cudart_report(), probe::nvcc_report()};
+  const char* expected_flavour[] = {"host", "cudart", "nvcc"};
+  const bool expected_gpu_kernel[] = {false, false, true};
+  int failures = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto& r = reports[i];
+    std::printf("%-6s gpu kernel %d, context %p, CUDA platform registered %d\n", r.flavour,
+                r.gpu_kernel, r.context, r.cuda_platform_registered);
+    if (std::strcmp(r.flavour, expected_flavour[i]) != 0) ++failures;
+    if (r.gpu_kernel != expected_gpu_kernel[i]) ++failures;
+    if (r.context != reports[0].context) ++failures;  // one Context for the whole program
+    if (!r.cuda_platform_registered) ++failures;      // registered by the CUDA-flavoured TUs
+  }
+  std::printf(failures == 0 ? "mixed flavours: OK\n" : "mixed flavours: %d failures\n", failures);
+  return failures == 0 ? 0 : 1;
+}
