@@ -86,7 +86,8 @@ BOOST_AUTO_TEST_CASE(device_guard_switches_only_when_needed) {
     (void)cudaGetDevice(&after);
     BOOST_TEST(after == before);
   }
-  BOOST_CHECK_THROW(devtensor::backend::cuda::DeviceGuard(10000), devtensor::InvalidArgumentError);
+  BOOST_CHECK_THROW([] { devtensor::backend::cuda::DeviceGuard guard(10000); }(),
+                    devtensor::InvalidArgumentError);
 }
 
 BOOST_AUTO_TEST_CASE(checked_errors_name_the_cuda_error) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <memory>
 #include <thread>
 #include <type_traits>
@@ -128,21 +129,24 @@ BOOST_AUTO_TEST_CASE(scopes_do_not_initialise_the_context) {
 BOOST_AUTO_TEST_CASE(threads_have_their_own_stacks) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  std::string seen_a, seen_b;
-  auto worker = [&](const char* spec, std::string& seen) {
-    BOOST_TEST(current() == "");  // nothing inherited from the main thread
+  // Boost.Test assertions are not thread-safe: workers only record, the main thread checks.
+  std::string seen_a, seen_b, initial_a, initial_b;
+  auto worker = [&](const char* spec, std::string& seen, std::string& initial) {
+    initial = current();  // nothing inherited from the main thread
     DeviceScope s(spec);
     ++ready;
     while (!go.load()) std::this_thread::yield();
     seen = current();  // both scopes are alive at this moment
   };
   DeviceScope main_scope("/cpu:0");
-  std::thread a(worker, "/gpu:0", std::ref(seen_a));
-  std::thread b(worker, "/job:w/gpu:1", std::ref(seen_b));
+  std::thread a(worker, "/gpu:0", std::ref(seen_a), std::ref(initial_a));
+  std::thread b(worker, "/job:w/gpu:1", std::ref(seen_b), std::ref(initial_b));
   while (ready.load() < 2) std::this_thread::yield();
   go = true;
   a.join();
   b.join();
+  BOOST_TEST(initial_a == "");
+  BOOST_TEST(initial_b == "");
   BOOST_TEST(seen_a == "/job:localhost/replica:0/task:0/device:GPU:0");
   BOOST_TEST(seen_b == "/job:w/replica:0/task:0/device:GPU:1");
   BOOST_TEST(current() == "/job:localhost/replica:0/task:0/device:CPU:0");
@@ -161,6 +165,7 @@ BOOST_AUTO_TEST_CASE(generation_changes_on_push_and_pop) {
 BOOST_AUTO_TEST_CASE(out_of_order_exit_aborts) {
   int pipe_fds[2];
   BOOST_TEST_REQUIRE(::pipe(pipe_fds) == 0);
+  std::fflush(nullptr);  // or the child would print the parent's buffered output again
   const pid_t pid = ::fork();
   BOOST_TEST_REQUIRE(pid >= 0);
   if (pid == 0) {

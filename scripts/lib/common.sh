@@ -1,0 +1,48 @@
+# Shared by scripts/quickstart, scripts/test and .ci/run. Sourced, not executed.
+set -euo pipefail
+
+DEVTENSOR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$DEVTENSOR_ROOT"
+
+# Debian packages the build needs; CUDA is not a Debian package and is used when present.
+DEVTENSOR_PACKAGES=(
+  build-essential cmake ninja-build
+  libboost-test-dev      # Boost.Test (shared-library mode)
+  libbenchmark-dev       # Google Benchmark
+  libopenblas-dev        # CBLAS for CPU matmul and the benchmark baselines
+  clang libclang-rt-14-dev  # libFuzzer for the parser fuzz target
+)
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# Installs whatever of DEVTENSOR_PACKAGES is missing (never autoremove: it would take the image's
+# libc++ and libunwind with it).
+install_missing_packages() {
+  local missing=()
+  for pkg in "${DEVTENSOR_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "All Debian packages present"
+    return
+  fi
+  log "Installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# The main configuration: CUDA when nvcc is there (every .cu builds, GPU tests skip without a GPU),
+# CPU-only otherwise.
+main_preset() {
+  if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH="$PATH:/usr/local/cuda/bin"
+    echo cuda
+  else
+    echo cpu-release
+  fi
+}
