@@ -12,6 +12,12 @@
 #include "devtensor/device/scope.hpp"
 #include "devtensor/device/spec.hpp"
 #include "devtensor/device/tags.hpp"
+#include "devtensor/memory/allocator.hpp"
+#include "devtensor/memory/bfc.hpp"
+#include "devtensor/memory/info.hpp"
+#include "devtensor/memory/policies.hpp"
+#include "devtensor/memory/stats.hpp"
+#include "devtensor/memory/sub_allocators.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/version.hpp"
 

@@ -8,6 +8,8 @@
 /// initialised; the message says what initialised it. Initialisation creates the logical devices,
 /// which never change afterwards, so readers need no lock once initialised() is true.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -27,6 +29,9 @@
 #include "devtensor/device/physical.hpp"
 #include "devtensor/device/spec.hpp"
 #include "devtensor/device/tags.hpp"
+#include "devtensor/memory/allocator.hpp"
+#include "devtensor/memory/bfc.hpp"
+#include "devtensor/memory/sub_allocators.hpp"
 
 namespace devtensor {
 
@@ -113,6 +118,8 @@ struct LogicalDeviceInfo {
   bool unified_memory = false;     // GPUs: fraction > 1 or set_use_unified_memory
   std::optional<int> priority;     // GPUs: the virtual device's stream priority
   std::string physical_device_desc;
+  std::string limit_source;        // what set memory_limit, for OOM advice
+  std::string allocator_name;      // GPU_<i>_bfc, cpu_bfc
 };
 
 namespace detail {
@@ -352,7 +359,9 @@ class Context {
     std::lock_guard lock(mutex_);
     if (initialized_.load()) return;
     discover_locked(trigger, where);
-    logical_ = build_logical_devices_locked();
+    auto logical = build_logical_devices_locked();
+    allocators_ = build_allocators_locked(logical);
+    logical_ = std::move(logical);
     init_trigger_ = describe_trigger(trigger, where);
     initialized_.store(true, std::memory_order_release);
     for (const auto& d : logical_)
@@ -376,11 +385,64 @@ class Context {
     return init_trigger_;
   }
 
+  /// The allocator of a logical device (initialises). CPUs share one host allocator.
+  memory::Allocator& allocator(const LogicalDeviceInfo& device) {
+    ensure_initialized("the first tensor allocation");
+    return *allocators_.at(static_cast<std::size_t>(&device - logical_.data()));
+  }
+  memory::Allocator& allocator(std::size_t logical_index) {
+    ensure_initialized("the first tensor allocation");
+    return *allocators_.at(logical_index);
+  }
+
+  /// The logical device a memory-stats query names ("GPU:0", "/device:GPU:0", a full name),
+  /// following TensorFlow's rules and errors (SPEC.md §3.5). Initialises.
+  const LogicalDeviceInfo& memory_stats_device(std::string_view name, std::string_view api,
+                                               std::source_location where) {
+    const auto spec = DeviceSpec::try_parse_full_or_local(name);
+    if (!spec || !spec->type() || !spec->id())
+      throw InvalidArgumentError("Failed parsing device name: '" + std::string(name) +
+                                 "'. Note a valid device string should at least contain a device "
+                                 "type and a device index, like \"GPU:0\".");
+    const auto& devices = logical_devices(std::string(api) + "(\"" + std::string(name) + "\")", where);
+    const LogicalDeviceInfo* found = nullptr;
+    std::string matches;
+    for (const auto& d : devices) {
+      if (!spec->matches(d.spec)) continue;
+      matches += (matches.empty() ? "" : ", ") + d.full_name;
+      if (found)
+        throw InvalidArgumentError("Multiple devices match the provided string '" +
+                                   std::string(name) + "': " + matches);
+      found = &d;
+    }
+    if (!found) throw NotFoundError("No matching devices found for '" + std::string(name) + "'");
+    if (found->device_type == cpu_device_type)
+      throw InvalidArgumentError(
+          "CPU does not support getting allocator information: " + std::string(api) +
+          " works on GPU devices (CPU devices share one caching host allocator, cpu_bfc).");
+    return *found;
+  }
+
+  /// Device memory this process uses on a GPU that no devtensor allocator accounts for (the CUDA
+  /// context, libraries, other processes), or 0 for a simulated GPU.
+  std::uint64_t unaccounted_device_bytes(const LogicalDeviceInfo& device) {
+    const auto& phys = physical_.at(static_cast<std::size_t>(device.physical_index));
+    if (phys.simulated || !gpu_platform()) return 0;
+    const std::uint64_t used = phys.properties.total_memory - gpu_platform()->free_memory(phys.platform_ordinal);
+    std::uint64_t pools = 0;
+    for (std::size_t i = 0; i < logical_.size(); ++i)
+      if (logical_[i].physical_index == device.physical_index)
+        pools += static_cast<std::uint64_t>(allocators_[i]->stats().pool_bytes);
+    return used > pools ? used - pools : 0;
+  }
+
   /// Test support: forgets configuration, discovery and initialisation, as in a fresh process.
   /// Only for tests that hold no tensors or other objects tied to the devices.
   void reset_for_testing() {
     std::lock_guard lock(mutex_);
     configuration_ = {};
+    allocators_.clear();  // returns every region
+    simulated_memory_.clear();
     physical_.clear();
     logical_.clear();
     discovered_simulated_ = {};
@@ -403,10 +465,13 @@ class Context {
   detail::Configuration configuration_;
   std::vector<PhysicalDeviceInfo> physical_;
   std::vector<LogicalDeviceInfo> logical_;
+  std::vector<std::shared_ptr<memory::Allocator>> allocators_;  // parallel to logical_
+  std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated_memory_;  // by physical index
   SimulatedGpus discovered_simulated_;
   std::string discovery_trigger_;
   std::string init_trigger_;
   std::string gpu_platform_status_;
+  memory::DeviceMemoryFunctions gpu_memory_functions_{nullptr, nullptr};
 
   static std::string describe_trigger(std::string_view trigger, const std::source_location& where) {
     std::string out(trigger);
@@ -519,20 +584,33 @@ class Context {
   }
 
   /// TensorFlow's SingleVirtualDeviceMemoryLimit (SPEC.md §3.3).
-  std::uint64_t default_memory_limit_locked(const PhysicalDeviceInfo& device) const {
+  std::uint64_t default_memory_limit_locked(const PhysicalDeviceInfo& device,
+                                            std::string* source = nullptr) const {
     const auto& p = device.properties;
     const std::uint64_t available = p.free_memory;
+    const auto human = [](std::uint64_t n) {
+      return memory::human_readable_bytes(static_cast<std::int64_t>(n));
+    };
     std::uint64_t limit = 0;
+    std::string why;
     if (configuration_.memory_fraction == 0.0) {
       const std::uint64_t reserve = min_system_memory(available, p.compute_capability_major);
       limit = reserve < available ? available - reserve : available;
+      why = "the device's free memory " + human(available) + " minus a " +
+            human(reserve < available ? reserve : 0) +
+            " reserve (set_gpu_system_memory_size_in_mb or TF_DEVICE_MIN_SYS_MEMORY_IN_MB change "
+            "it)";
     } else {
       limit = static_cast<std::uint64_t>(static_cast<double>(p.total_memory) *
                                          configuration_.memory_fraction);
+      why = "per_process_gpu_memory_fraction = " + std::to_string(configuration_.memory_fraction) +
+            " of " + human(p.total_memory);
     }
     const auto apply_reserve = [&](std::uint64_t reserved, const std::string& as_given) {
       if (reserved <= available) {
         limit = available - reserved;
+        why = "the device's free memory " + human(available) + " minus the requested " +
+              human(reserved) + " reserve";
       } else {
         log(LogSeverity::warning, "The requested reserved device memory " + as_given +
                                       " is larger than the available memory of " +
@@ -557,6 +635,7 @@ class Context {
         apply_reserve(reserved, std::to_string(reserved));
       }
     }
+    if (source) *source = why;
     return limit;
   }
 
@@ -664,8 +743,10 @@ class Context {
         return d;
       };
       if (configs.empty()) {
-        pending.push_back({make(default_memory_limit_locked(phys), std::nullopt), std::nullopt,
-                           pending.size()});
+        std::string source;
+        const auto limit = default_memory_limit_locked(phys, &source);
+        pending.push_back({make(limit, std::nullopt), std::nullopt, pending.size()});
+        pending.back().info.limit_source = std::move(source);
         continue;
       }
       for (std::size_t v = 0; v < configs.size(); ++v) {
@@ -685,6 +766,9 @@ class Context {
             static_cast<std::uint64_t>(static_cast<std::int64_t>(*c.memory_limit_mb)) * kMiB;
         pending.push_back({make(limit, c.experimental_priority), c.experimental_device_ordinal,
                            pending.size()});
+        pending.back().info.limit_source =
+            "memory_limit_mb = " + std::to_string(static_cast<std::int64_t>(*c.memory_limit_mb)) +
+            " of the virtual device";
       }
     }
     // Lower ordinal first; ties (and devices without ordinals) keep their list position.
@@ -702,8 +786,89 @@ class Context {
           DeviceSpec::full_name("localhost", 0, 0, d.device_type, d.index));
       d.full_name = d.spec.to_string();
       d.device = {DeviceSpec::local_name(d.device_type, d.index), d.device_type};
+      d.allocator_name =
+          d.device_type == cpu_device_type ? "cpu_bfc" : "GPU_" + std::to_string(d.index) + "_bfc";
     }
     return out;
+  }
+
+  /// TF_ENABLE_GPU_GARBAGE_COLLECTION: exactly "true" or "false", default true (SPEC.md §3.4).
+  static bool gpu_garbage_collection() {
+    bool present = false;
+    const std::string value = detail::getenv_string("TF_ENABLE_GPU_GARBAGE_COLLECTION", &present);
+    if (!present || value == "true") return true;
+    if (value == "false") return false;
+    log(LogSeverity::error,
+        "The TF_ENABLE_GPU_GARBAGE_COLLECTION environment variable is set but could not be parsed: "
+        "\"" + value + "\". Valid values are \"true\" or \"false\". Using the default value \"true\".");
+    return true;
+  }
+
+  /// The region policy is a template parameter; the configuration picks it at run time.
+  template <memory::SubAllocator Sub>
+  static std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOptions options) {
+    if (growth)
+      return std::make_shared<memory::BFCAllocator<memory::Growth, Sub>>(std::move(sub), std::move(options));
+    return std::make_shared<memory::BFCAllocator<memory::Preallocate, Sub>>(std::move(sub), std::move(options));
+  }
+
+  /// One allocator per logical device (SPEC.md §3.3, §4): BFC over simulated device memory or the
+  /// GPU platform's cudaMalloc for GPUs; one shared growth-mode BFC over host memory for the CPUs,
+  /// so large tensors do not page-fault on every op.
+  std::vector<std::shared_ptr<memory::Allocator>> build_allocators_locked(
+      const std::vector<LogicalDeviceInfo>& logical) {
+    std::vector<std::shared_ptr<memory::Allocator>> out;
+    std::shared_ptr<memory::Allocator> host;
+    std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated(physical_.size());
+    const bool collect = std::any_of(logical.begin(), logical.end(), [](const auto& d) {
+      return d.device_type == gpu_device_type;
+    }) && gpu_garbage_collection();
+    for (const auto& d : logical) {
+      if (d.device_type == cpu_device_type) {
+        if (!host) {
+          memory::BFCOptions options;
+          options.name = d.allocator_name;
+          options.limit = host_memory_limit();
+          options.garbage_collection = true;
+          options.limit_source = "the host's physical memory";
+          host = make_bfc(/*growth=*/true, memory::HostSubAllocator{}, std::move(options));
+        }
+        out.push_back(host);
+        continue;
+      }
+      const auto& phys = physical_[static_cast<std::size_t>(d.physical_index)];
+      memory::BFCOptions options;
+      options.name = d.allocator_name;
+      options.limit = d.memory_limit;
+      options.garbage_collection = collect;
+      options.limit_source = d.limit_source;
+      if (phys.simulated) {
+        auto& device_memory = simulated[static_cast<std::size_t>(d.physical_index)];
+        if (!device_memory)  // unified memory may oversubscribe into host RAM
+          device_memory = std::make_shared<memory::SimulatedDeviceMemory>(
+              d.unified_memory ? UINT64_MAX / 2 : phys.properties.total_memory);
+        out.push_back(make_bfc(d.allow_growth, memory::SimulatedSubAllocator(device_memory), std::move(options)));
+      } else {
+        const auto* platform = gpu_platform();
+        if (d.unified_memory)
+          throw UnimplementedError(
+              "Unified (managed) memory for real GPUs is not implemented yet; use a memory "
+              "fraction <= 1 and set_use_unified_memory(false)");
+        gpu_memory_functions_ = {platform->allocate, platform->deallocate};
+        out.push_back(make_bfc(d.allow_growth,
+                               memory::PlatformSubAllocator(&gpu_memory_functions_, phys.platform_ordinal),
+                               std::move(options)));
+      }
+    }
+    simulated_memory_ = std::move(simulated);
+    return out;
+  }
+
+  static std::uint64_t host_memory_limit() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page_size = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return std::uint64_t{64} << 30;
+    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
   }
 };
 

@@ -4,6 +4,7 @@
 /// logical-device configuration (TensorFlow's tf.config.PhysicalDevice, LogicalDevice and
 /// LogicalDeviceConfiguration), plus the GPU platform interface the Context discovers GPUs through.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,6 +71,11 @@ struct GpuPlatform {
   int (*device_count)(std::string* why_none);
   /// Fills `out` for one ordinal; false with a reason on failure.
   bool (*describe)(int ordinal, GpuPlatformDevice* out, std::string* error);
+  /// Device memory for the allocators' regions (cudaMalloc / cudaFree); nullptr on failure.
+  void* (*allocate)(int ordinal, std::size_t bytes) noexcept;
+  void (*deallocate)(int ordinal, void* p) noexcept;
+  /// Free device memory right now (cudaMemGetInfo), for get_memory_overhead.
+  std::uint64_t (*free_memory)(int ordinal) noexcept;
 };
 
 }  // namespace detail

@@ -57,7 +57,49 @@ inline bool platform_describe(int ordinal, ::devtensor::detail::GpuPlatformDevic
   }
 }
 
-inline constexpr ::devtensor::detail::GpuPlatform platform{"CUDA", &platform_device_count, &platform_describe};
+inline void* platform_allocate(int ordinal, std::size_t bytes) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();  // an out-of-memory failure must not stick to the next call
+      return nullptr;
+    }
+    return p;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+inline void platform_deallocate(int ordinal, void* p) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    if (cudaError_t status = cudaFree(p); status != cudaSuccess) {
+      (void)cudaGetLastError();
+      log(LogSeverity::error, "cudaFree failed on GPU " + std::to_string(ordinal) + ": " + describe(status));
+    }
+  } catch (...) {
+  }
+}
+
+inline std::uint64_t platform_free_memory(int ordinal) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return free_bytes;
+  } catch (...) {
+    return 0;
+  }
+}
+
+inline constexpr ::devtensor::detail::GpuPlatform platform{
+    "CUDA", &platform_device_count, &platform_describe, &platform_allocate, &platform_deallocate,
+    &platform_free_memory};
 
 inline namespace DEVTENSOR_ABI_NS {
 /// Registers the CUDA platform once per program, from whichever CUDA-flavoured TU runs first.
