@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory_resource>
 #include <mutex>
 #include <set>
 #include <string>
@@ -250,7 +251,8 @@ class BFCAllocator final : public Allocator {
         if (region.handles[slot(region, c.ptr)] != h) return "region table does not point at chunk";
         if (!c.in_use()) {
           if (previous_free) return "two adjacent free chunks";
-          if (c.bin < 0 || !bins_[static_cast<std::size_t>(c.bin)].count(h)) return "free chunk not in its bin";
+          if (c.bin < 0 || !bins_[static_cast<std::size_t>(c.bin)].count(BinEntry{c.size, c.ptr, h}))
+            return "free chunk not in its bin";
           ++free_chunks;
         } else {
           in_use += c.size;
@@ -292,17 +294,18 @@ class BFCAllocator final : public Allocator {
     std::vector<ChunkHandle> handles;  // one per 256-byte slot; set where a chunk starts
   };
 
-  /// Orders a bin by (size, address); `is_transparent` lets lower_bound take a (size, ptr) probe.
-  struct BinOrder {
-    const std::vector<Chunk>* chunks;
-    using is_transparent = void;
-    using Key = std::pair<std::size_t, const char*>;
-    [[nodiscard]] Key key(ChunkHandle h) const { return {(*chunks)[h].size, (*chunks)[h].ptr}; }
-    bool operator()(ChunkHandle a, ChunkHandle b) const { return key(a) < key(b); }
-    bool operator()(ChunkHandle a, const Key& b) const { return key(a) < b; }
-    bool operator()(const Key& a, ChunkHandle b) const { return a < key(b); }
+  /// A free chunk as its bin holds it: the (size, address) key is stored in the entry, so
+  /// ordering never reaches into the chunk table (one cache miss less per comparison).
+  struct BinEntry {
+    std::size_t size;
+    const char* ptr;
+    ChunkHandle handle;
+    bool operator<(const BinEntry& other) const noexcept {
+      return size != other.size ? size < other.size : ptr < other.ptr;
+    }
   };
-  using Bin = std::set<ChunkHandle, BinOrder>;
+  /// Bin nodes come from a pool, not from malloc, on every split and free.
+  using Bin = std::pmr::set<BinEntry>;
 
   Sub sub_;
   BFCOptions options_;
@@ -313,6 +316,7 @@ class BFCAllocator final : public Allocator {
 
   std::vector<Chunk> chunks_;
   std::vector<ChunkHandle> free_handles_;
+  std::pmr::unsynchronized_pool_resource bin_nodes_;  // guarded by mutex_
   std::vector<Bin> bins_;
   std::vector<Region> regions_;  // sorted by address
   std::size_t total_region_bytes_ = 0;
@@ -325,7 +329,7 @@ class BFCAllocator final : public Allocator {
   std::vector<Bin> make_bins() {
     std::vector<Bin> bins;
     bins.reserve(kNumBins);
-    for (int b = 0; b < kNumBins; ++b) bins.emplace_back(BinOrder{&chunks_});
+    for (int b = 0; b < kNumBins; ++b) bins.emplace_back(&bin_nodes_);
     return bins;
   }
 
@@ -393,11 +397,11 @@ class BFCAllocator final : public Allocator {
   void insert_free(ChunkHandle h) {
     Chunk& c = chunks_[h];
     c.bin = bin_for_size(c.size);
-    bins_[static_cast<std::size_t>(c.bin)].insert(h);
+    bins_[static_cast<std::size_t>(c.bin)].insert(BinEntry{c.size, c.ptr, h});
   }
   void remove_free(ChunkHandle h) {
     Chunk& c = chunks_[h];
-    bins_[static_cast<std::size_t>(c.bin)].erase(h);
+    bins_[static_cast<std::size_t>(c.bin)].erase(BinEntry{c.size, c.ptr, h});
     c.bin = -1;
   }
 
@@ -452,9 +456,9 @@ class BFCAllocator final : public Allocator {
     const std::size_t needed = rounded + (alignment > kMinAllocationSize ? alignment - kMinAllocationSize : 0);
     for (int b = bin_for_size(needed); b < kNumBins; ++b) {
       Bin& bin = bins_[static_cast<std::size_t>(b)];
-      auto it = bin.lower_bound(typename BinOrder::Key{needed, nullptr});
+      auto it = bin.lower_bound(BinEntry{needed, nullptr, kInvalidHandle});
       if (it == bin.end()) continue;
-      ChunkHandle h = *it;
+      ChunkHandle h = it->handle;
       remove_free(h);
       // A stricter alignment: cut off the unaligned front as a free chunk of its own.
       if (alignment > kMinAllocationSize) {
@@ -629,7 +633,7 @@ class BFCAllocator final : public Allocator {
   std::size_t largest_free_chunk_locked() const {
     for (int b = kNumBins - 1; b >= 0; --b) {
       const Bin& bin = bins_[static_cast<std::size_t>(b)];
-      if (!bin.empty()) return chunks_[*bin.rbegin()].size;
+      if (!bin.empty()) return bin.rbegin()->size;
     }
     return 0;
   }
@@ -728,8 +732,8 @@ class BFCAllocator final : public Allocator {
       const std::size_t rounded = rounded_bytes(request_bytes);
       const int b = bin_for_size(rounded);
       out += "Bin for " + human(rounded) + " was " + human(bin_size(b)) + ", Chunk State: \n";
-      for (ChunkHandle h : bins_[static_cast<std::size_t>(b)]) {
-        const Chunk& c = chunks_[h];
+      for (const BinEntry& entry : bins_[static_cast<std::size_t>(b)]) {
+        const Chunk& c = chunks_[entry.handle];
         out += "  Size: " + human(c.size) + " | Requested Size: " + human(c.requested_size) +
                " | in_use: 0 | bin_num: " + std::to_string(c.bin) + "\n";
       }
