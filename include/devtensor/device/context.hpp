@@ -120,6 +120,11 @@ struct LogicalDeviceInfo {
   std::string physical_device_desc;
   std::string limit_source;        // what set memory_limit, for OOM advice
   std::string allocator_name;      // GPU_<i>_bfc, cpu_bfc
+  bool is_gpu = false;
+  bool simulated = false;          // a simulated GPU: host memory, CPU implementations
+  int platform_ordinal = -1;       // the CUDA ordinal of a real GPU, -1 otherwise
+  /// Buffers live in host memory (CPUs and simulated GPUs): CPU kernels can run on them.
+  [[nodiscard]] bool host_memory() const noexcept { return !is_gpu || simulated; }
 };
 
 namespace detail {
@@ -362,7 +367,12 @@ class Context {
     auto logical = build_logical_devices_locked();
     allocators_ = build_allocators_locked(logical);
     logical_ = std::move(logical);
+    by_priority_.clear();
+    for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
+      for (std::size_t i = 0; i < logical_.size(); ++i)
+        if (logical_[i].is_gpu == static_cast<bool>(gpu_first)) by_priority_.push_back(static_cast<int>(i));
     init_trigger_ = describe_trigger(trigger, where);
+    epoch_.fetch_add(1);
     initialized_.store(true, std::memory_order_release);
     for (const auto& d : logical_)
       if (d.device_type == gpu_device_type)
@@ -377,6 +387,23 @@ class Context {
       std::source_location where = std::source_location::current()) {
     ensure_initialized(trigger, where);
     return logical_;
+  }
+
+  /// Changes whenever the set of logical devices may have changed (initialisation, reset), so
+  /// caches keyed on devices know when to forget.
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+
+  /// Logical device indices in TensorFlow's preference order: GPUs (priority 210) by name, then
+  /// CPUs (70) by name.
+  const std::vector<int>& devices_by_priority() {
+    ensure_initialized("the first op");
+    return by_priority_;
+  }
+
+  /// An allocator shared with the tensors that use it, so it outlives them.
+  std::shared_ptr<memory::Allocator> allocator_ptr(std::size_t logical_index) {
+    ensure_initialized("the first tensor allocation");
+    return allocators_.at(logical_index);
   }
 
   /// What initialised the Context ("" before initialisation).
@@ -451,6 +478,8 @@ class Context {
     gpu_platform_status_.clear();
     soft_placement_.store(true);
     log_placement_.store(false);
+    by_priority_.clear();
+    epoch_.fetch_add(1);
     discovered_.store(false);
     initialized_.store(false);
   }
@@ -466,6 +495,8 @@ class Context {
   std::vector<PhysicalDeviceInfo> physical_;
   std::vector<LogicalDeviceInfo> logical_;
   std::vector<std::shared_ptr<memory::Allocator>> allocators_;  // parallel to logical_
+  std::vector<int> by_priority_;
+  std::atomic<std::uint64_t> epoch_{1};
   std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated_memory_;  // by physical index
   SimulatedGpus discovered_simulated_;
   std::string discovery_trigger_;
@@ -788,6 +819,12 @@ class Context {
       d.device = {DeviceSpec::local_name(d.device_type, d.index), d.device_type};
       d.allocator_name =
           d.device_type == cpu_device_type ? "cpu_bfc" : "GPU_" + std::to_string(d.index) + "_bfc";
+      d.is_gpu = d.device_type == gpu_device_type;
+      if (d.is_gpu) {
+        const auto& phys = physical_[static_cast<std::size_t>(d.physical_index)];
+        d.simulated = phys.simulated;
+        d.platform_ordinal = phys.simulated ? -1 : phys.platform_ordinal;
+      }
     }
     return out;
   }

@@ -76,6 +76,10 @@ struct GpuPlatform {
   void (*deallocate)(int ordinal, void* p) noexcept;
   /// Free device memory right now (cudaMemGetInfo), for get_memory_overhead.
   std::uint64_t (*free_memory)(int ordinal) noexcept;
+  /// Copies bytes between host (ordinal -1) and devices and synchronises; false on failure
+  /// (the error text in `error`).
+  bool (*copy)(void* dst, int dst_ordinal, const void* src, int src_ordinal, std::size_t bytes,
+               std::string* error) noexcept;
 };
 
 }  // namespace detail

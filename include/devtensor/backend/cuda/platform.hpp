@@ -97,9 +97,33 @@ inline std::uint64_t platform_free_memory(int ordinal) noexcept {
   }
 }
 
+/// Host <-> device and device <-> device copies (peer access or staged by the runtime), complete
+/// on return. Issue "CUDA backend" replaces this with stream-ordered copies.
+inline bool platform_copy(void* dst, int dst_ordinal, const void* src, int src_ordinal,
+                          std::size_t bytes, std::string* error) noexcept {
+  try {
+    cudaError_t status = cudaSuccess;
+    if (dst_ordinal >= 0 && src_ordinal >= 0 && dst_ordinal != src_ordinal) {
+      status = cudaMemcpyPeer(dst, dst_ordinal, src, src_ordinal, bytes);
+    } else {
+      DeviceGuard guard(dst_ordinal >= 0 ? dst_ordinal : (src_ordinal >= 0 ? src_ordinal : 0));
+      status = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    }
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (error) *error = describe(status);
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
 inline constexpr ::devtensor::detail::GpuPlatform platform{
     "CUDA", &platform_device_count, &platform_describe, &platform_allocate, &platform_deallocate,
-    &platform_free_memory};
+    &platform_free_memory, &platform_copy};
 
 inline namespace DEVTENSOR_ABI_NS {
 /// Registers the CUDA platform once per program, from whichever CUDA-flavoured TU runs first.

@@ -1,0 +1,79 @@
+#pragma once
+/// @file reduce.hpp
+/// @brief CPU reductions over any set of axes: the input is viewed as [outer, reduced, inner]
+/// after moving the reduced axes together (a copy only when they are not already adjacent).
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "devtensor/backend/cpu/parallel.hpp"
+#include "devtensor/tensor/shape.hpp"
+
+namespace devtensor::ops::cpu {
+
+enum class ReduceKind { sum, mean, max };
+
+/// The accumulator: double for floating types (accuracy), the type itself for integers.
+template <class T>
+using accumulator_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+
+/// Reduces `in` (shape `shape`) over the axes flagged in `reduce` into `out`, whose elements are
+/// in the order of the kept axes.
+template <class T>
+void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axis, ReduceKind kind, T* out) {
+  const std::size_t rank = shape.rank();
+  // Permutation: kept axes first (in order), reduced axes last.
+  std::vector<std::size_t> perm;
+  for (std::size_t d = 0; d < rank; ++d)
+    if (!reduce_axis[d]) perm.push_back(d);
+  const std::size_t kept = perm.size();
+  for (std::size_t d = 0; d < rank; ++d)
+    if (reduce_axis[d]) perm.push_back(d);
+  std::int64_t outer = 1;
+  std::int64_t inner = 1;
+  for (std::size_t i = 0; i < kept; ++i) outer *= shape[perm[i]];
+  for (std::size_t i = kept; i < rank; ++i) inner *= shape[perm[i]];
+
+  // Reduced axes already last and contiguous: no copy.
+  bool identity = true;
+  for (std::size_t i = 0; i < rank; ++i) identity = identity && perm[i] == i;
+  std::vector<T> moved;
+  const T* src = in;
+  if (!identity && outer > 1 && inner > 1) {
+    moved.resize(static_cast<std::size_t>(outer * inner));
+    const auto strides = shape.strides();
+    std::vector<std::int64_t> index(rank, 0);
+    for (std::int64_t o = 0; o < outer * inner; ++o) {
+      std::int64_t offset = 0;
+      for (std::size_t i = 0; i < rank; ++i) offset += index[i] * strides[perm[i]];
+      moved[static_cast<std::size_t>(o)] = in[offset];
+      for (std::size_t i = rank; i-- > 0;) {
+        if (++index[i] < shape[perm[i]]) break;
+        index[i] = 0;
+      }
+    }
+    src = moved.data();
+  }
+
+  backend::cpu::parallel_for(outer, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, inner)),
+                             [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t o = begin; o < end; ++o) {
+      const T* row = src + o * inner;
+      if (kind == ReduceKind::max) {
+        T best = std::numeric_limits<T>::lowest();
+        if constexpr (std::is_floating_point_v<T>) best = -std::numeric_limits<T>::infinity();
+        for (std::int64_t i = 0; i < inner; ++i) best = std::max(best, row[i]);
+        out[o] = best;
+      } else {
+        accumulator_t<T> acc{0};
+        for (std::int64_t i = 0; i < inner; ++i) acc += static_cast<accumulator_t<T>>(row[i]);
+        if (kind == ReduceKind::mean && inner > 0) acc /= static_cast<accumulator_t<T>>(inner);
+        out[o] = static_cast<T>(acc);
+      }
+    }
+  });
+}
+
+}  // namespace devtensor::ops::cpu

@@ -1,0 +1,104 @@
+#pragma once
+/// @file op_types.hpp
+/// @brief The op set as types, each with its kernel table (DESIGN.md §4).
+///
+/// Every op is a type with a TensorFlow name and two lists of element types: those with a CPU
+/// kernel and those with a GPU kernel in a full CUDA build (`cuda_kernel<T>`, which simulated GPUs
+/// follow). `has_kernel<gpu_t, T>` is true only where that GPU kernel exists in this translation
+/// unit: hand-written CUDA kernels exist in nvcc TUs once the CUDA backend provides them
+/// (`ops::cuda_kernels_compiled`), so until then every GPU-tagged call falls back to the CPU.
+/// docs/op_support.md is generated from these tables (tests/unit/ops/op_support_doc.cpp).
+
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "devtensor/config.hpp"
+#include "devtensor/device/tags.hpp"
+#include "devtensor/ops/traits.hpp"
+#include "devtensor/tensor/dtype.hpp"
+
+namespace devtensor::ops {
+inline namespace DEVTENSOR_ABI_NS {
+
+/// Hand-written CUDA kernels are compiled into this translation unit (nvcc and the CUDA backend).
+inline constexpr bool cuda_kernels_compiled = false;
+
+template <class... Ts>
+struct TypeList {
+  template <class T>
+  static constexpr bool contains = is_one_of_v<T, Ts...>;
+};
+using AllTypes = TypeList<float, double, std::int32_t, std::int64_t, bool>;
+using NumericTypes = TypeList<float, double, std::int32_t, std::int64_t>;
+using FloatTypes = TypeList<float, double>;
+using IntegerTypes = TypeList<std::int32_t, std::int64_t>;
+using NoTypes = TypeList<>;
+
+/// An op's kernel table: CPU kernels for `Cpu`, GPU kernels (full CUDA build) for `Gpu`.
+template <class Cpu, class Gpu>
+struct KernelTable {
+  template <class T>
+  static constexpr bool cuda_kernel = Gpu::template contains<T>;
+  template <DeviceTag Tag, class T>
+  static constexpr bool has_kernel = std::same_as<std::remove_cvref_t<Tag>, cpu_t>
+                                         ? Cpu::template contains<T>
+                                         : (Gpu::template contains<T> && cuda_kernels_compiled);
+};
+
+#define DEVTENSOR_DEFINE_OP(Type, Name, Cpu, Gpu)            \
+  struct Type : KernelTable<Cpu, Gpu> {                      \
+    static constexpr std::string_view name = Name;           \
+  }
+
+// Creation.
+DEVTENSOR_DEFINE_OP(EagerConst, "_EagerConst", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Fill, "Fill", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Range, "Range", NumericTypes, NumericTypes);
+// Elementwise binary (NumPy broadcasting).
+DEVTENSOR_DEFINE_OP(Add, "AddV2", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Sub, "Sub", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Mul, "Mul", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(RealDiv, "RealDiv", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(FloorDiv, "FloorDiv", IntegerTypes, IntegerTypes);
+DEVTENSOR_DEFINE_OP(Maximum, "Maximum", NumericTypes, NumericTypes);
+// Elementwise unary.
+DEVTENSOR_DEFINE_OP(Neg, "Neg", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Square, "Square", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Sqrt, "Sqrt", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(Exp, "Exp", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(Log, "Log", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(Relu, "Relu", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Sigmoid, "Sigmoid", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(Tanh, "Tanh", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(AddN, "AddN", NumericTypes, NumericTypes);
+// Linear algebra: cuBLAS has no integer GEMM, so integers multiply on the CPU.
+DEVTENSOR_DEFINE_OP(MatMul, "MatMul", NumericTypes, FloatTypes);
+// Reductions.
+DEVTENSOR_DEFINE_OP(Sum, "Sum", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Mean, "Mean", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Max, "Max", NumericTypes, NumericTypes);
+// Shapes and data movement.
+DEVTENSOR_DEFINE_OP(Reshape, "Reshape", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Transpose, "Transpose", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(ConcatV2, "ConcatV2", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Split, "SplitV", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Slice, "Slice", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Identity, "Identity", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Cast, "Cast", AllTypes, AllTypes);
+
+/// Random ops are on TensorFlow's list of ops never pinned to the host.
+struct RandomUniform : KernelTable<FloatTypes, FloatTypes> {
+  static constexpr std::string_view name = "RandomUniform";
+  static constexpr bool never_pin_to_host = true;
+};
+struct RandomStandardNormal : KernelTable<FloatTypes, FloatTypes> {
+  static constexpr std::string_view name = "RandomStandardNormal";
+  static constexpr bool never_pin_to_host = true;
+};
+
+#undef DEVTENSOR_DEFINE_OP
+
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor::ops

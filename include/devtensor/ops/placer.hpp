@@ -1,0 +1,269 @@
+#pragma once
+/// @file placer.hpp
+/// @brief The runtime placer (SPEC.md §2.5): which logical device runs an op, input copies under
+/// the device policy, and the placement log.
+///
+/// The request is the innermost DeviceScope's merged spec (already parsed: no string work per op).
+/// Candidates are the logical devices matching it whose type has a kernel for the op and element
+/// type, in TensorFlow's order (GPU before CPU, then by name). With soft placement (the default)
+/// an unsatisfiable request drops its type and id and tries again.
+///
+/// Note [Placement cache]
+/// A decision depends on the op's kernel table (a static object per op and element type), the
+/// thread's scope stack, the Context's devices and the soft-placement switch. Each thread keeps a
+/// small cache keyed by the kernel table's address and dropped whenever the scope stack's
+/// generation, the Context's epoch or the switch changes, so a repeated op costs a few loads.
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/device/tags.hpp"
+#include "devtensor/ops/traits.hpp"
+#include "devtensor/tensor/dtype.hpp"
+#include "devtensor/tensor/tensor.hpp"
+
+namespace devtensor {
+
+/// What happens to an op input that lives on another device (TensorFlow's device policy).
+enum class DevicePolicy {
+  EXPLICIT,          // InvalidArgumentError "Tensors on conflicting devices"
+  WARN,              // copy and log a warning
+  SILENT,            // copy (default)
+  SILENT_FOR_INT32,  // copy int32 silently, fail for other types
+};
+
+namespace detail {
+inline std::atomic<DevicePolicy>& device_policy_state() {
+  static std::atomic<DevicePolicy> policy{DevicePolicy::SILENT};
+  return policy;
+}
+}  // namespace detail
+
+namespace config::experimental {
+inline void set_device_policy(DevicePolicy policy) noexcept { detail::device_policy_state() = policy; }
+inline DevicePolicy get_device_policy() noexcept { return detail::device_policy_state(); }
+}  // namespace config::experimental
+
+/// One op's kernels for one element type, as the placer sees them.
+struct KernelSupport {
+  std::string_view op;
+  std::string_view dtype;  // DT_FLOAT, ...
+  bool cpu;                // a CPU kernel
+  bool gpu;                // a GPU kernel in this translation unit (used for real GPUs)
+  bool simulated_gpu;      // a GPU kernel in a full CUDA build (used for simulated GPUs)
+  bool pin_small_int;      // may be pinned to the host for small integer inputs (SPEC.md §2.5)
+
+  [[nodiscard]] bool supports(const LogicalDeviceInfo& d) const noexcept {
+    if (!d.is_gpu) return cpu;
+    return d.simulated ? simulated_gpu : gpu;
+  }
+  [[nodiscard]] std::string supported_types() const {
+    std::string out;
+    if (gpu || simulated_gpu) out += "GPU";
+    if (cpu) out += out.empty() ? "CPU" : ", CPU";
+    return out;
+  }
+};
+
+inline namespace DEVTENSOR_ABI_NS {
+
+namespace kernel_detail {
+template <class Op, class T>
+concept declares_cuda_build_table = requires {
+  { Op::template cuda_kernel<T> } -> std::convertible_to<bool>;
+};
+template <class Op>
+concept declares_no_pinning = requires { requires Op::never_pin_to_host; };
+}  // namespace kernel_detail
+
+/// Does a full CUDA build have a GPU kernel for Op and T? Ops say so with
+/// `template <class T> static constexpr bool cuda_kernel`; otherwise this TU's table answers.
+template <class Op, class T>
+inline constexpr bool cuda_build_has_kernel_v = [] {
+  if constexpr (kernel_detail::declares_cuda_build_table<Op, T>)
+    return static_cast<bool>(Op::template cuda_kernel<T>);
+  else
+    return has_kernel_v<Op, gpu_t, T>;
+}();
+
+template <class Op, Element T>
+inline constexpr KernelSupport kernel_support{
+    Op::name, dtype_enum_name<T>(), has_kernel_v<Op, cpu_t, T>, has_kernel_v<Op, gpu_t, T>,
+    cuda_build_has_kernel_v<Op, T>, !kernel_detail::declares_no_pinning<Op>};
+
+}  // namespace DEVTENSOR_ABI_NS
+
+namespace detail {
+
+struct PlacementCache {
+  std::uint64_t generation = ~std::uint64_t{0};
+  std::uint64_t epoch = 0;
+  bool soft = true;
+  std::vector<std::pair<const KernelSupport*, int>> entries;
+};
+
+inline std::string device_list(const std::vector<LogicalDeviceInfo>& devices) {
+  std::string out;
+  for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d.full_name;
+  return out;
+}
+
+inline const DeviceSpec& requested_spec() noexcept {
+  static const DeviceSpec empty;
+  const auto& stack = scope_stack();
+  return stack.entries.empty() ? empty : stack.entries.back().spec;
+}
+
+inline int first_match(const std::vector<LogicalDeviceInfo>& devices,
+                       const std::vector<int>& order, const DeviceSpec& request,
+                       const KernelSupport& kernel) {
+  for (int i : order) {
+    const auto& d = devices[static_cast<std::size_t>(i)];
+    if (request.matches(d.spec) && kernel.supports(d)) return i;
+  }
+  return -1;
+}
+
+/// The placement decision itself (uncached).
+inline int select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft) {
+  auto& context = Context::global();
+  const auto& devices = context.logical_devices();
+  const auto& order = context.devices_by_priority();
+  if (int i = first_match(devices, order, request, kernel); i >= 0) return i;
+  if (soft) {
+    const DeviceSpec relaxed = request.with_type(std::nullopt).with_id(std::nullopt);
+    if (int i = first_match(devices, order, relaxed, kernel); i >= 0) return i;
+  }
+  if (request.is_empty() || soft)
+    throw InvalidArgumentError("No supported device found in available devices [" +
+                               device_list(devices) + "]. enable_soft_placement=" +
+                               (soft ? "1" : "0") + ". (Op " + std::string(kernel.op) + " with T=" +
+                               std::string(kernel.dtype) + " has kernels for [" +
+                               kernel.supported_types() + "].)");
+  std::string why;
+  for (const auto& d : devices)
+    if (request.matches(d.spec) && !kernel.supports(d)) {
+      why = " Could not satisfy explicit device specification '" + request.to_string() +
+            "' because no supported kernel for " + d.device_type + " devices is available.";
+      break;
+    }
+  if (why.empty()) why = " The requested device does not exist.";
+  throw InvalidArgumentError("Could not satisfy device specification '" + request.to_string() +
+                             "'. enable_soft_placement=0. Supported device types [" +
+                             kernel.supported_types() + "]. All available devices [" +
+                             device_list(devices) + "]." + why + " [Op:" + std::string(kernel.op) +
+                             "] Turn soft placement on (config::set_soft_device_placement(true)) "
+                             "to fall back to a supported device.");
+}
+
+}  // namespace detail
+
+/// Chooses the logical device for one execution of an op (returns its index in
+/// Context::logical_devices()) and writes the placement log line when logging is on.
+/// `small_host_int_inputs`: every input is an int32/int64 tensor of at most 64 elements on the
+/// host CPU (TensorFlow pins such shape arithmetic to the CPU).
+inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = false) {
+  auto& context = Context::global();
+  if (!context.initialized()) context.ensure_initialized("the first op (" + std::string(kernel.op) + ")");
+  const DeviceSpec& request = detail::requested_spec();
+  int device = -1;
+  if (small_host_int_inputs && kernel.pin_small_int && kernel.cpu && !request.type()) {
+    device = 0;  // the host CPU is always logical device 0
+  } else {
+    thread_local detail::PlacementCache cache;
+    const bool soft = context.soft_device_placement();
+    const auto generation = detail::scope_stack().generation;
+    const auto epoch = context.epoch();
+    if (cache.generation != generation || cache.epoch != epoch || cache.soft != soft) {
+      cache.entries.clear();
+      cache.generation = generation;
+      cache.epoch = epoch;
+      cache.soft = soft;
+    }
+    for (const auto& [k, d] : cache.entries)
+      if (k == &kernel) {
+        device = d;
+        break;
+      }
+    if (device < 0) {
+      device = detail::select_device(kernel, request, soft);
+      cache.entries.emplace_back(&kernel, device);
+    }
+  }
+  if (context.log_device_placement())
+    log(LogSeverity::info, "Executing op " + std::string(kernel.op) + " in device " +
+                               context.logical_devices()[static_cast<std::size_t>(device)].full_name);
+  return device;
+}
+
+/// Where a tensor created from host values (TensorFlow's _EagerConst) goes: the requested device
+/// when it exists (any type), else GPU:0 or CPU:0. A scope naming a device that does not exist is
+/// an error whatever the soft-placement setting, because the value is copied there.
+/// @throws NotFoundError "Error copying tensor to device: <d>. <d> unknown device."
+inline int place_constant(std::string_view op = "_EagerConst") {
+  auto& context = Context::global();
+  if (!context.initialized()) context.ensure_initialized("the first tensor creation (" + std::string(op) + ")");
+  const DeviceSpec& request = detail::requested_spec();
+  const auto& devices = context.logical_devices();
+  int device = -1;
+  for (int i : context.devices_by_priority())
+    if (request.matches(devices[static_cast<std::size_t>(i)].spec)) {
+      device = i;
+      break;
+    }
+  if (device < 0) {
+    const std::string name = request.to_string();
+    throw NotFoundError("Error copying tensor to device: " + name + ". " + name +
+                        " unknown device. Available devices: [" + detail::device_list(devices) + "]");
+  }
+  if (context.log_device_placement())
+    log(LogSeverity::info, "Executing op " + std::string(op) + " in device " +
+                               devices[static_cast<std::size_t>(device)].full_name);
+  return device;
+}
+
+/// `t` on logical device `device`: the same tensor when it is already there, otherwise a copy,
+/// as the device policy allows. `input` is the input's position, for the error message.
+template <Element T>
+Tensor<T> to_device(const Tensor<T>& t, int device, std::string_view op, int input = 0) {
+  if (t.device_index() == device) return t;
+  auto& context = Context::global();
+  const auto& target = context.logical_devices()[static_cast<std::size_t>(device)];
+  const auto policy = config::experimental::get_device_policy();
+  const bool allowed = policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN ||
+                       (policy == DevicePolicy::SILENT_FOR_INT32 && std::is_same_v<T, std::int32_t>);
+  if (!allowed)
+    throw InvalidArgumentError(
+        "Tensors on conflicting devices: cannot compute " + std::string(op) + " as input #" +
+        std::to_string(input) + " was expected to be on " + target.full_name +
+        " but is actually on " + t.device() +
+        " (operation running on " + target.full_name +
+        "). Tensors can be copied explicitly using identity() under a DeviceScope, or the device "
+        "policy can be changed with config::experimental::set_device_policy(DevicePolicy::SILENT).");
+  if (policy == DevicePolicy::WARN)
+    log(LogSeverity::warning, "Copying input #" + std::to_string(input) + " of " + std::string(op) +
+                                  " from " + t.device() + " to " + target.full_name);
+  auto copy = Tensor<T>::empty(t.shape(), device, op);
+  detail::copy_bytes(copy.mutable_data(), target, t.data(), t.device_info(),
+                     static_cast<std::size_t>(t.num_elements()) * sizeof(T));
+  return copy;
+}
+
+/// True when every tensor is a small (<= 64 elements) int32/int64 tensor on the host CPU.
+template <class... Ts>
+bool small_host_int_inputs(const Ts&... inputs) {
+  return sizeof...(Ts) > 0 &&
+         ((is_one_of_v<typename Ts::value_type, std::int32_t, std::int64_t> && inputs.num_elements() <= 64 &&
+           !inputs.device_info().is_gpu) && ...);
+}
+
+}  // namespace devtensor

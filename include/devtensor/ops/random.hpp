@@ -1,0 +1,92 @@
+#pragma once
+/// @file random.hpp
+/// @brief Seeded random tensors: random_uniform and random_normal.
+///
+/// Values come from a counter-based generator (SplitMix64 over seed and element index), so a seed
+/// gives the same tensor on every device, thread count and run. Without a seed each call draws a
+/// fresh seed from a process-wide sequence.
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <random>
+
+#include "devtensor/ops/dispatch.hpp"
+
+namespace devtensor {
+
+struct UniformOptions {
+  double minval = 0.0;
+  double maxval = 1.0;
+  std::optional<std::uint64_t> seed = std::nullopt;
+};
+struct NormalOptions {
+  double mean = 0.0;
+  double stddev = 1.0;
+  std::optional<std::uint64_t> seed = std::nullopt;
+};
+
+namespace detail {
+
+constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+/// A double in [0, 1) from 53 random bits.
+constexpr double unit_uniform(std::uint64_t seed, std::uint64_t i) noexcept {
+  return static_cast<double>(splitmix64(seed ^ splitmix64(i)) >> 11) * 0x1.0p-53;
+}
+inline std::uint64_t next_seed() {
+  static std::atomic<std::uint64_t> counter{std::random_device{}()};
+  return splitmix64(counter.fetch_add(1));
+}
+
+}  // namespace detail
+
+inline namespace DEVTENSOR_ABI_NS {
+
+/// Uniform values in [minval, maxval). @throws InvalidArgumentError when minval >= maxval.
+template <Floating T>
+Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}) {
+  if (!(options.minval < options.maxval))
+    throw InvalidArgumentError("Need minval < maxval: " + std::to_string(options.minval) + " >= " +
+                               std::to_string(options.maxval) + " [Op:RandomUniform]");
+  const std::uint64_t seed = options.seed.value_or(detail::next_seed());
+  const int device = op_detail::place<ops::RandomUniform, T>();
+  auto out = Tensor<T>::empty(shape, device, ops::RandomUniform::name);
+  T* o = out.mutable_data();
+  const double span = options.maxval - options.minval;
+  for (std::int64_t i = 0; i < shape.num_elements(); ++i) {
+    T v = static_cast<T>(options.minval + span * detail::unit_uniform(seed, static_cast<std::uint64_t>(i)));
+    o[i] = v < static_cast<T>(options.maxval) ? v : static_cast<T>(options.minval);  // float rounding
+  }
+  return out;
+}
+
+/// Normal values (Box-Muller). @throws InvalidArgumentError for a negative stddev.
+template <Floating T>
+Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}) {
+  if (!(options.stddev >= 0.0))
+    throw InvalidArgumentError("stddev must be >= 0, got " + std::to_string(options.stddev) +
+                               " [Op:RandomStandardNormal]");
+  const std::uint64_t seed = options.seed.value_or(detail::next_seed());
+  const int device = op_detail::place<ops::RandomStandardNormal, T>();
+  auto out = Tensor<T>::empty(shape, device, ops::RandomStandardNormal::name);
+  T* o = out.mutable_data();
+  constexpr double kTwoPi = 6.283185307179586;
+  for (std::int64_t i = 0; i < shape.num_elements(); ++i) {
+    const auto pair = static_cast<std::uint64_t>(i / 2);
+    const double u1 = 1.0 - detail::unit_uniform(seed, 2 * pair);  // (0, 1]
+    const double u2 = detail::unit_uniform(seed, 2 * pair + 1);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
+    o[i] = static_cast<T>(options.mean + options.stddev * z);
+  }
+  return out;
+}
+
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

@@ -1,0 +1,313 @@
+#pragma once
+/// @file shape_ops.hpp
+/// @brief reshape, transpose, concat, split, slice, identity and cast.
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "devtensor/ops/dispatch.hpp"
+
+namespace devtensor {
+namespace detail {
+
+/// The cast kernel on host memory (CPU or simulated GPU): flavour-independent.
+template <Element U, Element T>
+Tensor<U> cast_on(const Tensor<T>& x, int device) {
+  auto out = Tensor<U>::empty(x.shape(), device, "Cast");
+  const T* src = x.data();
+  U* dst = out.mutable_data();
+  const std::int64_t n = x.num_elements();
+  for (std::int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<U, bool>) dst[i] = src[i] != T{0};
+    else dst[i] = static_cast<U>(src[i]);
+  }
+  return out;
+}
+
+inline void require_host_memory_portable(int device, std::string_view op) {
+  const auto& d = Context::global().logical_devices()[static_cast<std::size_t>(device)];
+  if (!d.host_memory())
+    throw InternalError(std::string(op) + " was placed on " + d.full_name + " without a GPU kernel");
+}
+
+}  // namespace detail
+
+inline namespace DEVTENSOR_ABI_NS {
+// Not `detail`: a devtensor::detail inside the inline namespace would make devtensor::detail
+// ambiguous everywhere.
+namespace op_detail {
+
+inline std::string dims_string(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// Copies an n-dimensional box: `dst` (shape `box`, contiguous) from `src` (shape `src_shape`)
+/// starting at `begin`.
+template <class T>
+void copy_box(const T* src, const Shape& src_shape, const std::vector<std::int64_t>& begin,
+              const std::vector<std::int64_t>& box, T* dst) {
+  const std::size_t rank = box.size();
+  if (rank == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const auto strides = src_shape.strides();
+  std::int64_t n = 1;
+  for (auto d : box) n *= d;
+  if (n == 0) return;
+  const std::int64_t inner = box[rank - 1];
+  std::vector<std::int64_t> index(rank, 0);
+  for (std::int64_t row = 0; row < n / inner; ++row) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) offset += (begin[d] + index[d]) * strides[d];
+    std::copy(src + offset, src + offset + inner, dst + row * inner);
+    for (std::size_t d = rank - 1; d-- > 0;) {
+      if (++index[d] < box[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace op_detail
+
+/// The same elements with a new shape; one dimension may be -1 (inferred).
+/// @throws InvalidArgumentError when the element counts differ.
+template <Element T>
+Tensor<T> reshape(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> out = dims;
+  std::int64_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      if (inferred >= 0)
+        throw InvalidArgumentError("Only one input size may be -1, not both " + std::to_string(inferred) +
+                                   " and " + std::to_string(i) + " [Op:Reshape]");
+      inferred = static_cast<int>(i);
+    } else if (out[i] < 0) {
+      throw InvalidArgumentError("Size " + std::to_string(i) + " must be non-negative, not " +
+                                 std::to_string(out[i]) + " [Op:Reshape]");
+    } else {
+      known *= out[i];
+    }
+  }
+  const std::int64_t n = t.num_elements();
+  if (inferred >= 0) {
+    if (known == 0 || n % known != 0)
+      throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
+                                 " values, but the requested shape requires a multiple of " +
+                                 std::to_string(known) + " [Op:Reshape]");
+    out[static_cast<std::size_t>(inferred)] = n / known;
+  } else if (known != n) {
+    throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
+                               " values, but the requested shape has " + std::to_string(known) +
+                               " [Op:Reshape]");
+  }
+  const int device = op_detail::place<ops::Reshape, T>(t);
+  // Same device: the result shares the buffer (no copy), as TensorFlow's reshape does.
+  const auto x = to_device(t, device, ops::Reshape::name, 0);
+  return Tensor<T>(x.storage(), Shape(std::move(out)));
+}
+
+/// Permutes the dimensions; the default reverses them.
+/// @throws InvalidArgumentError for a permutation of the wrong length or with repeats.
+template <Element T>
+Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
+  const Shape& s = t.shape();
+  const std::size_t rank = s.rank();
+  if (perm.empty())
+    for (std::size_t i = rank; i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank;
+  for (auto p : perm) {
+    if (!valid || p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)]) {
+      valid = false;
+      break;
+    }
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  if (!valid)
+    throw InvalidArgumentError("transpose expects a vector of size " + std::to_string(rank) +
+                               " that is a permutation of 0.." + std::to_string(rank) + "-1, got " +
+                               op_detail::dims_string(perm) + " [Op:Transpose]");
+  std::vector<std::int64_t> out_dims;
+  for (auto p : perm) out_dims.push_back(s[static_cast<std::size_t>(p)]);
+  const Shape out_shape(out_dims);
+  const int device = op_detail::place<ops::Transpose, T>(t);
+  const auto x = to_device(t, device, ops::Transpose::name, 0);
+  auto out = Tensor<T>::empty(out_shape, device, ops::Transpose::name);
+  const auto in_strides = s.strides();
+  std::vector<std::int64_t> strides(rank);
+  for (std::size_t i = 0; i < rank; ++i) strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
+  const T* src = x.data();
+  T* dst = out.mutable_data();
+  const std::int64_t n = out_shape.num_elements();
+  std::vector<std::int64_t> index(rank, 0);
+  std::int64_t offset = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    dst[i] = src[offset];
+    for (std::size_t d = rank; d-- > 0;) {
+      ++index[d];
+      offset += strides[d];
+      if (index[d] < out_dims[d]) break;
+      offset -= strides[d] * index[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// Joins tensors along `axis`. @throws InvalidArgumentError for no inputs, ranks or other
+/// dimensions that differ.
+template <Element T>
+Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
+  if (values.empty()) throw InvalidArgumentError("concat needs at least one tensor [Op:ConcatV2]");
+  const Shape& first = values[0].shape();
+  const std::size_t ax = first.axis(axis, "ConcatOp : Expected concatenating dimensions in the range; axis");
+  std::vector<std::int64_t> dims = first.dims();
+  dims[ax] = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const Shape& s = values[i].shape();
+    if (s.rank() != first.rank())
+      throw InvalidArgumentError("ConcatOp : Ranks of all input tensors should match: shape[0] = " +
+                                 first.to_string() + " vs. shape[" + std::to_string(i) + "] = " +
+                                 s.to_string() + " [Op:ConcatV2]");
+    for (std::size_t d = 0; d < s.rank(); ++d)
+      if (d != ax && s[d] != first[d])
+        throw InvalidArgumentError("ConcatOp : Dimension " + std::to_string(d) +
+                                   " in both shapes must be equal: shape[0] = " + first.to_string() +
+                                   " vs. shape[" + std::to_string(i) + "] = " + s.to_string() +
+                                   " [Op:ConcatV2]");
+    dims[ax] += s[ax];
+  }
+  const Shape out_shape(dims);
+  bool small = true;
+  for (const auto& v : values) small = small && small_host_int_inputs(v);
+  const int device = place_op(kernel_support<ops::ConcatV2, T>, small);
+  op_detail::require_host_memory(device, ops::ConcatV2::name);
+  auto out = Tensor<T>::empty(out_shape, device, ops::ConcatV2::name);
+  std::int64_t outer = 1;
+  for (std::size_t d = 0; d < ax; ++d) outer *= dims[d];
+  std::int64_t inner = 1;
+  for (std::size_t d = ax + 1; d < dims.size(); ++d) inner *= dims[d];
+  std::int64_t column = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto x = to_device(values[i], device, ops::ConcatV2::name, static_cast<int>(i));
+    const std::int64_t width = x.shape()[ax] * inner;
+    for (std::int64_t o = 0; o < outer; ++o)
+      std::copy(x.data() + o * width, x.data() + (o + 1) * width,
+                out.mutable_data() + o * dims[ax] * inner + column);
+    column += width;
+  }
+  return out;
+}
+
+/// Splits along `axis` into pieces of the given sizes (one may be -1: the rest).
+/// @throws InvalidArgumentError when the sizes do not add up to the dimension.
+template <Element T>
+std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes, std::int64_t axis = 0) {
+  const Shape& s = t.shape();
+  const std::size_t ax = s.axis(axis, "split dimension");
+  std::int64_t total = 0;
+  int inferred = -1;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && inferred < 0) inferred = static_cast<int>(i);
+    else if (sizes[i] < 0)
+      throw InvalidArgumentError("Split sizes must be >= 0 (one may be -1), got " + op_detail::dims_string(sizes) + " [Op:SplitV]");
+    else total += sizes[i];
+  }
+  if (inferred >= 0 && total <= s[ax]) sizes[static_cast<std::size_t>(inferred)] = s[ax] - total;
+  else if (inferred >= 0 || total != s[ax])
+    throw InvalidArgumentError("Determined shape must either match input shape along split_dim exactly "
+                               "if fully specified, or be less than the size of the input along split_dim "
+                               "if not fully specified.  Got: " + std::to_string(total) + " vs. " +
+                               std::to_string(s[ax]) + " [Op:SplitV]");
+  const int device = op_detail::place<ops::Split, T>(t);
+  const auto x = to_device(t, device, ops::Split::name, 0);
+  std::vector<Tensor<T>> out;
+  std::vector<std::int64_t> begin(s.rank(), 0);
+  for (auto size : sizes) {
+    std::vector<std::int64_t> box = s.dims();
+    box[ax] = size;
+    auto piece = Tensor<T>::empty(Shape(box), device, ops::Split::name);
+    op_detail::copy_box(x.data(), s, begin, box, piece.mutable_data());
+    begin[ax] += size;
+    out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+/// Splits along `axis` into `num` equal pieces.
+/// @throws InvalidArgumentError when `num` does not divide the dimension.
+template <Element T>
+std::vector<Tensor<T>> split(const Tensor<T>& t, int num, std::int64_t axis = 0) {
+  const std::size_t ax = t.shape().axis(axis, "split dimension");
+  const std::int64_t dim = t.shape()[ax];
+  if (num <= 0 || dim % num != 0)
+    throw InvalidArgumentError("Number of ways to split should evenly divide the split dimension, but got "
+                               "split_dim " + std::to_string(axis) + " (size = " + std::to_string(dim) +
+                               ") and num_split " + std::to_string(num) + " [Op:Split]");
+  return split(t, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num), axis);
+}
+
+/// The box starting at `begin` with `size` elements per axis (-1: to the end).
+/// @throws InvalidArgumentError for lengths that differ from the rank or a box outside the tensor.
+template <Element T>
+Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std::vector<std::int64_t> size) {
+  const Shape& s = t.shape();
+  if (begin.size() != s.rank() || size.size() != s.rank())
+    throw InvalidArgumentError("Expected begin and size arguments to be 1-D tensors of size " +
+                               std::to_string(s.rank()) + ", but got shapes [" + std::to_string(begin.size()) +
+                               "] and [" + std::to_string(size.size()) + "] instead. [Op:Slice]");
+  for (std::size_t d = 0; d < s.rank(); ++d) {
+    if (size[d] == -1) size[d] = s[d] - begin[d];
+    if (begin[d] < 0 || size[d] < 0 || begin[d] + size[d] > s[d])
+      throw InvalidArgumentError("Expected size[" + std::to_string(d) + "] in [0, " +
+                                 std::to_string(s[d] - begin[d]) + "], but got " + std::to_string(size[d]) +
+                                 " (begin " + op_detail::dims_string(begin) + ", shape " + s.to_string() +
+                                 ") [Op:Slice]");
+  }
+  const int device = op_detail::place<ops::Slice, T>(t);
+  const auto x = to_device(t, device, ops::Slice::name, 0);
+  auto out = Tensor<T>::empty(Shape(size), device, ops::Slice::name);
+  op_detail::copy_box(x.data(), s, begin, size, out.mutable_data());
+  return out;
+}
+
+/// The same values on the op's device: a copy under a DeviceScope naming another device, the same
+/// buffer otherwise.
+template <Element T>
+Tensor<T> identity(const Tensor<T>& t) {
+  const int device = op_detail::place<ops::Identity, T>(t);
+  return to_device(t, device, ops::Identity::name, 0);
+}
+
+/// Converts the elements to U (TensorFlow's Cast: truncation toward zero for float -> int,
+/// nonzero -> true for bool).
+template <Element U, Element T>
+Tensor<U> cast(const Tensor<T>& t) {
+  const int device = op_detail::place<ops::Cast, T>(t);
+  return detail::cast_on<U>(to_device(t, device, ops::Cast::name, 0), device);
+}
+
+}  // namespace DEVTENSOR_ABI_NS
+
+namespace detail {
+/// Tensor::cast's kernel table: the same in every translation-unit flavour (CPU kernels; simulated
+/// GPUs follow the CUDA build), because a member of Tensor must have one body everywhere.
+template <Element T>
+inline constexpr KernelSupport portable_cast_support{"Cast", dtype_enum_name<T>(), true, false, true, true};
+}  // namespace detail
+
+template <Element T>
+template <Element U>
+Tensor<U> Tensor<T>::cast() const {
+  const int device = place_op(detail::portable_cast_support<T>, small_host_int_inputs(*this));
+  detail::require_host_memory_portable(device, "Cast");
+  return detail::cast_on<U>(to_device(*this, device, "Cast", 0), device);
+}
+
+}  // namespace devtensor

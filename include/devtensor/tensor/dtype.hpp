@@ -1,0 +1,55 @@
+#pragma once
+/// @file dtype.hpp
+/// @brief Element types: float, double, int32_t, int64_t, bool, with TensorFlow's names.
+
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+namespace devtensor {
+
+/// The element types a Tensor may hold.
+template <class T>
+concept Element = std::same_as<T, float> || std::same_as<T, double> ||
+                  std::same_as<T, std::int32_t> || std::same_as<T, std::int64_t> ||
+                  std::same_as<T, bool>;
+
+template <class T>
+concept Numeric = Element<T> && !std::same_as<T, bool>;
+
+template <class T>
+concept Floating = std::same_as<T, float> || std::same_as<T, double>;
+
+/// Python's dtype name: float32, float64, int32, int64, bool.
+template <Element T>
+constexpr std::string_view dtype_name() noexcept {
+  if constexpr (std::same_as<T, float>) return "float32";
+  else if constexpr (std::same_as<T, double>) return "float64";
+  else if constexpr (std::same_as<T, std::int32_t>) return "int32";
+  else if constexpr (std::same_as<T, std::int64_t>) return "int64";
+  else return "bool";
+}
+
+/// TensorFlow's C++ DataTypeString, as OOM messages print it: float, double, int32, int64, bool.
+template <Element T>
+constexpr std::string_view dtype_string() noexcept {
+  if constexpr (std::same_as<T, float>) return "float";
+  else if constexpr (std::same_as<T, double>) return "double";
+  else return dtype_name<T>();
+}
+
+/// "T in [DT_FLOAT]" style names for kernel listings.
+template <Element T>
+constexpr std::string_view dtype_enum_name() noexcept {
+  if constexpr (std::same_as<T, float>) return "DT_FLOAT";
+  else if constexpr (std::same_as<T, double>) return "DT_DOUBLE";
+  else if constexpr (std::same_as<T, std::int32_t>) return "DT_INT32";
+  else if constexpr (std::same_as<T, std::int64_t>) return "DT_INT64";
+  else return "DT_BOOL";
+}
+
+template <class T, class... Ts>
+inline constexpr bool is_one_of_v = (std::same_as<T, Ts> || ...);
+
+}  // namespace devtensor

@@ -1,0 +1,220 @@
+#pragma once
+/// @file tensor.hpp
+/// @brief Tensor<T>: a shape and a reference-counted buffer on one logical device.
+///
+/// A Tensor is a handle: copies share the buffer. The buffer comes from the device's allocator
+/// (Context::allocator), so it is accounted to that device: a tensor on a simulated GPU keeps a
+/// host buffer, but its bytes count against the GPU's memory limit and show in its stats.
+/// Host access (to_vector, at, printing) copies from device memory when the device is a real GPU.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/memory/allocator.hpp"
+#include "devtensor/tensor/dtype.hpp"
+#include "devtensor/tensor/shape.hpp"
+
+namespace devtensor {
+
+namespace detail {
+
+/// A buffer on one logical device; freed into that device's allocator when the last tensor using
+/// it goes away.
+struct TensorStorage {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  std::shared_ptr<memory::Allocator> allocator;  // keeps the allocator alive as long as the buffer
+  const LogicalDeviceInfo* device = nullptr;
+  int device_index = 0;
+
+  TensorStorage() = default;
+  TensorStorage(const TensorStorage&) = delete;
+  TensorStorage& operator=(const TensorStorage&) = delete;
+  ~TensorStorage() {
+    if (allocator) allocator->deallocate(data);
+  }
+};
+
+/// Allocates `bytes` on logical device `device_index` for a tensor of `shape`.
+/// @throws ResourceExhaustedError "OOM when allocating tensor with shape[...] and type ... on
+/// <device> by allocator <name> [Op:<op>]", followed by the allocator's explanation.
+inline std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::size_t bytes,
+                                                       const Shape& shape, std::string_view dtype,
+                                                       std::string_view op) {
+  auto& context = Context::global();
+  auto storage = std::make_shared<TensorStorage>();
+  storage->allocator = context.allocator_ptr(static_cast<std::size_t>(device_index));
+  storage->device = &context.logical_devices()[static_cast<std::size_t>(device_index)];
+  storage->device_index = device_index;
+  storage->bytes = bytes;
+  if (bytes == 0) return storage;
+  try {
+    storage->data = storage->allocator->allocate(bytes, 64, {.retry_on_failure = true, .op_name = op});
+  } catch (const ResourceExhaustedError& e) {
+    const std::string allocator_name(storage->allocator->name());
+    storage->allocator.reset();  // nothing to give back
+    throw ResourceExhaustedError("OOM when allocating tensor with shape" + shape.to_string() +
+                                 " and type " + std::string(dtype) + " on " +
+                                 storage->device->full_name + " by allocator " + allocator_name +
+                                 " [Op:" + std::string(op) + "]. " + e.what());
+  }
+  return storage;
+}
+
+/// A stand-in device for host buffers that belong to no tensor (to_vector's output).
+inline const LogicalDeviceInfo& host_buffer_device() {
+  static const LogicalDeviceInfo host = [] {
+    LogicalDeviceInfo h;
+    h.full_name = "host memory";
+    return h;
+  }();
+  return host;
+}
+
+/// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
+/// platform's copy otherwise).
+inline void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
+                       const LogicalDeviceInfo& src_device, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.host_memory() && src_device.host_memory()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const auto* platform = Context::global().gpu_platform();
+  std::string error;
+  if (!platform || !platform->copy(dst, dst_device.host_memory() ? -1 : dst_device.platform_ordinal,
+                                   src, src_device.host_memory() ? -1 : src_device.platform_ordinal,
+                                   bytes, &error))
+    throw InternalError("Error copying tensor from " + src_device.full_name + " to " +
+                        dst_device.full_name + ": " + error);
+}
+
+}  // namespace detail
+
+template <Element T>
+class Tensor {
+ public:
+  using value_type = T;
+
+  /// An empty handle (no buffer, scalar shape); assign a real tensor to it.
+  Tensor() = default;
+
+  /// Internal: a tensor over existing storage.
+  Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape)
+      : storage_(std::move(storage)), shape_(std::move(shape)) {}
+
+  /// A new, uninitialised tensor on logical device `device_index` (ops use this for outputs).
+  static Tensor empty(const Shape& shape, int device_index, std::string_view op) {
+    const auto n = static_cast<std::size_t>(shape.num_elements());
+    return Tensor(detail::allocate_storage(device_index, n * sizeof(T), shape, dtype_string<T>(), op),
+                  shape);
+  }
+
+  [[nodiscard]] bool defined() const noexcept { return storage_ != nullptr; }
+  [[nodiscard]] const Shape& shape() const noexcept { return shape_; }
+  [[nodiscard]] std::size_t rank() const noexcept { return shape_.rank(); }
+  [[nodiscard]] std::int64_t num_elements() const noexcept { return shape_.num_elements(); }
+  [[nodiscard]] static constexpr std::string_view dtype() noexcept { return dtype_name<T>(); }
+
+  /// The canonical full name of the tensor's device, e.g.
+  /// "/job:localhost/replica:0/task:0/device:GPU:0".
+  [[nodiscard]] const std::string& device() const {
+    require_defined();
+    return storage_->device->full_name;
+  }
+  [[nodiscard]] int device_index() const {
+    require_defined();
+    return storage_->device_index;
+  }
+  [[nodiscard]] const LogicalDeviceInfo& device_info() const {
+    require_defined();
+    return *storage_->device;
+  }
+  /// True when the buffer is in host memory (CPU or simulated GPU).
+  [[nodiscard]] bool host_memory() const { return device_info().host_memory(); }
+
+  /// The buffer, for kernels: host memory for CPU and simulated GPUs, device memory for real GPUs.
+  [[nodiscard]] const T* data() const noexcept {
+    return storage_ ? static_cast<const T*>(storage_->data) : nullptr;
+  }
+  [[nodiscard]] T* mutable_data() const noexcept {
+    return storage_ ? static_cast<T*>(storage_->data) : nullptr;
+  }
+  [[nodiscard]] const std::shared_ptr<detail::TensorStorage>& storage() const noexcept { return storage_; }
+
+  /// The elements in row-major order, copied to the host.
+  [[nodiscard]] std::vector<T> to_vector() const {
+    require_defined();
+    const auto n = static_cast<std::size_t>(num_elements());
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<unsigned char> raw(n);
+      copy_to_host(raw.data());
+      return std::vector<bool>(raw.begin(), raw.end());
+    } else {
+      std::vector<T> out(n);
+      copy_to_host(out.data());
+      return out;
+    }
+  }
+
+  /// One element by its indices (negative indices are not accepted).
+  /// @throws InvalidArgumentError for a wrong number of indices or an index out of range.
+  [[nodiscard]] T at(std::initializer_list<std::int64_t> indices) const {
+    require_defined();
+    if (indices.size() != rank())
+      throw InvalidArgumentError("at() got " + std::to_string(indices.size()) + " indices for a tensor of shape " +
+                                 shape_.to_string());
+    std::int64_t offset = 0;
+    std::size_t axis = 0;
+    const auto strides = shape_.strides();
+    for (std::int64_t i : indices) {
+      if (i < 0 || i >= shape_[axis])
+        throw InvalidArgumentError("index " + std::to_string(i) + " is out of range for axis " +
+                                   std::to_string(axis) + " of shape " + shape_.to_string());
+      offset += i * strides[axis++];
+    }
+    return element(offset);
+  }
+
+  /// The value of a one-element tensor. @throws InvalidArgumentError otherwise.
+  [[nodiscard]] T item() const {
+    require_defined();
+    if (num_elements() != 1)
+      throw InvalidArgumentError("item() needs a tensor with one element, got shape " + shape_.to_string());
+    return element(0);
+  }
+
+  /// The same values as another element type (the Cast op).
+  template <Element U>
+  [[nodiscard]] Tensor<U> cast() const;
+
+ private:
+  std::shared_ptr<detail::TensorStorage> storage_;
+  Shape shape_;
+
+  void require_defined() const {
+    if (!storage_) throw FailedPreconditionError("This Tensor is empty (default-constructed or moved from)");
+  }
+
+  void copy_to_host(void* out) const {
+    detail::copy_bytes(out, detail::host_buffer_device(), storage_->data, *storage_->device,
+                       static_cast<std::size_t>(num_elements()) * sizeof(T));
+  }
+
+  T element(std::int64_t offset) const {
+    T value{};
+    if (storage_->device->host_memory()) return data()[offset];
+    detail::copy_bytes(&value, detail::host_buffer_device(), data() + offset, *storage_->device, sizeof(T));
+    return value;
+  }
+};
+
+}  // namespace devtensor
