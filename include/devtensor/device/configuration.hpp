@@ -8,6 +8,7 @@
 /// initialises it: list_logical_devices(), device_lib::list_local_devices(), the first tensor or op,
 /// memory-stats queries and distribution strategies. list_physical_devices() does not.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <source_location>
@@ -105,6 +106,12 @@ inline void set_use_unified_memory(bool enable) { Context::global().set_use_unif
 /// the limit becomes free memory minus this (it replaces a fraction).
 inline void set_gpu_system_memory_size_in_mb(std::int64_t mb) {
   Context::global().set_gpu_system_memory_size_in_mb(mb);
+}
+
+/// Beyond TensorFlow: how long a tensor allocation waits for other threads to free memory before
+/// it fails with OOM (default 10 s, as TensorFlow's AllocatorRetry). 0 fails at once.
+inline void set_allocation_retry_timeout(std::chrono::milliseconds timeout) {
+  Context::global().set_allocation_retry_timeout(timeout);
 }
 
 }  // namespace experimental

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -138,6 +139,7 @@ struct Configuration {
   double memory_fraction = 0.0;
   bool use_unified_memory = false;
   std::int64_t gpu_system_memory_size_in_mb = 0;
+  std::chrono::milliseconds retry_timeout{10000};
 };
 
 inline std::string getenv_string(const char* name, bool* present = nullptr) {
@@ -340,6 +342,18 @@ class Context {
     require_uninitialized_locked(
         "GPU system memory size cannot be modified after being initialized");
     configuration_.gpu_system_memory_size_in_mb = mb;
+  }
+
+  /// How long an allocation that may wait (a tensor's) waits for other threads to free memory
+  /// before it reports OOM (TensorFlow: 10 s). Beyond TensorFlow: configurable.
+  void set_allocation_retry_timeout(std::chrono::milliseconds timeout) {
+    if (timeout.count() < 0)
+      throw InvalidArgumentError("the allocation retry timeout must be >= 0 ms, got " +
+                                 std::to_string(timeout.count()));
+    std::lock_guard lock(mutex_);
+    if (configuration_.retry_timeout == timeout) return;
+    require_uninitialized_locked("The allocation retry timeout cannot be modified after being initialized");
+    configuration_.retry_timeout = timeout;
   }
 
   // Soft placement and placement logging may change at any time, as in TensorFlow.
@@ -868,6 +882,7 @@ class Context {
           options.limit = host_memory_limit();
           options.garbage_collection = true;
           options.limit_source = "the host's physical memory";
+          options.retry_timeout = configuration_.retry_timeout;
           host = make_bfc(/*growth=*/true, memory::HostSubAllocator{}, std::move(options));
         }
         out.push_back(host);
@@ -879,6 +894,7 @@ class Context {
       options.limit = d.memory_limit;
       options.garbage_collection = collect;
       options.limit_source = d.limit_source;
+      options.retry_timeout = configuration_.retry_timeout;
       if (phys.simulated) {
         auto& device_memory = simulated[static_cast<std::size_t>(d.physical_index)];
         if (!device_memory)  // unified memory may oversubscribe into host RAM

@@ -26,6 +26,11 @@ class Shape {
     return n;
   }
   friend bool operator==(const Shape&, const Shape&) = default;
+  /// Streams "[2,3]" (any ostream; no <ostream> needed here).
+  template <class Stream>
+  friend auto operator<<(Stream& os, const Shape& s) -> decltype(os << std::string()) {
+    return os << s.to_string();
+  }
 
   /// "[2,3]", as TensorFlow's OOM messages print shapes.
   [[nodiscard]] std::string to_string() const {

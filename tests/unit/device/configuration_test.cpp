@@ -154,6 +154,16 @@ BOOST_AUTO_TEST_CASE(unified_memory_and_system_memory_rules) {
                              FailedPreconditionError, "cannot be modified after being initialized");
 }
 
+BOOST_AUTO_TEST_CASE(allocation_retry_timeout_rules) {
+  DEVTENSOR_CHECK_THROW_WITH(cfg::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(-1)),
+                             InvalidArgumentError, "must be >= 0 ms");
+  cfg::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(5));
+  (void)cfg::list_logical_devices();
+  cfg::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(5));
+  DEVTENSOR_CHECK_THROW_WITH(cfg::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(6)),
+                             FailedPreconditionError, "cannot be modified after being initialized");
+}
+
 BOOST_AUTO_TEST_CASE(soft_placement_and_logging_change_any_time) {
   BOOST_TEST(cfg::get_soft_device_placement());  // TF2 eager default
   BOOST_TEST(!devtensor::debugging::get_log_device_placement());

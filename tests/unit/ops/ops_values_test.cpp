@@ -1,0 +1,347 @@
+// Every op's values against a double-precision reference, broadcasting, and shape/dtype errors.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+using dt::InvalidArgumentError;
+
+namespace {
+
+template <class T>
+std::vector<T> random_values(std::size_t n, unsigned seed, double lo = -2.0, double hi = 2.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(std::is_integral_v<T> ? std::round(dist(rng) * 10) : dist(rng));
+  return v;
+}
+
+template <class T>
+void check_close(const std::vector<T>& got, const std::vector<double>& want, double rtol) {
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<double>(got[i]);
+    BOOST_TEST(std::abs(g - want[i]) <= rtol * (1.0 + std::abs(want[i])), "element " << i << ": " << g << " vs " << want[i]);
+  }
+}
+
+template <class T>
+constexpr double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 1e-12;
+}
+
+using FloatTypes = std::tuple<float, double>;
+using NumericTypes = std::tuple<float, double, std::int32_t, std::int64_t>;
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(ops_values, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(seed_matmul) {
+  auto a = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto b = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  auto c = dt::matmul(a, b);
+  BOOST_TEST(c.shape() == (dt::Shape{2, 2}));
+  BOOST_TEST(c.to_vector() == (std::vector<float>{22, 28, 49, 64}), boost::test_tools::per_element());
+  BOOST_TEST(dt::add_n(std::vector{c, c}).to_vector() == (std::vector<float>{44, 56, 98, 128}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_against_reference, T, NumericTypes) {
+  for (auto [m, k, n] : {std::tuple{1, 1, 1}, {3, 5, 4}, {17, 33, 9}, {64, 70, 65}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const auto av = random_values<T>(static_cast<std::size_t>(m * k), 1);
+        const auto bv = random_values<T>(static_cast<std::size_t>(k * n), 2);
+        auto a = dt::constant<T>(av, ta ? dt::Shape{k, m} : dt::Shape{m, k});
+        auto b = dt::constant<T>(bv, tb ? dt::Shape{n, k} : dt::Shape{k, n});
+        std::vector<double> want(static_cast<std::size_t>(m * n), 0.0);
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j)
+            for (int p = 0; p < k; ++p) {
+              const double x = static_cast<double>(av[static_cast<std::size_t>(ta ? p * m + i : i * k + p)]);
+              const double y = static_cast<double>(bv[static_cast<std::size_t>(tb ? j * k + p : p * n + j)]);
+              want[static_cast<std::size_t>(i * n + j)] += x * y;
+            }
+        BOOST_TEST_CONTEXT("m=" << m << " k=" << k << " n=" << n << " ta=" << ta << " tb=" << tb) {
+          check_close(dt::matmul(a, b, ta, tb).to_vector(), want, tolerance<T>() * k);
+        }
+      }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(matmul_batched_and_errors) {
+  auto a = dt::constant<double>(random_values<double>(2 * 3 * 4, 3), {2, 3, 4});
+  auto b = dt::constant<double>(random_values<double>(2 * 4 * 5, 4), {2, 4, 5});
+  auto c = dt::matmul(a, b);
+  BOOST_TEST(c.shape() == (dt::Shape{2, 3, 5}));
+  auto c1 = dt::matmul(dt::slice(a, {1, 0, 0}, {1, 3, 4}), dt::slice(b, {1, 0, 0}, {1, 4, 5}));
+  BOOST_TEST(dt::slice(c, {1, 0, 0}, {1, 3, 5}).to_vector() == c1.to_vector(), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(dt::matmul(dt::zeros<float>({2, 3}), dt::zeros<float>({2, 3})), InvalidArgumentError,
+                             "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3] [Op:MatMul]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::matmul(dt::zeros<float>({3}), dt::zeros<float>({3, 1})), InvalidArgumentError,
+                             "must be matrices of the same rank >= 2");
+  DEVTENSOR_CHECK_THROW_WITH(dt::matmul(dt::zeros<float>({2, 2, 2}), dt::zeros<float>({3, 2, 2})),
+                             InvalidArgumentError, "same batch dimensions");
+  BOOST_TEST(dt::matmul(dt::zeros<float>({2, 0}), dt::zeros<float>({0, 3})).to_vector() ==
+                 std::vector<float>(6, 0.0f),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(binary_ops_with_broadcasting, T, NumericTypes) {
+  struct Case {
+    dt::Shape a, b, out;
+  };
+  const Case cases[] = {{{2, 3}, {2, 3}, {2, 3}}, {{2, 3}, {3}, {2, 3}}, {{2, 1}, {1, 3}, {2, 3}},
+                        {{4, 1, 3}, {2, 1}, {4, 2, 3}}, {{}, {2, 2}, {2, 2}}, {{3}, {}, {3}},
+                        {{2, 3, 4}, {2, 1, 4}, {2, 3, 4}}, {{0, 3}, {3}, {0, 3}}};
+  for (const auto& c : cases) {
+    const auto av = random_values<T>(static_cast<std::size_t>(c.a.num_elements()), 5, 1.0, 3.0);
+    const auto bv = random_values<T>(static_cast<std::size_t>(c.b.num_elements()), 6, 1.0, 3.0);
+    const auto a = dt::constant<T>(av, c.a);
+    const auto b = dt::constant<T>(bv, c.b);
+    // Reference: index arithmetic in double.
+    const auto at = [&](const std::vector<T>& v, const dt::Shape& s, std::int64_t flat) {
+      std::int64_t offset = 0, stride = 1, rest = flat;
+      std::vector<std::int64_t> idx(c.out.rank());
+      for (std::size_t d = c.out.rank(); d-- > 0;) {
+        idx[d] = rest % c.out[d];
+        rest /= c.out[d];
+      }
+      for (std::size_t d = s.rank(); d-- > 0;) {
+        const auto od = d + c.out.rank() - s.rank();
+        offset += (s[d] == 1 ? 0 : idx[od]) * stride;
+        stride *= s[d];
+      }
+      return static_cast<double>(v[static_cast<std::size_t>(offset)]);
+    };
+    std::vector<double> add, sub, mul, div;
+    for (std::int64_t i = 0; i < c.out.num_elements(); ++i) {
+      const double x = at(av, c.a, i), y = at(bv, c.b, i);
+      add.push_back(x + y);
+      sub.push_back(x - y);
+      mul.push_back(x * y);
+      div.push_back(std::is_integral_v<T> ? std::floor(x / y) : x / y);
+    }
+    BOOST_TEST_CONTEXT(c.a.to_string() << " op " << c.b.to_string()) {
+      BOOST_TEST((dt::add(a, b).shape() == c.out));
+      check_close((a + b).to_vector(), add, tolerance<T>());
+      check_close((a - b).to_vector(), sub, tolerance<T>());
+      check_close((a * b).to_vector(), mul, tolerance<T>());
+      check_close((a / b).to_vector(), div, tolerance<T>());
+    }
+  }
+  DEVTENSOR_CHECK_THROW_WITH(dt::add(dt::zeros<T>({2, 3}), dt::zeros<T>({4})), InvalidArgumentError,
+                             "Incompatible shapes: [2,3] vs. [4] [Op:AddV2]");
+}
+
+BOOST_AUTO_TEST_CASE(integer_division_floors_and_rejects_zero) {
+  auto a = dt::constant<std::int32_t>({7, -7, 7, -7});
+  auto b = dt::constant<std::int32_t>({2, 2, -2, -2});
+  BOOST_TEST((a / b).to_vector() == (std::vector<std::int32_t>{3, -4, -4, 3}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(a / dt::constant<std::int32_t>({1, 0, 1, 1}), InvalidArgumentError,
+                             "Integer division by zero");
+}
+
+BOOST_AUTO_TEST_CASE(scalar_operators) {
+  auto a = dt::constant<float>({1, 2, 3});
+  BOOST_TEST((a + 1).to_vector() == (std::vector<float>{2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST((2 * a).to_vector() == (std::vector<float>{2, 4, 6}), boost::test_tools::per_element());
+  BOOST_TEST((1 - a).to_vector() == (std::vector<float>{0, -1, -2}), boost::test_tools::per_element());
+  BOOST_TEST((a / 2).to_vector() == (std::vector<float>{0.5f, 1, 1.5f}), boost::test_tools::per_element());
+  BOOST_TEST((-a).to_vector() == (std::vector<float>{-1, -2, -3}), boost::test_tools::per_element());
+  BOOST_TEST(dt::maximum(a, dt::scalar<float>(2)).to_vector() == (std::vector<float>{2, 2, 3}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(unary_ops, T, FloatTypes) {
+  const auto v = random_values<T>(257, 7, 0.1, 3.0);
+  const auto x = dt::constant<T>(v);
+  const auto ref = [&](auto f) {
+    std::vector<double> out;
+    for (T e : v) out.push_back(f(static_cast<double>(e)));
+    return out;
+  };
+  check_close(dt::neg(x).to_vector(), ref([](double e) { return -e; }), tolerance<T>());
+  check_close(dt::square(x).to_vector(), ref([](double e) { return e * e; }), tolerance<T>());
+  check_close(dt::sqrt(x).to_vector(), ref([](double e) { return std::sqrt(e); }), tolerance<T>());
+  check_close(dt::exp(x).to_vector(), ref([](double e) { return std::exp(e); }), tolerance<T>());
+  check_close(dt::log(x).to_vector(), ref([](double e) { return std::log(e); }), tolerance<T>());
+  check_close(dt::sigmoid(x).to_vector(), ref([](double e) { return 1 / (1 + std::exp(-e)); }), tolerance<T>());
+  check_close(dt::tanh(x).to_vector(), ref([](double e) { return std::tanh(e); }), tolerance<T>());
+  const auto y = dt::constant<T>({-1, 0, 2});
+  BOOST_TEST(dt::relu(y).to_vector() == (std::vector<T>{0, 0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(dt::relu(dt::constant<std::int64_t>({-3, 4})).to_vector() == (std::vector<std::int64_t>{0, 4}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(add_n_against_reference, T, NumericTypes) {
+  std::vector<dt::Tensor<T>> inputs;
+  std::vector<double> want(30, 0.0);
+  for (unsigned k = 0; k < 4; ++k) {
+    const auto v = random_values<T>(30, 10 + k);
+    inputs.push_back(dt::constant<T>(v, {5, 6}));
+    for (std::size_t i = 0; i < 30; ++i) want[i] += static_cast<double>(v[i]);
+  }
+  check_close(dt::add_n(inputs).to_vector(), want, tolerance<T>());
+  BOOST_TEST(dt::add_n(std::vector{inputs[0]}).to_vector() == inputs[0].to_vector(), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(dt::add_n(std::vector<dt::Tensor<T>>{}), InvalidArgumentError, "at least one input");
+  DEVTENSOR_CHECK_THROW_WITH(dt::add_n(std::vector{inputs[0], dt::zeros<T>({6, 5})}), InvalidArgumentError,
+                             "Shapes of all inputs must match: values[0].shape = [5,6] != values[1].shape = [6,5]");
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(reductions_against_reference, T, NumericTypes) {
+  const dt::Shape shape{3, 4, 5};
+  const auto v = random_values<T>(60, 20);
+  const auto x = dt::constant<T>(v, shape);
+  // Every subset of axes, with and without keepdims.
+  for (int mask = 0; mask < 8; ++mask) {
+    std::vector<std::int64_t> axes;
+    for (int d = 0; d < 3; ++d)
+      if (mask & (1 << d)) axes.push_back(d == 2 ? -1 : d);  // a negative axis too
+    std::vector<std::int64_t> out_dims, keep_dims;
+    for (int d = 0; d < 3; ++d) {
+      if (!(mask & (1 << d))) out_dims.push_back(shape[static_cast<std::size_t>(d)]);
+      keep_dims.push_back((mask & (1 << d)) ? 1 : shape[static_cast<std::size_t>(d)]);
+    }
+    const dt::Shape out_shape(out_dims);
+    std::vector<double> sum(static_cast<std::size_t>(out_shape.num_elements()), 0.0);
+    std::vector<double> mx(sum.size(), -1e300);
+    std::vector<double> count(sum.size(), 0.0);
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t j = 0; j < 4; ++j)
+        for (std::int64_t k = 0; k < 5; ++k) {
+          const std::int64_t idx[3] = {i, j, k};
+          std::int64_t o = 0;
+          for (int d = 0; d < 3; ++d)
+            if (!(mask & (1 << d))) o = o * shape[static_cast<std::size_t>(d)] + idx[d];
+          const double e = static_cast<double>(v[static_cast<std::size_t>(i * 20 + j * 5 + k)]);
+          sum[static_cast<std::size_t>(o)] += e;
+          mx[static_cast<std::size_t>(o)] = std::max(mx[static_cast<std::size_t>(o)], e);
+          count[static_cast<std::size_t>(o)] += 1;
+        }
+    std::vector<double> mean(sum.size());
+    for (std::size_t i = 0; i < sum.size(); ++i)
+      mean[i] = std::is_integral_v<T> ? std::trunc(sum[i] / count[i]) : sum[i] / count[i];
+    BOOST_TEST_CONTEXT("mask " << mask) {
+      const auto s = dt::reduce_sum(x, axes);
+      BOOST_TEST((s.shape() == out_shape));
+      check_close(s.to_vector(), sum, tolerance<T>() * 10);
+      check_close(dt::reduce_mean(x, axes).to_vector(), mean, tolerance<T>() * 10);
+      check_close(dt::reduce_max(x, axes).to_vector(), mx, 0.0);
+      BOOST_TEST((dt::reduce_sum(x, axes, true).shape() == dt::Shape(keep_dims)));
+    }
+  }
+  BOOST_TEST(dt::reduce_sum(x).shape() == dt::Shape{});  // all axes
+  DEVTENSOR_CHECK_THROW_WITH(dt::reduce_sum(x, 3), InvalidArgumentError, "Invalid reduction dimension");
+  DEVTENSOR_CHECK_THROW_WITH(dt::reduce_sum(x, std::vector<std::int64_t>{1, -2}), InvalidArgumentError,
+                             "specified more than once");
+}
+
+BOOST_AUTO_TEST_CASE(shape_ops) {
+  auto x = dt::range<std::int32_t>(0, 24);
+  BOOST_TEST(x.shape() == dt::Shape{24});
+  auto r = dt::reshape(x, {2, -1, 4});
+  BOOST_TEST(r.shape() == (dt::Shape{2, 3, 4}));
+  BOOST_TEST(r.data() == x.data());  // same device: the buffer is shared
+  DEVTENSOR_CHECK_THROW_WITH(dt::reshape(x, {5, 5}), InvalidArgumentError,
+                             "Input to reshape is a tensor with 24 values, but the requested shape has 25");
+  DEVTENSOR_CHECK_THROW_WITH(dt::reshape(x, {-1, -1}), InvalidArgumentError, "Only one input size may be -1");
+  DEVTENSOR_CHECK_THROW_WITH(dt::reshape(x, {5, -1}), InvalidArgumentError, "a multiple of 5");
+
+  auto t = dt::transpose(r, {2, 0, 1});
+  BOOST_TEST(t.shape() == (dt::Shape{4, 2, 3}));
+  for (std::int64_t i = 0; i < 4; ++i)
+    for (std::int64_t j = 0; j < 2; ++j)
+      for (std::int64_t k = 0; k < 3; ++k) BOOST_TEST(t.at({i, j, k}) == r.at({j, k, i}));
+  BOOST_TEST(dt::transpose(dt::reshape(x, {4, 6})).shape() == (dt::Shape{6, 4}));
+  DEVTENSOR_CHECK_THROW_WITH(dt::transpose(r, {0, 0, 1}), InvalidArgumentError, "permutation");
+
+  auto a = dt::reshape(dt::range<std::int32_t>(0, 6), {2, 3});
+  auto b = dt::reshape(dt::range<std::int32_t>(6, 10), {2, 2});
+  auto c = dt::concat(std::vector{a, b}, 1);
+  BOOST_TEST(c.to_vector() == (std::vector<std::int32_t>{0, 1, 2, 6, 7, 3, 4, 5, 8, 9}), boost::test_tools::per_element());
+  BOOST_TEST(dt::concat(std::vector{a, a}, 0).shape() == (dt::Shape{4, 3}));
+  DEVTENSOR_CHECK_THROW_WITH(dt::concat(std::vector{a, b}, 0), InvalidArgumentError,
+                             "ConcatOp : Dimension 1 in both shapes must be equal: shape[0] = [2,3] vs. shape[1] = [2,2]");
+
+  auto parts = dt::split(c, std::vector<std::int64_t>{3, -1}, 1);
+  BOOST_TEST_REQUIRE(parts.size() == 2u);
+  BOOST_TEST(parts[0].to_vector() == a.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(parts[1].to_vector() == b.to_vector(), boost::test_tools::per_element());
+  auto halves = dt::split(x, 2);
+  BOOST_TEST(halves[1].at({0}) == 12);
+  DEVTENSOR_CHECK_THROW_WITH(dt::split(x, 5), InvalidArgumentError,
+                             "Number of ways to split should evenly divide the split dimension");
+  DEVTENSOR_CHECK_THROW_WITH(dt::split(x, std::vector<std::int64_t>{3, 3}), InvalidArgumentError,
+                             "Determined shape must either match input shape");
+
+  auto s = dt::slice(r, {1, 1, 0}, {1, -1, 2});
+  BOOST_TEST(s.shape() == (dt::Shape{1, 2, 2}));
+  BOOST_TEST(s.to_vector() == (std::vector<std::int32_t>{16, 17, 20, 21}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(dt::slice(r, {0, 0, 0}, {3, 1, 1}), InvalidArgumentError, "Expected size[0] in [0, 2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::slice(r, {0, 0}, {1, 1}), InvalidArgumentError, "1-D tensors of size 3");
+
+  BOOST_TEST(dt::identity(x).data() == x.data());
+}
+
+BOOST_AUTO_TEST_CASE(cast_and_creation) {
+  auto f = dt::constant<float>({-1.7f, 0.0f, 2.9f});
+  BOOST_TEST(f.cast<std::int32_t>().to_vector() == (std::vector<std::int32_t>{-1, 0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(dt::cast<bool>(f).to_vector() == (std::vector<bool>{true, false, true}), boost::test_tools::per_element());
+  BOOST_TEST(dt::cast<double>(dt::constant<bool>({true, false})).to_vector() == (std::vector<double>{1, 0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dt::fill<std::int64_t>({2, 2}, 7).to_vector() == std::vector<std::int64_t>(4, 7), boost::test_tools::per_element());
+  BOOST_TEST(dt::ones<double>({3}).to_vector() == std::vector<double>(3, 1.0), boost::test_tools::per_element());
+  BOOST_TEST(dt::constant<float>({5}, {2, 2}).to_vector() == std::vector<float>(4, 5.0f), boost::test_tools::per_element());
+  BOOST_TEST(dt::range<double>(0, 1, 0.25).to_vector() == (std::vector<double>{0, 0.25, 0.5, 0.75}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dt::range<std::int64_t>(10, 0, -3).to_vector() == (std::vector<std::int64_t>{10, 7, 4, 1}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dt::scalar<float>(3).item() == 3.0f);
+  DEVTENSOR_CHECK_THROW_WITH(dt::constant<float>({1, 2, 3}, {2, 2}), InvalidArgumentError,
+                             "3 values do not fit shape [2,2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::range<std::int32_t>(0, 5, 0), InvalidArgumentError, "Requires delta != 0");
+  DEVTENSOR_CHECK_THROW_WITH(dt::range<std::int32_t>(5, 0, 1), InvalidArgumentError, "Requires start <= limit");
+  DEVTENSOR_CHECK_THROW_WITH(dt::fill<float>(dt::Shape({-1, 2}), 0.f), InvalidArgumentError, "must be >= 0");
+}
+
+BOOST_AUTO_TEST_CASE(random_is_seeded_and_distributed) {
+  auto u1 = dt::random_uniform<float>({1000}, {.minval = -1, .maxval = 3, .seed = 42});
+  auto u2 = dt::random_uniform<float>({1000}, {.minval = -1, .maxval = 3, .seed = 42});
+  BOOST_TEST(u1.to_vector() == u2.to_vector(), boost::test_tools::per_element());
+  const auto v = u1.to_vector();
+  BOOST_TEST(*std::min_element(v.begin(), v.end()) >= -1.0f);
+  BOOST_TEST(*std::max_element(v.begin(), v.end()) < 3.0f);
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / 1000;
+  BOOST_TEST(std::abs(mean - 1.0) < 0.15);
+  auto n = dt::random_normal<double>({20000}, {.mean = 2, .stddev = 3, .seed = 7}).to_vector();
+  const double nm = std::accumulate(n.begin(), n.end(), 0.0) / 20000;
+  double var = 0;
+  for (double e : n) var += (e - nm) * (e - nm);
+  BOOST_TEST(std::abs(nm - 2.0) < 0.1);
+  BOOST_TEST(std::abs(std::sqrt(var / 20000) - 3.0) < 0.1);
+  BOOST_TEST(dt::random_uniform<float>({8}, {.seed = 1}).to_vector() !=
+             dt::random_uniform<float>({8}, {.seed = 2}).to_vector());
+  DEVTENSOR_CHECK_THROW_WITH(dt::random_uniform<float>({2}, {.minval = 1, .maxval = 1}), InvalidArgumentError,
+                             "Need minval < maxval");
+  DEVTENSOR_CHECK_THROW_WITH(dt::random_normal<float>({2}, {.stddev = -1}), InvalidArgumentError, "stddev");
+}
+
+BOOST_AUTO_TEST_CASE(large_tensors_use_the_thread_pool) {
+  const std::int64_t n = 3 << 20;  // above the parallel grain
+  auto a = dt::fill<float>({n}, 1.5f);
+  auto b = dt::fill<float>({n}, 2.0f);
+  const auto c = (a * b).to_vector();
+  BOOST_TEST(std::all_of(c.begin(), c.end(), [](float e) { return e == 3.0f; }));
+  BOOST_TEST(dt::reduce_sum(dt::reshape(a, {3, -1}), 1).to_vector() == std::vector<float>(3, 1.5f * (1 << 20)),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
