@@ -1,0 +1,37 @@
+// Walkthrough 8: your own op. An op is a type with a name and a kernel table; here only a CPU
+// kernel exists, so on a machine with GPUs the placer runs it on the CPU (and copies its inputs
+// there), exactly as it does for devtensor's own CPU-only ops. Add a GPU kernel by making
+// has_kernel true for gpu_t in nvcc translation units (`DEVTENSOR_DEVICE_CODE`), and put such an
+// op in `inline namespace DEVTENSOR_ABI_NS`, because its table then differs between .cpp and .cu.
+#include <devtensor/devtensor.hpp>
+
+#include <algorithm>
+#include <iostream>
+
+namespace dt = devtensor;
+
+struct ClipOp {
+  static constexpr std::string_view name = "Clip";
+  template <dt::DeviceTag Tag, class T>
+  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t> && dt::Numeric<T>;
+};
+
+template <dt::Numeric T>
+dt::Tensor<T> clip(const dt::Tensor<T>& x, T lo, T hi) {
+  const int device = dt::place_op(dt::kernel_support<ClipOp, T>);    // scopes, soft placement, log
+  const auto in = dt::to_device(x, device, ClipOp::name);             // copy if x lives elsewhere
+  auto out = dt::Tensor<T>::empty(in.shape(), device, ClipOp::name);  // from the device's allocator
+  for (std::int64_t i = 0; i < in.num_elements(); ++i)
+    out.mutable_data()[i] = std::clamp(in.data()[i], lo, hi);
+  return out;
+}
+
+int main() {
+  static_assert(dt::has_kernel_v<ClipOp, dt::cpu_t, float>);
+  static_assert(!dt::has_kernel_v<ClipOp, dt::gpu_t, float>);
+  dt::debugging::set_log_device_placement(true);
+  auto x = dt::constant<float>({-2, -0.5f, 0.5f, 2});  // on GPU:0 when there is one
+  auto y = clip(x, -1.0f, 1.0f);                       // always on the CPU
+  std::cout << "x on " << x.device() << "\ny on " << y.device() << "\n" << y << "\n";
+  return y.to_vector() == std::vector<float>{-1, -0.5f, 0.5f, 1} ? 0 : 1;
+}
