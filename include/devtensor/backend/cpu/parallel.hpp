@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -67,10 +68,22 @@ class ThreadPool {
     body_ = nullptr;
   }
 
-  /// The process-wide pool: one worker per hardware thread beyond the caller's.
+  /// The process-wide pool: one worker per hardware thread beyond the caller's, or
+  /// DEVTENSOR_CPU_THREADS - 1 when that variable holds a positive number (1: no workers, every
+  /// kernel on the calling thread). Read once, at the first large kernel.
   DEVTENSOR_EXPORT static ThreadPool& global() {
-    static ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()) - 1);
+    static ThreadPool pool(configured_threads() - 1);
     return pool;
+  }
+
+  static unsigned configured_threads() {
+    const char* value = std::getenv("DEVTENSOR_CPU_THREADS");  // NOLINT(concurrency-mt-unsafe)
+    if (value != nullptr) {
+      char* end = nullptr;
+      const long n = std::strtol(value, &end, 10);
+      if (end != value && *end == '\0' && n > 0 && n <= 1024) return static_cast<unsigned>(n);
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
   }
 
  private:

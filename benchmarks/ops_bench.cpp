@@ -1,0 +1,153 @@
+// Op costs, each beside its reference in the same run:
+//   eager add at n = 1 .. 10^6          vs  a raw loop on preallocated buffers (per-op overhead)
+//   a no-op op through full dispatch     vs  a virtual call
+//   a placement decision alone           vs  an unordered_map<string,int> lookup
+//   matmul fp32/fp64 n = 64 .. 2048      vs  cblas_sgemm/dgemm on preallocated buffers
+//   add at n = 10^7                      vs  the STREAM add loop
+// Run with OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX DEVTENSOR_CPU_THREADS=1 for 1-thread
+// ratios (benchmarks/RESULTS.md); the OpenBLAS core in use is recorded in the JSON context.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <devtensor/devtensor.hpp>
+
+#if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
+#include <cblas.h>
+#endif
+
+namespace dt = devtensor;
+
+namespace {
+
+struct NoOp {
+  static constexpr std::string_view name = "NoOp";
+  template <dt::DeviceTag Tag, class T>
+  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t>;
+};
+
+const bool context_recorded = [] {
+#if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
+  benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
+  benchmark::AddCustomContext("openblas_num_threads", std::to_string(openblas_get_num_threads()));
+#endif
+  benchmark::AddCustomContext("devtensor_cpu_threads",
+                              std::to_string(dt::backend::cpu::ThreadPool::configured_threads()));
+  benchmark::AddCustomContext("devtensor_gemm", dt::ops::cpu::gemm_backend());
+  return true;
+}();
+
+}  // namespace
+
+static void BM_EagerAdd(benchmark::State& state) {
+  const auto n = state.range(0);
+  auto a = dt::fill<float>({n}, 1.0f);
+  auto b = dt::fill<float>({n}, 2.0f);
+  for (auto _ : state) benchmark::DoNotOptimize(dt::add(a, b));
+  state.SetBytesProcessed(state.iterations() * n * 12);
+}
+static void BM_RawAddLoop(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<float> a(n, 1.0f), b(n, 2.0f), c(n);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0) * 12);
+}
+BENCHMARK(BM_EagerAdd)->RangeMultiplier(10)->Range(1, 1000000);
+BENCHMARK(BM_RawAddLoop)->RangeMultiplier(10)->Range(1, 1000000);
+
+static void BM_NoOpDispatch(benchmark::State& state) {
+  auto x = dt::scalar<float>(1.0f);
+  for (auto _ : state) {
+    const int device = dt::place_op(dt::kernel_support<NoOp, float>);
+    auto in = dt::to_device(x, device, NoOp::name);
+    auto out = dt::Tensor<float>::empty(in.shape(), device, NoOp::name);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_NoOpDispatch);
+
+struct Base {
+  virtual ~Base() = default;
+  virtual int f(int) const = 0;
+};
+struct Derived final : Base {
+  int f(int x) const override { return x + 1; }
+};
+static void BM_Reference_VirtualCall(benchmark::State& state) {
+  std::unique_ptr<Base> p = std::make_unique<Derived>();
+  benchmark::DoNotOptimize(p);
+  int x = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(x = p->f(x));
+}
+BENCHMARK(BM_Reference_VirtualCall);
+
+static void BM_PlacementDecision(benchmark::State& state) {
+  (void)dt::config::list_logical_devices();
+  for (auto _ : state) benchmark::DoNotOptimize(dt::place_op(dt::kernel_support<dt::ops::Add, float>));
+}
+BENCHMARK(BM_PlacementDecision);
+
+static void BM_Reference_MapLookup(benchmark::State& state) {
+  std::unordered_map<std::string, int> map;
+  for (int i = 0; i < 316; ++i) map["/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i)] = i;
+  const std::string key = "/job:localhost/replica:0/task:0/device:CPU:7";
+  for (auto _ : state) benchmark::DoNotOptimize(map.find(key));
+}
+BENCHMARK(BM_Reference_MapLookup);
+
+template <class T>
+static void BM_MatMul(benchmark::State& state) {
+  const auto n = state.range(0);
+  auto a = dt::random_uniform<T>({n, n}, {.seed = 1});
+  auto b = dt::random_uniform<T>({n, n}, {.seed = 2});
+  for (auto _ : state) benchmark::DoNotOptimize(dt::matmul(a, b));
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+#if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
+template <class T>
+static void BM_Cblas(benchmark::State& state) {
+  const auto n = static_cast<int>(state.range(0));
+  const auto size = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  std::vector<T> a(size, T(0.5)), b(size, T(0.25)), c(size);
+  for (auto _ : state) {
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * n * n,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Cblas<float>)->RangeMultiplier(2)->Range(64, 2048)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Cblas<double>)->RangeMultiplier(2)->Range(64, 2048)->Unit(benchmark::kMicrosecond);
+#endif
+BENCHMARK(BM_MatMul<float>)->RangeMultiplier(2)->Range(64, 2048)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul<double>)->RangeMultiplier(2)->Range(64, 2048)->Unit(benchmark::kMicrosecond);
+
+static void BM_Add10M(benchmark::State& state) {
+  const std::int64_t n = 10'000'000;
+  auto a = dt::fill<float>({n}, 1.0f);
+  auto b = dt::fill<float>({n}, 2.0f);
+  for (auto _ : state) benchmark::DoNotOptimize(dt::add(a, b));
+  state.SetBytesProcessed(state.iterations() * n * 12);
+}
+static void BM_StreamAdd10M(benchmark::State& state) {
+  const std::size_t n = 10'000'000;
+  std::vector<float> a(n, 1.0f), b(n, 2.0f), c(n);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n) * 12);
+}
+BENCHMARK(BM_Add10M)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StreamAdd10M)->Unit(benchmark::kMillisecond);
