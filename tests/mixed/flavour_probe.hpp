@@ -23,6 +23,11 @@ struct Report {
 Report host_report();
 Report cudart_report();
 Report nvcc_report();
+
+// Tensors cross translation units of different flavours: made in one, computed on in another.
+devtensor::Tensor<float> host_make();
+devtensor::Tensor<float> nvcc_twice(const devtensor::Tensor<float>& t);
+devtensor::Tensor<float> cudart_sum(const devtensor::Tensor<float>& t);
 }  // namespace probe
 
 #define PROBE_REPORT                                                                     \

@@ -17,6 +17,10 @@ int main() {
     if (r.context != reports[0].context) ++failures;  // one Context for the whole program
     if (!r.cuda_platform_registered) ++failures;      // registered by the CUDA-flavoured TUs
   }
+  // A tensor made in the host TU, doubled in the nvcc TU, summed in the cudart TU.
+  const float sum = probe::cudart_sum(probe::nvcc_twice(probe::host_make())).item();
+  std::printf("host -> nvcc -> cudart tensor: sum %.1f (expected 12.0)\n", static_cast<double>(sum));
+  if (sum != 12.0f) ++failures;
   std::printf(failures == 0 ? "mixed flavours: OK\n" : "mixed flavours: %d failures\n", failures);
   return failures == 0 ? 0 : 1;
 }

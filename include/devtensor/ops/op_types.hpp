@@ -7,7 +7,8 @@
 /// follow). `has_kernel<gpu_t, T>` is true only where that GPU kernel exists in this translation
 /// unit: hand-written CUDA kernels exist in nvcc TUs once the CUDA backend provides them
 /// (`ops::cuda_kernels_compiled`), so until then every GPU-tagged call falls back to the CPU.
-/// docs/op_support.md is generated from these tables (tests/unit/ops/op_support_doc.cpp).
+/// docs/op_support.md is generated from these tables (tests/unit/ops/op_support_doc.cpp, checked
+/// by the docs.op_support test).
 
 #include <concepts>
 #include <cstdint>

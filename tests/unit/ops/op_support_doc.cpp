@@ -1,0 +1,69 @@
+// Generates docs/op_support.md from the ops' kernel tables, so the table users read cannot drift
+// from the code. `op_support_doc` prints it; `op_support_doc --check FILE` fails when FILE differs.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include <devtensor/devtensor.hpp>
+
+namespace dt = devtensor;
+
+namespace {
+
+template <class Op, class T>
+std::string cell() {
+  std::string s;
+  if (dt::has_kernel_v<Op, dt::cpu_t, T>) s += "CPU";
+  if (dt::cuda_build_has_kernel_v<Op, T>) s += s.empty() ? "GPU" : " GPU";
+  return s.empty() ? "–" : s;
+}
+
+template <class Op>
+std::string row() {
+  return "| `" + std::string(Op::name) + "` | " + cell<Op, float>() + " | " + cell<Op, double>() + " | " +
+         cell<Op, std::int32_t>() + " | " + cell<Op, std::int64_t>() + " | " + cell<Op, bool>() + " |\n";
+}
+
+template <class... Ops>
+std::string rows() {
+  return (row<Ops>() + ...);
+}
+
+std::string generate() {
+  namespace o = dt::ops;
+  std::string out =
+      "# Op support\n\n"
+      "Generated from the kernel tables in `include/devtensor/ops/op_types.hpp` by\n"
+      "`tests/unit/ops/op_support_doc.cpp`; a test fails when this file is out of date.\n\n"
+      "Which element types have a kernel on which device type. **CPU**: always compiled.\n"
+      "**GPU**: a kernel in a full CUDA build (what simulated GPUs follow for placement). In a given\n"
+      "translation unit a GPU kernel exists only where it is compiled: hand-written CUDA kernels in\n"
+      "`.cu` files once the CUDA backend provides them (`ops::cuda_kernels_compiled`, currently "
+      "false),\nso today every real-GPU request for these ops falls back to the CPU, statically.\n\n"
+      "| op | float32 | float64 | int32 | int64 | bool |\n|---|---|---|---|---|---|\n";
+  out += rows<o::EagerConst, o::Fill, o::Range, o::Add, o::Sub, o::Mul, o::RealDiv, o::FloorDiv, o::Maximum,
+              o::Neg, o::Square, o::Sqrt, o::Exp, o::Log, o::Relu, o::Sigmoid, o::Tanh, o::AddN, o::MatMul,
+              o::Sum, o::Mean, o::Max, o::Reshape, o::Transpose, o::ConcatV2, o::Split, o::Slice,
+              o::Identity, o::Cast, o::RandomUniform, o::RandomStandardNormal>();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string doc = generate();
+  if (argc == 3 && std::string(argv[1]) == "--check") {
+    std::ifstream in(argv[2]);
+    std::stringstream current;
+    current << in.rdbuf();
+    if (current.str() == doc) return 0;
+    std::cerr << argv[2] << " is out of date. Regenerate it with:\n  build/<preset>/tests/op_support_doc > "
+              << argv[2] << "\n";
+    return 1;
+  }
+  std::cout << doc;
+  return 0;
+}
