@@ -427,9 +427,14 @@ class Context {
   }
 
   /// The allocator of a logical device (initialises). CPUs share one host allocator.
+  /// @throws InvalidArgumentError for a LogicalDeviceInfo that is not one of logical_devices().
   memory::Allocator& allocator(const LogicalDeviceInfo& device) {
     ensure_initialized("the first tensor allocation");
-    return *allocators_.at(static_cast<std::size_t>(&device - logical_.data()));
+    for (std::size_t i = 0; i < logical_.size(); ++i)
+      if (&logical_[i] == &device) return *allocators_[i];
+    throw InvalidArgumentError("allocator(): " + device.full_name +
+                               " is not a logical device of this Context (pass an element of "
+                               "Context::logical_devices(), not a copy)");
   }
   memory::Allocator& allocator(std::size_t logical_index) {
     ensure_initialized("the first tensor allocation");

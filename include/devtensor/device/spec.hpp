@@ -153,10 +153,7 @@ class DeviceSpec {
   /// Copies with one field replaced (std::nullopt unsets it). Values are validated like the parser
   /// validates them. @throws InvalidArgumentError
   [[nodiscard]] DeviceSpec with_job(std::optional<std::string> job) const {
-    if (job && !detail::is_name_token(*job))
-      throw InvalidArgumentError("Invalid job name '" + *job +
-                                 "': a job name starts with an ASCII letter and continues with "
-                                 "letters, digits or '_'");
+    check_name(job, "job name");
     DeviceSpec copy = *this;
     copy.job_ = std::move(job);
     return copy;
@@ -172,10 +169,7 @@ class DeviceSpec {
     return copy;
   }
   [[nodiscard]] DeviceSpec with_type(std::optional<std::string> type) const {
-    if (type && !detail::is_name_token(*type))
-      throw InvalidArgumentError("Invalid device type '" + *type +
-                                 "': a device type starts with an ASCII letter and continues with "
-                                 "letters, digits or '_'");
+    check_name(type, "device type");
     DeviceSpec copy = *this;
     copy.type_ = std::move(type);
     return copy;
@@ -377,6 +371,14 @@ class DeviceSpec {
         ". Expected a full name such as '/job:localhost/replica:0/task:0/device:GPU:0', a legacy "
         "name such as '/gpu:0' or '/cpu:0', or a local name such as 'GPU:0'.";
     return InvalidArgumentError(message);
+  }
+
+  static void check_name(const std::optional<std::string>& value, std::string_view what) {
+    if (value && !detail::is_name_token(*value))
+      throw InvalidArgumentError("Invalid " + std::string(what) + " '" + *value + "': a " +
+                                 std::string(what) +
+                                 " starts with an ASCII letter and continues with letters, digits "
+                                 "or '_'");
   }
 
   static std::optional<int> check_index(std::optional<int> value, std::string_view what) {

@@ -166,6 +166,12 @@ BOOST_AUTO_TEST_CASE(overhead_of_simulated_gpus_is_zero) {
   BOOST_TEST(o.unaccounted_device_bytes == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(allocator_of_a_copied_device_info_is_refused) {
+  const auto copy = Context::global().logical_devices()[0];
+  DEVTENSOR_CHECK_THROW_WITH((void)Context::global().allocator(copy), devtensor::InvalidArgumentError,
+                             "is not a logical device of this Context");
+}
+
 BOOST_AUTO_TEST_CASE(cpu_allocator_caches_host_memory) {
   auto& cpu = Context::global().allocator(0);
   void* p = cpu.allocate(32 * kMiB);
