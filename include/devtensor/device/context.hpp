@@ -171,8 +171,13 @@ class Context {
       std::string_view trigger = "list_physical_devices()",
       std::source_location where = std::source_location::current()) {
     if (discovered_.load(std::memory_order_acquire)) return physical_;
-    std::lock_guard lock(mutex_);
-    discover_locked(trigger, where);
+    std::vector<std::pair<LogSeverity, std::string>> lines;
+    {
+      std::lock_guard lock(mutex_);
+      discover_locked(trigger, where);
+      lines.swap(pending_logs_);
+    }
+    for (auto& [severity, line] : lines) log(severity, line);
     return physical_;
   }
 
@@ -375,24 +380,21 @@ class Context {
   void ensure_initialized(std::string_view trigger,
                           std::source_location where = std::source_location::current()) {
     if (initialized()) return;
-    std::lock_guard lock(mutex_);
-    if (initialized_.load()) return;
-    discover_locked(trigger, where);
-    auto logical = build_logical_devices_locked();
-    allocators_ = build_allocators_locked(logical);
-    logical_ = std::move(logical);
-    by_priority_.clear();
-    for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
-      for (std::size_t i = 0; i < logical_.size(); ++i)
-        if (logical_[i].is_gpu == static_cast<bool>(gpu_first)) by_priority_.push_back(static_cast<int>(i));
-    init_trigger_ = describe_trigger(trigger, where);
-    epoch_.fetch_add(1);
-    initialized_.store(true, std::memory_order_release);
-    for (const auto& d : logical_)
-      if (d.device_type == gpu_device_type)
-        log(LogSeverity::info, "Created device " + d.full_name + " with " +
-                                   std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
-                                   d.physical_device_desc);
+    std::vector<std::pair<LogSeverity, std::string>> lines;
+    {
+      std::lock_guard lock(mutex_);
+      if (initialized_.load()) return;
+      try {
+        initialize_locked(trigger, where);
+      } catch (...) {
+        lines.swap(pending_logs_);
+        for (auto& [severity, line] : lines) log(severity, line);
+        throw;
+      }
+      lines.swap(pending_logs_);
+    }
+    // Logged without the lock held: a log sink may call back into devtensor.
+    for (auto& [severity, line] : lines) log(severity, line);
   }
 
   /// Every logical device, CPUs first, then GPUs (initialises).
@@ -522,6 +524,31 @@ class Context {
   std::string init_trigger_;
   std::string gpu_platform_status_;
   memory::DeviceMemoryFunctions gpu_memory_functions_{nullptr, nullptr};
+  mutable std::vector<std::pair<LogSeverity, std::string>> pending_logs_;
+
+  void initialize_locked(std::string_view trigger, const std::source_location& where) {
+    discover_locked(trigger, where);
+    auto logical = build_logical_devices_locked();
+    allocators_ = build_allocators_locked(logical);
+    logical_ = std::move(logical);
+    by_priority_.clear();
+    for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
+      for (std::size_t i = 0; i < logical_.size(); ++i)
+        if (logical_[i].is_gpu == static_cast<bool>(gpu_first)) by_priority_.push_back(static_cast<int>(i));
+    init_trigger_ = describe_trigger(trigger, where);
+    epoch_.fetch_add(1);
+    initialized_.store(true, std::memory_order_release);
+    for (const auto& d : logical_)
+      if (d.device_type == gpu_device_type)
+        defer_log(LogSeverity::info, "Created device " + d.full_name + " with " +
+                                         std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
+                                         d.physical_device_desc);
+  }
+
+  /// Lines produced while mutex_ is held; ensure_initialized logs them once it is released.
+  void defer_log(LogSeverity severity, std::string line) const {
+    pending_logs_.emplace_back(severity, std::move(line));
+  }
 
   static std::string describe_trigger(std::string_view trigger, const std::source_location& where) {
     std::string out(trigger);
@@ -577,7 +604,7 @@ class Context {
         PhysicalDeviceInfo info;
         std::string error;
         if (!platform->describe(ordinal, &info.properties, &error)) {
-          log(LogSeverity::error, "Could not query GPU " + std::to_string(ordinal) + ": " + error +
+          defer_log(LogSeverity::error, "Could not query GPU " + std::to_string(ordinal) + ": " + error +
                                       ". The device is skipped.");
           continue;
         }
@@ -613,7 +640,7 @@ class Context {
   }
 
   /// TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH: exactly "true" or "false" overrides (SPEC.md §3.4).
-  static bool effective_allow_growth(bool configured) {
+  bool effective_allow_growth(bool configured) const {
     bool present = false;
     const std::string value = detail::getenv_string("TF_FORCE_GPU_ALLOW_GROWTH", &present);
     if (!present) return configured;
@@ -621,12 +648,12 @@ class Context {
     if (value == "true" || value == "false") {
       const bool forced = value == "true";
       if (forced != configured)
-        log(LogSeverity::warning,
+        defer_log(LogSeverity::warning,
             "Overriding orig_value setting because the TF_FORCE_GPU_ALLOW_GROWTH environment "
             "variable is set. Original config value was " + original + ".");
       return forced;
     }
-    log(LogSeverity::error,
+    defer_log(LogSeverity::error,
         "The TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed: \"" +
             value + "\". Valid values are \"true\" or \"false\". Using original config value of " +
             original + ".");
@@ -662,7 +689,7 @@ class Context {
         why = "the device's free memory " + human(available) + " minus the requested " +
               human(reserved) + " reserve";
       } else {
-        log(LogSeverity::warning, "The requested reserved device memory " + as_given +
+        defer_log(LogSeverity::warning, "The requested reserved device memory " + as_given +
                                       " is larger than the available memory of " +
                                       std::to_string(available) + ". The request is ignored.");
       }
@@ -678,7 +705,7 @@ class Context {
                              return detail::is_ascii_digit(c);
                            });
       if (!numeric) {
-        log(LogSeverity::warning, "The requested reserved device memory " + env +
+        defer_log(LogSeverity::warning, "The requested reserved device memory " + env +
                                       " is invalid. The request will be ignored.");
       } else {
         const auto reserved = static_cast<std::uint64_t>(std::stoll(env)) * kMiB;
@@ -849,12 +876,12 @@ class Context {
   }
 
   /// TF_ENABLE_GPU_GARBAGE_COLLECTION: exactly "true" or "false", default true (SPEC.md §3.4).
-  static bool gpu_garbage_collection() {
+  bool gpu_garbage_collection() const {
     bool present = false;
     const std::string value = detail::getenv_string("TF_ENABLE_GPU_GARBAGE_COLLECTION", &present);
     if (!present || value == "true") return true;
     if (value == "false") return false;
-    log(LogSeverity::error,
+    defer_log(LogSeverity::error,
         "The TF_ENABLE_GPU_GARBAGE_COLLECTION environment variable is set but could not be parsed: "
         "\"" + value + "\". Valid values are \"true\" or \"false\". Using the default value \"true\".");
     return true;

@@ -587,7 +587,8 @@ class BFCAllocator final : public Allocator {
     return released;
   }
 
-  /// SPEC.md §4.6 DeallocateFreeRegions. Called with extend_mutex_ held.
+  /// SPEC.md §4.6 DeallocateFreeRegions. Called with extend_mutex_ held. The warning is logged
+  /// after mutex_ is released: a log sink may call back into devtensor.
   bool garbage_collect(std::size_t needed) {
     std::vector<std::pair<void*, std::size_t>> released;
     {
@@ -599,15 +600,15 @@ class BFCAllocator final : public Allocator {
       }
       if (free_region_bytes == 0) return false;
       if (needed > options_.limit - total_region_bytes_ + free_region_bytes) return false;
-      log(LogSeverity::warning,
-          "Garbage collection: deallocate free memory regions (i.e., allocations) so that we can "
-          "re-allocate a larger region to avoid OOM due to memory fragmentation. If you see this "
-          "message frequently, you are running near the threshold of the available device memory "
-          "and re-allocation may incur great performance overhead. You may try smaller batch sizes "
-          "to observe the performance impact. Set TF_ENABLE_GPU_GARBAGE_COLLECTION=false if you'd "
-          "like to disable this feature.");
       released = detach_free_regions_locked();
     }
+    log(LogSeverity::warning,
+        "Garbage collection: deallocate free memory regions (i.e., allocations) so that we can "
+        "re-allocate a larger region to avoid OOM due to memory fragmentation. If you see this "
+        "message frequently, you are running near the threshold of the available device memory "
+        "and re-allocation may incur great performance overhead. You may try smaller batch sizes "
+        "to observe the performance impact. Set TF_ENABLE_GPU_GARBAGE_COLLECTION=false if you'd "
+        "like to disable this feature.");
     for (auto [ptr, size] : released) sub_.deallocate(ptr, size);
     return true;
   }
