@@ -167,7 +167,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
   if (values.empty()) throw InvalidArgumentError("concat needs at least one tensor [Op:ConcatV2]");
   const Shape& first = values[0].shape();
   const std::size_t ax = first.axis(axis, "ConcatOp : Expected concatenating dimensions in the range; axis");
-  std::vector<std::int64_t> dims = first.dims();
+  std::vector<std::int64_t> dims = first.dims_vector();
   dims[ax] = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const Shape& s = values[i].shape();
@@ -230,7 +230,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes
   std::vector<Tensor<T>> out;
   std::vector<std::int64_t> begin(s.rank(), 0);
   for (auto size : sizes) {
-    std::vector<std::int64_t> box = s.dims();
+    std::vector<std::int64_t> box = s.dims_vector();
     box[ax] = size;
     auto piece = Tensor<T>::empty(Shape(box), device, ops::Split::name);
     op_detail::copy_box(x.data(), s, begin, box, piece.mutable_data());

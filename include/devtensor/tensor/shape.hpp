@@ -2,7 +2,10 @@
 /// @file shape.hpp
 /// @brief Shape: dimensions, element counts, NumPy broadcasting, printing.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <span>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -14,18 +17,30 @@ namespace devtensor {
 class Shape {
  public:
   Shape() = default;  // a scalar
-  Shape(std::initializer_list<std::int64_t> dims) : dims_(dims) { validate(); }
-  explicit Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) { validate(); }
+  Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size()); }
+  explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size()); }
+  explicit Shape(std::span<const std::int64_t> dims) { assign(dims.data(), dims.size()); }
 
-  [[nodiscard]] std::size_t rank() const noexcept { return dims_.size(); }
-  [[nodiscard]] std::int64_t operator[](std::size_t i) const { return dims_.at(i); }
-  [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
+  [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
+  [[nodiscard]] std::int64_t operator[](std::size_t i) const {
+    if (i >= rank_) throw InvalidArgumentError("dimension " + std::to_string(i) + " of a rank-" +
+                                               std::to_string(rank_) + " shape");
+    return data()[i];
+  }
+  /// The dimensions (valid while the Shape lives).
+  [[nodiscard]] std::span<const std::int64_t> dims() const noexcept { return {data(), rank_}; }
+  [[nodiscard]] std::vector<std::int64_t> dims_vector() const { return {data(), data() + rank_}; }
   [[nodiscard]] std::int64_t num_elements() const noexcept {
     std::int64_t n = 1;
-    for (auto d : dims_) n *= d;
+    for (auto d : dims()) n *= d;
     return n;
   }
-  friend bool operator==(const Shape&, const Shape&) = default;
+  friend bool operator==(const Shape& a, const Shape& b) noexcept {
+    if (a.rank_ != b.rank_) return false;
+    for (std::size_t i = 0; i < a.rank_; ++i)
+      if (a.data()[i] != b.data()[i]) return false;
+    return true;
+  }
   /// Streams "[2,3]" (any ostream; no <ostream> needed here).
   template <class Stream>
   friend auto operator<<(Stream& os, const Shape& s) -> decltype(os << std::string()) {
@@ -35,21 +50,21 @@ class Shape {
   /// "[2,3]", as TensorFlow's OOM messages print shapes.
   [[nodiscard]] std::string to_string() const {
     std::string s = "[";
-    for (std::size_t i = 0; i < dims_.size(); ++i) s += (i ? "," : "") + std::to_string(dims_[i]);
+    for (std::size_t i = 0; i < rank_; ++i) s += (i ? "," : "") + std::to_string(data()[i]);
     return s + "]";
   }
   /// "(2, 3)", as Python prints them ("()" for a scalar, "(3,)" for a vector).
   [[nodiscard]] std::string to_python() const {
     std::string s = "(";
-    for (std::size_t i = 0; i < dims_.size(); ++i) s += (i ? ", " : "") + std::to_string(dims_[i]);
-    return s + (dims_.size() == 1 ? ",)" : ")");
+    for (std::size_t i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(data()[i]);
+    return s + (rank_ == 1 ? ",)" : ")");
   }
 
   /// Row-major strides in elements.
   [[nodiscard]] std::vector<std::int64_t> strides() const {
-    std::vector<std::int64_t> s(dims_.size(), 1);
-    for (std::size_t i = dims_.size(); i-- > 1;) s[i - 1] = s[i] * dims_[i];
-    return s;
+    std::vector<std::int64_t> st(rank_, 1);
+    for (std::size_t i = rank_; i-- > 1;) st[i - 1] = st[i] * data()[i];
+    return st;
   }
 
   /// Resolves a possibly negative axis. @throws InvalidArgumentError when out of range.
@@ -64,19 +79,35 @@ class Shape {
   }
 
  private:
-  std::vector<std::int64_t> dims_;
-  void validate() const {
-    for (auto d : dims_)
-      if (d < 0)
-        throw InvalidArgumentError("Dimension " + std::to_string(d) +
+  // Shapes are copied on every op: up to kInlineRank dimensions live inside the object, so
+  // copying one never allocates.
+  static constexpr std::size_t kInlineRank = 6;
+  std::size_t rank_ = 0;
+  std::array<std::int64_t, kInlineRank> inline_{};
+  std::vector<std::int64_t> heap_;  // only for rank > kInlineRank
+
+  [[nodiscard]] const std::int64_t* data() const noexcept {
+    return rank_ <= kInlineRank ? inline_.data() : heap_.data();
+  }
+
+  void assign(const std::int64_t* dims, std::size_t rank) {
+    rank_ = rank;
+    if (rank <= kInlineRank) std::copy(dims, dims + rank, inline_.begin());
+    else heap_.assign(dims, dims + rank);
+    for (std::size_t i = 0; i < rank; ++i)
+      if (dims[i] < 0)
+        throw InvalidArgumentError("Dimension " + std::to_string(dims[i]) +
                                    " must be >= 0 in shape " + to_string());
   }
 };
 
 /// NumPy broadcasting of two shapes. @throws InvalidArgumentError with both shapes.
 inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
+  if (a == b) return a;
   const std::size_t rank = std::max(a.rank(), b.rank());
-  std::vector<std::int64_t> out(rank);
+  std::array<std::int64_t, 16> small{};
+  std::vector<std::int64_t> large(rank > small.size() ? rank : 0);
+  std::int64_t* out = rank > small.size() ? large.data() : small.data();
   for (std::size_t i = 0; i < rank; ++i) {
     const std::int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
     const std::int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
@@ -85,7 +116,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view o
                                  " [Op:" + std::string(op) + "]");
     out[i] = da == 1 ? db : da;
   }
-  return Shape(std::move(out));
+  return Shape(std::span<const std::int64_t>(out, rank));
 }
 
 }  // namespace devtensor
