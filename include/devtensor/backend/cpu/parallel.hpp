@@ -136,9 +136,14 @@ class ThreadPool {
   }
 };
 
-/// parallel_for on the global pool.
+/// parallel_for on the global pool. A loop too small to split runs inline, before any
+/// std::function (which may allocate) or pool is touched: most ops take this path.
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t grain, F&& body) {
+  if (grain <= 0 || n < 2 * grain) {
+    if (n > 0) body(std::int64_t{0}, n);
+    return;
+  }
   const std::function<void(std::int64_t, std::int64_t)> f = std::forward<F>(body);
   ThreadPool::global().parallel_for(n, grain, f);
 }
