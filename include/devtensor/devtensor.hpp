@@ -2,6 +2,9 @@
 /// @file devtensor.hpp
 /// @brief The umbrella header: everything devtensor offers in this translation unit's flavour.
 
+#include "devtensor/autodiff/gradient_tape.hpp"
+#include "devtensor/autodiff/gradients.hpp"
+#include "devtensor/autodiff/record.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
@@ -20,6 +23,7 @@
 #include "devtensor/memory/sub_allocators.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/grad_ops.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
 #include "devtensor/ops/op_types.hpp"
@@ -32,6 +36,7 @@
 #include "devtensor/tensor/print.hpp"
 #include "devtensor/tensor/shape.hpp"
 #include "devtensor/tensor/tensor.hpp"
+#include "devtensor/variables/variable.hpp"
 #include "devtensor/version.hpp"
 
 #if DEVTENSOR_CUDA_RUNTIME

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
@@ -19,7 +20,8 @@ inline namespace DEVTENSOR_ABI_NS {
 // ambiguous everywhere.
 namespace op_detail {
 
-template <class Op, Element T, class F>
+/// Runs a broadcasting binary op; `Differentiable` ops are recorded for GradientTape.
+template <class Op, bool Differentiable = true, Element T, class F>
 Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b, F f) {
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
   const int device = place<Op, T>(a, b);
@@ -27,6 +29,7 @@ Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b, F f) {
   const auto y = to_device(b, device, Op::name, 1);
   auto out = Tensor<T>::empty(shape, device, Op::name);
   ops::cpu::binary(x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, f);
+  if constexpr (Differentiable) autodiff::record<Op>(out, {}, a, b);
   return out;
 }
 
@@ -36,6 +39,7 @@ Tensor<T> unary_op(const Tensor<T>& a, F f) {
   const auto x = to_device(a, device, Op::name, 0);
   auto out = Tensor<T>::empty(x.shape(), device, Op::name);
   ops::cpu::unary(x.data(), out.mutable_data(), x.num_elements(), f);
+  autodiff::record<Op>(out, {}, a);
   return out;
 }
 
@@ -84,6 +88,10 @@ template <Numeric T>
 Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
   return op_detail::binary_op<ops::Maximum>(a, b, [](T x, T y) { return x > y ? x : y; });
 }
+template <Numeric T>
+Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
+  return op_detail::binary_op<ops::Minimum>(a, b, [](T x, T y) { return x < y ? x : y; });
+}
 
 // Explicit-tag forms: `add(devtensor::gpu, a, b)` (static CPU fallback, see with_kernel_device).
 template <DeviceTag Tag, Numeric T>
@@ -102,6 +110,10 @@ Tensor<T> mul(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
 template <Numeric T>
 Tensor<T> neg(const Tensor<T>& a) {
   return op_detail::unary_op<ops::Neg>(a, [](T x) { return static_cast<T>(-x); });
+}
+template <Numeric T>
+Tensor<T> abs(const Tensor<T>& a) {
+  return op_detail::unary_op<ops::Abs>(a, [](T x) { return x < T{0} ? static_cast<T>(-x) : x; });
 }
 template <Numeric T>
 Tensor<T> square(const Tensor<T>& a) {
@@ -161,6 +173,7 @@ Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
       for (std::int64_t i = begin; i < end; ++i) o[i] = static_cast<T>(o[i] + x[i]);
     }
   });
+  autodiff::record_list<ops::AddN>(out, {}, inputs);
   return out;
 }
 template <DeviceTag Tag, Numeric T>

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/matmul.hpp"
 #include "devtensor/ops/dispatch.hpp"
 
@@ -45,6 +46,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = fals
   for (std::int64_t i = 0; i < batches && m * n > 0; ++i)
     ops::cpu::gemm(transpose_a, transpose_b, m, n, k, x.data() + i * m * k, y.data() + i * k * n,
                    out.mutable_data() + i * m * n);
+  autodiff::record<ops::MatMul>(out, {.transpose_a = transpose_a, .transpose_b = transpose_b}, a, b);
   return out;
 }
 

@@ -64,8 +64,10 @@ DEVTENSOR_DEFINE_OP(Mul, "Mul", NumericTypes, NumericTypes);
 DEVTENSOR_DEFINE_OP(RealDiv, "RealDiv", FloatTypes, FloatTypes);
 DEVTENSOR_DEFINE_OP(FloorDiv, "FloorDiv", IntegerTypes, IntegerTypes);
 DEVTENSOR_DEFINE_OP(Maximum, "Maximum", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Minimum, "Minimum", NumericTypes, NumericTypes);
 // Elementwise unary.
 DEVTENSOR_DEFINE_OP(Neg, "Neg", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Abs, "Abs", NumericTypes, NumericTypes);
 DEVTENSOR_DEFINE_OP(Square, "Square", NumericTypes, NumericTypes);
 DEVTENSOR_DEFINE_OP(Sqrt, "Sqrt", FloatTypes, FloatTypes);
 DEVTENSOR_DEFINE_OP(Exp, "Exp", FloatTypes, FloatTypes);
@@ -87,7 +89,19 @@ DEVTENSOR_DEFINE_OP(ConcatV2, "ConcatV2", AllTypes, AllTypes);
 DEVTENSOR_DEFINE_OP(Split, "SplitV", AllTypes, AllTypes);
 DEVTENSOR_DEFINE_OP(Slice, "Slice", AllTypes, AllTypes);
 DEVTENSOR_DEFINE_OP(Identity, "Identity", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(BroadcastTo, "BroadcastTo", AllTypes, AllTypes);
+DEVTENSOR_DEFINE_OP(Pad, "Pad", AllTypes, AllTypes);
 DEVTENSOR_DEFINE_OP(Cast, "Cast", AllTypes, AllTypes);
+
+// Gradient kernels (GradientTape's backward pass), as TensorFlow names them.
+DEVTENSOR_DEFINE_OP(ReluGrad, "ReluGrad", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(SigmoidGrad, "SigmoidGrad", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(TanhGrad, "TanhGrad", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(SqrtGrad, "SqrtGrad", FloatTypes, FloatTypes);
+DEVTENSOR_DEFINE_OP(GreaterEqual, "GreaterEqual", NumericTypes, NumericTypes);
+DEVTENSOR_DEFINE_OP(Equal, "Equal", NumericTypes, NumericTypes);
+// Variables.
+DEVTENSOR_DEFINE_OP(VarHandleOp, "VarHandleOp", AllTypes, AllTypes);
 
 /// Random ops are on TensorFlow's list of ops never pinned to the host.
 struct RandomUniform : KernelTable<FloatTypes, FloatTypes> {

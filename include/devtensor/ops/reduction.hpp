@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/reduce.hpp"
 #include "devtensor/ops/dispatch.hpp"
 
@@ -39,6 +40,12 @@ Tensor<T> reduction(const Tensor<T>& t, const std::optional<std::vector<std::int
   const auto x = to_device(t, device, Op::name, 0);
   auto out = Tensor<T>::empty(out_shape, device, Op::name);
   ops::cpu::reduce(x.data(), shape, reduce, kind, out.mutable_data());
+  if (autodiff::tapes_active()) {
+    detail::OpAttrs attrs;
+    for (std::size_t d = 0; d < shape.rank(); ++d)
+      if (reduce[d]) attrs.list.push_back(static_cast<std::int64_t>(d));
+    autodiff::record<Op>(out, std::move(attrs), t);
+  }
   return out;
 }
 

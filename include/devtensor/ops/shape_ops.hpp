@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "devtensor/autodiff/record.hpp"
+#include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/dispatch.hpp"
 
 namespace devtensor {
@@ -109,7 +111,9 @@ Tensor<T> reshape(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
   const int device = op_detail::place<ops::Reshape, T>(t);
   // Same device: the result shares the buffer (no copy), as TensorFlow's reshape does.
   const auto x = to_device(t, device, ops::Reshape::name, 0);
-  return Tensor<T>(x.storage(), Shape(std::move(out)));
+  Tensor<T> result(x.storage(), Shape(std::move(out)));
+  autodiff::record<ops::Reshape>(result, {}, t);
+  return result;
 }
 
 /// Permutes the dimensions; the default reverses them.
@@ -157,6 +161,7 @@ Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
       index[d] = 0;
     }
   }
+  autodiff::record<ops::Transpose>(out, {.list = perm}, t);
   return out;
 }
 
@@ -202,6 +207,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
                 out.mutable_data() + o * dims[ax] * inner + column);
     column += width;
   }
+  autodiff::record_list<ops::ConcatV2>(out, {.axis = static_cast<std::int64_t>(ax)}, values);
   return out;
 }
 
@@ -237,6 +243,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes
     begin[ax] += size;
     out.push_back(std::move(piece));
   }
+  autodiff::record<ops::Split>(out, {.axis = static_cast<std::int64_t>(ax)}, t);
   return out;
 }
 
@@ -274,6 +281,99 @@ Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std:
   const auto x = to_device(t, device, ops::Slice::name, 0);
   auto out = Tensor<T>::empty(Shape(size), device, ops::Slice::name);
   op_detail::copy_box(x.data(), s, begin, size, out.mutable_data());
+  autodiff::record<ops::Slice>(out, {.list = begin}, t);
+  return out;
+}
+
+/// `t` repeated along the dimensions where its (left-padded) shape has 1 to reach `shape`.
+/// @throws InvalidArgumentError when `t` does not broadcast to `shape`.
+template <Element T>
+Tensor<T> broadcast_to(const Tensor<T>& t, const Shape& shape) {
+  const auto broadcasts = [&] {
+    try {
+      return broadcast_shapes(t.shape(), shape, ops::BroadcastTo::name) == shape;
+    } catch (const InvalidArgumentError&) {
+      return false;
+    }
+  };
+  if (!broadcasts())
+    throw InvalidArgumentError("Unable to broadcast tensor of shape " + t.shape().to_string() +
+                               " to tensor of shape " + shape.to_string() + " [Op:BroadcastTo]");
+  const int device = op_detail::place<ops::BroadcastTo, T>(t);
+  const auto x = to_device(t, device, ops::BroadcastTo::name, 0);
+  auto out = Tensor<T>::empty(shape, device, ops::BroadcastTo::name);
+  const std::int64_t n = shape.num_elements();
+  const T* src = x.data();
+  T* dst = out.mutable_data();
+  if (x.num_elements() == 1) {
+    std::fill(dst, dst + n, n > 0 ? src[0] : T{});
+  } else if (n > 0) {  // an odometer over the output with the input's broadcast strides
+    const std::size_t rank = shape.rank();
+    const auto strides = ops::cpu::detail::broadcast_strides(x.shape(), rank);
+    std::vector<std::int64_t> index(rank, 0);
+    std::int64_t offset = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      dst[i] = src[offset];
+      for (std::size_t d = rank; d-- > 0;) {
+        ++index[d];
+        offset += strides[d];
+        if (index[d] < shape[d]) break;
+        offset -= strides[d] * index[d];
+        index[d] = 0;
+      }
+    }
+  }
+  autodiff::record<ops::BroadcastTo>(out, {}, t);
+  return out;
+}
+
+/// Zero padding: `paddings[d] = {before, after}` elements added around axis d.
+/// @throws InvalidArgumentError for a paddings list of the wrong length or negative paddings.
+template <Element T>
+Tensor<T> pad(const Tensor<T>& t, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings) {
+  const Shape& s = t.shape();
+  if (paddings.size() != s.rank())
+    throw InvalidArgumentError("The first dimension of paddings must be the rank of inputs: [" +
+                               std::to_string(paddings.size()) + ",2] vs. " + s.to_string() + " [Op:Pad]");
+  std::vector<std::int64_t> dims = s.dims_vector();
+  std::vector<std::int64_t> begin(s.rank());
+  detail::OpAttrs attrs;
+  for (std::size_t d = 0; d < s.rank(); ++d) {
+    const auto [before, after] = paddings[d];
+    if (before < 0 || after < 0)
+      throw InvalidArgumentError("Paddings must be non-negative: " + std::to_string(before) + " " +
+                                 std::to_string(after) + " [Op:Pad]");
+    dims[d] += before + after;
+    begin[d] = before;
+    attrs.list.push_back(before);
+    attrs.list.push_back(after);
+  }
+  const int device = op_detail::place<ops::Pad, T>(t);
+  const auto x = to_device(t, device, ops::Pad::name, 0);
+  const Shape out_shape(dims);
+  auto out = Tensor<T>::empty(out_shape, device, ops::Pad::name);
+  T* o = out.mutable_data();
+  std::fill(o, o + out_shape.num_elements(), T{});
+  // Scatter the input rows into the box at `begin` (copy_box's inverse).
+  const std::size_t rank = s.rank();
+  const std::int64_t n = s.num_elements();
+  if (rank == 0) {
+    if (n) o[0] = x.data()[0];
+  } else if (n > 0) {
+    const auto strides = out_shape.strides();
+    const std::int64_t inner = s[rank - 1];
+    std::vector<std::int64_t> index(rank, 0);
+    for (std::int64_t row = 0; row < n / inner; ++row) {
+      std::int64_t offset = 0;
+      for (std::size_t d = 0; d < rank; ++d) offset += (begin[d] + index[d]) * strides[d];
+      std::copy(x.data() + row * inner, x.data() + (row + 1) * inner, o + offset);
+      for (std::size_t d = rank - 1; d-- > 0;) {
+        if (++index[d] < s[d]) break;
+        index[d] = 0;
+      }
+    }
+  }
+  autodiff::record<ops::Pad>(out, std::move(attrs), t);
   return out;
 }
 
@@ -282,7 +382,10 @@ Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std:
 template <Element T>
 Tensor<T> identity(const Tensor<T>& t) {
   const int device = op_detail::place<ops::Identity, T>(t);
-  return to_device(t, device, ops::Identity::name, 0);
+  const auto x = to_device(t, device, ops::Identity::name, 0);
+  Tensor<T> out(x.storage(), x.shape());  // a new tensor value, even when no copy was needed
+  autodiff::record<ops::Identity>(out, {}, t);
+  return out;
 }
 
 /// Converts the elements to U (TensorFlow's Cast: truncation toward zero for float -> int,
@@ -290,7 +393,9 @@ Tensor<T> identity(const Tensor<T>& t) {
 template <Element U, Element T>
 Tensor<U> cast(const Tensor<T>& t) {
   const int device = op_detail::place<ops::Cast, T>(t);
-  return detail::cast_on<U>(to_device(t, device, ops::Cast::name, 0), device);
+  auto out = detail::cast_on<U>(to_device(t, device, ops::Cast::name, 0), device);
+  if constexpr (Floating<T>) autodiff::record<ops::Cast>(out, {}, t);  // float <-> double only
+  return out;
 }
 
 }  // namespace DEVTENSOR_ABI_NS
@@ -298,6 +403,9 @@ Tensor<U> cast(const Tensor<T>& t) {
 namespace detail {
 /// Tensor::cast's kernel table: the same in every translation-unit flavour (CPU kernels; simulated
 /// GPUs follow the CUDA build), because a member of Tensor must have one body everywhere.
+struct CastOpName {  // ops::Cast differs between flavours; a member of Tensor may not
+  static constexpr std::string_view name = "Cast";
+};
 template <Element T>
 inline constexpr KernelSupport portable_cast_support{"Cast", dtype_enum_name<T>(), true, false, true, true};
 }  // namespace detail
@@ -307,7 +415,9 @@ template <Element U>
 Tensor<U> Tensor<T>::cast() const {
   const int device = place_op(detail::portable_cast_support<T>, small_host_int_inputs(*this));
   detail::require_host_memory_portable(device, "Cast");
-  return detail::cast_on<U>(to_device(*this, device, "Cast", 0), device);
+  auto out = detail::cast_on<U>(to_device(*this, device, "Cast", 0), device);
+  if constexpr (Floating<T>) autodiff::record<detail::CastOpName>(out, {}, *this);
+  return out;
 }
 
 }  // namespace devtensor

@@ -8,6 +8,7 @@
 /// Host access (to_vector, at, printing) copies from device memory when the device is a real GPU.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -97,6 +98,16 @@ inline void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const voi
                         dst_device.full_name + ": " + error);
 }
 
+/// A process-unique identity for a new tensor value, which GradientTape records. Ids are drawn
+/// from a per-thread block (thread number in the top 24 bits) so that creating a tensor costs no
+/// atomic operation.
+inline std::uint64_t next_tensor_id() noexcept {
+  static std::atomic<std::uint64_t> threads{0};
+  thread_local const std::uint64_t block = (threads.fetch_add(1, std::memory_order_relaxed) + 1) << 40;
+  thread_local std::uint64_t count = 0;
+  return block | ++count;
+}
+
 }  // namespace detail
 
 template <Element T>
@@ -107,9 +118,12 @@ class Tensor {
   /// An empty handle (no buffer, scalar shape); assign a real tensor to it.
   Tensor() = default;
 
-  /// Internal: a tensor over existing storage.
+  /// Internal: a new tensor value over existing storage (a new identity for GradientTape).
   Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape)
-      : storage_(std::move(storage)), shape_(std::move(shape)) {}
+      : storage_(std::move(storage)), shape_(std::move(shape)), id_(detail::next_tensor_id()) {}
+  /// Internal: the tensor with a known identity (the tape rebuilding what it recorded).
+  Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape, std::uint64_t id)
+      : storage_(std::move(storage)), shape_(std::move(shape)), id_(id) {}
 
   /// A new, uninitialised tensor on logical device `device_index` (ops use this for outputs).
   static Tensor empty(const Shape& shape, int device_index, std::string_view op) {
@@ -149,6 +163,8 @@ class Tensor {
     return storage_ ? static_cast<T*>(storage_->data) : nullptr;
   }
   [[nodiscard]] const std::shared_ptr<detail::TensorStorage>& storage() const noexcept { return storage_; }
+  /// The tensor's identity: copies of a handle share it; every op output gets a new one.
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
   /// The elements in row-major order, copied to the host.
   [[nodiscard]] std::vector<T> to_vector() const {
@@ -199,6 +215,7 @@ class Tensor {
  private:
   std::shared_ptr<detail::TensorStorage> storage_;
   Shape shape_;
+  std::uint64_t id_ = 0;
 
   void require_defined() const {
     if (!storage_) throw FailedPreconditionError("This Tensor is empty (default-constructed or moved from)");

@@ -24,7 +24,8 @@ std::string cell() {
 template <class Op>
 std::string row() {
   return "| `" + std::string(Op::name) + "` | " + cell<Op, float>() + " | " + cell<Op, double>() + " | " +
-         cell<Op, std::int32_t>() + " | " + cell<Op, std::int64_t>() + " | " + cell<Op, bool>() + " |\n";
+         cell<Op, std::int32_t>() + " | " + cell<Op, std::int64_t>() + " | " + cell<Op, bool>() + " | " +
+         (dt::has_gradient(Op::name) ? "yes" : "–") + " |\n";
 }
 
 template <class... Ops>
@@ -43,11 +44,16 @@ std::string generate() {
       "translation unit a GPU kernel exists only where it is compiled: hand-written CUDA kernels in\n"
       "`.cu` files once the CUDA backend provides them (`ops::cuda_kernels_compiled`, currently "
       "false),\nso today every real-GPU request for these ops falls back to the CPU, statically.\n\n"
-      "| op | float32 | float64 | int32 | int64 | bool |\n|---|---|---|---|---|---|\n";
+      "**Gradient**: GradientTape differentiates the op (float32 and float64; integer and bool\n"
+      "tensors are never differentiated). Creation and random ops have no inputs to differentiate;\n"
+      "GreaterEqual and Equal are piecewise constant and are not recorded.\n\n"
+      "| op | float32 | float64 | int32 | int64 | bool | gradient |\n|---|---|---|---|---|---|---|\n";
   out += rows<o::EagerConst, o::Fill, o::Range, o::Add, o::Sub, o::Mul, o::RealDiv, o::FloorDiv, o::Maximum,
-              o::Neg, o::Square, o::Sqrt, o::Exp, o::Log, o::Relu, o::Sigmoid, o::Tanh, o::AddN, o::MatMul,
-              o::Sum, o::Mean, o::Max, o::Reshape, o::Transpose, o::ConcatV2, o::Split, o::Slice,
-              o::Identity, o::Cast, o::RandomUniform, o::RandomStandardNormal>();
+              o::Minimum, o::Neg, o::Abs, o::Square, o::Sqrt, o::Exp, o::Log, o::Relu, o::Sigmoid, o::Tanh,
+              o::AddN, o::MatMul, o::Sum, o::Mean, o::Max, o::Reshape, o::Transpose, o::ConcatV2, o::Split,
+              o::Slice, o::Identity, o::BroadcastTo, o::Pad, o::Cast, o::RandomUniform,
+              o::RandomStandardNormal, o::ReluGrad, o::SigmoidGrad, o::TanhGrad, o::SqrtGrad,
+              o::GreaterEqual, o::Equal, o::VarHandleOp>();
   return out;
 }
 

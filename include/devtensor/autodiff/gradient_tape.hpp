@@ -1,0 +1,272 @@
+#pragma once
+/// @file gradient_tape.hpp
+/// @brief GradientTape: reverse-mode differentiation of what ran on this thread while it was alive.
+///
+///     dt::GradientTape tape;                     // records from here to its destruction
+///     auto loss = dt::reduce_sum(dt::square(dt::matmul(x, w.value()) - y));
+///     auto grads = tape.gradient(loss, std::vector{w});
+///
+/// Tapes nest (each records independently, so an outer tape can differentiate an inner tape's
+/// gradient computation), watch trainable variables when they are read, and watch other floating
+/// tensors through `watch`. A non-persistent tape computes one set of gradients; a persistent one
+/// any number. Each backward op runs under a DeviceScope naming the device of its forward op.
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "devtensor/autodiff/gradients.hpp"
+#include "devtensor/autodiff/record.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/variables/variable.hpp"
+
+namespace devtensor {
+
+/// What gradient() returns for a source the target does not depend on.
+enum class UnconnectedGradients {
+  NONE,  // an empty Tensor (defined() == false), TensorFlow's None
+  ZERO,  // zeros of the source's shape
+};
+
+struct GradientOptions {
+  UnconnectedGradients unconnected_gradients = UnconnectedGradients::NONE;
+};
+
+inline namespace DEVTENSOR_ABI_NS {
+
+class GradientTape {
+ public:
+  struct Options {
+    bool persistent = false;
+    bool watch_accessed_variables = true;
+  };
+
+  /// Starts recording on the calling thread.
+  GradientTape() : GradientTape(Options{}) {}
+  explicit GradientTape(Options options) {
+    state_.persistent = options.persistent;
+    state_.watch_accessed_variables = options.watch_accessed_variables;
+    tapes_->push_back(&state_);
+  }
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+  GradientTape(GradientTape&&) = delete;
+  GradientTape& operator=(GradientTape&&) = delete;
+  /// Stops recording. Destroy a tape on the thread that created it.
+  ~GradientTape() { tapes_->erase(std::remove(tapes_->begin(), tapes_->end(), &state_), tapes_->end()); }
+
+  /// Ops that use `t` from now on are recorded. Integer and bool tensors have no gradient and are
+  /// ignored, as in TensorFlow.
+  template <Element T>
+  void watch(const Tensor<T>& t) {
+    if constexpr (Floating<T>) {
+      require_defined(t.defined(), "watch");
+      state_.watched.insert(t.id());
+    }
+  }
+  /// Watches a variable (needed for non-trainable ones or with watch_accessed_variables = false).
+  template <Element T>
+  void watch(const Variable<T>& v) {
+    if constexpr (Floating<T>) state_.watched.insert(v.handle_id());
+  }
+
+  /// RAII pause: ops run while the returned guard lives are not recorded by this tape.
+  class [[nodiscard]] StopRecording {
+   public:
+    explicit StopRecording(detail::TapeState& state) : state_(state), was_paused_(state.paused) {
+      state_.paused = true;
+    }
+    StopRecording(const StopRecording&) = delete;
+    StopRecording& operator=(const StopRecording&) = delete;
+    ~StopRecording() { state_.paused = was_paused_; }
+
+   private:
+    detail::TapeState& state_;
+    bool was_paused_;
+  };
+  [[nodiscard]] StopRecording stop_recording() { return StopRecording(state_); }
+
+  /// Forgets everything recorded and watched; the tape records afresh.
+  void reset() {
+    state_.records.clear();
+    state_.watched.clear();
+    state_.used = false;
+  }
+
+  [[nodiscard]] bool persistent() const noexcept { return state_.persistent; }
+  /// Number of ops recorded (for tests and benchmarks).
+  [[nodiscard]] std::size_t recorded_ops() const noexcept { return state_.records.size(); }
+
+  /// d target / d source for each source (summed over the target's elements, as TensorFlow does).
+  /// @throws FailedPreconditionError for a second call on a non-persistent tape;
+  ///         InvalidArgumentError when the target was not recorded by this tape or is empty;
+  ///         UnimplementedError naming an op on the path that has no gradient.
+  template <Floating T, Floating U>
+  [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
+                                                GradientOptions options = {}) {
+    std::vector<detail::TapeTensor> ids;
+    for (const auto& s : sources) {
+      require_defined(s.defined(), "gradient (a source)");
+      ids.push_back(detail::tape_tensor(s));
+    }
+    return typed<U>(compute(target, ids, std::nullopt), ids, options);
+  }
+  template <Floating T, Floating U>
+  [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Variable<U>>& sources,
+                                                GradientOptions options = {}) {
+    std::vector<detail::TapeTensor> ids;
+    for (const auto& v : sources) ids.push_back(variable_source(v));
+    return typed<U>(compute(target, ids, std::nullopt), ids, options);
+  }
+  template <Floating T, Floating U>
+  [[nodiscard]] Tensor<U> gradient(const Tensor<T>& target, const Tensor<U>& source, GradientOptions options = {}) {
+    return gradient(target, std::vector<Tensor<U>>{source}, options).front();
+  }
+  template <Floating T, Floating U>
+  [[nodiscard]] Tensor<U> gradient(const Tensor<T>& target, const Variable<U>& source, GradientOptions options = {}) {
+    return gradient(target, std::vector<Variable<U>>{source}, options).front();
+  }
+  /// With the target's own gradient given (a vector-Jacobian product) instead of ones.
+  /// @throws InvalidArgumentError when `output_gradient`'s shape differs from the target's.
+  template <Floating T, Floating U>
+  [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
+                                                const Tensor<T>& output_gradient, GradientOptions options = {}) {
+    require_defined(output_gradient.defined(), "gradient (output_gradient)");
+    if (output_gradient.shape() != target.shape())
+      throw InvalidArgumentError("Mismatch between the target's shape " + target.shape().to_string() +
+                                 " and output_gradient's shape " + output_gradient.shape().to_string());
+    std::vector<detail::TapeTensor> ids;
+    for (const auto& s : sources) ids.push_back(detail::tape_tensor(s));
+    return typed<U>(compute(target, ids, detail::tape_tensor(output_gradient)), ids, options);
+  }
+
+ private:
+  detail::TapeState state_;
+  std::vector<detail::TapeState*>* tapes_ = &detail::active_tapes();  // the creating thread's stack
+
+  static void require_defined(bool defined, std::string_view what) {
+    if (!defined) throw InvalidArgumentError("GradientTape::" + std::string(what) + " got an empty Tensor");
+  }
+
+  template <Floating U>
+  static detail::TapeTensor variable_source(const Variable<U>& v) {
+    if (!v.defined()) throw InvalidArgumentError("GradientTape::gradient got an empty Variable");
+    detail::TapeTensor t;
+    t.id = v.handle_id();
+    t.dtype = detail::dtype_of<U>();
+    t.shape = v.shape();
+    return t;
+  }
+
+  template <Floating U>
+  static std::vector<Tensor<U>> typed(const std::vector<detail::TapeTensor>& grads,
+                                      const std::vector<detail::TapeTensor>& sources, GradientOptions options) {
+    std::vector<Tensor<U>> out;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].defined()) out.push_back(grads[i].as<U>());
+      else if (options.unconnected_gradients == UnconnectedGradients::ZERO) out.push_back(zeros<U>(sources[i].shape));
+      else out.push_back(Tensor<U>());
+    }
+    return out;
+  }
+
+  /// Adds two gradients of the same tensor.
+  static detail::TapeTensor accumulate(const detail::TapeTensor& a, const detail::TapeTensor& b) {
+    if (a.dtype == detail::DType::float64) return detail::tape_tensor(add(a.as<double>(), b.as<double>()));
+    return detail::tape_tensor(add(a.as<float>(), b.as<float>()));
+  }
+  static detail::TapeTensor zeros_like(const detail::TapeTensor& t) {
+    DeviceScope scope(t.storage->device->full_name);
+    if (t.dtype == detail::DType::float64) return detail::tape_tensor(zeros<double>(t.shape));
+    return detail::tape_tensor(zeros<float>(t.shape));
+  }
+  static detail::TapeTensor ones_like(const detail::TapeTensor& t) {
+    DeviceScope scope(t.storage->device->full_name);
+    if (t.dtype == detail::DType::float64) return detail::tape_tensor(ones<double>(t.shape));
+    return detail::tape_tensor(ones<float>(t.shape));
+  }
+
+  template <Floating T>
+  std::vector<detail::TapeTensor> compute(const Tensor<T>& target, const std::vector<detail::TapeTensor>& sources,
+                                          const std::optional<detail::TapeTensor>& output_gradient) {
+    if (state_.used && !state_.persistent)
+      throw FailedPreconditionError(
+          "A non-persistent GradientTape can only be used to compute one set of gradients (or "
+          "jacobians). Create it with GradientTape({.persistent = true}) to call gradient() again.");
+    require_defined(target.defined(), "gradient (the target)");
+    const std::uint64_t target_id = target.id();
+    const bool produced = std::any_of(state_.records.begin(), state_.records.end(), [&](const auto& r) {
+      return std::any_of(r->outputs.begin(), r->outputs.end(), [&](const auto& o) { return o.id == target_id; });
+    });
+    const bool is_source = std::any_of(sources.begin(), sources.end(), [&](const auto& s) { return s.id == target_id; });
+    if (!produced && !is_source)
+      throw InvalidArgumentError(
+          "GradientTape::gradient: the target (shape " + target.shape().to_string() +
+          ") was not recorded by this tape. Compute it while the tape is alive from trainable "
+          "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
+          "under stop_recording() are not recorded.");
+    state_.used = true;
+    const bool was_paused = state_.paused;
+    state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
+    struct Resume {
+      detail::TapeState& s;
+      bool paused;
+      ~Resume() { s.paused = paused; }
+    } resume{state_, was_paused};
+
+    std::unordered_map<std::uint64_t, detail::TapeTensor> grads;
+    grads.emplace(target_id, output_gradient ? *output_gradient : ones_like(detail::tape_tensor(target)));
+    // Records are in execution order, so walking them backwards meets every consumer of a tensor
+    // before its producer.
+    for (auto it = state_.records.rbegin(); it != state_.records.rend(); ++it) {
+      const detail::OpRecord& record = **it;
+      const bool reached = std::any_of(record.outputs.begin(), record.outputs.end(),
+                                       [&](const auto& o) { return grads.contains(o.id); });
+      if (!reached) continue;
+      std::vector<detail::TapeTensor> dy;
+      for (const auto& o : record.outputs) {
+        auto found = grads.find(o.id);
+        dy.push_back(found != grads.end() ? found->second : zeros_like(o));
+      }
+      std::vector<detail::TapeTensor> dx;
+      {
+        DeviceScope scope(record.outputs.front().storage->device->full_name);
+        if (record.has_custom_backward) {
+          dx = record.backward(dy);
+        } else if (auto backward = autodiff_detail::find_backward(record.op)) {
+          dx = backward(record, dy);
+        } else {
+          throw UnimplementedError("No gradient defined for operation '" + std::string(record.op) +
+                                   "' (op type: " + std::string(record.op) +
+                                   "). Record it with autodiff::record_operation and a backward "
+                                   "function, or keep it off the path from the sources to the target.");
+        }
+      }
+      if (dx.size() != record.inputs.size())
+        throw InternalError("The gradient of " + std::string(record.op) + " returned " + std::to_string(dx.size()) +
+                            " gradients for " + std::to_string(record.inputs.size()) + " inputs");
+      for (std::size_t i = 0; i < dx.size(); ++i) {
+        if (!dx[i].defined()) continue;
+        if (dx[i].shape != record.inputs[i].shape)
+          throw InternalError("The gradient of " + std::string(record.op) + " for input " + std::to_string(i) +
+                              " has shape " + dx[i].shape.to_string() + ", expected " +
+                              record.inputs[i].shape.to_string());
+        auto [slot, inserted] = grads.try_emplace(record.inputs[i].id, dx[i]);
+        if (!inserted) slot->second = accumulate(slot->second, dx[i]);
+      }
+    }
+    std::vector<detail::TapeTensor> out;
+    for (const auto& s : sources) {
+      auto found = grads.find(s.id);
+      out.push_back(found != grads.end() ? found->second : detail::TapeTensor{});
+    }
+    if (!state_.persistent) state_.records.clear();  // release what the tape kept alive
+    return out;
+  }
+};
+
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

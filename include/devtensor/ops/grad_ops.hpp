@@ -1,0 +1,46 @@
+#pragma once
+/// @file grad_ops.hpp
+/// @brief The kernels gradients use that are not user ops: ReluGrad, SigmoidGrad, TanhGrad,
+/// SqrtGrad (recorded, so that nested tapes give second derivatives) and the comparison masks
+/// GreaterEqual and Equal (1 or 0 in the input's type; piecewise constant, so never recorded).
+
+#include "devtensor/ops/math.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {
+namespace grad_ops {
+
+/// dy where the ReLU's input (or output) is positive, else 0.
+template <Numeric T>
+Tensor<T> relu_grad(const Tensor<T>& dy, const Tensor<T>& features) {
+  return op_detail::binary_op<ops::ReluGrad>(dy, features, [](T g, T x) { return x > T{0} ? g : T{0}; });
+}
+/// dy · y · (1 − y) for y = sigmoid(x).
+template <Floating T>
+Tensor<T> sigmoid_grad(const Tensor<T>& y, const Tensor<T>& dy) {
+  return op_detail::binary_op<ops::SigmoidGrad>(y, dy, [](T s, T g) { return g * s * (T{1} - s); });
+}
+/// dy · (1 − y²) for y = tanh(x).
+template <Floating T>
+Tensor<T> tanh_grad(const Tensor<T>& y, const Tensor<T>& dy) {
+  return op_detail::binary_op<ops::TanhGrad>(y, dy, [](T t, T g) { return g * (T{1} - t * t); });
+}
+/// dy / (2 y) for y = sqrt(x).
+template <Floating T>
+Tensor<T> sqrt_grad(const Tensor<T>& y, const Tensor<T>& dy) {
+  return op_detail::binary_op<ops::SqrtGrad>(y, dy, [](T r, T g) { return T{0.5} * g / r; });
+}
+/// 1 where a >= b, else 0 (broadcasting).
+template <Numeric T>
+Tensor<T> greater_equal(const Tensor<T>& a, const Tensor<T>& b) {
+  return op_detail::binary_op<ops::GreaterEqual, false>(a, b, [](T x, T y) { return x >= y ? T{1} : T{0}; });
+}
+/// 1 where a == b, else 0 (broadcasting).
+template <Numeric T>
+Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
+  return op_detail::binary_op<ops::Equal, false>(a, b, [](T x, T y) { return x == y ? T{1} : T{0}; });
+}
+
+}  // namespace grad_ops
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor
