@@ -8,6 +8,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/data/dataset.hpp"
 #include "devtensor/device/configuration.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/device_lib.hpp"

@@ -1,0 +1,319 @@
+#pragma once
+/// @file dataset.hpp
+/// @brief data::Dataset<Ts...>: an input pipeline of tuples of tensors (tf.data's core).
+///
+///     auto ds = dt::data::Dataset<float, float>::from_tensor_slices(x, y).shuffle(100, 42).batch(32);
+///     for (const auto& [xb, yb] : ds) ...
+///
+/// A Dataset is an immutable description; every iteration (range-for, `begin()`) opens a fresh
+/// pass over it, so a dataset can be iterated any number of times. Elements are produced on the
+/// host CPU (logical device 0), as tf.data's kernels run there. Transformations: repeat, batch,
+/// concatenate, shuffle (TensorFlow's buffer algorithm; seeded shuffles are deterministic and, with
+/// reshuffle_each_iteration, differ between passes in a deterministic way), take.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/ops/random.hpp"
+#include "devtensor/tensor/tensor.hpp"
+
+namespace devtensor::data {
+
+/// cardinality() of a dataset that never ends.
+inline constexpr std::int64_t INFINITE_CARDINALITY = -1;
+/// cardinality() when the number of elements is not known in advance.
+inline constexpr std::int64_t UNKNOWN_CARDINALITY = -2;
+
+namespace pipeline {
+
+/// The host CPU, where input pipelines run.
+inline int host_device() {
+  auto& context = Context::global();
+  if (!context.initialized()) context.ensure_initialized("the first dataset");
+  return 0;
+}
+
+/// A copy of `rows` rows of `t` starting at `row` (along dimension 0), optionally dropping that
+/// dimension, on the host CPU.
+template <Element T>
+Tensor<T> copy_rows(const Tensor<T>& t, std::int64_t row, std::int64_t rows, bool drop_dim) {
+  std::vector<std::int64_t> dims = t.shape().dims_vector();
+  const std::int64_t row_elements = t.num_elements() / std::max<std::int64_t>(1, dims[0]);
+  if (drop_dim) dims.erase(dims.begin());
+  else dims[0] = rows;
+  auto out = Tensor<T>::empty(Shape(dims), host_device(), "TensorSliceDataset");
+  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + row * row_elements, t.device_info(),
+                     static_cast<std::size_t>(rows * row_elements) * sizeof(T));
+  return out;
+}
+
+/// Stacks same-shaped tensors along a new first dimension (on the host CPU).
+template <Element T>
+Tensor<T> stack(const std::vector<Tensor<T>>& parts, std::size_t component) {
+  const Shape& first = parts.front().shape();
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    if (parts[i].shape() != first)
+      throw InvalidArgumentError("Cannot batch tensors with different shapes in component " + std::to_string(component) +
+                                 ". First element had shape " + first.to_string() + " and element " +
+                                 std::to_string(i) + " had shape " + parts[i].shape().to_string() + ".");
+  std::vector<std::int64_t> dims{static_cast<std::int64_t>(parts.size())};
+  for (auto d : first.dims()) dims.push_back(d);
+  auto out = Tensor<T>::empty(Shape(dims), host_device(), "BatchDataset");
+  const auto bytes = static_cast<std::size_t>(first.num_elements()) * sizeof(T);
+  auto* dst = reinterpret_cast<unsigned char*>(out.mutable_data());
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    detail::copy_bytes(dst + i * bytes, out.device_info(), parts[i].data(), parts[i].device_info(), bytes);
+  return out;
+}
+
+}  // namespace pipeline
+
+template <Element... Ts>
+class Dataset {
+  static_assert(sizeof...(Ts) > 0, "a Dataset has at least one component");
+
+ public:
+  using value_type = std::tuple<Tensor<Ts>...>;
+  /// One pass: returns the next element, or nothing at the end.
+  using Generator = std::function<std::optional<value_type>()>;
+  /// Opens a pass; `pass` counts the passes opened over this node (for reshuffling).
+  using Opener = std::function<Generator()>;
+
+  /// A dataset with one element: the given tensors.
+  static Dataset from_tensors(Tensor<Ts>... components) {
+    require_defined(components...);
+    value_type element{std::move(components)...};
+    return Dataset(
+        [element] {
+          return Generator([element, done = false]() mutable -> std::optional<value_type> {
+            if (done) return std::nullopt;
+            done = true;
+            return element;
+          });
+        },
+        1);
+  }
+
+  /// One element per index along the first dimension of every component.
+  /// @throws InvalidArgumentError for a rank-0 component or first dimensions that differ.
+  static Dataset from_tensor_slices(Tensor<Ts>... components) {
+    require_defined(components...);
+    std::int64_t rows = -1;
+    (check_sliceable(components, rows), ...);
+    value_type source{std::move(components)...};
+    return Dataset(
+        [source, rows] {
+          return Generator([source, rows, next = std::int64_t{0}]() mutable -> std::optional<value_type> {
+            if (next >= rows) return std::nullopt;
+            const std::int64_t row = next++;
+            return std::apply([row](const auto&... c) { return value_type{pipeline::copy_rows(c, row, 1, true)...}; },
+                              source);
+          });
+        },
+        rows);
+  }
+
+  /// The dataset `count` times over; forever when `count` is -1 (the default).
+  /// @throws InvalidArgumentError for a count below -1.
+  [[nodiscard]] Dataset repeat(std::int64_t count = -1) const {
+    if (count < -1) throw InvalidArgumentError("repeat(count): count must be >= -1 (-1: forever), got " + std::to_string(count));
+    const std::int64_t c = cardinality_;
+    std::int64_t card = UNKNOWN_CARDINALITY;
+    if (c == 0 || count == 0) card = 0;
+    else if (c == INFINITE_CARDINALITY || count == -1) card = INFINITE_CARDINALITY;
+    else if (c > 0) card = c * count;
+    return Dataset(
+        [open = open_, count] {
+          return Generator([open, count, done = std::int64_t{0}, current = Generator(),
+                            produced = false]() mutable -> std::optional<value_type> {
+            while (count == -1 || done < count) {
+              if (!current) {
+                current = open();
+                produced = false;
+              }
+              if (auto element = current()) {
+                produced = true;
+                return element;
+              }
+              current = Generator();
+              ++done;
+              if (!produced) return std::nullopt;  // an empty pass: repeating it forever would hang
+            }
+            return std::nullopt;
+          });
+        },
+        card);
+  }
+
+  /// Consecutive elements stacked along a new first dimension; the last batch may be smaller
+  /// unless `drop_remainder`. @throws InvalidArgumentError for batch_size < 1; iterating throws it
+  /// for elements whose shapes differ.
+  [[nodiscard]] Dataset batch(std::int64_t batch_size, bool drop_remainder = false) const {
+    if (batch_size < 1) throw InvalidArgumentError("batch_size must be greater than zero, got " + std::to_string(batch_size));
+    const std::int64_t c = cardinality_;
+    std::int64_t card = c;
+    if (c >= 0) card = drop_remainder ? c / batch_size : (c + batch_size - 1) / batch_size;
+    return Dataset(
+        [open = open_, batch_size, drop_remainder] {
+          return Generator([inner = open(), batch_size, drop_remainder]() mutable -> std::optional<value_type> {
+            std::vector<value_type> parts;
+            while (static_cast<std::int64_t>(parts.size()) < batch_size) {
+              auto element = inner();
+              if (!element) break;
+              parts.push_back(std::move(*element));
+            }
+            if (parts.empty() || (drop_remainder && static_cast<std::int64_t>(parts.size()) < batch_size))
+              return std::nullopt;
+            return stack_all(parts, std::index_sequence_for<Ts...>{});
+          });
+        },
+        card);
+  }
+
+  /// TensorFlow's shuffle: a buffer of `buffer_size` elements, each output drawn uniformly from it
+  /// and replaced by the next input. With a seed the order is reproducible; with
+  /// `reshuffle_each_iteration` every pass draws a different (still reproducible) order.
+  /// @throws InvalidArgumentError for buffer_size < 1.
+  [[nodiscard]] Dataset shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
+                                bool reshuffle_each_iteration = true) const {
+    if (buffer_size < 1) throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
+    const std::uint64_t base = seed.value_or(devtensor::detail::next_seed());
+    auto passes = std::make_shared<std::atomic<std::uint64_t>>(0);
+    return Dataset(
+        [open = open_, buffer_size, base, passes, reshuffle_each_iteration] {
+          const std::uint64_t pass = reshuffle_each_iteration ? passes->fetch_add(1) : 0;
+          std::mt19937_64 rng(devtensor::detail::splitmix64(base ^ devtensor::detail::splitmix64(pass)));
+          return Generator([inner = open(), buffer_size, rng, buffer = std::vector<value_type>(),
+                            exhausted = false]() mutable -> std::optional<value_type> {
+            while (!exhausted && static_cast<std::int64_t>(buffer.size()) < buffer_size) {
+              auto element = inner();
+              if (!element) exhausted = true;
+              else buffer.push_back(std::move(*element));
+            }
+            if (buffer.empty()) return std::nullopt;
+            std::uniform_int_distribution<std::size_t> pick(0, buffer.size() - 1);
+            const std::size_t i = pick(rng);
+            value_type out = std::move(buffer[i]);
+            buffer[i] = std::move(buffer.back());
+            buffer.pop_back();
+            return out;
+          });
+        },
+        cardinality_);
+  }
+
+  /// At most the first `count` elements (-1: all). @throws InvalidArgumentError for count < -1.
+  [[nodiscard]] Dataset take(std::int64_t count) const {
+    if (count < -1) throw InvalidArgumentError("take(count): count must be >= -1 (-1: all), got " + std::to_string(count));
+    const std::int64_t c = cardinality_;
+    std::int64_t card = c;
+    if (count >= 0 && c == INFINITE_CARDINALITY) card = count;
+    else if (count >= 0 && c >= 0) card = std::min(c, count);
+    return Dataset(
+        [open = open_, count] {
+          return Generator([inner = open(), count, taken = std::int64_t{0}]() mutable -> std::optional<value_type> {
+            if (count >= 0 && taken >= count) return std::nullopt;
+            ++taken;
+            return inner();
+          });
+        },
+        card);
+  }
+
+  /// This dataset's elements, then `other`'s.
+  [[nodiscard]] Dataset concatenate(const Dataset& other) const {
+    const std::int64_t a = cardinality_;
+    const std::int64_t b = other.cardinality_;
+    std::int64_t card = UNKNOWN_CARDINALITY;
+    if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY) card = INFINITE_CARDINALITY;
+    else if (a >= 0 && b >= 0) card = a + b;
+    return Dataset(
+        [first = open_, second = other.open_] {
+          return Generator([first = first(), second, rest = Generator()]() mutable -> std::optional<value_type> {
+            if (!rest) {
+              if (auto element = first()) return element;
+              rest = second();
+            }
+            return rest();
+          });
+        },
+        card);
+  }
+
+  /// The number of elements, INFINITE_CARDINALITY or UNKNOWN_CARDINALITY.
+  [[nodiscard]] std::int64_t cardinality() const noexcept { return cardinality_; }
+
+  /// An input iterator over one pass.
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Dataset::value_type;
+    using difference_type = std::ptrdiff_t;
+
+    Iterator() = default;
+    explicit Iterator(Generator generator) : generator_(std::make_shared<Generator>(std::move(generator))) { ++*this; }
+    const value_type& operator*() const { return *current_; }
+    const value_type* operator->() const { return &*current_; }
+    Iterator& operator++() {
+      current_ = (*generator_)();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const Iterator& it, std::default_sentinel_t) noexcept { return !it.current_; }
+
+   private:
+    std::shared_ptr<Generator> generator_;
+    std::optional<value_type> current_;
+  };
+
+  [[nodiscard]] Iterator begin() const { return Iterator(open_()); }
+  [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+ private:
+  Opener open_;
+  std::int64_t cardinality_;
+
+  Dataset(Opener open, std::int64_t cardinality) : open_(std::move(open)), cardinality_(cardinality) {}
+
+  static void require_defined(const Tensor<Ts>&... components) {
+    if (!(components.defined() && ...)) throw InvalidArgumentError("Dataset: a component is an empty Tensor");
+  }
+  template <Element T>
+  static void check_sliceable(const Tensor<T>& t, std::int64_t& rows) {
+    if (t.rank() == 0)
+      throw InvalidArgumentError("from_tensor_slices: every component needs rank >= 1 to be sliced, got a scalar");
+    const std::int64_t n = t.shape()[0];
+    if (rows >= 0 && n != rows)
+      throw InvalidArgumentError("from_tensor_slices: Dimensions " + std::to_string(rows) + " and " + std::to_string(n) +
+                                 " are not compatible: every component needs the same first dimension, got " +
+                                 t.shape().to_string() + " after a component with " + std::to_string(rows) + " rows");
+    rows = n;
+  }
+  template <std::size_t... I>
+  static value_type stack_all(const std::vector<value_type>& parts, std::index_sequence<I...>) {
+    return value_type{stack_component<I>(parts)...};
+  }
+  template <std::size_t I>
+  static auto stack_component(const std::vector<value_type>& parts) {
+    using T = typename std::tuple_element_t<I, value_type>::value_type;
+    std::vector<Tensor<T>> column;
+    column.reserve(parts.size());
+    for (const auto& p : parts) column.push_back(std::get<I>(p));
+    return pipeline::stack(column, I);
+  }
+};
+
+}  // namespace devtensor::data

@@ -1,0 +1,169 @@
+// data::Dataset: sources, repeat, batch (remainders), shuffle determinism, take, cardinality, errors.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "devtensor/data/dataset.hpp"
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+using dt::data::Dataset;
+
+namespace {
+
+/// The first component of every element, flattened, one vector per element.
+template <class D>
+std::vector<std::vector<float>> firsts(const D& ds) {
+  std::vector<std::vector<float>> out;
+  for (const auto& element : ds) out.push_back(std::get<0>(element).to_vector());
+  return out;
+}
+
+Dataset<float> range_dataset(int n) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  return Dataset<float>::from_tensor_slices(dt::constant<float>(v, {n}));
+}
+
+std::vector<float> flat(const std::vector<std::vector<float>>& rows) {
+  std::vector<float> out;
+  for (const auto& r : rows) out.insert(out.end(), r.begin(), r.end());
+  return out;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(dataset, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(from_tensors_is_one_element_of_tuples) {
+  auto ds = Dataset<float, std::int32_t>::from_tensors(dt::constant<float>({1}), dt::constant<std::int32_t>({7, 8}));
+  BOOST_TEST(ds.cardinality() == 1);
+  int count = 0;
+  for (const auto& [x, y] : ds) {
+    BOOST_TEST(x.to_vector() == std::vector<float>({1}), boost::test_tools::per_element());
+    BOOST_TEST(y.to_vector() == std::vector<std::int32_t>({7, 8}), boost::test_tools::per_element());
+    ++count;
+  }
+  BOOST_TEST(count == 1);
+}
+
+BOOST_AUTO_TEST_CASE(from_tensor_slices_slices_the_first_dimension) {
+  auto x = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  auto y = dt::constant<std::int64_t>({10, 20, 30}, {3});
+  auto ds = Dataset<float, std::int64_t>::from_tensor_slices(x, y);
+  BOOST_TEST(ds.cardinality() == 3);
+  std::vector<std::int64_t> labels;
+  for (const auto& [row, label] : ds) {
+    BOOST_TEST(row.shape() == dt::Shape({2}));
+    BOOST_TEST(label.shape() == dt::Shape({}));
+    BOOST_TEST(row.device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+    labels.push_back(label.item());
+  }
+  BOOST_TEST(labels == std::vector<std::int64_t>({10, 20, 30}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH((Dataset<float, std::int64_t>::from_tensor_slices(x, dt::constant<std::int64_t>({1, 2}))),
+                             dt::InvalidArgumentError, "Dimensions 3 and 2 are not compatible");
+  DEVTENSOR_CHECK_THROW_WITH(Dataset<float>::from_tensor_slices(dt::scalar<float>(1)), dt::InvalidArgumentError,
+                             "rank >= 1");
+  DEVTENSOR_CHECK_THROW_WITH(Dataset<float>::from_tensors(dt::Tensor<float>()), dt::InvalidArgumentError,
+                             "empty Tensor");
+}
+
+BOOST_AUTO_TEST_CASE(repeat_counts_and_forever) {
+  auto ds = range_dataset(3);
+  BOOST_TEST(flat(firsts(ds.repeat(2))) == std::vector<float>({0, 1, 2, 0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(ds.repeat(2).cardinality() == 6);
+  BOOST_TEST(ds.repeat().cardinality() == dt::data::INFINITE_CARDINALITY);
+  BOOST_TEST(ds.repeat(0).cardinality() == 0);
+  BOOST_TEST(firsts(ds.repeat(0)).empty());
+  BOOST_TEST(flat(firsts(ds.repeat().take(7))) == std::vector<float>({0, 1, 2, 0, 1, 2, 0}), boost::test_tools::per_element());
+  BOOST_TEST(ds.repeat().take(7).cardinality() == 7);
+  BOOST_TEST(firsts(range_dataset(0).repeat()).empty());  // an empty dataset repeated forever ends
+  DEVTENSOR_CHECK_THROW_WITH((void)ds.repeat(-2), dt::InvalidArgumentError, "count must be >= -1");
+}
+
+BOOST_AUTO_TEST_CASE(batch_stacks_and_keeps_or_drops_the_remainder) {
+  auto ds = range_dataset(7);
+  auto batches = firsts(ds.batch(3));
+  BOOST_TEST(batches.size() == 3u);
+  BOOST_TEST(batches[2] == std::vector<float>({6}), boost::test_tools::per_element());
+  BOOST_TEST(ds.batch(3).cardinality() == 3);
+  BOOST_TEST(ds.batch(3, true).cardinality() == 2);
+  BOOST_TEST(firsts(ds.batch(3, true)).size() == 2u);
+  for (const auto& [b] : ds.batch(3, true)) BOOST_TEST(b.shape() == dt::Shape({3}));
+  DEVTENSOR_CHECK_THROW_WITH((void)ds.batch(0), dt::InvalidArgumentError, "batch_size must be greater than zero");
+}
+
+BOOST_AUTO_TEST_CASE(the_seeds_pipeline_makes_ten_batches_of_ten) {
+  auto ds = Dataset<float, float>::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
+  BOOST_TEST(ds.cardinality() == 10);
+  int n = 0;
+  for (const auto& [x, y] : ds) {
+    BOOST_TEST(x.shape() == dt::Shape({10, 1}));
+    BOOST_TEST(y.shape() == dt::Shape({10, 1}));
+    ++n;
+  }
+  BOOST_TEST(n == 10);
+}
+
+BOOST_AUTO_TEST_CASE(concatenate_and_batching_elements_of_different_shapes) {
+  auto a = Dataset<float>::from_tensors(dt::constant<float>({1, 2}));
+  auto b = Dataset<float>::from_tensors(dt::constant<float>({3, 4, 5}));
+  auto both = a.concatenate(b);
+  BOOST_TEST(both.cardinality() == 2);
+  BOOST_TEST(flat(firsts(both)) == std::vector<float>({1, 2, 3, 4, 5}), boost::test_tools::per_element());
+  BOOST_TEST(a.repeat().concatenate(b).cardinality() == dt::data::INFINITE_CARDINALITY);
+  DEVTENSOR_CHECK_THROW_WITH((void)*both.batch(2).begin(), dt::InvalidArgumentError,
+                             "Cannot batch tensors with different shapes in component 0. First element had shape [2] "
+                             "and element 1 had shape [3].");
+}
+
+BOOST_AUTO_TEST_CASE(shuffle_is_a_permutation_reproducible_with_a_seed) {
+  auto ds = range_dataset(20);
+  const auto once = flat(firsts(ds.shuffle(5, 42)));
+  auto sorted = once;
+  std::sort(sorted.begin(), sorted.end());
+  BOOST_TEST(sorted == flat(firsts(ds)), boost::test_tools::per_element());
+  BOOST_TEST(once != flat(firsts(ds)));  // 20 elements in order by chance: 1 in ~10^6 seeds
+  BOOST_TEST(flat(firsts(ds.shuffle(5, 42))) == once, boost::test_tools::per_element());  // same seed, same order
+  BOOST_TEST(flat(firsts(ds.shuffle(5, 43))) != once);
+
+  // reshuffle_each_iteration: passes differ, but the sequence of passes is reproducible.
+  const auto shuffled = ds.shuffle(20, 7);
+  const auto pass1 = flat(firsts(shuffled));
+  const auto pass2 = flat(firsts(shuffled));
+  BOOST_TEST(pass1 != pass2);
+  const auto again = ds.shuffle(20, 7);
+  BOOST_TEST(flat(firsts(again)) == pass1, boost::test_tools::per_element());
+  BOOST_TEST(flat(firsts(again)) == pass2, boost::test_tools::per_element());
+  const auto fixed = ds.shuffle(20, 7, /*reshuffle_each_iteration=*/false);
+  BOOST_TEST(flat(firsts(fixed)) == flat(firsts(fixed)), boost::test_tools::per_element());
+
+  // A buffer of 1 keeps the order; repeat() over a shuffle reshuffles every repetition.
+  BOOST_TEST(flat(firsts(ds.shuffle(1, 3))) == flat(firsts(ds)), boost::test_tools::per_element());
+  const auto two_epochs = flat(firsts(ds.shuffle(20, 9).repeat(2)));
+  BOOST_TEST(std::vector<float>(two_epochs.begin(), two_epochs.begin() + 20) !=
+             std::vector<float>(two_epochs.begin() + 20, two_epochs.end()));
+  DEVTENSOR_CHECK_THROW_WITH((void)ds.shuffle(0), dt::InvalidArgumentError, "buffer_size must be greater than zero");
+}
+
+BOOST_AUTO_TEST_CASE(take_limits_and_a_dataset_can_be_iterated_again) {
+  auto ds = range_dataset(5).take(3);
+  BOOST_TEST(ds.cardinality() == 3);
+  BOOST_TEST(flat(firsts(ds)) == std::vector<float>({0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(flat(firsts(ds)) == std::vector<float>({0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(range_dataset(5).take(-1).cardinality() == 5);
+  BOOST_TEST(range_dataset(5).take(9).cardinality() == 5);
+  DEVTENSOR_CHECK_THROW_WITH((void)range_dataset(5).take(-3), dt::InvalidArgumentError, "count must be >= -1");
+}
+
+BOOST_AUTO_TEST_CASE(elements_come_from_the_host_even_for_gpu_tensors) {
+  dt::config::set_simulated_gpus(1);
+  auto x = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+  BOOST_TEST(dt::test::contains(x.device(), "GPU:0"));
+  for (const auto& [row] : Dataset<float>::from_tensor_slices(x).batch(2))
+    BOOST_TEST(row.device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
