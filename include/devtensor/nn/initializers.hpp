@@ -1,0 +1,64 @@
+#pragma once
+/// @file initializers.hpp
+/// @brief Weight initializers (Keras's): GlorotUniform (Dense's kernel default), Zeros (bias
+/// default), Ones, Constant, RandomUniform, RandomNormal. Seeded initializers give the same
+/// values on every run and device.
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/random.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {
+namespace nn {
+
+/// Any callable from a shape to initial values.
+using Initializer = std::function<Tensor<float>(const Shape&)>;
+
+namespace initializers {
+
+/// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)).
+struct GlorotUniform {
+  std::optional<std::uint64_t> seed = std::nullopt;
+  Tensor<float> operator()(const Shape& shape) const {
+    const double fan_in = shape.rank() >= 1 ? static_cast<double>(shape[0]) : 1.0;
+    const double fan_out = shape.rank() >= 2 ? static_cast<double>(shape[1]) : fan_in;
+    const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
+    return random_uniform<float>(shape, {.minval = -limit, .maxval = limit, .seed = seed});
+  }
+};
+struct Zeros {
+  Tensor<float> operator()(const Shape& shape) const { return zeros<float>(shape); }
+};
+struct Ones {
+  Tensor<float> operator()(const Shape& shape) const { return ones<float>(shape); }
+};
+struct Constant {
+  float value = 0.0f;
+  Tensor<float> operator()(const Shape& shape) const { return fill<float>(shape, value); }
+};
+struct RandomUniform {
+  double minval = -0.05;
+  double maxval = 0.05;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  Tensor<float> operator()(const Shape& shape) const {
+    return random_uniform<float>(shape, {.minval = minval, .maxval = maxval, .seed = seed});
+  }
+};
+struct RandomNormal {
+  double mean = 0.0;
+  double stddev = 0.05;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  Tensor<float> operator()(const Shape& shape) const {
+    return random_normal<float>(shape, {.mean = mean, .stddev = stddev, .seed = seed});
+  }
+};
+
+}  // namespace initializers
+}  // namespace nn
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

@@ -1,0 +1,123 @@
+#pragma once
+/// @file progress.hpp
+/// @brief Keras's progress output for fit/evaluate.
+///
+/// verbose = 1 on a terminal: a bar redrawn in place ("\r"), with ETA while running and time per
+/// step at the end:   `10/10 [==============================] - 0s 2ms/step - loss: 0.1234`.
+/// verbose = 1 elsewhere (a file, a pipe, CI logs): only the final line of each epoch.
+/// verbose = 2: one line per epoch: `10/10 - 0s - loss: 0.1234 - 20ms/epoch - 2ms/step`.
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <unistd.h>
+
+#include "devtensor/config.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {  // devtensor::nn lives in the ABI namespace (it uses ops)
+namespace nn {
+
+namespace progress_detail {
+inline std::string format(const char* fmt, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, fmt, value);
+  return buffer;
+}
+/// "%.4f", or "%.4e" for tiny magnitudes, as Keras prints metric values.
+inline std::string metric(double v) { return format(std::abs(v) > 1e-3 ? "%.4f" : "%.4e", v); }
+inline std::string per_step(double seconds) {
+  if (seconds >= 1) return format("%.0fs/step", seconds);
+  if (seconds >= 1e-3) return format("%.0fms/step", seconds * 1e3);
+  return format("%.0fus/step", seconds * 1e6);
+}
+inline std::string eta(double seconds) {
+  const auto s = static_cast<long>(seconds);
+  char buffer[32];
+  if (s > 3600) std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", s / 3600, (s % 3600) / 60, s % 60);
+  else if (s > 60) std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
+  else std::snprintf(buffer, sizeof buffer, "%lds", s);
+  return buffer;
+}
+}  // namespace progress_detail
+
+class ProgressBar {
+ public:
+  /// `target`: steps in the epoch (0 when unknown). `out` defaults to std::cout; `interactive`
+  /// defaults to whether that is a terminal.
+  ProgressBar(std::int64_t target, int verbose, std::ostream* out = nullptr, std::optional<bool> interactive = std::nullopt)
+      : target_(target), verbose_(verbose), out_(out ? out : &std::cout),
+        interactive_(interactive.value_or(out_ == &std::cout && ::isatty(STDOUT_FILENO) == 1)),
+        start_(std::chrono::steady_clock::now()) {}
+
+  /// After step `current` (1-based) with the running mean loss.
+  void update(std::int64_t current, double loss) {
+    if (verbose_ != 1 || !interactive_) return;
+    const double elapsed = seconds();
+    std::string line = bar(current) + " - ";
+    if (target_ > 0 && current < target_) line += "ETA: " + progress_detail::eta(elapsed / static_cast<double>(current) * static_cast<double>(target_ - current));
+    else line += progress_detail::format("%.0fs ", elapsed) + progress_detail::per_step(elapsed / static_cast<double>(current));
+    line += " - loss: " + progress_detail::metric(loss);
+    const std::size_t width = line.size();
+    if (width < last_width_) line += std::string(last_width_ - width, ' ');
+    last_width_ = width;
+    *out_ << '\r' << line << std::flush;
+  }
+
+  /// The end of the epoch after `steps` steps.
+  void finish(std::int64_t steps, double loss) {
+    if (verbose_ == 0) return;
+    const double elapsed = seconds();
+    const double step_time = steps > 0 ? elapsed / static_cast<double>(steps) : 0.0;
+    if (verbose_ == 2) {
+      *out_ << steps << "/" << (target_ > 0 ? target_ : steps) << " - " << progress_detail::format("%.0fs", elapsed)
+            << " - loss: " << progress_detail::metric(loss) << " - "
+            << progress_detail::format("%.0fms/epoch", elapsed * 1e3) << " - " << progress_detail::per_step(step_time)
+            << "\n";
+      return;
+    }
+    if (target_ <= 0) target_ = steps;
+    std::string line = bar(steps) + " - " + progress_detail::format("%.0fs ", elapsed) +
+                       progress_detail::per_step(step_time) + " - loss: " + progress_detail::metric(loss);
+    if (interactive_ && line.size() < last_width_) line += std::string(last_width_ - line.size(), ' ');
+    *out_ << (interactive_ ? "\r" : "") << line << "\n" << std::flush;
+  }
+
+  [[nodiscard]] bool interactive() const noexcept { return interactive_; }
+
+ private:
+  std::int64_t target_;
+  int verbose_;
+  std::ostream* out_;
+  bool interactive_;
+  std::chrono::steady_clock::time_point start_;
+  std::size_t last_width_ = 0;
+
+  [[nodiscard]] double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  /// "3/10 [========>.....................]" (Keras's Progbar, width 30).
+  [[nodiscard]] std::string bar(std::int64_t current) const {
+    constexpr int width = 30;
+    if (target_ <= 0) return std::to_string(current) + "/Unknown";
+    const auto digits = std::to_string(target_).size();
+    std::string s = std::to_string(current);
+    s = std::string(digits > s.size() ? digits - s.size() : 0, ' ') + s + "/" + std::to_string(target_) + " [";
+    const int filled = static_cast<int>(width * static_cast<double>(current) / static_cast<double>(target_));
+    if (filled > 0) {
+      s += std::string(static_cast<std::size_t>(filled - 1), '=');
+      s += current < target_ ? '>' : '=';
+    }
+    s += std::string(static_cast<std::size_t>(std::max(0, width - filled)), '.') + "]";
+    return s;
+  }
+};
+
+}  // namespace nn
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

@@ -1,0 +1,345 @@
+#pragma once
+/// @file sequential.hpp
+/// @brief Sequential: a stack of layers with Keras's compile / fit / evaluate / predict / summary.
+///
+/// The model builds when its input shape is known: at construction when the first layer declares
+/// an input_dim, else on the first call. fit() runs, per batch, the forward pass under a
+/// GradientTape, the loss, its gradients and the optimizer's update; an epoch's loss is the mean of
+/// the batches' losses weighted by their sizes (Keras's loss tracker). Distribution strategies
+/// replace `train_step` (see distribute/).
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "devtensor/autodiff/gradient_tape.hpp"
+#include "devtensor/data/dataset.hpp"
+#include "devtensor/nn/layers.hpp"
+#include "devtensor/nn/losses.hpp"
+#include "devtensor/nn/optimizers.hpp"
+#include "devtensor/nn/progress.hpp"
+#include "devtensor/ops/shape_ops.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {
+namespace nn {
+
+struct FitOptions {
+  int epochs = 1;
+  /// For fit(x, y): examples per batch (a dataset is batched already).
+  std::int64_t batch_size = 32;
+  /// 0 silent, 1 progress bar, 2 one line per epoch.
+  int verbose = 1;
+  /// For fit(x, y): shuffle the examples every epoch.
+  bool shuffle = true;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  /// Steps per epoch; required for an infinitely repeating dataset.
+  std::optional<std::int64_t> steps_per_epoch = std::nullopt;
+  /// Where progress goes (default std::cout) and whether it is a terminal (default: detected).
+  std::ostream* out = nullptr;
+  std::optional<bool> interactive = std::nullopt;
+};
+
+struct EvaluateOptions {
+  std::int64_t batch_size = 32;
+  int verbose = 1;
+  std::ostream* out = nullptr;
+  std::optional<bool> interactive = std::nullopt;
+};
+
+struct PredictOptions {
+  std::int64_t batch_size = 32;
+};
+
+/// What fit returns: the loss of every epoch (Keras's history.history["loss"]).
+struct History {
+  std::vector<int> epoch;
+  std::vector<double> loss;
+};
+
+class Sequential {
+ public:
+  using Dataset = data::Dataset<float, float>;
+
+  explicit Sequential(std::vector<Layer> layers = {}, std::string name = "")
+      : name_(name.empty() ? unique_name("sequential") : std::move(name)) {
+    for (auto& l : layers) add(std::move(l));
+  }
+
+  /// Appends a layer; builds it at once when the model's output shape is known.
+  void add(Layer layer) {
+    if (layers_.empty()) {
+      if (auto declared = layer->declared_input_shape()) input_shape_ = *declared;
+    } else if (input_shape_) {
+      layer->ensure_built(batch_shape(current_output_shape()));
+    }
+    layers_.push_back(std::move(layer));
+  }
+
+  /// Runs the layers in order (building them on the first call).
+  /// @throws InvalidArgumentError for an empty model or inputs the layers do not accept.
+  Tensor<float> operator()(const Tensor<float>& x) {
+    if (layers_.empty()) throw InvalidArgumentError("Sequential model \"" + name_ + "\" has no layers; add() some first");
+    if (!input_shape_) {
+      auto dims = x.shape().dims_vector();
+      if (!dims.empty()) dims[0] = -1;
+      input_shape_ = dims;
+    }
+    Tensor<float> y = x;
+    for (auto& layer : layers_) y = layer(y);
+    return y;
+  }
+
+  [[nodiscard]] bool built() const {
+    return !layers_.empty() && std::all_of(layers_.begin(), layers_.end(), [](const Layer& l) { return l->built(); });
+  }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::vector<Layer>& layers() const noexcept { return layers_; }
+
+  [[nodiscard]] std::vector<Variable<float>> variables() const {
+    std::vector<Variable<float>> out;
+    for (const auto& l : layers_)
+      for (auto& v : l->variables()) out.push_back(v);
+    return out;
+  }
+  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const {
+    std::vector<Variable<float>> out;
+    for (const auto& l : layers_)
+      for (auto& v : l->trainable_variables()) out.push_back(v);
+    return out;
+  }
+  [[nodiscard]] std::int64_t count_params() const {
+    std::int64_t n = 0;
+    for (const auto& v : variables()) n += v.shape().num_elements();
+    return n;
+  }
+
+  /// Keras's summary table. @throws FailedPreconditionError before the model is built.
+  void summary(std::ostream& out = std::cout) const {
+    if (!built() || !input_shape_)
+      throw FailedPreconditionError(
+          "This model has not yet been built. Build the model first by calling it on a batch of data, or give the "
+          "first layer an `input_dim`.");
+    const std::string rule(65, '_');
+    const std::string double_rule(65, '=');
+    out << "Model: \"" << name_ << "\"\n" << rule << "\n";
+    out << std::left << std::setw(29) << " Layer (type)" << std::setw(26) << "Output Shape" << "Param #\n";
+    out << double_rule << "\n";
+    std::vector<std::int64_t> shape = *input_shape_;
+    for (const auto& l : layers_) {
+      shape = l->output_shape(shape);
+      std::int64_t params = 0;
+      for (const auto& v : l->variables()) params += v.shape().num_elements();
+      out << std::left << std::setw(29) << (" " + l->name() + " (" + l->type_name() + ")") << std::setw(26)
+          << shape_string(shape) << params << "\n";
+      out << "\n";
+    }
+    const std::int64_t total = count_params();
+    std::int64_t trainable = 0;
+    for (const auto& v : trainable_variables()) trainable += v.shape().num_elements();
+    out << double_rule << "\n";
+    out << "Total params: " << total << " (" << bytes_string(total * 4) << ")\n";
+    out << "Trainable params: " << trainable << " (" << bytes_string(trainable * 4) << ")\n";
+    out << "Non-trainable params: " << total - trainable << " (" << bytes_string((total - trainable) * 4) << ")\n";
+    out << rule << "\n";
+  }
+
+  /// Sets the loss and optimizer for fit and evaluate. @throws InvalidArgumentError for an
+  /// invalid optimizer configuration.
+  void compile(Loss loss, Optimizer optimizer) {
+    loss_ = std::move(loss);
+    optimizer_ = std::move(optimizer);
+  }
+  [[nodiscard]] bool compiled() const noexcept { return loss_.has_value(); }
+
+  /// Trains on a batched dataset of (x, y). @throws FailedPreconditionError before compile();
+  /// InvalidArgumentError for negative epochs, an infinite dataset without steps_per_epoch, or
+  /// batches the model or the loss cannot take.
+  History fit(const Dataset& dataset, FitOptions options = {}) {
+    require_compiled();
+    if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
+    if (options.steps_per_epoch && *options.steps_per_epoch < 1)
+      throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
+    const std::int64_t card = dataset.cardinality();
+    if (card == data::INFINITE_CARDINALITY && !options.steps_per_epoch)
+      throw InvalidArgumentError(
+          "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
+          "be determined.");
+    const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
+    std::ostream& out = options.out ? *options.out : std::cout;
+    History history;
+    // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
+    std::optional<Dataset::Iterator> shared;
+    if (options.steps_per_epoch) shared = dataset.begin();
+    for (int epoch = 0; epoch < options.epochs; ++epoch) {
+      if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
+      ProgressBar bar(target, options.verbose, &out, options.interactive);
+      double weighted = 0.0;
+      std::int64_t examples = 0;
+      std::int64_t steps = 0;
+      bool ran_out = false;
+      auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
+        const auto [loss, n] = train_step(x, y);
+        weighted += loss * static_cast<double>(n);
+        examples += n;
+        ++steps;
+        bar.update(steps, examples ? weighted / static_cast<double>(examples) : 0.0);
+      };
+      if (shared) {
+        for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
+          if (*shared == std::default_sentinel) {
+            ran_out = true;
+            break;
+          }
+          const auto& [x, y] = **shared;
+          step(x, y);
+          ++*shared;
+        }
+      } else {
+        for (const auto& [x, y] : dataset) step(x, y);
+      }
+      if (steps == 0 && ran_out) {
+        log(LogSeverity::warning,
+            "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
+            "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
+            "your dataset.");
+        break;
+      }
+      const double epoch_loss = examples ? weighted / static_cast<double>(examples) : 0.0;
+      bar.finish(steps, epoch_loss);
+      history.epoch.push_back(epoch);
+      history.loss.push_back(epoch_loss);
+      if (ran_out) {
+        log(LogSeverity::warning, "Your input ran out of data; interrupting training.");
+        break;
+      }
+    }
+    return history;
+  }
+
+  /// Trains on examples x [n, features] and targets y [n, ...], batched (and shuffled each epoch)
+  /// here. @throws InvalidArgumentError when x and y hold different numbers of examples.
+  History fit(const Tensor<float>& x, const Tensor<float>& y, FitOptions options = {}) {
+    require_compiled();
+    return fit(examples(x, y, options.batch_size, options.shuffle, options.seed), options);
+  }
+
+  /// The loss over a dataset (weighted by batch sizes), without training.
+  double evaluate(const Dataset& dataset, EvaluateOptions options = {}) {
+    require_compiled();
+    if (dataset.cardinality() == data::INFINITE_CARDINALITY)
+      throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
+    std::ostream& out = options.out ? *options.out : std::cout;
+    ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
+    double weighted = 0.0;
+    std::int64_t examples_seen = 0;
+    std::int64_t steps = 0;
+    for (const auto& [x, y] : dataset) {
+      const Tensor<float> loss = (*loss_)(y, (*this)(x));
+      const std::int64_t n = x.rank() > 0 ? x.shape()[0] : 1;
+      weighted += static_cast<double>(loss.item()) * static_cast<double>(n);
+      examples_seen += n;
+      bar.update(++steps, weighted / static_cast<double>(std::max<std::int64_t>(1, examples_seen)));
+    }
+    const double mean = examples_seen ? weighted / static_cast<double>(examples_seen) : 0.0;
+    bar.finish(steps, mean);
+    return mean;
+  }
+  double evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
+    require_compiled();
+    return evaluate(examples(x, y, options.batch_size, false, std::nullopt), options);
+  }
+
+  /// The model's outputs for x [n, features], computed batch_size examples at a time.
+  Tensor<float> predict(const Tensor<float>& x, PredictOptions options = {}) {
+    if (options.batch_size < 1) throw InvalidArgumentError("predict: batch_size must be >= 1");
+    if (!x.defined() || x.rank() == 0) throw InvalidArgumentError("predict: x must be a tensor of rank >= 1 (examples first)");
+    const std::int64_t n = x.shape()[0];
+    if (n <= options.batch_size) return (*this)(x);
+    std::vector<Tensor<float>> parts;
+    for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
+      std::vector<std::int64_t> start(x.rank(), 0);
+      std::vector<std::int64_t> size(x.rank(), -1);
+      start[0] = begin;
+      size[0] = std::min(options.batch_size, n - begin);
+      parts.push_back((*this)(slice(x, start, size)));
+    }
+    return concat(parts, 0);
+  }
+
+  /// One training step on a batch: returns the batch's loss and its number of examples.
+  std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y) {
+    require_compiled();
+    GradientTape tape;
+    const Tensor<float> prediction = (*this)(x);
+    const Tensor<float> loss = (*loss_)(y, prediction);
+    const auto vars = trainable_variables();
+    optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
+    return {static_cast<double>(loss.item()), x.rank() > 0 ? x.shape()[0] : 1};
+  }
+
+  [[nodiscard]] const Loss& loss() const {
+    require_compiled();
+    return *loss_;
+  }
+  [[nodiscard]] const Optimizer& optimizer() const {
+    require_compiled();
+    return *optimizer_;
+  }
+
+ private:
+  std::string name_;
+  std::vector<Layer> layers_;
+  std::optional<std::vector<std::int64_t>> input_shape_;
+  std::optional<Loss> loss_;
+  std::optional<Optimizer> optimizer_;
+
+  void require_compiled() const {
+    if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
+  }
+  std::vector<std::int64_t> current_output_shape() const {
+    std::vector<std::int64_t> shape = *input_shape_;
+    for (const auto& l : layers_) shape = l->output_shape(shape);
+    return shape;
+  }
+  static Shape batch_shape(std::vector<std::int64_t> shape) {
+    for (auto& d : shape)
+      if (d < 0) d = 1;
+    return Shape(shape);
+  }
+  static std::string shape_string(const std::vector<std::int64_t>& shape) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      s += (i ? ", " : "") + (shape[i] < 0 ? std::string("None") : std::to_string(shape[i]));
+    return s + (shape.size() == 1 ? ",)" : ")");
+  }
+  static std::string bytes_string(std::int64_t bytes) {
+    char buffer[48];
+    const auto b = static_cast<double>(bytes);
+    if (b < 1024) std::snprintf(buffer, sizeof buffer, "%.2f Byte", b);
+    else if (b < 1024.0 * 1024) std::snprintf(buffer, sizeof buffer, "%.2f KB", b / 1024);
+    else std::snprintf(buffer, sizeof buffer, "%.2f MB", b / (1024.0 * 1024));
+    return buffer;
+  }
+  static Dataset examples(const Tensor<float>& x, const Tensor<float>& y, std::int64_t batch_size, bool shuffle,
+                          std::optional<std::uint64_t> seed) {
+    if (!x.defined() || !y.defined() || x.rank() == 0 || y.rank() == 0)
+      throw InvalidArgumentError("fit/evaluate: x and y must be tensors of rank >= 1 with examples first");
+    if (x.shape()[0] != y.shape()[0])
+      throw InvalidArgumentError("Data cardinality is ambiguous:\n  x sizes: " + std::to_string(x.shape()[0]) +
+                                 "\n  y sizes: " + std::to_string(y.shape()[0]) +
+                                 "\nMake sure all arrays contain the same number of samples.");
+    if (batch_size < 1) throw InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
+    auto ds = Dataset::from_tensor_slices(x, y);
+    if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(1, x.shape()[0]), seed);
+    return ds.batch(batch_size);
+  }
+};
+
+}  // namespace nn
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

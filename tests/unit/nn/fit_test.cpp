@@ -1,0 +1,157 @@
+// Sequential compile / fit / evaluate / predict: training works, history, progress output in
+// every mode, and misuse.
+#include <boost/test/unit_test.hpp>
+
+#include <regex>
+#include <sstream>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace nn = dt::nn;
+using Dataset = dt::data::Dataset<float, float>;
+
+namespace {
+struct NnFixture : dt::test::FreshContext {
+  NnFixture() { nn::clear_session(); }
+};
+Dataset seeds_dataset() {
+  return Dataset::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
+}
+nn::Sequential seeds_model(std::uint64_t seed = 1) {
+  nn::Sequential model({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::GlorotUniform{.seed = seed}})});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.2});
+  return model;
+}
+/// y = 2x - 1 on 64 points.
+std::pair<dt::Tensor<float>, dt::Tensor<float>> line_data() {
+  std::vector<float> x, y;
+  for (int i = 0; i < 64; ++i) {
+    x.push_back(static_cast<float>(i) / 32.0f - 1.0f);
+    y.push_back(2 * x.back() - 1);
+  }
+  return {dt::constant<float>(x, {64, 1}), dt::constant<float>(y, {64, 1})};
+}
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(fit, NnFixture)
+
+BOOST_AUTO_TEST_CASE(the_seeds_model_learns) {
+  auto model = seeds_model();
+  auto history = model.fit(seeds_dataset(), {.epochs = 2, .verbose = 0});
+  BOOST_TEST(history.loss.size() == 2u);
+  BOOST_TEST(history.epoch == std::vector<int>({0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(history.loss[1] < history.loss[0]);
+  const double eval = model.evaluate(seeds_dataset(), {.verbose = 0});
+  BOOST_TEST(eval <= history.loss[1] + 1e-6);
+  BOOST_TEST(model.predict(dt::constant<float>({1}, {1, 1})).item() == 1.0f, boost::test_tools::tolerance(1e-3f));
+}
+
+BOOST_AUTO_TEST_CASE(an_epochs_loss_is_the_size_weighted_mean_of_its_batches) {
+  // Fit with a batch of 3 and a batch of 1 at lr tiny enough that the loss barely changes: the
+  // epoch loss must equal evaluate's weighted mean, not the plain mean of the two batch losses.
+  nn::Sequential model({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{.value = 1}})});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 1e-9});
+  auto x = dt::constant<float>({0, 0, 0, 0}, {4, 1});
+  auto y = dt::constant<float>({1, 1, 1, 3}, {4, 1});
+  auto history = model.fit(x, y, {.batch_size = 3, .verbose = 0, .shuffle = false});
+  BOOST_TEST(history.loss[0] == (1.0 + 1 + 1 + 9) / 4, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(model.evaluate(x, y, {.batch_size = 3, .verbose = 0}) == 3.0, boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(fit_on_tensors_with_a_seed_is_reproducible) {
+  auto [x, y] = line_data();
+  auto a = seeds_model(3);
+  auto b = seeds_model(3);
+  auto ha = a.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .seed = 11});
+  auto hb = b.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .seed = 11});
+  BOOST_TEST(ha.loss == hb.loss, boost::test_tools::per_element());
+  BOOST_TEST(ha.loss.back() < ha.loss.front());
+  const auto w = a.trainable_variables()[0].to_vector();
+  BOOST_TEST(w[0] > 1.0f);  // heading for 2
+  auto predictions = a.predict(x, {.batch_size = 10});  // 7 batches, concatenated
+  BOOST_TEST(predictions.shape() == dt::Shape({64, 1}));
+  BOOST_TEST(predictions.to_vector() == a(x).to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(progress_on_a_terminal_redraws_one_line) {
+  auto model = seeds_model();
+  std::ostringstream out;
+  (void)model.fit(seeds_dataset(), {.epochs = 1, .out = &out, .interactive = true});
+  const std::string text = out.str();
+  BOOST_TEST(dt::test::contains(text, "Epoch 1/1\n"));
+  BOOST_TEST(dt::test::contains(text, "\r 1/10 [==>...........................] - ETA: "));
+  BOOST_TEST(dt::test::contains(text, "\r 5/10 [==============>...............] - ETA: "));
+  BOOST_TEST(std::regex_search(text, std::regex(R"(\r10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \d\.\d{4}(e-\d+)? *\n$)")),
+             "output was: " << text);
+}
+
+BOOST_AUTO_TEST_CASE(progress_elsewhere_prints_one_line_per_epoch) {
+  auto model = seeds_model();
+  std::ostringstream out;
+  (void)model.fit(seeds_dataset(), {.epochs = 2, .out = &out, .interactive = false});
+  const std::string text = out.str();
+  BOOST_TEST(text.find('\r') == std::string::npos);
+  BOOST_TEST(std::regex_match(text, std::regex(R"(Epoch 1/2\n10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \S+\n)"
+                                               R"(Epoch 2/2\n10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \S+\n)")),
+             "output was: " << text);
+  std::ostringstream two;
+  (void)model.fit(seeds_dataset(), {.epochs = 1, .verbose = 2, .out = &two});
+  BOOST_TEST(std::regex_match(two.str(), std::regex(R"(Epoch 1/1\n10/10 - \d+s - loss: \S+ - \d+ms/epoch - \d+(us|ms|s)/step\n)")),
+             "output was: " << two.str());
+  std::ostringstream silent;
+  (void)model.fit(seeds_dataset(), {.epochs = 1, .verbose = 0, .out = &silent});
+  BOOST_TEST(silent.str().empty());
+  std::ostringstream eval;
+  (void)model.evaluate(seeds_dataset(), {.out = &eval, .interactive = false});
+  BOOST_TEST(std::regex_match(eval.str(), std::regex(R"(10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \S+\n)")),
+             "output was: " << eval.str());
+}
+
+BOOST_AUTO_TEST_CASE(steps_per_epoch_over_an_infinite_dataset) {
+  auto model = seeds_model();
+  auto forever = Dataset::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat().batch(4);
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(forever, {.verbose = 0}), dt::InvalidArgumentError,
+                             "please specify a `steps_per_epoch` value");
+  auto history = model.fit(forever, {.epochs = 3, .verbose = 0, .steps_per_epoch = 5});
+  BOOST_TEST(history.loss.size() == 3u);
+  DEVTENSOR_CHECK_THROW_WITH((void)model.evaluate(forever, {.verbose = 0}), dt::InvalidArgumentError, "repeats forever");
+  // A finite dataset that runs out stops training with Keras's warning.
+  auto short_history = model.fit(seeds_dataset(), {.epochs = 3, .verbose = 0, .steps_per_epoch = 6});
+  BOOST_TEST(short_history.loss.size() == 2u);  // 6 steps, then 4, then out of data
+  BOOST_TEST(log.count("Your input ran out of data; interrupting training") >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(misuse_is_reported) {
+  nn::Sequential model({nn::Dense(1, {.input_dim = 1})});
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(seeds_dataset()), dt::FailedPreconditionError,
+                             "You must call `compile()` before using the model.");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.evaluate(seeds_dataset()), dt::FailedPreconditionError, "compile()");
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({10, 1})), dt::zeros<float>(dt::Shape({9, 1})), {.verbose = 0}),
+                             dt::InvalidArgumentError, "Data cardinality is ambiguous:\n  x sizes: 10\n  y sizes: 9");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({10, 3})), dt::zeros<float>(dt::Shape({10, 1})), {.verbose = 0}),
+                             dt::InvalidArgumentError, "expected axis -1 of input shape to have value 1, but received input with shape (10, 3)");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({10, 1})), dt::zeros<float>(dt::Shape({10, 2})), {.verbose = 0}),
+                             dt::InvalidArgumentError, "incompatible shapes");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(seeds_dataset(), {.epochs = -1}), dt::InvalidArgumentError, "epochs must be >= 0");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({4, 1})), dt::zeros<float>(dt::Shape({4, 1})), {.batch_size = 0}),
+                             dt::InvalidArgumentError, "batch_size must be >= 1");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.predict(dt::scalar<float>(1)), dt::InvalidArgumentError, "rank >= 1");
+  // An unbuilt model has no variables for the optimizer.
+  nn::Sequential lazy({nn::Dense(1)});
+  DEVTENSOR_CHECK_THROW_WITH(nn::optimizers::SGD{}.apply_gradients({}, lazy.trainable_variables()),
+                             dt::InvalidArgumentError, "a model has none until it is built");
+}
+
+BOOST_AUTO_TEST_CASE(trains_on_simulated_gpus_where_the_variables_live) {
+  dt::config::set_simulated_gpus(1);
+  auto model = seeds_model();
+  BOOST_TEST(model.trainable_variables()[0].device() == "/job:localhost/replica:0/task:0/device:GPU:0");
+  auto history = model.fit(seeds_dataset(), {.epochs = 2, .verbose = 0});
+  BOOST_TEST(history.loss[1] < history.loss[0]);
+  BOOST_TEST(dt::config::experimental::get_memory_info("GPU:0").peak > 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,194 @@
+// Dense, Sequential's structure, losses and SGD against hand-computed values; their errors.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace nn = dt::nn;
+
+namespace {
+struct NnFixture : dt::test::FreshContext {
+  NnFixture() { nn::clear_session(); }
+};
+nn::Initializer constant_init(std::vector<float> values) {
+  return [values](const dt::Shape& shape) { return dt::constant<float>(values, shape); };
+}
+void check_values(const dt::Tensor<float>& t, const std::vector<float>& want, float tol = 1e-5f) {
+  const auto got = t.to_vector();
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])), "element " << i << ": " << got[i] << " vs " << want[i]);
+}
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(layers_and_losses, NnFixture)
+
+BOOST_AUTO_TEST_CASE(dense_computes_activation_of_x_w_plus_b) {
+  nn::Dense layer(2, {.activation = nn::Activation::relu,
+                      .kernel_initializer = constant_init({1, -1, 2, 1}),
+                      .bias_initializer = constant_init({0.5f, -4})});
+  BOOST_TEST(!layer.built());
+  auto y = layer(dt::constant<float>({1, 2, -1, 0}, {2, 2}));  // builds for 2 input features
+  BOOST_TEST(layer.built());
+  // x·W = [[5, 1], [-1, 1]]; + b = [[5.5, -3], [-0.5, -3]]; relu
+  check_values(y, {5.5f, 0, 0, 0});
+  BOOST_TEST(layer.kernel().name() == "dense/kernel:0");
+  BOOST_TEST(layer.bias().name() == "dense/bias:0");
+  BOOST_TEST(layer.trainable_variables().size() == 2u);
+  DEVTENSOR_CHECK_THROW_WITH(layer(dt::constant<float>({1, 2, 3}, {1, 3})), dt::InvalidArgumentError,
+                             "Input 0 of layer \"dense\" is incompatible with the layer: expected axis -1 of input shape "
+                             "to have value 2, but received input with shape (1, 3)");
+}
+
+BOOST_AUTO_TEST_CASE(dense_names_options_and_errors) {
+  nn::Dense a(1, {.input_dim = 3});
+  nn::Dense b(4, {.input_dim = 2, .use_bias = false});
+  nn::Dense named(1, {.name = "head"});
+  BOOST_TEST(a.name() == "dense");
+  BOOST_TEST(b.name() == "dense_1");
+  BOOST_TEST(named.name() == "head");
+  BOOST_TEST(a.built());
+  BOOST_TEST(a.kernel().shape() == dt::Shape({3, 1}));
+  BOOST_TEST(!b.bias().defined());
+  BOOST_TEST(b.trainable_variables().size() == 1u);
+  nn::clear_session();
+  BOOST_TEST(nn::Dense(1).name() == "dense");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dense(0), dt::InvalidArgumentError, "expected a positive integer. Received: units=0");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dense(1, {.input_dim = 0}), dt::InvalidArgumentError, "input_dim must be positive");
+  DEVTENSOR_CHECK_THROW_WITH(
+      nn::Dense(2, {.input_dim = 2, .kernel_initializer = [](const dt::Shape&) { return dt::constant<float>({1}); }}),
+      dt::InvalidArgumentError, "the kernel initializer returned shape [1], expected [2,2]");
+  nn::Dense rank3(2);
+  DEVTENSOR_CHECK_THROW_WITH(rank3(dt::zeros<float>(dt::Shape({2, 2, 2}))), dt::InvalidArgumentError,
+                             "expected ndim=2, found ndim=3");
+}
+
+BOOST_AUTO_TEST_CASE(glorot_uniform_is_bounded_and_seeded) {
+  nn::initializers::GlorotUniform init{.seed = 7};
+  const auto w = init(dt::Shape({20, 10})).to_vector();
+  const float limit = std::sqrt(6.0f / 30.0f);
+  for (float v : w) BOOST_TEST(std::abs(v) <= limit);
+  BOOST_TEST(init(dt::Shape({20, 10})).to_vector() == w, boost::test_tools::per_element());
+  BOOST_TEST(nn::initializers::GlorotUniform{.seed = 8}(dt::Shape({20, 10})).to_vector() != w);
+  check_values(nn::initializers::Constant{.value = 3}(dt::Shape({2})), {3, 3});
+  check_values(nn::initializers::Ones{}(dt::Shape({1})), {1});
+}
+
+BOOST_AUTO_TEST_CASE(sequential_builds_names_and_summarises) {
+  nn::Sequential model({nn::Dense(4, {.input_dim = 3, .activation = nn::Activation::tanh}), nn::Dense(1)});
+  BOOST_TEST(model.name() == "sequential");
+  BOOST_TEST(model.built());  // the input shape is known, so every layer built at once
+  BOOST_TEST(model.trainable_variables().size() == 4u);
+  BOOST_TEST(model.trainable_variables()[0].name() == "dense/kernel:0");
+  BOOST_TEST(model.trainable_variables()[3].name() == "dense_1/bias:0");
+  BOOST_TEST(model.count_params() == 3 * 4 + 4 + 4 + 1);
+  std::ostringstream out;
+  model.summary(out);
+  const std::string text = out.str();
+  BOOST_TEST(dt::test::contains(text, "Model: \"sequential\""));
+  BOOST_TEST(dt::test::contains(text, " dense (Dense)               (None, 4)                 16"));
+  BOOST_TEST(dt::test::contains(text, " dense_1 (Dense)             (None, 1)                 5"));
+  BOOST_TEST(dt::test::contains(text, "Total params: 21 (84.00 Byte)"));
+  BOOST_TEST(dt::test::contains(text, "Trainable params: 21 (84.00 Byte)"));
+  BOOST_TEST(model(dt::zeros<float>(dt::Shape({5, 3}))).shape() == dt::Shape({5, 1}));
+
+  nn::Sequential lazy({nn::Dense(2)});
+  BOOST_TEST(lazy.name() == "sequential_1");
+  BOOST_TEST(!lazy.built());
+  BOOST_TEST(lazy.trainable_variables().empty());
+  DEVTENSOR_CHECK_THROW_WITH(lazy.summary(out), dt::FailedPreconditionError, "This model has not yet been built");
+  (void)lazy(dt::zeros<float>(dt::Shape({1, 6})));
+  BOOST_TEST(lazy.built());
+  BOOST_TEST(lazy.trainable_variables()[0].shape() == dt::Shape({6, 2}));
+  nn::Sequential empty;
+  DEVTENSOR_CHECK_THROW_WITH(empty(dt::zeros<float>(dt::Shape({1, 1}))), dt::InvalidArgumentError, "has no layers");
+}
+
+BOOST_AUTO_TEST_CASE(mean_squared_error_and_its_reductions) {
+  auto y_true = dt::constant<float>({0, 1, 1, 1}, {2, 2});
+  auto y_pred = dt::constant<float>({1, 1, 1, 0}, {2, 2});
+  check_values(nn::losses::MeanSquaredError{}(y_true, y_pred), {0.5f});
+  check_values(nn::losses::MeanSquaredError{.reduction = nn::Reduction::SUM}(y_true, y_pred), {1.0f});
+  check_values(nn::losses::MeanSquaredError{.reduction = nn::Reduction::NONE}(y_true, y_pred), {0.5f, 0.5f});
+  check_values(nn::losses::MeanSquaredError{.reduction = nn::Reduction::SUM_OVER_BATCH_SIZE}(y_true, y_pred), {0.5f});
+  // Labels without the trailing axis of size 1 get it.
+  check_values(nn::losses::MeanSquaredError{}(dt::constant<float>({1, 3}), dt::constant<float>({2, 1}, {2, 1})), {2.5f});
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::losses::MeanSquaredError{}(dt::constant<float>({1, 2}, {1, 2}), y_pred),
+                             dt::InvalidArgumentError, "incompatible shapes [1,2] and [2,2]");
+  // The same in double precision.
+  BOOST_TEST(nn::losses::MeanSquaredError{}(dt::constant<double>({0, 1}), dt::constant<double>({2, 1})).item() == 2.0);
+}
+
+BOOST_AUTO_TEST_CASE(binary_crossentropy_with_and_without_logits) {
+  auto z = dt::constant<float>({1, 0}, {1, 2});
+  // logits 0 and 2: log 2 and 2 + log(1 + e^-2), averaged over the last axis.
+  const float logit_loss = (std::log(2.0f) + 2.0f + std::log1p(std::exp(-2.0f))) / 2;
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true}(z, dt::constant<float>({0, 2}, {1, 2})), {logit_loss});
+  // probabilities 0.5 and 0.8: -log 0.5 and -log 0.2.
+  check_values(nn::losses::BinaryCrossentropy{}(z, dt::constant<float>({0.5f, 0.8f}, {1, 2})),
+               {(std::log(2.0f) + std::log(5.0f)) / 2}, 1e-5f);
+  // Probabilities of 0 and 1 are clipped: finite.
+  BOOST_TEST(std::isfinite(nn::losses::BinaryCrossentropy{}(z, dt::constant<float>({0, 1}, {1, 2})).item()));
+  // Large logits stay finite and match the probability form where both are accurate.
+  auto big = dt::constant<float>({80, -80}, {1, 2});
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true}(z, big), {0.0f});
+  auto logits = dt::constant<float>({0.3f, -1.2f}, {1, 2});
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true}(z, logits),
+               {nn::losses::BinaryCrossentropy{}(z, dt::sigmoid(logits)).item()}, 1e-5f);
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true, .reduction = nn::Reduction::NONE}(
+                   dt::constant<float>({1, 0}, {2, 1}), dt::constant<float>({0, 2}, {2, 1})),
+               {std::log(2.0f), 2.0f + std::log1p(std::exp(-2.0f))});
+  // Label smoothing 0.2 turns labels 1/0 into 0.9/0.1.
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true, .label_smoothing = 0.2}(z, dt::constant<float>({0, 0}, {1, 2})),
+               {std::log(2.0f)});
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::losses::BinaryCrossentropy{.label_smoothing = 2}(z, z), dt::InvalidArgumentError,
+                             "label_smoothing must be in [0, 1]");
+}
+
+BOOST_AUTO_TEST_CASE(sgd_plain_momentum_and_nesterov) {
+  auto grad = std::vector{dt::constant<float>({0.5f})};
+  dt::Variable<float> w(dt::constant<float>({1}));
+  nn::optimizers::SGD plain{.learning_rate = 0.1};
+  plain.apply_gradients(grad, {w});
+  check_values(w.value(), {0.95f});
+  BOOST_TEST(plain.iterations() == 1);
+
+  dt::Variable<float> m(dt::constant<float>({1}));
+  nn::optimizers::SGD momentum{.learning_rate = 0.1, .momentum = 0.9};
+  momentum.apply_gradients(grad, {m});
+  check_values(m.value(), {0.95f});  // v = -0.05
+  momentum.apply_gradients(grad, {m});
+  check_values(m.value(), {0.855f});  // v = 0.9 * -0.05 - 0.05 = -0.095
+
+  dt::Variable<float> n(dt::constant<float>({1}));
+  nn::optimizers::SGD nesterov{.learning_rate = 0.1, .momentum = 0.9, .nesterov = true};
+  nesterov.apply_gradients(grad, {n});
+  check_values(n.value(), {0.905f});  // w += 0.9 * -0.05 - 0.05
+}
+
+BOOST_AUTO_TEST_CASE(sgd_errors_and_missing_gradients) {
+  nn::optimizers::SGD sgd{.learning_rate = 0.1};
+  DEVTENSOR_CHECK_THROW_WITH(sgd.apply_gradients({}, {}), dt::InvalidArgumentError, "no variables to update");
+  dt::Variable<float> a(dt::constant<float>({1}), {.name = "a"});
+  dt::Variable<float> b(dt::constant<float>({1, 2}), {.name = "b"});
+  DEVTENSOR_CHECK_THROW_WITH(sgd.apply_gradients({dt::Tensor<float>(), dt::Tensor<float>()}, {a, b}),
+                             dt::InvalidArgumentError, "No gradients provided for any variable: (['a:0', 'b:0'],)");
+  DEVTENSOR_CHECK_THROW_WITH(sgd.apply_gradients({dt::constant<float>({1})}, {a, b}), dt::InvalidArgumentError,
+                             "1 gradients for 2 variables");
+  DEVTENSOR_CHECK_THROW_WITH(sgd.apply_gradients({dt::constant<float>({1, 2})}, {a}), dt::InvalidArgumentError,
+                             "the gradient for a:0 has shape [2] but the variable has shape [1]");
+  sgd.apply_gradients({dt::constant<float>({1}), dt::Tensor<float>()}, {a, b});
+  check_values(a.value(), {0.9f});
+  check_values(b.value(), {1, 2});
+  BOOST_TEST(log.count("Gradients do not exist for variables ['b:0'] when minimizing the loss") == 1u);
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::SGD{.momentum = 1.5}), dt::InvalidArgumentError,
+                             "`momentum` must be between [0, 1]");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::SGD{.learning_rate = 0}), dt::InvalidArgumentError,
+                             "learning_rate must be positive");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
