@@ -3,6 +3,7 @@
 // there), exactly as it does for devtensor's own CPU-only ops. Add a GPU kernel by making
 // has_kernel true for gpu_t in nvcc translation units (`DEVTENSOR_DEVICE_CODE`), and put such an
 // op in `inline namespace DEVTENSOR_ABI_NS`, because its table then differs between .cpp and .cu.
+// Recording the op with a backward function makes it differentiable by GradientTape.
 #include <devtensor/devtensor.hpp>
 
 #include <algorithm>
@@ -23,6 +24,12 @@ dt::Tensor<T> clip(const dt::Tensor<T>& x, T lo, T hi) {
   auto out = dt::Tensor<T>::empty(in.shape(), device, ClipOp::name);  // from the device's allocator
   for (std::int64_t i = 0; i < in.num_elements(); ++i)
     out.mutable_data()[i] = std::clamp(in.data()[i], lo, hi);
+  if constexpr (dt::Floating<T>)  // the gradient passes where x was inside [lo, hi]
+    dt::autodiff::record_operation<T>("Clip", {x}, {out}, [x, lo, hi](const std::vector<dt::Tensor<T>>& dy) {
+      auto inside = dt::mul(dt::grad_ops::greater_equal(x, dt::scalar<T>(lo)),
+                            dt::grad_ops::greater_equal(dt::scalar<T>(hi), x));
+      return std::vector{dt::mul(dy[0], inside)};
+    });
   return out;
 }
 
@@ -31,7 +38,13 @@ int main() {
   static_assert(!dt::has_kernel_v<ClipOp, dt::gpu_t, float>);
   dt::debugging::set_log_device_placement(true);
   auto x = dt::constant<float>({-2, -0.5f, 0.5f, 2});  // on GPU:0 when there is one
+  dt::GradientTape tape;
+  tape.watch(x);
   auto y = clip(x, -1.0f, 1.0f);                       // always on the CPU
-  std::cout << "x on " << x.device() << "\ny on " << y.device() << "\n" << y << "\n";
-  return y.to_vector() == std::vector<float>{-1, -0.5f, 0.5f, 1} ? 0 : 1;
+  auto dy_dx = tape.gradient(dt::reduce_sum(y), x);    // 0 where clipped
+  std::cout << "x on " << x.device() << "\ny on " << y.device() << "\n" << y << "\ndy/dx " << dy_dx << "\n";
+  return y.to_vector() == std::vector<float>{-1, -0.5f, 0.5f, 1} &&
+                 dy_dx.to_vector() == std::vector<float>{0, 1, 1, 0}
+             ? 0
+             : 1;
 }

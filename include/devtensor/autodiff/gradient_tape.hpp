@@ -179,12 +179,12 @@ class GradientTape {
     return detail::tape_tensor(add(a.as<float>(), b.as<float>()));
   }
   static detail::TapeTensor zeros_like(const detail::TapeTensor& t) {
-    DeviceScope scope(t.storage->device->full_name);
+    DeviceScope scope(t.storage->device->spec);
     if (t.dtype == detail::DType::float64) return detail::tape_tensor(zeros<double>(t.shape));
     return detail::tape_tensor(zeros<float>(t.shape));
   }
   static detail::TapeTensor ones_like(const detail::TapeTensor& t) {
-    DeviceScope scope(t.storage->device->full_name);
+    DeviceScope scope(t.storage->device->spec);
     if (t.dtype == detail::DType::float64) return detail::tape_tensor(ones<double>(t.shape));
     return detail::tape_tensor(ones<float>(t.shape));
   }
@@ -233,7 +233,7 @@ class GradientTape {
       }
       std::vector<detail::TapeTensor> dx;
       {
-        DeviceScope scope(record.outputs.front().storage->device->full_name);
+        DeviceScope scope(record.outputs.front().storage->device->spec);  // parsed once, at discovery
         if (record.has_custom_backward) {
           dx = record.backward(dy);
         } else if (auto backward = autodiff_detail::find_backward(record.op)) {

@@ -1,0 +1,98 @@
+// One training step of a small MLP (32 -> 64 -> 64 -> 1, ReLU, MSE, SGD) three ways, same run:
+//   BM_TrainStep_Manual  the forward pass, hand-derived gradients and the update, written with ops;
+//   BM_TrainStep_Tape    the same forward pass and update, gradients from GradientTape;
+//   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step.
+// Tape / Manual is the tape's overhead; Keras / Manual adds the layer and loss machinery.
+#include <benchmark/benchmark.h>
+
+#include <devtensor/devtensor.hpp>
+
+namespace dt = devtensor;
+
+namespace {
+
+constexpr std::int64_t kIn = 32;
+constexpr std::int64_t kHidden = 64;
+constexpr float kLearningRate = 0.01f;
+
+struct Mlp {
+  std::vector<dt::Variable<float>> vars;  // W1 b1 W2 b2 W3 b3
+  explicit Mlp(std::uint64_t seed) {
+    auto w = [&](std::int64_t in, std::int64_t out) {
+      return dt::Variable<float>(dt::random_uniform<float>(dt::Shape({in, out}), {.minval = -0.2, .maxval = 0.2, .seed = seed++}));
+    };
+    auto b = [](std::int64_t n) { return dt::Variable<float>(dt::zeros<float>(dt::Shape({n}))); };
+    vars = {w(kIn, kHidden), b(kHidden), w(kHidden, kHidden), b(kHidden), w(kHidden, 1), b(1)};
+  }
+};
+
+struct Batch {
+  dt::Tensor<float> x;
+  dt::Tensor<float> y;
+  explicit Batch(std::int64_t n)
+      : x(dt::random_normal<float>(dt::Shape({n, kIn}), {.seed = 1})),
+        y(dt::random_normal<float>(dt::Shape({n, 1}), {.seed = 2})) {}
+};
+
+void update(const std::vector<dt::Variable<float>>& vars, const std::vector<dt::Tensor<float>>& grads) {
+  const auto lr = dt::scalar<float>(kLearningRate);
+  for (std::size_t i = 0; i < vars.size(); ++i) vars[i].assign_sub(dt::mul(grads[i], lr));
+}
+
+void BM_TrainStep_Manual(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  Mlp mlp(10);
+  Batch batch(state.range(0));
+  const auto& v = mlp.vars;
+  const auto scale = dt::scalar<float>(2.0f / static_cast<float>(state.range(0)));
+  for (auto _ : state) {
+    const auto w1 = v[0].value(), b1 = v[1].value(), w2 = v[2].value(), b2 = v[3].value(), w3 = v[4].value(),
+               b3 = v[5].value();
+    const auto h1 = dt::relu(dt::add(dt::matmul(batch.x, w1), b1));
+    const auto h2 = dt::relu(dt::add(dt::matmul(h1, w2), b2));
+    const auto p = dt::add(dt::matmul(h2, w3), b3);
+    const auto diff = dt::sub(p, batch.y);
+    const auto loss = dt::reduce_mean(dt::square(diff));
+    // Backward by hand: d loss / d p = 2 (p - y) / n.
+    const auto dp = dt::mul(diff, scale);
+    const auto dz2 = dt::grad_ops::relu_grad(dt::matmul(dp, w3, false, true), h2);
+    const auto dz1 = dt::grad_ops::relu_grad(dt::matmul(dz2, w2, false, true), h1);
+    update(v, {dt::matmul(batch.x, dz1, true, false), dt::reduce_sum(dz1, 0), dt::matmul(h1, dz2, true, false),
+               dt::reduce_sum(dz2, 0), dt::matmul(h2, dp, true, false), dt::reduce_sum(dp, 0)});
+    benchmark::DoNotOptimize(loss.data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+void BM_TrainStep_Tape(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  Mlp mlp(10);
+  Batch batch(state.range(0));
+  const auto& v = mlp.vars;
+  for (auto _ : state) {
+    dt::GradientTape tape;
+    const auto h1 = dt::relu(dt::add(dt::matmul(batch.x, v[0].value()), v[1].value()));
+    const auto h2 = dt::relu(dt::add(dt::matmul(h1, v[2].value()), v[3].value()));
+    const auto p = dt::add(dt::matmul(h2, v[4].value()), v[5].value());
+    const auto loss = dt::reduce_mean(dt::square(dt::sub(p, batch.y)));
+    update(v, tape.gradient(loss, v));
+    benchmark::DoNotOptimize(loss.data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+void BM_TrainStep_Keras(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  dt::nn::Sequential model({dt::nn::Dense(kHidden, {.input_dim = kIn, .activation = dt::nn::Activation::relu}),
+                            dt::nn::Dense(kHidden, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
+  model.compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = kLearningRate});
+  Batch batch(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_step(batch.x, batch.y).first);
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+}  // namespace
+
+BENCHMARK(BM_TrainStep_Manual)->Arg(8)->Arg(64)->Arg(512);
+BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
+BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
