@@ -155,7 +155,7 @@ class Dataset {
             return std::nullopt;
           });
         },
-        card);
+        card, batch_size_);
   }
 
   /// Consecutive elements stacked along a new first dimension; the last batch may be smaller
@@ -180,7 +180,7 @@ class Dataset {
             return stack_all(parts, std::index_sequence_for<Ts...>{});
           });
         },
-        card);
+        card, batch_size);
   }
 
   /// TensorFlow's shuffle: a buffer of `buffer_size` elements, each output drawn uniformly from it
@@ -212,7 +212,7 @@ class Dataset {
             return out;
           });
         },
-        cardinality_);
+        cardinality_, batch_size_);
   }
 
   /// At most the first `count` elements (-1: all). @throws InvalidArgumentError for count < -1.
@@ -230,7 +230,7 @@ class Dataset {
             return inner();
           });
         },
-        card);
+        card, batch_size_);
   }
 
   /// This dataset's elements, then `other`'s.
@@ -250,11 +250,14 @@ class Dataset {
             return rest();
           });
         },
-        card);
+        card, batch_size_ == other.batch_size_ ? batch_size_ : std::nullopt);
   }
 
   /// The number of elements, INFINITE_CARDINALITY or UNKNOWN_CARDINALITY.
   [[nodiscard]] std::int64_t cardinality() const noexcept { return cardinality_; }
+  /// The batch size when the elements are batches of a statically known size (the last may be
+  /// smaller unless drop_remainder), which distribution strategies split across replicas.
+  [[nodiscard]] std::optional<std::int64_t> batch_size() const noexcept { return batch_size_; }
 
   /// An input iterator over one pass.
   class Iterator {
@@ -285,8 +288,10 @@ class Dataset {
  private:
   Opener open_;
   std::int64_t cardinality_;
+  std::optional<std::int64_t> batch_size_;
 
-  Dataset(Opener open, std::int64_t cardinality) : open_(std::move(open)), cardinality_(cardinality) {}
+  Dataset(Opener open, std::int64_t cardinality, std::optional<std::int64_t> batch_size = std::nullopt)
+      : open_(std::move(open)), cardinality_(cardinality), batch_size_(batch_size) {}
 
   static void require_defined(const Tensor<Ts>&... components) {
     if (!(components.defined() && ...)) throw InvalidArgumentError("Dataset: a component is an empty Tensor");

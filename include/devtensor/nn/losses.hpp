@@ -12,6 +12,7 @@
 #include <string>
 
 #include "devtensor/core/error.hpp"
+#include "devtensor/distribute/context.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/reduction.hpp"
@@ -118,6 +119,46 @@ struct BinaryCrossentropy {
 };
 
 }  // namespace losses
+
+/// sum(per_example_loss) / global_batch_size: summed over replicas, the mean over the global batch
+/// (SPEC §5.11). The default global batch size is this replica's batch dimension × the number of
+/// replicas; a global batch size of 0 gives 0.
+/// @throws InvalidArgumentError for a rank-0 loss; FailedPreconditionError without a global batch
+/// size in cross-replica context.
+template <Floating T>
+[[nodiscard]] Tensor<T> compute_average_loss(const Tensor<T>& per_example_loss,
+                                             std::optional<std::int64_t> global_batch_size = std::nullopt) {
+  if (!per_example_loss.defined() || per_example_loss.rank() == 0)
+    throw InvalidArgumentError("Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, "
+                               "received: " + (per_example_loss.defined() ? per_example_loss.shape().to_string() : std::string("an empty Tensor")));
+  std::int64_t global = 0;
+  if (global_batch_size) {
+    global = *global_batch_size;
+  } else {
+    const auto* replica = detail::current_replica_context();
+    if (!replica) {
+      bool distributed = detail::current_distribution_scope() != nullptr;
+      if (distributed)
+        throw FailedPreconditionError("You are calling `compute_average_loss` in cross replica context, while it was "
+                                      "expected to be called in replica context. Pass global_batch_size.");
+      global = per_example_loss.shape()[0];
+    } else {
+      global = per_example_loss.shape()[0] * replica->num_replicas;
+    }
+  }
+  if (global < 0) throw InvalidArgumentError("global_batch_size must be >= 0, got " + std::to_string(global));
+  const Tensor<T> total = reduce_sum(per_example_loss);
+  if (global == 0) return zeros<T>(Shape{});
+  return div(total, scalar<T>(static_cast<T>(global)));
+}
+
+/// sum(loss) / num_replicas_in_sync (1 outside a strategy).
+template <Floating T>
+[[nodiscard]] Tensor<T> scale_regularization_loss(const Tensor<T>& loss) {
+  const auto* replica = detail::current_replica_context();
+  const int replicas = replica ? replica->num_replicas : 1;
+  return div(reduce_sum(loss), scalar<T>(static_cast<T>(replicas)));
+}
 
 /// Any loss with `per_example(y_true, y_pred)`, a `reduction` and a `name` (float32).
 class Loss {

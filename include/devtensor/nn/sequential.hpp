@@ -18,6 +18,7 @@
 
 #include "devtensor/autodiff/gradient_tape.hpp"
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/distribute/context.hpp"
 #include "devtensor/nn/layers.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/optimizers.hpp"
@@ -65,8 +66,10 @@ class Sequential {
  public:
   using Dataset = data::Dataset<float, float>;
 
+  /// Built inside a distribution strategy's scope, the model trains across its replicas.
   explicit Sequential(std::vector<Layer> layers = {}, std::string name = "")
       : name_(name.empty() ? unique_name("sequential") : std::move(name)) {
+    capture_strategy();
     for (auto& l : layers) add(std::move(l));
   }
 
@@ -151,6 +154,7 @@ class Sequential {
   /// Sets the loss and optimizer for fit and evaluate. @throws InvalidArgumentError for an
   /// invalid optimizer configuration.
   void compile(Loss loss, Optimizer optimizer) {
+    capture_strategy();
     loss_ = std::move(loss);
     optimizer_ = std::move(optimizer);
   }
@@ -271,9 +275,13 @@ class Sequential {
     return concat(parts, 0);
   }
 
-  /// One training step on a batch: returns the batch's loss and its number of examples.
+  /// One training step on a batch: returns the batch's loss and its number of examples. Under a
+  /// strategy the batch is split across the replicas, each computes its gradients concurrently,
+  /// the gradients are summed by the strategy's cross-device ops, and the update is applied to
+  /// every replica's variables alike.
   std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y) {
     require_compiled();
+    if (strategy_) return distributed_train_step(x, y);
     GradientTape tape;
     const Tensor<float> prediction = (*this)(x);
     const Tensor<float> loss = (*loss_)(y, prediction);
@@ -293,10 +301,81 @@ class Sequential {
 
  private:
   std::string name_;
+  std::shared_ptr<detail::StrategyInterface> strategy_;
   std::vector<Layer> layers_;
   std::optional<std::vector<std::int64_t>> input_shape_;
   std::optional<Loss> loss_;
   std::optional<Optimizer> optimizer_;
+
+  void capture_strategy() {
+    if (const auto* scope = detail::current_distribution_scope()) {
+      if (strategy_ && strategy_ != scope->strategy)
+        throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: model \"" + name_ +
+                                   "\" belongs to " + strategy_->description());
+      strategy_ = scope->strategy;
+    }
+  }
+
+  std::pair<double, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+    if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
+      throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
+                                 " and " + y.shape().to_string());
+    const std::int64_t global = x.shape()[0];
+    if (!built()) {  // build here, in the strategy's scope, so that the variables are mirrored
+      const detail::DistributionScope scope{strategy_};
+      auto*& current = detail::current_distribution_scope();
+      const auto* previous = current;
+      current = &scope;
+      struct Restore {
+        const detail::DistributionScope*& current;
+        const detail::DistributionScope* previous;
+        ~Restore() { current = previous; }
+      } restore{current, previous};
+      std::vector<std::int64_t> start(x.rank(), 0), size = x.shape().dims_vector();
+      size[0] = std::min<std::int64_t>(1, global);
+      (void)(*this)(slice(x, start, size));
+    }
+    const auto vars = trainable_variables();
+    const int replicas = strategy_->num_replicas();
+    const auto sizes = strategy_->batch_sizes(global);
+    const auto& devices = strategy_->replica_devices();
+    std::vector<Tensor<float>> xs, ys;
+    std::int64_t begin = 0;
+    for (int r = 0; r < replicas; ++r) {
+      const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
+      xs.push_back(distribute_rows(x, begin, take, devices[static_cast<std::size_t>(r)]));
+      ys.push_back(distribute_rows(y, begin, take, devices[static_cast<std::size_t>(r)]));
+      begin += take;
+    }
+    std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
+    std::vector<double> losses(static_cast<std::size_t>(replicas), 0.0);
+    strategy_->run_replicas([&](int r) {
+      const auto i = static_cast<std::size_t>(r);
+      GradientTape tape;
+      const Tensor<float> per_example = loss_->per_example(ys[i], (*this)(xs[i]));
+      // Each replica divides by the global batch, so the all-reduced SUM is the global mean.
+      const std::int64_t elements_per_example = per_example.shape()[0] > 0 ? per_example.num_elements() / per_example.shape()[0] : 1;
+      const Tensor<float> loss = loss_->reduction() == Reduction::SUM
+                                     ? reduce_sum(per_example)
+                                     : compute_average_loss(per_example, global * elements_per_example);
+      grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
+      losses[i] = static_cast<double>(loss.item());
+    });
+    const auto summed = strategy_->batch_all_reduce_sum(grads);
+    optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
+    double total = 0.0;
+    for (double l : losses) total += l;
+    return {total, global};
+  }
+  static Tensor<float> distribute_rows(const Tensor<float>& t, std::int64_t start, std::int64_t count, int device) {
+    auto dims = t.shape().dims_vector();
+    const std::int64_t row = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
+    dims[0] = count;
+    auto out = Tensor<float>::empty(Shape(dims), device, "_DistributeDataset");
+    detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row, t.device_info(),
+                       static_cast<std::size_t>(count * row) * sizeof(float));
+    return out;
+  }
 
   void require_compiled() const {
     if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");

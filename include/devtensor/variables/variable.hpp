@@ -7,7 +7,12 @@
 /// reads promise. It lives on the device its creation was placed on (VarHandleOp: the innermost
 /// DeviceScope, else the preferred device). Reads are recorded on active tapes as ReadVariableOp;
 /// tapes watch trainable variables when they are read (watch_accessed_variables).
-/// The synchronization and aggregation settings are stored for distribution strategies.
+///
+/// Created inside a distribution strategy's scope, a variable has one component per replica device
+/// (SPEC §5.8): component 0 takes the initial value, the others copy component 0. ON_WRITE (AUTO)
+/// variables are mirrored: reads in a replica context see the replica's component, cross-replica
+/// writes update every component. ON_READ variables sync on read: replica writes stay local,
+/// cross-replica reads aggregate the components (SUM, MEAN, ONLY_FIRST_REPLICA).
 
 #include <memory>
 #include <mutex>
@@ -16,6 +21,7 @@
 
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/distribute/context.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -85,9 +91,21 @@ class Variable {
     state->synchronization = options.synchronization;
     state->aggregation = options.aggregation;
     state->handle_id = detail::next_tensor_id();
-    const int device = place_op(detail::var_handle_support<T>);
-    state->device = device;
-    state->value = owned_copy(initial_value, device, "VarHandleOp");
+    if (const auto* scope = detail::current_distribution_scope()) {
+      if (options.synchronization == VariableSynchronization::NONE)
+        throw InvalidArgumentError("`NONE` variable synchronization mode is not supported with tf.distribute "
+                                   "strategy. Please change the `synchronization` for variable: " + options.name);
+      state->strategy = scope->strategy.get();
+      state->devices = scope->strategy->replica_devices();
+      // Component 0 from the initial value; the others from component 0, so replicas start equal.
+      state->components.push_back(owned_copy(initial_value, state->devices[0], "VarHandleOp"));
+      for (std::size_t i = 1; i < state->devices.size(); ++i)
+        state->components.push_back(owned_copy(state->components[0], state->devices[i], "VarHandleOp"));
+    } else {
+      const int device = place_op(detail::var_handle_support<T>);
+      state->devices = {device};
+      state->components = {owned_copy(initial_value, device, "VarHandleOp")};
+    }
     state_ = std::move(state);
   }
 
@@ -97,14 +115,25 @@ class Variable {
   [[nodiscard]] bool trainable() const { return state().trainable; }
   [[nodiscard]] VariableSynchronization synchronization() const { return state().synchronization; }
   [[nodiscard]] VariableAggregation aggregation() const { return state().aggregation; }
-  [[nodiscard]] Shape shape() const { return read_unrecorded().shape(); }
+  [[nodiscard]] Shape shape() const { return component(0).shape(); }
   [[nodiscard]] static constexpr std::string_view dtype() noexcept { return dtype_name<T>(); }
   [[nodiscard]] std::string device() const { return read_unrecorded().device(); }
-  [[nodiscard]] int device_index() const { return state().device; }
+  [[nodiscard]] int device_index() const { return state().devices[0]; }
   /// The id GradientTape knows this variable by (stable across assignments).
   [[nodiscard]] std::uint64_t handle_id() const { return state().handle_id; }
   /// Two handles of the same variable.
   [[nodiscard]] bool same_as(const Variable& other) const noexcept { return state_ == other.state_; }
+
+  /// Created in a strategy's scope: one component per replica.
+  [[nodiscard]] bool distributed() const { return state().strategy != nullptr; }
+  /// Mirrored (ON_WRITE / AUTO) or sync-on-read (ON_READ); meaningful when distributed().
+  [[nodiscard]] bool sync_on_read() const { return state().synchronization == VariableSynchronization::ON_READ; }
+  [[nodiscard]] std::size_t num_components() const { return state().devices.size(); }
+  /// Component i's value, without aggregation or recording (strategy.experimental_local_results).
+  [[nodiscard]] Tensor<T> component(std::size_t i) const {
+    std::lock_guard lock(state().mutex);
+    return state().components.at(i);
+  }
 
   /// The current value; recorded on active tapes (ReadVariableOp), which watch it when trainable.
   [[nodiscard]] Tensor<T> value() const {
@@ -124,11 +153,33 @@ class Variable {
   [[nodiscard]] std::vector<T> to_vector() const { return read_unrecorded().to_vector(); }
 
   /// Replaces the value. @throws InvalidArgumentError when the shapes differ.
+  /// In a replica context, a sync-on-read variable's write stays local to the replica;
+  /// a mirrored variable's needs merging (not supported yet: write in cross-replica context).
+  /// In cross-replica context every component is written (sync-on-read SUM variables store
+  /// value / n in each, so that the aggregated read returns value).
   const Variable& assign(const Tensor<T>& value) const {
     check_shape(value, "AssignVariableOp");
-    auto copy = owned_copy(value, state().device, "AssignVariableOp");
-    std::lock_guard lock(state().mutex);
-    state().value = std::move(copy);
+    State& s = state();
+    const int replica = writable_replica("assign");
+    if (replica >= 0) {
+      auto copy = owned_copy(value, s.devices[static_cast<std::size_t>(replica)], "AssignVariableOp");
+      std::lock_guard lock(s.mutex);
+      s.components[static_cast<std::size_t>(replica)] = std::move(copy);
+      return *this;
+    }
+    Tensor<T> stored = value;
+    if (s.synchronization == VariableSynchronization::ON_READ && s.aggregation == VariableAggregation::SUM &&
+        s.components.size() > 1) {
+      auto values = value.to_vector();
+      for (auto& v : values) v = static_cast<T>(v / static_cast<T>(s.components.size()));
+      stored = Tensor<T>::empty(value.shape(), s.devices[0], "AssignVariableOp");
+      detail::copy_bytes(stored.mutable_data(), stored.device_info(), values.data(), detail::host_buffer_device(),
+                         values.size() * sizeof(T));
+    }
+    std::vector<Tensor<T>> copies;
+    for (int device : s.devices) copies.push_back(owned_copy(stored, device, "AssignVariableOp"));
+    std::lock_guard lock(s.mutex);
+    s.components = std::move(copies);
     return *this;
   }
   const Variable& assign_add(const Tensor<T>& delta) const
@@ -151,9 +202,10 @@ class Variable {
     VariableSynchronization synchronization = VariableSynchronization::AUTO;
     VariableAggregation aggregation = VariableAggregation::NONE;
     std::uint64_t handle_id = 0;
-    int device = 0;
-    mutable std::mutex mutex;  // guards `value`
-    Tensor<T> value;
+    const detail::StrategyInterface* strategy = nullptr;  // set when created in a strategy's scope
+    std::vector<int> devices;                              // one per component
+    mutable std::mutex mutex;                              // guards `components`
+    std::vector<Tensor<T>> components;
   };
   std::shared_ptr<State> state_;
 
@@ -161,10 +213,64 @@ class Variable {
     if (!state_) throw FailedPreconditionError("This Variable is empty (default-constructed)");
     return *state_;
   }
+  /// The value this context reads: the replica's component in a replica context; otherwise the
+  /// component on the current device scope's device, else the primary; sync-on-read variables
+  /// aggregate their components in cross-replica context.
   Tensor<T> read_unrecorded() const {
-    std::lock_guard lock(state().mutex);
-    return state().value;
+    const State& s = state();
+    const int replica = local_replica();
+    std::lock_guard lock(s.mutex);
+    if (replica >= 0) return s.components[static_cast<std::size_t>(replica)];
+    if (s.components.size() == 1) return s.components[0];
+    if (s.synchronization == VariableSynchronization::ON_READ) return aggregate_locked();
+    const DeviceSpec& request = detail::requested_spec();
+    if (request.type() && request.id()) {
+      const auto& devices = Context::global().logical_devices();
+      for (std::size_t i = 0; i < s.devices.size(); ++i)
+        if (request.matches(devices[static_cast<std::size_t>(s.devices[i])].spec)) return s.components[i];
+    }
+    return s.components[0];
   }
+  /// This thread's replica of this variable's strategy, or -1 in cross-replica context.
+  int local_replica() const {
+    const auto* ctx = detail::current_replica_context();
+    if (ctx && state().strategy && ctx->strategy == state().strategy) return ctx->replica_id;
+    return -1;
+  }
+  /// Cross-replica read of a sync-on-read variable (the mutex is held).
+  Tensor<T> aggregate_locked() const {
+    const State& s = state();
+    if (s.aggregation == VariableAggregation::ONLY_FIRST_REPLICA || s.aggregation == VariableAggregation::NONE)
+      return s.components[0];
+    const auto n = static_cast<std::int64_t>(s.components.size());
+    auto out = Tensor<T>::empty(s.components[0].shape(), s.devices[0], "ReadVariableOp");
+    std::vector<T> sum(static_cast<std::size_t>(out.num_elements()), T{});
+    for (const auto& c : s.components) {
+      const auto values = c.to_vector();
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<T>(sum[i] + values[i]);
+    }
+    if (s.aggregation == VariableAggregation::MEAN)
+      for (auto& v : sum) v = static_cast<T>(v / static_cast<T>(n));
+    detail::copy_bytes(out.mutable_data(), out.device_info(), sum.data(), detail::host_buffer_device(),
+                       sum.size() * sizeof(T));
+    return out;
+  }
+  /// The replica whose component a write in this context changes; -1 for all (cross-replica).
+  /// @throws for replica-context writes to a mirrored variable.
+  int writable_replica(std::string_view what) const {
+    const int replica = local_replica();
+    if (replica < 0 || state().synchronization == VariableSynchronization::ON_READ) return replica;
+    if (state().aggregation == VariableAggregation::NONE)
+      throw InvalidArgumentError(
+          "You must specify an aggregation method to update a MirroredVariable in Replica Context. You can do so by "
+          "passing an explicit value for argument `aggregation` when creating the variable, e.g. "
+          "VariableOptions{.aggregation = VariableAggregation::SUM} (variable " + state().name + ", " +
+          std::string(what) + ")");
+    throw UnimplementedError("Updating MirroredVariable " + state().name + " with " + std::string(what) +
+                             " inside strategy.run (merge_call) is not supported yet: return the update from "
+                             "run() and apply it in cross-replica context, as Sequential::fit does");
+  }
+
   void check_shape(const Tensor<T>& value, std::string_view op) const {
     if (!value.defined())
       throw InvalidArgumentError("Cannot assign an empty Tensor to variable " + state().name);
@@ -177,25 +283,33 @@ class Variable {
   }
   /// A buffer of the variable's own on `device`, holding `value`'s elements.
   static Tensor<T> owned_copy(const Tensor<T>& value, int device, std::string_view op) {
+    if (value.device_index() == device && op != "VarHandleOp" && op != "AssignVariableOp") return value;
     auto out = Tensor<T>::empty(value.shape(), device, op);
     detail::copy_bytes(out.mutable_data(), out.device_info(), value.data(), value.device_info(),
                        static_cast<std::size_t>(value.num_elements()) * sizeof(T));
     return out;
   }
+  /// Applies `f(old, delta)` to this context's component(s).
   template <class F>
   void update(const Tensor<T>& delta, std::string_view op, F f) const {
     check_shape(delta, op);
-    const Tensor<T> d = to_device(delta, state().device, op, 1);
-    if (!d.host_memory())
-      throw InternalError("Variable update on " + d.device() + " needs the CUDA backend's kernels");
-    std::lock_guard lock(state().mutex);
-    const Tensor<T>& old = state().value;
-    auto next = Tensor<T>::empty(old.shape(), state().device, op);
-    const T* a = old.data();
-    const T* b = d.data();
-    T* o = next.mutable_data();
-    for (std::int64_t i = 0, n = old.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
-    state().value = std::move(next);
+    State& s = state();
+    const int replica = writable_replica(op);
+    std::lock_guard lock(s.mutex);
+    for (std::size_t c = 0; c < s.components.size(); ++c) {
+      if (replica >= 0 && static_cast<std::size_t>(replica) != c) continue;
+      const int device = s.devices[c];
+      const Tensor<T> d = owned_copy(delta, device, op);  // the delta on this component's device
+      if (!d.host_memory())
+        throw InternalError("Variable update on " + d.device() + " needs the CUDA backend's kernels");
+      const Tensor<T>& old = s.components[c];
+      auto next = Tensor<T>::empty(old.shape(), device, op);
+      const T* a = old.data();
+      const T* b = d.data();
+      T* o = next.mutable_data();
+      for (std::int64_t i = 0, n = old.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
+      s.components[c] = std::move(next);
+    }
   }
 };
 

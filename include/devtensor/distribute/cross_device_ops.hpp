@@ -1,0 +1,410 @@
+#pragma once
+/// @file cross_device_ops.hpp
+/// @brief Cross-device reductions (SPEC §5.3–5.7): ReductionToOneDevice, HierarchicalCopyAllReduce,
+/// NcclAllReduce, and the automatic choice between them.
+///
+/// Each is usable alone: `reduce(op, per_replica, destinations)`, `batch_reduce(op, values,
+/// destinations)`, `broadcast(tensor, destinations)`. Destinations are logical device names (any
+/// spelling; canonicalised) or indices into Context::logical_devices(). Copies between devices are
+/// plain transfers, whatever the device policy (TensorFlow's collectives ignore it too).
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/device/spec.hpp"
+#include "devtensor/distribute/values.hpp"
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/math.hpp"
+#include "devtensor/ops/shape_ops.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {
+namespace distribute {
+
+namespace cdo_detail {
+
+inline const LogicalDeviceInfo& info(int device) {
+  return Context::global().logical_devices().at(static_cast<std::size_t>(device));
+}
+
+/// `t` on `device`: itself when already there, else a transfer (no device-policy check).
+template <Element T>
+Tensor<T> copy_to(const Tensor<T>& t, int device) {
+  if (t.device_index() == device) return t;
+  auto out = Tensor<T>::empty(t.shape(), device, "_Send");
+  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data(), t.device_info(),
+                     static_cast<std::size_t>(t.num_elements()) * sizeof(T));
+  return out;
+}
+
+/// The sum of `parts` computed on `device` (parts are copied there first).
+template <Numeric T>
+Tensor<T> sum_on(const std::vector<Tensor<T>>& parts, int device) {
+  std::vector<Tensor<T>> local;
+  for (const auto& p : parts) local.push_back(copy_to(p, device));
+  if (local.size() == 1) return local[0];
+  DeviceScope scope(info(device).spec);
+  return add_n(local);
+}
+
+template <Numeric T>
+Tensor<T> divide(const Tensor<T>& t, std::int64_t n) {
+  DeviceScope scope(t.device_info().spec);
+  return div(t, scalar<T>(static_cast<T>(n)));
+}
+
+/// Logical device indices for device names (any spelling TensorFlow accepts).
+/// @throws InvalidArgumentError for names that are not logical devices.
+inline std::vector<int> resolve(const std::vector<std::string>& names) {
+  auto& context = Context::global();
+  if (!context.initialized()) context.ensure_initialized("a cross-device op");
+  const auto& devices = context.logical_devices();
+  std::vector<int> out;
+  for (const auto& name : names) {
+    const std::string full = device_util::canonicalize(name);
+    int found = -1;
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      if (devices[i].full_name == full) found = static_cast<int>(i);
+    if (found < 0) {
+      std::string available;
+      for (const auto& d : devices) available += (available.empty() ? "" : ", ") + d.full_name;
+      throw InvalidArgumentError("'" + name + "' (" + full + ") is not a logical device. Available: " + available);
+    }
+    out.push_back(found);
+  }
+  return out;
+}
+
+/// "['/job:...', '/job:...']", as TensorFlow's logs print device lists.
+inline std::string python_list(const std::vector<int>& devices) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < devices.size(); ++i) s += (i ? ", '" : "'") + info(devices[i]).full_name + "'";
+  return s + "]";
+}
+
+/// Logs `line` the first 10 times `counter` is bumped (TensorFlow logs these lines 10 times).
+inline void log_first_10(std::atomic<int>& counter, const std::string& line) {
+  if (counter.fetch_add(1, std::memory_order_relaxed) < 10) log(LogSeverity::info, line);
+}
+inline std::atomic<int>& reduce_to_one_logs() {
+  static std::atomic<int> n{0};
+  return n;
+}
+inline std::atomic<int>& all_reduce_logs() {
+  static std::atomic<int> n{0};
+  return n;
+}
+
+template <class V>
+std::vector<int> devices_of(const PerReplica<Tensor<V>>& value) {
+  std::vector<int> out;
+  for (const auto& t : value.values) out.push_back(t.device_index());
+  return out;
+}
+
+inline void require_destinations(const std::vector<int>& destinations) {
+  if (destinations.empty()) throw InvalidArgumentError("destinations can not be empty");
+}
+template <class V>
+void require_components(const PerReplica<Tensor<V>>& value) {
+  if (value.values.empty()) throw InvalidArgumentError("A PerReplica value needs at least one component");
+  for (const auto& t : value.values)
+    if (!t.defined()) throw InvalidArgumentError("A PerReplica value has an empty Tensor component");
+  for (const auto& t : value.values)
+    if (t.shape() != value.values[0].shape())
+      throw InvalidArgumentError("PerReplica components must have equal shapes to be reduced: " +
+                                 value.values[0].shape().to_string() + " vs. " + t.shape().to_string());
+}
+
+}  // namespace cdo_detail
+
+/// Copies every component to one device, adds them there (add_n), divides for MEAN, and copies
+/// the result to every destination (SPEC §5.4).
+struct ReductionToOneDevice {
+  /// Where to reduce; default: the first destination.
+  std::optional<std::string> reduce_to_device = std::nullopt;
+  static constexpr std::string_view name = "ReductionToOneDevice";
+
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
+    cdo_detail::require_destinations(destinations);
+    cdo_detail::require_components(value);
+    if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
+      return {{value.values[0]}};
+    const int target = reduce_to_device ? cdo_detail::resolve({*reduce_to_device})[0] : destinations[0];
+    cdo_detail::log_first_10(cdo_detail::reduce_to_one_logs(), "Reduce to " + cdo_detail::info(target).full_name +
+                                                                   " then broadcast to " +
+                                                                   cdo_detail::python_list(destinations) + ".");
+    Tensor<T> total = cdo_detail::sum_on(value.values, target);
+    if (op == ReduceOp::MEAN) total = cdo_detail::divide(total, static_cast<std::int64_t>(value.size()));
+    return broadcast(total, destinations);
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<std::string>& destinations) const {
+    return reduce(op, value, cdo_detail::resolve(destinations));
+  }
+  /// The values one by one (no packing).
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                const std::vector<int>& destinations) const {
+    std::vector<Mirrored<Tensor<T>>> out;
+    for (const auto& v : values) out.push_back(reduce(op, v, destinations));
+    return out;
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
+    cdo_detail::require_destinations(destinations);
+    Mirrored<Tensor<T>> out;
+    for (int d : destinations) out.values.push_back(cdo_detail::copy_to(value, d));
+    return out;
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<std::string>& destinations) const {
+    return broadcast(value, cdo_detail::resolve(destinations));
+  }
+};
+
+namespace cdo_detail {
+
+/// Flattens the tensors of one device, concatenates them in order and splits the result into
+/// `num_packs` pieces, the last taking the remainder (TensorFlow's _ConcatAndSplitPacker).
+template <Numeric T>
+std::vector<Tensor<T>> pack(const std::vector<Tensor<T>>& tensors, std::int64_t num_packs) {
+  std::vector<Tensor<T>> flat;
+  std::int64_t total = 0;
+  for (const auto& t : tensors) {
+    flat.push_back(reshape(t, {-1}));
+    total += t.num_elements();
+  }
+  const Tensor<T> all = flat.size() == 1 ? flat[0] : concat(flat, 0);
+  const std::int64_t each = total / num_packs;
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(num_packs), each);
+  sizes.back() = total - each * (num_packs - 1);
+  return split(all, sizes, 0);
+}
+
+/// The inverse of pack: the packs joined and cut back into tensors of the given shapes.
+template <Numeric T>
+std::vector<Tensor<T>> unpack(const std::vector<Tensor<T>>& packs, const std::vector<Shape>& shapes) {
+  const Tensor<T> all = packs.size() == 1 ? packs[0] : concat(packs, 0);
+  std::vector<std::int64_t> sizes;
+  for (const auto& s : shapes) sizes.push_back(s.num_elements());
+  auto pieces = sizes.size() == 1 ? std::vector<Tensor<T>>{all} : split(all, sizes, 0);
+  for (std::size_t i = 0; i < pieces.size(); ++i) pieces[i] = reshape(pieces[i], shapes[i].dims_vector());
+  return pieces;
+}
+
+/// SPEC §5.6 generalised to every device count: the sum of `parts[k]` (on device k) on every
+/// device, with main devices rotating with `index`.
+template <Numeric T>
+std::vector<Tensor<T>> hierarchical_copy(const std::vector<Tensor<T>>& parts, std::size_t index) {
+  const std::size_t n = parts.size();
+  if (n == 1) return parts;
+  const std::size_t h = n / 2;
+  std::vector<std::size_t> group_a, group_b;
+  for (std::size_t k = 0; k < n; ++k) (k < h ? group_a : group_b).push_back(k);
+  const std::size_t main0 = index % n;
+  const bool in_a = main0 < h;
+  const auto& g0 = in_a ? group_a : group_b;
+  const auto& g1 = in_a ? group_b : group_a;
+  const std::size_t position = in_a ? main0 : main0 - h;
+  const std::size_t main1 = g1[position % g1.size()];
+  auto device = [&](std::size_t k) { return parts[k].device_index(); };
+  auto group_sum = [&](const std::vector<std::size_t>& group, std::size_t main) {
+    std::vector<Tensor<T>> members;
+    for (auto k : group) members.push_back(parts[k]);
+    return sum_on(members, device(main));
+  };
+  const Tensor<T> total0 = sum_on(std::vector{group_sum(g0, main0), group_sum(g1, main1)}, device(main0));
+  const Tensor<T> total1 = copy_to(total0, device(main1));
+  std::vector<Tensor<T>> out(n);
+  for (auto k : g0) out[k] = copy_to(total0, device(k));
+  for (auto k : g1) out[k] = copy_to(total1, device(k));
+  return out;
+}
+
+/// The all-reduce family's batch_reduce (SPEC §5.5) with `all_reduce(parts, pack_index)` as the
+/// algorithm; falls back to ReductionToOneDevice when destinations differ from the values' devices.
+template <Numeric T, class AllReduce>
+std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                  const std::vector<int>& destinations, std::int64_t num_packs,
+                                                  std::string_view algorithm, AllReduce all_reduce) {
+  require_destinations(destinations);
+  if (values.empty()) return {};
+  for (const auto& v : values) require_components(v);
+  bool matches = true;
+  for (const auto& v : values) matches = matches && devices_of(v) == destinations;
+  if (!matches) return ReductionToOneDevice{}.batch_reduce(op, values, destinations);
+  const std::size_t n = destinations.size();
+  std::vector<Shape> shapes;
+  for (const auto& v : values) shapes.push_back(v.values[0].shape());
+  // Per device: its tensors of every batch item, packed.
+  std::vector<std::vector<Tensor<T>>> per_device(n);
+  for (std::size_t d = 0; d < n; ++d) {
+    std::vector<Tensor<T>> mine;
+    for (const auto& v : values) mine.push_back(v.values[d]);
+    if (num_packs > 0) {
+      DeviceScope scope(info(destinations[d]).spec);
+      per_device[d] = pack(mine, num_packs);
+    } else {
+      per_device[d] = mine;
+    }
+  }
+  const std::size_t groups = per_device[0].size();
+  log_first_10(all_reduce_logs(), "batch_all_reduce: " + std::to_string(groups) + " all-reduces with algorithm = " +
+                                      std::string(algorithm) + ", num_packs = " + std::to_string(num_packs));
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::vector<Tensor<T>> parts;
+    for (std::size_t d = 0; d < n; ++d) parts.push_back(per_device[d][g]);
+    auto reduced = all_reduce(parts, g);
+    for (std::size_t d = 0; d < n; ++d) per_device[d][g] = std::move(reduced[d]);
+  }
+  std::vector<Mirrored<Tensor<T>>> out(values.size());
+  for (std::size_t d = 0; d < n; ++d) {
+    DeviceScope scope(info(destinations[d]).spec);
+    auto mine = num_packs > 0 ? unpack(per_device[d], shapes) : per_device[d];
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (op == ReduceOp::MEAN) mine[i] = divide(mine[i], static_cast<std::int64_t>(n));
+      out[i].values.push_back(mine[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace cdo_detail
+
+/// All-reduce by copies (SPEC §5.6), every device included for any device count.
+struct HierarchicalCopyAllReduce {
+  std::int64_t num_packs = 1;
+  static constexpr std::string_view name = "HierarchicalCopyAllReduce";
+
+  void validate() const {
+    if (num_packs < 0)
+      throw InvalidArgumentError("HierarchicalCopy requires num_packs >= 0, but " + std::to_string(num_packs) +
+                                 " is specified");
+  }
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                const std::vector<int>& destinations) const {
+    validate();
+    return cdo_detail::batch_all_reduce(op, values, destinations, num_packs, "hierarchical_copy",
+                                        [](const std::vector<Tensor<T>>& parts, std::size_t index) {
+                                          return cdo_detail::hierarchical_copy(parts, index);
+                                        });
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
+    cdo_detail::require_components(value);
+    if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
+      return {{value.values[0]}};
+    return batch_reduce(op, std::vector{value}, destinations).front();
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<std::string>& destinations) const {
+    return reduce(op, value, cdo_detail::resolve(destinations));
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
+    return ReductionToOneDevice{}.broadcast(value, destinations);
+  }
+};
+
+/// All-reduce with NCCL across real, distinct GPUs. The NCCL engine arrives with the CUDA
+/// backend; until then reductions through it raise UnimplementedError naming the alternatives,
+/// and the automatic choice never picks it.
+struct NcclAllReduce {
+  std::int64_t num_packs = 1;
+  static constexpr std::string_view name = "NcclAllReduce";
+
+  void validate() const {
+    if (num_packs < 0)
+      throw InvalidArgumentError("NCCL all-reduce requires num_packs >= 0, but " + std::to_string(num_packs) +
+                                 " is specified");
+  }
+  /// Whether this build can run NCCL all-reduces.
+  [[nodiscard]] static constexpr bool available() noexcept { return false; }
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                const std::vector<int>& destinations) const {
+    validate();
+    return cdo_detail::batch_all_reduce(op, values, destinations, num_packs, "nccl",
+                                        [](const std::vector<Tensor<T>>&, std::size_t) -> std::vector<Tensor<T>> {
+                                          throw UnimplementedError(
+                                              "NcclAllReduce: this build has no NCCL engine yet (it comes with the "
+                                              "CUDA backend). Use HierarchicalCopyAllReduce or ReductionToOneDevice.");
+                                        });
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
+    return batch_reduce(op, std::vector{value}, destinations).front();
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
+    return ReductionToOneDevice{}.broadcast(value, destinations);
+  }
+};
+
+/// TensorFlow's default (SPEC §5.2), decided when the strategy is built.
+class AutoCrossDeviceOps {
+ public:
+  static constexpr std::string_view name = "auto";
+  AutoCrossDeviceOps() = default;
+
+  /// Chooses for `devices`, logging TensorFlow's warnings.
+  void select(const std::vector<int>& devices) {
+    auto& context = Context::global();
+    std::size_t logical_gpus = 0;
+    for (const auto& d : context.logical_devices()) logical_gpus += d.is_gpu ? 1u : 0u;
+    const auto physical_gpus = config::list_physical_devices("GPU").size();
+    if (logical_gpus != physical_gpus) {
+      log(LogSeverity::warning, "NCCL is not supported when using virtual GPUs, fallingback to reduction to one device");
+      chosen_ = ReductionToOneDevice{};
+      return;
+    }
+    for (int d : devices) {
+      if (!cdo_detail::info(d).is_gpu) {
+        log(LogSeverity::warning, "There are non-GPU devices in `tf.distribute.Strategy`, not using nccl allreduce.");
+        chosen_ = ReductionToOneDevice{};
+        return;
+      }
+    }
+    bool real = true;
+    for (int d : devices) real = real && !cdo_detail::info(d).simulated;
+    if (real && NcclAllReduce::available()) {
+      chosen_ = NcclAllReduce{.num_packs = 1};
+      return;
+    }
+    log(LogSeverity::warning, "Nccl kernel is not found, not using nccl allreduce.");
+    chosen_ = ReductionToOneDevice{};
+  }
+  [[nodiscard]] std::string_view chosen_name() const {
+    return std::visit([](const auto& ops) { return std::decay_t<decltype(ops)>::name; }, chosen_);
+  }
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                const std::vector<int>& destinations) const {
+    return std::visit([&](const auto& ops) { return ops.batch_reduce(op, values, destinations); }, chosen_);
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
+    return std::visit([&](const auto& ops) { return ops.reduce(op, value, destinations); }, chosen_);
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
+    return ReductionToOneDevice{}.broadcast(value, destinations);
+  }
+
+ private:
+  std::variant<ReductionToOneDevice, HierarchicalCopyAllReduce, NcclAllReduce> chosen_;
+};
+
+}  // namespace distribute
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

@@ -1,0 +1,484 @@
+#pragma once
+/// @file mirrored_strategy.hpp
+/// @brief MirroredStrategy: one replica per logical device, run concurrently by persistent worker
+/// threads, variables mirrored across the replicas, values combined by a CrossDeviceOps
+/// (SPEC §5).
+///
+///     dt::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"}, dt::distribute::ReductionToOneDevice{});
+///     { auto guard = strategy.scope(); /* variables created here are mirrored */ }
+///     auto per_replica = strategy.run(step, strategy_batch);   // step runs once per replica, concurrently
+///     auto total = strategy.reduce(dt::distribute::ReduceOp::SUM, per_replica, std::nullopt);
+
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/data/dataset.hpp"
+#include "devtensor/device/configuration.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/distribute/context.hpp"
+#include "devtensor/distribute/cross_device_ops.hpp"
+#include "devtensor/distribute/values.hpp"
+#include "devtensor/ops/reduction.hpp"
+#include "devtensor/variables/variable.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {
+namespace distribute {
+
+namespace strategy_detail {
+
+/// One persistent thread per replica. run() hands every thread the same task and waits for all;
+/// an exception in one replica does not stop the others, and the first (in replica order) is
+/// rethrown once all have finished, so the pool stays usable.
+class ReplicaWorkers {
+ public:
+  explicit ReplicaWorkers(int replicas) : errors_(static_cast<std::size_t>(replicas)) {
+    for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { loop(r); });
+  }
+  ReplicaWorkers(const ReplicaWorkers&) = delete;
+  ReplicaWorkers& operator=(const ReplicaWorkers&) = delete;
+  ~ReplicaWorkers() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    start_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  void run(const std::function<void(int)>& task) {
+    std::lock_guard serial(run_mutex_);  // one run at a time
+    {
+      std::unique_lock lock(mutex_);
+      task_ = &task;
+      remaining_ = static_cast<int>(threads_.size());
+      for (auto& e : errors_) e = nullptr;
+      ++generation_;
+    }
+    start_.notify_all();
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [this] { return remaining_ == 0; });
+    task_ = nullptr;
+    for (auto& e : errors_)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  std::mutex run_mutex_;
+  std::mutex mutex_;
+  std::condition_variable start_;
+  std::condition_variable done_;
+  const std::function<void(int)>* task_ = nullptr;
+  std::uint64_t generation_ = 0;
+  int remaining_ = 0;
+  bool stop_ = false;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::thread> threads_;
+
+  void loop(int replica) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* task = nullptr;
+      {
+        std::unique_lock lock(mutex_);
+        start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        task = task_;
+      }
+      std::exception_ptr error;
+      try {
+        (*task)(replica);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(mutex_);
+      errors_[static_cast<std::size_t>(replica)] = error;
+      if (--remaining_ == 0) done_.notify_all();
+    }
+  }
+};
+
+template <class V>
+const V& unwrap(const PerReplica<V>& value, int replica) {
+  return value.values[static_cast<std::size_t>(replica)];
+}
+template <class V>
+const V& unwrap(const Mirrored<V>& value, int replica) {
+  return value.values[static_cast<std::size_t>(replica)];
+}
+template <class A>
+const A& unwrap(const A& value, int) {
+  return value;
+}
+template <class A>
+void check_replicas(const A&, std::size_t) {}
+template <class V>
+void check_replicas(const PerReplica<V>& value, std::size_t n) {
+  if (value.size() != n)
+    throw InvalidArgumentError("run: a PerReplica argument has " + std::to_string(value.size()) + " values for " +
+                               std::to_string(n) + " replicas");
+}
+template <class V>
+void check_replicas(const Mirrored<V>& value, std::size_t n) {
+  if (value.size() != n)
+    throw InvalidArgumentError("run: a Mirrored argument has " + std::to_string(value.size()) + " values for " +
+                               std::to_string(n) + " replicas");
+}
+
+/// Rows [start, start + count) of `t` (along dimension 0) on `device`.
+template <Element T>
+Tensor<T> rows_on(const Tensor<T>& t, std::int64_t start, std::int64_t count, int device) {
+  auto dims = t.shape().dims_vector();
+  const std::int64_t row = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
+  dims[0] = count;
+  auto out = Tensor<T>::empty(Shape(dims), device, "_DistributeDataset");
+  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row, t.device_info(),
+                     static_cast<std::size_t>(count * row) * sizeof(T));
+  return out;
+}
+
+}  // namespace strategy_detail
+
+/// Inside strategy.run: which replica this is.
+struct ReplicaContext {
+  int replica_id_in_sync_group = 0;
+  int num_replicas_in_sync = 1;
+};
+/// The replica context of the calling thread, or nothing in cross-replica context.
+[[nodiscard]] inline std::optional<ReplicaContext> get_replica_context() {
+  if (const auto* ctx = detail::current_replica_context()) return ReplicaContext{ctx->replica_id, ctx->num_replicas};
+  return std::nullopt;
+}
+/// True outside strategy.run.
+[[nodiscard]] inline bool in_cross_replica_context() { return detail::current_replica_context() == nullptr; }
+
+/// A dataset whose global batches are split across replicas (experimental_distribute_dataset).
+template <Element... Ts>
+class DistributedDataset {
+ public:
+  using value_type = PerReplica<std::tuple<Tensor<Ts>...>>;
+
+  DistributedDataset(data::Dataset<Ts...> dataset, std::vector<int> devices)
+      : dataset_(std::move(dataset)), devices_(std::move(devices)) {}
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = DistributedDataset::value_type;
+    using difference_type = std::ptrdiff_t;
+    Iterator(typename data::Dataset<Ts...>::Iterator it, const DistributedDataset* owner) : it_(std::move(it)), owner_(owner) {
+      fill();
+    }
+    const value_type& operator*() const { return current_; }
+    const value_type* operator->() const { return &current_; }
+    Iterator& operator++() {
+      ++it_;
+      fill();
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const Iterator& i, std::default_sentinel_t s) { return i.it_ == s; }
+
+   private:
+    typename data::Dataset<Ts...>::Iterator it_;
+    const DistributedDataset* owner_;
+    value_type current_;
+    void fill() {
+      if (!(it_ == std::default_sentinel)) current_ = owner_->split(*it_);
+    }
+  };
+  [[nodiscard]] Iterator begin() const { return Iterator(dataset_.begin(), this); }
+  [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+  /// The per-replica sizes of a global batch of `global` elements.
+  [[nodiscard]] std::vector<std::int64_t> sizes_for(std::int64_t rows) const {
+    const auto replicas = static_cast<std::int64_t>(devices_.size());
+    if (auto global = dataset_.batch_size()) return batch_sizes_for_worker(*global, 1, replicas, 0);
+    // Batch size unknown: the legacy rebatch, ceil(b / R) each.
+    return std::vector<std::int64_t>(devices_.size(), (rows + replicas - 1) / replicas);
+  }
+
+ private:
+  data::Dataset<Ts...> dataset_;
+  std::vector<int> devices_;
+
+  /// SPEC §5.10: replica i gets sizes[i] consecutive elements; a partial batch runs out early and
+  /// later replicas get empty batches.
+  value_type split(const std::tuple<Tensor<Ts>...>& element) const {
+    const std::int64_t rows = std::get<0>(element).rank() > 0 ? std::get<0>(element).shape()[0] : 1;
+    const auto sizes = sizes_for(rows);
+    value_type out;
+    std::int64_t start = 0;
+    for (std::size_t r = 0; r < devices_.size(); ++r) {
+      const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[r], rows - start));
+      out.values.push_back(std::apply(
+          [&](const auto&... c) { return std::tuple{strategy_detail::rows_on(c, start, take, devices_[r])...}; }, element));
+      start += take;
+    }
+    return out;
+  }
+};
+
+template <class CrossDeviceOps = AutoCrossDeviceOps>
+class MirroredStrategy {
+  class Impl;
+
+ public:
+  /// Replicas on `devices` (any spelling; default: every logical GPU, else every logical CPU).
+  /// @throws InvalidArgumentError for duplicates, unknown devices or non-local jobs;
+  ///         UnimplementedError when TF_CONFIG describes a cluster and no devices are given.
+  explicit MirroredStrategy(const std::vector<std::string>& devices = {}, CrossDeviceOps cross_device_ops = {})
+      : impl_(std::make_shared<Impl>(devices, std::move(cross_device_ops))) {}
+
+  [[nodiscard]] int num_replicas_in_sync() const noexcept { return impl_->num_replicas(); }
+  /// The replicas' canonical device names, in replica order.
+  [[nodiscard]] const std::vector<std::string>& devices() const noexcept { return impl_->names; }
+  [[nodiscard]] const CrossDeviceOps& cross_device_ops() const noexcept { return impl_->ops; }
+
+  /// RAII: variables created on this thread while the guard lives are distributed.
+  class [[nodiscard]] Scope {
+   public:
+    explicit Scope(std::shared_ptr<Impl> impl) : state_{std::move(impl)} {
+      auto*& current = detail::current_distribution_scope();
+      if (current && current->strategy.get() != state_.strategy.get())
+        throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + state_.strategy->description() +
+                                   " is not " + current->strategy->description());
+      previous_ = current;
+      current = &state_;
+    }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() { detail::current_distribution_scope() = previous_; }
+
+   private:
+    detail::DistributionScope state_;
+    const detail::DistributionScope* previous_ = nullptr;
+  };
+  [[nodiscard]] Scope scope() const { return Scope(impl_); }
+
+  /// Calls fn once per replica, concurrently, in a replica context with that replica's device as
+  /// the device scope. PerReplica and Mirrored arguments are unwrapped to the replica's value.
+  /// Returns a PerReplica of the results (nothing for void functions).
+  template <class F, class... Args>
+  auto run(F&& fn, const Args&... args) const {
+    require_cross_replica("run");
+    const auto n = static_cast<std::size_t>(num_replicas_in_sync());
+    (strategy_detail::check_replicas(args, n), ...);
+    using R = std::invoke_result_t<F&, decltype(strategy_detail::unwrap(args, 0))...>;
+    if constexpr (std::is_void_v<R>) {
+      impl_->run_replicas([&]([[maybe_unused]] int r) { fn(strategy_detail::unwrap(args, r)...); });
+    } else {
+      std::vector<std::optional<R>> results(n);
+      impl_->run_replicas([&]([[maybe_unused]] int r) {
+        results[static_cast<std::size_t>(r)].emplace(fn(strategy_detail::unwrap(args, r)...));
+      });
+      PerReplica<R> out;
+      for (auto& result : results) out.values.push_back(std::move(*result));
+      return out;
+    }
+  }
+
+  /// Cross-replica reduction to the current device (default CPU:0). With an axis, each replica
+  /// first reduces over it; MEAN then divides the global sum by the global element count along
+  /// the axis (uneven replica batches weigh correctly).
+  /// @throws InvalidArgumentError for an axis out of range.
+  template <Numeric T>
+  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
+    require_cross_replica("reduce");
+    if (value.values.empty()) throw InvalidArgumentError("reduce: the PerReplica value has no components");
+    const int destination = result_device();
+    if (!axis) {
+      cdo_detail::require_components(value);
+      Tensor<T> total = cdo_detail::sum_on(value.values, destination);
+      return op == ReduceOp::MEAN ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size())) : total;
+    }
+    const auto rank = static_cast<std::int64_t>(value.values[0].rank());
+    if (*axis < -rank || *axis >= rank)
+      throw InvalidArgumentError("`axis` = " + std::to_string(*axis) + " out of range for `value` with rank " +
+                                 std::to_string(rank));
+    std::vector<Tensor<T>> partial;
+    std::int64_t count = 0;
+    for (const auto& v : value.values) {
+      DeviceScope scope(v.device_info().spec);
+      partial.push_back(reduce_sum(v, *axis));
+      count += v.shape()[static_cast<std::size_t>(*axis < 0 ? *axis + rank : *axis)];
+    }
+    Tensor<T> total = cdo_detail::sum_on(partial, destination);
+    return op == ReduceOp::MEAN ? cdo_detail::divide(total, count) : total;
+  }
+  template <Numeric T>
+  [[nodiscard]] Tensor<T> reduce(std::string_view op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
+    return reduce(parse_reduce_op(op), value, axis);
+  }
+  /// A mirrored value is already reduced: MEAN returns it; SUM adds the replicas' equal copies.
+  template <Numeric T>
+  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const Mirrored<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
+    if (op == ReduceOp::MEAN && !axis) return cdo_detail::copy_to(value.primary(), result_device());
+    return reduce(op, PerReplica<Tensor<T>>{value.values}, axis);
+  }
+  /// A plain (non-distributed) tensor: MEAN returns it; SUM needs a single replica.
+  template <Numeric T>
+  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const Tensor<T>& value, std::optional<std::int64_t> axis) const {
+    if (op == ReduceOp::SUM && num_replicas_in_sync() > 1)
+      throw InvalidArgumentError("A non-DistributedValues value " + value.shape().to_string() + " " +
+                                 std::string(value.dtype()) + " tensor cannot be reduced with the given reduce op " +
+                                 std::string(to_string(op)) + ".");
+    if (axis) return reduce(op, PerReplica<Tensor<T>>{{value}}, axis);
+    return cdo_detail::copy_to(value, result_device());
+  }
+
+  /// Every replica's value, in replica order.
+  template <class V>
+  [[nodiscard]] std::vector<V> experimental_local_results(const PerReplica<V>& value) const {
+    return value.values;
+  }
+  template <Element T>
+  [[nodiscard]] std::vector<Tensor<T>> experimental_local_results(const Variable<T>& v) const {
+    std::vector<Tensor<T>> out;
+    for (std::size_t i = 0; i < v.num_components(); ++i) out.push_back(v.component(i));
+    return out;
+  }
+
+  /// Splits every global batch across the replicas (SPEC §5.10) and places each piece on its
+  /// replica's device.
+  template <Element... Ts>
+  [[nodiscard]] DistributedDataset<Ts...> experimental_distribute_dataset(const data::Dataset<Ts...>& dataset) const {
+    require_cross_replica("experimental_distribute_dataset");
+    return DistributedDataset<Ts...>(dataset, impl_->device_indices);
+  }
+
+  /// The cross-device ops' reduction of a PerReplica value onto `destinations` (default: the
+  /// replicas' devices), as a Mirrored value.
+  template <Numeric T>
+  [[nodiscard]] Mirrored<Tensor<T>> reduce_to(ReduceOp op, const PerReplica<Tensor<T>>& value,
+                                              std::optional<std::vector<std::string>> destinations = std::nullopt) const {
+    require_cross_replica("reduce_to");
+    const auto targets = destinations ? cdo_detail::resolve(*destinations) : impl_->device_indices;
+    return impl_->ops.reduce(op, value, targets);
+  }
+  /// batch_reduce over the replicas' devices (all-reduce algorithms pack here).
+  template <Numeric T>
+  [[nodiscard]] std::vector<Mirrored<Tensor<T>>> batch_reduce_to(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
+    require_cross_replica("batch_reduce_to");
+    return impl_->ops.batch_reduce(op, values, impl_->device_indices);
+  }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+
+  static void require_cross_replica(std::string_view method) {
+    if (!in_cross_replica_context())
+      throw FailedPreconditionError("Method " + std::string(method) + "() requires cross-replica context; it was "
+                                    "called inside strategy.run. Return the values from the replica function and "
+                                    "call it afterwards.");
+  }
+  /// The current device when the scope names one exactly, else the host CPU.
+  static int result_device() {
+    const DeviceSpec& request = detail::requested_spec();
+    if (request.type() && request.id()) {
+      const auto& devices = Context::global().logical_devices();
+      for (std::size_t i = 0; i < devices.size(); ++i)
+        if (request.matches(devices[i].spec)) return static_cast<int>(i);
+    }
+    return 0;
+  }
+
+  class Impl final : public detail::StrategyInterface, public std::enable_shared_from_this<Impl> {
+   public:
+    Impl(const std::vector<std::string>& requested, CrossDeviceOps cross_device_ops) : ops(std::move(cross_device_ops)) {
+      auto& context = Context::global();
+      if (!context.initialized()) context.ensure_initialized("constructing MirroredStrategy");
+      if (requested.empty()) {
+        const char* tf_config = std::getenv("TF_CONFIG");
+        if (tf_config && std::string_view(tf_config).find("cluster") != std::string_view::npos)
+          throw UnimplementedError("In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
+      }
+      std::vector<std::string> wanted = requested;
+      if (wanted.empty()) {
+        for (const auto& d : context.logical_devices())
+          if (d.is_gpu) wanted.push_back(d.full_name);
+        if (wanted.empty())
+          for (const auto& d : context.logical_devices()) wanted.push_back(d.full_name);
+      }
+      for (const auto& name : wanted) {
+        const std::string full = device_util::canonicalize(name);
+        const auto spec = DeviceSpec::parse(full);
+        if (spec.job() && *spec.job() != "localhost")
+          throw InvalidArgumentError("Local device should have only 'localhost' in the job field in device string. E.g. "
+                                     "'job:localhost' in /job:localhost/replica:0/task:0/device:CPU:0 Devices: " + full);
+        for (const auto& seen : names)
+          if (seen == full) throw InvalidArgumentError("No duplicates allowed in `devices` argument: " + full);
+        names.push_back(full);
+      }
+      device_indices = cdo_detail::resolve(names);
+      std::string tuple = "(";
+      for (std::size_t i = 0; i < names.size(); ++i) tuple += (i ? ", '" : "'") + names[i] + "'";
+      tuple += names.size() == 1 ? ",)" : ")";
+      log(LogSeverity::info, "Using MirroredStrategy with devices " + tuple);
+      if constexpr (std::is_same_v<CrossDeviceOps, AutoCrossDeviceOps>) ops.select(device_indices);
+      else if constexpr (requires { ops.validate(); }) ops.validate();
+      workers = std::make_unique<strategy_detail::ReplicaWorkers>(static_cast<int>(names.size()));
+    }
+
+    int num_replicas() const override { return static_cast<int>(names.size()); }
+    const std::vector<int>& replica_devices() const override { return device_indices; }
+    void run_replicas(const std::function<void(int)>& fn) override {
+      const int n = num_replicas();
+      workers->run([&](int r) {
+        const detail::ReplicaContextState state{this, r, n};
+        auto*& slot = detail::current_replica_context();
+        const auto* previous = slot;
+        slot = &state;
+        struct Restore {
+          const detail::ReplicaContextState*& slot;
+          const detail::ReplicaContextState* previous;
+          ~Restore() { slot = previous; }
+        } restore{slot, previous};
+        DeviceScope scope(cdo_detail::info(device_indices[static_cast<std::size_t>(r)]).spec);
+        fn(r);
+      });
+    }
+    std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
+      const std::size_t replicas = values.size();
+      const std::size_t count = replicas ? values[0].size() : 0;
+      std::vector<PerReplica<Tensor<float>>> items(count);
+      for (std::size_t k = 0; k < count; ++k)
+        for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(values[r][k]);
+      const auto reduced = ops.batch_reduce(ReduceOp::SUM, items, device_indices);
+      std::vector<std::vector<Tensor<float>>> out(replicas);
+      for (std::size_t r = 0; r < replicas; ++r)
+        for (std::size_t k = 0; k < count; ++k) out[r].push_back(reduced[k].values[r]);
+      return out;
+    }
+    std::vector<std::int64_t> batch_sizes(std::int64_t global) const override {
+      return batch_sizes_for_worker(global, 1, num_replicas(), 0);
+    }
+    std::string description() const override {
+      std::string s = "MirroredStrategy(";
+      for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+      return s + ")";
+    }
+
+    CrossDeviceOps ops;
+    std::vector<std::string> names;
+    std::vector<int> device_indices;
+    std::unique_ptr<strategy_detail::ReplicaWorkers> workers;
+  };
+};
+
+}  // namespace distribute
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

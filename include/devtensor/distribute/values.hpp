@@ -1,0 +1,70 @@
+#pragma once
+/// @file values.hpp
+/// @brief Distributed values: PerReplica (one value per replica, possibly different) and Mirrored
+/// (one value per replica, all equal), ReduceOp, and the batch-size split of SPEC §5.10.
+
+#include <cctype>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+
+namespace devtensor {
+inline namespace DEVTENSOR_ABI_NS {  // devtensor::distribute lives here: strategies use ops
+namespace distribute {
+
+enum class ReduceOp { SUM, MEAN };
+
+[[nodiscard]] constexpr std::string_view to_string(ReduceOp op) noexcept {
+  return op == ReduceOp::SUM ? "ReduceOp.SUM" : "ReduceOp.MEAN";
+}
+
+/// "SUM" / "MEAN" in any case. @throws InvalidArgumentError for anything else.
+[[nodiscard]] inline ReduceOp parse_reduce_op(std::string_view name) {
+  std::string upper(name);
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "SUM") return ReduceOp::SUM;
+  if (upper == "MEAN") return ReduceOp::MEAN;
+  throw InvalidArgumentError("Expected `reduce_op` to be a `tf.distribute.ReduceOp`, not: " + std::string(name));
+}
+
+/// One value per replica, in replica (device) order.
+template <class V>
+struct PerReplica {
+  std::vector<V> values;
+  [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
+  [[nodiscard]] const V& operator[](std::size_t i) const { return values.at(i); }
+};
+
+/// One value per replica, known to be equal on every replica.
+template <class V>
+struct Mirrored {
+  std::vector<V> values;
+  [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
+  [[nodiscard]] const V& operator[](std::size_t i) const { return values.at(i); }
+  /// The primary (replica 0's) value.
+  [[nodiscard]] const V& primary() const { return values.at(0); }
+};
+
+/// Per-replica batch sizes for a global batch of G over W workers of R replicas each, for worker
+/// `worker` (TensorFlow's batch_sizes_for_worker): sums to G, sizes differ by at most one.
+[[nodiscard]] inline std::vector<std::int64_t> batch_sizes_for_worker(std::int64_t global, std::int64_t workers,
+                                                                      std::int64_t replicas_per_worker,
+                                                                      std::int64_t worker) {
+  const std::int64_t n = workers * replicas_per_worker;
+  if (n <= 0 || global < 0) throw InvalidArgumentError("batch_sizes_for_worker needs replicas > 0 and a batch >= 0");
+  const std::int64_t base = global / n;
+  const std::int64_t r = global - n * base;
+  std::vector<std::int64_t> all;
+  for (std::int64_t i = 0; i < n; ++i) all.push_back(i < r ? base + 1 : base);
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < n; ++i) out.push_back(all[static_cast<std::size_t>((i + worker * replicas_per_worker) % n)]);
+  return out;
+}
+
+}  // namespace distribute
+}  // namespace DEVTENSOR_ABI_NS
+}  // namespace devtensor

@@ -1,0 +1,147 @@
+// Cross-device ops on 1–5 devices: ReductionToOneDevice, HierarchicalCopyAllReduce (every device
+// count, packing), NcclAllReduce's validation, the automatic choice, and their errors.
+#include <boost/test/unit_test.hpp>
+
+#include "distribute_test_support.hpp"
+
+namespace dt = devtensor;
+namespace ds = dt::distribute;
+using dt::test::virtual_cpus;
+
+namespace {
+
+/// Component d of value k: k * 100 + d + [0, 1, ..., size), on device d.
+ds::PerReplica<dt::Tensor<float>> values_on(int devices, int k, std::int64_t size) {
+  ds::PerReplica<dt::Tensor<float>> out;
+  for (int d = 0; d < devices; ++d) {
+    dt::DeviceScope scope("/cpu:" + std::to_string(d));
+    out.values.push_back(dt::test::iota(size, 1.0f, static_cast<float>(k * 100 + d)));
+  }
+  return out;
+}
+std::vector<float> expected_sum(int devices, int k, std::int64_t size, bool mean) {
+  std::vector<float> out(static_cast<std::size_t>(size), 0.0f);
+  for (int d = 0; d < devices; ++d)
+    for (std::int64_t i = 0; i < size; ++i) out[static_cast<std::size_t>(i)] += static_cast<float>(i + k * 100 + d);
+  if (mean)
+    for (auto& v : out) v /= static_cast<float>(devices);
+  return out;
+}
+std::vector<int> first(int n) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cross_device_ops, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(reduction_to_one_device_sums_then_broadcasts) {
+  virtual_cpus(4);
+  for (int n : {2, 3, 4})
+    for (bool mean : {false, true}) {
+      auto value = values_on(n, 1, 5);
+      auto out = ds::ReductionToOneDevice{}.reduce(mean ? ds::ReduceOp::MEAN : ds::ReduceOp::SUM, value, first(n));
+      BOOST_TEST_REQUIRE(out.size() == static_cast<std::size_t>(n));
+      for (int d = 0; d < n; ++d) {
+        BOOST_TEST(out[static_cast<std::size_t>(d)].device_index() == d);
+        BOOST_TEST(out[static_cast<std::size_t>(d)].to_vector() == expected_sum(n, 1, 5, mean), boost::test_tools::per_element());
+      }
+    }
+  BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:0 then broadcast to "
+                       "['/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1']") >= 1u);
+  auto to_cpu3 = ds::ReductionToOneDevice{.reduce_to_device = "/cpu:3"}.reduce(ds::ReduceOp::SUM, values_on(2, 0, 2),
+                                                                              std::vector<std::string>{"/cpu:1"});
+  BOOST_TEST(to_cpu3.size() == 1u);
+  BOOST_TEST(to_cpu3[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:3") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(reduction_to_one_device_shortcut_and_errors) {
+  virtual_cpus(2);
+  auto single = values_on(1, 0, 3);
+  auto same = ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, single, std::vector<int>{0});
+  BOOST_TEST(same[0].storage() == single[0].storage());  // returned unchanged
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, single, std::vector<int>{}),
+                             dt::InvalidArgumentError, "destinations can not be empty");
+  ds::PerReplica<dt::Tensor<float>> ragged{{dt::constant<float>({1}), dt::constant<float>({1, 2})}};
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, ragged, first(2)),
+                             dt::InvalidArgumentError, "must have equal shapes");
+  auto b = ds::ReductionToOneDevice{}.broadcast(dt::constant<float>({7}), std::vector<std::string>{"/cpu:1", "/cpu:0"});
+  BOOST_TEST(b[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(b[1].to_vector() == std::vector<float>({7}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(hierarchical_copy_includes_every_device_for_every_count) {
+  virtual_cpus(5);
+  for (int n = 1; n <= 5; ++n)
+    for (std::int64_t packs : {0, 1, 2, 3})
+      for (bool mean : {false, true}) {
+        BOOST_TEST_CONTEXT("devices " << n << ", num_packs " << packs << (mean ? ", MEAN" : ", SUM")) {
+          // Three values of different sizes (7 elements in all: packs split 7 unevenly).
+          std::vector<ds::PerReplica<dt::Tensor<float>>> batch{values_on(n, 0, 3), values_on(n, 1, 1), values_on(n, 2, 3)};
+          auto out = ds::HierarchicalCopyAllReduce{.num_packs = packs}.batch_reduce(
+              mean ? ds::ReduceOp::MEAN : ds::ReduceOp::SUM, batch, first(n));
+          BOOST_TEST_REQUIRE(out.size() == 3u);
+          const std::int64_t sizes[] = {3, 1, 3};
+          for (int k = 0; k < 3; ++k)
+            for (int d = 0; d < n; ++d) {
+              const auto& t = out[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
+              BOOST_TEST(t.device_index() == d);
+              BOOST_TEST(t.shape() == dt::Shape({sizes[k]}));
+              BOOST_TEST(t.to_vector() == expected_sum(n, k, sizes[k], mean), boost::test_tools::per_element());
+            }
+        }
+      }
+  BOOST_TEST(log.count("batch_all_reduce: 3 all-reduces with algorithm = hierarchical_copy, num_packs = 0") >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(packing_puts_the_remainder_in_the_last_pack) {
+  virtual_cpus(1);
+  auto packs = ds::cdo_detail::pack(std::vector{dt::test::iota(3), dt::test::iota(4)}, 3);
+  BOOST_TEST_REQUIRE(packs.size() == 3u);
+  BOOST_TEST(packs[0].num_elements() == 2);
+  BOOST_TEST(packs[1].num_elements() == 2);
+  BOOST_TEST(packs[2].num_elements() == 3);
+  auto back = ds::cdo_detail::unpack(packs, {dt::Shape({3}), dt::Shape({2, 2})});
+  BOOST_TEST(back[1].shape() == dt::Shape({2, 2}));
+  BOOST_TEST(back[1].to_vector() == dt::test::iota(4).to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(all_reduce_falls_back_when_destinations_differ) {
+  virtual_cpus(3);
+  auto value = values_on(2, 0, 2);
+  auto out = ds::HierarchicalCopyAllReduce{}.reduce(ds::ReduceOp::SUM, value, std::vector<int>{2});
+  BOOST_TEST(out.size() == 1u);
+  BOOST_TEST(out[0].device_index() == 2);
+  BOOST_TEST(out[0].to_vector() == expected_sum(2, 0, 2, false), boost::test_tools::per_element());
+  BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:2") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(num_packs_must_not_be_negative_and_nccl_needs_its_engine) {
+  virtual_cpus(2);
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::HierarchicalCopyAllReduce{.num_packs = -1}.batch_reduce(
+                                 ds::ReduceOp::SUM, std::vector{values_on(2, 0, 1)}, first(2)),
+                             dt::InvalidArgumentError, "HierarchicalCopy requires num_packs >= 0, but -1 is specified");
+  DEVTENSOR_CHECK_THROW_WITH((ds::MirroredStrategy({"/cpu:0"}, ds::NcclAllReduce{.num_packs = -2})), dt::InvalidArgumentError,
+                             "NCCL all-reduce requires num_packs >= 0, but -2 is specified");
+  BOOST_TEST(!ds::NcclAllReduce::available());
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{values_on(2, 0, 1)}, first(2)),
+                             dt::UnimplementedError, "no NCCL engine");
+}
+
+BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
+  dt::config::set_simulated_gpus(1);
+  auto gpu = dt::config::list_physical_devices("GPU")[0];
+  dt::config::set_logical_device_configuration(gpu, {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
+  ds::MirroredStrategy virtual_gpus;
+  BOOST_TEST(virtual_gpus.num_replicas_in_sync() == 2);
+  BOOST_TEST(virtual_gpus.cross_device_ops().chosen_name() == "ReductionToOneDevice");
+  BOOST_TEST(log.count("NCCL is not supported when using virtual GPUs, fallingback to reduction to one device") == 1u);
+  // A choice made by the user is used as given.
+  ds::MirroredStrategy chosen({}, ds::HierarchicalCopyAllReduce{.num_packs = 2});
+  BOOST_TEST(chosen.cross_device_ops().num_packs == 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,170 @@
+// Distributed variables (mirrored and sync-on-read) and Keras fit across replicas.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+#include "distribute_test_support.hpp"
+
+namespace dt = devtensor;
+namespace ds = dt::distribute;
+namespace nn = dt::nn;
+using dt::test::virtual_cpus;
+
+BOOST_FIXTURE_TEST_SUITE(distributed_training, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(variables_created_in_scope_are_mirrored_from_component_0) {
+  const auto names = virtual_cpus(3);
+  ds::MirroredStrategy strategy(names, ds::ReductionToOneDevice{});
+  dt::Variable<float> outside(dt::scalar<float>(1));
+  BOOST_TEST(!outside.distributed());
+  auto guard = strategy.scope();
+  dt::Variable<float> v(dt::random_uniform<float>(dt::Shape({4})), {.name = "w"});
+  BOOST_TEST(v.distributed());
+  BOOST_TEST(v.num_components() == 3u);
+  const auto parts = strategy.experimental_local_results(v);
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(parts[i].device() == "/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i));
+    BOOST_TEST(parts[i].to_vector() == parts[0].to_vector(), boost::test_tools::per_element());
+  }
+  // Cross-replica writes reach every component.
+  v.assign(dt::constant<float>({1, 2, 3, 4}));
+  v.assign_add(dt::constant<float>({1, 1, 1, 1}));
+  for (const auto& p : strategy.experimental_local_results(v))
+    BOOST_TEST(p.to_vector() == std::vector<float>({2, 3, 4, 5}), boost::test_tools::per_element());
+  // Reads: the replica's own component inside run.
+  auto devices = strategy.run([&] { return v.value().device(); });
+  BOOST_TEST(devices.values[2] == "/job:localhost/replica:0/task:0/device:CPU:2");
+  DEVTENSOR_CHECK_THROW_WITH(dt::Variable<float>(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::NONE}),
+                             dt::InvalidArgumentError, "`NONE` variable synchronization mode is not supported");
+}
+
+BOOST_AUTO_TEST_CASE(replica_writes_to_mirrored_variables_need_an_aggregation) {
+  const auto names = virtual_cpus(2);
+  ds::MirroredStrategy strategy(names, ds::ReductionToOneDevice{});
+  std::optional<dt::Variable<float>> v;
+  {
+    auto guard = strategy.scope();
+    v.emplace(dt::scalar<float>(1));
+  }
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] { v->assign_add(dt::scalar<float>(1)); }), dt::InvalidArgumentError,
+                             "You must specify an aggregation method to update a MirroredVariable in Replica Context.");
+  BOOST_TEST(v->to_vector() == std::vector<float>({1}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(sync_on_read_variables_aggregate_when_read_across_replicas) {
+  const auto names = virtual_cpus(2);
+  ds::MirroredStrategy strategy(names, ds::ReductionToOneDevice{});
+  auto guard = strategy.scope();
+  for (auto aggregation : {dt::VariableAggregation::SUM, dt::VariableAggregation::MEAN, dt::VariableAggregation::ONLY_FIRST_REPLICA}) {
+    dt::Variable<float> v(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::ON_READ, .aggregation = aggregation});
+    BOOST_TEST(!v.trainable());
+    strategy.run([&] {  // local writes: replica r stores r + 1
+      v.assign(dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1)));
+    });
+    const float want = aggregation == dt::VariableAggregation::SUM ? 3.0f : aggregation == dt::VariableAggregation::MEAN ? 1.5f : 1.0f;
+    BOOST_TEST(v.value().item() == want);
+    auto local = strategy.run([&] { return v.value().item(); });
+    BOOST_TEST(local.values == std::vector<float>({1, 2}), boost::test_tools::per_element());
+  }
+  dt::Variable<float> total(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::ON_READ,
+                                                   .aggregation = dt::VariableAggregation::SUM});
+  total.assign(dt::scalar<float>(8));  // stored as 4 + 4, read back as 8
+  BOOST_TEST(total.component(0).item() == 4.0f);
+  BOOST_TEST(total.value().item() == 8.0f);
+}
+
+BOOST_AUTO_TEST_CASE(gradients_in_replicas_see_their_own_components) {
+  const auto names = virtual_cpus(2);
+  ds::MirroredStrategy strategy(names, ds::HierarchicalCopyAllReduce{});
+  std::optional<dt::Variable<float>> w;
+  {
+    auto guard = strategy.scope();
+    w.emplace(dt::constant<float>({2, 3}));
+  }
+  ds::PerReplica<dt::Tensor<float>> inputs{{dt::constant<float>({1, 1}), dt::constant<float>({10, 20})}};
+  auto grads = strategy.run([&](const dt::Tensor<float>& x) {
+    dt::GradientTape tape;
+    auto loss = dt::reduce_sum(dt::mul(w->value(), x));
+    return tape.gradient(loss, *w);
+  }, inputs);
+  BOOST_TEST(grads[0].to_vector() == std::vector<float>({1, 1}), boost::test_tools::per_element());
+  BOOST_TEST(grads[1].to_vector() == std::vector<float>({10, 20}), boost::test_tools::per_element());
+  BOOST_TEST(grads[1].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  auto summed = strategy.batch_reduce_to(ds::ReduceOp::SUM, std::vector{grads});
+  BOOST_TEST(summed[0][1].to_vector() == std::vector<float>({11, 21}), boost::test_tools::per_element());
+}
+
+namespace {
+/// A 2-layer model with seeded weights, compiled; built inside `strategy`'s scope when given.
+nn::Sequential build_model() {
+  nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::tanh,
+                                      .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
+                        nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.5});
+  return model;
+}
+template <class Strategy>
+nn::Sequential make_model(const Strategy* strategy) {
+  if (!strategy) return build_model();
+  auto guard = strategy->scope();
+  return build_model();
+}
+std::pair<dt::Tensor<float>, dt::Tensor<float>> data(std::int64_t n) {
+  std::vector<float> x, y;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float a = static_cast<float>(i % 7) / 7.0f, b = static_cast<float>(i % 5) / 5.0f;
+    x.insert(x.end(), {a, b});
+    y.push_back(a - 2 * b + 0.5f);
+  }
+  return {dt::constant<float>(x, {n, 2}), dt::constant<float>(y, {n, 1})};
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fit_across_replicas_matches_one_device_and_keeps_replicas_identical) {
+  const auto names = virtual_cpus(3);
+  ds::MirroredStrategy strategy(names, ds::HierarchicalCopyAllReduce{});
+  nn::clear_session();
+  auto single = make_model<ds::MirroredStrategy<ds::HierarchicalCopyAllReduce>>(nullptr);
+  auto mirrored = make_model(&strategy);
+  BOOST_TEST(mirrored.trainable_variables()[0].num_components() == 3u);
+  auto [x, y] = data(22);  // batches of 8, 8 and 6: uneven replica splits, including 3/3/2 and 2/2/2
+  auto h1 = single.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false});
+  auto h2 = mirrored.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false});
+  for (std::size_t e = 0; e < 3; ++e) BOOST_TEST(h2.loss[e] == h1.loss[e], boost::test_tools::tolerance(1e-4));
+  BOOST_TEST(h2.loss[2] < h2.loss[0]);
+  // A batch smaller than the replica count: the last replica gets an empty batch and still runs.
+  auto [x2, y2] = data(2);
+  auto tiny = mirrored.fit(x2, y2, {.epochs = 1, .batch_size = 2, .verbose = 0, .shuffle = false});
+  BOOST_TEST(std::isfinite(tiny.loss[0]));
+  (void)single.fit(x2, y2, {.epochs = 1, .batch_size = 2, .verbose = 0, .shuffle = false});
+  const auto a = single.trainable_variables();
+  const auto b = mirrored.trainable_variables();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto want = a[i].to_vector();
+    for (const auto& component : strategy.experimental_local_results(b[i])) {
+      const auto got = component.to_vector();
+      BOOST_TEST(got == b[i].component(0).to_vector(), boost::test_tools::per_element());  // replicas identical
+      for (std::size_t j = 0; j < want.size(); ++j) BOOST_TEST(got[j] == want[j], boost::test_tools::tolerance(1e-4f));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_simulated_gpus) {
+  dt::config::set_simulated_gpus(2);
+  ds::MirroredStrategy strategy;
+  std::optional<nn::Sequential> model;
+  {
+    auto guard = strategy.scope();
+    model.emplace(std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1})});
+    model->compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.2});
+  }
+  auto data_set = dt::data::Dataset<float, float>::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
+  auto history = model->fit(data_set, {.epochs = 2, .verbose = 0});
+  BOOST_TEST(history.loss[1] < history.loss[0]);
+  const auto kernel = model->trainable_variables()[0];
+  BOOST_TEST(kernel.component(1).device() == "/job:localhost/replica:0/task:0/device:GPU:1");
+  BOOST_TEST(kernel.component(0).to_vector() == kernel.component(1).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(model->evaluate(data_set, {.verbose = 0}) <= history.loss[1] + 1e-6);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
