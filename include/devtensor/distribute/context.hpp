@@ -7,11 +7,15 @@
 /// Strategies implement StrategyInterface, the part Keras's fit needs.
 
 #include <cstdint>
+#include <condition_variable>
+#include <exception>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "devtensor/core/error.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::detail {
@@ -33,6 +37,85 @@ class StrategyInterface {
   /// The number of examples replica r gets from a global batch of `global` (SPEC §5.10).
   [[nodiscard]] virtual std::vector<std::int64_t> batch_sizes(std::int64_t global) const = 0;
   [[nodiscard]] virtual std::string description() const = 0;
+  /// TensorFlow's merge_call, for replica-context updates of mirrored variables: every replica
+  /// calls it (inside run) with its contribution; the last to arrive runs `combine` once with all
+  /// contributions in replica order; all return when it is done (its error, if any, in each).
+  /// @throws FailedPreconditionError in every waiting replica when another replica failed or
+  /// finished without making the same call.
+  virtual void merge_call(int replica_id, std::shared_ptr<const void> contribution,
+                          const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const = 0;
+};
+
+/// Thrown in replicas released from a merge_call that can no longer complete; the strategy
+/// reports the replica error that caused it instead, when there is one.
+class MergeAbandonedError : public FailedPreconditionError {
+ public:
+  using FailedPreconditionError::FailedPreconditionError;
+};
+
+/// The rendezvous behind StrategyInterface::merge_call, one per strategy, reset by every run.
+class MergePoint {
+ public:
+  void reset(int replicas) {
+    std::lock_guard lock(mutex_);
+    slots_.assign(static_cast<std::size_t>(replicas), nullptr);
+    replicas_ = replicas;
+    arrived_ = finished_ = 0;
+    aborted_ = false;
+  }
+  /// A replica returned from the run's function.
+  void finished() {
+    std::lock_guard lock(mutex_);
+    ++finished_;
+    if (arrived_ > 0 && arrived_ + finished_ == replicas_) aborted_ = true;  // waiters would wait forever
+    changed_.notify_all();
+  }
+  /// A replica failed: nobody waits for it.
+  void abort() {
+    std::lock_guard lock(mutex_);
+    aborted_ = true;
+    changed_.notify_all();
+  }
+  void arrive(int replica, std::shared_ptr<const void> contribution,
+              const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) {
+    std::unique_lock lock(mutex_);
+    if (aborted_) throw_aborted();
+    slots_[static_cast<std::size_t>(replica)] = std::move(contribution);
+    const std::uint64_t generation = generation_;
+    if (++arrived_ + finished_ == replicas_) {
+      if (finished_ > 0) {
+        aborted_ = true;
+        changed_.notify_all();
+        throw_aborted();
+      }
+      error_ = nullptr;
+      try {
+        combine(slots_);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      arrived_ = 0;
+      ++generation_;
+      changed_.notify_all();
+    } else {
+      changed_.wait(lock, [&] { return generation_ != generation || aborted_; });
+      if (generation_ == generation) throw_aborted();
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::shared_ptr<const void>> slots_;
+  int replicas_ = 0;
+  int arrived_ = 0;
+  int finished_ = 0;
+  bool aborted_ = false;
+  std::uint64_t generation_ = 0;
+  std::exception_ptr error_;
+
+  [[noreturn]] static void throw_aborted();
 };
 
 /// A strategy's scope on this thread.
@@ -53,6 +136,12 @@ struct ReplicaContextState {
 inline const ReplicaContextState*& current_replica_context() noexcept {
   thread_local const ReplicaContextState* context = nullptr;
   return context;
+}
+
+inline void MergePoint::throw_aborted() {
+  throw MergeAbandonedError(
+      "merge_call abandoned: another replica failed or returned without making the same update (every replica must "
+      "update a MirroredVariable the same number of times in one run)");
 }
 
 }  // namespace devtensor::detail

@@ -44,9 +44,25 @@ Tensor<T> copy_to(const Tensor<T>& t, int device) {
   return out;
 }
 
-/// The sum of `parts` computed on `device` (parts are copied there first).
+/// The sum of `parts` computed on `device`. Host-memory devices (CPUs, simulated GPUs) read each
+/// other's buffers directly, so the sum is one pass over the inputs, without staging copies;
+/// otherwise the parts are copied to `device` and added there with add_n.
 template <Numeric T>
 Tensor<T> sum_on(const std::vector<Tensor<T>>& parts, int device) {
+  bool host = info(device).host_memory();
+  for (const auto& p : parts) host = host && p.host_memory();
+  if (host && parts.size() > 1) {
+    auto out = Tensor<T>::empty(parts[0].shape(), device, "AddN");
+    std::vector<const T*> inputs;
+    for (const auto& p : parts) inputs.push_back(p.data());
+    T* o = out.mutable_data();
+    backend::cpu::parallel_for(out.num_elements(), ops::cpu::kParallelGrain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) o[i] = static_cast<T>(inputs[0][i] + inputs[1][i]);
+      for (std::size_t k = 2; k < inputs.size(); ++k)
+        for (std::int64_t i = begin; i < end; ++i) o[i] = static_cast<T>(o[i] + inputs[k][i]);
+    });
+    return out;
+  }
   std::vector<Tensor<T>> local;
   for (const auto& p : parts) local.push_back(copy_to(p, device));
   if (local.size() == 1) return local[0];

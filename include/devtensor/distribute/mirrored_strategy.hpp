@@ -71,8 +71,22 @@ class ReplicaWorkers {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [this] { return remaining_ == 0; });
     task_ = nullptr;
-    for (auto& e : errors_)
-      if (e) std::rethrow_exception(e);
+    // The first replica error in replica order, preferring a root cause over replicas that were
+    // merely released from a merge_call because of it.
+    std::exception_ptr first, root;
+    for (auto& e : errors_) {
+      if (!e) continue;
+      if (!first) first = e;
+      if (root) continue;
+      try {
+        std::rethrow_exception(e);
+      } catch (const detail::MergeAbandonedError&) {
+      } catch (...) {
+        root = e;
+      }
+    }
+    if (root) std::rethrow_exception(root);
+    if (first) std::rethrow_exception(first);
   }
 
  private:
@@ -437,6 +451,7 @@ class MirroredStrategy {
     const std::vector<int>& replica_devices() const override { return device_indices; }
     void run_replicas(const std::function<void(int)>& fn) override {
       const int n = num_replicas();
+      merge_point.reset(n);
       workers->run([&](int r) {
         const detail::ReplicaContextState state{this, r, n};
         auto*& slot = detail::current_replica_context();
@@ -448,8 +463,18 @@ class MirroredStrategy {
           ~Restore() { slot = previous; }
         } restore{slot, previous};
         DeviceScope scope(cdo_detail::info(device_indices[static_cast<std::size_t>(r)]).spec);
-        fn(r);
+        try {
+          fn(r);
+        } catch (...) {
+          merge_point.abort();  // replicas waiting in merge_call must not wait for this one
+          throw;
+        }
+        merge_point.finished();
       });
+    }
+    void merge_call(int replica_id, std::shared_ptr<const void> contribution,
+                    const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const override {
+      merge_point.arrive(replica_id, std::move(contribution), combine);
     }
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
       const std::size_t replicas = values.size();
@@ -476,6 +501,7 @@ class MirroredStrategy {
     std::vector<std::string> names;
     std::vector<int> device_indices;
     std::unique_ptr<strategy_detail::ReplicaWorkers> workers;
+    mutable detail::MergePoint merge_point;
   };
 };
 

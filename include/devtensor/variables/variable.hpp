@@ -11,7 +11,8 @@
 /// Created inside a distribution strategy's scope, a variable has one component per replica device
 /// (SPEC §5.8): component 0 takes the initial value, the others copy component 0. ON_WRITE (AUTO)
 /// variables are mirrored: reads in a replica context see the replica's component, cross-replica
-/// writes update every component. ON_READ variables sync on read: replica writes stay local,
+/// writes update every component, writes inside strategy.run are merged across the replicas with
+/// the variable's aggregation. ON_READ variables sync on read: replica writes stay local,
 /// cross-replica reads aggregate the components (SUM, MEAN, ONLY_FIRST_REPLICA).
 
 #include <memory>
@@ -153,33 +154,26 @@ class Variable {
   [[nodiscard]] std::vector<T> to_vector() const { return read_unrecorded().to_vector(); }
 
   /// Replaces the value. @throws InvalidArgumentError when the shapes differ.
-  /// In a replica context, a sync-on-read variable's write stays local to the replica;
-  /// a mirrored variable's needs merging (not supported yet: write in cross-replica context).
+  /// In a replica context, a sync-on-read variable's write stays local to the replica; a mirrored
+  /// variable's writes from all replicas are merged with its aggregation (SUM, MEAN,
+  /// ONLY_FIRST_REPLICA) and applied to every component, so the components stay equal.
   /// In cross-replica context every component is written (sync-on-read SUM variables store
   /// value / n in each, so that the aggregated read returns value).
+  /// @throws InvalidArgumentError for shapes that differ, and for replica-context writes to a
+  /// mirrored variable without an aggregation (or with MEAN on an integer variable).
   const Variable& assign(const Tensor<T>& value) const {
     check_shape(value, "AssignVariableOp");
     State& s = state();
-    const int replica = writable_replica("assign");
-    if (replica >= 0) {
+    const int replica = local_replica();
+    if (replica >= 0 && s.synchronization == VariableSynchronization::ON_READ) {
       auto copy = owned_copy(value, s.devices[static_cast<std::size_t>(replica)], "AssignVariableOp");
       std::lock_guard lock(s.mutex);
       s.components[static_cast<std::size_t>(replica)] = std::move(copy);
-      return *this;
+    } else if (replica >= 0) {
+      merged(value, "assign", [this](const Tensor<T>& aggregated) { assign_all(aggregated); });
+    } else {
+      assign_all(value);
     }
-    Tensor<T> stored = value;
-    if (s.synchronization == VariableSynchronization::ON_READ && s.aggregation == VariableAggregation::SUM &&
-        s.components.size() > 1) {
-      auto values = value.to_vector();
-      for (auto& v : values) v = static_cast<T>(v / static_cast<T>(s.components.size()));
-      stored = Tensor<T>::empty(value.shape(), s.devices[0], "AssignVariableOp");
-      detail::copy_bytes(stored.mutable_data(), stored.device_info(), values.data(), detail::host_buffer_device(),
-                         values.size() * sizeof(T));
-    }
-    std::vector<Tensor<T>> copies;
-    for (int device : s.devices) copies.push_back(owned_copy(stored, device, "AssignVariableOp"));
-    std::lock_guard lock(s.mutex);
-    s.components = std::move(copies);
     return *this;
   }
   const Variable& assign_add(const Tensor<T>& delta) const
@@ -255,20 +249,66 @@ class Variable {
                        sum.size() * sizeof(T));
     return out;
   }
-  /// The replica whose component a write in this context changes; -1 for all (cross-replica).
-  /// @throws for replica-context writes to a mirrored variable.
-  int writable_replica(std::string_view what) const {
-    const int replica = local_replica();
-    if (replica < 0 || state().synchronization == VariableSynchronization::ON_READ) return replica;
-    if (state().aggregation == VariableAggregation::NONE)
+  /// Cross-replica assignment: every component gets `value`.
+  void assign_all(const Tensor<T>& value) const {
+    State& s = state();
+    Tensor<T> stored = value;
+    if (s.synchronization == VariableSynchronization::ON_READ && s.aggregation == VariableAggregation::SUM &&
+        s.components.size() > 1) {
+      auto values = value.to_vector();
+      for (auto& v : values) v = static_cast<T>(v / static_cast<T>(s.components.size()));
+      stored = host_tensor(values, value.shape(), s.devices[0]);
+    }
+    std::vector<Tensor<T>> copies;
+    for (int device : s.devices) copies.push_back(owned_copy(stored, device, "AssignVariableOp"));
+    std::lock_guard lock(s.mutex);
+    s.components = std::move(copies);
+  }
+
+  /// A mirrored variable written inside strategy.run: every replica's value meets in merge_call,
+  /// the aggregation combines them, and `apply` writes the result to every component.
+  template <class Apply>
+  void merged(const Tensor<T>& value, std::string_view what, Apply apply) const {
+    const State& s = state();
+    if (s.aggregation == VariableAggregation::NONE)
       throw InvalidArgumentError(
           "You must specify an aggregation method to update a MirroredVariable in Replica Context. You can do so by "
           "passing an explicit value for argument `aggregation` when creating the variable, e.g. "
-          "VariableOptions{.aggregation = VariableAggregation::SUM} (variable " + state().name + ", " +
-          std::string(what) + ")");
-    throw UnimplementedError("Updating MirroredVariable " + state().name + " with " + std::string(what) +
-                             " inside strategy.run (merge_call) is not supported yet: return the update from "
-                             "run() and apply it in cross-replica context, as Sequential::fit does");
+          "VariableOptions{.aggregation = VariableAggregation::SUM} (variable " + s.name + ", " + std::string(what) + ")");
+    if (s.aggregation == VariableAggregation::MEAN && !Floating<T>)
+      throw InvalidArgumentError("Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in "
+                                 "replica context. Either change the variable dtype to float or update it in "
+                                 "cross-replica context. (variable " + s.name + ")");
+    const auto* ctx = detail::current_replica_context();
+    const auto aggregation = s.aggregation;
+    ctx->strategy->merge_call(ctx->replica_id, std::make_shared<const Tensor<T>>(value),
+                              [&](const std::vector<std::shared_ptr<const void>>& all) {
+                                const auto part = [&](std::size_t i) { return *static_cast<const Tensor<T>*>(all[i].get()); };
+                                if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
+                                  apply(part(0));
+                                  return;
+                                }
+                                std::vector<T> sum = part(0).to_vector();
+                                for (std::size_t i = 1; i < all.size(); ++i) {
+                                  const auto v = part(i).to_vector();
+                                  for (std::size_t j = 0; j < sum.size(); ++j) sum[j] = static_cast<T>(sum[j] + v[j]);
+                                }
+                                if (aggregation == VariableAggregation::MEAN)
+                                  for (auto& x : sum) x = static_cast<T>(x / static_cast<T>(all.size()));
+                                apply(host_tensor(sum, part(0).shape(), state().devices[0]));
+                              });
+  }
+
+  /// A tensor on `device` holding host `values`.
+  static Tensor<T> host_tensor(const std::vector<T>& values, const Shape& shape, int device) {
+    auto out = Tensor<T>::empty(shape, device, "AssignVariableOp");
+    if constexpr (std::is_same_v<T, bool>) {
+      for (std::size_t i = 0; i < values.size(); ++i) out.mutable_data()[i] = values[i];
+    } else {
+      detail::copy_bytes(out.mutable_data(), out.device_info(), values.data(), detail::host_buffer_device(),
+                         values.size() * sizeof(T));
+    }
+    return out;
   }
 
   void check_shape(const Tensor<T>& value, std::string_view op) const {
@@ -289,15 +329,25 @@ class Variable {
                        static_cast<std::size_t>(value.num_elements()) * sizeof(T));
     return out;
   }
-  /// Applies `f(old, delta)` to this context's component(s).
+  /// Applies `f(old, delta)` as assign does: the replica's own component (sync-on-read in a
+  /// replica), every component with the merged deltas (mirrored in a replica), or every component.
   template <class F>
   void update(const Tensor<T>& delta, std::string_view op, F f) const {
     check_shape(delta, op);
+    const int replica = local_replica();
+    if (replica >= 0 && state().synchronization == VariableSynchronization::ON_READ)
+      update_components(delta, op, f, replica);
+    else if (replica >= 0)
+      merged(delta, op, [&](const Tensor<T>& aggregated) { update_components(aggregated, op, f, -1); });
+    else
+      update_components(delta, op, f, -1);
+  }
+  template <class F>
+  void update_components(const Tensor<T>& delta, std::string_view op, F f, int only) const {
     State& s = state();
-    const int replica = writable_replica(op);
     std::lock_guard lock(s.mutex);
     for (std::size_t c = 0; c < s.components.size(); ++c) {
-      if (replica >= 0 && static_cast<std::size_t>(replica) != c) continue;
+      if (only >= 0 && static_cast<std::size_t>(only) != c) continue;
       const int device = s.devices[c];
       const Tensor<T> d = owned_copy(delta, device, op);  // the delta on this component's device
       if (!d.host_memory())

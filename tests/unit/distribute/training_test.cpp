@@ -38,17 +38,70 @@ BOOST_AUTO_TEST_CASE(variables_created_in_scope_are_mirrored_from_component_0) {
                              dt::InvalidArgumentError, "`NONE` variable synchronization mode is not supported");
 }
 
-BOOST_AUTO_TEST_CASE(replica_writes_to_mirrored_variables_need_an_aggregation) {
-  const auto names = virtual_cpus(2);
+BOOST_AUTO_TEST_CASE(replica_writes_to_mirrored_variables_merge_with_the_aggregation) {
+  const auto names = virtual_cpus(4);
+  for (std::size_t n : {2u, 3u, 4u}) {
+    BOOST_TEST_CONTEXT(n << " replicas") {
+      ds::MirroredStrategy strategy(std::vector<std::string>(names.begin(), names.begin() + static_cast<long>(n)),
+                                    ds::ReductionToOneDevice{});
+      auto make = [&](dt::VariableAggregation aggregation) {
+        auto guard = strategy.scope();
+        return dt::Variable<float>(dt::scalar<float>(1), {.aggregation = aggregation});
+      };
+      // Replica r contributes r + 1.
+      auto contribution = [] { return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1)); };
+      const float sum = static_cast<float>(n * (n + 1) / 2);
+      auto v_sum = make(dt::VariableAggregation::SUM);
+      strategy.run([&] { v_sum.assign_add(contribution()); });
+      auto v_mean = make(dt::VariableAggregation::MEAN);
+      strategy.run([&] { v_mean.assign(contribution()); });
+      auto v_first = make(dt::VariableAggregation::ONLY_FIRST_REPLICA);
+      strategy.run([&] { v_first.assign_sub(contribution()); });
+      for (std::size_t c = 0; c < n; ++c) {  // every component, so the replicas stay equal
+        BOOST_TEST(v_sum.component(c).item() == 1 + sum);
+        BOOST_TEST(v_mean.component(c).item() == sum / static_cast<float>(n));
+        BOOST_TEST(v_first.component(c).item() == 0.0f);
+      }
+      // Two merged updates in one run.
+      strategy.run([&] {
+        v_sum.assign_add(dt::scalar<float>(1));
+        v_sum.assign_add(dt::scalar<float>(1));
+      });
+      BOOST_TEST(v_sum.value().item() == 1 + sum + 2 * static_cast<float>(n));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(replica_write_errors_never_deadlock) {
+  const auto names = virtual_cpus(3);
   ds::MirroredStrategy strategy(names, ds::ReductionToOneDevice{});
-  std::optional<dt::Variable<float>> v;
+  std::optional<dt::Variable<float>> none, sum;
+  std::optional<dt::Variable<std::int32_t>> int_mean;
   {
     auto guard = strategy.scope();
-    v.emplace(dt::scalar<float>(1));
+    none.emplace(dt::scalar<float>(1));
+    sum.emplace(dt::scalar<float>(1), dt::VariableOptions{.aggregation = dt::VariableAggregation::SUM});
+    int_mean.emplace(dt::scalar<std::int32_t>(1), dt::VariableOptions{.aggregation = dt::VariableAggregation::MEAN});
   }
-  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] { v->assign_add(dt::scalar<float>(1)); }), dt::InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] { none->assign_add(dt::scalar<float>(1)); }), dt::InvalidArgumentError,
                              "You must specify an aggregation method to update a MirroredVariable in Replica Context.");
-  BOOST_TEST(v->to_vector() == std::vector<float>({1}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] { int_mean->assign(dt::scalar<std::int32_t>(2)); }), dt::InvalidArgumentError,
+                             "Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in replica context");
+  // Replica 1 fails before its update while the others wait in merge_call: they are released.
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
+    if (ds::get_replica_context()->replica_id_in_sync_group == 1) throw dt::InvalidArgumentError("replica 1 failed");
+    sum->assign_add(dt::scalar<float>(1));
+  }),
+                             dt::InvalidArgumentError, "replica 1 failed");
+  // Replica 2 returns without the update.
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
+    if (ds::get_replica_context()->replica_id_in_sync_group != 2) sum->assign_add(dt::scalar<float>(1));
+  }),
+                             dt::FailedPreconditionError, "merge_call abandoned");
+  BOOST_TEST(none->value().item() == 1.0f);
+  BOOST_TEST(sum->value().item() == 1.0f);  // no partial update was applied
+  strategy.run([&] { sum->assign_add(dt::scalar<float>(1)); });  // and the strategy still works
+  BOOST_TEST(sum->value().item() == 4.0f);
 }
 
 BOOST_AUTO_TEST_CASE(sync_on_read_variables_aggregate_when_read_across_replicas) {
