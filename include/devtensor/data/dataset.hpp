@@ -46,17 +46,17 @@ inline int host_device() {
   return 0;
 }
 
-/// A copy of `rows` rows of `t` starting at `row` (along dimension 0), optionally dropping that
-/// dimension, on the host CPU.
+/// Rows [start, start + count) of `t` (along dimension 0) copied to logical device `device`;
+/// with `drop_dim` (count 1) without the first dimension.
 template <Element T>
-Tensor<T> copy_rows(const Tensor<T>& t, std::int64_t row, std::int64_t rows, bool drop_dim) {
+Tensor<T> rows_on(const Tensor<T>& t, std::int64_t start, std::int64_t count, int device, bool drop_dim = false) {
   std::vector<std::int64_t> dims = t.shape().dims_vector();
-  const std::int64_t row_elements = t.num_elements() / std::max<std::int64_t>(1, dims[0]);
+  const std::int64_t row_elements = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
   if (drop_dim) dims.erase(dims.begin());
-  else dims[0] = rows;
-  auto out = Tensor<T>::empty(Shape(dims), host_device(), "TensorSliceDataset");
-  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + row * row_elements, t.device_info(),
-                     static_cast<std::size_t>(rows * row_elements) * sizeof(T));
+  else dims[0] = count;
+  auto out = Tensor<T>::empty(Shape(dims), device, "TensorSliceDataset");
+  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row_elements, t.device_info(),
+                     static_cast<std::size_t>(count * row_elements) * sizeof(T));
   return out;
 }
 
@@ -119,7 +119,7 @@ class Dataset {
           return Generator([source, rows, next = std::int64_t{0}]() mutable -> std::optional<value_type> {
             if (next >= rows) return std::nullopt;
             const std::int64_t row = next++;
-            return std::apply([row](const auto&... c) { return value_type{pipeline::copy_rows(c, row, 1, true)...}; },
+            return std::apply([row](const auto&... c) { return value_type{pipeline::rows_on(c, row, 1, pipeline::host_device(), true)...}; },
                               source);
           });
         },

@@ -118,6 +118,20 @@ class MergePoint {
   [[noreturn]] static void throw_aborted();
 };
 
+/// Sets a thread-local pointer for the lifetime of this object and restores the previous value.
+template <class T>
+class ScopedSet {
+ public:
+  ScopedSet(const T*& slot, const T* value) : slot_(slot), previous_(slot) { slot_ = value; }
+  ScopedSet(const ScopedSet&) = delete;
+  ScopedSet& operator=(const ScopedSet&) = delete;
+  ~ScopedSet() { slot_ = previous_; }
+
+ private:
+  const T*& slot_;
+  const T* previous_;
+};
+
 /// A strategy's scope on this thread.
 struct DistributionScope {
   std::shared_ptr<StrategyInterface> strategy;

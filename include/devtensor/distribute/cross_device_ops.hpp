@@ -16,6 +16,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/device/configuration.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/device/spec.hpp"

@@ -152,18 +152,6 @@ void check_replicas(const Mirrored<V>& value, std::size_t n) {
                                std::to_string(n) + " replicas");
 }
 
-/// Rows [start, start + count) of `t` (along dimension 0) on `device`.
-template <Element T>
-Tensor<T> rows_on(const Tensor<T>& t, std::int64_t start, std::int64_t count, int device) {
-  auto dims = t.shape().dims_vector();
-  const std::int64_t row = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
-  dims[0] = count;
-  auto out = Tensor<T>::empty(Shape(dims), device, "_DistributeDataset");
-  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row, t.device_info(),
-                     static_cast<std::size_t>(count * row) * sizeof(T));
-  return out;
-}
-
 }  // namespace strategy_detail
 
 /// Inside strategy.run: which replica this is.
@@ -239,7 +227,7 @@ class DistributedDataset {
     for (std::size_t r = 0; r < devices_.size(); ++r) {
       const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[r], rows - start));
       out.values.push_back(std::apply(
-          [&](const auto&... c) { return std::tuple{strategy_detail::rows_on(c, start, take, devices_[r])...}; }, element));
+          [&](const auto&... c) { return std::tuple{data::pipeline::rows_on(c, start, take, devices_[r])...}; }, element));
       start += take;
     }
     return out;
@@ -265,21 +253,19 @@ class MirroredStrategy {
   /// RAII: variables created on this thread while the guard lives are distributed.
   class [[nodiscard]] Scope {
    public:
-    explicit Scope(std::shared_ptr<Impl> impl) : state_{std::move(impl)} {
-      auto*& current = detail::current_distribution_scope();
-      if (current && current->strategy.get() != state_.strategy.get())
-        throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + state_.strategy->description() +
-                                   " is not " + current->strategy->description());
-      previous_ = current;
-      current = &state_;
-    }
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-    ~Scope() { detail::current_distribution_scope() = previous_; }
+    explicit Scope(std::shared_ptr<Impl> impl) : state_{check(std::move(impl))}, set_(detail::current_distribution_scope(), &state_) {}
 
    private:
     detail::DistributionScope state_;
-    const detail::DistributionScope* previous_ = nullptr;
+    detail::ScopedSet<detail::DistributionScope> set_;
+
+    static std::shared_ptr<detail::StrategyInterface> check(std::shared_ptr<Impl> impl) {
+      const auto* current = detail::current_distribution_scope();
+      if (current && current->strategy.get() != impl.get())
+        throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + impl->description() +
+                                   " is not " + current->strategy->description());
+      return impl;
+    }
   };
   [[nodiscard]] Scope scope() const { return Scope(impl_); }
 
@@ -454,14 +440,7 @@ class MirroredStrategy {
       merge_point.reset(n);
       workers->run([&](int r) {
         const detail::ReplicaContextState state{this, r, n};
-        auto*& slot = detail::current_replica_context();
-        const auto* previous = slot;
-        slot = &state;
-        struct Restore {
-          const detail::ReplicaContextState*& slot;
-          const detail::ReplicaContextState* previous;
-          ~Restore() { slot = previous; }
-        } restore{slot, previous};
+        const detail::ScopedSet in_replica(detail::current_replica_context(), &state);
         DeviceScope scope(cdo_detail::info(device_indices[static_cast<std::size_t>(r)]).spec);
         try {
           fn(r);

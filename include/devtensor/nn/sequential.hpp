@@ -323,14 +323,7 @@ class Sequential {
     const std::int64_t global = x.shape()[0];
     if (!built()) {  // build here, in the strategy's scope, so that the variables are mirrored
       const detail::DistributionScope scope{strategy_};
-      auto*& current = detail::current_distribution_scope();
-      const auto* previous = current;
-      current = &scope;
-      struct Restore {
-        const detail::DistributionScope*& current;
-        const detail::DistributionScope* previous;
-        ~Restore() { current = previous; }
-      } restore{current, previous};
+      const detail::ScopedSet in_scope(detail::current_distribution_scope(), &scope);
       std::vector<std::int64_t> start(x.rank(), 0), size = x.shape().dims_vector();
       size[0] = std::min<std::int64_t>(1, global);
       (void)(*this)(slice(x, start, size));
@@ -343,8 +336,8 @@ class Sequential {
     std::int64_t begin = 0;
     for (int r = 0; r < replicas; ++r) {
       const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
-      xs.push_back(distribute_rows(x, begin, take, devices[static_cast<std::size_t>(r)]));
-      ys.push_back(distribute_rows(y, begin, take, devices[static_cast<std::size_t>(r)]));
+      xs.push_back(data::pipeline::rows_on(x, begin, take, devices[static_cast<std::size_t>(r)]));
+      ys.push_back(data::pipeline::rows_on(y, begin, take, devices[static_cast<std::size_t>(r)]));
       begin += take;
     }
     std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
@@ -367,16 +360,6 @@ class Sequential {
     for (double l : losses) total += l;
     return {total, global};
   }
-  static Tensor<float> distribute_rows(const Tensor<float>& t, std::int64_t start, std::int64_t count, int device) {
-    auto dims = t.shape().dims_vector();
-    const std::int64_t row = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
-    dims[0] = count;
-    auto out = Tensor<float>::empty(Shape(dims), device, "_DistributeDataset");
-    detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row, t.device_info(),
-                       static_cast<std::size_t>(count * row) * sizeof(float));
-    return out;
-  }
-
   void require_compiled() const {
     if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,28 @@ inline std::string dims_string(const std::vector<std::int64_t>& dims) {
   std::string s = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
   return s + "]";
+}
+
+/// dst[i] = src[offset(i)] for every element of a row-major output of `dims`, the source offset
+/// advancing by `strides` per output dimension (0 for a broadcast dimension): transpose and
+/// broadcast_to.
+template <class T>
+void strided_gather(const T* src, const std::vector<std::int64_t>& strides, std::span<const std::int64_t> dims, T* dst) {
+  const std::size_t rank = dims.size();
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  std::vector<std::int64_t> index(rank, 0);
+  std::int64_t offset = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    dst[i] = src[offset];
+    for (std::size_t d = rank; d-- > 0;) {  // advance the odometer
+      ++index[d];
+      offset += strides[d];
+      if (index[d] < dims[d]) break;
+      offset -= strides[d] * index[d];
+      index[d] = 0;
+    }
+  }
 }
 
 /// Copies an n-dimensional box: `dst` (shape `box`, contiguous) from `src` (shape `src_shape`)
@@ -146,21 +169,7 @@ Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
   const auto in_strides = s.strides();
   std::vector<std::int64_t> strides(rank);
   for (std::size_t i = 0; i < rank; ++i) strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
-  const T* src = x.data();
-  T* dst = out.mutable_data();
-  const std::int64_t n = out_shape.num_elements();
-  std::vector<std::int64_t> index(rank, 0);
-  std::int64_t offset = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    dst[i] = src[offset];
-    for (std::size_t d = rank; d-- > 0;) {
-      ++index[d];
-      offset += strides[d];
-      if (index[d] < out_dims[d]) break;
-      offset -= strides[d] * index[d];
-      index[d] = 0;
-    }
-  }
+  op_detail::strided_gather(x.data(), strides, out_shape.dims(), out.mutable_data());
   autodiff::record<ops::Transpose>(out, {.list = perm}, t);
   return out;
 }
@@ -307,21 +316,8 @@ Tensor<T> broadcast_to(const Tensor<T>& t, const Shape& shape) {
   T* dst = out.mutable_data();
   if (x.num_elements() == 1) {
     std::fill(dst, dst + n, n > 0 ? src[0] : T{});
-  } else if (n > 0) {  // an odometer over the output with the input's broadcast strides
-    const std::size_t rank = shape.rank();
-    const auto strides = ops::cpu::detail::broadcast_strides(x.shape(), rank);
-    std::vector<std::int64_t> index(rank, 0);
-    std::int64_t offset = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      dst[i] = src[offset];
-      for (std::size_t d = rank; d-- > 0;) {
-        ++index[d];
-        offset += strides[d];
-        if (index[d] < shape[d]) break;
-        offset -= strides[d] * index[d];
-        index[d] = 0;
-      }
-    }
+  } else if (n > 0) {
+    op_detail::strided_gather(src, ops::cpu::detail::broadcast_strides(x.shape(), shape.rank()), shape.dims(), dst);
   }
   autodiff::record<ops::BroadcastTo>(out, {}, t);
   return out;
