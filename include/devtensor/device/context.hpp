@@ -22,6 +22,7 @@
 #include <source_location>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "devtensor/config.hpp"
@@ -124,6 +125,7 @@ struct LogicalDeviceInfo {
   bool is_gpu = false;
   bool simulated = false;          // a simulated GPU: host memory, CPU implementations
   int platform_ordinal = -1;       // the CUDA ordinal of a real GPU, -1 otherwise
+  void* stream = nullptr;          // real GPUs: the device's stream (cudaStream_t), else nullptr
   /// Buffers live in host memory (CPUs and simulated GPUs): CPU kernels can run on them.
   [[nodiscard]] bool host_memory() const noexcept { return !is_gpu || simulated; }
 };
@@ -490,6 +492,7 @@ class Context {
     std::lock_guard lock(mutex_);
     configuration_ = {};
     allocators_.clear();  // returns every region
+    destroy_streams_locked();
     simulated_memory_.clear();
     physical_.clear();
     logical_.clear();
@@ -530,6 +533,7 @@ class Context {
     discover_locked(trigger, where);
     auto logical = build_logical_devices_locked();
     allocators_ = build_allocators_locked(logical);
+    create_streams_locked(logical);
     logical_ = std::move(logical);
     by_priority_.clear();
     for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
@@ -873,6 +877,28 @@ class Context {
       }
     }
     return out;
+  }
+
+  /// One stream per logical real GPU, at the virtual device's priority (CUDA's default, 0, when
+  /// none was configured). Streams are never destroyed at exit: the CUDA runtime may already be
+  /// gone when static destructors run (reset_for_testing destroys them).
+  void create_streams_locked(std::vector<LogicalDeviceInfo>& logical) {
+    const auto* platform = gpu_platform();
+    for (auto& d : logical) {
+      if (!d.is_gpu || d.simulated || !platform) continue;
+      std::string error;
+      d.stream = platform->create_stream(d.platform_ordinal, d.priority.value_or(0), &error);
+      if (!d.stream) {
+        for (auto& done : logical)
+          if (done.stream) platform->destroy_stream(done.platform_ordinal, std::exchange(done.stream, nullptr));
+        throw InternalError("Could not create a CUDA stream for " + d.full_name + ": " + error);
+      }
+    }
+  }
+  void destroy_streams_locked() noexcept {
+    const auto* platform = gpu_platform();
+    for (auto& d : logical_)
+      if (d.stream && platform) platform->destroy_stream(d.platform_ordinal, std::exchange(d.stream, nullptr));
   }
 
   /// TF_ENABLE_GPU_GARBAGE_COLLECTION: exactly "true" or "false", default true (SPEC.md §3.4).

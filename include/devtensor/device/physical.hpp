@@ -76,10 +76,23 @@ struct GpuPlatform {
   void (*deallocate)(int ordinal, void* p) noexcept;
   /// Free device memory right now (cudaMemGetInfo), for get_memory_overhead.
   std::uint64_t (*free_memory)(int ordinal) noexcept;
-  /// Copies bytes between host (ordinal -1) and devices and synchronises; false on failure
-  /// (the error text in `error`).
-  bool (*copy)(void* dst, int dst_ordinal, const void* src, int src_ordinal, std::size_t bytes,
-               std::string* error) noexcept;
+  /// One stream per logical GPU (cudaStream_t as void*), created at initialisation with the
+  /// virtual device's priority; nullptr with a reason in `error` on failure.
+  void* (*create_stream)(int ordinal, int priority, std::string* error) noexcept;
+  void (*destroy_stream)(int ordinal, void* stream) noexcept;
+  /// Waits for everything queued on `stream`; false with the error text on failure.
+  bool (*synchronize)(int ordinal, void* stream, std::string* error) noexcept;
+  /// Copies bytes between host (ordinal -1, stream nullptr) and device buffers, ordered after the
+  /// work already queued on the devices' streams (SPEC: tensors are read on the host only after
+  /// their device's stream has finished with them):
+  ///   device -> host    queued on the source stream, which is then synchronised;
+  ///   host -> device    queued on the destination stream (pageable source: staged on return);
+  ///   device -> device  the destination stream waits for the source stream, copies (peer or
+  ///                     staged by the runtime), and the source stream waits for the copy, so the
+  ///                     source buffer is not reused before it has been read.
+  /// False with the error text on failure.
+  bool (*copy)(void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal,
+               void* src_stream, std::size_t bytes, std::string* error) noexcept;
 };
 
 }  // namespace detail

@@ -81,7 +81,7 @@ inline const LogicalDeviceInfo& host_buffer_device() {
 }
 
 /// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
-/// platform's copy otherwise).
+/// platform's stream-ordered copy otherwise; a copy to the host waits for the device's stream).
 inline void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
                        const LogicalDeviceInfo& src_device, std::size_t bytes) {
   if (bytes == 0) return;
@@ -91,9 +91,12 @@ inline void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const voi
   }
   const auto* platform = Context::global().gpu_platform();
   std::string error;
-  if (!platform || !platform->copy(dst, dst_device.host_memory() ? -1 : dst_device.platform_ordinal,
-                                   src, src_device.host_memory() ? -1 : src_device.platform_ordinal,
-                                   bytes, &error))
+  const bool dst_host = dst_device.host_memory();
+  const bool src_host = src_device.host_memory();
+  if (!platform || !platform->copy(dst, dst_host ? -1 : dst_device.platform_ordinal,
+                                   dst_host ? nullptr : dst_device.stream, src,
+                                   src_host ? -1 : src_device.platform_ordinal,
+                                   src_host ? nullptr : src_device.stream, bytes, &error))
     throw InternalError("Error copying tensor from " + src_device.full_name + " to " +
                         dst_device.full_name + ": " + error);
 }

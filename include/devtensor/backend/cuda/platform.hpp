@@ -10,10 +10,12 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "devtensor/backend/cuda/device_guard.hpp"
 #include "devtensor/backend/cuda/error.hpp"
+#include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/physical.hpp"
@@ -97,22 +99,76 @@ inline std::uint64_t platform_free_memory(int ordinal) noexcept {
   }
 }
 
-/// Host <-> device and device <-> device copies (peer access or staged by the runtime), complete
-/// on return. Issue "CUDA backend" replaces this with stream-ordered copies.
-inline bool platform_copy(void* dst, int dst_ordinal, const void* src, int src_ordinal,
-                          std::size_t bytes, std::string* error) noexcept {
+inline void* platform_create_stream(int ordinal, int priority, std::string* error) noexcept {
   try {
-    cudaError_t status = cudaSuccess;
-    if (dst_ordinal >= 0 && src_ordinal >= 0 && dst_ordinal != src_ordinal) {
-      status = cudaMemcpyPeer(dst, dst_ordinal, src, src_ordinal, bytes);
-    } else {
-      DeviceGuard guard(dst_ordinal >= 0 ? dst_ordinal : (src_ordinal >= 0 ? src_ordinal : 0));
-      status = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
-    }
-    if (status != cudaSuccess) {
+    DeviceGuard guard(ordinal);
+    cudaStream_t stream = nullptr;
+    DEVTENSOR_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority));
+    return stream;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return nullptr;
+  }
+}
+
+inline void platform_destroy_stream(int ordinal, void* stream) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    if (cudaError_t status = cudaStreamDestroy(static_cast<cudaStream_t>(stream)); status != cudaSuccess) {
       (void)cudaGetLastError();
-      if (error) *error = describe(status);
-      return false;
+      log(LogSeverity::error, "cudaStreamDestroy failed on GPU " + std::to_string(ordinal) + ": " + describe(status));
+    }
+  } catch (...) {
+  }
+}
+
+inline bool platform_synchronize(int ordinal, void* stream, std::string* error) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
+/// Stream-ordered copies between host (ordinal -1) and device buffers; see GpuPlatform::copy.
+inline bool platform_copy(void* dst, int dst_ordinal, void* dst_stream_ptr, const void* src,
+                          int src_ordinal, void* src_stream_ptr, std::size_t bytes,
+                          std::string* error) noexcept {
+  const auto dst_stream = static_cast<cudaStream_t>(dst_stream_ptr);
+  const auto src_stream = static_cast<cudaStream_t>(src_stream_ptr);
+  try {
+    if (dst_ordinal < 0 && src_ordinal < 0) {
+      std::memcpy(dst, src, bytes);
+    } else if (dst_ordinal < 0) {  // device -> host: the host reads it next, so wait
+      DeviceGuard guard(src_ordinal);
+      DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, src_stream));
+      DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(src_stream));
+    } else if (src_ordinal < 0) {  // host -> device: a pageable source is staged before return
+      DeviceGuard guard(dst_ordinal);
+      DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, dst_stream));
+    } else if (dst_stream == src_stream) {  // within one logical device
+      DeviceGuard guard(dst_ordinal);
+      DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, dst_stream));
+    } else {
+      // The destination stream waits for the source's pending writes; the source stream then
+      // waits for the copy, so the source buffer cannot be reused while it is still being read.
+      const Event source_ready(src_ordinal);
+      {
+        DeviceGuard guard(src_ordinal);
+        source_ready.record(src_stream);
+      }
+      const Event copied(dst_ordinal);
+      DeviceGuard guard(dst_ordinal);
+      source_ready.wait_in(dst_stream);
+      if (dst_ordinal == src_ordinal)
+        DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, dst_stream));
+      else
+        DEVTENSOR_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_ordinal, src, src_ordinal, bytes, dst_stream));
+      copied.record(dst_stream);
+      copied.wait_in(src_stream);
     }
     return true;
   } catch (const std::exception& e) {
@@ -122,8 +178,9 @@ inline bool platform_copy(void* dst, int dst_ordinal, const void* src, int src_o
 }
 
 inline constexpr ::devtensor::detail::GpuPlatform platform{
-    "CUDA", &platform_device_count, &platform_describe, &platform_allocate, &platform_deallocate,
-    &platform_free_memory, &platform_copy};
+    "CUDA",           &platform_device_count,  &platform_describe,        &platform_allocate,
+    &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
+    &platform_synchronize, &platform_copy};
 
 inline namespace DEVTENSOR_ABI_NS {
 /// Registers the CUDA platform once per program, from whichever CUDA-flavoured TU runs first.

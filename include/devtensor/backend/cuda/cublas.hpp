@@ -1,0 +1,109 @@
+#pragma once
+/// @file cublas.hpp
+/// @brief Checked cuBLAS calls and one cuBLAS handle per (GPU, stream).
+///
+/// A handle is bound to one logical device's stream and used under its own mutex (cuBLAS handles
+/// must not be used by two threads at once); replicas on different logical devices never share
+/// one. Handles live for the process: destroying them from static destructors would race the CUDA
+/// runtime's own teardown (PyTorch and TensorFlow leak theirs for the same reason).
+///
+/// TF32: fp32 GEMMs use full fp32 (CUBLAS_DEFAULT_MATH) unless
+/// config::experimental::enable_tensor_float_32_execution(true) asks for TF32 tensor cores,
+/// which are faster and round inputs to 10 mantissa bits. TensorFlow's default is on; devtensor's
+/// is off, so a GPU result matches the CPU's to fp32 accuracy unless the user opts in.
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "devtensor/backend/cuda/device_guard.hpp"
+#include "devtensor/backend/cuda/error.hpp"
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/matmul_options.hpp"
+
+namespace devtensor::backend::cuda {
+
+/// Throws when a cuBLAS call failed: "cuBLAS call <what> failed: CUBLAS_STATUS_... (<text>)".
+inline void check_cublas(cublasStatus_t status, std::string_view what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const std::string message = "cuBLAS call " + std::string(what) + " failed: " +
+                              cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")";
+  switch (status) {
+    case CUBLAS_STATUS_ALLOC_FAILED: throw ResourceExhaustedError(message);
+    case CUBLAS_STATUS_INVALID_VALUE: throw InvalidArgumentError(message);
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+    case CUBLAS_STATUS_NOT_SUPPORTED: throw FailedPreconditionError(message);
+    default: throw InternalError(message);
+  }
+}
+
+}  // namespace devtensor::backend::cuda
+
+#define DEVTENSOR_CUBLAS_CHECK(call) ::devtensor::backend::cuda::check_cublas((call), #call)
+
+namespace devtensor::backend::cuda {
+
+/// A cuBLAS handle bound to a stream, locked for the duration of one call sequence.
+class BlasLease {
+ public:
+  BlasLease(cublasHandle_t handle, std::unique_lock<std::mutex> lock)
+      : handle_(handle), lock_(std::move(lock)) {}
+  [[nodiscard]] cublasHandle_t get() const noexcept { return handle_; }
+
+ private:
+  cublasHandle_t handle_;
+  std::unique_lock<std::mutex> lock_;
+};
+
+/// The process's cuBLAS handles, one per (device ordinal, stream).
+class BlasHandles {
+ public:
+  DEVTENSOR_EXPORT static BlasHandles& global() {
+    static auto* handles = new BlasHandles();  // never destroyed: see the file comment
+    return *handles;
+  }
+
+  /// The handle for `stream` on GPU `ordinal`, created on first use, with the math mode that
+  /// the TF32 setting asks for now. Hold the lease while queuing calls with it.
+  BlasLease acquire(int ordinal, cudaStream_t stream) {
+    Entry* entry = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      auto& slot = entries_[{ordinal, stream}];
+      if (!slot) {
+        auto created = std::make_unique<Entry>();
+        DeviceGuard guard(ordinal);
+        DEVTENSOR_CUBLAS_CHECK(cublasCreate(&created->handle));
+        DEVTENSOR_CUBLAS_CHECK(cublasSetStream(created->handle, stream));
+        slot = std::move(created);
+      }
+      entry = slot.get();
+    }
+    std::unique_lock lock(entry->mutex);
+    const bool tf32 = config::experimental::tensor_float_32_execution_enabled();
+    if (entry->tf32 != tf32) {
+      DEVTENSOR_CUBLAS_CHECK(cublasSetMathMode(entry->handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      entry->tf32 = tf32;
+    }
+    return {entry->handle, std::move(lock)};
+  }
+
+ private:
+  struct Entry {
+    cublasHandle_t handle = nullptr;
+    std::mutex mutex;
+    bool tf32 = false;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<int, cudaStream_t>, std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace devtensor::backend::cuda
