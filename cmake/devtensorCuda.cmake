@@ -32,7 +32,7 @@ if(CUDAToolkit_FOUND)
   endif()
   target_compile_definitions(devtensor_cuda INTERFACE DEVTENSOR_WITH_CUDA=1)
   target_compile_options(devtensor_cuda INTERFACE
-    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr>)
+    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr --extended-lambda>)
 
   find_package(NCCL QUIET)
   if(NCCL_FOUND)

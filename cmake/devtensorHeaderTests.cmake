@@ -1,6 +1,6 @@
 # Every public header compiles on its own (Thrust's header testing): one generated TU per header
 # under include/devtensor/ (detail/ excluded), compiled with the host compiler. Headers under
-# backend/cuda/ need the CUDA toolkit and are compiled against devtensor::cuda when it exists, and
+# backend/cuda/ and ops/cuda/ need the CUDA toolkit and are compiled against devtensor::cuda when it exists, and
 # with nvcc as well when DEVTENSOR_ENABLE_CUDA is on.
 function(devtensor_add_header_tests)
   file(GLOB_RECURSE _headers RELATIVE "${PROJECT_SOURCE_DIR}/include"
@@ -12,7 +12,7 @@ function(devtensor_add_header_tests)
   foreach(_header IN LISTS _headers)
     string(MAKE_C_IDENTIFIER "${_header}" _id)
     set(_content "// Generated: ${_header} must compile on its own.\n#include <${_header}>\n#include <${_header}>  // and twice\n")
-    if(_header MATCHES "^devtensor/backend/cuda/")
+    if(_header MATCHES "^devtensor/(backend|ops)/cuda/")
       file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp" CONTENT "${_content}")
       list(APPEND _cuda_host_sources "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp")
     else()

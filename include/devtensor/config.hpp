@@ -41,6 +41,17 @@
 #define DEVTENSOR_FLAVOUR_NAME "host"
 #endif
 
+/// Hand-written CUDA kernels: an nvcc TU with the devtensor::cuda component, whose compile options
+/// include --extended-lambda (op bodies pass `[] DEVTENSOR_HD_LAMBDA (T x) {...}` to both the CPU
+/// loops and the CUDA kernels). An nvcc TU without them gets the cudart flavour's kernels only.
+#if DEVTENSOR_DEVICE_CODE && DEVTENSOR_CUDA_RUNTIME && defined(__CUDACC_EXTENDED_LAMBDA__)
+#define DEVTENSOR_CUDA_KERNELS 1
+#define DEVTENSOR_HD_LAMBDA __host__ __device__
+#else
+#define DEVTENSOR_CUDA_KERNELS 0
+#define DEVTENSOR_HD_LAMBDA
+#endif
+
 #define DEVTENSOR_INLINE inline
 
 /// Process-wide singletons are function-local statics in inline functions. With default visibility

@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "devtensor/ops/dispatch.hpp"
+#if DEVTENSOR_CUDA_KERNELS
+#include "devtensor/ops/cuda/kernels.cuh"
+#endif
 
 namespace devtensor {
 inline namespace DEVTENSOR_ABI_NS {
@@ -79,6 +82,12 @@ Tensor<T> fill(const Shape& shape, std::type_identity_t<T> value) {
   auto out = Tensor<T>::empty(shape, device, ops::Fill::name);
   T* o = out.mutable_data();
   const auto n = shape.num_elements();
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::Fill, T>(device)) {
+    ops::cuda::fill(device, o, n, static_cast<T>(value));
+    return out;
+  }
+#endif
   for (std::int64_t i = 0; i < n; ++i) o[i] = value;
   return out;
 }
@@ -110,6 +119,14 @@ Tensor<T> range(T start, T limit, T delta = T{1}) {
   const int device = op_detail::place<ops::Range, T>();
   auto out = Tensor<T>::empty(Shape{n}, device, ops::Range::name);
   T* o = out.mutable_data();
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::Range, T>(device)) {
+    ops::cuda::generate(device, o, n, [start, delta] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
+      return static_cast<T>(start + static_cast<T>(i) * delta);
+    });
+    return out;
+  }
+#endif
   for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
   return out;
 }

@@ -20,20 +20,32 @@ inline namespace DEVTENSOR_ABI_NS {
 // ambiguous everywhere.
 namespace op_detail {
 
-/// The kernels in this translation unit run on host memory; a real GPU is chosen only for ops
-/// whose GPU kernel exists here, which no hand-written kernel does yet (ops::cuda_kernels_compiled).
+/// True when `device` is a real GPU (device memory): the op must run its GPU kernel there.
+inline bool on_real_gpu(int device) {
+  return !Context::global().logical_devices()[static_cast<std::size_t>(device)].host_memory();
+}
+
+/// Host-memory kernels only: for ops without a GPU kernel in this translation unit.
 inline void require_host_memory(int device, std::string_view op) {
-  const auto& d = Context::global().logical_devices()[static_cast<std::size_t>(device)];
-  if (!d.host_memory())
-    throw InternalError(std::string(op) + " was placed on " + d.full_name +
+  if (on_real_gpu(device))
+    throw InternalError(std::string(op) + " was placed on " +
+                        Context::global().logical_devices()[static_cast<std::size_t>(device)].full_name +
                         " but this translation unit has no GPU kernel for it");
+}
+
+/// Does this call run Op's GPU kernel? Only where the kernel exists in this translation unit and
+/// the placer chose a real GPU (simulated GPUs run the CPU kernels on host memory).
+template <class Op, Element T>
+bool run_gpu_kernel(int device) {
+  if constexpr (has_kernel_v<Op, gpu_t, T>) return on_real_gpu(device);
+  else return false;
 }
 
 /// Places an op with the given inputs (small-int pinning included) and checks the kernel can run.
 template <class Op, Element T, class... Inputs>
 int place(const Inputs&... inputs) {
   const int device = place_op(kernel_support<Op, T>, small_host_int_inputs(inputs...));
-  require_host_memory(device, Op::name);
+  if constexpr (!has_kernel_v<Op, gpu_t, T>) require_host_memory(device, Op::name);
   return device;
 }
 

@@ -13,6 +13,9 @@
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#if DEVTENSOR_CUDA_KERNELS
+#include "devtensor/ops/cuda/kernels.cuh"
+#endif
 
 namespace devtensor {
 inline namespace DEVTENSOR_ABI_NS {
@@ -20,17 +23,28 @@ inline namespace DEVTENSOR_ABI_NS {
 // ambiguous everywhere.
 namespace op_detail {
 
-/// Runs a broadcasting binary op; `Differentiable` ops are recorded for GradientTape.
-template <class Op, bool Differentiable = true, Element T, class F>
-Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b, F f) {
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);
-  const int device = place<Op, T>(a, b);
+/// Runs a broadcasting binary op; `Differentiable` ops are recorded for GradientTape. `f` runs on
+/// the CPU and, in nvcc TUs, in the CUDA kernel (a DEVTENSOR_HD_LAMBDA); `gpu_f` replaces it on
+/// the GPU when the CPU form cannot run there.
+template <class Op, bool Differentiable = true, Element T, class F, class GpuF = F>
+Tensor<T> binary_op_on(int device, const Shape& shape, const Tensor<T>& a, const Tensor<T>& b, F f,
+                       [[maybe_unused]] GpuF gpu_f) {
   const auto x = to_device(a, device, Op::name, 0);
   const auto y = to_device(b, device, Op::name, 1);
   auto out = Tensor<T>::empty(shape, device, Op::name);
-  ops::cpu::binary(x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, f);
+#if DEVTENSOR_CUDA_KERNELS
+  if (run_gpu_kernel<Op, T>(device))
+    ops::cuda::zip(device, x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, Op::name, gpu_f);
+  else
+#endif
+    ops::cpu::binary(x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, f);
   if constexpr (Differentiable) autodiff::record<Op>(out, {}, a, b);
   return out;
+}
+template <class Op, bool Differentiable = true, Element T, class F>
+Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b, F f) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);  // shape errors first
+  return binary_op_on<Op, Differentiable>(place<Op, T>(a, b), shape, a, b, f, f);
 }
 
 template <class Op, Element T, class F>
@@ -38,13 +52,18 @@ Tensor<T> unary_op(const Tensor<T>& a, F f) {
   const int device = place<Op, T>(a);
   const auto x = to_device(a, device, Op::name, 0);
   auto out = Tensor<T>::empty(x.shape(), device, Op::name);
-  ops::cpu::unary(x.data(), out.mutable_data(), x.num_elements(), f);
+#if DEVTENSOR_CUDA_KERNELS
+  if (run_gpu_kernel<Op, T>(device))
+    ops::cuda::map(device, x.data(), out.mutable_data(), x.num_elements(), f);
+  else
+#endif
+    ops::cpu::unary(x.data(), out.mutable_data(), x.num_elements(), f);
   autodiff::record<Op>(out, {}, a);
   return out;
 }
 
 template <class T>
-T floor_div(T x, T y) {
+DEVTENSOR_HOST_DEVICE T floor_div(T x, T y) {
   T q = x / y;
   if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
   return q;
@@ -55,42 +74,69 @@ T floor_div(T x, T y) {
 /// a + b with broadcasting (TensorFlow's AddV2).
 template <Numeric T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Add>(a, b, [](T x, T y) { return static_cast<T>(x + y); });
+  return op_detail::binary_op<ops::Add>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return static_cast<T>(x + y); });
 }
 template <Numeric T>
 Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Sub>(a, b, [](T x, T y) { return static_cast<T>(x - y); });
+  return op_detail::binary_op<ops::Sub>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return static_cast<T>(x - y); });
 }
 template <Numeric T>
 Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Mul>(a, b, [](T x, T y) { return static_cast<T>(x * y); });
+  return op_detail::binary_op<ops::Mul>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return static_cast<T>(x * y); });
 }
 /// a / b: true division for floating types (RealDiv), floor division for integers (FloorDiv, as
 /// Python's //). @throws InvalidArgumentError on integer division by zero.
 template <Numeric T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
   if constexpr (std::is_floating_point_v<T>) {
-    return op_detail::binary_op<ops::RealDiv>(a, b, [](T x, T y) { return x / y; });
+    return op_detail::binary_op<ops::RealDiv>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x / y; });
   } else {
-    std::atomic<bool> by_zero{false};  // set from the kernel's threads
-    auto out = op_detail::binary_op<ops::FloorDiv>(a, b, [&by_zero](T x, T y) {
+    std::atomic<bool> by_zero{false};  // set from the CPU kernel's threads
+    const auto cpu_f = [&by_zero](T x, T y) {
       if (y == 0) {
         by_zero.store(true, std::memory_order_relaxed);
         return T{0};
       }
       return op_detail::floor_div(x, y);
-    });
+    };
+    const Shape shape = broadcast_shapes(a.shape(), b.shape(), ops::FloorDiv::name);
+    const int device = op_detail::place<ops::FloorDiv, T>(a, b);
+#if DEVTENSOR_CUDA_KERNELS
+    // On a GPU the kernel raises a flag in device memory, read back (a synchronisation) only here.
+    std::shared_ptr<detail::TensorStorage> flag;
+    int* device_flag = nullptr;
+    if (op_detail::run_gpu_kernel<ops::FloorDiv, T>(device)) {
+      flag = detail::allocate_storage(device, sizeof(int), Shape{}, "DT_INT32", ops::FloorDiv::name);
+      device_flag = static_cast<int*>(flag->data);
+      ops::cuda::fill(device, device_flag, 1, 0);
+    }
+    const auto gpu_f = [device_flag] DEVTENSOR_HD_LAMBDA (T x, T y) {
+      if (y == 0) {
+        *device_flag = 1;  // benign race: every writer stores 1
+        return T{0};
+      }
+      return op_detail::floor_div(x, y);
+    };
+    auto out = op_detail::binary_op_on<ops::FloorDiv>(device, shape, a, b, cpu_f, gpu_f);
+    if (flag) {
+      int raised = 0;
+      detail::copy_bytes(&raised, detail::host_buffer_device(), device_flag, *flag->device, sizeof raised);
+      if (raised) by_zero.store(true);
+    }
+#else
+    auto out = op_detail::binary_op_on<ops::FloorDiv>(device, shape, a, b, cpu_f, cpu_f);
+#endif
     if (by_zero.load()) throw InvalidArgumentError("Integer division by zero [Op:FloorDiv]");
     return out;
   }
 }
 template <Numeric T>
 Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Maximum>(a, b, [](T x, T y) { return x > y ? x : y; });
+  return op_detail::binary_op<ops::Maximum>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x > y ? x : y; });
 }
 template <Numeric T>
 Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Minimum>(a, b, [](T x, T y) { return x < y ? x : y; });
+  return op_detail::binary_op<ops::Minimum>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x < y ? x : y; });
 }
 
 // Explicit-tag forms: `add(devtensor::gpu, a, b)` (static CPU fallback, see with_kernel_device).
@@ -109,39 +155,39 @@ Tensor<T> mul(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
 
 template <Numeric T>
 Tensor<T> neg(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Neg>(a, [](T x) { return static_cast<T>(-x); });
+  return op_detail::unary_op<ops::Neg>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return static_cast<T>(-x); });
 }
 template <Numeric T>
 Tensor<T> abs(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Abs>(a, [](T x) { return x < T{0} ? static_cast<T>(-x) : x; });
+  return op_detail::unary_op<ops::Abs>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return x < T{0} ? static_cast<T>(-x) : x; });
 }
 template <Numeric T>
 Tensor<T> square(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Square>(a, [](T x) { return static_cast<T>(x * x); });
+  return op_detail::unary_op<ops::Square>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return static_cast<T>(x * x); });
 }
 template <Floating T>
 Tensor<T> sqrt(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Sqrt>(a, [](T x) { return std::sqrt(x); });
+  return op_detail::unary_op<ops::Sqrt>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::sqrt(x); });
 }
 template <Floating T>
 Tensor<T> exp(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Exp>(a, [](T x) { return std::exp(x); });
+  return op_detail::unary_op<ops::Exp>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::exp(x); });
 }
 template <Floating T>
 Tensor<T> log(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Log>(a, [](T x) { return std::log(x); });
+  return op_detail::unary_op<ops::Log>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::log(x); });
 }
 template <Numeric T>
 Tensor<T> relu(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Relu>(a, [](T x) { return x > T{0} ? x : T{0}; });
+  return op_detail::unary_op<ops::Relu>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return x > T{0} ? x : T{0}; });
 }
 template <Floating T>
 Tensor<T> sigmoid(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Sigmoid>(a, [](T x) { return T{1} / (T{1} + std::exp(-x)); });
+  return op_detail::unary_op<ops::Sigmoid>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return T{1} / (T{1} + std::exp(-x)); });
 }
 template <Floating T>
 Tensor<T> tanh(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Tanh>(a, [](T x) { return std::tanh(x); });
+  return op_detail::unary_op<ops::Tanh>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::tanh(x); });
 }
 
 /// The elementwise sum of same-shaped tensors (TensorFlow's AddN).
@@ -157,7 +203,7 @@ Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
   bool small = true;
   for (const auto& t : inputs) small = small && small_host_int_inputs(t);
   const int device = place_op(kernel_support<ops::AddN, T>, small);
-  op_detail::require_host_memory(device, ops::AddN::name);
+  if constexpr (!has_kernel_v<ops::AddN, gpu_t, T>) op_detail::require_host_memory(device, ops::AddN::name);
   std::vector<Tensor<T>> local;
   local.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -165,6 +211,15 @@ Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
   auto out = Tensor<T>::empty(inputs[0].shape(), device, ops::AddN::name);
   T* o = out.mutable_data();
   const std::int64_t n = out.num_elements();
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::AddN, T>(device)) {
+    std::vector<const T*> pointers;
+    for (const auto& t : local) pointers.push_back(t.data());
+    ops::cuda::sum_into(device, o, pointers, n);
+    autodiff::record_list<ops::AddN>(out, {}, inputs);
+    return out;
+  }
+#endif
   backend::cpu::parallel_for(n, ops::cpu::kParallelGrain, [&](std::int64_t begin, std::int64_t end) {
     const T* first = local[0].data();
     for (std::int64_t i = begin; i < end; ++i) o[i] = first[i];

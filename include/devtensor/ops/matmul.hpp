@@ -8,6 +8,10 @@
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/matmul.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/matmul_options.hpp"
+#if DEVTENSOR_CUDA_RUNTIME
+#include "devtensor/ops/cuda/matmul.hpp"
+#endif
 
 namespace devtensor {
 inline namespace DEVTENSOR_ABI_NS {
@@ -43,6 +47,17 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = fals
   const auto y = to_device(b, device, ops::MatMul::name, 1);
   auto out = Tensor<T>::empty(out_shape, device, ops::MatMul::name);
   const std::int64_t batches = out_shape.num_elements() / std::max<std::int64_t>(1, m * n);
+#if DEVTENSOR_CUDA_RUNTIME
+  if constexpr (Floating<T>) {
+    if (op_detail::run_gpu_kernel<ops::MatMul, T>(device)) {
+      std::int64_t batch_count = 1;
+      for (std::size_t d = 0; d + 2 < r; ++d) batch_count *= as[d];
+      ops::cuda::gemm(device, transpose_a, transpose_b, batch_count, m, n, k, x.data(), y.data(), out.mutable_data());
+      autodiff::record<ops::MatMul>(out, {.transpose_a = transpose_a, .transpose_b = transpose_b}, a, b);
+      return out;
+    }
+  }
+#endif
   for (std::int64_t i = 0; i < batches && m * n > 0; ++i)
     ops::cpu::gemm(transpose_a, transpose_b, m, n, k, x.data() + i * m * k, y.data() + i * k * n,
                    out.mutable_data() + i * m * n);

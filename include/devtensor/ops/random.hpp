@@ -13,6 +13,9 @@
 #include <random>
 
 #include "devtensor/ops/dispatch.hpp"
+#if DEVTENSOR_CUDA_KERNELS
+#include "devtensor/ops/cuda/kernels.cuh"
+#endif
 
 namespace devtensor {
 
@@ -29,14 +32,14 @@ struct NormalOptions {
 
 namespace detail {
 
-constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
+DEVTENSOR_HOST_DEVICE constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
 }
 /// A double in [0, 1) from 53 random bits.
-constexpr double unit_uniform(std::uint64_t seed, std::uint64_t i) noexcept {
+DEVTENSOR_HOST_DEVICE constexpr double unit_uniform(std::uint64_t seed, std::uint64_t i) noexcept {
   return static_cast<double>(splitmix64(seed ^ splitmix64(i)) >> 11) * 0x1.0p-53;
 }
 inline std::uint64_t next_seed() {
@@ -59,10 +62,19 @@ Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}) {
   auto out = Tensor<T>::empty(shape, device, ops::RandomUniform::name);
   T* o = out.mutable_data();
   const double span = options.maxval - options.minval;
-  for (std::int64_t i = 0; i < shape.num_elements(); ++i) {
-    T v = static_cast<T>(options.minval + span * detail::unit_uniform(seed, static_cast<std::uint64_t>(i)));
-    o[i] = v < static_cast<T>(options.maxval) ? v : static_cast<T>(options.minval);  // float rounding
+  const double minval = options.minval;
+  const double maxval = options.maxval;
+  const auto value = [seed, span, minval, maxval] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
+    T v = static_cast<T>(minval + span * detail::unit_uniform(seed, static_cast<std::uint64_t>(i)));
+    return v < static_cast<T>(maxval) ? v : static_cast<T>(minval);  // float rounding
+  };
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::RandomUniform, T>(device)) {
+    ops::cuda::generate(device, o, shape.num_elements(), value);  // the same values as the CPU's
+    return out;
   }
+#endif
+  for (std::int64_t i = 0; i < shape.num_elements(); ++i) o[i] = value(i);
   return out;
 }
 
@@ -76,15 +88,24 @@ Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}) {
   const int device = op_detail::place<ops::RandomStandardNormal, T>();
   auto out = Tensor<T>::empty(shape, device, ops::RandomStandardNormal::name);
   T* o = out.mutable_data();
-  constexpr double kTwoPi = 6.283185307179586;
-  for (std::int64_t i = 0; i < shape.num_elements(); ++i) {
+  const double mean = options.mean;
+  const double stddev = options.stddev;
+  const auto value = [seed, mean, stddev] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
+    constexpr double kTwoPi = 6.283185307179586;
     const auto pair = static_cast<std::uint64_t>(i / 2);
     const double u1 = 1.0 - detail::unit_uniform(seed, 2 * pair);  // (0, 1]
     const double u2 = detail::unit_uniform(seed, 2 * pair + 1);
     const double r = std::sqrt(-2.0 * std::log(u1));
     const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
-    o[i] = static_cast<T>(options.mean + options.stddev * z);
+    return static_cast<T>(mean + stddev * z);
+  };
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::RandomStandardNormal, T>(device)) {
+    ops::cuda::generate(device, o, shape.num_elements(), value);  // the CPU's values, to rounding
+    return out;
   }
+#endif
+  for (std::int64_t i = 0; i < shape.num_elements(); ++i) o[i] = value(i);
   return out;
 }
 

@@ -9,6 +9,9 @@
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/reduce.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#if DEVTENSOR_CUDA_KERNELS
+#include "devtensor/ops/cuda/reduce.cuh"
+#endif
 
 namespace devtensor {
 inline namespace DEVTENSOR_ABI_NS {
@@ -39,7 +42,12 @@ Tensor<T> reduction(const Tensor<T>& t, const std::optional<std::vector<std::int
   const int device = place<Op, T>(t);
   const auto x = to_device(t, device, Op::name, 0);
   auto out = Tensor<T>::empty(out_shape, device, Op::name);
-  ops::cpu::reduce(x.data(), shape, reduce, kind, out.mutable_data());
+#if DEVTENSOR_CUDA_KERNELS
+  if (run_gpu_kernel<Op, T>(device))
+    ops::cuda::reduce(device, x.data(), shape, reduce, kind, out.mutable_data(), Op::name);
+  else
+#endif
+    ops::cpu::reduce(x.data(), shape, reduce, kind, out.mutable_data());
   if (autodiff::tapes_active()) {
     detail::OpAttrs attrs;
     for (std::size_t d = 0; d < shape.rank(); ++d)

@@ -11,6 +11,9 @@
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#if DEVTENSOR_CUDA_KERNELS
+#include "devtensor/ops/cuda/kernels.cuh"
+#endif
 
 namespace devtensor {
 namespace detail {
@@ -169,7 +172,13 @@ Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
   const auto in_strides = s.strides();
   std::vector<std::int64_t> strides(rank);
   for (std::size_t i = 0; i < rank; ++i) strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
-  op_detail::strided_gather(x.data(), strides, out_shape.dims(), out.mutable_data());
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::Transpose, T>(device))
+    ops::cuda::strided_copy(device, x.data(), strides, 0, out.mutable_data(), out_shape.strides(), 0,
+                            out_shape.dims(), ops::Transpose::name);
+  else
+#endif
+    op_detail::strided_gather(x.data(), strides, out_shape.dims(), out.mutable_data());
   autodiff::record<ops::Transpose>(out, {.list = perm}, t);
   return out;
 }
@@ -201,8 +210,22 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
   bool small = true;
   for (const auto& v : values) small = small && small_host_int_inputs(v);
   const int device = place_op(kernel_support<ops::ConcatV2, T>, small);
-  op_detail::require_host_memory(device, ops::ConcatV2::name);
+  if constexpr (!has_kernel_v<ops::ConcatV2, gpu_t, T>) op_detail::require_host_memory(device, ops::ConcatV2::name);
   auto out = Tensor<T>::empty(out_shape, device, ops::ConcatV2::name);
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::ConcatV2, T>(device)) {
+    const auto out_strides = out_shape.strides();
+    std::int64_t along = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto x = to_device(values[i], device, ops::ConcatV2::name, static_cast<int>(i));
+      ops::cuda::strided_copy(device, x.data(), x.shape().strides(), 0, out.mutable_data(), out_strides,
+                              along * out_strides[ax], x.shape().dims(), ops::ConcatV2::name);
+      along += x.shape()[ax];
+    }
+    autodiff::record_list<ops::ConcatV2>(out, {.axis = static_cast<std::int64_t>(ax)}, values);
+    return out;
+  }
+#endif
   std::int64_t outer = 1;
   for (std::size_t d = 0; d < ax; ++d) outer *= dims[d];
   std::int64_t inner = 1;
@@ -248,7 +271,13 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes
     std::vector<std::int64_t> box = s.dims_vector();
     box[ax] = size;
     auto piece = Tensor<T>::empty(Shape(box), device, ops::Split::name);
-    op_detail::copy_box(x.data(), s, begin, box, piece.mutable_data());
+#if DEVTENSOR_CUDA_KERNELS
+    if (op_detail::run_gpu_kernel<ops::Split, T>(device))
+      ops::cuda::strided_copy(device, x.data(), s.strides(), begin[ax] * s.strides()[ax], piece.mutable_data(),
+                              piece.shape().strides(), 0, piece.shape().dims(), ops::Split::name);
+    else
+#endif
+      op_detail::copy_box(x.data(), s, begin, box, piece.mutable_data());
     begin[ax] += size;
     out.push_back(std::move(piece));
   }
@@ -289,7 +318,16 @@ Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std:
   const int device = op_detail::place<ops::Slice, T>(t);
   const auto x = to_device(t, device, ops::Slice::name, 0);
   auto out = Tensor<T>::empty(Shape(size), device, ops::Slice::name);
-  op_detail::copy_box(x.data(), s, begin, size, out.mutable_data());
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::Slice, T>(device)) {
+    const auto strides = s.strides();
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < s.rank(); ++d) offset += begin[d] * strides[d];
+    ops::cuda::strided_copy(device, x.data(), strides, offset, out.mutable_data(), out.shape().strides(), 0,
+                            out.shape().dims(), ops::Slice::name);
+  } else
+#endif
+    op_detail::copy_box(x.data(), s, begin, size, out.mutable_data());
   autodiff::record<ops::Slice>(out, {.list = begin}, t);
   return out;
 }
@@ -314,6 +352,12 @@ Tensor<T> broadcast_to(const Tensor<T>& t, const Shape& shape) {
   const std::int64_t n = shape.num_elements();
   const T* src = x.data();
   T* dst = out.mutable_data();
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::BroadcastTo, T>(device)) {
+    ops::cuda::strided_copy(device, src, ops::cpu::detail::broadcast_strides(x.shape(), shape.rank()), 0, dst,
+                            shape.strides(), 0, shape.dims(), ops::BroadcastTo::name);
+  } else
+#endif
   if (x.num_elements() == 1) {
     std::fill(dst, dst + n, n > 0 ? src[0] : T{});
   } else if (n > 0) {
@@ -349,6 +393,17 @@ Tensor<T> pad(const Tensor<T>& t, const std::vector<std::pair<std::int64_t, std:
   const Shape out_shape(dims);
   auto out = Tensor<T>::empty(out_shape, device, ops::Pad::name);
   T* o = out.mutable_data();
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::Pad, T>(device)) {
+    const auto out_strides = out_shape.strides();
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < s.rank(); ++d) offset += begin[d] * out_strides[d];
+    ops::cuda::fill(device, o, out_shape.num_elements(), T{});
+    ops::cuda::strided_copy(device, x.data(), s.strides(), 0, o, out_strides, offset, s.dims(), ops::Pad::name);
+    autodiff::record<ops::Pad>(out, std::move(attrs), t);
+    return out;
+  }
+#endif
   std::fill(o, o + out_shape.num_elements(), T{});
   // Scatter the input rows into the box at `begin` (copy_box's inverse).
   const std::size_t rank = s.rank();
@@ -389,6 +444,18 @@ Tensor<T> identity(const Tensor<T>& t) {
 template <Element U, Element T>
 Tensor<U> cast(const Tensor<T>& t) {
   const int device = op_detail::place<ops::Cast, T>(t);
+#if DEVTENSOR_CUDA_KERNELS
+  if (op_detail::run_gpu_kernel<ops::Cast, T>(device)) {
+    const auto x = to_device(t, device, ops::Cast::name, 0);
+    auto out = Tensor<U>::empty(x.shape(), device, ops::Cast::name);
+    ops::cuda::map(device, x.data(), out.mutable_data(), x.num_elements(), [] DEVTENSOR_HD_LAMBDA (T v) {
+      if constexpr (std::is_same_v<U, bool>) return v != T{0};
+      else return static_cast<U>(v);
+    });
+    if constexpr (Floating<T>) autodiff::record<ops::Cast>(out, {}, t);
+    return out;
+  }
+#endif
   auto out = detail::cast_on<U>(to_device(t, device, ops::Cast::name, 0), device);
   if constexpr (Floating<T>) autodiff::record<ops::Cast>(out, {}, t);  // float <-> double only
   return out;

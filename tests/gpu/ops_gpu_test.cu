@@ -1,0 +1,265 @@
+// Every op with a GPU kernel, on a real GPU, against the CPU result on random inputs; placement
+// on real GPUs; copies between host, GPU and logical GPUs. Runs only where a CUDA device exists.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+
+namespace {
+
+constexpr const char* kGpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
+
+template <class T>
+dt::Tensor<T> random_input(const dt::Shape& shape, std::uint64_t seed, double lo = -2.0, double hi = 2.0) {
+  dt::DeviceScope cpu("/cpu:0");
+  if constexpr (std::is_floating_point_v<T>) {
+    return dt::random_uniform<T>(shape, {.minval = lo, .maxval = hi, .seed = seed});
+  } else {
+    return dt::cast<T>(dt::random_uniform<double>(shape, {.minval = -50.0, .maxval = 50.0, .seed = seed}));
+  }
+}
+
+/// Runs `op` on the CPU and on GPU:0 and compares the results elementwise.
+template <class F>
+void expect_gpu_matches_cpu(F op, double tolerance = 1e-5) {
+  const auto on_cpu = [&] {
+    dt::DeviceScope scope("/cpu:0");
+    return op();
+  }();
+  const auto on_gpu = [&] {
+    dt::DeviceScope scope("/gpu:0");
+    return op();
+  }();
+  BOOST_TEST(on_gpu.device() == kGpu0);
+  BOOST_TEST_REQUIRE(on_gpu.shape() == on_cpu.shape());
+  const auto expected = on_cpu.to_vector();
+  const auto actual = on_gpu.to_vector();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double e = static_cast<double>(expected[i]);
+    const double a = static_cast<double>(actual[i]);
+    if (std::abs(e - a) > tolerance * (1.0 + std::abs(e))) {
+      BOOST_ERROR("element " << i << ": GPU " << a << " vs CPU " << e);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(gpu_ops, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(elementwise_binary_ops_with_broadcasting) {
+  const std::vector<std::pair<dt::Shape, dt::Shape>> shapes = {
+      {{1000}, {1000}}, {{33, 65}, {65}}, {{4, 1, 7}, {3, 1}}, {{}, {5, 6}}, {{2, 3, 4, 5}, {1, 3, 1, 5}}};
+  std::uint64_t seed = 1;
+  for (const auto& [sa, sb] : shapes) {
+    const auto a = random_input<float>(sa, seed++);
+    const auto b = random_input<float>(sb, seed++, 0.5, 3.0);
+    expect_gpu_matches_cpu([&] { return dt::add(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::sub(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::mul(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::div(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::maximum(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::minimum(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::grad_ops::relu_grad(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::grad_ops::greater_equal(a, b); });
+    expect_gpu_matches_cpu([&] { return dt::grad_ops::equal(a, a); });
+  }
+  const auto x = random_input<double>({257, 3}, 99);
+  const auto y = random_input<double>({3}, 98, 0.5, 2.0);
+  expect_gpu_matches_cpu([&] { return dt::grad_ops::sigmoid_grad(x, y); }, 1e-12);
+  expect_gpu_matches_cpu([&] { return dt::grad_ops::tanh_grad(x, y); }, 1e-12);
+  expect_gpu_matches_cpu([&] { return dt::grad_ops::sqrt_grad(y, x); }, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(integer_ops_and_floor_division) {
+  const auto a = random_input<std::int32_t>({40, 7}, 3);
+  auto b = random_input<std::int64_t>({7}, 4);
+  const auto a64 = dt::cast<std::int64_t>(a);
+  b = dt::add(dt::abs(b), dt::scalar<std::int64_t>(1));  // no zero divisors
+  expect_gpu_matches_cpu([&] { return dt::add(a, a); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::mul(a64, b); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::div(a64, b); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::div(dt::neg(a64), b); }, 0);
+  dt::DeviceScope gpu("/gpu:0");
+  const auto zero = dt::constant<std::int64_t>({3, 0, 1});
+  DEVTENSOR_CHECK_THROW_WITH(dt::div(dt::constant<std::int64_t>({1, 2, 3}), zero), dt::InvalidArgumentError,
+                             "Integer division by zero");
+}
+
+BOOST_AUTO_TEST_CASE(elementwise_unary_ops) {
+  const auto a = random_input<float>({3, 1000}, 5);
+  const auto p = random_input<double>({999}, 6, 0.01, 4.0);
+  expect_gpu_matches_cpu([&] { return dt::neg(a); });
+  expect_gpu_matches_cpu([&] { return dt::abs(a); });
+  expect_gpu_matches_cpu([&] { return dt::square(a); });
+  expect_gpu_matches_cpu([&] { return dt::relu(a); });
+  expect_gpu_matches_cpu([&] { return dt::sigmoid(a); });
+  expect_gpu_matches_cpu([&] { return dt::tanh(a); });
+  expect_gpu_matches_cpu([&] { return dt::exp(a); });
+  expect_gpu_matches_cpu([&] { return dt::sqrt(p); }, 1e-12);
+  expect_gpu_matches_cpu([&] { return dt::log(p); }, 1e-12);
+  expect_gpu_matches_cpu([&] { return dt::exp(p); }, 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(add_n_cast_fill_range) {
+  const auto a = random_input<float>({513}, 7);
+  const auto b = random_input<float>({513}, 8);
+  const auto c = random_input<float>({513}, 9);
+  expect_gpu_matches_cpu([&] { return dt::add_n(std::vector{a, b, c}); });
+  expect_gpu_matches_cpu([&] { return dt::add_n(std::vector{a}); });
+  expect_gpu_matches_cpu([&] { return dt::cast<std::int32_t>(dt::mul(a, dt::scalar<float>(10.0F))); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::cast<double>(a); }, 1e-7);
+  expect_gpu_matches_cpu([&] { return dt::cast<float>(dt::cast<bool>(a)); }, 0);
+  expect_gpu_matches_cpu([] { return dt::fill<double>({7, 9}, 2.5); }, 0);
+  expect_gpu_matches_cpu([] { return dt::zeros<std::int64_t>({100000}); }, 0);
+  expect_gpu_matches_cpu([] { return dt::range<std::int32_t>(-7, 1000, 3); }, 0);
+  expect_gpu_matches_cpu([] { return dt::range<float>(0.5F, 10.0F, 0.25F); });
+}
+
+BOOST_AUTO_TEST_CASE(random_ops_give_the_cpu_values) {
+  expect_gpu_matches_cpu([] { return dt::random_uniform<float>({1001}, {.minval = -1, .maxval = 3, .seed = 42}); }, 0);
+  expect_gpu_matches_cpu([] { return dt::random_uniform<double>({64, 3}, {.seed = 7}); }, 0);
+  expect_gpu_matches_cpu([] { return dt::random_normal<double>({1001}, {.mean = 1, .stddev = 2, .seed = 5}); }, 1e-12);
+  expect_gpu_matches_cpu([] { return dt::random_normal<float>({10}, {.seed = 5}); }, 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_over_every_axis_set) {
+  const auto a = random_input<float>({6, 5, 300}, 10);
+  const auto big = random_input<double>({3, 200000}, 11);  // the two-pass path
+  const auto ints = random_input<std::int32_t>({50, 40}, 12);
+  using Axes = std::optional<std::vector<std::int64_t>>;
+  for (const Axes& axes : {Axes{}, Axes{{0}}, Axes{{1}}, Axes{{2}}, Axes{{0, 2}}, Axes{{-1, 0}}, Axes{{0, 1, 2}}})
+    for (bool keep : {false, true}) {
+      expect_gpu_matches_cpu([&] { return dt::reduce_sum(a, axes, keep); }, 1e-5);
+      expect_gpu_matches_cpu([&] { return dt::reduce_mean(a, axes, keep); }, 1e-5);
+      expect_gpu_matches_cpu([&] { return dt::reduce_max(a, axes, keep); }, 0);
+    }
+  expect_gpu_matches_cpu([&] { return dt::reduce_sum(big); }, 1e-10);
+  expect_gpu_matches_cpu([&] { return dt::reduce_mean(big, 1); }, 1e-10);
+  expect_gpu_matches_cpu([&] { return dt::reduce_max(big, 0); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::reduce_sum(ints, 0); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::reduce_mean(ints, 1); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::reduce_max(ints); }, 0);
+  expect_gpu_matches_cpu([] { return dt::reduce_sum(dt::zeros<float>({4, 0}), 1); }, 0);
+}
+
+BOOST_AUTO_TEST_CASE(matmul_through_cublas) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto a = random_input<float>(ta ? dt::Shape{37, 19} : dt::Shape{19, 37}, 13);
+      const auto b = random_input<float>(tb ? dt::Shape{23, 37} : dt::Shape{37, 23}, 14);
+      expect_gpu_matches_cpu([&] { return dt::matmul(a, b, ta, tb); }, 1e-4);
+      const auto da = random_input<double>(ta ? dt::Shape{3, 8, 5} : dt::Shape{3, 5, 8}, 15);
+      const auto db = random_input<double>(tb ? dt::Shape{3, 6, 8} : dt::Shape{3, 8, 6}, 16);
+      expect_gpu_matches_cpu([&] { return dt::matmul(da, db, ta, tb); }, 1e-12);
+    }
+  const auto empty_k = [] { return dt::matmul(dt::ones<float>({3, 0}), dt::ones<float>({0, 4})); };
+  expect_gpu_matches_cpu(empty_k, 0);
+  // Integer matmul has no cuBLAS kernel: it falls back to the CPU (soft placement).
+  dt::DeviceScope gpu("/gpu:0");
+  const auto ints = dt::matmul(dt::ones<std::int32_t>({2, 2}), dt::ones<std::int32_t>({2, 2}));
+  BOOST_TEST(ints.device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+  BOOST_TEST(ints.to_vector() == (std::vector<std::int32_t>{2, 2, 2, 2}));
+}
+
+BOOST_AUTO_TEST_CASE(tf32_is_off_by_default_and_can_be_enabled) {
+  BOOST_TEST(!dt::config::experimental::tensor_float_32_execution_enabled());
+  const auto a = random_input<float>({256, 256}, 17);
+  const auto b = random_input<float>({256, 256}, 18);
+  expect_gpu_matches_cpu([&] { return dt::matmul(a, b); }, 1e-5);
+  dt::config::experimental::enable_tensor_float_32_execution(true);
+  expect_gpu_matches_cpu([&] { return dt::matmul(a, b); }, 2e-2);  // 10-bit mantissas
+  dt::config::experimental::enable_tensor_float_32_execution(false);
+}
+
+BOOST_AUTO_TEST_CASE(shape_ops) {
+  const auto a = random_input<float>({4, 5, 6}, 19);
+  const auto b = random_input<float>({4, 2, 6}, 20);
+  expect_gpu_matches_cpu([&] { return dt::transpose(a); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::transpose(a, {1, 0, 2}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::concat(std::vector{a, b, a}, 1); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::concat(std::vector{a, a}, 0); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::split(a, std::vector<std::int64_t>{1, 3, 2}, 2)[1]; }, 0);
+  expect_gpu_matches_cpu([&] { return dt::split(a, 5, 1)[4]; }, 0);
+  expect_gpu_matches_cpu([&] { return dt::slice(a, {1, 2, 0}, {2, -1, 3}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::broadcast_to(b, {3, 4, 2, 6}); }, 0);
+  expect_gpu_matches_cpu([] { return dt::broadcast_to(dt::scalar<double>(4.0), {5, 5}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::pad(b, {{1, 0}, {0, 2}, {3, 3}}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::reshape(a, {-1, 6}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::identity(a); }, 0);
+  const auto flags = dt::cast<bool>(random_input<std::int32_t>({3, 4}, 21));
+  expect_gpu_matches_cpu([&] { return dt::cast<std::int32_t>(dt::transpose(flags)); }, 0);
+}
+
+BOOST_AUTO_TEST_CASE(ops_are_placed_on_the_real_gpu_and_logged) {
+  dt::debugging::set_log_device_placement(true);
+  const auto a = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const auto b = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  const auto c = dt::matmul(a, b);
+  BOOST_TEST(a.device() == kGpu0);
+  BOOST_TEST(c.device() == kGpu0);
+  BOOST_TEST(c.to_vector() == (std::vector<float>{22, 28, 49, 64}));
+  BOOST_TEST(log.count("Executing op MatMul in device " + std::string(kGpu0)) == 1u);
+  static_assert(dt::has_kernel_v<dt::ops::Add, dt::gpu_t, float>);
+  static_assert(!dt::has_kernel_v<dt::ops::MatMul, dt::gpu_t, std::int32_t>);
+}
+
+BOOST_AUTO_TEST_CASE(copies_between_host_gpu_and_logical_gpus) {
+  const auto gpus = dt::config::list_physical_devices("GPU");
+  dt::config::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 512}, {.memory_limit_mb = 512}});
+  const auto host = random_input<float>({1 << 20}, 22);
+  dt::Tensor<float> on0;
+  dt::Tensor<float> on1;
+  {
+    dt::DeviceScope s("/gpu:0");
+    on0 = dt::identity(host);
+  }
+  {
+    dt::DeviceScope s("/gpu:1");
+    on1 = dt::mul(on0, dt::scalar<float>(2.0F));  // GPU:0 -> GPU:1, ordered by events
+  }
+  BOOST_TEST(on1.device() == "/job:localhost/replica:0/task:0/device:GPU:1");
+  const auto h = host.to_vector();
+  const auto r = on1.to_vector();
+  bool same = true;
+  for (std::size_t i = 0; i < h.size(); ++i) same = same && r[i] == 2.0F * h[i];
+  BOOST_TEST(same);
+  BOOST_TEST(on0.at({12345}) == h[12345]);
+}
+
+BOOST_AUTO_TEST_CASE(two_logical_gpus_from_two_threads) {
+  const auto gpus = dt::config::list_physical_devices("GPU");
+  dt::config::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
+  std::vector<double> sums(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int g = 0; g < 2; ++g)
+    threads.emplace_back([&, g] {
+      try {
+        dt::DeviceScope s("/gpu:" + std::to_string(g));
+        auto x = dt::fill<float>({256, 256}, 1.0F / 256.0F);
+        const auto w = dt::fill<float>({256, 256}, 1.0F / 256.0F);
+        for (int i = 0; i < 50; ++i) x = dt::matmul(x, w);  // stays 1/256, exactly
+        sums[static_cast<std::size_t>(g)] = static_cast<double>(dt::reduce_mean(x).item());
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(g)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  BOOST_TEST(errors[0] == "");
+  BOOST_TEST(errors[1] == "");
+  BOOST_TEST(sums[0] == 1.0 / 256.0);
+  BOOST_TEST(sums[1] == 1.0 / 256.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
