@@ -1,0 +1,190 @@
+// GPU benchmarks, each case beside its reference in the same run (TOOLCHAIN.md §10):
+//   matmul (devtensor, cuBLAS through the op)    vs raw cublasSgemm/Dgemm on the same buffers
+//   elementwise add (12 B per element of HBM)     vs a device-to-device copy (8 B per element)
+//   BFC allocate/free                             vs cudaMalloc/cudaFree and cudaMallocAsync
+//   a 1-element op (placement, allocation, launch) vs a bare kernel launch
+// GPU time comes from CUDA events around each iteration (UseManualTime); host-side cases use real
+// time with a stream synchronisation at the end of each batch. Without a GPU the program prints
+// "skipped" and exits 0.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+
+namespace dt = devtensor;
+namespace cu = devtensor::backend::cuda;
+
+namespace {
+
+__global__ void empty_kernel() {}
+
+const dt::LogicalDeviceInfo& gpu0() {
+  for (const auto& d : dt::Context::global().logical_devices())
+    if (d.is_gpu && !d.simulated) return d;
+  throw dt::NotFoundError("no real GPU");
+}
+
+/// Times `body` per iteration with events on GPU:0's stream.
+template <class F>
+void time_on_stream(benchmark::State& state, F body) {
+  const auto& d = gpu0();
+  const cudaStream_t stream = cu::stream_of(d);
+  cu::Event start(d.platform_ordinal, true);
+  cu::Event stop(d.platform_ordinal, true);
+  body();  // warm-up: allocator regions, cuBLAS handle
+  DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    start.record(stream);
+    body();
+    stop.record(stream);
+    stop.synchronize();
+    state.SetIterationTime(static_cast<double>(stop.elapsed_ms_since(start)) / 1e3);
+  }
+}
+
+template <class T>
+void BM_MatMul_devtensor(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::random_uniform<T>({n, n}, {.seed = 1});
+  const auto b = dt::random_uniform<T>({n, n}, {.seed = 2});
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(dt::matmul(a, b)); });
+  state.counters["TFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
+                                                benchmark::Counter::kIsRate);
+}
+
+template <class T>
+void BM_MatMul_cublas(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::random_uniform<T>({n, n}, {.seed = 1});
+  const auto b = dt::random_uniform<T>({n, n}, {.seed = 2});
+  auto c = dt::zeros<T>({n, n});
+  const auto& d = gpu0();
+  cu::DeviceGuard guard(d.platform_ordinal);
+  cublasHandle_t handle = nullptr;
+  DEVTENSOR_CUBLAS_CHECK(cublasCreate(&handle));
+  DEVTENSOR_CUBLAS_CHECK(cublasSetStream(handle, cu::stream_of(d)));
+  const T one = 1;
+  const T zero = 0;
+  const int in = static_cast<int>(n);
+  time_on_stream(state, [&] {
+    if constexpr (std::is_same_v<T, float>)
+      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, in, in, in, &one, b.data(), in, a.data(), in, &zero, c.mutable_data(), in);
+    else
+      cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, in, in, in, &one, b.data(), in, a.data(), in, &zero, c.mutable_data(), in);
+  });
+  cublasDestroy(handle);
+  state.counters["TFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
+                                                benchmark::Counter::kIsRate);
+}
+
+void BM_Add_devtensor(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::random_uniform<float>({n}, {.seed = 1});
+  const auto b = dt::random_uniform<float>({n}, {.seed = 2});
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(dt::add(a, b)); });
+  state.SetBytesProcessed(state.iterations() * n * 12);  // read a, read b, write c
+}
+
+void BM_Copy_reference(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::random_uniform<float>({n}, {.seed = 1});
+  auto c = dt::zeros<float>({n});
+  const auto stream = cu::stream_of(gpu0());
+  time_on_stream(state, [&] {
+    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(c.mutable_data(), a.data(), static_cast<std::size_t>(n) * 4,
+                                         cudaMemcpyDeviceToDevice, stream));
+  });
+  state.SetBytesProcessed(state.iterations() * n * 8);  // read + write
+}
+
+void BM_Alloc_bfc(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  auto& allocator = dt::Context::global().allocator(gpu0());
+  for (auto _ : state) {
+    void* p = allocator.allocate(bytes, 256, {});
+    benchmark::DoNotOptimize(p);
+    allocator.deallocate(p);
+  }
+}
+
+void BM_Alloc_cudaMalloc(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  cu::DeviceGuard guard(gpu0().platform_ordinal);
+  for (auto _ : state) {
+    void* p = nullptr;
+    DEVTENSOR_CUDA_CHECK(cudaMalloc(&p, bytes));
+    benchmark::DoNotOptimize(p);
+    DEVTENSOR_CUDA_CHECK(cudaFree(p));
+  }
+}
+
+void BM_Alloc_cudaMallocAsync(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto& d = gpu0();
+  cu::DeviceGuard guard(d.platform_ordinal);
+  cu::Stream stream(d.platform_ordinal);
+  for (auto _ : state) {
+    void* p = nullptr;
+    DEVTENSOR_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream.get()));
+    benchmark::DoNotOptimize(p);
+    DEVTENSOR_CUDA_CHECK(cudaFreeAsync(p, stream.get()));
+  }
+  stream.synchronize();
+}
+
+void BM_TinyOp_devtensor(benchmark::State& state) {
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::ones<float>({1});
+  const auto stream = cu::stream_of(gpu0());
+  for (auto _ : state) {
+    for (int i = 0; i < 100; ++i) benchmark::DoNotOptimize(dt::add(a, a));
+    DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  state.SetItemsProcessed(state.iterations() * 100);
+}
+
+void BM_TinyOp_bare_launch(benchmark::State& state) {
+  const auto& d = gpu0();
+  cu::DeviceGuard guard(d.platform_ordinal);
+  const auto stream = cu::stream_of(d);
+  for (auto _ : state) {
+    for (int i = 0; i < 100; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+    DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  state.SetItemsProcessed(state.iterations() * 100);
+}
+
+}  // namespace
+
+BENCHMARK(BM_MatMul_devtensor<float>)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul_cublas<float>)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul_devtensor<double>)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul_cublas<double>)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Add_devtensor)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Copy_reference)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Alloc_bfc)->Arg(1 << 20);
+BENCHMARK(BM_Alloc_cudaMalloc)->Arg(1 << 20);
+BENCHMARK(BM_Alloc_cudaMallocAsync)->Arg(1 << 20);
+BENCHMARK(BM_TinyOp_devtensor)->UseRealTime();
+BENCHMARK(BM_TinyOp_bare_launch)->UseRealTime();
+
+int main(int argc, char** argv) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    std::printf("bench_gpu: skipped: no CUDA device\n");
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
