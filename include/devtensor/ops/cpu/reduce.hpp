@@ -19,29 +19,41 @@ enum class ReduceKind { sum, mean, max };
 template <class T>
 using accumulator_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
 
+/// A reduction seen as rows: kept axes first (in order), reduced axes last, so the input is
+/// [outer, inner] after moving its axes by `perm` (CPU and GPU kernels share this).
+struct ReduceLayout {
+  std::vector<std::size_t> perm;
+  std::int64_t outer = 1;
+  std::int64_t inner = 1;
+  bool needs_move = false;  // the reduced axes are not already last and contiguous
+
+  ReduceLayout(const Shape& shape, const std::vector<bool>& reduce_axis) {
+    const std::size_t rank = shape.rank();
+    for (std::size_t d = 0; d < rank; ++d)
+      if (!reduce_axis[d]) perm.push_back(d);
+    const std::size_t kept = perm.size();
+    for (std::size_t d = 0; d < rank; ++d)
+      if (reduce_axis[d]) perm.push_back(d);
+    for (std::size_t i = 0; i < kept; ++i) outer *= shape[perm[i]];
+    for (std::size_t i = kept; i < rank; ++i) inner *= shape[perm[i]];
+    bool identity = true;
+    for (std::size_t i = 0; i < rank; ++i) identity = identity && perm[i] == i;
+    needs_move = !identity && outer > 1 && inner > 1;
+  }
+};
+
 /// Reduces `in` (shape `shape`) over the axes flagged in `reduce` into `out`, whose elements are
 /// in the order of the kept axes.
 template <class T>
 void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axis, ReduceKind kind, T* out) {
   const std::size_t rank = shape.rank();
-  // Permutation: kept axes first (in order), reduced axes last.
-  std::vector<std::size_t> perm;
-  for (std::size_t d = 0; d < rank; ++d)
-    if (!reduce_axis[d]) perm.push_back(d);
-  const std::size_t kept = perm.size();
-  for (std::size_t d = 0; d < rank; ++d)
-    if (reduce_axis[d]) perm.push_back(d);
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-  for (std::size_t i = 0; i < kept; ++i) outer *= shape[perm[i]];
-  for (std::size_t i = kept; i < rank; ++i) inner *= shape[perm[i]];
-
-  // Reduced axes already last and contiguous: no copy.
-  bool identity = true;
-  for (std::size_t i = 0; i < rank; ++i) identity = identity && perm[i] == i;
+  const ReduceLayout layout(shape, reduce_axis);
+  const auto& perm = layout.perm;
+  const std::int64_t outer = layout.outer;
+  const std::int64_t inner = layout.inner;
   std::vector<T> moved;
   const T* src = in;
-  if (!identity && outer > 1 && inner > 1) {
+  if (layout.needs_move) {
     moved.resize(static_cast<std::size_t>(outer * inner));
     const auto strides = shape.strides();
     std::vector<std::int64_t> index(rank, 0);

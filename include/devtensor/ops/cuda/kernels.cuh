@@ -241,11 +241,4 @@ void sum_into(int device, T* out, const std::vector<const T*>& inputs, std::int6
   launch.check("accumulate");
 }
 
-/// Copies n bytes within one logical device, on its stream.
-inline void copy_within(int device, void* dst, const void* src, std::size_t bytes) {
-  if (bytes == 0) return;
-  Launch launch(device);
-  DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, launch.stream));
-}
-
 }  // namespace devtensor::ops::cuda

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -62,24 +63,16 @@ void reduce(int device, const T* in, const Shape& shape, const std::vector<bool>
   using Acc = cpu::accumulator_t<T>;
   const std::size_t rank = shape.rank();
   require_rank(rank, op);
-  std::vector<std::size_t> perm;
-  for (std::size_t d = 0; d < rank; ++d)
-    if (!reduce_axis[d]) perm.push_back(d);
-  const std::size_t kept = perm.size();
-  for (std::size_t d = 0; d < rank; ++d)
-    if (reduce_axis[d]) perm.push_back(d);
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-  for (std::size_t i = 0; i < kept; ++i) outer *= shape[perm[i]];
-  for (std::size_t i = kept; i < rank; ++i) inner *= shape[perm[i]];
+  const cpu::ReduceLayout layout(shape, reduce_axis);
+  const auto& perm = layout.perm;
+  const std::int64_t outer = layout.outer;
+  const std::int64_t inner = layout.inner;
   if (outer == 0) return;
 
-  // Move the reduced axes last when they are not already (cf. the CPU kernel).
-  bool identity_perm = true;
-  for (std::size_t i = 0; i < rank; ++i) identity_perm = identity_perm && perm[i] == i;
+  // Move the reduced axes last when they are not already (a strided copy on the device).
   std::shared_ptr<detail::TensorStorage> moved;
   const T* src = in;
-  if (!identity_perm && outer > 1 && inner > 1) {
+  if (layout.needs_move) {
     moved = detail::allocate_storage(device, static_cast<std::size_t>(outer * inner) * sizeof(T), shape,
                                      dtype_string<T>(), op);
     const auto strides = shape.strides();
@@ -105,6 +98,9 @@ void reduce(int device, const T* in, const Shape& shape, const std::vector<bool>
   std::int64_t chunks = 1;
   if (outer < 1024 && inner > kThreads * kPerThread)
     chunks = std::min<std::int64_t>(1024, (inner + kThreads * kPerThread - 1) / (kThreads * kPerThread));
+  if (outer * chunks > std::int64_t{INT32_MAX})  // one block per (row, chunk): gridDim.x's limit
+    throw UnimplementedError(std::string(op) + " on a GPU handles up to 2^31 - 1 output rows, got " +
+                             std::to_string(outer) + "; reduce on the CPU or in steps");
   Launch launch(device);
   const auto run = [&](auto reduce_op) {
     if (chunks == 1) {
