@@ -95,7 +95,7 @@ struct SGD {
     const auto m = static_cast<float>(momentum);
     std::lock_guard lock(slots->mutex);
     for (const auto& [g, v] : updates) {
-      DeviceScope scope(v.device());
+      DeviceScope scope(v.device_spec());  // parsed once, at initialisation
       const auto step = mul(g, scalar<float>(lr));
       if (momentum == 0.0) {
         v.assign_sub(step);

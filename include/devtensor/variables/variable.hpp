@@ -119,6 +119,8 @@ class Variable {
   [[nodiscard]] Shape shape() const { return component(0).shape(); }
   [[nodiscard]] static constexpr std::string_view dtype() noexcept { return dtype_name<T>(); }
   [[nodiscard]] std::string device() const { return read_unrecorded().device(); }
+  /// The same device, parsed (for DeviceScopes on hot paths: no string work).
+  [[nodiscard]] const DeviceSpec& device_spec() const { return read_unrecorded().device_info().spec; }
   [[nodiscard]] int device_index() const { return state().devices[0]; }
   /// The id GradientTape knows this variable by (stable across assignments).
   [[nodiscard]] std::uint64_t handle_id() const { return state().handle_id; }

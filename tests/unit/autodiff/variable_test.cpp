@@ -69,6 +69,7 @@ BOOST_AUTO_TEST_CASE(created_on_the_current_device_scope) {
     dt::DeviceScope scope("/gpu:1");
     dt::Variable<float> on_gpu1(dt::constant<float>({1, 2}));
     BOOST_TEST(on_gpu1.device() == "/job:localhost/replica:0/task:0/device:GPU:1");
+    BOOST_TEST(on_gpu1.device_spec().to_string() == on_gpu1.device());
     on_gpu1.assign_add(dt::constant<float>({1, 1}));
     BOOST_TEST(on_gpu1.device() == "/job:localhost/replica:0/task:0/device:GPU:1");
   }
