@@ -73,11 +73,15 @@ inline void* platform_allocate(int ordinal, std::size_t bytes) noexcept {
   }
 }
 
+/// Never logs at process exit: the Context (a function-local static made before the CUDA runtime
+/// starts) is destroyed after the runtime's own teardown, when cudaFree answers
+/// cudaErrorCudartUnloading.
 inline void platform_deallocate(int ordinal, void* p) noexcept {
   try {
     DeviceGuard guard(ordinal);
     if (cudaError_t status = cudaFree(p); status != cudaSuccess) {
       (void)cudaGetLastError();
+      if (status == cudaErrorCudartUnloading) return;  // process exit: the driver frees it all
       log(LogSeverity::error, "cudaFree failed on GPU " + std::to_string(ordinal) + ": " + describe(status));
     }
   } catch (...) {
@@ -116,6 +120,7 @@ inline void platform_destroy_stream(int ordinal, void* stream) noexcept {
     DeviceGuard guard(ordinal);
     if (cudaError_t status = cudaStreamDestroy(static_cast<cudaStream_t>(stream)); status != cudaSuccess) {
       (void)cudaGetLastError();
+      if (status == cudaErrorCudartUnloading) return;
       log(LogSeverity::error, "cudaStreamDestroy failed on GPU " + std::to_string(ordinal) + ": " + describe(status));
     }
   } catch (...) {
