@@ -297,23 +297,30 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
 
 }  // namespace cdo_detail
 
-/// All-reduce by copies (SPEC §5.6), every device included for any device count.
-struct HierarchicalCopyAllReduce {
+/// The all-reduce family (SPEC §5.5): batch_reduce packs the values, all-reduces each pack with
+/// `Engine::all_reduce(parts, pack_index)` and unpacks; reduce is a batch of one (a value already
+/// on its one destination is returned as is); broadcast copies, as ReductionToOneDevice does.
+/// `Engine` names the family member and says whether this build can run it.
+template <class Engine>
+struct AllReduceOps {
   std::int64_t num_packs = 1;
-  static constexpr std::string_view name = "HierarchicalCopyAllReduce";
+  static constexpr std::string_view name = Engine::name;
 
   void validate() const {
     if (num_packs < 0)
-      throw InvalidArgumentError("HierarchicalCopy requires num_packs >= 0, but " + std::to_string(num_packs) +
-                                 " is specified");
+      throw InvalidArgumentError(std::string(Engine::validation_name) + " requires num_packs >= 0, but " +
+                                 std::to_string(num_packs) + " is specified");
   }
+  /// Whether this build can run the engine (NCCL needs the CUDA backend's streams).
+  [[nodiscard]] static constexpr bool available() noexcept { return Engine::available; }
+
   template <Numeric T>
   std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
                                                 const std::vector<int>& destinations) const {
     validate();
-    return cdo_detail::batch_all_reduce(op, values, destinations, num_packs, "hierarchical_copy",
+    return cdo_detail::batch_all_reduce(op, values, destinations, num_packs, Engine::pack_prefix,
                                         [](const std::vector<Tensor<T>>& parts, std::size_t index) {
-                                          return cdo_detail::hierarchical_copy(parts, index);
+                                          return Engine::all_reduce(parts, index);
                                         });
   }
   template <Numeric T>
@@ -331,42 +338,46 @@ struct HierarchicalCopyAllReduce {
   Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
     return ReductionToOneDevice{}.broadcast(value, destinations);
   }
-};
-
-/// All-reduce with NCCL across real, distinct GPUs. The NCCL engine arrives with the CUDA
-/// backend; until then reductions through it raise UnimplementedError naming the alternatives,
-/// and the automatic choice never picks it.
-struct NcclAllReduce {
-  std::int64_t num_packs = 1;
-  static constexpr std::string_view name = "NcclAllReduce";
-
-  void validate() const {
-    if (num_packs < 0)
-      throw InvalidArgumentError("NCCL all-reduce requires num_packs >= 0, but " + std::to_string(num_packs) +
-                                 " is specified");
-  }
-  /// Whether this build can run NCCL all-reduces.
-  [[nodiscard]] static constexpr bool available() noexcept { return false; }
-  template <Numeric T>
-  std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
-                                                const std::vector<int>& destinations) const {
-    validate();
-    return cdo_detail::batch_all_reduce(op, values, destinations, num_packs, "nccl",
-                                        [](const std::vector<Tensor<T>>&, std::size_t) -> std::vector<Tensor<T>> {
-                                          throw UnimplementedError(
-                                              "NcclAllReduce: this build has no NCCL engine yet (it comes with the "
-                                              "CUDA backend). Use HierarchicalCopyAllReduce or ReductionToOneDevice.");
-                                        });
-  }
-  template <Numeric T>
-  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
-    return batch_reduce(op, std::vector{value}, destinations).front();
-  }
   template <Element T>
-  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
-    return ReductionToOneDevice{}.broadcast(value, destinations);
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<std::string>& destinations) const {
+    return broadcast(value, cdo_detail::resolve(destinations));
   }
 };
+
+namespace cdo_detail {
+
+/// All-reduce by copies (SPEC §5.6), every device included for any device count.
+struct HierarchicalCopyEngine {
+  static constexpr std::string_view name = "HierarchicalCopyAllReduce";
+  static constexpr std::string_view validation_name = "HierarchicalCopy";
+  static constexpr const char* pack_prefix = "hierarchical_copy";
+  static constexpr bool available = true;
+  template <Numeric T>
+  static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>& parts, std::size_t index) {
+    return hierarchical_copy(parts, index);
+  }
+};
+
+/// All-reduce with NCCL across real, distinct GPUs. The engine needs the CUDA backend's streams
+/// and an NCCL build of the strategy; until then reductions through it raise UnimplementedError
+/// naming the alternatives, and the automatic choice never picks it.
+struct NcclEngine {
+  static constexpr std::string_view name = "NcclAllReduce";
+  static constexpr std::string_view validation_name = "NCCL all-reduce";
+  static constexpr const char* pack_prefix = "nccl";
+  static constexpr bool available = false;
+  template <Numeric T>
+  static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>&, std::size_t) {
+    throw UnimplementedError(
+        "NcclAllReduce: this build has no NCCL engine yet. Use HierarchicalCopyAllReduce or "
+        "ReductionToOneDevice.");
+  }
+};
+
+}  // namespace cdo_detail
+
+using HierarchicalCopyAllReduce = AllReduceOps<cdo_detail::HierarchicalCopyEngine>;
+using NcclAllReduce = AllReduceOps<cdo_detail::NcclEngine>;
 
 /// TensorFlow's default (SPEC §5.2), decided when the strategy is built.
 class AutoCrossDeviceOps {

@@ -131,6 +131,27 @@ BOOST_AUTO_TEST_CASE(num_packs_must_not_be_negative_and_nccl_needs_its_engine) {
                              dt::UnimplementedError, "no NCCL engine");
 }
 
+BOOST_AUTO_TEST_CASE(the_all_reduce_family_shares_reduce_and_broadcast) {
+  virtual_cpus(2);
+  // A value already on its one destination comes back as is, for every member (no engine runs,
+  // so NcclAllReduce answers too).
+  const auto alone = values_on(1, 0, 3);
+  const auto copy = ds::HierarchicalCopyAllReduce{}.reduce(ds::ReduceOp::SUM, alone, first(1));
+  const auto nccl = ds::NcclAllReduce{}.reduce(ds::ReduceOp::MEAN, alone, std::vector<std::string>{"/cpu:0"});
+  BOOST_TEST(copy[0].id() == alone.values[0].id());
+  BOOST_TEST(nccl[0].id() == alone.values[0].id());
+  // Destinations by name, for reduce and broadcast.
+  const auto by_name = ds::HierarchicalCopyAllReduce{}.reduce(ds::ReduceOp::SUM, values_on(2, 1, 4),
+                                                              std::vector<std::string>{"/cpu:0", "/cpu:1"});
+  BOOST_TEST(by_name[1].to_vector() == expected_sum(2, 1, 4, false), boost::test_tools::per_element());
+  const auto spread = ds::NcclAllReduce{}.broadcast(dt::constant<float>({1, 2}), std::vector<std::string>{"/cpu:1", "/cpu:0"});
+  BOOST_TEST_REQUIRE(spread.size() == 2u);
+  BOOST_TEST(spread[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(spread[1].to_vector() == (std::vector<float>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(ds::HierarchicalCopyAllReduce::name == "HierarchicalCopyAllReduce");
+  BOOST_TEST(ds::NcclAllReduce::name == "NcclAllReduce");
+}
+
 BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
   dt::config::set_simulated_gpus(1);
   auto gpu = dt::config::list_physical_devices("GPU")[0];
