@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "devtensor/core/error.hpp"
@@ -119,7 +120,10 @@ class ReplicaWorkers {
         error = std::current_exception();
       }
       std::lock_guard lock(mutex_);
-      errors_[static_cast<std::size_t>(replica)] = error;
+      // Moved, not copied: this thread keeps no reference, so the exception is destroyed by the
+      // thread that rethrew it (ThreadSanitizer cannot see libstdc++'s atomic refcount, and
+      // reported a destructor here racing the caller's what()).
+      errors_[static_cast<std::size_t>(replica)] = std::move(error);
       if (--remaining_ == 0) done_.notify_all();
     }
   }
