@@ -87,6 +87,7 @@ class Variable {
           "variables. You have specified trainable=True and synchronization=VariableSynchronization.ON_READ.");
     auto state = std::make_shared<State>();
     state->name = options.name + ":0";
+    state->base_name = options.name;
     state->trainable =
         options.trainable.value_or(options.synchronization != VariableSynchronization::ON_READ);
     state->synchronization = options.synchronization;
@@ -113,6 +114,15 @@ class Variable {
   [[nodiscard]] bool defined() const noexcept { return state_ != nullptr; }
   /// "<name>:0", as TensorFlow prints variable names.
   [[nodiscard]] const std::string& name() const { return state().name; }
+  /// Component i's name (SPEC §5.8): the variable's own for component 0, "<name>/replica_<i>:0"
+  /// for the others. @throws InvalidArgumentError for i >= num_components().
+  [[nodiscard]] std::string component_name(std::size_t i) const {
+    const auto& s = state();
+    if (i >= s.devices.size())
+      throw InvalidArgumentError("Variable " + s.name + " has " + std::to_string(s.devices.size()) +
+                                 " component(s); there is no component " + std::to_string(i));
+    return i == 0 ? s.name : s.base_name + "/replica_" + std::to_string(i) + ":0";
+  }
   [[nodiscard]] bool trainable() const { return state().trainable; }
   [[nodiscard]] VariableSynchronization synchronization() const { return state().synchronization; }
   [[nodiscard]] VariableAggregation aggregation() const { return state().aggregation; }
@@ -193,7 +203,8 @@ class Variable {
 
  private:
   struct State {
-    std::string name;
+    std::string name;       // "<name>:0"
+    std::string base_name;  // "<name>"
     bool trainable = true;
     VariableSynchronization synchronization = VariableSynchronization::AUTO;
     VariableAggregation aggregation = VariableAggregation::NONE;

@@ -21,6 +21,13 @@ BOOST_AUTO_TEST_CASE(variables_created_in_scope_are_mirrored_from_component_0) {
   dt::Variable<float> v(dt::random_uniform<float>(dt::Shape({4})), {.name = "w"});
   BOOST_TEST(v.distributed());
   BOOST_TEST(v.num_components() == 3u);
+  // Component 0 carries the name; the others are "<name>/replica_<i>" (SPEC §5.8).
+  BOOST_TEST(v.name() == "w:0");
+  BOOST_TEST(v.component_name(0) == "w:0");
+  BOOST_TEST(v.component_name(1) == "w/replica_1:0");
+  BOOST_TEST(v.component_name(2) == "w/replica_2:0");
+  DEVTENSOR_CHECK_THROW_WITH(v.component_name(3), dt::InvalidArgumentError, "there is no component 3");
+  BOOST_TEST(outside.component_name(0) == "Variable:0");
   const auto parts = strategy.experimental_local_results(v);
   for (std::size_t i = 0; i < 3; ++i) {
     BOOST_TEST(parts[i].device() == "/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i));
