@@ -53,3 +53,6 @@
 #if DEVTENSOR_CUDA_RUNTIME
 #include "devtensor/backend/cuda/platform.hpp"
 #endif
+#if defined(DEVTENSOR_WITH_NCCL) && DEVTENSOR_WITH_NCCL
+#include "devtensor/backend/cuda/nccl.hpp"  // registers the NCCL all-reduce kernel
+#endif

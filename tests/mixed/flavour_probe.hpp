@@ -19,10 +19,12 @@ struct Report {
   bool gpu_kernel;
   const void* context;
   bool cuda_platform_registered;
+  bool nccl_available;  // NcclAllReduce's kernel, registered by the NCCL TU for the whole program
 };
 Report host_report();
 Report cudart_report();
 Report nvcc_report();
+Report nccl_report();  // only in programs with the NCCL part (PROBE_WITH_NCCL)
 
 // Tensors cross translation units of different flavours: made in one, computed on in another.
 devtensor::Tensor<float> host_make();
@@ -33,5 +35,6 @@ devtensor::Tensor<float> cudart_sum(const devtensor::Tensor<float>& t);
 #define PROBE_REPORT                                                                     \
   probe::Report {                                                                        \
     DEVTENSOR_FLAVOUR_NAME, devtensor::has_kernel_v<probe::NvccOnlyGpuOp, devtensor::gpu_t, float>, \
-        &devtensor::Context::global(), devtensor::Context::global().gpu_platform() != nullptr \
+        &devtensor::Context::global(), devtensor::Context::global().gpu_platform() != nullptr, \
+        devtensor::distribute::NcclAllReduce::available()                                \
   }

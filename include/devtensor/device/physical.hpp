@@ -4,10 +4,13 @@
 /// logical-device configuration (TensorFlow's tf.config.PhysicalDevice, LogicalDevice and
 /// LogicalDeviceConfiguration), plus the GPU platform interface the Context discovers GPUs through.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace devtensor {
 
@@ -94,6 +97,34 @@ struct GpuPlatform {
   bool (*copy)(void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal,
                void* src_stream, std::size_t bytes, std::string* error) noexcept;
 };
+
+/// A collective all-reduce over real GPUs of this process: NCCL. Registered, like the platform,
+/// by any translation unit built with the devtensor::nccl component (backend/cuda/nccl.hpp, which
+/// devtensor.hpp includes there), so a program "has the NCCL kernel" exactly when it links NCCL
+/// (TensorFlow's "Nccl kernel is not found" is the same runtime question).
+struct GpuAllReduceKernel {
+  const char* name;
+  /// Sums `count` elements of `dtype` (DT_FLOAT, ...) across the ranks: rank i reads send[i] and
+  /// writes recv[i] on CUDA ordinal ordinals[i], ordered on streams[i] (cudaStream_t as void*).
+  /// @throws InvalidArgumentError (a GPU named twice, a dtype NCCL lacks), InternalError.
+  void (*all_reduce_sum)(std::string_view dtype, std::size_t count, std::span<const void* const> send,
+                         std::span<void* const> recv, std::span<const int> ordinals,
+                         std::span<void* const> streams);
+};
+
+inline std::atomic<const GpuAllReduceKernel*>& gpu_all_reduce_kernel_slot() noexcept {
+  static std::atomic<const GpuAllReduceKernel*> slot{nullptr};
+  return slot;
+}
+/// The registered kernel, or nullptr when no translation unit of the program links NCCL.
+[[nodiscard]] inline const GpuAllReduceKernel* gpu_all_reduce_kernel() noexcept {
+  return gpu_all_reduce_kernel_slot().load(std::memory_order_acquire);
+}
+/// Installs `kernel` (nullptr uninstalls; tests use this to stand in for NCCL). Returns the one
+/// it replaced.
+inline const GpuAllReduceKernel* register_gpu_all_reduce_kernel(const GpuAllReduceKernel* kernel) noexcept {
+  return gpu_all_reduce_kernel_slot().exchange(kernel, std::memory_order_acq_rel);
+}
 
 }  // namespace detail
 

@@ -201,6 +201,7 @@ std::vector<Tensor<T>> pack(const std::vector<Tensor<T>>& tensors, std::int64_t 
     total += t.num_elements();
   }
   const Tensor<T> all = flat.size() == 1 ? flat[0] : concat(flat, 0);
+  if (num_packs == 1) return {all};  // a view when there is one tensor: no kernel needed
   const std::int64_t each = total / num_packs;
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(num_packs), each);
   sizes.back() = total - each * (num_packs - 1);
@@ -273,6 +274,9 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
     } else {
       per_device[d] = mine;
     }
+    // A flavour without GPU kernels for concat/split packs on the CPU: the engine gets every
+    // pack on its own device all the same.
+    for (auto& p : per_device[d]) p = copy_to(p, destinations[d]);
   }
   const std::size_t groups = per_device[0].size();
   log_first_10(all_reduce_logs(), "batch_all_reduce: " + std::to_string(groups) + " all-reduces with algorithm = " +
@@ -289,7 +293,7 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
     auto mine = num_packs > 0 ? unpack(per_device[d], shapes) : per_device[d];
     for (std::size_t i = 0; i < values.size(); ++i) {
       if (op == ReduceOp::MEAN) mine[i] = divide(mine[i], static_cast<std::int64_t>(n));
-      out[i].values.push_back(mine[i]);
+      out[i].values.push_back(copy_to(mine[i], destinations[d]));  // the result lives on its device
     }
   }
   return out;
@@ -311,8 +315,8 @@ struct AllReduceOps {
       throw InvalidArgumentError(std::string(Engine::validation_name) + " requires num_packs >= 0, but " +
                                  std::to_string(num_packs) + " is specified");
   }
-  /// Whether this build can run the engine (NCCL needs the CUDA backend's streams).
-  [[nodiscard]] static constexpr bool available() noexcept { return Engine::available; }
+  /// Whether this program can run the engine (NCCL: a TU built with the devtensor::nccl component).
+  [[nodiscard]] static bool available() noexcept { return Engine::available(); }
 
   template <Numeric T>
   std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
@@ -351,26 +355,54 @@ struct HierarchicalCopyEngine {
   static constexpr std::string_view name = "HierarchicalCopyAllReduce";
   static constexpr std::string_view validation_name = "HierarchicalCopy";
   static constexpr const char* pack_prefix = "hierarchical_copy";
-  static constexpr bool available = true;
+  [[nodiscard]] static constexpr bool available() noexcept { return true; }
   template <Numeric T>
   static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>& parts, std::size_t index) {
     return hierarchical_copy(parts, index);
   }
 };
 
-/// All-reduce with NCCL across real, distinct GPUs. The engine needs the CUDA backend's streams
-/// and an NCCL build of the strategy; until then reductions through it raise UnimplementedError
-/// naming the alternatives, and the automatic choice never picks it.
+/// All-reduce with NCCL across real, distinct GPUs: every rank's result is a new tensor on its own
+/// GPU, the calls grouped and queued on the devices' streams. The kernel is registered at run time
+/// by any translation unit built with the devtensor::nccl component (device/physical.hpp), so every
+/// flavour of this engine has the same body and a program links NCCL or not as a whole.
 struct NcclEngine {
   static constexpr std::string_view name = "NcclAllReduce";
   static constexpr std::string_view validation_name = "NCCL all-reduce";
   static constexpr const char* pack_prefix = "nccl";
-  static constexpr bool available = false;
+  [[nodiscard]] static bool available() noexcept { return detail::gpu_all_reduce_kernel() != nullptr; }
+
+  /// @throws UnimplementedError without the kernel; InvalidArgumentError for parts that are not
+  ///         on real GPUs.
   template <Numeric T>
-  static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>&, std::size_t) {
-    throw UnimplementedError(
-        "NcclAllReduce: this build has no NCCL engine yet. Use HierarchicalCopyAllReduce or "
-        "ReductionToOneDevice.");
+  static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>& parts, std::size_t) {
+    const detail::GpuAllReduceKernel* kernel = detail::gpu_all_reduce_kernel();
+    if (!kernel)
+      throw UnimplementedError(
+          "NcclAllReduce: Nccl kernel is not found in this program. Build at least one translation unit "
+          "with the devtensor::nccl component (it registers the kernel), or use HierarchicalCopyAllReduce "
+          "or ReductionToOneDevice.");
+    const std::size_t n = parts.size();
+    std::vector<Tensor<T>> out;
+    std::vector<const void*> send;
+    std::vector<void*> recv, streams;
+    std::vector<int> ordinals;
+    for (const auto& part : parts) {
+      const auto& device = part.device_info();
+      if (!device.is_gpu || device.simulated)
+        throw InvalidArgumentError("NcclAllReduce needs real GPUs, but a value is on " + device.full_name +
+                                   (device.simulated ? " (a simulated GPU)" : "") +
+                                   ". Use HierarchicalCopyAllReduce or ReductionToOneDevice for these devices.");
+      out.push_back(Tensor<T>::empty(part.shape(), part.device_index(), "NcclAllReduce"));
+      send.push_back(part.data());
+      recv.push_back(out.back().mutable_data());
+      ordinals.push_back(device.platform_ordinal);
+      streams.push_back(device.stream);
+    }
+    if (n > 0 && parts[0].num_elements() > 0)
+      kernel->all_reduce_sum(dtype_enum_name<T>(), static_cast<std::size_t>(parts[0].num_elements()), send, recv,
+                             ordinals, streams);
+    return out;
   }
 };
 

@@ -1,84 +1,23 @@
-// The Context's side of the CUDA backend, through a recording GPU platform (host memory posing as
-// device memory): one stream per logical real GPU at its virtual device's priority, streams
+// The Context's side of the CUDA backend, through the recording GPU platform of
+// fake_gpu_platform.hpp: one stream per logical real GPU at its virtual device's priority, streams
 // destroyed with the Context, copies routed to the platform with the right streams and ordinals.
 // The CUDA implementation of the same interface runs in tests/gpu on a real GPU.
 #include <boost/test/unit_test.hpp>
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
-#include "devtensor_test.hpp"
+#include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
 namespace cfg = devtensor::config;
 
 namespace {
-
-struct Copy {
-  int dst_ordinal;
-  void* dst_stream;
-  int src_ordinal;
-  void* src_stream;
-};
-
-struct Recorder {
-  std::vector<std::pair<void*, int>> created;  // stream token, priority
-  std::vector<void*> destroyed;
-  std::vector<Copy> copies;
-  int next_token = 1;
-};
-Recorder recorder;
-
-const dt::detail::GpuPlatform fake{
-    "fake",
-    [](std::string*) { return 1; },
-    [](int, dt::detail::GpuPlatformDevice* out, std::string*) {
-      out->name = "Fake GPU";
-      out->pci_bus_id = "0000:00:00.0";
-      out->compute_capability_major = 9;
-      out->total_memory = std::uint64_t{4} << 30;
-      out->free_memory = std::uint64_t{4} << 30;
-      out->least_stream_priority = 0;
-      out->greatest_stream_priority = -5;
-      return true;
-    },
-    [](int, std::size_t bytes) noexcept { return std::malloc(bytes); },
-    [](int, void* p) noexcept { std::free(p); },
-    [](int) noexcept { return std::uint64_t{4} << 30; },
-    [](int, int priority, std::string*) noexcept {
-      void* token = reinterpret_cast<void*>(static_cast<std::uintptr_t>(recorder.next_token++) << 4);
-      recorder.created.emplace_back(token, priority);
-      return token;
-    },
-    [](int, void* stream) noexcept { recorder.destroyed.push_back(stream); },
-    [](int, void*, std::string*) noexcept { return true; },
-    [](void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal, void* src_stream,
-       std::size_t bytes, std::string*) noexcept {
-      recorder.copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream});
-      std::memcpy(dst, src, bytes);
-      return true;
-    }};
-
-/// Registers the recording platform for one test and takes it away again.
-struct FakePlatform : dt::test::FreshContext {
-  const dt::detail::GpuPlatform* previous = dt::Context::global().gpu_platform();
-  FakePlatform() {
-    recorder = {};
-    dt::Context::global().register_gpu_platform(&fake);
-    dt::testing::reset_context();
-  }
-  ~FakePlatform() {
-    dt::testing::reset_context();
-    dt::Context::global().register_gpu_platform(previous);
-  }
-};
-
+auto& recorder = dt::test::fake_gpu_recorder();
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(platform_streams, FakePlatform)
+BOOST_FIXTURE_TEST_SUITE(platform_streams, dt::test::FakeGpuPlatform)
 
 BOOST_AUTO_TEST_CASE(each_logical_gpu_gets_a_stream_at_its_priority) {
   const auto gpus = cfg::list_physical_devices("GPU");

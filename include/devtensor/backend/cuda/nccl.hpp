@@ -1,7 +1,8 @@
 #pragma once
 /// @file nccl.hpp
-/// @brief Checked NCCL calls and a clique of communicators over distinct GPUs of this process
-/// (ncclCommInitAll), for the strategies' all-reduce. Needs the devtensor::nccl component.
+/// @brief Checked NCCL calls, a clique of communicators over distinct GPUs of this process
+/// (ncclCommInitAll), and the all-reduce kernel NcclAllReduce runs (registered by including this
+/// header, which devtensor.hpp does under the devtensor::nccl component). Needs that component.
 ///
 /// NCCL refuses two ranks on one GPU, so a clique takes distinct CUDA ordinals; logical GPUs that
 /// share a physical GPU use a copy-based all-reduce instead (SPEC.md §5.2).
@@ -9,6 +10,9 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +21,7 @@
 #include "devtensor/backend/cuda/device_guard.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/device/physical.hpp"
 
 namespace devtensor::backend::cuda {
 
@@ -91,5 +96,53 @@ class NcclClique {
   std::vector<int> ordinals_;
   std::vector<ncclComm_t> comms_;
 };
+
+/// NCCL's type for a devtensor dtype name. @throws InvalidArgumentError for bool.
+inline ncclDataType_t nccl_type(std::string_view dtype) {
+  if (dtype == "DT_FLOAT") return ncclFloat32;
+  if (dtype == "DT_DOUBLE") return ncclFloat64;
+  if (dtype == "DT_INT32") return ncclInt32;
+  if (dtype == "DT_INT64") return ncclInt64;
+  throw InvalidArgumentError("NCCL all-reduce does not support " + std::string(dtype) +
+                             "; reduce it with ReductionToOneDevice");
+}
+
+/// The registered kernel: one clique per set of GPUs, created on first use and kept for the
+/// process (communicators are expensive to build, and destroying them while the CUDA runtime
+/// unloads at exit is unsafe, so the cache is deliberately never destroyed). A clique's calls
+/// are serialised: NCCL communicators are not thread-safe.
+inline void nccl_all_reduce_sum(std::string_view dtype, std::size_t count, std::span<const void* const> send,
+                                std::span<void* const> recv, std::span<const int> ordinals,
+                                std::span<void* const> streams) {
+  struct Entry {
+    std::mutex mutex;
+    NcclClique clique;
+    explicit Entry(std::vector<int> gpus) : clique(std::move(gpus)) {}
+  };
+  static auto* const cache = new std::map<std::vector<int>, std::unique_ptr<Entry>>();
+  static std::mutex cache_mutex;
+  const ncclDataType_t type = nccl_type(dtype);
+  std::vector<int> key(ordinals.begin(), ordinals.end());
+  Entry* entry = nullptr;
+  {
+    std::lock_guard lock(cache_mutex);
+    auto found = cache->find(key);
+    if (found == cache->end())  // Entry throws for a GPU named twice: nothing is cached then
+      found = cache->emplace(key, std::make_unique<Entry>(key)).first;
+    entry = found->second.get();
+  }
+  std::vector<cudaStream_t> cuda_streams;
+  for (void* s : streams) cuda_streams.push_back(static_cast<cudaStream_t>(s));
+  std::lock_guard lock(entry->mutex);
+  entry->clique.all_reduce(send, recv, count, type, ncclSum, cuda_streams);
+}
+
+inline constexpr ::devtensor::detail::GpuAllReduceKernel nccl_kernel{"NCCL", &nccl_all_reduce_sum};
+
+/// Registers the NCCL kernel once per program, from whichever NCCL TU initialises first.
+inline const bool nccl_kernel_registered = [] {
+  ::devtensor::detail::register_gpu_all_reduce_kernel(&nccl_kernel);
+  return true;
+}();
 
 }  // namespace devtensor::backend::cuda

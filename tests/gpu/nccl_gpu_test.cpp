@@ -1,0 +1,109 @@
+// NcclAllReduce on real GPUs: the kernel registered by backend/cuda/nccl.hpp (this TU links the
+// devtensor::nccl component), cliques of one GPU (every GPU machine) and of two (when there are
+// two), dtypes, packing, and the refusal of two logical GPUs on one physical GPU.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace ds = devtensor::distribute;
+
+static_assert(DEVTENSOR_WITH_NCCL);
+
+namespace {
+
+/// Replica r's value: base + r, as T, on GPU r.
+template <class T>
+ds::PerReplica<dt::Tensor<T>> on_gpus(int replicas, const std::vector<T>& base) {
+  ds::PerReplica<dt::Tensor<T>> out;
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<T> v = base;
+    for (auto& x : v) x = static_cast<T>(x + static_cast<T>(r));
+    dt::DeviceScope scope("/gpu:" + std::to_string(r));
+    out.values.push_back(dt::constant<T>(v));
+  }
+  return out;
+}
+
+/// The expected sum over `replicas` of on_gpus' values.
+template <class T>
+std::vector<T> expected_sum(int replicas, const std::vector<T>& base) {
+  std::vector<T> out(base.size(), T{0});
+  for (int r = 0; r < replicas; ++r)
+    for (std::size_t i = 0; i < base.size(); ++i) out[i] = static_cast<T>(out[i] + base[i] + static_cast<T>(r));
+  return out;
+}
+
+std::vector<int> gpu_indices(int replicas) {
+  std::vector<int> out;
+  const auto& devices = dt::Context::global().logical_devices();
+  for (std::size_t i = 0; i < devices.size() && static_cast<int>(out.size()) < replicas; ++i)
+    if (devices[i].is_gpu) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(gpu_nccl, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(the_kernel_is_registered_and_chosen_by_default) {
+  BOOST_TEST(ds::NcclAllReduce::available());
+  ds::MirroredStrategy strategy;  // every GPU
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "NcclAllReduce");
+}
+
+BOOST_AUTO_TEST_CASE(sums_on_every_gpu_in_every_dtype) {
+  const int replicas = static_cast<int>(dt::config::list_physical_devices("GPU").size() >= 2 ? 2 : 1);
+  BOOST_TEST_MESSAGE("NCCL clique of " << replicas << " GPU(s)");
+  const auto destinations = gpu_indices(replicas);
+  const std::vector<float> f{1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
+  const auto floats = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, f)}, destinations);
+  const std::vector<double> d{0.125, 1e10, -3.0};
+  const auto doubles = ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::MEAN, std::vector{on_gpus(replicas, d)}, destinations);
+  const std::vector<std::int32_t> i{1, 2, 3, 1 << 20};
+  const auto ints = ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, i)}, destinations);
+  const std::vector<std::int64_t> l{std::int64_t{1} << 40, -5};
+  const auto longs = ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, l)}, destinations);
+  auto mean_d = expected_sum(replicas, d);
+  for (auto& x : mean_d) x /= replicas;
+  for (int r = 0; r < replicas; ++r) {
+    const auto k = static_cast<std::size_t>(r);
+    BOOST_TEST(floats[0][k].device_info().platform_ordinal == r);
+    BOOST_TEST(floats[0][k].to_vector() == expected_sum(replicas, f), boost::test_tools::per_element());
+    BOOST_TEST(doubles[0][k].to_vector() == mean_d, boost::test_tools::per_element());
+    BOOST_TEST(ints[0][k].to_vector() == expected_sum(replicas, i), boost::test_tools::per_element());
+    BOOST_TEST(longs[0][k].to_vector() == expected_sum(replicas, l), boost::test_tools::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(packs_split_and_join_back_with_large_tensors) {
+  const int replicas = static_cast<int>(dt::config::list_physical_devices("GPU").size() >= 2 ? 2 : 1);
+  const auto destinations = gpu_indices(replicas);
+  std::vector<float> big(1 << 20);
+  for (std::size_t k = 0; k < big.size(); ++k) big[k] = static_cast<float>(k % 1000);
+  const std::vector<float> small{1, 2, 3};
+  const auto out = ds::NcclAllReduce{.num_packs = 3}.batch_reduce(
+      ds::ReduceOp::SUM, std::vector{on_gpus(replicas, big), on_gpus(replicas, small)}, destinations);
+  for (int r = 0; r < replicas; ++r) {
+    const auto k = static_cast<std::size_t>(r);
+    BOOST_TEST(out[0][k].to_vector() == expected_sum(replicas, big), boost::test_tools::per_element());
+    BOOST_TEST(out[1][k].to_vector() == expected_sum(replicas, small), boost::test_tools::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(logical_gpus_sharing_a_gpu_are_refused_with_advice) {
+  const auto gpu = dt::config::list_physical_devices("GPU")[0];
+  dt::config::set_logical_device_configuration(gpu, {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
+  ds::MirroredStrategy strategy;  // TensorFlow's default for virtual GPUs: not NCCL
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "ReductionToOneDevice");
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(2, std::vector<float>{1})},
+                                                                     gpu_indices(2)),
+                             dt::InvalidArgumentError, "appears twice in an NCCL clique");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,159 @@
+// NcclAllReduce's host side without a GPU: two "real" GPUs from the recording platform
+// (fake_gpu_platform.hpp) and a stand-in for the NCCL kernel that sums the host buffers behind
+// them. What is checked is what devtensor hands NCCL: one grouped call per pack, the element
+// count, the dtype, each rank's ordinal and stream, and where the results land. The real kernel
+// (backend/cuda/nccl.hpp) runs in tests/gpu on a GPU machine.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "fake_gpu_platform.hpp"
+
+namespace dt = devtensor;
+namespace ds = devtensor::distribute;
+
+namespace {
+
+struct KernelCall {
+  std::string dtype;
+  std::size_t count;
+  std::vector<int> ordinals;
+  std::vector<void*> streams;
+};
+std::vector<KernelCall> kernel_calls;
+
+template <class T>
+void sum_into(std::size_t count, std::span<const void* const> send, std::span<void* const> recv) {
+  std::vector<T> total(count, T{0});
+  for (const void* s : send)
+    for (std::size_t i = 0; i < count; ++i) total[i] += static_cast<const T*>(s)[i];
+  for (void* r : recv)
+    for (std::size_t i = 0; i < count; ++i) static_cast<T*>(r)[i] = total[i];
+}
+
+const dt::detail::GpuAllReduceKernel stand_in{
+    "stand-in", [](std::string_view dtype, std::size_t count, std::span<const void* const> send,
+                   std::span<void* const> recv, std::span<const int> ordinals, std::span<void* const> streams) {
+      kernel_calls.push_back({std::string(dtype), count, {ordinals.begin(), ordinals.end()}, {streams.begin(), streams.end()}});
+      if (dtype == "DT_FLOAT") sum_into<float>(count, send, recv);
+      else if (dtype == "DT_DOUBLE") sum_into<double>(count, send, recv);
+      else throw dt::InvalidArgumentError("stand-in: " + std::string(dtype));
+    }};
+
+/// Two fake GPUs; the stand-in kernel is installed by `install()` and always removed afterwards.
+struct TwoGpus : dt::test::FakeGpuPlatform {
+  const dt::detail::GpuAllReduceKernel* previous = dt::detail::gpu_all_reduce_kernel();
+  TwoGpus() : FakeGpuPlatform(2) {
+    kernel_calls.clear();
+    dt::detail::register_gpu_all_reduce_kernel(nullptr);
+  }
+  TwoGpus(const TwoGpus&) = delete;
+  TwoGpus& operator=(const TwoGpus&) = delete;
+  ~TwoGpus() { dt::detail::register_gpu_all_reduce_kernel(previous); }
+  static void install() { dt::detail::register_gpu_all_reduce_kernel(&stand_in); }
+};
+
+template <class T>
+ds::PerReplica<dt::Tensor<T>> on_gpus(const std::vector<std::vector<T>>& values) {
+  ds::PerReplica<dt::Tensor<T>> out;
+  for (std::size_t r = 0; r < values.size(); ++r) {
+    dt::DeviceScope scope("/gpu:" + std::to_string(r));
+    out.values.push_back(dt::constant<T>(values[r]));
+  }
+  return out;
+}
+
+const std::vector<std::string> gpus{"/gpu:0", "/gpu:1"};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(nccl_engine, TwoGpus)
+
+BOOST_AUTO_TEST_CASE(without_the_kernel_nccl_is_unavailable_and_says_how_to_get_it) {
+  BOOST_TEST(!ds::NcclAllReduce::available());
+  ds::MirroredStrategy strategy;  // the default: every GPU
+  BOOST_TEST(strategy.num_replicas_in_sync() == 2);
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "ReductionToOneDevice");
+  BOOST_TEST(log.count("Nccl kernel is not found, not using nccl allreduce.") == 1u);
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), gpus),
+                             dt::UnimplementedError, "with the devtensor::nccl component");
+  BOOST_TEST(kernel_calls.empty());
+}
+
+BOOST_AUTO_TEST_CASE(with_the_kernel_the_default_on_distinct_real_gpus_is_nccl) {
+  install();
+  BOOST_TEST(ds::NcclAllReduce::available());
+  ds::MirroredStrategy strategy;
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "NcclAllReduce");
+  BOOST_TEST(log.count("not using nccl allreduce") == 0u);
+  const auto per_replica = strategy.run([] {
+    const auto r = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
+    return dt::constant<float>({r, 10 * r + 1});
+  });
+  const auto mean = strategy.reduce_to(ds::ReduceOp::MEAN, per_replica);
+  BOOST_TEST_REQUIRE(mean.size() == 2u);
+  for (std::size_t r = 0; r < 2; ++r) {
+    BOOST_TEST(mean[r].device() == "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(r));
+    BOOST_TEST(mean[r].to_vector() == (std::vector<float>{0.5f, 6.0f}), boost::test_tools::per_element());
+  }
+  BOOST_TEST_REQUIRE(kernel_calls.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) {
+  install();
+  const auto& devices = dt::Context::global().logical_devices();
+  std::vector<void*> streams;
+  for (const auto& d : devices)
+    if (d.is_gpu) streams.push_back(d.stream);
+  BOOST_TEST_REQUIRE(streams.size() == 2u);
+  // Three tensors of 3 + 4 + 1 = 8 elements in 3 packs: 2, 2 and the remainder 4.
+  const std::vector values{on_gpus<float>({{1, 2, 3}, {10, 20, 30}}), on_gpus<float>({{1, 1, 1, 1}, {2, 2, 2, 2}}),
+                           on_gpus<float>({{5}, {6}})};
+  const auto out = ds::NcclAllReduce{.num_packs = 3}.batch_reduce(ds::ReduceOp::SUM, values, {1, 2});
+  BOOST_TEST_REQUIRE(kernel_calls.size() == 3u);
+  BOOST_TEST(kernel_calls[0].count == 2u);
+  BOOST_TEST(kernel_calls[1].count == 2u);
+  BOOST_TEST(kernel_calls[2].count == 4u);
+  for (const auto& call : kernel_calls) {
+    BOOST_TEST(call.dtype == "DT_FLOAT");
+    BOOST_TEST(call.ordinals == (std::vector<int>{0, 1}), boost::test_tools::per_element());
+    BOOST_TEST(call.streams == streams, boost::test_tools::per_element());
+  }
+  BOOST_TEST_REQUIRE(out.size() == 3u);
+  for (std::size_t r = 0; r < 2; ++r) {
+    BOOST_TEST(out[0][r].to_vector() == (std::vector<float>{11, 22, 33}), boost::test_tools::per_element());
+    BOOST_TEST(out[1][r].to_vector() == (std::vector<float>{3, 3, 3, 3}), boost::test_tools::per_element());
+    BOOST_TEST(out[2][r].to_vector() == (std::vector<float>{11}), boost::test_tools::per_element());
+    BOOST_TEST(out[1][r].device_info().is_gpu);
+  }
+  // Doubles go as DT_DOUBLE; num_packs = 0 reduces each tensor on its own.
+  kernel_calls.clear();
+  const auto doubles = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(
+      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})}, {1, 2});
+  BOOST_TEST_REQUIRE(kernel_calls.size() == 2u);
+  BOOST_TEST(kernel_calls[0].dtype == "DT_DOUBLE");
+  BOOST_TEST(doubles[0][1].item() == 0.75);
+  BOOST_TEST(doubles[1][0].to_vector() == (std::vector<double>{4, 6}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
+  install();
+  ds::PerReplica<dt::Tensor<float>> on_cpu;
+  {
+    dt::DeviceScope scope("/cpu:0");
+    on_cpu.values = {dt::constant<float>({1}), dt::constant<float>({2})};
+  }
+  // Destinations that are the values' devices: NCCL would be asked to reduce host memory.
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, {0, 0}),
+                             dt::InvalidArgumentError, "NcclAllReduce needs real GPUs, but a value is on /job:localhost/replica:0/task:0/device:CPU:0");
+  // Destinations that differ from the values' devices: TensorFlow's fallback, no NCCL call.
+  const auto out = ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), std::vector<std::string>{"/cpu:0"});
+  BOOST_TEST(out[0].item() == 3.0f);
+  BOOST_TEST(out[0].device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+  BOOST_TEST(kernel_calls.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
