@@ -16,6 +16,7 @@
 #include "devtensor/device/scope.hpp"
 #include "devtensor/device/spec.hpp"
 #include "devtensor/device/tags.hpp"
+#include "devtensor/distribute/communication.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/cross_device_ops.hpp"
 #include "devtensor/distribute/mirrored_strategy.hpp"

@@ -165,4 +165,52 @@ BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
   BOOST_TEST(chosen.cross_device_ops().num_packs == 2);
 }
 
+BOOST_AUTO_TEST_CASE(group_by_size_packs_in_order_and_errs_on_the_large_side) {
+  virtual_cpus(1);
+  // 16, 32, 4 and 400 bytes.
+  const std::vector values{dt::test::iota(4), dt::test::iota(8), dt::test::iota(1), dt::test::iota(100)};
+  auto ids = [](const std::vector<std::vector<dt::Tensor<float>>>& packs) {
+    std::vector<std::vector<std::uint64_t>> out;
+    for (const auto& pack : packs) {
+      out.emplace_back();
+      for (const auto& t : pack) out.back().push_back(t.id());
+    }
+    return out;
+  };
+  const auto id = [&](std::size_t i) { return values[i].id(); };
+  using Ids = std::vector<std::vector<std::uint64_t>>;
+  BOOST_TEST((ids(ds::group_by_size(values, 0)) == Ids{{id(0), id(1), id(2), id(3)}}));
+  // A pack of exactly 16 bytes does not exceed 16: the next value still joins it.
+  BOOST_TEST((ids(ds::group_by_size(values, 16)) == Ids{{id(0), id(1)}, {id(2), id(3)}}));
+  BOOST_TEST((ids(ds::group_by_size(values, 15)) == Ids{{id(0)}, {id(1)}, {id(2), id(3)}}));
+  BOOST_TEST((ids(ds::group_by_size(values, 1 << 20)) == Ids{{id(0), id(1), id(2), id(3)}}));
+  BOOST_TEST(ds::group_by_size(std::vector<dt::Tensor<float>>{}, 16).empty());
+  BOOST_TEST(ds::group_by_size(std::vector<dt::Tensor<float>>{}, 0).size() == 1u);
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::group_by_size(values, -1), dt::InvalidArgumentError,
+                             "bytes_per_pack must be non-negative");
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::group_by_size(std::vector<dt::Tensor<float>>(1), 8), dt::InvalidArgumentError,
+                             "empty Tensor");
+}
+
+BOOST_AUTO_TEST_CASE(communication_options_validate_parse_and_merge) {
+  using Impl = ds::CommunicationImplementation;
+  const ds::CommunicationOptions defaults;
+  BOOST_TEST(defaults.bytes_per_pack() == 0);
+  BOOST_TEST(!defaults.timeout_seconds());
+  BOOST_TEST((defaults.implementation() == Impl::AUTO));
+  DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(-4), dt::InvalidArgumentError, "bytes_per_pack must be non-negative");
+  BOOST_TEST((ds::CommunicationOptions(0, std::nullopt, "nccl").implementation() == Impl::NCCL));
+  BOOST_TEST((ds::CommunicationOptions(0, std::nullopt, "Ring").implementation() == Impl::RING));
+  DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(0, std::nullopt, "tpu"), dt::InvalidArgumentError,
+                             "'tpu' is not a valid CommunicationImplementation");
+  const ds::CommunicationOptions set(100, 5.0, Impl::RING);
+  BOOST_TEST((set.merge(defaults) == set));      // defaults override nothing
+  BOOST_TEST((defaults.merge(set) == set));      // every non-default field overrides
+  const auto merged = set.merge(ds::CommunicationOptions(0, std::nullopt, Impl::NCCL));
+  BOOST_TEST(merged.bytes_per_pack() == 100);
+  BOOST_TEST(merged.timeout_seconds().value_or(0) == 5.0);
+  BOOST_TEST((merged.implementation() == Impl::NCCL));
+  BOOST_TEST(ds::to_string(Impl::RING) == "RING");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
