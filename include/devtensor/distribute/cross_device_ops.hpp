@@ -35,10 +35,14 @@ inline const LogicalDeviceInfo& info(int device) {
   return Context::global().logical_devices().at(static_cast<std::size_t>(device));
 }
 
-/// `t` on `device`: itself when already there, else a transfer (no device-policy check).
+/// `t` on `device`: itself when already there, a tensor sharing its buffer between logical CPUs
+/// (one address space, as TensorFlow's same-process rendezvous shares host tensors), else a
+/// transfer (no device-policy check).
 template <Element T>
 Tensor<T> copy_to(const Tensor<T>& t, int device) {
   if (t.device_index() == device) return t;
+  if (!t.device_info().is_gpu && !info(device).is_gpu)
+    return Tensor<T>(detail::alias_storage(t.storage(), device), t.shape());
   auto out = Tensor<T>::empty(t.shape(), device, "_Send");
   detail::copy_bytes(out.mutable_data(), out.device_info(), t.data(), t.device_info(),
                      static_cast<std::size_t>(t.num_elements()) * sizeof(T));

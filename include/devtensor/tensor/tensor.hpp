@@ -35,6 +35,7 @@ struct TensorStorage {
   std::shared_ptr<memory::Allocator> allocator;  // keeps the allocator alive as long as the buffer
   const LogicalDeviceInfo* device = nullptr;
   int device_index = 0;
+  std::shared_ptr<const TensorStorage> shared_from;  // an alias: the storage that owns `data`
 
   TensorStorage() = default;
   TensorStorage(const TensorStorage&) = delete;
@@ -67,6 +68,20 @@ inline std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::si
                                  storage->device->full_name + " by allocator " + allocator_name +
                                  " [Op:" + std::string(op) + "]. " + e.what());
   }
+  return storage;
+}
+
+/// `base`'s buffer, seen as a buffer of another logical device that shares its memory (logical
+/// CPUs: one address space). Tensors are immutable, so sharing is indistinguishable from copying;
+/// TensorFlow's same-process rendezvous shares host tensors the same way instead of copying.
+inline std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, int device_index) {
+  auto& context = Context::global();
+  auto storage = std::make_shared<TensorStorage>();
+  storage->data = base->data;
+  storage->bytes = base->bytes;
+  storage->device = &context.logical_devices()[static_cast<std::size_t>(device_index)];
+  storage->device_index = device_index;
+  storage->shared_from = base->shared_from ? base->shared_from : base;  // no chains
   return storage;
 }
 

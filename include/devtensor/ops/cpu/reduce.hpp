@@ -42,11 +42,66 @@ struct ReduceLayout {
   }
 };
 
+/// Reduced axes that form one block with kept axes after it: the input is [before, reduced,
+/// after] and out[a, b] = reduce over r of in[a, r, b]. Rows of `after` elements are accumulated
+/// element-wise (independent lanes the compiler vectorises), so no transposing copy is needed;
+/// this is the bias gradient's reduction over the batch axis.
+template <class T>
+void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std::int64_t after, ReduceKind kind, T* out) {
+  constexpr std::int64_t kBlock = 512;  // accumulators per task: 4 KiB of doubles, on the stack
+  const std::int64_t blocks = (after + kBlock - 1) / kBlock;
+  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, reduced * kBlock));
+  backend::cpu::parallel_for(before * blocks, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t task = begin; task < end; ++task) {
+      const std::int64_t a = task / blocks;
+      const std::int64_t b0 = (task % blocks) * kBlock;
+      const std::int64_t width = std::min(kBlock, after - b0);
+      const T* base = in + a * reduced * after + b0;
+      T* o = out + a * after + b0;
+      if (kind == ReduceKind::max) {
+        T best[kBlock];
+        for (std::int64_t b = 0; b < width; ++b)
+          best[b] = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+        for (std::int64_t r = 0; r < reduced; ++r)
+          for (std::int64_t b = 0; b < width; ++b) best[b] = std::max(best[b], base[r * after + b]);
+        for (std::int64_t b = 0; b < width; ++b) o[b] = best[b];
+      } else {
+        accumulator_t<T> acc[kBlock] = {};
+        for (std::int64_t r = 0; r < reduced; ++r)
+          for (std::int64_t b = 0; b < width; ++b) acc[b] += static_cast<accumulator_t<T>>(base[r * after + b]);
+        if (kind == ReduceKind::mean && reduced > 0)
+          for (std::int64_t b = 0; b < width; ++b) acc[b] /= static_cast<accumulator_t<T>>(reduced);
+        for (std::int64_t b = 0; b < width; ++b) o[b] = static_cast<T>(acc[b]);
+      }
+    }
+  });
+}
+
 /// Reduces `in` (shape `shape`) over the axes flagged in `reduce` into `out`, whose elements are
 /// in the order of the kept axes.
 template <class T>
 void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axis, ReduceKind kind, T* out) {
   const std::size_t rank = shape.rank();
+  {
+    // One block of reduced axes followed by kept ones: accumulate rows, no transposing copy.
+    const auto dims = shape.dims_vector();
+    std::size_t first = rank, last = 0;
+    for (std::size_t d = 0; d < rank; ++d)
+      if (reduce_axis[d]) {
+        first = std::min(first, d);
+        last = d;
+      }
+    bool block = first < rank;
+    for (std::size_t d = first; block && d <= last; ++d) block = reduce_axis[d];
+    if (block && last + 1 < rank) {
+      std::int64_t before = 1, reduced = 1, after = 1;
+      for (std::size_t d = 0; d < rank; ++d) (d < first ? before : d <= last ? reduced : after) *= dims[d];
+      if (after > 1 && before * after > 0) {
+        reduce_columns(in, before, reduced, after, kind, out);
+        return;
+      }
+    }
+  }
   const ReduceLayout layout(shape, reduce_axis);
   const auto& perm = layout.perm;
   const std::int64_t outer = layout.outer;
@@ -56,13 +111,18 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
   if (layout.needs_move) {
     moved.resize(static_cast<std::size_t>(outer * inner));
     const auto strides = shape.strides();
+    std::vector<std::int64_t> moved_dims(rank), moved_strides(rank);
+    for (std::size_t i = 0; i < rank; ++i) {
+      moved_dims[i] = shape[perm[i]];
+      moved_strides[i] = strides[perm[i]];
+    }
     std::vector<std::int64_t> index(rank, 0);
     for (std::int64_t o = 0; o < outer * inner; ++o) {
       std::int64_t offset = 0;
-      for (std::size_t i = 0; i < rank; ++i) offset += index[i] * strides[perm[i]];
+      for (std::size_t i = 0; i < rank; ++i) offset += index[i] * moved_strides[i];
       moved[static_cast<std::size_t>(o)] = in[offset];
       for (std::size_t i = rank; i-- > 0;) {
-        if (++index[i] < shape[perm[i]]) break;
+        if (++index[i] < moved_dims[i]) break;
         index[i] = 0;
       }
     }
