@@ -165,6 +165,35 @@ BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
   BOOST_TEST(chosen.cross_device_ops().num_packs == 2);
 }
 
+BOOST_AUTO_TEST_CASE(logical_cpus_share_host_tensors_simulated_gpus_copy) {
+  virtual_cpus(2);
+  std::vector<float> expected{1, 2, 3};
+  ds::Mirrored<dt::Tensor<float>> spread;
+  const void* buffer = nullptr;
+  {
+    dt::DeviceScope scope("/cpu:0");
+    const auto original = dt::constant<float>(expected);
+    buffer = original.data();
+    spread = ds::ReductionToOneDevice{}.broadcast(original, std::vector<std::string>{"/cpu:1", "/cpu:0"});
+  }  // the original handle is gone: the alias keeps the buffer alive (ASan checks)
+  BOOST_TEST(spread[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(spread[0].data() == buffer);  // one address space: shared, not copied
+  BOOST_TEST(spread[0].to_vector() == expected, boost::test_tools::per_element());
+  // An alias of an alias points at the owner.
+  const auto again = ds::cdo_detail::copy_to(spread[0], 0);
+  BOOST_TEST(again.storage()->shared_from == spread[0].storage()->shared_from);
+  BOOST_TEST(again.to_vector() == expected, boost::test_tools::per_element());
+
+  dt::testing::reset_context();
+  dt::config::set_simulated_gpus(2);
+  dt::DeviceScope scope("/gpu:0");
+  const auto on_gpu0 = dt::constant<float>(expected);
+  const auto copied = ds::ReductionToOneDevice{}.broadcast(on_gpu0, std::vector<std::string>{"/gpu:1"});
+  BOOST_TEST(copied[0].device() == "/job:localhost/replica:0/task:0/device:GPU:1");
+  BOOST_TEST(copied[0].data() != on_gpu0.data());  // simulated GPUs behave like GPUs: a copy
+  BOOST_TEST(copied[0].to_vector() == expected, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(group_by_size_packs_in_order_and_errs_on_the_large_side) {
   virtual_cpus(1);
   // 16, 32, 4 and 400 bytes.
