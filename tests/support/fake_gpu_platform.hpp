@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,12 +23,24 @@ struct FakeGpuCopy {
   void* src_stream;
 };
 
+/// What the platform was asked. Replicas call it from several threads, as they would a real
+/// platform, so the calls record under a mutex; tests read the fields once the threads are done.
 struct FakeGpuRecorder {
   int gpu_count = 1;
   std::vector<std::pair<void*, int>> created;  // stream token, priority
   std::vector<void*> destroyed;
   std::vector<FakeGpuCopy> copies;
   int next_token = 1;
+  std::mutex mutex;
+
+  void reset(int gpus) {
+    std::lock_guard lock(mutex);
+    gpu_count = gpus;
+    created.clear();
+    destroyed.clear();
+    copies.clear();
+    next_token = 1;
+  }
 };
 inline FakeGpuRecorder& fake_gpu_recorder() {
   static FakeGpuRecorder recorder;
@@ -36,7 +49,10 @@ inline FakeGpuRecorder& fake_gpu_recorder() {
 
 inline const detail::GpuPlatform fake_gpu_platform{
     "fake",
-    [](std::string*) { return fake_gpu_recorder().gpu_count; },
+    [](std::string*) {
+      std::lock_guard lock(fake_gpu_recorder().mutex);
+      return fake_gpu_recorder().gpu_count;
+    },
     [](int, detail::GpuPlatformDevice* out, std::string*) {
       out->name = "Fake GPU";
       out->pci_bus_id = "0000:00:00.0";
@@ -52,15 +68,22 @@ inline const detail::GpuPlatform fake_gpu_platform{
     [](int) noexcept { return std::uint64_t{4} << 30; },
     [](int, int priority, std::string*) noexcept {
       auto& r = fake_gpu_recorder();
+      std::lock_guard lock(r.mutex);
       void* token = reinterpret_cast<void*>(static_cast<std::uintptr_t>(r.next_token++) << 4);
       r.created.emplace_back(token, priority);
       return token;
     },
-    [](int, void* stream) noexcept { fake_gpu_recorder().destroyed.push_back(stream); },
+    [](int, void* stream) noexcept {
+      std::lock_guard lock(fake_gpu_recorder().mutex);
+      fake_gpu_recorder().destroyed.push_back(stream);
+    },
     [](int, void*, std::string*) noexcept { return true; },
     [](void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal, void* src_stream,
        std::size_t bytes, std::string*) noexcept {
-      fake_gpu_recorder().copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream});
+      {
+        std::lock_guard lock(fake_gpu_recorder().mutex);
+        fake_gpu_recorder().copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream});
+      }
       std::memcpy(dst, src, bytes);
       return true;
     }};
@@ -69,8 +92,7 @@ inline const detail::GpuPlatform fake_gpu_platform{
 struct FakeGpuPlatform : FreshContext {
   const detail::GpuPlatform* previous = Context::global().gpu_platform();
   explicit FakeGpuPlatform(int gpus = 1) {
-    fake_gpu_recorder() = {};
-    fake_gpu_recorder().gpu_count = gpus;
+    fake_gpu_recorder().reset(gpus);
     Context::global().register_gpu_platform(&fake_gpu_platform);
     testing::reset_context();
   }
