@@ -456,8 +456,10 @@ class MirroredStrategy {
       const std::size_t replicas = values.size();
       const std::size_t count = replicas ? values[0].size() : 0;
       std::vector<PerReplica<Tensor<float>>> items(count);
+      // Replica r's values on replica r's device: a flavour without GPU kernels computes them on
+      // the CPU, and the all-reduce algorithms need them where the replicas are.
       for (std::size_t k = 0; k < count; ++k)
-        for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(values[r][k]);
+        for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(cdo_detail::copy_to(values[r][k], device_indices[r]));
       const auto reduced = ops.batch_reduce(ReduceOp::SUM, items, device_indices);
       std::vector<std::vector<Tensor<float>>> out(replicas);
       for (std::size_t r = 0; r < replicas; ++r)

@@ -362,15 +362,24 @@ class Variable {
     for (std::size_t c = 0; c < s.components.size(); ++c) {
       if (only >= 0 && static_cast<std::size_t>(only) != c) continue;
       const int device = s.devices[c];
-      const Tensor<T> d = owned_copy(delta, device, op);  // the delta on this component's device
-      if (!d.host_memory())
-        throw InternalError("Variable update on " + d.device() + " needs the CUDA backend's kernels");
       const Tensor<T>& old = s.components[c];
       auto next = Tensor<T>::empty(old.shape(), device, op);
-      const T* a = old.data();
-      const T* b = d.data();
-      T* o = next.mutable_data();
-      for (std::int64_t i = 0, n = old.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
+      if (next.host_memory()) {
+        const Tensor<T> d = owned_copy(delta, device, op);  // the delta on this component's device
+        const T* a = old.data();
+        const T* b = d.data();
+        T* o = next.mutable_data();
+        for (std::int64_t i = 0, n = old.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
+      } else {
+        // A real GPU: this body is shared by every translation-unit flavour, so it cannot launch
+        // a kernel; the update is staged through the host (stream-ordered copies). Correct, and
+        // the reason variables on GPUs update slowly (see README "CUDA backend").
+        std::vector<T> a = old.to_vector();
+        const std::vector<T> b = delta.to_vector();
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = f(a[i], b[i]);
+        detail::copy_bytes(next.mutable_data(), next.device_info(), a.data(), detail::host_buffer_device(),
+                           a.size() * sizeof(T));
+      }
       s.components[c] = std::move(next);
     }
   }
