@@ -2,6 +2,7 @@
 // batch of 16 is split across the replicas by experimental_distribute_dataset; strategy.run calls
 // train_step on every replica at once; each replica scales its loss by the global batch
 // (compute_average_loss), so summing gradients and losses across replicas gives global means.
+// On three virtual CPUs here, or on whatever GPUs exist (DEVTENSOR_SIMULATED_GPUS=2: two).
 #include <devtensor/devtensor.hpp>
 
 #include <cstdio>
@@ -11,7 +12,7 @@ namespace ds = dt::distribute;
 
 template <class CrossDeviceOps>
 double train(const char* label, CrossDeviceOps ops) {
-  ds::MirroredStrategy strategy({"/cpu:0", "/cpu:1", "/cpu:2"}, ops);
+  ds::MirroredStrategy strategy({}, ops);  // every GPU, else every (virtual) CPU
   std::optional<dt::nn::Dense> layer;
   {
     auto guard = strategy.scope();
@@ -57,12 +58,14 @@ double train(const char* label, CrossDeviceOps ops) {
     last = epoch_loss / 4;
   }
   const auto w = layer->kernel().to_vector();
-  std::printf("%-26s final loss %.5f, kernel [%.3f, %.3f], bias %.3f\n", label, last, w[0], w[1], layer->bias().value().item());
+  std::printf("%-26s %d replicas, final loss %.5f, kernel [%.3f, %.3f], bias %.3f\n", label,
+              strategy.num_replicas_in_sync(), last, w[0], w[1], layer->bias().value().item());
   return last;
 }
 
 int main() {
-  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}, {}});
+  if (dt::config::list_physical_devices("GPU").empty())  // no GPUs: three logical CPUs instead
+    dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}, {}});
   const double a = train("ReductionToOneDevice", ds::ReductionToOneDevice{});
   const double b = train("HierarchicalCopyAllReduce", ds::HierarchicalCopyAllReduce{.num_packs = 1});
   return a < 0.01 && b < 0.01 ? 0 : 1;
