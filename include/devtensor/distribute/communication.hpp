@@ -46,6 +46,13 @@ enum class CommunicationImplementation { AUTO, RING, NCCL };
                              "' is not a valid CommunicationImplementation; use AUTO, RING or NCCL");
 }
 
+/// @throws InvalidArgumentError "bytes_per_pack must be non-negative" for a negative size.
+inline void require_valid_bytes_per_pack(std::int64_t bytes_per_pack) {
+  if (bytes_per_pack < 0)
+    throw InvalidArgumentError("bytes_per_pack must be non-negative, but " + std::to_string(bytes_per_pack) +
+                               " is specified");
+}
+
 /// tf.distribute.experimental.CommunicationOptions: how collectives pack and which implementation
 /// they use. Immutable once built, so an invalid set of options cannot exist.
 class CommunicationOptions {
@@ -54,9 +61,7 @@ class CommunicationOptions {
   explicit CommunicationOptions(std::int64_t bytes_per_pack = 0, std::optional<double> timeout_seconds = std::nullopt,
                                 CommunicationImplementation implementation = CommunicationImplementation::AUTO)
       : bytes_per_pack_(bytes_per_pack), timeout_seconds_(timeout_seconds), implementation_(implementation) {
-    if (bytes_per_pack < 0)
-      throw InvalidArgumentError("bytes_per_pack must be non-negative, but " + std::to_string(bytes_per_pack) +
-                                 " is specified");
+    require_valid_bytes_per_pack(bytes_per_pack);
   }
   /// The implementation by name (upper-cased). @throws InvalidArgumentError as above.
   CommunicationOptions(std::int64_t bytes_per_pack, std::optional<double> timeout_seconds, std::string_view implementation)
@@ -93,9 +98,7 @@ class CommunicationOptions {
 template <Element T>
 [[nodiscard]] std::vector<std::vector<Tensor<T>>> group_by_size(const std::vector<Tensor<T>>& values,
                                                                 std::int64_t bytes_per_pack) {
-  if (bytes_per_pack < 0)
-    throw InvalidArgumentError("bytes_per_pack must be non-negative, but " + std::to_string(bytes_per_pack) +
-                               " is specified");
+  require_valid_bytes_per_pack(bytes_per_pack);
   for (const auto& v : values)
     if (!v.defined()) throw InvalidArgumentError("group_by_size: a value is an empty Tensor");
   if (bytes_per_pack == 0) return {values};

@@ -359,6 +359,7 @@ class Variable {
   void update_components(const Tensor<T>& delta, std::string_view op, F f, int only) const {
     State& s = state();
     std::lock_guard lock(s.mutex);
+    std::optional<std::vector<T>> host_delta;  // read once for every GPU component
     for (std::size_t c = 0; c < s.components.size(); ++c) {
       if (only >= 0 && static_cast<std::size_t>(only) != c) continue;
       const int device = s.devices[c];
@@ -374,8 +375,9 @@ class Variable {
         // A real GPU: this body is shared by every translation-unit flavour, so it cannot launch
         // a kernel; the update is staged through the host (stream-ordered copies). Correct, and
         // the reason variables on GPUs update slowly (see README "CUDA backend").
+        if (!host_delta) host_delta = delta.to_vector();
         std::vector<T> a = old.to_vector();
-        const std::vector<T> b = delta.to_vector();
+        const std::vector<T>& b = *host_delta;
         for (std::size_t i = 0; i < a.size(); ++i) a[i] = f(a[i], b[i]);
         detail::copy_bytes(next.mutable_data(), next.device_info(), a.data(), detail::host_buffer_device(),
                            a.size() * sizeof(T));
