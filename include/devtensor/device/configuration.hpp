@@ -11,11 +11,11 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "devtensor/core/source_location.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/physical.hpp"
 
@@ -26,7 +26,7 @@ namespace config {
 /// Does not initialise; fixes the simulated-GPU setting.
 inline std::vector<PhysicalDevice> list_physical_devices(
     std::string_view device_type = "",
-    std::source_location where = std::source_location::current()) {
+    SourceLocation where = SourceLocation::current()) {
   std::vector<PhysicalDevice> out;
   for (const auto& p : Context::global().physical_devices("list_physical_devices()", where))
     if (device_type.empty() || p.device.device_type == device_type) out.push_back(p.device);
@@ -36,7 +36,7 @@ inline std::vector<PhysicalDevice> list_physical_devices(
 /// The logical devices of `device_type` ("" for all); initialises the Context.
 inline std::vector<LogicalDevice> list_logical_devices(
     std::string_view device_type = "",
-    std::source_location where = std::source_location::current()) {
+    SourceLocation where = SourceLocation::current()) {
   std::vector<LogicalDevice> out;
   for (const auto& d : Context::global().logical_devices("list_logical_devices()", where))
     if (device_type.empty() || d.device_type == device_type) out.push_back(d.device);

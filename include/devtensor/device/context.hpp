@@ -19,7 +19,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +27,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/core/source_location.hpp"
 #include "devtensor/device/physical.hpp"
 #include "devtensor/device/spec.hpp"
 #include "devtensor/device/tags.hpp"
@@ -171,7 +171,7 @@ class Context {
   /// Discovers physical devices once (never initialises). Fixes the simulated-GPU setting.
   const std::vector<PhysicalDeviceInfo>& physical_devices(
       std::string_view trigger = "list_physical_devices()",
-      std::source_location where = std::source_location::current()) {
+      SourceLocation where = SourceLocation::current()) {
     if (discovered_.load(std::memory_order_acquire)) return physical_;
     std::vector<std::pair<LogSeverity, std::string>> lines;
     {
@@ -380,7 +380,7 @@ class Context {
   /// @throws InvalidArgumentError for an inconsistent configuration (the Context stays
   /// uninitialised, so the configuration can still be fixed).
   void ensure_initialized(std::string_view trigger,
-                          std::source_location where = std::source_location::current()) {
+                          SourceLocation where = SourceLocation::current()) {
     if (initialized()) return;
     std::vector<std::pair<LogSeverity, std::string>> lines;
     {
@@ -402,7 +402,7 @@ class Context {
   /// Every logical device, CPUs first, then GPUs (initialises).
   const std::vector<LogicalDeviceInfo>& logical_devices(
       std::string_view trigger = "list_logical_devices()",
-      std::source_location where = std::source_location::current()) {
+      SourceLocation where = SourceLocation::current()) {
     ensure_initialized(trigger, where);
     return logical_;
   }
@@ -448,7 +448,7 @@ class Context {
   /// The logical device a memory-stats query names ("GPU:0", "/device:GPU:0", a full name),
   /// following TensorFlow's rules and errors (SPEC.md §3.5). Initialises.
   const LogicalDeviceInfo& memory_stats_device(std::string_view name, std::string_view api,
-                                               std::source_location where) {
+                                               SourceLocation where) {
     const auto spec = DeviceSpec::try_parse_full_or_local(name);
     if (!spec || !spec->type() || !spec->id())
       throw InvalidArgumentError("Failed parsing device name: '" + std::string(name) +
@@ -529,7 +529,7 @@ class Context {
   memory::DeviceMemoryFunctions gpu_memory_functions_{nullptr, nullptr};
   mutable std::vector<std::pair<LogSeverity, std::string>> pending_logs_;
 
-  void initialize_locked(std::string_view trigger, const std::source_location& where) {
+  void initialize_locked(std::string_view trigger, const SourceLocation& where) {
     discover_locked(trigger, where);
     auto logical = build_logical_devices_locked();
     allocators_ = build_allocators_locked(logical);
@@ -554,7 +554,7 @@ class Context {
     pending_logs_.emplace_back(severity, std::move(line));
   }
 
-  static std::string describe_trigger(std::string_view trigger, const std::source_location& where) {
+  static std::string describe_trigger(std::string_view trigger, const SourceLocation& where) {
     std::string out(trigger);
     if (where.file_name() && *where.file_name())
       out += std::string(" at ") + where.file_name() + ":" + std::to_string(where.line());
@@ -583,7 +583,7 @@ class Context {
     return all;
   }
 
-  void discover_locked(std::string_view trigger, const std::source_location& where) {
+  void discover_locked(std::string_view trigger, const SourceLocation& where) {
     if (discovered_.load()) return;
     SimulatedGpus simulated;
     if (configuration_.simulated_gpus) {

@@ -3,10 +3,10 @@
 /// @brief devtensor::device_lib::list_local_devices (TensorFlow's device_lib).
 
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <vector>
 
+#include "devtensor/core/source_location.hpp"
 #include "devtensor/device/context.hpp"
 
 namespace devtensor::device_lib {
@@ -22,7 +22,7 @@ struct DeviceAttributes {
 
 /// Every logical device with its attributes; initialises the Context.
 inline std::vector<DeviceAttributes> list_local_devices(
-    std::source_location where = std::source_location::current()) {
+    SourceLocation where = SourceLocation::current()) {
   std::vector<DeviceAttributes> out;
   for (const auto& d : Context::global().logical_devices("device_lib::list_local_devices()", where))
     out.push_back({d.device.name, d.device_type, d.memory_limit, d.physical_device_desc, d.full_name});

@@ -8,9 +8,9 @@
 /// reports those separately, so "the limit was not honoured" can be answered from here.
 
 #include <cstdint>
-#include <source_location>
 #include <string_view>
 
+#include "devtensor/core/source_location.hpp"
 #include "devtensor/device/context.hpp"
 
 namespace devtensor::config::experimental {
@@ -25,7 +25,7 @@ struct MemoryInfo {
 /// "GPU:0", "/device:GPU:0" or a full name. Initialises the Context.
 /// @throws InvalidArgumentError (unparsable, several matches, a CPU), NotFoundError (no match).
 inline MemoryInfo get_memory_info(std::string_view device,
-                                  std::source_location where = std::source_location::current()) {
+                                  SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   const auto& d = context.memory_stats_device(device, "get_memory_info", where);
   const auto s = context.allocator(d).stats();
@@ -34,13 +34,13 @@ inline MemoryInfo get_memory_info(std::string_view device,
 
 /// Deprecated in TensorFlow: the current bytes in use.
 inline std::int64_t get_memory_usage(std::string_view device,
-                                     std::source_location where = std::source_location::current()) {
+                                     SourceLocation where = SourceLocation::current()) {
   return get_memory_info(device, where).current;
 }
 
 /// peak = current; num_allocs and largest_alloc_size back to 0.
 inline void reset_memory_stats(std::string_view device,
-                               std::source_location where = std::source_location::current()) {
+                               SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   context.allocator(context.memory_stats_device(device, "reset_memory_stats", where)).clear_stats();
 }
@@ -49,7 +49,7 @@ inline void reset_memory_stats(std::string_view device,
 /// (or to the host, for simulated GPUs). Never touches regions with tensors in them; lowers
 /// `pool` and leaves `current`, `peak` and the limit alone. Returns the bytes released.
 inline std::size_t release_free_memory(std::string_view device,
-                                       std::source_location where = std::source_location::current()) {
+                                       SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   return context.allocator(context.memory_stats_device(device, "release_free_memory", where))
       .release_free_regions();
@@ -62,7 +62,7 @@ struct MemoryOverhead {
 
 /// What a device's memory holds beyond the allocator's pool (SPEC.md §8.3).
 inline MemoryOverhead get_memory_overhead(std::string_view device,
-                                          std::source_location where = std::source_location::current()) {
+                                          SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   const auto& d = context.memory_stats_device(device, "get_memory_overhead", where);
   return {0, context.unaccounted_device_bytes(d)};
