@@ -114,6 +114,11 @@ inline void set_allocation_retry_timeout(std::chrono::milliseconds timeout) {
   Context::global().set_allocation_retry_timeout(timeout);
 }
 
+/// Beyond TensorFlow: caps the CPUs' shared allocator (cpu_bfc) at `bytes` (0: the host's
+/// physical memory, the default), before initialisation. Larger requests fail at once with
+/// ResourceExhaustedError.
+inline void set_host_memory_limit(std::uint64_t bytes) { Context::global().set_host_memory_limit(bytes); }
+
 }  // namespace experimental
 }  // namespace config
 

@@ -142,6 +142,7 @@ struct Configuration {
   bool use_unified_memory = false;
   std::int64_t gpu_system_memory_size_in_mb = 0;
   std::chrono::milliseconds retry_timeout{10000};
+  std::uint64_t host_memory_limit = 0;  // 0: the host's physical memory
 };
 
 inline std::string getenv_string(const char* name, bool* present = nullptr) {
@@ -361,6 +362,16 @@ class Context {
     if (configuration_.retry_timeout == timeout) return;
     require_uninitialized_locked("The allocation retry timeout cannot be modified after being initialized");
     configuration_.retry_timeout = timeout;
+  }
+
+  /// The limit of the CPUs' shared allocator, cpu_bfc (default 0: the host's physical memory).
+  /// Beyond TensorFlow, which has none: a cap for containers whose memory limit is below what
+  /// the host reports, and for tests and fuzzers that must fail fast rather than page.
+  void set_host_memory_limit(std::uint64_t bytes) {
+    std::lock_guard lock(mutex_);
+    if (configuration_.host_memory_limit == bytes) return;
+    require_uninitialized_locked("The host memory limit cannot be modified after being initialized");
+    configuration_.host_memory_limit = bytes;
   }
 
   // Soft placement and placement logging may change at any time, as in TensorFlow.
@@ -937,9 +948,11 @@ class Context {
         if (!host) {
           memory::BFCOptions options;
           options.name = d.allocator_name;
-          options.limit = host_memory_limit();
+          options.limit = configuration_.host_memory_limit ? configuration_.host_memory_limit : host_memory_limit();
           options.garbage_collection = true;
-          options.limit_source = "the host's physical memory";
+          options.limit_source = configuration_.host_memory_limit
+                                     ? "config::experimental::set_host_memory_limit"
+                                     : "the host's physical memory";
           options.retry_timeout = configuration_.retry_timeout;
           host = make_bfc(/*growth=*/true, memory::HostSubAllocator{}, std::move(options));
         }

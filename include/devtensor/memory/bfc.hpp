@@ -101,12 +101,17 @@ class BFCAllocator final : public Allocator {
                  const AllocationAttributes& attributes = {}) override {
     check_alignment(alignment);
     if (bytes == 0) return nullptr;
-    if (void* p = allocate_once(bytes, alignment)) return p;
-    if (attributes.retry_on_failure && options_.allow_retry_on_failure &&
-        options_.retry_timeout.count() > 0) {
-      if (void* p = retry_until_freed(bytes, alignment)) return p;
-    }
     const std::size_t rounded = rounded_bytes(bytes);
+    // Beyond TensorFlow: a request larger than the whole limit can never fit, however much is
+    // freed, so it fails at once instead of waiting out the retry timeout.
+    const bool can_ever_fit = rounded != 0 && rounded <= options_.limit;
+    if (can_ever_fit) {
+      if (void* p = allocate_once(bytes, alignment, rounded)) return p;
+      if (attributes.retry_on_failure && options_.allow_retry_on_failure &&
+          options_.retry_timeout.count() > 0) {
+        if (void* p = retry_until_freed(bytes, alignment)) return p;
+      }
+    }
     const std::string message = "Allocator (" + options_.name + ") ran out of memory trying to allocate " +
                                 human_readable_size(bytes) + " (rounded to " +
                                 std::to_string(rounded) + ")requested by op " +
@@ -119,7 +124,7 @@ class BFCAllocator final : public Allocator {
     log(LogSeverity::info, "Current allocation summary follows.");
     log(LogSeverity::info, memory_dump(bytes));
     maybe_write_memory_dump();
-    throw ResourceExhaustedError(message + ". " + summary() + " " + advice(rounded));
+    throw ResourceExhaustedError(message + ". " + summary() + " " + advice(rounded == 0 ? SIZE_MAX : rounded));
   }
 
   void* try_allocate(std::size_t bytes, std::size_t alignment = 256) noexcept override {
@@ -489,7 +494,9 @@ class BFCAllocator final : public Allocator {
 
   /// One full attempt: existing chunks, then growing the pool, then garbage collection.
   void* allocate_once(std::size_t bytes, std::size_t alignment) noexcept {
-    const std::size_t rounded = rounded_bytes(bytes);
+    return allocate_once(bytes, alignment, rounded_bytes(bytes));
+  }
+  void* allocate_once(std::size_t bytes, std::size_t alignment, std::size_t rounded) noexcept {
     if (rounded == 0 || rounded > SIZE_MAX / 2) return nullptr;  // overflow: no chunk can fit
     const std::size_t needed = rounded + (alignment > kMinAllocationSize ? alignment - kMinAllocationSize : 0);
     try {

@@ -496,6 +496,26 @@ BOOST_AUTO_TEST_CASE(retry_waits_for_another_thread_to_free) {
   impatient.deallocate(all);
 }
 
+BOOST_AUTO_TEST_CASE(a_request_beyond_the_whole_limit_fails_at_once) {
+  // Beyond TensorFlow: no amount of freeing makes 8 MiB fit under a 4 MiB limit, so the 10 s
+  // retry is skipped; a request that could fit once memory is freed still waits (test above).
+  devtensor::test::LogCapture quiet;
+  BFCOptions options;
+  options.name = "impatient_only_when_hopeless";
+  options.limit = 4 * MiB;
+  options.retry_timeout = std::chrono::milliseconds(10000);
+  BFCAllocator<Growth, HostSubAllocator> bfc(HostSubAllocator{}, options);
+  void* held = bfc.allocate(1 * MiB);
+  for (std::size_t bytes : {8 * MiB, std::size_t{1} << 62, SIZE_MAX}) {
+    const auto start = std::chrono::steady_clock::now();
+    DEVTENSOR_CHECK_THROW_WITH(bfc.allocate(bytes, 256, {.retry_on_failure = true, .op_name = "Fill"}),
+                               devtensor::ResourceExhaustedError, "The request alone exceeds the limit of 4.00MiB");
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count() < 2000);
+  }
+  BOOST_TEST(bfc.check_invariants() == "");
+  bfc.deallocate(held);
+}
+
 BOOST_AUTO_TEST_CASE(memory_dump_format) {
   Fixture<Growth> f(1 * MiB);
   void* a = f.bfc.allocate(512 * KiB);  // exactly half of the one 1 MiB region, fully requested
