@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <thread>
@@ -94,6 +95,27 @@ BOOST_AUTO_TEST_CASE(integer_ops_and_floor_division) {
   const auto zero = dt::constant<std::int64_t>({3, 0, 1});
   DEVTENSOR_CHECK_THROW_WITH(dt::div(dt::constant<std::int64_t>({1, 2, 3}), zero), dt::InvalidArgumentError,
                              "Integer division by zero");
+}
+
+BOOST_AUTO_TEST_CASE(edge_values_give_the_cpu_results) {
+  // Issue 13's defined results, computed by the CUDA kernels: INT_MIN // -1 wraps, integer sums
+  // wrap, float -> int casts saturate with NaN -> 0, ranges across the whole int32 range.
+  constexpr std::int32_t lo = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int32_t hi = std::numeric_limits<std::int32_t>::max();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  expect_gpu_matches_cpu([&] { return dt::div(dt::constant<std::int32_t>({lo, 7, -7}), dt::constant<std::int32_t>({-1, -2, 2})); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::constant<std::int64_t>({std::numeric_limits<std::int64_t>::min()}) / dt::constant<std::int64_t>({-1}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::reduce_sum(dt::fill<std::int32_t>({3, 4096}, hi), 1); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::reduce_sum(dt::fill<std::int32_t>({1 << 20}, hi)); }, 0);  // two passes
+  expect_gpu_matches_cpu([&] { return dt::add_n(std::vector{dt::fill<std::int32_t>({5}, hi), dt::fill<std::int32_t>({5}, hi)}); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::cast<std::int32_t>(dt::constant<float>({nan, inf, -inf, 1e20f, -3.9f})); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::cast<std::int64_t>(dt::constant<double>({nan, 1e300, -1e300, 9.2e18})); }, 0);
+  expect_gpu_matches_cpu([&] { return dt::range<std::int32_t>(lo, hi, hi); }, 0);
+  dt::DeviceScope scope("/gpu:0");
+  BOOST_TEST(dt::cast<std::int32_t>(dt::constant<float>({nan, inf, -inf})).to_vector() == (std::vector<std::int32_t>{0, hi, lo}),
+             boost::test_tools::per_element());
+  BOOST_TEST(dt::div(dt::constant<std::int32_t>({lo}), dt::constant<std::int32_t>({-1})).item() == lo);
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_unary_ops) {

@@ -148,7 +148,7 @@ class GradientTape {
   std::vector<detail::TapeState*>* tapes_ = &detail::active_tapes();  // the creating thread's stack
 
   static void require_defined(bool defined, std::string_view what) {
-    if (!defined) throw InvalidArgumentError("GradientTape::" + std::string(what) + " got an empty Tensor");
+    if (!defined) throw InvalidArgumentError("GradientTape::" + std::string(what) + " got an undefined tensor (default-constructed or moved from)");
   }
 
   template <Floating U>

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/ops/random.hpp"
@@ -71,8 +72,8 @@ Tensor<T> stack(const std::vector<Tensor<T>>& parts, std::size_t component) {
                                  std::to_string(i) + " had shape " + parts[i].shape().to_string() + ".");
   std::vector<std::int64_t> dims{static_cast<std::int64_t>(parts.size())};
   for (auto d : first.dims()) dims.push_back(d);
-  auto out = Tensor<T>::empty(Shape(dims), host_device(), "BatchDataset");
-  const auto bytes = static_cast<std::size_t>(first.num_elements()) * sizeof(T);
+  auto out = Tensor<T>::empty(Shape(dims, "BatchDataset"), host_device(), "BatchDataset");
+  const auto bytes = static_cast<std::size_t>(first.num_elements()) * sizeof(T);  // <= out's bytes
   auto* dst = reinterpret_cast<unsigned char*>(out.mutable_data());
   for (std::size_t i = 0; i < parts.size(); ++i)
     detail::copy_bytes(dst + i * bytes, out.device_info(), parts[i].data(), parts[i].device_info(), bytes);
@@ -134,7 +135,7 @@ class Dataset {
     std::int64_t card = UNKNOWN_CARDINALITY;
     if (c == 0 || count == 0) card = 0;
     else if (c == INFINITE_CARDINALITY || count == -1) card = INFINITE_CARDINALITY;
-    else if (c > 0) card = c * count;
+    else if (c > 0) card = devtensor::detail::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
     return Dataset(
         [open = open_, count] {
           return Generator([open, count, done = std::int64_t{0}, current = Generator(),
@@ -165,7 +166,7 @@ class Dataset {
     if (batch_size < 1) throw InvalidArgumentError("batch_size must be greater than zero, got " + std::to_string(batch_size));
     const std::int64_t c = cardinality_;
     std::int64_t card = c;
-    if (c >= 0) card = drop_remainder ? c / batch_size : (c + batch_size - 1) / batch_size;
+    if (c >= 0) card = c / batch_size + (!drop_remainder && c % batch_size != 0 ? 1 : 0);
     return Dataset(
         [open = open_, batch_size, drop_remainder] {
           return Generator([inner = open(), batch_size, drop_remainder]() mutable -> std::optional<value_type> {
@@ -239,7 +240,7 @@ class Dataset {
     const std::int64_t b = other.cardinality_;
     std::int64_t card = UNKNOWN_CARDINALITY;
     if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY) card = INFINITE_CARDINALITY;
-    else if (a >= 0 && b >= 0) card = a + b;
+    else if (a >= 0 && b >= 0) card = devtensor::detail::checked_add(a, b, "the cardinality of the concatenated dataset", "ConcatenateDataset");
     return Dataset(
         [first = open_, second = other.open_] {
           return Generator([first = first(), second, rest = Generator()]() mutable -> std::optional<value_type> {
@@ -294,7 +295,8 @@ class Dataset {
       : open_(std::move(open)), cardinality_(cardinality), batch_size_(batch_size) {}
 
   static void require_defined(const Tensor<Ts>&... components) {
-    if (!(components.defined() && ...)) throw InvalidArgumentError("Dataset: a component is an empty Tensor");
+    if (!(components.defined() && ...))
+      throw InvalidArgumentError("Dataset: a component is an undefined tensor (default-constructed or moved from)");
   }
   template <Element T>
   static void check_sliceable(const Tensor<T>& t, std::int64_t& rows) {

@@ -100,7 +100,7 @@ template <Element T>
                                                                 std::int64_t bytes_per_pack) {
   require_valid_bytes_per_pack(bytes_per_pack);
   for (const auto& v : values)
-    if (!v.defined()) throw InvalidArgumentError("group_by_size: a value is an empty Tensor");
+    if (!v.defined()) throw InvalidArgumentError("group_by_size: a value is an undefined tensor (default-constructed or moved from)");
   if (bytes_per_pack == 0) return {values};
   std::vector<std::vector<Tensor<T>>> packs;
   std::int64_t last_pack_bytes = 0;

@@ -137,7 +137,7 @@ template <class V>
 void require_components(const PerReplica<Tensor<V>>& value) {
   if (value.values.empty()) throw InvalidArgumentError("A PerReplica value needs at least one component");
   for (const auto& t : value.values)
-    if (!t.defined()) throw InvalidArgumentError("A PerReplica value has an empty Tensor component");
+    if (!t.defined()) throw InvalidArgumentError("A PerReplica value has an undefined tensor component (default-constructed or moved from)");
   for (const auto& t : value.values)
     if (t.shape() != value.values[0].shape())
       throw InvalidArgumentError("PerReplica components must have equal shapes to be reduced: " +

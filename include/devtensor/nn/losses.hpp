@@ -130,7 +130,7 @@ template <Floating T>
                                              std::optional<std::int64_t> global_batch_size = std::nullopt) {
   if (!per_example_loss.defined() || per_example_loss.rank() == 0)
     throw InvalidArgumentError("Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, "
-                               "received: " + (per_example_loss.defined() ? per_example_loss.shape().to_string() : std::string("an empty Tensor")));
+                               "received: " + (per_example_loss.defined() ? per_example_loss.shape().to_string() : std::string("an undefined tensor")));
   std::int64_t global = 0;
   if (global_batch_size) {
     global = *global_batch_size;

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "devtensor/core/checked.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #if DEVTENSOR_CUDA_KERNELS
 #include "devtensor/ops/cuda/kernels.cuh"
@@ -100,34 +103,80 @@ Tensor<T> ones(const Shape& shape) {
   return fill<T>(shape, T{1});
 }
 
-/// [start, start + delta, ...) up to `limit` (exclusive), as TensorFlow's range.
-/// @throws InvalidArgumentError for delta == 0 or a delta that moves away from the limit.
+namespace op_detail {
+/// Range's element count, computed in long double (exact for every int64 difference) and checked
+/// before it becomes an int64: a NaN or infinite argument or a count beyond int64 is an error
+/// naming the argument, not an undefined conversion.
 template <Numeric T>
-Tensor<T> range(T start, T limit, T delta = T{1}) {
+std::int64_t range_size(T start, T limit, T delta) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const auto check_finite = [](T v, const char* name) {
+      if (!std::isfinite(v))
+        throw InvalidArgumentError(std::string("Requires ") + name + " to be finite, got " +
+                                   detail::number_string(v) + " [Op:Range]");
+    };
+    check_finite(start, "start");
+    check_finite(limit, "limit");
+    check_finite(delta, "delta");
+  }
   if (delta == T{0}) throw InvalidArgumentError("Requires delta != 0: 0 [Op:Range]");
   if ((delta > T{0} && start > limit) || (delta < T{0} && start < limit))
     throw InvalidArgumentError("Requires start <= limit when delta > 0 (or start >= limit when delta < 0): " +
-                               std::to_string(start) + "/" + std::to_string(limit) + " [Op:Range]");
-  std::int64_t n = 0;
-  if constexpr (std::is_integral_v<T>)
-    n = static_cast<std::int64_t>((std::abs(static_cast<double>(limit) - static_cast<double>(start)) +
-                                   std::abs(static_cast<double>(delta)) - 1) /
-                                  std::abs(static_cast<double>(delta)));
-  else
-    n = static_cast<std::int64_t>(std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) /
-                                                     static_cast<double>(delta))));
+                               detail::number_string(start) + "/" + detail::number_string(limit) + " [Op:Range]");
+  using Wide = long double;
+  Wide size = 0;
+  if constexpr (std::is_integral_v<T>) {
+    // ceil(|limit - start| / |delta|) in integers: the difference as an unsigned magnitude.
+    const auto magnitude = [](T a, T b) {
+      return a > b ? static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)
+                   : static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);
+    };
+    const std::uint64_t span = magnitude(limit, start);
+    const std::uint64_t step = delta < T{0} ? std::uint64_t{0} - static_cast<std::uint64_t>(delta)
+                                            : static_cast<std::uint64_t>(delta);
+    size = static_cast<Wide>(span / step + (span % step != 0));
+  } else {
+    size = std::ceil(std::fabs((static_cast<Wide>(limit) - static_cast<Wide>(start)) / static_cast<Wide>(delta)));
+  }
+  if (!(size <= static_cast<Wide>(std::numeric_limits<std::int64_t>::max())))
+    throw InvalidArgumentError("Requires ((limit - start) / delta) <= " +
+                               std::to_string(std::numeric_limits<std::int64_t>::max()) + ": start " +
+                               detail::number_string(start) + ", limit " + detail::number_string(limit) +
+                               ", delta " + detail::number_string(delta) + " [Op:Range]");
+  return static_cast<std::int64_t>(size);
+}
+
+/// start + i * delta; integers step in wrapping arithmetic, exact because every value of the
+/// range lies between start and limit.
+template <Numeric T>
+DEVTENSOR_HOST_DEVICE constexpr T range_value(T start, T delta, std::int64_t i) {
+  if constexpr (std::is_integral_v<T>) {
+    using W = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<W>(static_cast<W>(start) + static_cast<W>(static_cast<W>(i) * static_cast<W>(delta))));
+  } else {
+    return static_cast<T>(start + static_cast<T>(i) * delta);
+  }
+}
+}  // namespace op_detail
+
+/// [start, start + delta, ...) up to `limit` (exclusive), as TensorFlow's range.
+/// @throws InvalidArgumentError for delta == 0, a delta that moves away from the limit, a NaN or
+/// infinite argument (naming it), or more than 2^63 - 1 elements.
+template <Numeric T>
+Tensor<T> range(T start, T limit, T delta = T{1}) {
+  const std::int64_t n = op_detail::range_size(start, limit, delta);
   const int device = op_detail::place<ops::Range, T>();
   auto out = Tensor<T>::empty(Shape{n}, device, ops::Range::name);
   T* o = out.mutable_data();
 #if DEVTENSOR_CUDA_KERNELS
   if (op_detail::run_gpu_kernel<ops::Range, T>(device)) {
     ops::cuda::generate(device, o, n, [start, delta] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
-      return static_cast<T>(start + static_cast<T>(i) * delta);
+      return op_detail::range_value(start, delta, i);
     });
     return out;
   }
 #endif
-  for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = op_detail::range_value(start, delta, i);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "devtensor/autodiff/record.hpp"
+#include "devtensor/core/arith.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
@@ -43,6 +44,8 @@ Tensor<T> binary_op_on(int device, const Shape& shape, const Tensor<T>& a, const
 }
 template <class Op, bool Differentiable = true, Element T, class F>
 Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b, F f) {
+  // No up-front defined() check: an undefined tensor's shape [] broadcasts with anything, so
+  // to_device is the first to see it and names it ("Input 1 of AddV2 is an undefined tensor").
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);  // shape errors first
   return binary_op_on<Op, Differentiable>(place<Op, T>(a, b), shape, a, b, f, f);
 }
@@ -62,30 +65,26 @@ Tensor<T> unary_op(const Tensor<T>& a, F f) {
   return out;
 }
 
-template <class T>
-DEVTENSOR_HOST_DEVICE T floor_div(T x, T y) {
-  T q = x / y;
-  if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-  return q;
-}
-
 }  // namespace op_detail
+
+// Integer add, sub, mul, neg, abs and square wrap modulo 2^N (core/arith.hpp says why).
 
 /// a + b with broadcasting (TensorFlow's AddV2).
 template <Numeric T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Add>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return static_cast<T>(x + y); });
+  return op_detail::binary_op<ops::Add>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return arith::add(x, y); });
 }
 template <Numeric T>
 Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Sub>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return static_cast<T>(x - y); });
+  return op_detail::binary_op<ops::Sub>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return arith::sub(x, y); });
 }
 template <Numeric T>
 Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Mul>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return static_cast<T>(x * y); });
+  return op_detail::binary_op<ops::Mul>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return arith::mul(x, y); });
 }
 /// a / b: true division for floating types (RealDiv), floor division for integers (FloorDiv, as
-/// Python's //). @throws InvalidArgumentError on integer division by zero.
+/// Python's //; INT_MIN // -1 wraps to INT_MIN). @throws InvalidArgumentError on integer division
+/// by zero.
 template <Numeric T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -97,7 +96,7 @@ Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
         by_zero.store(true, std::memory_order_relaxed);
         return T{0};
       }
-      return op_detail::floor_div(x, y);
+      return arith::floor_div(x, y);
     };
     const Shape shape = broadcast_shapes(a.shape(), b.shape(), ops::FloorDiv::name);
     const int device = op_detail::place<ops::FloorDiv, T>(a, b);
@@ -115,7 +114,7 @@ Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
         *device_flag = 1;  // benign race: every writer stores 1
         return T{0};
       }
-      return op_detail::floor_div(x, y);
+      return arith::floor_div(x, y);
     };
     auto out = op_detail::binary_op_on<ops::FloorDiv>(device, shape, a, b, cpu_f, gpu_f);
     if (flag) {
@@ -155,15 +154,15 @@ Tensor<T> mul(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
 
 template <Numeric T>
 Tensor<T> neg(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Neg>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return static_cast<T>(-x); });
+  return op_detail::unary_op<ops::Neg>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return arith::neg(x); });
 }
 template <Numeric T>
 Tensor<T> abs(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Abs>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return x < T{0} ? static_cast<T>(-x) : x; });
+  return op_detail::unary_op<ops::Abs>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return arith::abs(x); });
 }
 template <Numeric T>
 Tensor<T> square(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Square>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return static_cast<T>(x * x); });
+  return op_detail::unary_op<ops::Square>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return arith::mul(x, x); });
 }
 template <Floating T>
 Tensor<T> sqrt(const Tensor<T>& a) {
@@ -195,6 +194,7 @@ Tensor<T> tanh(const Tensor<T>& a) {
 template <Numeric T>
 Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
   if (inputs.empty()) throw InvalidArgumentError("add_n needs at least one input [Op:AddN]");
+  require_defined_inputs(ops::AddN::name, inputs);
   for (std::size_t i = 1; i < inputs.size(); ++i)
     if (inputs[i].shape() != inputs[0].shape())
       throw InvalidArgumentError("Shapes of all inputs must match: values[0].shape = " +
@@ -225,7 +225,7 @@ Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
     for (std::int64_t i = begin; i < end; ++i) o[i] = first[i];
     for (std::size_t k = 1; k < local.size(); ++k) {
       const T* x = local[k].data();
-      for (std::int64_t i = begin; i < end; ++i) o[i] = static_cast<T>(o[i] + x[i]);
+      for (std::int64_t i = begin; i < end; ++i) o[i] = arith::add(o[i], x[i]);
     }
   });
   autodiff::record_list<ops::AddN>(out, {}, inputs);

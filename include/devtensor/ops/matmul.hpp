@@ -21,6 +21,7 @@ inline namespace DEVTENSOR_ABI_NS {
 /// ranks below 2 or batch dimensions that differ.
 template <Numeric T>
 Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = false, bool transpose_b = false) {
+  require_defined_inputs(ops::MatMul::name, a, b);
   const auto& as = a.shape();
   const auto& bs = b.shape();
   if (as.rank() < 2 || bs.rank() < 2 || as.rank() != bs.rank())
@@ -41,7 +42,7 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = fals
   std::vector<std::int64_t> out_dims(as.dims().begin(), as.dims().end() - 2);
   out_dims.push_back(m);
   out_dims.push_back(n);
-  const Shape out_shape(std::move(out_dims));
+  const Shape out_shape(out_dims, ops::MatMul::name);
   const int device = op_detail::place<ops::MatMul, T>(a, b);
   const auto x = to_device(a, device, ops::MatMul::name, 0);
   const auto y = to_device(b, device, ops::MatMul::name, 1);

@@ -231,11 +231,31 @@ inline int place_constant(std::string_view op = "_EagerConst") {
   return device;
 }
 
+[[noreturn]] inline void throw_undefined_input(std::string_view op, std::size_t input) {
+  throw InvalidArgumentError("Input " + std::to_string(input) + " of " + std::string(op) +
+                             " is an undefined tensor (default-constructed or moved from): pass a "
+                             "tensor that holds values [Op:" + std::string(op) + "]");
+}
+
+/// Every op checks its inputs first, so that no shape error describes an undefined tensor as a
+/// scalar "[]". One pointer test per input.
+template <class... Ts>
+void require_defined_inputs(std::string_view op, const Ts&... inputs) {
+  std::size_t i = 0;
+  ((inputs.defined() ? void(++i) : throw_undefined_input(op, i)), ...);
+}
+template <Element T>
+void require_defined_inputs(std::string_view op, const std::vector<Tensor<T>>& inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].defined()) throw_undefined_input(op, i);
+}
+
 /// `t` on logical device `device`: the same tensor when it is already there, otherwise a copy,
 /// as the device policy allows. `input` is the input's position, for the error message.
 template <Element T>
 Tensor<T> to_device(const Tensor<T>& t, int device, std::string_view op, int input = 0) {
-  if (t.device_index() == device) return t;
+  if (!t.defined()) [[unlikely]] throw_undefined_input(op, static_cast<std::size_t>(input));
+  if (t.storage()->device_index == device) return t;  // defined: no second check
   auto& context = Context::global();
   const auto& target = context.logical_devices()[static_cast<std::size_t>(device)];
   const auto policy = config::experimental::get_device_policy();
@@ -253,17 +273,17 @@ Tensor<T> to_device(const Tensor<T>& t, int device, std::string_view op, int inp
     log(LogSeverity::warning, "Copying input #" + std::to_string(input) + " of " + std::string(op) +
                                   " from " + t.device() + " to " + target.full_name);
   auto copy = Tensor<T>::empty(t.shape(), device, op);
-  detail::copy_bytes(copy.mutable_data(), target, t.data(), t.device_info(),
-                     static_cast<std::size_t>(t.num_elements()) * sizeof(T));
+  detail::copy_bytes(copy.mutable_data(), target, t.data(), t.device_info(), copy.storage()->bytes);
   return copy;
 }
 
-/// True when every tensor is a small (<= 64 elements) int32/int64 tensor on the host CPU.
+/// True when every tensor is a small (<= 64 elements) int32/int64 tensor on the host CPU. An
+/// undefined tensor is not: the op's to_device names it.
 template <class... Ts>
 bool small_host_int_inputs(const Ts&... inputs) {
   return sizeof...(Ts) > 0 &&
          ((is_one_of_v<typename Ts::value_type, std::int32_t, std::int64_t> && inputs.num_elements() <= 64 &&
-           !inputs.device_info().is_gpu) && ...);
+           inputs.defined() && !inputs.storage()->device->is_gpu) && ...);
 }
 
 }  // namespace devtensor

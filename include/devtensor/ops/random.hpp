@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
 #include <random>
 
 #include "devtensor/ops/dispatch.hpp"
@@ -54,6 +56,13 @@ inline namespace DEVTENSOR_ABI_NS {
 /// Uniform values in [minval, maxval). @throws InvalidArgumentError when minval >= maxval.
 template <Floating T>
 Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}) {
+  if (!std::isfinite(options.minval) || !std::isfinite(options.maxval) ||
+      !std::isfinite(options.maxval - options.minval) ||
+      std::fabs(options.minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
+      std::fabs(options.maxval) > static_cast<double>(std::numeric_limits<T>::max()))
+    throw InvalidArgumentError("Requires minval and maxval to be finite values of the type, with a finite "
+                               "difference: minval " + detail::number_string(options.minval) + ", maxval " +
+                               detail::number_string(options.maxval) + " [Op:RandomUniform]");
   if (!(options.minval < options.maxval))
     throw InvalidArgumentError("Need minval < maxval: " + std::to_string(options.minval) + " >= " +
                                std::to_string(options.maxval) + " [Op:RandomUniform]");

@@ -22,6 +22,7 @@ namespace op_detail {
 template <class Op, Numeric T>
 Tensor<T> reduction(const Tensor<T>& t, const std::optional<std::vector<std::int64_t>>& axes,
                     bool keepdims, ops::cpu::ReduceKind kind) {
+  require_defined_inputs(Op::name, t);
   const Shape& shape = t.shape();
   std::vector<bool> reduce(shape.rank(), !axes.has_value());
   if (axes) {

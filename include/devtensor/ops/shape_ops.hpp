@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "devtensor/autodiff/record.hpp"
+#include "devtensor/core/arith.hpp"
+#include "devtensor/core/checked.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #if DEVTENSOR_CUDA_KERNELS
@@ -25,10 +27,7 @@ Tensor<U> cast_on(const Tensor<T>& x, int device) {
   const T* src = x.data();
   U* dst = out.mutable_data();
   const std::int64_t n = x.num_elements();
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<U, bool>) dst[i] = src[i] != T{0};
-    else dst[i] = static_cast<U>(src[i]);
-  }
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = arith::convert<U>(src[i]);
   return out;
 }
 
@@ -106,6 +105,7 @@ void copy_box(const T* src, const Shape& src_shape, const std::vector<std::int64
 /// @throws InvalidArgumentError when the element counts differ.
 template <Element T>
 Tensor<T> reshape(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
+  require_defined_inputs(ops::Reshape::name, t);
   std::vector<std::int64_t> out = dims;
   std::int64_t known = 1;
   int inferred = -1;
@@ -119,7 +119,7 @@ Tensor<T> reshape(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
       throw InvalidArgumentError("Size " + std::to_string(i) + " must be non-negative, not " +
                                  std::to_string(out[i]) + " [Op:Reshape]");
     } else {
-      known *= out[i];
+      known = detail::checked_mul(known, out[i], "the element count of the requested shape", ops::Reshape::name);
     }
   }
   const std::int64_t n = t.num_elements();
@@ -137,7 +137,7 @@ Tensor<T> reshape(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
   const int device = op_detail::place<ops::Reshape, T>(t);
   // Same device: the result shares the buffer (no copy), as TensorFlow's reshape does.
   const auto x = to_device(t, device, ops::Reshape::name, 0);
-  Tensor<T> result(x.storage(), Shape(std::move(out)));
+  Tensor<T> result(x.storage(), Shape(out, ops::Reshape::name));
   autodiff::record<ops::Reshape>(result, {}, t);
   return result;
 }
@@ -146,6 +146,7 @@ Tensor<T> reshape(const Tensor<T>& t, const std::vector<std::int64_t>& dims) {
 /// @throws InvalidArgumentError for a permutation of the wrong length or with repeats.
 template <Element T>
 Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
+  require_defined_inputs(ops::Transpose::name, t);
   const Shape& s = t.shape();
   const std::size_t rank = s.rank();
   if (perm.empty())
@@ -188,6 +189,7 @@ Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
 template <Element T>
 Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
   if (values.empty()) throw InvalidArgumentError("concat needs at least one tensor [Op:ConcatV2]");
+  require_defined_inputs(ops::ConcatV2::name, values);
   const Shape& first = values[0].shape();
   const std::size_t ax = first.axis(axis, "ConcatOp : Expected concatenating dimensions in the range; axis");
   std::vector<std::int64_t> dims = first.dims_vector();
@@ -204,9 +206,10 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
                                    " in both shapes must be equal: shape[0] = " + first.to_string() +
                                    " vs. shape[" + std::to_string(i) + "] = " + s.to_string() +
                                    " [Op:ConcatV2]");
-    dims[ax] += s[ax];
+    dims[ax] = detail::checked_add(dims[ax], s[ax], "the size of the concatenated dimension",
+                                   ops::ConcatV2::name);
   }
-  const Shape out_shape(dims);
+  const Shape out_shape(dims, ops::ConcatV2::name);
   bool small = true;
   for (const auto& v : values) small = small && small_host_int_inputs(v);
   const int device = place_op(kernel_support<ops::ConcatV2, T>, small);
@@ -247,6 +250,7 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
 /// @throws InvalidArgumentError when the sizes do not add up to the dimension.
 template <Element T>
 std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes, std::int64_t axis = 0) {
+  require_defined_inputs(ops::Split::name, t);
   const Shape& s = t.shape();
   const std::size_t ax = s.axis(axis, "split dimension");
   std::int64_t total = 0;
@@ -255,7 +259,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes
     if (sizes[i] == -1 && inferred < 0) inferred = static_cast<int>(i);
     else if (sizes[i] < 0)
       throw InvalidArgumentError("Split sizes must be >= 0 (one may be -1), got " + op_detail::dims_string(sizes) + " [Op:SplitV]");
-    else total += sizes[i];
+    else total = detail::checked_add(total, sizes[i], "the sum of the split sizes", ops::Split::name);
   }
   if (inferred >= 0 && total <= s[ax]) sizes[static_cast<std::size_t>(inferred)] = s[ax] - total;
   else if (inferred >= 0 || total != s[ax])
@@ -289,6 +293,7 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes
 /// @throws InvalidArgumentError when `num` does not divide the dimension.
 template <Element T>
 std::vector<Tensor<T>> split(const Tensor<T>& t, int num, std::int64_t axis = 0) {
+  require_defined_inputs(ops::Split::name, t);
   const std::size_t ax = t.shape().axis(axis, "split dimension");
   const std::int64_t dim = t.shape()[ax];
   if (num <= 0 || dim % num != 0)
@@ -302,14 +307,20 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, int num, std::int64_t axis = 0)
 /// @throws InvalidArgumentError for lengths that differ from the rank or a box outside the tensor.
 template <Element T>
 Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std::vector<std::int64_t> size) {
+  require_defined_inputs(ops::Slice::name, t);
   const Shape& s = t.shape();
   if (begin.size() != s.rank() || size.size() != s.rank())
     throw InvalidArgumentError("Expected begin and size arguments to be 1-D tensors of size " +
                                std::to_string(s.rank()) + ", but got shapes [" + std::to_string(begin.size()) +
                                "] and [" + std::to_string(size.size()) + "] instead. [Op:Slice]");
   for (std::size_t d = 0; d < s.rank(); ++d) {
+    // Compared without adding: begin + size may overflow int64.
+    if (begin[d] < 0 || begin[d] > s[d])
+      throw InvalidArgumentError("Expected begin[" + std::to_string(d) + "] in [0, " + std::to_string(s[d]) +
+                                 "], but got " + std::to_string(begin[d]) + " (begin " +
+                                 op_detail::dims_string(begin) + ", shape " + s.to_string() + ") [Op:Slice]");
     if (size[d] == -1) size[d] = s[d] - begin[d];
-    if (begin[d] < 0 || size[d] < 0 || begin[d] + size[d] > s[d])
+    if (size[d] < 0 || size[d] > s[d] - begin[d])
       throw InvalidArgumentError("Expected size[" + std::to_string(d) + "] in [0, " +
                                  std::to_string(s[d] - begin[d]) + "], but got " + std::to_string(size[d]) +
                                  " (begin " + op_detail::dims_string(begin) + ", shape " + s.to_string() +
@@ -336,6 +347,7 @@ Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std:
 /// @throws InvalidArgumentError when `t` does not broadcast to `shape`.
 template <Element T>
 Tensor<T> broadcast_to(const Tensor<T>& t, const Shape& shape) {
+  require_defined_inputs(ops::BroadcastTo::name, t);
   const auto broadcasts = [&] {
     try {
       return broadcast_shapes(t.shape(), shape, ops::BroadcastTo::name) == shape;
@@ -371,6 +383,7 @@ Tensor<T> broadcast_to(const Tensor<T>& t, const Shape& shape) {
 /// @throws InvalidArgumentError for a paddings list of the wrong length or negative paddings.
 template <Element T>
 Tensor<T> pad(const Tensor<T>& t, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings) {
+  require_defined_inputs(ops::Pad::name, t);
   const Shape& s = t.shape();
   if (paddings.size() != s.rank())
     throw InvalidArgumentError("The first dimension of paddings must be the rank of inputs: [" +
@@ -383,14 +396,15 @@ Tensor<T> pad(const Tensor<T>& t, const std::vector<std::pair<std::int64_t, std:
     if (before < 0 || after < 0)
       throw InvalidArgumentError("Paddings must be non-negative: " + std::to_string(before) + " " +
                                  std::to_string(after) + " [Op:Pad]");
-    dims[d] += before + after;
+    dims[d] = detail::checked_add(detail::checked_add(dims[d], before, "the padded size of a dimension", ops::Pad::name),
+                                  after, "the padded size of a dimension", ops::Pad::name);
     begin[d] = before;
     attrs.list.push_back(before);
     attrs.list.push_back(after);
   }
   const int device = op_detail::place<ops::Pad, T>(t);
   const auto x = to_device(t, device, ops::Pad::name, 0);
-  const Shape out_shape(dims);
+  const Shape out_shape(dims, ops::Pad::name);
   auto out = Tensor<T>::empty(out_shape, device, ops::Pad::name);
   T* o = out.mutable_data();
 #if DEVTENSOR_CUDA_KERNELS
@@ -432,6 +446,7 @@ Tensor<T> pad(const Tensor<T>& t, const std::vector<std::pair<std::int64_t, std:
 /// buffer otherwise.
 template <Element T>
 Tensor<T> identity(const Tensor<T>& t) {
+  require_defined_inputs(ops::Identity::name, t);
   const int device = op_detail::place<ops::Identity, T>(t);
   const auto x = to_device(t, device, ops::Identity::name, 0);
   Tensor<T> out(x.storage(), x.shape());  // a new tensor value, even when no copy was needed
@@ -439,19 +454,19 @@ Tensor<T> identity(const Tensor<T>& t) {
   return out;
 }
 
-/// Converts the elements to U (TensorFlow's Cast: truncation toward zero for float -> int,
-/// nonzero -> true for bool).
+/// Converts the elements to U (TensorFlow's Cast): float -> int truncates toward zero and
+/// saturates, NaN -> 0 (arith::convert: the GPU's result, defined on every device); nonzero ->
+/// true for bool; int64 -> int32 wraps.
 template <Element U, Element T>
 Tensor<U> cast(const Tensor<T>& t) {
+  require_defined_inputs(ops::Cast::name, t);
   const int device = op_detail::place<ops::Cast, T>(t);
 #if DEVTENSOR_CUDA_KERNELS
   if (op_detail::run_gpu_kernel<ops::Cast, T>(device)) {
     const auto x = to_device(t, device, ops::Cast::name, 0);
     auto out = Tensor<U>::empty(x.shape(), device, ops::Cast::name);
-    ops::cuda::map(device, x.data(), out.mutable_data(), x.num_elements(), [] DEVTENSOR_HD_LAMBDA (T v) {
-      if constexpr (std::is_same_v<U, bool>) return v != T{0};
-      else return static_cast<U>(v);
-    });
+    ops::cuda::map(device, x.data(), out.mutable_data(), x.num_elements(),
+                   [] DEVTENSOR_HD_LAMBDA (T v) { return arith::convert<U>(v); });
     if constexpr (Floating<T>) autodiff::record<ops::Cast>(out, {}, t);
     return out;
   }
@@ -476,6 +491,7 @@ inline constexpr KernelSupport portable_cast_support{"Cast", dtype_enum_name<T>(
 template <Element T>
 template <Element U>
 Tensor<U> Tensor<T>::cast() const {
+  require_defined_inputs("Cast", *this);
   const int device = place_op(detail::portable_cast_support<T>, small_host_int_inputs(*this));
   detail::require_host_memory_portable(device, "Cast");
   auto out = detail::cast_on<U>(to_device(*this, device, "Cast", 0), device);

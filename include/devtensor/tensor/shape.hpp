@@ -10,16 +10,24 @@
 #include <string>
 #include <vector>
 
+#include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 
 namespace devtensor {
 
+/// Dimensions of a tensor. Every Shape is valid: no negative dimension, and the product of its
+/// nonzero dimensions fits in int64, so its element count and every row-major stride do too.
+/// (Stricter than TensorFlow, which checks the running product in order and so accepts
+/// [0, 2^40, 2^40] but not [2^40, 2^40, 0]; here neither order is accepted.)
 class Shape {
  public:
   Shape() = default;  // a scalar
-  Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size()); }
-  explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size()); }
-  explicit Shape(std::span<const std::int64_t> dims) { assign(dims.data(), dims.size()); }
+  /// @throws InvalidArgumentError for a negative dimension or too many elements.
+  Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size(), {}); }
+  explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size(), {}); }
+  explicit Shape(std::span<const std::int64_t> dims) { assign(dims.data(), dims.size(), {}); }
+  /// An op's output shape: errors end with " [Op:<op>]".
+  Shape(std::span<const std::int64_t> dims, std::string_view op) { assign(dims.data(), dims.size(), op); }
 
   [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
   [[nodiscard]] std::int64_t operator[](std::size_t i) const {
@@ -90,14 +98,21 @@ class Shape {
     return rank_ <= kInlineRank ? inline_.data() : heap_.data();
   }
 
-  void assign(const std::int64_t* dims, std::size_t rank) {
+  void assign(const std::int64_t* dims, std::size_t rank, std::string_view op) {
     rank_ = rank;
     if (rank <= kInlineRank) std::copy(dims, dims + rank, inline_.begin());
     else heap_.assign(dims, dims + rank);
-    for (std::size_t i = 0; i < rank; ++i)
+    std::int64_t product = 1;  // of the nonzero dimensions
+    bool overflow = false;
+    for (std::size_t i = 0; i < rank; ++i) {
       if (dims[i] < 0)
-        throw InvalidArgumentError("Dimension " + std::to_string(dims[i]) +
-                                   " must be >= 0 in shape " + to_string());
+        throw InvalidArgumentError("Dimension " + std::to_string(dims[i]) + " must be >= 0 in shape " +
+                                   to_string() + detail::op_suffix(op));
+      if (dims[i] != 0) overflow = overflow || __builtin_mul_overflow(product, dims[i], &product);
+    }
+    if (overflow) [[unlikely]]
+      throw InvalidArgumentError("Shape " + to_string() + " would have more than 2**63 - 1 elements" +
+                                 detail::op_suffix(op));
   }
 };
 
@@ -116,7 +131,7 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view o
                                  " [Op:" + std::string(op) + "]");
     out[i] = da == 1 ? db : da;
   }
-  return Shape(std::span<const std::int64_t>(out, rank));
+  return Shape(std::span<const std::int64_t>(out, rank), op);
 }
 
 }  // namespace devtensor

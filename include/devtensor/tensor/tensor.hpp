@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/memory/allocator.hpp"
@@ -133,7 +134,9 @@ class Tensor {
  public:
   using value_type = T;
 
-  /// An empty handle (no buffer, scalar shape); assign a real tensor to it.
+  /// An undefined tensor: an empty handle (no buffer) to assign a real tensor to. Ops reject it
+  /// with InvalidArgumentError ("... is an undefined tensor"), members that need the buffer with
+  /// FailedPreconditionError.
   Tensor() = default;
 
   /// Internal: a new tensor value over existing storage (a new identity for GradientTape).
@@ -144,10 +147,10 @@ class Tensor {
       : storage_(std::move(storage)), shape_(std::move(shape)), id_(id) {}
 
   /// A new, uninitialised tensor on logical device `device_index` (ops use this for outputs).
+  /// @throws InvalidArgumentError when the byte size overflows, ResourceExhaustedError (OOM).
   static Tensor empty(const Shape& shape, int device_index, std::string_view op) {
-    const auto n = static_cast<std::size_t>(shape.num_elements());
-    return Tensor(detail::allocate_storage(device_index, n * sizeof(T), shape, dtype_string<T>(), op),
-                  shape);
+    const std::size_t bytes = detail::checked_byte_count(shape.num_elements(), sizeof(T), op);
+    return Tensor(detail::allocate_storage(device_index, bytes, shape, dtype_string<T>(), op), shape);
   }
 
   [[nodiscard]] bool defined() const noexcept { return storage_ != nullptr; }
@@ -236,7 +239,9 @@ class Tensor {
   std::uint64_t id_ = 0;
 
   void require_defined() const {
-    if (!storage_) throw FailedPreconditionError("This Tensor is empty (default-constructed or moved from)");
+    if (!storage_)
+      throw FailedPreconditionError("This is an undefined tensor (default-constructed or moved from): "
+                                    "assign a tensor to it before using its values or device");
   }
 
   void copy_to_host(void* out) const {

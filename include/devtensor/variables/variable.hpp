@@ -80,7 +80,7 @@ class Variable {
   /// @throws InvalidArgumentError for an undefined initial value or trainable ON_READ variables.
   explicit Variable(const Tensor<T>& initial_value, VariableOptions options = {}) {
     if (!initial_value.defined())
-      throw InvalidArgumentError("Variable '" + options.name + "': the initial value is an empty Tensor");
+      throw InvalidArgumentError("Variable '" + options.name + "': the initial value is an undefined tensor (default-constructed or moved from)");
     if (options.synchronization == VariableSynchronization::ON_READ && options.trainable.value_or(false))
       throw InvalidArgumentError(
           "Synchronization value can be set to VariableSynchronization.ON_READ only for non-trainable "
@@ -326,7 +326,7 @@ class Variable {
 
   void check_shape(const Tensor<T>& value, std::string_view op) const {
     if (!value.defined())
-      throw InvalidArgumentError("Cannot assign an empty Tensor to variable " + state().name);
+      throw InvalidArgumentError("Cannot assign an undefined tensor to variable " + state().name);
     const Shape current = shape();
     if (value.shape() != current)
       throw InvalidArgumentError("Cannot update variable with shape " + current.to_string() +

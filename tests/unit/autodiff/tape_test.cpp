@@ -95,8 +95,8 @@ BOOST_AUTO_TEST_CASE(the_target_must_have_been_recorded) {
   DEVTENSOR_CHECK_THROW_WITH((void)tape.gradient(before, x), dt::InvalidArgumentError,
                              "was not recorded by this tape");
   DEVTENSOR_CHECK_THROW_WITH((void)tape.gradient(dt::Tensor<float>(), x), dt::InvalidArgumentError,
-                             "got an empty Tensor");
-  DEVTENSOR_CHECK_THROW_WITH(tape.watch(dt::Tensor<float>()), dt::InvalidArgumentError, "got an empty Tensor");
+                             "got an undefined tensor");
+  DEVTENSOR_CHECK_THROW_WITH(tape.watch(dt::Tensor<float>()), dt::InvalidArgumentError, "got an undefined tensor");
 }
 
 BOOST_AUTO_TEST_CASE(integer_ops_are_not_recorded) {

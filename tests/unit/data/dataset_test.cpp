@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(from_tensor_slices_slices_the_first_dimension) {
   DEVTENSOR_CHECK_THROW_WITH(Dataset<float>::from_tensor_slices(dt::scalar<float>(1)), dt::InvalidArgumentError,
                              "rank >= 1");
   DEVTENSOR_CHECK_THROW_WITH(Dataset<float>::from_tensors(dt::Tensor<float>()), dt::InvalidArgumentError,
-                             "empty Tensor");
+                             "undefined tensor");
 }
 
 BOOST_AUTO_TEST_CASE(repeat_counts_and_forever) {

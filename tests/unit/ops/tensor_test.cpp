@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(empty_handles_fail_clearly) {
   dt::Tensor<float> empty;
   BOOST_TEST(!empty.defined());
   BOOST_TEST(empty.data() == nullptr);
-  DEVTENSOR_CHECK_THROW_WITH((void)empty.to_vector(), dt::FailedPreconditionError, "This Tensor is empty");
+  DEVTENSOR_CHECK_THROW_WITH((void)empty.to_vector(), dt::FailedPreconditionError, "This is an undefined tensor");
   BOOST_CHECK_THROW((void)empty.device(), dt::FailedPreconditionError);
 }
 

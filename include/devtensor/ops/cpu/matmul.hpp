@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "devtensor/backend/cpu/parallel.hpp"
+#include "devtensor/core/arith.hpp"
 #include "devtensor/core/error.hpp"
 
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
@@ -35,7 +36,10 @@ void gemm_portable_nn(std::int64_t m, std::int64_t n, std::int64_t k, const T* a
           for (std::int64_t p = p0; p < p1; ++p) {
             const T aip = a[i * k + p];
             const T* __restrict bp = b + p * n;
-            for (std::int64_t j = j0; j < j1; ++j) ci[j] += aip * bp[j];
+            if constexpr (arith::signed_integer_v<T>)  // integer products and sums wrap
+              for (std::int64_t j = j0; j < j1; ++j) ci[j] = arith::add(ci[j], arith::mul(aip, bp[j]));
+            else
+              for (std::int64_t j = j0; j < j1; ++j) ci[j] += aip * bp[j];
           }
         }
       }

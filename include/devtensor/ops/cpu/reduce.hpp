@@ -9,13 +9,15 @@
 #include <vector>
 
 #include "devtensor/backend/cpu/parallel.hpp"
+#include "devtensor/core/arith.hpp"
 #include "devtensor/tensor/shape.hpp"
 
 namespace devtensor::ops::cpu {
 
 enum class ReduceKind { sum, mean, max };
 
-/// The accumulator: double for floating types (accuracy), the type itself for integers.
+/// The accumulator: double for floating types (accuracy), the type itself for integers (sums wrap
+/// modulo 2^N, core/arith.hpp).
 template <class T>
 using accumulator_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
 
@@ -68,9 +70,9 @@ void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std:
       } else {
         accumulator_t<T> acc[kBlock] = {};
         for (std::int64_t r = 0; r < reduced; ++r)
-          for (std::int64_t b = 0; b < width; ++b) acc[b] += static_cast<accumulator_t<T>>(base[r * after + b]);
+          for (std::int64_t b = 0; b < width; ++b) acc[b] = arith::add(acc[b], static_cast<accumulator_t<T>>(base[r * after + b]));
         if (kind == ReduceKind::mean && reduced > 0)
-          for (std::int64_t b = 0; b < width; ++b) acc[b] /= static_cast<accumulator_t<T>>(reduced);
+          for (std::int64_t b = 0; b < width; ++b) acc[b] = arith::divide_by_count(acc[b], reduced);
         for (std::int64_t b = 0; b < width; ++b) o[b] = static_cast<T>(acc[b]);
       }
     }
@@ -109,7 +111,7 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
   std::vector<T> moved;
   const T* src = in;
   if (layout.needs_move) {
-    moved.resize(static_cast<std::size_t>(outer * inner));
+    moved.resize(static_cast<std::size_t>(outer * inner));  // the input's count: Shape keeps it in int64
     const auto strides = shape.strides();
     std::vector<std::int64_t> moved_dims(rank), moved_strides(rank);
     for (std::size_t i = 0; i < rank; ++i) {
@@ -140,8 +142,8 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
         out[o] = best;
       } else {
         accumulator_t<T> acc{0};
-        for (std::int64_t i = 0; i < inner; ++i) acc += static_cast<accumulator_t<T>>(row[i]);
-        if (kind == ReduceKind::mean && inner > 0) acc /= static_cast<accumulator_t<T>>(inner);
+        for (std::int64_t i = 0; i < inner; ++i) acc = arith::add(acc, static_cast<accumulator_t<T>>(row[i]));
+        if (kind == ReduceKind::mean && inner > 0) acc = arith::divide_by_count(acc, inner);
         out[o] = static_cast<T>(acc);
       }
     }

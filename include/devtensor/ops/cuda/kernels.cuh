@@ -19,6 +19,7 @@
 #include "devtensor/backend/cuda/device_guard.hpp"
 #include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/backend/cuda/stream.hpp"
+#include "devtensor/core/arith.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/tensor/shape.hpp"
@@ -152,7 +153,7 @@ template <class T>
 __global__ void accumulate_kernel(T* __restrict__ out, const T* __restrict__ x, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x)
-    out[i] = static_cast<T>(out[i] + x[i]);
+    out[i] = arith::add(out[i], x[i]);
 }
 
 // --- launchers ----------------------------------------------------------------------------------

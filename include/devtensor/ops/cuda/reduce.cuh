@@ -9,7 +9,7 @@
 /// one row). Then each row is cut into up to 1024 chunks: a first pass writes one partial per chunk
 /// (in the accumulator type), a second reduces each row's partials and finishes (mean divides by
 /// the row length). Accumulators match the CPU's: double for floating types, the type itself for
-/// integers, so GPU and CPU agree to rounding.
+/// integers (wrapping sums), so GPU and CPU agree to rounding.
 
 #include <cub/block/block_reduce.cuh>
 
@@ -26,9 +26,9 @@
 
 namespace devtensor::ops::cuda {
 
-struct SumOp {
+struct SumOp {  // integer sums wrap, as on the CPU (core/arith.hpp)
   template <class A>
-  __device__ A operator()(A x, A y) const { return x + y; }
+  __device__ A operator()(A x, A y) const { return arith::add(x, y); }
 };
 struct MaxOp {
   template <class A>
@@ -51,7 +51,7 @@ reduce_rows_kernel(const In* __restrict__ in, Out* __restrict__ out, std::int64_
   for (std::int64_t i = begin + threadIdx.x; i < end; i += kThreads) acc = op(acc, static_cast<Acc>(base[i]));
   acc = BlockReduce(temp).Reduce(acc, op);
   if (threadIdx.x == 0) {
-    if (divisor > 0) acc = acc / static_cast<Acc>(divisor);
+    if (divisor > 0) acc = arith::divide_by_count(acc, divisor);
     out[blockIdx.x] = static_cast<Out>(acc);
   }
 }
@@ -73,7 +73,7 @@ void reduce(int device, const T* in, const Shape& shape, const std::vector<bool>
   std::shared_ptr<detail::TensorStorage> moved;
   const T* src = in;
   if (layout.needs_move) {
-    moved = detail::allocate_storage(device, static_cast<std::size_t>(outer * inner) * sizeof(T), shape,
+    moved = detail::allocate_storage(device, detail::checked_byte_count(outer * inner, sizeof(T), op), shape,
                                      dtype_string<T>(), op);
     const auto strides = shape.strides();
     std::vector<std::int64_t> dims(rank);
@@ -110,7 +110,7 @@ void reduce(int device, const T* in, const Shape& shape, const std::vector<bool>
       return;
     }
     const std::int64_t chunk = (inner + chunks - 1) / chunks;
-    auto partials = detail::allocate_storage(device, static_cast<std::size_t>(outer * chunks) * sizeof(Acc),
+    auto partials = detail::allocate_storage(device, detail::checked_byte_count(outer * chunks, sizeof(Acc), op),
                                              Shape{outer, chunks}, dtype_string<T>(), op);
     auto* partial = static_cast<Acc*>(partials->data);
     reduce_rows_kernel<T, Acc, Acc><<<static_cast<unsigned>(outer * chunks), kThreads, 0, launch.stream>>>(

@@ -1,0 +1,307 @@
+// Inputs at the edges of int64 and float (issue 13): checked shape arithmetic, defined integer and
+// cast results, range's arguments, undefined tensors, and requests that can never fit. Each class
+// runs on the CPU and, where the op runs there, on a simulated GPU.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+using dt::InvalidArgumentError;
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+constexpr std::int32_t kMax32 = std::numeric_limits<std::int32_t>::max();
+constexpr std::int32_t kMin32 = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t k2p32 = std::int64_t{1} << 32;
+constexpr std::int64_t k2p40 = std::int64_t{1} << 40;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+using IntegerTypes = std::tuple<std::int32_t, std::int64_t>;
+
+/// Runs `body` on the CPU and then with a simulated GPU as the default device.
+template <class F>
+void on_cpu_and_simulated_gpu(F body) {
+  body("CPU");
+  dt::testing::reset_context();
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  body("GPU");
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(edge_values, dt::test::FreshContext)
+
+// --- 1. checked arithmetic -----------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(checked_helpers_name_the_values_and_the_op) {
+  BOOST_TEST(dt::detail::checked_add(kMax - 1, 1, "x") == kMax);
+  BOOST_TEST(dt::detail::checked_mul(k2p32, k2p32 / 4, "x") == std::int64_t{1} << 62);
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_add(kMax, 1, "the size", "Pad"), InvalidArgumentError,
+                             "Encountered overflow when adding 9223372036854775807 and 1 computing the size: "
+                             "the result does not fit in int64 (max 9223372036854775807) [Op:Pad]");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_mul(k2p32, k2p32, "the count"), InvalidArgumentError,
+                             "multiplying 4294967296 and 4294967296 computing the count");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_add(kMin, -1, "the size"), InvalidArgumentError,
+                             "adding -9223372036854775808 and -1");
+  BOOST_TEST(dt::detail::checked_byte_count(kMax / 8, 8) == static_cast<std::size_t>(kMax / 8 * 8));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_byte_count(kMax / 4, 8, "Fill"), InvalidArgumentError,
+                             "A tensor of 2305843009213693951 elements of 8 bytes has a byte size that does "
+                             "not fit in int64 [Op:Fill]");
+  BOOST_TEST(dt::detail::number_string(0.1) == "0.1");
+  BOOST_TEST(dt::detail::number_string(1e300) == "1e+300");
+  BOOST_TEST(dt::detail::number_string(-kInf) == "-inf");
+}
+
+BOOST_AUTO_TEST_CASE(shapes_whose_element_count_overflows_are_rejected_in_any_order) {
+  DEVTENSOR_CHECK_THROW_WITH((dt::Shape{k2p40, k2p40}), InvalidArgumentError,
+                             "Shape [1099511627776,1099511627776] would have more than 2**63 - 1 elements");
+  // A zero dimension does not make the others' product fit: strides would still overflow.
+  BOOST_CHECK_THROW((dt::Shape{0, k2p40, k2p40}), InvalidArgumentError);
+  BOOST_CHECK_THROW((dt::Shape{k2p40, k2p40, 0}), InvalidArgumentError);
+  BOOST_CHECK_THROW((dt::Shape{2, 2, 2, 2, 2, 2, 2, kMax / 64}), InvalidArgumentError);  // heap-stored rank
+  BOOST_TEST((dt::Shape{kMax}).num_elements() == kMax);
+  BOOST_TEST((dt::Shape{0, kMax}).num_elements() == 0);
+  BOOST_TEST((dt::Shape{2, kMax / 2}).strides()[0] == kMax / 2);
+  DEVTENSOR_CHECK_THROW_WITH((dt::Shape{2, kMin}), InvalidArgumentError,
+                             "Dimension -9223372036854775808 must be >= 0");
+  DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({k2p40, k2p40}), InvalidArgumentError, "would have more than 2**63 - 1");
+  // Broadcast output shapes name the op.
+  DEVTENSOR_CHECK_THROW_WITH(dt::broadcast_shapes(dt::Shape{k2p40, 1, 0}, dt::Shape{1, k2p40, 1}, "AddV2"),
+                             InvalidArgumentError,
+                             "Shape [1099511627776,1099511627776,0] would have more than 2**63 - 1 elements [Op:AddV2]");
+}
+
+BOOST_AUTO_TEST_CASE(byte_counts_that_overflow_are_invalid_before_any_allocation) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    DEVTENSOR_CHECK_THROW_WITH(dt::zeros<double>({std::int64_t{1} << 62}), InvalidArgumentError,
+                               "A tensor of 4611686018427387904 elements of 8 bytes has a byte size that does "
+                               "not fit in int64 [Op:Fill]");
+    BOOST_CHECK_THROW(dt::zeros<std::int32_t>({kMax / 2, 1}), InvalidArgumentError);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(slice_bounds_are_checked_without_overflowing) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    const auto t = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    DEVTENSOR_CHECK_THROW_WITH(dt::slice(t, {1, 2}, {1, kMax}), InvalidArgumentError,
+                               "Expected size[1] in [0, 1], but got 9223372036854775807 (begin [1,2], shape "
+                               "[2,3]) [Op:Slice]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::slice(t, {kMax, 0}, {-1, 1}), InvalidArgumentError,
+                               "Expected begin[0] in [0, 2], but got 9223372036854775807");
+    DEVTENSOR_CHECK_THROW_WITH(dt::slice(t, {kMin, 0}, {1, 1}), InvalidArgumentError, "Expected begin[0] in [0, 2]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::slice(t, {0, 0}, {kMin, 1}), InvalidArgumentError, "Expected size[0] in [0, 2]");
+    // The edges that are valid still work: an empty slice at the end, -1 to the end.
+    BOOST_TEST(dt::slice(t, {2, 3}, {0, 0}).num_elements() == 0);
+    BOOST_TEST(dt::slice(t, {1, 1}, {-1, -1}).to_vector() == (std::vector<float>{5, 6}), boost::test_tools::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(pad_reshape_split_concat_check_their_sizes) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    const auto t = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    DEVTENSOR_CHECK_THROW_WITH(dt::pad(t, {{kMax - 1, 3}, {0, 0}}), InvalidArgumentError,
+                               "Encountered overflow when adding 2 and 9223372036854775806 computing the padded "
+                               "size of a dimension");
+    DEVTENSOR_CHECK_THROW_WITH(dt::pad(t, {{1, 1}, {kMax - 3, 1}}), InvalidArgumentError, "[Op:Pad]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::pad(t, {{k2p40, 0}, {k2p40, 0}}), InvalidArgumentError,
+                               "Shape [1099511627778,1099511627779] would have more than 2**63 - 1 elements [Op:Pad]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::reshape(dt::zeros<float>({0}), {k2p32, k2p32}), InvalidArgumentError,
+                               "Encountered overflow when multiplying 4294967296 and 4294967296 computing the "
+                               "element count of the requested shape");
+    DEVTENSOR_CHECK_THROW_WITH(dt::reshape(dt::zeros<float>({0}), {k2p32, -1, k2p32}), InvalidArgumentError,
+                               "[Op:Reshape]");
+    BOOST_TEST(dt::reshape(dt::zeros<float>({0}), {kMax, 0}).shape() == (dt::Shape{kMax, 0}));
+    DEVTENSOR_CHECK_THROW_WITH(dt::split(t, std::vector<std::int64_t>{kMax, kMax, -1}, 1), InvalidArgumentError,
+                               "Encountered overflow when adding 9223372036854775807 and 9223372036854775807 "
+                               "computing the sum of the split sizes: the result does not fit in int64 (max 9223372036854775807) [Op:SplitV]");
+    BOOST_CHECK_THROW(dt::split(t, std::vector<std::int64_t>{kMax, 1}, 1), InvalidArgumentError);
+    // concat of empty tensors whose joined dimension overflows.
+    const auto wide = dt::zeros<float>({0, std::int64_t{1} << 62});
+    DEVTENSOR_CHECK_THROW_WITH(dt::concat(std::vector{wide, wide}, 1), InvalidArgumentError,
+                               "computing the size of the concatenated dimension: the result does not fit in int64 (max 9223372036854775807) [Op:ConcatV2]");
+    BOOST_TEST(dt::concat(std::vector{wide, wide}, 0).shape() == (dt::Shape{0, std::int64_t{1} << 62}));
+  });
+}
+
+// --- 2. defined results at the edges -------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(integer_floor_division_by_minus_one_wraps, T, IntegerTypes) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    constexpr T lo = std::numeric_limits<T>::lowest();
+    const auto q = dt::div(dt::constant<T>({lo, lo, 7, -7, 7, lo + 1}), dt::constant<T>({-1, 1, -2, 2, -1, -1}));
+    // INT_MIN // -1 is the one quotient that overflows: it wraps to INT_MIN, as NumPy gives.
+    BOOST_TEST(q.to_vector() == (std::vector<T>{lo, lo, -4, -4, -7, std::numeric_limits<T>::max()}),
+               boost::test_tools::per_element());
+    DEVTENSOR_CHECK_THROW_WITH(dt::div(dt::constant<T>({lo}), dt::constant<T>({0})), InvalidArgumentError,
+                               "Integer division by zero [Op:FloorDiv]");
+  });
+  static_assert(dt::arith::floor_mod(std::numeric_limits<T>::lowest(), T{-1}) == 0);
+  static_assert(dt::arith::floor_mod(T{7}, T{-2}) == -1 && dt::arith::floor_mod(T{-7}, T{2}) == 1);
+  static_assert(dt::arith::floor_div(T{-7}, T{2}) == -4 && dt::arith::floor_div(T{6}, T{-3}) == -2);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(integer_arithmetic_wraps_modulo_two_to_the_n, T, IntegerTypes) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    constexpr T lo = std::numeric_limits<T>::lowest();
+    constexpr T hi = std::numeric_limits<T>::max();
+    const auto x = dt::constant<T>({hi, lo, lo});
+    BOOST_TEST((x + dt::constant<T>({1, -1, lo})).to_vector() == (std::vector<T>{lo, hi, 0}), boost::test_tools::per_element());
+    BOOST_TEST((x - dt::constant<T>({-1, 1, hi})).to_vector() == (std::vector<T>{lo, hi, 1}), boost::test_tools::per_element());
+    BOOST_TEST((x * dt::constant<T>({2, 2, -1})).to_vector() == (std::vector<T>{-2, 0, lo}), boost::test_tools::per_element());
+    BOOST_TEST(dt::neg(x).to_vector() == (std::vector<T>{-hi, lo, lo}), boost::test_tools::per_element());
+    BOOST_TEST(dt::abs(x).to_vector() == (std::vector<T>{hi, lo, lo}), boost::test_tools::per_element());
+    BOOST_TEST(dt::square(dt::constant<T>({lo, hi})).to_vector() == (std::vector<T>{0, 1}), boost::test_tools::per_element());
+    // Sums (reductions over every layout path, add_n, integer matmul) wrap the same way.
+    const auto m = dt::constant<T>({hi, hi, 2, 1, hi, hi}, {3, 2});
+    BOOST_TEST(dt::reduce_sum(m).item() == T{-1});  // 4*hi + 3 = 2^(N+1) - 1 mod 2^N
+    BOOST_TEST(dt::reduce_sum(m, 0).to_vector() == (std::vector<T>{0, -1}), boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_sum(m, 1).to_vector() == (std::vector<T>{-2, 3, -2}), boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_mean(dt::constant<T>({hi, hi, 2})).item() == T{0});  // (2*hi + 2) wraps to 0
+    BOOST_TEST(dt::reduce_mean(dt::constant<T>({-7, 0})).item() == T{-3});  // truncation toward zero
+    BOOST_TEST(dt::add_n(std::vector{x, x}).to_vector() == (std::vector<T>{-2, 0, 0}), boost::test_tools::per_element());
+    const auto row = dt::constant<T>({hi, 2}, {1, 2});
+    BOOST_TEST(dt::matmul(row, dt::constant<T>({2, hi}, {2, 1})).item() == static_cast<T>(-4));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(float_to_integer_casts_truncate_and_saturate) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    const auto x = dt::constant<float>({kNaN, kInf, -kInf, 1e20f, -1e20f, 3.9f, -3.9f, 2147483648.f, -2147483648.f, -0.5f});
+    BOOST_TEST(dt::cast<std::int32_t>(x).to_vector() ==
+                   (std::vector<std::int32_t>{0, kMax32, kMin32, kMax32, kMin32, 3, -3, kMax32, kMin32, 0}),
+               boost::test_tools::per_element());
+    BOOST_TEST(x.cast<std::int64_t>().to_vector() ==
+                   (std::vector<std::int64_t>{0, kMax, kMin, kMax, kMin, 3, -3, 2147483648, -2147483648, 0}),
+               boost::test_tools::per_element());
+    const auto d = dt::constant<double>({9223372036854775807.0, -9223372036854775808.0, 9.2233720368547748e18, 1e300});
+    BOOST_TEST(dt::cast<std::int64_t>(d).to_vector() == (std::vector<std::int64_t>{kMax, kMin, 9223372036854774784, kMax}),
+               boost::test_tools::per_element());
+    BOOST_TEST(dt::cast<bool>(x).to_vector() == (std::vector<bool>{true, true, true, true, true, true, true, true, true, true}),
+               boost::test_tools::per_element());
+    // Integer narrowing wraps (two's complement), as TensorFlow's Cast.
+    BOOST_TEST(dt::cast<std::int32_t>(dt::constant<std::int64_t>({k2p32 + 5, -1})).to_vector() ==
+                   (std::vector<std::int32_t>{5, -1}), boost::test_tools::per_element());
+  });
+  static_assert(dt::arith::convert<std::int32_t>(2147483520.f) == 2147483520);  // largest float below 2^31
+  static_assert(dt::arith::convert<std::int32_t>(-2147483904.f) == kMin32);
+}
+
+BOOST_AUTO_TEST_CASE(range_rejects_non_finite_arguments_by_name) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(kNaN, 1, 1), InvalidArgumentError, "Requires start to be finite, got nan [Op:Range]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(0, kNaN, 1), InvalidArgumentError, "Requires limit to be finite, got nan");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(0, kInf, 1), InvalidArgumentError, "Requires limit to be finite, got inf");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<double>(0, 1, -std::numeric_limits<double>::infinity()), InvalidArgumentError,
+                               "Requires delta to be finite, got -inf");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<double>(0, 1e300, 1e-300), InvalidArgumentError,
+                               "Requires ((limit - start) / delta) <= 9223372036854775807: start 0, limit 1e+300, "
+                               "delta 1e-300 [Op:Range]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<std::int64_t>(kMin, kMax, 1), InvalidArgumentError,
+                               "Requires ((limit - start) / delta) <= 9223372036854775807");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(1, 0, 0.5f), InvalidArgumentError, "Requires start <= limit when delta > 0 (or start >= limit when delta < 0): 1/0");
+    // Steps across the whole integer range are exact.
+    BOOST_TEST(dt::range<std::int32_t>(kMin32, kMax32, kMax32).to_vector() ==
+                   (std::vector<std::int32_t>{kMin32, -1, kMax32 - 1}), boost::test_tools::per_element());
+    BOOST_TEST(dt::range<std::int64_t>(kMax, kMin, kMin).to_vector() == (std::vector<std::int64_t>{kMax, -1}),
+               boost::test_tools::per_element());
+    BOOST_TEST(dt::range<std::int64_t>(kMin, kMin + 3, kMax).to_vector() == (std::vector<std::int64_t>{kMin}),
+               boost::test_tools::per_element());
+  });
+}
+
+BOOST_AUTO_TEST_CASE(random_uniform_needs_finite_bounds_of_the_type) {
+  DEVTENSOR_CHECK_THROW_WITH(dt::random_uniform<float>({2}, {.minval = -1e300, .maxval = 1e300}), InvalidArgumentError,
+                             "minval -1e+300, maxval 1e+300 [Op:RandomUniform]");
+  BOOST_CHECK_THROW(dt::random_uniform<double>({2}, {.minval = -1e308, .maxval = 1e308}), InvalidArgumentError);
+  BOOST_CHECK_THROW(dt::random_uniform<double>({2}, {.minval = 0, .maxval = std::numeric_limits<double>::infinity()}),
+                    InvalidArgumentError);
+}
+
+BOOST_AUTO_TEST_CASE(undefined_tensors_are_named_as_such_by_every_op) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    const dt::Tensor<float> u;
+    const auto t = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+    const auto says = [](const char* op, int input) {
+      return std::string("Input ") + std::to_string(input) + " of " + op +
+             " is an undefined tensor (default-constructed or moved from)";
+    };
+    // Before any shape check: no message may describe it as a scalar "[]".
+    DEVTENSOR_CHECK_THROW_WITH(dt::add(t, u), InvalidArgumentError, says("AddV2", 1));
+    DEVTENSOR_CHECK_THROW_WITH(dt::div(u, t), InvalidArgumentError, says("RealDiv", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::div(dt::Tensor<std::int32_t>(), dt::scalar<std::int32_t>(1)), InvalidArgumentError,
+                               says("FloorDiv", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::relu(u), InvalidArgumentError, says("Relu", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::matmul(t, u), InvalidArgumentError, says("MatMul", 1));
+    DEVTENSOR_CHECK_THROW_WITH(dt::reduce_sum(u), InvalidArgumentError, says("Sum", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::reshape(u, {1}), InvalidArgumentError, says("Reshape", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::transpose(u), InvalidArgumentError, says("Transpose", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::concat(std::vector{t, u}, 0), InvalidArgumentError, says("ConcatV2", 1));
+    DEVTENSOR_CHECK_THROW_WITH(dt::split(u, 1), InvalidArgumentError, says("SplitV", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::slice(u, {}, {}), InvalidArgumentError, says("Slice", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::broadcast_to(u, dt::Shape{2}), InvalidArgumentError, says("BroadcastTo", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::pad(u, {}), InvalidArgumentError, says("Pad", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::identity(u), InvalidArgumentError, says("Identity", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::cast<double>(u), InvalidArgumentError, says("Cast", 0));
+    DEVTENSOR_CHECK_THROW_WITH(u.cast<double>(), InvalidArgumentError, says("Cast", 0));
+    DEVTENSOR_CHECK_THROW_WITH(dt::add_n(std::vector{t, t, u}), InvalidArgumentError, says("AddN", 2));
+    DEVTENSOR_CHECK_THROW_WITH((void)u.to_vector(), dt::FailedPreconditionError,
+                               "This is an undefined tensor (default-constructed or moved from)");
+  });
+}
+
+// --- 3. requests that can never fit fail at once ---------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(a_tensor_larger_than_the_whole_limit_fails_without_waiting) {
+  dt::config::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(10000));
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0],
+                                               {{.memory_limit_mb = 64}});
+  for (const char* device : {"/cpu:0", "/gpu:0"}) {
+    dt::DeviceScope scope(device);
+    const auto start = std::chrono::steady_clock::now();
+    DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({k2p40}), dt::ResourceExhaustedError,
+                               "OOM when allocating tensor with shape[1099511627776] and type float");
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count() < 2000,
+               device);
+  }
+  {
+    dt::DeviceScope scope("/gpu:0");
+    DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({32, 1024, 1024}), dt::ResourceExhaustedError,
+                               "The request alone exceeds the limit of 64.00MiB (set by memory_limit_mb = 64");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_host_memory_limit_caps_cpu_tensors) {
+  dt::config::experimental::set_host_memory_limit(16 * dt::kMiB);
+  BOOST_TEST(dt::zeros<float>({1024, 1024}).num_elements() == 1024 * 1024);  // 4 MiB fits
+  DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({8, 1024, 1024}), dt::ResourceExhaustedError,
+                             "The request alone exceeds the limit of 16.00MiB (set by "
+                             "config::experimental::set_host_memory_limit)");
+  dt::config::experimental::set_host_memory_limit(16 * dt::kMiB);  // the same value: accepted
+  DEVTENSOR_CHECK_THROW_WITH(dt::config::experimental::set_host_memory_limit(32 * dt::kMiB),
+                             dt::FailedPreconditionError, "cannot be modified after being initialized");
+}
+
+BOOST_AUTO_TEST_CASE(dataset_cardinalities_are_checked) {
+  const auto x = dt::constant<float>({1, 2, 3});
+  using Dataset = dt::data::Dataset<float>;
+  DEVTENSOR_CHECK_THROW_WITH(Dataset::from_tensor_slices(x).repeat(kMax), InvalidArgumentError,
+                             "computing the cardinality of the repeated dataset: the result does not fit in int64 (max 9223372036854775807) [Op:RepeatDataset]");
+  const auto many = Dataset::from_tensor_slices(x).repeat(kMax / 3);
+  BOOST_TEST(many.cardinality() == kMax / 3 * 3);
+  BOOST_TEST(many.batch(kMax).cardinality() == 1);
+  BOOST_TEST(many.batch(4).cardinality() == (kMax - 1) / 4 + 1);  // 2^63 - 2 = 2 mod 4
+  BOOST_TEST(many.batch(4, true).cardinality() == (kMax - 1) / 4);
+  BOOST_CHECK_THROW(many.concatenate(many), InvalidArgumentError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
