@@ -215,6 +215,12 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
   const int device = place_op(kernel_support<ops::ConcatV2, T>, small);
   if constexpr (!has_kernel_v<ops::ConcatV2, gpu_t, T>) op_detail::require_host_memory(device, ops::ConcatV2::name);
   auto out = Tensor<T>::empty(out_shape, device, ops::ConcatV2::name);
+  if (out_shape.num_elements() == 0) {
+    // Nothing to copy, and the row loop below would still count `outer` rows: 2^62 of them for
+    // [2^62, 0] tensors (found by the op fuzzer).
+    autodiff::record_list<ops::ConcatV2>(out, {.axis = static_cast<std::int64_t>(ax)}, values);
+    return out;
+  }
 #if DEVTENSOR_CUDA_KERNELS
   if (op_detail::run_gpu_kernel<ops::ConcatV2, T>(device)) {
     const auto out_strides = out_shape.strides();

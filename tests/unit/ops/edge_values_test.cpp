@@ -129,6 +129,15 @@ BOOST_AUTO_TEST_CASE(pad_reshape_split_concat_check_their_sizes) {
     DEVTENSOR_CHECK_THROW_WITH(dt::concat(std::vector{wide, wide}, 1), InvalidArgumentError,
                                "computing the size of the concatenated dimension: the result does not fit in int64 (max 9223372036854775807) [Op:ConcatV2]");
     BOOST_TEST(dt::concat(std::vector{wide, wide}, 0).shape() == (dt::Shape{0, std::int64_t{1} << 62}));
+    // Empty outputs whose leading dimensions are huge return at once (the op fuzzer found concat
+    // counting 2^62 empty rows).
+    const auto tall = dt::zeros<float>({std::int64_t{1} << 62, 0});
+    BOOST_TEST(dt::concat(std::vector{tall, tall}, 1).shape() == (dt::Shape{std::int64_t{1} << 62, 0}));
+    BOOST_TEST(dt::transpose(tall).shape() == (dt::Shape{0, std::int64_t{1} << 62}));
+    BOOST_TEST(dt::pad(tall, {{0, 0}, {0, 0}}).num_elements() == 0);
+    BOOST_TEST(dt::reduce_sum(dt::zeros<float>({0, std::int64_t{1} << 62}), 1).shape() == (dt::Shape{0}));
+    BOOST_TEST(dt::split(tall, 2, 1).size() == 2u);
+    BOOST_TEST((tall + tall).num_elements() == 0);
   });
 }
 
