@@ -1,0 +1,401 @@
+// libFuzzer target over the public op API (issue 13). The input bytes are a small program: an
+// element type, a pool of tensors (shapes and values drawn from small numbers and from the edges
+// of int64 and float: 2^31, 2^40, 2^62, INT64_MAX/MIN, -1, NaN, ±inf, denormals, empty and
+// undefined tensors), then up to 12 ops on the pool, each on the CPU, on a simulated GPU or
+// wherever the placer puts it, sometimes under a GradientTape. Every result is read back.
+//
+// Property: the only outcome besides success is a devtensor::Error. Any other exception aborts
+// with the op's name; ASan, UBSan (float-cast-overflow included) and signals abort by
+// themselves. Memory is capped (host 16 MiB, simulated GPU 16 MiB, no allocation retry), so a
+// request that can never fit fails fast rather than paging, and each op's work stays small.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+
+namespace dt = devtensor;
+
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+constexpr std::size_t kMaxPool = 8;
+constexpr int kMaxOps = 12;
+constexpr std::int64_t kMaxReadBack = std::int64_t{1} << 16;
+
+/// Reads the input front to back; past the end every read is 0.
+class Reader {
+ public:
+  Reader(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  [[nodiscard]] bool done() const { return pos_ >= size_; }
+  std::uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
+  /// 0 .. n-1.
+  std::size_t pick(std::size_t n) { return byte() % n; }
+  bool flip() { return byte() & 1; }
+  std::int64_t raw64() {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | byte();
+    return static_cast<std::int64_t>(v);
+  }
+
+  /// A dimension, size, index, axis or count: small most of the time, an edge value otherwise.
+  std::int64_t size_like() {
+    static constexpr std::int64_t kEdges[] = {
+        -1, -2, kMax, kMin, kMax - 1, kMin + 1, std::int64_t{1} << 31, (std::int64_t{1} << 31) - 1,
+        std::int64_t{1} << 32, std::int64_t{1} << 40, std::int64_t{1} << 62, kMax / 2, kMax / 3, 1000};
+    const std::uint8_t b = byte();
+    if (b < 200) return b % 6;
+    if (b < 250) return kEdges[b % std::size(kEdges)];
+    return raw64();
+  }
+
+  /// size_like() shifted down by `by` (wrapping, so that the edges stay edges): axes may be negative.
+  std::int64_t size_like_minus(std::int64_t by) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(size_like()) - static_cast<std::uint64_t>(by));
+  }
+
+  template <class T>
+  T value() {
+    const std::uint8_t b = byte();
+    if constexpr (std::is_same_v<T, bool>) {
+      return b & 1;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      using L = std::numeric_limits<T>;
+      static constexpr T kEdges[] = {T{0},       -T{0},        T{1},         T{-1},        T{0.5},
+                                     L::quiet_NaN(), L::infinity(), -L::infinity(), L::max(), L::lowest(),
+                                     L::denorm_min(), L::min(), T(1e20), T(-1e20), T(2147483648.0),
+                                     T(-2147483904.0), T(9.2233720368547758e18), T(-9.2233720368547758e18)};
+      if (b < 128) return static_cast<T>(static_cast<int>(b % 16) - 8) / T{2};
+      return kEdges[b % std::size(kEdges)];
+    } else {
+      using L = std::numeric_limits<T>;
+      static constexpr T kEdges[] = {T{0}, T{1}, T{-1}, T{2}, T{-2}, T{7}, L::max(), L::min(),
+                                     static_cast<T>(L::max() - 1), static_cast<T>(L::min() + 1)};
+      if (b < 128) return static_cast<T>(static_cast<int>(b % 16) - 8);
+      return kEdges[b % std::size(kEdges)];
+    }
+  }
+
+  std::vector<std::int64_t> dims(std::size_t max_rank = 4) {
+    const std::size_t rank = byte() == 255 ? 7 : pick(max_rank + 1);  // 7: a shape stored on the heap
+    std::vector<std::int64_t> d(rank);
+    for (auto& x : d) x = size_like();
+    return d;
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t pos_ = 0;
+};
+
+[[noreturn]] void violated(const std::string& what, const char* op) {
+  std::fprintf(stderr, "ops fuzz: %s in %s\n", what.c_str(), op);
+  std::abort();
+}
+
+/// Reads every element back to the host: ASan sees any element the kernel did not own.
+template <class T>
+void read_back(const dt::Tensor<T>& t, const char* op) {
+  if (!t.defined()) return;
+  std::int64_t n = 1;
+  for (auto d : t.shape().dims()) n = d == 0 ? 0 : (n > kMaxReadBack / d ? kMaxReadBack + 1 : n * d);
+  if (n != t.num_elements() && n <= kMaxReadBack) violated("num_elements disagrees with the shape", op);
+  if (t.num_elements() > kMaxReadBack) return;
+  const auto v = t.to_vector();
+  if (static_cast<std::int64_t>(v.size()) != t.num_elements()) violated("to_vector has the wrong size", op);
+}
+
+template <class T>
+using Pool = std::vector<dt::Tensor<T>>;
+
+template <class T>
+const dt::Tensor<T>& operand(Reader& in, const Pool<T>& pool) {
+  static const dt::Tensor<T> undefined;
+  const std::size_t i = in.pick(pool.size() + 1);
+  return i < pool.size() ? pool[i] : undefined;  // sometimes an undefined tensor
+}
+
+template <class T>
+dt::Tensor<T> make_tensor(Reader& in) {
+  switch (in.pick(5)) {
+    case 0: {  // small constant with decoded values
+      std::vector<std::int64_t> d = in.dims(3);
+      for (auto& x : d) x = x < 0 ? 1 : x % 5;
+      std::int64_t n = 1;
+      for (auto x : d) n *= x;
+      std::vector<T> values(static_cast<std::size_t>(n));
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = in.value<T>();
+      return dt::constant<T>(values, dt::Shape(d));
+    }
+    case 1: return dt::fill<T>(dt::Shape(in.dims()), in.value<T>());  // any shape: edges included
+    case 2: return dt::constant<T>(std::vector<T>{in.value<T>()}, dt::Shape(in.dims()));
+    case 3:
+      if constexpr (dt::Numeric<T>) return dt::range<T>(in.value<T>(), in.value<T>(), in.value<T>());
+      else return dt::scalar<T>(in.value<T>());
+    default:
+      if constexpr (dt::Floating<T>)
+        return in.flip() ? dt::random_uniform<T>(dt::Shape(in.dims(2)), {.minval = in.value<double>(),
+                                                                          .maxval = in.value<double>(),
+                                                                          .seed = in.byte()})
+                         : dt::random_normal<T>(dt::Shape(in.dims(2)), {.mean = in.value<double>(),
+                                                                        .stddev = in.value<double>(),
+                                                                        .seed = in.byte()});
+      else return dt::ones<T>(dt::Shape(in.dims(2)));
+  }
+}
+
+template <class T, class U>
+void cast_to(Reader& in, const dt::Tensor<T>& x) {
+  auto y = in.flip() ? dt::cast<U>(x) : x.template cast<U>();
+  read_back(y, "Cast");
+}
+
+/// One op on the pool; its result joins the pool.
+template <class T>
+void run_op(Reader& in, Pool<T>& pool) {
+  const auto& a = operand(in, pool);
+  const auto& b = operand(in, pool);
+  std::optional<dt::Tensor<T>> out;
+  const char* name = "?";
+  const std::size_t op = in.pick(26);
+  const auto axes = [&] {
+    std::optional<std::vector<std::int64_t>> ax;
+    if (in.flip()) {
+      ax.emplace();
+      for (std::size_t i = in.pick(4); i > 0; --i) ax->push_back(in.size_like_minus(2));
+    }
+    return ax;
+  };
+  if constexpr (dt::Numeric<T>) {
+    switch (op) {
+      case 0: name = "add"; out = a + b; break;
+      case 1: name = "sub"; out = a - b; break;
+      case 2: name = "mul"; out = a * b; break;
+      case 3: name = "div"; out = a / b; break;
+      case 4: name = "maximum"; out = in.flip() ? dt::maximum(a, b) : dt::minimum(a, b); break;
+      case 5:
+        name = "unary";
+        switch (in.pick(4)) {
+          case 0: out = -a; break;
+          case 1: out = dt::abs(a); break;
+          case 2: out = dt::square(a); break;
+          default: out = dt::relu(a); break;
+        }
+        break;
+      case 6:
+        name = "float unary";
+        if constexpr (dt::Floating<T>) {
+          switch (in.pick(5)) {
+            case 0: out = dt::sqrt(a); break;
+            case 1: out = dt::exp(a); break;
+            case 2: out = dt::log(a); break;
+            case 3: out = dt::sigmoid(a); break;
+            default: out = dt::tanh(a); break;
+          }
+        }
+        break;
+      case 7: name = "add_n"; out = dt::add_n(std::vector{a, b, a}); break;
+      case 8: {
+        name = "matmul";
+        // A work budget: a valid product of 2^30 multiply-adds is slow under ASan, not wrong.
+        const bool ta = in.flip(), tb = in.flip();
+        const auto work = [](const dt::Tensor<T>& x, const dt::Tensor<T>& y) {
+          const double cost = static_cast<double>(x.num_elements()) * static_cast<double>(y.num_elements());
+          return x.defined() && y.defined() && x.rank() >= 2 && y.rank() >= 2 ? cost : 0.0;
+        };
+        if (work(a, b) < 1e9) out = dt::matmul(a, b, ta, tb);
+        else (void)dt::matmul(dt::reshape(a, {-1}), b);  // still exercise the shape checks
+        break;
+      }
+      case 9: {
+        name = "reduce";
+        const auto ax = axes();
+        const bool keep = in.flip();
+        switch (in.pick(3)) {
+          case 0: out = dt::reduce_sum(a, ax, keep); break;
+          case 1: out = dt::reduce_mean(a, ax, keep); break;
+          default: out = dt::reduce_max(a, ax, keep); break;
+        }
+        break;
+      }
+      case 10: name = "range"; out = dt::range<T>(in.value<T>(), in.value<T>(), in.value<T>()); break;
+      default: break;
+    }
+  }
+  switch (op) {
+    case 11: name = "reshape"; out = dt::reshape(a, in.dims()); break;
+    case 12: {
+      name = "transpose";
+      std::vector<std::int64_t> perm;
+      if (in.flip())
+        for (std::size_t i = in.pick(5); i > 0; --i) perm.push_back(in.size_like_minus(1));
+      out = dt::transpose(a, perm);
+      break;
+    }
+    case 13: name = "concat"; out = dt::concat(std::vector{a, b}, in.size_like_minus(2)); break;
+    case 14: {
+      name = "split";
+      std::vector<dt::Tensor<T>> parts;
+      if (in.flip()) {
+        std::vector<std::int64_t> sizes;
+        for (std::size_t i = in.pick(4); i > 0; --i) sizes.push_back(in.size_like());
+        parts = dt::split(a, sizes, in.size_like_minus(1));
+      } else {
+        // Non-positive counts must fail; positive ones stay small: an empty axis splits into any
+        // number of empty pieces, and 2^31 of them is a request for 2^31 tensors.
+        const std::int64_t num = in.size_like();
+        const int pieces = num > 64 ? static_cast<int>(num % 64) : num < -1 ? -1 : static_cast<int>(num);
+        parts = dt::split(a, pieces, in.size_like_minus(1));
+      }
+      for (const auto& p : parts) read_back(p, name);
+      if (!parts.empty()) out = parts.back();
+      break;
+    }
+    case 15: {
+      name = "slice";
+      std::vector<std::int64_t> begin, size;
+      const std::size_t rank = in.flip() ? a.rank() : in.pick(5);
+      for (std::size_t i = 0; i < rank; ++i) {
+        begin.push_back(in.size_like());
+        size.push_back(in.size_like_minus(1));
+      }
+      out = dt::slice(a, begin, size);
+      break;
+    }
+    case 16: name = "broadcast_to"; out = dt::broadcast_to(a, dt::Shape(in.dims())); break;
+    case 17: {
+      name = "pad";
+      std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+      const std::size_t rank = in.flip() ? a.rank() : in.pick(5);
+      for (std::size_t i = 0; i < rank; ++i) paddings.emplace_back(in.size_like(), in.size_like());
+      out = dt::pad(a, paddings);
+      break;
+    }
+    case 18: name = "identity"; out = dt::identity(a); break;
+    case 19:
+      name = "cast";
+      switch (in.pick(5)) {
+        case 0: cast_to<T, float>(in, a); break;
+        case 1: cast_to<T, double>(in, a); break;
+        case 2: cast_to<T, std::int32_t>(in, a); break;
+        case 3: cast_to<T, std::int64_t>(in, a); break;
+        default: cast_to<T, bool>(in, a); break;
+      }
+      break;
+    case 20: name = "fill"; out = make_tensor<T>(in); break;
+    case 21: {
+      name = "host reads";
+      if (in.flip()) {
+        (void)a.item();
+      } else {
+        std::vector<std::int64_t> index;
+        for (std::size_t i = in.pick(4); i > 0; --i) index.push_back(in.size_like_minus(1));
+        switch (index.size()) {
+          case 0: (void)a.at({}); break;
+          case 1: (void)a.at({index[0]}); break;
+          case 2: (void)a.at({index[0], index[1]}); break;
+          default: (void)a.at({index[0], index[1], index[2]}); break;
+        }
+      }
+      break;
+    }
+    case 22: {
+      name = "dataset";
+      using Dataset = dt::data::Dataset<T>;
+      auto ds = in.flip() ? Dataset::from_tensor_slices(a) : Dataset::from_tensors(a);
+      // Edge counts for repeat and batch (their cardinality arithmetic); take keeps the work
+      // bounded: a batch of 2^62 elements would buffer them all, in TensorFlow too.
+      ds = ds.repeat(in.size_like_minus(1)).take(static_cast<std::int64_t>(in.pick(6))).batch(in.size_like(), in.flip());
+      if (in.flip()) ds = ds.concatenate(ds);
+      int seen = 0;
+      for (const auto& [batch] : ds) {
+        read_back(batch, name);
+        if (++seen == 4) break;
+      }
+      break;
+    }
+    default: break;
+  }
+  if (out) {
+    read_back(*out, name);
+    if (pool.size() < kMaxPool) pool.push_back(*out);
+    else pool[in.pick(kMaxPool)] = *out;
+  }
+}
+
+/// A gradient through whatever the last op recorded (floating types only).
+template <class T>
+void maybe_gradient(Reader& in, Pool<T>& pool) {
+  if constexpr (dt::Floating<T>) {
+    if (pool.empty() || !in.flip()) return;
+    dt::GradientTape tape;
+    const auto& x = pool[in.pick(pool.size())];
+    tape.watch(x);
+    Pool<T> local{x};
+    run_op(in, local);
+    const auto y = local.back();
+    const auto g = tape.gradient(dt::reduce_sum(y), x);
+    read_back(g, "gradient");
+  }
+}
+
+template <class T>
+void run_program(Reader& in) {
+  Pool<T> pool;
+  for (std::size_t i = 1 + in.pick(3); i > 0; --i) {
+    try {
+      pool.push_back(make_tensor<T>(in));
+    } catch (const dt::Error&) {
+    }
+  }
+  for (int step = 0; step < kMaxOps && !in.done(); ++step) {
+    static const char* const kDevices[] = {"/cpu:0", "/gpu:0", "/device:GPU:0", ""};
+    const char* device = kDevices[in.pick(std::size(kDevices))];
+    try {
+      std::optional<dt::DeviceScope> scope;
+      if (*device) scope.emplace(device);
+      if (in.flip()) maybe_gradient(in, pool);
+      else run_op(in, pool);
+    } catch (const dt::Error&) {
+      // The one allowed failure.
+    } catch (const std::exception& e) {
+      violated(std::string("a non-devtensor exception: ") + e.what(), device);
+    }
+  }
+}
+
+void initialize() {
+  // Quiet: OOM reports log the allocator's whole dump.
+  static dt::ScopedLogSink quiet([](dt::LogSeverity, std::string_view) {});
+  dt::config::experimental::set_host_memory_limit(16 * dt::kMiB);
+  dt::config::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(0));
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU").at(0),
+                                               {{.memory_limit_mb = 16}});
+  (void)dt::config::list_logical_devices("GPU");  // initialise now, not inside the first input
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const bool initialized = (initialize(), true);
+  (void)initialized;
+  Reader in(data, size);
+  switch (in.pick(5)) {
+    case 0: run_program<float>(in); break;
+    case 1: run_program<double>(in); break;
+    case 2: run_program<std::int32_t>(in); break;
+    case 3: run_program<std::int64_t>(in); break;
+    default: run_program<bool>(in); break;
+  }
+  return 0;
+}
