@@ -138,6 +138,13 @@ BOOST_AUTO_TEST_CASE(pad_reshape_split_concat_check_their_sizes) {
     BOOST_TEST(dt::reduce_sum(dt::zeros<float>({0, std::int64_t{1} << 62}), 1).shape() == (dt::Shape{0}));
     BOOST_TEST(dt::split(tall, 2, 1).size() == 2u);
     BOOST_TEST((tall + tall).num_elements() == 0);
+    // Reductions over an empty axis with more kept columns than one accumulator block (512):
+    // the input buffer is null (found by the op fuzzer: pointer arithmetic on it).
+    const auto no_rows = dt::zeros<float>({2, 0, 600});
+    BOOST_TEST(dt::reduce_sum(no_rows, 1).to_vector() == std::vector<float>(1200, 0.0f), boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_max(no_rows, 1).to_vector() == std::vector<float>(1200, -kInf), boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_max(dt::zeros<std::int32_t>({0, 3}), 0).to_vector() == std::vector<std::int32_t>(3, kMin32),
+               boost::test_tools::per_element());
   });
 }
 

@@ -84,6 +84,15 @@ void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std:
 template <class T>
 void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axis, ReduceKind kind, T* out) {
   const std::size_t rank = shape.rank();
+  if (shape.num_elements() == 0) {
+    // No input (and `in` may be null: no pointer arithmetic on it): every output is the empty
+    // reduction, 0 for sum and mean, the lowest value for max (found by the op fuzzer).
+    T empty{0};
+    if (kind == ReduceKind::max)
+      empty = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    std::fill(out, out + ReduceLayout(shape, reduce_axis).outer, empty);
+    return;
+  }
   {
     // One block of reduced axes followed by kept ones: accumulate rows, no transposing copy.
     const auto dims = shape.dims_vector();
