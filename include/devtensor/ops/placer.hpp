@@ -237,8 +237,9 @@ inline int place_constant(std::string_view op = "_EagerConst") {
                              "tensor that holds values [Op:" + std::string(op) + "]");
 }
 
-/// Every op checks its inputs first, so that no shape error describes an undefined tensor as a
-/// scalar "[]". One pointer test per input.
+/// Ops whose shape checks could meet an undefined tensor call this first, so that no message
+/// describes it as a scalar "[]"; elementwise ops leave it to to_device (shape [] broadcasts with
+/// anything, so no shape error comes first). One pointer test per input.
 template <class... Ts>
 void require_defined_inputs(std::string_view op, const Ts&... inputs) {
   std::size_t i = 0;
