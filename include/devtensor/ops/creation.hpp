@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "devtensor/core/arith.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #if DEVTENSOR_CUDA_KERNELS
@@ -146,16 +147,11 @@ std::int64_t range_size(T start, T limit, T delta) {
   return static_cast<std::int64_t>(size);
 }
 
-/// start + i * delta; integers step in wrapping arithmetic, exact because every value of the
-/// range lies between start and limit.
+/// start + i * delta; integers step in wrapping arithmetic (i and i * delta may leave the type),
+/// exact because every value of the range lies between start and limit.
 template <Numeric T>
 DEVTENSOR_HOST_DEVICE constexpr T range_value(T start, T delta, std::int64_t i) {
-  if constexpr (std::is_integral_v<T>) {
-    using W = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<W>(static_cast<W>(start) + static_cast<W>(static_cast<W>(i) * static_cast<W>(delta))));
-  } else {
-    return static_cast<T>(start + static_cast<T>(i) * delta);
-  }
+  return arith::add(start, arith::mul(static_cast<T>(i), delta));
 }
 }  // namespace op_detail
 
