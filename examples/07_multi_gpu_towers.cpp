@@ -1,7 +1,8 @@
 // Walkthrough 7: two towers on /gpu:0 and /gpu:1, summed with add_n on /cpu:0.
-// Run with DEVTENSOR_SIMULATED_GPUS=2 (or on two real GPUs). On a machine without two GPUs the
-// constants fail with NotFoundError ("... unknown device"), as in TensorFlow: creating a tensor on
-// a device copies it there, and soft placement does not apply to copies.
+// Run with DEVTENSOR_SIMULATED_GPUS=2 (or on two real GPUs) to see each tower on its own GPU. On a
+// machine without them the program still runs, as in TensorFlow 2.21: soft placement (on by
+// default) sends the constants and the matmuls of a missing GPU to the next device in priority
+// order (GPU:0, or CPU:0 without GPUs), and the placement log shows where each op ran.
 #include <devtensor/devtensor.hpp>
 
 #include <iostream>

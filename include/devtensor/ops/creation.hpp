@@ -22,8 +22,8 @@ namespace devtensor {
 inline namespace DEVTENSOR_ABI_NS {
 
 /// A tensor of `shape` from `values` in row-major order; one value fills the whole shape.
-/// Created on the requested device (TensorFlow's _EagerConst); a scope naming a device that does
-/// not exist fails with NotFoundError whatever the soft-placement setting.
+/// Created on the requested device (TensorFlow's _EagerConst), with soft placement as for ops:
+/// place_constant() says where.
 /// @throws InvalidArgumentError when the number of values does not fit the shape.
 template <Element T>
 Tensor<T> constant(const std::vector<T>& values, const Shape& shape) {

@@ -139,10 +139,16 @@ inline int select_device(const KernelSupport& kernel, const DeviceSpec& request,
   const auto& devices = context.logical_devices();
   const auto& order = context.devices_by_priority();
   if (int i = first_match(devices, order, request, kernel); i >= 0) return i;
-  if (soft) {
-    const DeviceSpec relaxed = request.with_type(std::nullopt).with_id(std::nullopt);
+  // Soft placement keeps job, replica and task: a request naming an address this process does
+  // not have fails whatever the setting, with TensorFlow 2.21's words.
+  const DeviceSpec relaxed = request.with_type(std::nullopt).with_id(std::nullopt);
+  if (std::none_of(devices.begin(), devices.end(),
+                   [&](const LogicalDeviceInfo& d) { return relaxed.matches(d.spec); }))
+    throw InvalidArgumentError(request.to_string() + " unknown device. This process has the devices [" +
+                               device_list(devices) + "]: name one of its job/replica/task addresses. [Op:" +
+                               std::string(kernel.op) + "]");
+  if (soft)
     if (int i = first_match(devices, order, relaxed, kernel); i >= 0) return i;
-  }
   if (request.is_empty() || soft)
     throw InvalidArgumentError("No supported device found in available devices [" +
                                device_list(devices) + "]. enable_soft_placement=" +
@@ -205,30 +211,15 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
   return device;
 }
 
-/// Where a tensor created from host values (TensorFlow's _EagerConst) goes: the requested device
-/// when it exists (any type), else GPU:0 or CPU:0. A scope naming a device that does not exist is
-/// an error whatever the soft-placement setting, because the value is copied there.
-/// @throws NotFoundError "Error copying tensor to device: <d>. <d> unknown device."
-inline int place_constant(std::string_view op = "_EagerConst") {
-  auto& context = Context::global();
-  if (!context.initialized()) context.ensure_initialized("the first tensor creation (" + std::string(op) + ")");
-  const DeviceSpec& request = detail::requested_spec();
-  const auto& devices = context.logical_devices();
-  int device = -1;
-  for (int i : context.devices_by_priority())
-    if (request.matches(devices[static_cast<std::size_t>(i)].spec)) {
-      device = i;
-      break;
-    }
-  if (device < 0) {
-    const std::string name = request.to_string();
-    throw NotFoundError("Error copying tensor to device: " + name + ". " + name +
-                        " unknown device. Available devices: [" + detail::device_list(devices) + "]");
-  }
-  if (context.log_device_placement())
-    log(LogSeverity::info, "Executing op " + std::string(op) + " in device " +
-                               devices[static_cast<std::size_t>(device)].full_name);
-  return device;
+/// Where a tensor created from host values goes (TensorFlow's _EagerConst, SPEC.md §2.5): placed
+/// like an op that has a kernel on every device, so soft placement applies. Under `/gpu:0` on a
+/// machine without that GPU the tensor lands on GPU:0 or CPU:0 when soft placement is on; with it
+/// off the error is `Could not satisfy device specification ...`. Only an unknown
+/// job/replica/task fails either way (`<name> unknown device.`).
+/// @throws InvalidArgumentError as above.
+inline int place_constant() {
+  static constexpr KernelSupport every_device{"_EagerConst", "", true, true, true, false};
+  return place_op(every_device);
 }
 
 [[noreturn]] inline void throw_undefined_input(std::string_view op, std::size_t input) {

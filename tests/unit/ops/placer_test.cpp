@@ -159,18 +159,69 @@ BOOST_AUTO_TEST_CASE(no_kernel_anywhere) {
                              "task:0/device:CPU:0]. enable_soft_placement=1.");
 }
 
-BOOST_AUTO_TEST_CASE(unknown_device_for_constants_whatever_soft_placement) {
+// SPEC.md §2.5, checked in TensorFlow 2.21: tensors created under a scope follow soft placement.
+BOOST_AUTO_TEST_CASE(constants_follow_soft_placement) {
+  dt::debugging::set_log_device_placement(true);
+  for (const char* spec : {"/gpu:0", "/gpu:7", "/cpu:5", "/device:GPU:*"}) {
+    dt::DeviceScope s(spec);  // CPU only: each falls back to CPU:0
+    BOOST_TEST(dt::constant<float>({1, 2}).device() == kCpu0, spec);
+  }
+  BOOST_TEST(log.lines().back() == "Executing op _EagerConst in device " + std::string(kCpu0));
+  dt::config::set_soft_device_placement(false);
+  dt::DeviceScope s("/gpu:0");
+  DEVTENSOR_CHECK_THROW_WITH(dt::constant<float>({1, 2}), InvalidArgumentError,
+                             "Could not satisfy device specification '/job:localhost/replica:0/task:0/"
+                             "device:GPU:0'. enable_soft_placement=0. Supported device types [GPU, CPU]. "
+                             "All available devices [/job:localhost/replica:0/task:0/device:CPU:0].");
+  DEVTENSOR_CHECK_THROW_WITH(dt::constant<float>({1, 2}), InvalidArgumentError, "[Op:_EagerConst]");
+}
+
+// The seeds' two-towers program on a CPU-only configuration: every op of both towers falls back.
+BOOST_AUTO_TEST_CASE(two_towers_run_without_gpus) {
+  dt::debugging::set_log_device_placement(true);
+  std::vector<dt::Tensor<float>> towers;
+  for (const char* device : {"/gpu:0", "/gpu:1"}) {
+    dt::DeviceScope scope(device);
+    auto a = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    auto b = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+    towers.push_back(dt::matmul(a, b));
+  }
+  dt::DeviceScope scope("/cpu:0");
+  const auto sum = dt::add_n(towers);
+  BOOST_TEST(sum.to_vector() == (std::vector<float>{44, 56, 98, 128}), boost::test_tools::per_element());
+  const std::string on_cpu = std::string(" in device ") + kCpu0;
+  std::vector<std::string> expected;
+  for (int tower = 0; tower < 2; ++tower)
+    for (const char* op : {"_EagerConst", "_EagerConst", "MatMul"}) expected.push_back("Executing op " + std::string(op) + on_cpu);
+  expected.push_back("Executing op AddN" + on_cpu);
+  BOOST_TEST(log.lines() == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(constants_with_gpus_fall_back_in_priority_order) {
   two_gpus();
+  {
+    dt::DeviceScope s("/gpu:7");
+    BOOST_TEST(dt::constant<float>({1, 2}).device() == kGpu0);
+    BOOST_TEST(dt::zeros<float>({2}).device() == kGpu0);  // Fill, an op, the same way
+  }
+  dt::DeviceScope s("/gpu:1");
+  BOOST_TEST(dt::constant<float>({1, 2}).device() == kGpu1);  // an existing device is kept
+}
+
+BOOST_AUTO_TEST_CASE(unknown_job_or_task_fails_whatever_soft_placement) {
   for (bool soft : {true, false}) {
     dt::config::set_soft_device_placement(soft);
-    dt::DeviceScope s("/gpu:7");
-    DEVTENSOR_CHECK_THROW_WITH(dt::constant<float>({1, 2}), dt::NotFoundError,
-                               "Error copying tensor to device: /job:localhost/replica:0/task:0/device:GPU:7. "
-                               "/job:localhost/replica:0/task:0/device:GPU:7 unknown device.");
+    {
+      dt::DeviceScope s("/job:foo/cpu:0");
+      DEVTENSOR_CHECK_THROW_WITH(dt::constant<float>({1, 2}), InvalidArgumentError,
+                                 "/job:foo/replica:0/task:0/device:CPU:0 unknown device.");
+      DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({2}), InvalidArgumentError, "unknown device.");
+      DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({2}), InvalidArgumentError, "[Op:Fill]");
+    }
+    dt::DeviceScope s("/task:3/gpu:0");
+    DEVTENSOR_CHECK_THROW_WITH(dt::constant<float>({1, 2}), InvalidArgumentError,
+                               "/job:localhost/replica:0/task:3/device:GPU:0 unknown device.");
   }
-  dt::config::set_soft_device_placement(true);
-  dt::DeviceScope s("/gpu:7");
-  BOOST_TEST(dt::zeros<float>({2}).device() == kGpu0);  // Fill is an op: soft placement applies
 }
 
 BOOST_AUTO_TEST_CASE(inputs_are_copied_to_the_ops_device) {
