@@ -2,8 +2,9 @@
 /// @file progress.hpp
 /// @brief Keras's progress output for fit/evaluate.
 ///
-/// verbose = 1 on a terminal: a bar redrawn in place ("\r"), with ETA while running and time per
-/// step at the end:   `10/10 [==============================] - 0s 2ms/step - loss: 0.1234`.
+/// verbose = 1 on a terminal: a bar redrawn in place ("\r") at most every 50 ms (Keras's interval),
+/// with ETA while running, and the final line once, with time per step:
+///   `10/10 [==============================] - 0s 2ms/step - loss: 0.1234`.
 /// verbose = 1 elsewhere (a file, a pipe, CI logs): only the final line of each epoch.
 /// verbose = 2: one line per epoch: `10/10 - 0s - loss: 0.1234 - 20ms/epoch - 2ms/step`.
 
@@ -49,16 +50,21 @@ inline std::string eta(double seconds) {
 class ProgressBar {
  public:
   /// `target`: steps in the epoch (0 when unknown). `out` defaults to std::cout; `interactive`
-  /// defaults to whether that is a terminal.
-  ProgressBar(std::int64_t target, int verbose, std::ostream* out = nullptr, std::optional<bool> interactive = std::nullopt)
+  /// defaults to whether that is a terminal. `interval_seconds`: the least time between redraws.
+  ProgressBar(std::int64_t target, int verbose, std::ostream* out = nullptr, std::optional<bool> interactive = std::nullopt,
+              double interval_seconds = 0.05)
       : target_(target), verbose_(verbose), out_(out ? out : &std::cout),
         interactive_(interactive.value_or(out_ == &std::cout && ::isatty(STDOUT_FILENO) == 1)),
-        start_(std::chrono::steady_clock::now()) {}
+        interval_(interval_seconds), start_(std::chrono::steady_clock::now()) {}
 
-  /// After step `current` (1-based) with the running mean loss.
+  /// After step `current` (1-based) with the running mean loss. The last step of a known target
+  /// draws nothing: finish() writes the final line, once.
   void update(std::int64_t current, double loss) {
     if (verbose_ != 1 || !interactive_) return;
+    if (target_ > 0 && current >= target_) return;
     const double elapsed = seconds();
+    if (last_width_ > 0 && elapsed - last_draw_ < interval_) return;  // the first step always draws
+    last_draw_ = elapsed;
     std::string line = bar(current) + " - ";
     if (target_ > 0 && current < target_) line += "ETA: " + progress_detail::eta(elapsed / static_cast<double>(current) * static_cast<double>(target_ - current));
     else line += progress_detail::format("%.0fs ", elapsed) + progress_detail::per_step(elapsed / static_cast<double>(current));
@@ -95,8 +101,10 @@ class ProgressBar {
   int verbose_;
   std::ostream* out_;
   bool interactive_;
+  double interval_;
   std::chrono::steady_clock::time_point start_;
-  std::size_t last_width_ = 0;
+  double last_draw_ = 0;       // seconds since start_ at the last redraw
+  std::size_t last_width_ = 0; // 0 until the first redraw
 
   [[nodiscard]] double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
