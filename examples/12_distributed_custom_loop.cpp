@@ -64,6 +64,9 @@ double train(const char* label, CrossDeviceOps ops) {
 }
 
 int main() {
+  // Show the strategy's INFO lines ("Using MirroredStrategy with devices (...)", "Reduce to ... then
+  // broadcast to (...)", "batch_all_reduce: ..."), as tf.get_logger().setLevel("INFO") does.
+  dt::logging::set_verbosity(dt::LogSeverity::info);
   if (dt::config::list_physical_devices("GPU").empty())  // no GPUs: three logical CPUs instead
     dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}, {}});
   const double a = train("ReductionToOneDevice", ds::ReductionToOneDevice{});

@@ -103,24 +103,33 @@ inline std::vector<int> resolve(const std::vector<std::string>& names) {
   return out;
 }
 
-/// "['/job:...', '/job:...']", as TensorFlow's logs print device lists.
-inline std::string python_list(const std::vector<int>& devices) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < devices.size(); ++i) s += (i ? ", '" : "'") + info(devices[i]).full_name + "'";
-  return s + "]";
+/// "('/job:...', '/job:...')" or "('/job:...',)": Python's repr of a tuple of device names, as
+/// TensorFlow's logs print a strategy's or a destination's devices.
+inline std::string python_tuple(const std::vector<std::string>& names) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
+  return s + (names.size() == 1 ? ",)" : ")");
+}
+inline std::string python_tuple(const std::vector<int>& devices) {
+  std::vector<std::string> names;
+  for (int d : devices) names.push_back(info(d).full_name);
+  return python_tuple(names);
 }
 
-/// Logs `line` the first 10 times `counter` is bumped (TensorFlow logs these lines 10 times).
-inline void log_first_10(std::atomic<int>& counter, const std::string& line) {
-  if (counter.fetch_add(1, std::memory_order_relaxed) < 10) log(LogSeverity::info, line);
+/// TensorFlow's `logging.log_first_n(logging.INFO, line, 10)`: a Python-logger INFO line, written
+/// on the first 10 calls of its site; `make_line` runs only when the line is shown.
+template <class MakeLine>
+void log_first_10(logging::FirstN& site, MakeLine make_line) {
+  if (site.next() && log_enabled(LogSource::python_logger, LogSeverity::info))
+    log(LogSource::python_logger, LogSeverity::info, make_line());
 }
-inline std::atomic<int>& reduce_to_one_logs() {
-  static std::atomic<int> n{0};
-  return n;
+inline logging::FirstN& reduce_to_one_logs() {
+  static logging::FirstN site(10);
+  return site;
 }
-inline std::atomic<int>& all_reduce_logs() {
-  static std::atomic<int> n{0};
-  return n;
+inline logging::FirstN& all_reduce_logs() {
+  static logging::FirstN site(10);
+  return site;
 }
 
 template <class V>
@@ -160,9 +169,10 @@ struct ReductionToOneDevice {
     if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
       return {{value.values[0]}};
     const int target = reduce_to_device ? cdo_detail::resolve({*reduce_to_device})[0] : destinations[0];
-    cdo_detail::log_first_10(cdo_detail::reduce_to_one_logs(), "Reduce to " + cdo_detail::info(target).full_name +
-                                                                   " then broadcast to " +
-                                                                   cdo_detail::python_list(destinations) + ".");
+    cdo_detail::log_first_10(cdo_detail::reduce_to_one_logs(), [&] {
+      return "Reduce to " + cdo_detail::info(target).full_name + " then broadcast to " +
+             cdo_detail::python_tuple(destinations) + ".";
+    });
     Tensor<T> total = cdo_detail::sum_on(value.values, target);
     if (op == ReduceOp::MEAN) total = cdo_detail::divide(total, static_cast<std::int64_t>(value.size()));
     return broadcast(total, destinations);
@@ -283,8 +293,10 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
     for (auto& p : per_device[d]) p = copy_to(p, destinations[d]);
   }
   const std::size_t groups = per_device[0].size();
-  log_first_10(all_reduce_logs(), "batch_all_reduce: " + std::to_string(groups) + " all-reduces with algorithm = " +
-                                      std::string(algorithm) + ", num_packs = " + std::to_string(num_packs));
+  log_first_10(all_reduce_logs(), [&] {
+    return "batch_all_reduce: " + std::to_string(groups) + " all-reduces with algorithm = " + std::string(algorithm) +
+           ", num_packs = " + std::to_string(num_packs);
+  });
   for (std::size_t g = 0; g < groups; ++g) {
     std::vector<Tensor<T>> parts;
     for (std::size_t d = 0; d < n; ++d) parts.push_back(per_device[d][g]);
@@ -428,13 +440,13 @@ class AutoCrossDeviceOps {
     for (const auto& d : context.logical_devices()) logical_gpus += d.is_gpu ? 1u : 0u;
     const auto physical_gpus = config::list_physical_devices("GPU").size();
     if (logical_gpus != physical_gpus) {
-      log(LogSeverity::warning, "NCCL is not supported when using virtual GPUs, fallingback to reduction to one device");
+      log(LogSource::python_logger, LogSeverity::warning, "NCCL is not supported when using virtual GPUs, fallingback to reduction to one device");
       chosen_ = ReductionToOneDevice{};
       return;
     }
     for (int d : devices) {
       if (!cdo_detail::info(d).is_gpu) {
-        log(LogSeverity::warning, "There are non-GPU devices in `tf.distribute.Strategy`, not using nccl allreduce.");
+        log(LogSource::python_logger, LogSeverity::warning, "There are non-GPU devices in `tf.distribute.Strategy`, not using nccl allreduce.");
         chosen_ = ReductionToOneDevice{};
         return;
       }
@@ -445,7 +457,7 @@ class AutoCrossDeviceOps {
       chosen_ = NcclAllReduce{.num_packs = 1};
       return;
     }
-    log(LogSeverity::warning, "Nccl kernel is not found, not using nccl allreduce.");
+    log(LogSource::python_logger, LogSeverity::warning, "Nccl kernel is not found, not using nccl allreduce.");
     chosen_ = ReductionToOneDevice{};
   }
   [[nodiscard]] std::string_view chosen_name() const {

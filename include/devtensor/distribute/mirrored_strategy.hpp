@@ -421,10 +421,9 @@ class MirroredStrategy {
         names.push_back(full);
       }
       device_indices = cdo_detail::resolve(names);
-      std::string tuple = "(";
-      for (std::size_t i = 0; i < names.size(); ++i) tuple += (i ? ", '" : "'") + names[i] + "'";
-      tuple += names.size() == 1 ? ",)" : ")";
-      log(LogSeverity::info, "Using MirroredStrategy with devices " + tuple);
+      if (log_enabled(LogSource::python_logger, LogSeverity::info))
+        log(LogSource::python_logger, LogSeverity::info,
+            "Using MirroredStrategy with devices " + cdo_detail::python_tuple(names));
       if constexpr (std::is_same_v<CrossDeviceOps, AutoCrossDeviceOps>) ops.select(device_indices);
       else if constexpr (requires { ops.validate(); }) ops.validate();
       workers = std::make_unique<strategy_detail::ReplicaWorkers>(static_cast<int>(names.size()));

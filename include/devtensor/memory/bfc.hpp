@@ -122,7 +122,7 @@ class BFCAllocator final : public Allocator {
         "'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation. ");
     log(LogSeverity::info, "Current allocation summary follows.");
     log(LogSeverity::info, "Current allocation summary follows.");
-    log(LogSeverity::info, memory_dump(bytes));
+    if (log_enabled(LogSource::cpp_runtime, LogSeverity::info)) log(LogSeverity::info, memory_dump(bytes));
     maybe_write_memory_dump();
     throw ResourceExhaustedError(message + ". " + summary() + " " + advice(rounded == 0 ? SIZE_MAX : rounded));
   }

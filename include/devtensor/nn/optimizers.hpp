@@ -59,7 +59,7 @@ inline std::vector<std::pair<Tensor<float>, Variable<float>>> pairs(const std::v
                                "],). Check that the loss depends on the variables and was computed while the "
                                "GradientTape was recording.");
   if (!missing.empty())
-    log(LogSeverity::warning, "Gradients do not exist for variables [" + missing +
+    log(LogSource::python_logger, LogSeverity::warning, "Gradients do not exist for variables [" + missing +
                                   "] when minimizing the loss. If you're using `model.compile()`, did you forget "
                                   "to provide a `loss` argument?");
   return out;

@@ -207,7 +207,7 @@ class Sequential {
         for (const auto& [x, y] : dataset) step(x, y);
       }
       if (steps == 0 && ran_out) {
-        log(LogSeverity::warning,
+        log(LogSource::python_logger, LogSeverity::warning,
             "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
             "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
             "your dataset.");
@@ -218,7 +218,7 @@ class Sequential {
       history.epoch.push_back(epoch);
       history.loss.push_back(epoch_loss);
       if (ran_out) {
-        log(LogSeverity::warning, "Your input ran out of data; interrupting training.");
+        log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
         break;
       }
     }

@@ -205,7 +205,7 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
       cache.entries.emplace_back(&kernel, device);
     }
   }
-  if (context.log_device_placement())
+  if (context.log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
     log(LogSeverity::info, "Executing op " + std::string(kernel.op) + " in device " +
                                context.logical_devices()[static_cast<std::size_t>(device)].full_name);
   return device;

@@ -10,7 +10,11 @@
 namespace devtensor::testing {
 
 /// Forgets configuration, device discovery and initialisation; soft placement back to true,
-/// placement logging off. DEVTENSOR_SIMULATED_GPUS is read again at the next discovery.
-inline void reset_context() { Context::global().reset_for_testing(); }
+/// placement logging off, log levels and log_first_n counts back to their defaults. DEVTENSOR_SIMULATED_GPUS and
+/// TF_CPP_MIN_LOG_LEVEL are read again when next needed.
+inline void reset_context() {
+  Context::global().reset_for_testing();
+  logging::reset_to_defaults();
+}
 
 }  // namespace devtensor::testing

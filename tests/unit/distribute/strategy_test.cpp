@@ -21,6 +21,11 @@ BOOST_FIXTURE_TEST_SUITE(mirrored_strategy, dt::test::FreshContext)
 
 BOOST_AUTO_TEST_CASE(devices_are_canonical_and_ordered) {
   virtual_cpus(3);
+  {
+    ds::MirroredStrategy hidden({"/cpu:0"}, ds::ReductionToOneDevice{});
+    BOOST_TEST(log.count("Using MirroredStrategy") == 0u);  // a Python INFO line: hidden by default
+  }
+  dt::logging::set_verbosity(dt::LogSeverity::info);  // tf.get_logger().setLevel("INFO")
   ds::MirroredStrategy strategy({"/cpu:2", "/CPU:0"}, ds::ReductionToOneDevice{});
   BOOST_TEST(strategy.num_replicas_in_sync() == 2);
   BOOST_TEST(strategy.devices() == std::vector<std::string>({"/job:localhost/replica:0/task:0/device:CPU:2", kCpu0}),

@@ -51,6 +51,28 @@ BOOST_AUTO_TEST_CASE(cpu_only_machine) {
   BOOST_TEST(devtensor::test::contains(dt::Context::global().initialization_trigger(), "_EagerConst"));
 }
 
+// Placement and device-creation lines are TensorFlow C++ INFO lines: TF_CPP_MIN_LOG_LEVEL=1 hides
+// them, warnings stay.
+BOOST_AUTO_TEST_CASE(placement_log_obeys_the_min_cpp_log_level) {
+  two_gpus();
+  dt::logging::set_min_cpp_log_level(1);
+  dt::debugging::set_log_device_placement(true);
+  dt::config::experimental::set_device_policy(dt::DevicePolicy::WARN);
+  dt::Tensor<float> a;
+  {
+    dt::DeviceScope s("/gpu:1");
+    a = dt::constant<float>({1, 2});
+  }
+  (void)(a + a);  // on GPU:0: both inputs copied, with a warning each
+  dt::config::experimental::set_device_policy(dt::DevicePolicy::SILENT);
+  BOOST_TEST(log.count("Executing op") == 0u);
+  BOOST_TEST(log.count("Created device") == 0u);
+  BOOST_TEST(log.count("Copying input #0 of AddV2") == 1u);
+  dt::logging::set_min_cpp_log_level(0);
+  (void)(a + a);
+  BOOST_TEST(log.count("Executing op AddV2 in device " + std::string(kGpu0)) == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(gpu_preferred_when_it_has_a_kernel) {
   two_gpus();
   dt::debugging::set_log_device_placement(true);
