@@ -31,12 +31,31 @@ enum class ReduceOp { SUM, MEAN };
   throw InvalidArgumentError("Expected `reduce_op` to be a `tf.distribute.ReduceOp`, not: " + std::string(name));
 }
 
+namespace values_detail {
+/// TensorFlow's DistributedValues.__str__: "PerReplica:{\n  0: <value>,\n  1: <value>\n}".
+template <class Stream, class V>
+Stream& write(Stream& os, std::string_view type_name, const std::vector<V>& values) {
+  os << std::string(type_name) << ":{\n";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    os << "  " << std::to_string(i) << ": " << values[i] << (i + 1 < values.size() ? ",\n" : "\n");
+  os << "}";
+  return os;
+}
+}  // namespace values_detail
+
 /// One value per replica, in replica (device) order.
 template <class V>
 struct PerReplica {
   std::vector<V> values;
   [[nodiscard]] std::size_t size() const noexcept { return values.size(); }
   [[nodiscard]] const V& operator[](std::size_t i) const { return values.at(i); }
+
+  /// Prints as TensorFlow's str() of a PerReplica (any stream that prints V).
+  template <class Stream>
+  friend auto operator<<(Stream& os, const PerReplica& v) -> decltype(os << v.values[0]) {
+    values_detail::write(os, "PerReplica", v.values);
+    return os;
+  }
 };
 
 /// One value per replica, known to be equal on every replica.
@@ -47,6 +66,13 @@ struct Mirrored {
   [[nodiscard]] const V& operator[](std::size_t i) const { return values.at(i); }
   /// The primary (replica 0's) value.
   [[nodiscard]] const V& primary() const { return values.at(0); }
+
+  /// Prints as TensorFlow's str() of a Mirrored value.
+  template <class Stream>
+  friend auto operator<<(Stream& os, const Mirrored& v) -> decltype(os << v.values[0]) {
+    values_detail::write(os, "Mirrored", v.values);
+    return os;
+  }
 };
 
 /// Per-replica batch sizes for a global batch of G over W workers of R replicas each, for worker

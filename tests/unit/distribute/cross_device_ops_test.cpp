@@ -2,6 +2,8 @@
 // count, packing), NcclAllReduce's validation, the automatic choice, and their errors.
 #include <boost/test/unit_test.hpp>
 
+#include <sstream>
+
 #include "distribute_test_support.hpp"
 
 namespace dt = devtensor;
@@ -58,6 +60,18 @@ BOOST_AUTO_TEST_CASE(reduction_to_one_device_sums_then_broadcasts) {
   BOOST_TEST(to_cpu3[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
   BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:3 then broadcast to "
                        "('/job:localhost/replica:0/task:0/device:CPU:1',).") == 1u);  // a 1-tuple
+}
+
+BOOST_AUTO_TEST_CASE(distributed_values_print_as_tensorflow) {
+  virtual_cpus(2);
+  const auto value = values_on(2, 0, 2);
+  std::ostringstream os;
+  os << value;
+  BOOST_TEST(os.str() == "PerReplica:{\n  0: tf.Tensor([0. 1.], shape=(2,), dtype=float32),\n"
+                         "  1: tf.Tensor([1. 2.], shape=(2,), dtype=float32)\n}");
+  std::ostringstream mirrored;
+  mirrored << ds::Mirrored<dt::Tensor<std::int32_t>>{{dt::scalar<std::int32_t>(3)}};
+  BOOST_TEST(mirrored.str() == "Mirrored:{\n  0: tf.Tensor(3, shape=(), dtype=int32)\n}");
 }
 
 BOOST_AUTO_TEST_CASE(reduction_to_one_device_shortcut_and_errors) {
