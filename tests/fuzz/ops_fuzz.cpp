@@ -112,6 +112,14 @@ void read_back(const dt::Tensor<T>& t, const char* op) {
   if (t.num_elements() > kMaxReadBack) return;
   const auto v = t.to_vector();
   if (static_cast<std::int64_t>(v.size()) != t.num_elements()) violated("to_vector has the wrong size", op);
+  // Printing (NumPy's rules) handles every value: nan, infinities, denormals, extremes.
+  const std::string text = dt::format_values(t);
+  if (t.rank() > 0 && (text.empty() || text.front() != '[' || text.back() != ']'))
+    violated("format_values is not a bracketed array", op);
+  bool long_axis = false;  // NumPy summarises only the axes longer than 2 * 3 edge items
+  for (auto d : t.shape().dims()) long_axis = long_axis || d > 6;
+  if (t.num_elements() > 1000 && long_axis && text.find("...") == std::string::npos)
+    violated("a large tensor with a long axis printed whole", op);
 }
 
 template <class T>

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "devtensor/config.hpp"
@@ -52,7 +53,7 @@ struct PerReplica {
 
   /// Prints as TensorFlow's str() of a PerReplica (any stream that prints V).
   template <class Stream>
-  friend auto operator<<(Stream& os, const PerReplica& v) -> decltype(os << v.values[0]) {
+  friend auto operator<<(Stream& os, const PerReplica& v) -> decltype(os << std::declval<const V&>()) {
     values_detail::write(os, "PerReplica", v.values);
     return os;
   }
@@ -69,7 +70,7 @@ struct Mirrored {
 
   /// Prints as TensorFlow's str() of a Mirrored value.
   template <class Stream>
-  friend auto operator<<(Stream& os, const Mirrored& v) -> decltype(os << v.values[0]) {
+  friend auto operator<<(Stream& os, const Mirrored& v) -> decltype(os << std::declval<const V&>()) {
     values_detail::write(os, "Mirrored", v.values);
     return os;
   }
