@@ -123,88 +123,73 @@ std::string float_scalar(F v) {
   return parts.int_part + (parts.frac.empty() ? "" : "." + parts.frac) + "e" + parts.exp;
 }
 
-/// NumPy's FloatingFormat: widths fixed from the values shown, then one call per value.
+/// NumPy's FloatingFormat over the shown values: the notation and the widths come from all of
+/// them, then each becomes one cell. NumPy prints twice (a first pass for the widths, a second with
+/// the widest fraction as cutoff); the second pass never changes a value's digits, so the digits of
+/// the first are kept.
 template <class F>
-class FloatFormat {
- public:
-  FloatFormat(const std::vector<F>& values, int precision) : precision_(precision) {
-    bool any_finite = false, any_nonzero = false, negative_inf = false, any_nonfinite = false;
-    F max_abs{}, min_abs{};
-    for (F v : values) {
-      if (!std::isfinite(v)) {
-        any_nonfinite = true;
-        negative_inf = negative_inf || (std::isinf(v) && v < 0);
-        continue;
-      }
-      any_finite = true;
-      if (v == 0) continue;
+std::vector<std::string> float_cells(const std::vector<F>& values, int precision) {
+  bool any_nonzero = false, negative_inf = false, any_nonfinite = false;
+  F max_abs{}, min_abs{};
+  for (F v : values) {
+    if (!std::isfinite(v)) {
+      any_nonfinite = true;
+      negative_inf = negative_inf || (std::isinf(v) && v < 0);
+    } else if (v != 0) {
       const F a = std::fabs(v);
       max_abs = any_nonzero ? std::max(max_abs, a) : a;
       min_abs = any_nonzero ? std::min(min_abs, a) : a;
       any_nonzero = true;
     }
-    if (any_nonzero) {
-      const F ratio = max_abs / min_abs;  // in F, as NumPy divides; inf when it overflows
-      scientific_ = max_abs >= F(1e8) || min_abs < F(1e-4) || ratio > F(1000);
-    }
-    if (any_finite) {
-      std::size_t int_width = 0, frac_width = 0, exp_width = 0;
-      for (F v : values) {
-        if (!std::isfinite(v)) continue;
-        const auto parts = float_parts(v, scientific_, precision_);
-        int_width = std::max(int_width, parts.int_part.size());
-        frac_width = std::max(frac_width, parts.frac.size());
-        if (scientific_) exp_width = std::max(exp_width, parts.exp.size() - 1);
-      }
-      pad_left_ = int_width;
-      if (scientific_) {
-        precision_ = static_cast<int>(frac_width);  // every mantissa gets this many digits
-        exp_digits_ = exp_width;
-        pad_right_ = exp_digits_ + 2 + frac_width;
-      } else {
-        pad_right_ = frac_width;
-      }
-    }
-    if (any_nonfinite) {  // "nan", "inf", "-inf" right-aligned in the same width
-      const std::size_t offset = pad_right_ + 1;
-      const std::size_t inf_width = negative_inf ? 4 : 3;
-      if (3 > offset) pad_left_ = std::max(pad_left_, 3 - offset);
-      if (inf_width > offset) pad_left_ = std::max(pad_left_, inf_width - offset);
-    }
+  }
+  // The ratio in F, as NumPy divides: inf when it overflows.
+  const bool scientific = any_nonzero && (max_abs >= F(1e8) || min_abs < F(1e-4) || max_abs / min_abs > F(1000));
+
+  std::vector<FloatParts> parts(values.size());
+  std::size_t pad_left = 0, frac_width = 0, exp_digits = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) continue;
+    parts[i] = float_parts(values[i], scientific, precision);
+    pad_left = std::max(pad_left, parts[i].int_part.size());
+    frac_width = std::max(frac_width, parts[i].frac.size());
+    if (scientific) exp_digits = std::max(exp_digits, parts[i].exp.size() - 1);
+  }
+  // Without finite values everything is 0 and the width is that of "nan" / "inf" / "-inf".
+  const std::size_t pad_right = scientific ? exp_digits + 2 + frac_width : frac_width;
+  if (any_nonfinite) {
+    const std::size_t offset = pad_right + 1;
+    const std::size_t word_width = negative_inf ? 4 : 3;
+    if (word_width > offset) pad_left = std::max(pad_left, word_width - offset);
   }
 
-  [[nodiscard]] std::string operator()(F v) const {
+  std::vector<std::string> cells;
+  cells.reserve(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const F v = values[i];
     if (!std::isfinite(v)) {
       const std::string word = std::isnan(v) ? "nan" : (v < 0 ? "-inf" : "inf");
-      const std::size_t width = pad_left_ + pad_right_ + 1;
-      return std::string(width > word.size() ? width - word.size() : 0, ' ') + word;
+      const std::size_t width = pad_left + pad_right + 1;
+      cells.push_back(std::string(width > word.size() ? width - word.size() : 0, ' ') + word);
+      continue;
     }
-    auto parts = float_parts(v, scientific_, precision_);
-    std::string out(pad_left_ > parts.int_part.size() ? pad_left_ - parts.int_part.size() : 0, ' ');
-    out += parts.int_part;
+    const FloatParts& p = parts[i];
+    std::string out(pad_left - p.int_part.size(), ' ');
+    out += p.int_part;
     out += '.';
-    out += parts.frac;
-    if (scientific_) {
-      out.append(static_cast<std::size_t>(precision_) - parts.frac.size(), '0');
-      const char sign = parts.exp.front();
-      std::string digits = parts.exp.substr(1);
+    out += p.frac;
+    if (scientific) {  // every mantissa gets the widest fraction, every exponent the same digits
+      out.append(frac_width - p.frac.size(), '0');
       out += 'e';
-      out += sign;
-      out.append(exp_digits_ > digits.size() ? exp_digits_ - digits.size() : 0, '0');
-      out += digits;
+      out += p.exp.front();
+      out.append(exp_digits - (p.exp.size() - 1), '0');
+      out.append(p.exp, 1);
     } else {
-      out.append(pad_right_ - parts.frac.size(), ' ');
+      out.append(pad_right - p.frac.size(), ' ');
     }
-    return out;
+    cells.push_back(std::move(out));
   }
-
- private:
-  int precision_;
-  bool scientific_ = false;
-  std::size_t pad_left_ = 0;
-  std::size_t pad_right_ = 0;
-  std::size_t exp_digits_ = 0;
-};
+  return cells;
+}
 
 /// The text of every shown value, in row-major order of the shown sub-array.
 template <class T>
@@ -214,8 +199,7 @@ std::vector<std::string> format_cells(const std::vector<T>& shown, const PrintOp
   if constexpr (std::is_same_v<T, bool>) {
     for (bool v : shown) cells.emplace_back(v ? " True" : "False");
   } else if constexpr (std::is_floating_point_v<T>) {
-    const FloatFormat<T> format(shown, options.precision);
-    for (T v : shown) cells.push_back(format(v));
+    cells = float_cells(shown, options.precision);
   } else {
     std::size_t width = 0;
     for (T v : shown) {
