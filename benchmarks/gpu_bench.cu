@@ -13,6 +13,10 @@
 #include <cstdio>
 #include <vector>
 
+#include "devtensor/backend/cuda/cublas.hpp"
+#include "devtensor/backend/cuda/device_guard.hpp"
+#include "devtensor/backend/cuda/error.hpp"
+#include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/devtensor.hpp"
 
 namespace dt = devtensor;

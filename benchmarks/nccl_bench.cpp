@@ -12,6 +12,10 @@
 #include <cstdio>
 #include <vector>
 
+#include "devtensor/backend/cuda/device_guard.hpp"
+#include "devtensor/backend/cuda/error.hpp"
+#include "devtensor/backend/cuda/nccl.hpp"
+#include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/devtensor.hpp"
 
 namespace dt = devtensor;

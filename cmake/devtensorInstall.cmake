@@ -10,23 +10,21 @@ install(TARGETS devtensor EXPORT devtensorTargets)
 install(EXPORT devtensorTargets NAMESPACE devtensor:: DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")
 export(EXPORT devtensorTargets NAMESPACE devtensor:: FILE "${PROJECT_BINARY_DIR}/devtensorTargets.cmake")
 
-# Installing a component needs no CUDA on the installing machine as long as nothing builds against it.
-if(TARGET devtensor_cuda)
-  install(TARGETS devtensor_cuda EXPORT devtensorCudaTargets)
-  install(EXPORT devtensorCudaTargets NAMESPACE devtensor:: DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")
-endif()
-if(TARGET devtensor_nccl)
-  install(TARGETS devtensor_nccl EXPORT devtensorNcclTargets)
-  install(EXPORT devtensorNcclTargets NAMESPACE devtensor:: DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")
-endif()
+# The CUDA and NCCL components install as sources: their kernel translation units and the CMake
+# file that compiles them in the consumer's tree (cmake/devtensorCudaComponent.cmake).
+set(DEVTENSOR_INSTALL_SOURCEDIR "${CMAKE_INSTALL_DATADIR}/devtensor/src" CACHE STRING
+    "Where devtensor's kernel sources (devtensor_cuda.cu, devtensor_nccl.cpp) are installed")
+install(FILES src/devtensor_cuda.cu src/devtensor_nccl.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
 
 configure_package_config_file(cmake/devtensorConfig.cmake.in
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
-  INSTALL_DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")
+  INSTALL_DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}"
+  PATH_VARS DEVTENSOR_INSTALL_SOURCEDIR)
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/devtensorConfigVersion.cmake"
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
   "${PROJECT_BINARY_DIR}/devtensorConfigVersion.cmake"
   cmake/FindNCCL.cmake
+  cmake/devtensorCudaComponent.cmake
   DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")

@@ -1,8 +1,9 @@
 // Walkthrough 7: two towers on /gpu:0 and /gpu:1, summed with add_n on /cpu:0.
-// Run with DEVTENSOR_SIMULATED_GPUS=2 (or on two real GPUs) to see each tower on its own GPU. On a
-// machine without them the program still runs, as in TensorFlow 2.21: soft placement (on by
+// On two GPUs (real, or DEVTENSOR_SIMULATED_GPUS=2) each tower gets its own. On a machine with one
+// GPU the program splits it into two logical GPUs of 1 GiB each first, as TensorFlow's GPU guide
+// does. On a machine without GPUs it still runs, as in TensorFlow 2.21: soft placement (on by
 // default) sends the constants and the matmuls of a missing GPU to the next device in priority
-// order (GPU:0, or CPU:0 without GPUs), and the placement log shows where each op ran.
+// order (CPU:0), and the placement log shows where each op ran.
 #include <devtensor/devtensor.hpp>
 
 #include <iostream>
@@ -11,6 +12,8 @@
 namespace dt = devtensor;
 
 int main() {
+  if (const auto gpus = dt::config::list_physical_devices("GPU"); gpus.size() == 1)
+    dt::config::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 1024}, {.memory_limit_mb = 1024}});
   dt::debugging::set_log_device_placement(true);
   std::vector<dt::Tensor<float>> towers;
   for (const char* device : {"/gpu:0", "/gpu:1"}) {

@@ -1,10 +1,13 @@
-// Walkthrough 8: your own op. An op is a type with a name and a kernel table; here only a CPU
-// kernel exists, so on a machine with GPUs the placer runs it on the CPU (and copies its inputs
-// there), exactly as it does for devtensor's own CPU-only ops. Add a GPU kernel by making
-// has_kernel true for gpu_t in nvcc translation units (`DEVTENSOR_DEVICE_CODE`), and put such an
-// op in `inline namespace DEVTENSOR_ABI_NS`, because its table then differs between .cpp and .cu.
-// Recording the op with a backward function makes it differentiable by GradientTape.
+// Walkthrough 8: your own ops. An op is a type with a name and a kernel table.
+// - ClipOp has only a CPU kernel, inline: on a machine with GPUs the placer runs it on the CPU
+//   (and copies its inputs there), as it does for devtensor's own CPU-only ops. Recording it with
+//   a backward function makes it differentiable by GradientTape.
+// - ScaleOp (08_custom_op.hpp) declares CPU and GPU kernels and registers its bodies: the CPU one
+//   below, the CUDA one in 08_custom_op_cuda.cu, compiled when the program links devtensor::cuda.
+//   The placer puts it on a real GPU only when the program contains that body.
 #include <devtensor/devtensor.hpp>
+
+#include "08_custom_op.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -33,6 +36,20 @@ dt::Tensor<T> clip(const dt::Tensor<T>& x, T lo, T hi) {
   return out;
 }
 
+void scale_cpu(const dt::LogicalDeviceInfo&, const float* in, float* out, std::int64_t n, float factor) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = factor * in[i];
+}
+DEVTENSOR_REGISTER_KERNEL(ScaleOp, dt::cpu_t, float, &scale_cpu);
+
+dt::Tensor<float> scale(const dt::Tensor<float>& x, float factor) {
+  const int device = dt::place_op(dt::kernel_support<ScaleOp, float>);  // GPU only if its body is here
+  const auto in = dt::to_device(x, device, ScaleOp::name);
+  auto out = dt::Tensor<float>::empty(in.shape(), device, ScaleOp::name);
+  dt::kernel_for<ScaleOp, float>(out.device_info())(out.device_info(), in.data(), out.mutable_data(),
+                                                    in.num_elements(), factor);
+  return out;
+}
+
 int main() {
   static_assert(dt::has_kernel_v<ClipOp, dt::cpu_t, float>);
   static_assert(!dt::has_kernel_v<ClipOp, dt::gpu_t, float>);
@@ -43,8 +60,11 @@ int main() {
   auto y = clip(x, -1.0f, 1.0f);                       // always on the CPU
   auto dy_dx = tape.gradient(dt::reduce_sum(y), x);    // 0 where clipped
   std::cout << "x on " << x.device() << "\ny on " << y.device() << "\n" << y << "\ndy/dx " << dy_dx << "\n";
+  auto z = scale(x, 3.0f);  // on GPU:0 when the program contains Scale's CUDA body
+  std::cout << "z on " << z.device() << "\n" << z << "\n";
   return y.to_vector() == std::vector<float>{-1, -0.5f, 0.5f, 1} &&
-                 dy_dx.to_vector() == std::vector<float>{0, 1, 1, 0}
+                 dy_dx.to_vector() == std::vector<float>{0, 1, 1, 0} &&
+                 z.to_vector() == std::vector<float>{-6, -1.5f, 1.5f, 6}
              ? 0
              : 1;
 }

@@ -2,15 +2,13 @@
 /// @file config.hpp
 /// @brief Macros that describe how this translation unit is compiled.
 ///
-/// Note [Three flavours of translation unit]
-/// A program mixes .cpp files compiled by the host compiler and .cu files compiled by nvcc, and may
-/// link the devtensor::cuda component or not. Three flavours follow (DESIGN.md §2):
-///   host   plain C++ compiler, no CUDA: no GPU kernels (GPUs may still be simulated);
-///   cudart host compiler + devtensor::cuda (DEVTENSOR_WITH_CUDA=1): library-call GPU kernels;
-///   nvcc   __CUDACC__: every op with a CUDA kernel runs on the GPU.
-/// Types and process-wide state are the same in every flavour. Functions whose bodies depend on the
-/// flavour live in `inline namespace DEVTENSOR_ABI_NS`, so a host body and an nvcc body of the same
-/// function have different mangled names and the linker can never mix them up (json's abi_macros).
+/// Note [One program, one registry]
+/// A program mixes .cpp files compiled by the host compiler and .cu files compiled by nvcc. Every
+/// function has one body whatever compiles it: GPU kernels are not compiled into the files that
+/// call them but into one translation unit per program (src/devtensor_cuda.cu, which the
+/// devtensor::cuda component adds to the build), and reached through the kernel registry
+/// (ops/registry.hpp). So no inline ABI namespace is needed: the one-definition rule holds as it
+/// does for any header-only library.
 
 #include "devtensor/version.hpp"
 
@@ -22,34 +20,6 @@
 #define DEVTENSOR_HOST_DEVICE
 #define DEVTENSOR_DEVICE
 #define DEVTENSOR_DEVICE_CODE 0
-#endif
-
-#if defined(DEVTENSOR_WITH_CUDA) && DEVTENSOR_WITH_CUDA
-#define DEVTENSOR_CUDA_RUNTIME 1
-#else
-#define DEVTENSOR_CUDA_RUNTIME 0
-#endif
-
-#if DEVTENSOR_DEVICE_CODE
-#define DEVTENSOR_ABI_NS v0_nvcc
-#define DEVTENSOR_FLAVOUR_NAME "nvcc"
-#elif DEVTENSOR_CUDA_RUNTIME
-#define DEVTENSOR_ABI_NS v0_cudart
-#define DEVTENSOR_FLAVOUR_NAME "cudart"
-#else
-#define DEVTENSOR_ABI_NS v0_host
-#define DEVTENSOR_FLAVOUR_NAME "host"
-#endif
-
-/// Hand-written CUDA kernels: an nvcc TU with the devtensor::cuda component, whose compile options
-/// include --extended-lambda (op bodies pass `[] DEVTENSOR_HD_LAMBDA (T x) {...}` to both the CPU
-/// loops and the CUDA kernels). An nvcc TU without them gets the cudart flavour's kernels only.
-#if DEVTENSOR_DEVICE_CODE && DEVTENSOR_CUDA_RUNTIME && defined(__CUDACC_EXTENDED_LAMBDA__)
-#define DEVTENSOR_CUDA_KERNELS 1
-#define DEVTENSOR_HD_LAMBDA __host__ __device__
-#else
-#define DEVTENSOR_CUDA_KERNELS 0
-#define DEVTENSOR_HD_LAMBDA
 #endif
 
 #define DEVTENSOR_INLINE inline

@@ -1,6 +1,8 @@
 #pragma once
 /// @file devtensor.hpp
-/// @brief The umbrella header: everything devtensor offers in this translation unit's flavour.
+/// @brief The umbrella header: everything devtensor offers. The GPU backend (CUDA platform, kernel
+/// bodies, NCCL) is not here: it is compiled once per program from src/devtensor_cuda.cu, which
+/// the devtensor::cuda component adds to the build, and found through the kernel registry.
 
 #include "devtensor/autodiff/gradient_tape.hpp"
 #include "devtensor/autodiff/gradients.hpp"
@@ -35,11 +37,13 @@
 #include "devtensor/nn/sequential.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/functors.hpp"
 #include "devtensor/ops/grad_ops.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
 #include "devtensor/ops/op_types.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/ops/shape_ops.hpp"
@@ -50,10 +54,3 @@
 #include "devtensor/tensor/tensor.hpp"
 #include "devtensor/variables/variable.hpp"
 #include "devtensor/version.hpp"
-
-#if DEVTENSOR_CUDA_RUNTIME
-#include "devtensor/backend/cuda/platform.hpp"
-#endif
-#if defined(DEVTENSOR_WITH_NCCL) && DEVTENSOR_WITH_NCCL
-#include "devtensor/backend/cuda/nccl.hpp"  // registers the NCCL all-reduce kernel
-#endif

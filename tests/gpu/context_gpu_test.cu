@@ -5,14 +5,17 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
+#include "devtensor/backend/cuda/device_guard.hpp"
+#include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
 
 namespace cfg = devtensor::config;
 
 namespace {
-__global__ void write_flavour(int* out) { *out = DEVTENSOR_DEVICE_CODE; }
+__global__ void write_device_code(int* out) { *out = DEVTENSOR_DEVICE_CODE; }
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(gpu_context, devtensor::test::FreshContext)
@@ -96,16 +99,20 @@ BOOST_AUTO_TEST_CASE(checked_errors_name_the_cuda_error) {
   BOOST_TEST(cudaGetLastError() == cudaSuccess);  // the sticky error was cleared
 }
 
-BOOST_AUTO_TEST_CASE(kernels_run_in_this_flavour) {
+// A user's .cu file: its own kernels run beside devtensor's (which live in the kernel TU).
+BOOST_AUTO_TEST_CASE(a_users_own_kernel_runs_in_an_nvcc_translation_unit) {
   int* d = nullptr;
   DEVTENSOR_CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
-  write_flavour<<<1, 1>>>(d);
+  write_device_code<<<1, 1>>>(d);
   DEVTENSOR_CUDA_CHECK(cudaGetLastError());
   int h = 0;
   DEVTENSOR_CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
   DEVTENSOR_CUDA_CHECK(cudaFree(d));
   BOOST_TEST(h == 1);
-  BOOST_TEST(std::string(DEVTENSOR_FLAVOUR_NAME) == "nvcc");
+  // And devtensor's ops called from this nvcc TU reach the same registered bodies as from a .cpp.
+  const auto t = devtensor::add(devtensor::constant<float>({1, 2}), devtensor::constant<float>({3, 4}));
+  BOOST_TEST(t.device() == "/job:localhost/replica:0/task:0/device:GPU:0");
+  BOOST_TEST(t.to_vector() == (std::vector<float>{4, 6}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -35,7 +35,6 @@ struct GradientOptions {
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::NONE;
 };
 
-inline namespace DEVTENSOR_ABI_NS {
 
 class GradientTape {
  public:
@@ -268,5 +267,4 @@ class GradientTape {
   }
 };
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -24,7 +24,6 @@
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace autodiff_detail {
 
 /// What a gradient function sees: the forward op's inputs x, outputs y, the outputs' gradients dy.
@@ -266,5 +265,4 @@ inline ErasedBackward find_backward(std::string_view op) noexcept {
   return autodiff_detail::find_backward(op_name) != nullptr;
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -114,6 +114,7 @@ struct LogicalDeviceInfo {
   config::LogicalDevice device;    // /device:TYPE:N, as list_logical_devices shows it
   std::string device_type;
   int index = 0;                   // N
+  int logical_index = -1;          // position in Context::logical_devices()
   int physical_index = 0;          // index into Context::physical_devices()
   std::uint64_t memory_limit = 0;  // bytes; GPUs: the allocator's limit, CPUs: 256 MiB (TF's figure)
   bool allow_growth = false;       // GPUs: the effective growth flag
@@ -545,6 +546,7 @@ class Context {
     auto logical = build_logical_devices_locked();
     allocators_ = build_allocators_locked(logical);
     create_streams_locked(logical);
+    for (std::size_t i = 0; i < logical.size(); ++i) logical[i].logical_index = static_cast<int>(i);
     logical_ = std::move(logical);
     by_priority_.clear();
     for (int gpu_first = 1; gpu_first >= 0; --gpu_first)

@@ -20,7 +20,6 @@
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace distribute {
 
 /// Which collective implementation to use: AUTO lets the runtime choose.
@@ -116,5 +115,4 @@ template <Element T>
 }
 
 }  // namespace distribute
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

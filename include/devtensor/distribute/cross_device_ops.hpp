@@ -26,7 +26,6 @@
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace distribute {
 
 namespace cdo_detail {
@@ -482,5 +481,4 @@ class AutoCrossDeviceOps {
 };
 
 }  // namespace distribute
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -36,7 +36,6 @@
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace distribute {
 
 namespace strategy_detail {
@@ -483,5 +482,4 @@ class MirroredStrategy {
 };
 
 }  // namespace distribute
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

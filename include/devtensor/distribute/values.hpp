@@ -14,7 +14,6 @@
 #include "devtensor/core/error.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {  // devtensor::distribute lives here: strategies use ops
 namespace distribute {
 
 enum class ReduceOp { SUM, MEAN };
@@ -93,5 +92,4 @@ struct Mirrored {
 }
 
 }  // namespace distribute
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

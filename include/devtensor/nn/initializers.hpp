@@ -13,7 +13,6 @@
 #include "devtensor/ops/random.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace nn {
 
 /// Any callable from a shape to initial values.
@@ -60,5 +59,4 @@ struct RandomNormal {
 
 }  // namespace initializers
 }  // namespace nn
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -22,7 +22,6 @@
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace nn {
 
 namespace layer_detail {
@@ -235,5 +234,4 @@ class Dense {
 };
 
 }  // namespace nn
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -19,7 +19,6 @@
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace nn {
 
 enum class Reduction { AUTO, NONE, SUM, SUM_OVER_BATCH_SIZE };
@@ -192,5 +191,4 @@ class Loss {
 };
 
 }  // namespace nn
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

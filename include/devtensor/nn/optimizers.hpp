@@ -20,7 +20,6 @@
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace nn {
 
 namespace optimizer_detail {
@@ -143,5 +142,4 @@ class Optimizer {
 };
 
 }  // namespace nn
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

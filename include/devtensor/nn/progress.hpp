@@ -21,7 +21,6 @@
 #include "devtensor/config.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {  // devtensor::nn lives in the ABI namespace (it uses ops)
 namespace nn {
 
 namespace progress_detail {
@@ -127,5 +126,4 @@ class ProgressBar {
 };
 
 }  // namespace nn
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

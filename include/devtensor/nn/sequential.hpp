@@ -26,7 +26,6 @@
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace nn {
 
 struct FitOptions {
@@ -403,5 +402,4 @@ class Sequential {
 };
 
 }  // namespace nn
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

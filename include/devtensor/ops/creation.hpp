@@ -14,12 +14,9 @@
 #include "devtensor/core/arith.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/ops/dispatch.hpp"
-#if DEVTENSOR_CUDA_KERNELS
-#include "devtensor/ops/cuda/kernels.cuh"
-#endif
+#include "devtensor/ops/functors.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 
 /// A tensor of `shape` from `values` in row-major order; one value fills the whole shape.
 /// Created on the requested device (TensorFlow's _EagerConst), with soft placement as for ops:
@@ -86,12 +83,10 @@ Tensor<T> fill(const Shape& shape, std::type_identity_t<T> value) {
   auto out = Tensor<T>::empty(shape, device, ops::Fill::name);
   T* o = out.mutable_data();
   const auto n = shape.num_elements();
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::Fill, T>(device)) {
-    ops::cuda::fill(device, o, n, static_cast<T>(value));
+  if (auto* body = op_detail::gpu_body<ops::Fill, T>(out.device_info())) {
+    body(out.device_info(), o, n, static_cast<T>(value));
     return out;
   }
-#endif
   for (std::int64_t i = 0; i < n; ++i) o[i] = value;
   return out;
 }
@@ -147,12 +142,6 @@ std::int64_t range_size(T start, T limit, T delta) {
   return static_cast<std::int64_t>(size);
 }
 
-/// start + i * delta; integers step in wrapping arithmetic (i and i * delta may leave the type),
-/// exact because every value of the range lies between start and limit.
-template <Numeric T>
-DEVTENSOR_HOST_DEVICE constexpr T range_value(T start, T delta, std::int64_t i) {
-  return arith::add(start, arith::mul(static_cast<T>(i), delta));
-}
 }  // namespace op_detail
 
 /// [start, start + delta, ...) up to `limit` (exclusive), as TensorFlow's range.
@@ -164,17 +153,12 @@ Tensor<T> range(T start, T limit, T delta = T{1}) {
   const int device = op_detail::place<ops::Range, T>();
   auto out = Tensor<T>::empty(Shape{n}, device, ops::Range::name);
   T* o = out.mutable_data();
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::Range, T>(device)) {
-    ops::cuda::generate(device, o, n, [start, delta] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
-      return op_detail::range_value(start, delta, i);
-    });
+  if (auto* body = op_detail::gpu_body<ops::Range, T>(out.device_info())) {
+    body(out.device_info(), o, n, start, delta);
     return out;
   }
-#endif
-  for (std::int64_t i = 0; i < n; ++i) o[i] = op_detail::range_value(start, delta, i);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::range_value(start, delta, i);
   return out;
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -11,49 +11,55 @@
 #include "devtensor/device/scope.hpp"
 #include "devtensor/ops/op_types.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
-// Not `detail`: a devtensor::detail inside the inline namespace would make devtensor::detail
-// ambiguous everywhere.
 namespace op_detail {
 
-/// True when `device` is a real GPU (device memory): the op must run its GPU kernel there.
-inline bool on_real_gpu(int device) {
-  return !Context::global().logical_devices()[static_cast<std::size_t>(device)].host_memory();
-}
-
-/// Host-memory kernels only: for ops without a GPU kernel in this translation unit.
-inline void require_host_memory(int device, std::string_view op) {
-  if (on_real_gpu(device))
-    throw InternalError(std::string(op) + " was placed on " +
-                        Context::global().logical_devices()[static_cast<std::size_t>(device)].full_name +
-                        " but this translation unit has no GPU kernel for it");
-}
-
-/// Does this call run Op's GPU kernel? Only where the kernel exists in this translation unit and
-/// the placer chose a real GPU (simulated GPUs run the CPU kernels on host memory).
+/// The GPU body to run on `device`, or nullptr where the CPU body runs (CPUs, and simulated GPUs,
+/// whose buffers are host memory). The placer chooses a real GPU only when the program contains
+/// the body (ops/registry.hpp), so a real GPU always finds one.
 template <class Op, Element T>
-bool run_gpu_kernel(int device) {
-  if constexpr (has_kernel_v<Op, gpu_t, T>) return on_real_gpu(device);
-  else return false;
+auto gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
+  if constexpr (!has_kernel_v<Op, gpu_t, T>) {
+    return nullptr;
+  } else {
+    if (device.host_memory()) return nullptr;
+    auto* body = registered_kernel<Op, gpu_t, T>();
+    if (body == nullptr) [[unlikely]]
+      throw InternalError(std::string(Op::name) + " was placed on " + device.full_name +
+                          " but its GPU body is no longer registered (unregister_kernel while ops run)");
+    return body;
+  }
 }
 
-/// Places an op with the given inputs (small-int pinning included) and checks the kernel can run.
+/// Places an op with the given inputs (small-int pinning included).
 template <class Op, Element T, class... Inputs>
 int place(const Inputs&... inputs) {
-  const int device = place_op(kernel_support<Op, T>, small_host_int_inputs(inputs...));
-  if constexpr (!has_kernel_v<Op, gpu_t, T>) require_host_memory(device, Op::name);
-  return device;
+  return place_op(kernel_support<Op, T>, small_host_int_inputs(inputs...));
 }
 
 }  // namespace op_detail
 
+/// The registered body of a user's op (one that declares `body<T>`, ops/registry.hpp) for the
+/// device the placer chose: the GPU body on a real GPU, the CPU body on CPUs and simulated GPUs.
+/// @throws InternalError when the program lacks it (the placer never chooses such a device).
+template <class Op, Element T>
+auto kernel_for(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
+  auto* body = device.host_memory() ? registered_kernel<Op, cpu_t, T>() : registered_kernel<Op, gpu_t, T>();
+  if (body == nullptr)
+    throw InternalError(std::string(Op::name) + " has no registered body for " + device.full_name +
+                        ": register one with DEVTENSOR_REGISTER_KERNEL, or place the op with "
+                        "place_op(kernel_support<Op, T>) first");
+  return body;
+}
+
 /// Runs `fn` with the request narrowed to the device type whose kernel an explicit-tag call uses:
-/// the tag's own when this translation unit has that kernel, the CPU otherwise (statically; the
-/// placement log shows the device actually chosen). Under DEVTENSOR_STRICT_PLACEMENT a missing
+/// the tag's own when the op declares that kernel, the CPU otherwise (statically; the placement
+/// log shows the device actually chosen, and soft placement applies when the program lacks the
+/// body). Under DEVTENSOR_STRICT_PLACEMENT a missing
 /// kernel is a compile error instead.
 template <class Op, DeviceTag Tag, Element T, class F>
 auto with_kernel_device(Tag, F&& fn) {
@@ -62,5 +68,4 @@ auto with_kernel_device(Tag, F&& fn) {
   return fn();
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

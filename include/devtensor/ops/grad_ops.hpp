@@ -7,40 +7,38 @@
 #include "devtensor/ops/math.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 namespace grad_ops {
 
 /// dy where the ReLU's input (or output) is positive, else 0.
 template <Numeric T>
 Tensor<T> relu_grad(const Tensor<T>& dy, const Tensor<T>& features) {
-  return op_detail::binary_op<ops::ReluGrad>(dy, features, [] DEVTENSOR_HD_LAMBDA (T g, T x) { return x > T{0} ? g : T{0}; });
+  return op_detail::binary_op<ops::ReluGrad>(dy, features);
 }
 /// dy · y · (1 − y) for y = sigmoid(x).
 template <Floating T>
 Tensor<T> sigmoid_grad(const Tensor<T>& y, const Tensor<T>& dy) {
-  return op_detail::binary_op<ops::SigmoidGrad>(y, dy, [] DEVTENSOR_HD_LAMBDA (T s, T g) { return g * s * (T{1} - s); });
+  return op_detail::binary_op<ops::SigmoidGrad>(y, dy);
 }
 /// dy · (1 − y²) for y = tanh(x).
 template <Floating T>
 Tensor<T> tanh_grad(const Tensor<T>& y, const Tensor<T>& dy) {
-  return op_detail::binary_op<ops::TanhGrad>(y, dy, [] DEVTENSOR_HD_LAMBDA (T t, T g) { return g * (T{1} - t * t); });
+  return op_detail::binary_op<ops::TanhGrad>(y, dy);
 }
 /// dy / (2 y) for y = sqrt(x).
 template <Floating T>
 Tensor<T> sqrt_grad(const Tensor<T>& y, const Tensor<T>& dy) {
-  return op_detail::binary_op<ops::SqrtGrad>(y, dy, [] DEVTENSOR_HD_LAMBDA (T r, T g) { return T{0.5} * g / r; });
+  return op_detail::binary_op<ops::SqrtGrad>(y, dy);
 }
 /// 1 where a >= b, else 0 (broadcasting).
 template <Numeric T>
 Tensor<T> greater_equal(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::GreaterEqual, false>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x >= y ? T{1} : T{0}; });
+  return op_detail::binary_op<ops::GreaterEqual, false>(a, b);
 }
 /// 1 where a == b, else 0 (broadcasting).
 template <Numeric T>
 Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Equal, false>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x == y ? T{1} : T{0}; });
+  return op_detail::binary_op<ops::Equal, false>(a, b);
 }
 
 }  // namespace grad_ops
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

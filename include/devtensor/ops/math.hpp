@@ -14,73 +14,64 @@
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
-#if DEVTENSOR_CUDA_KERNELS
-#include "devtensor/ops/cuda/kernels.cuh"
-#endif
+#include "devtensor/ops/functors.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
-// Not `detail`: a devtensor::detail inside the inline namespace would make devtensor::detail
-// ambiguous everywhere.
 namespace op_detail {
 
-/// Runs a broadcasting binary op; `Differentiable` ops are recorded for GradientTape. `f` runs on
-/// the CPU and, in nvcc TUs, in the CUDA kernel (a DEVTENSOR_HD_LAMBDA); `gpu_f` replaces it on
-/// the GPU when the CPU form cannot run there.
-template <class Op, bool Differentiable = true, Element T, class F, class GpuF = F>
-Tensor<T> binary_op_on(int device, const Shape& shape, const Tensor<T>& a, const Tensor<T>& b, F f,
-                       [[maybe_unused]] GpuF gpu_f) {
+/// Runs a broadcasting binary op on `device` (already placed): Op's GPU body on a real GPU,
+/// ops::cpu::binary with `f` elsewhere. `Differentiable` ops are recorded for GradientTape.
+template <class Op, bool Differentiable = true, Element T, class F>
+Tensor<T> binary_op_on(int device, const Shape& shape, const Tensor<T>& a, const Tensor<T>& b, F f) {
   const auto x = to_device(a, device, Op::name, 0);
   const auto y = to_device(b, device, Op::name, 1);
   auto out = Tensor<T>::empty(shape, device, Op::name);
-#if DEVTENSOR_CUDA_KERNELS
-  if (run_gpu_kernel<Op, T>(device))
-    ops::cuda::zip(device, x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, Op::name, gpu_f);
+  kernels::Binary<T>* body = nullptr;
+  if constexpr (std::same_as<kernel_body_t<Op, T>, kernels::Binary<T>>) body = gpu_body<Op, T>(out.device_info());
+  if (body)
+    body(out.device_info(), x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape);
   else
-#endif
     ops::cpu::binary(x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, f);
   if constexpr (Differentiable) autodiff::record<Op>(out, {}, a, b);
   return out;
 }
-template <class Op, bool Differentiable = true, Element T, class F>
-Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b, F f) {
+template <class Op, bool Differentiable = true, Element T>
+Tensor<T> binary_op(const Tensor<T>& a, const Tensor<T>& b) {
   // No up-front defined() check: an undefined tensor's shape [] broadcasts with anything, so
   // to_device is the first to see it and names it ("Input 1 of AddV2 is an undefined tensor").
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), Op::name);  // shape errors first
-  return binary_op_on<Op, Differentiable>(place<Op, T>(a, b), shape, a, b, f, f);
+  return binary_op_on<Op, Differentiable>(place<Op, T>(a, b), shape, a, b, ops::Functor<Op>{});
 }
 
-template <class Op, Element T, class F>
-Tensor<T> unary_op(const Tensor<T>& a, F f) {
+template <class Op, Element T>
+Tensor<T> unary_op(const Tensor<T>& a) {
   const int device = place<Op, T>(a);
   const auto x = to_device(a, device, Op::name, 0);
   auto out = Tensor<T>::empty(x.shape(), device, Op::name);
-#if DEVTENSOR_CUDA_KERNELS
-  if (run_gpu_kernel<Op, T>(device))
-    ops::cuda::map(device, x.data(), out.mutable_data(), x.num_elements(), f);
+  if (auto* body = gpu_body<Op, T>(out.device_info()))
+    body(out.device_info(), x.data(), out.mutable_data(), x.num_elements());
   else
-#endif
-    ops::cpu::unary(x.data(), out.mutable_data(), x.num_elements(), f);
+    ops::cpu::unary(x.data(), out.mutable_data(), x.num_elements(), ops::Functor<Op>{});
   autodiff::record<Op>(out, {}, a);
   return out;
 }
 
 }  // namespace op_detail
 
-// Integer add, sub, mul, neg, abs and square wrap modulo 2^N (core/arith.hpp says why).
+// Integer add, sub, mul, neg, abs and square wrap modulo 2^N (ops/functors.hpp).
 
 /// a + b with broadcasting (TensorFlow's AddV2).
 template <Numeric T>
 Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Add>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return arith::add(x, y); });
+  return op_detail::binary_op<ops::Add>(a, b);
 }
 template <Numeric T>
 Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Sub>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return arith::sub(x, y); });
+  return op_detail::binary_op<ops::Sub>(a, b);
 }
 template <Numeric T>
 Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Mul>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return arith::mul(x, y); });
+  return op_detail::binary_op<ops::Mul>(a, b);
 }
 /// a / b: true division for floating types (RealDiv), floor division for integers (FloorDiv, as
 /// Python's //; INT_MIN // -1 wraps to INT_MIN). @throws InvalidArgumentError on integer division
@@ -88,54 +79,40 @@ Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b) {
 template <Numeric T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b) {
   if constexpr (std::is_floating_point_v<T>) {
-    return op_detail::binary_op<ops::RealDiv>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x / y; });
+    return op_detail::binary_op<ops::RealDiv>(a, b);
   } else {
-    std::atomic<bool> by_zero{false};  // set from the CPU kernel's threads
-    const auto cpu_f = [&by_zero](T x, T y) {
-      if (y == 0) {
-        by_zero.store(true, std::memory_order_relaxed);
-        return T{0};
-      }
-      return arith::floor_div(x, y);
-    };
     const Shape shape = broadcast_shapes(a.shape(), b.shape(), ops::FloorDiv::name);
     const int device = op_detail::place<ops::FloorDiv, T>(a, b);
-#if DEVTENSOR_CUDA_KERNELS
-    // On a GPU the kernel raises a flag in device memory, read back (a synchronisation) only here.
-    std::shared_ptr<detail::TensorStorage> flag;
-    int* device_flag = nullptr;
-    if (op_detail::run_gpu_kernel<ops::FloorDiv, T>(device)) {
-      flag = detail::allocate_storage(device, sizeof(int), Shape{}, "DT_INT32", ops::FloorDiv::name);
-      device_flag = static_cast<int*>(flag->data);
-      ops::cuda::fill(device, device_flag, 1, 0);
+    const auto& info = Context::global().logical_devices()[static_cast<std::size_t>(device)];
+    bool by_zero = false;
+    Tensor<T> out;
+    if (auto* body = op_detail::gpu_body<ops::FloorDiv, T>(info)) {
+      // The kernel raises a flag in device memory, read back (a synchronisation) only here.
+      const auto x = to_device(a, device, ops::FloorDiv::name, 0);
+      const auto y = to_device(b, device, ops::FloorDiv::name, 1);
+      out = Tensor<T>::empty(shape, device, ops::FloorDiv::name);
+      auto flag = Tensor<std::int32_t>::empty(Shape{}, device, ops::FloorDiv::name);
+      const std::int32_t zero = 0;
+      detail::copy_bytes(flag.mutable_data(), info, &zero, detail::host_buffer_device(), sizeof zero);
+      body(info, x.data(), x.shape(), y.data(), y.shape(), out.mutable_data(), shape, flag.mutable_data());
+      by_zero = flag.item() != 0;
+      autodiff::record<ops::FloorDiv>(out, {}, a, b);
+    } else {
+      std::atomic<int> raised{0};  // set from the CPU kernel's threads
+      out = op_detail::binary_op_on<ops::FloorDiv>(device, shape, a, b, ops::FloorDivFunctor<std::atomic<int>>{&raised});
+      by_zero = raised.load() != 0;
     }
-    const auto gpu_f = [device_flag] DEVTENSOR_HD_LAMBDA (T x, T y) {
-      if (y == 0) {
-        *device_flag = 1;  // benign race: every writer stores 1
-        return T{0};
-      }
-      return arith::floor_div(x, y);
-    };
-    auto out = op_detail::binary_op_on<ops::FloorDiv>(device, shape, a, b, cpu_f, gpu_f);
-    if (flag) {
-      int raised = 0;
-      detail::copy_bytes(&raised, detail::host_buffer_device(), device_flag, *flag->device, sizeof raised);
-      if (raised) by_zero.store(true);
-    }
-#else
-    auto out = op_detail::binary_op_on<ops::FloorDiv>(device, shape, a, b, cpu_f, cpu_f);
-#endif
-    if (by_zero.load()) throw InvalidArgumentError("Integer division by zero [Op:FloorDiv]");
+    if (by_zero) throw InvalidArgumentError("Integer division by zero [Op:FloorDiv]");
     return out;
   }
 }
 template <Numeric T>
 Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Maximum>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x > y ? x : y; });
+  return op_detail::binary_op<ops::Maximum>(a, b);
 }
 template <Numeric T>
 Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b) {
-  return op_detail::binary_op<ops::Minimum>(a, b, [] DEVTENSOR_HD_LAMBDA (T x, T y) { return x < y ? x : y; });
+  return op_detail::binary_op<ops::Minimum>(a, b);
 }
 
 // Explicit-tag forms: `add(devtensor::gpu, a, b)` (static CPU fallback, see with_kernel_device).
@@ -154,39 +131,39 @@ Tensor<T> mul(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
 
 template <Numeric T>
 Tensor<T> neg(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Neg>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return arith::neg(x); });
+  return op_detail::unary_op<ops::Neg>(a);
 }
 template <Numeric T>
 Tensor<T> abs(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Abs>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return arith::abs(x); });
+  return op_detail::unary_op<ops::Abs>(a);
 }
 template <Numeric T>
 Tensor<T> square(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Square>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return arith::mul(x, x); });
+  return op_detail::unary_op<ops::Square>(a);
 }
 template <Floating T>
 Tensor<T> sqrt(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Sqrt>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::sqrt(x); });
+  return op_detail::unary_op<ops::Sqrt>(a);
 }
 template <Floating T>
 Tensor<T> exp(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Exp>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::exp(x); });
+  return op_detail::unary_op<ops::Exp>(a);
 }
 template <Floating T>
 Tensor<T> log(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Log>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::log(x); });
+  return op_detail::unary_op<ops::Log>(a);
 }
 template <Numeric T>
 Tensor<T> relu(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Relu>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return x > T{0} ? x : T{0}; });
+  return op_detail::unary_op<ops::Relu>(a);
 }
 template <Floating T>
 Tensor<T> sigmoid(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Sigmoid>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return T{1} / (T{1} + std::exp(-x)); });
+  return op_detail::unary_op<ops::Sigmoid>(a);
 }
 template <Floating T>
 Tensor<T> tanh(const Tensor<T>& a) {
-  return op_detail::unary_op<ops::Tanh>(a, [] DEVTENSOR_HD_LAMBDA (T x) { return std::tanh(x); });
+  return op_detail::unary_op<ops::Tanh>(a);
 }
 
 /// The elementwise sum of same-shaped tensors (TensorFlow's AddN).
@@ -203,7 +180,6 @@ Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
   bool small = true;
   for (const auto& t : inputs) small = small && small_host_int_inputs(t);
   const int device = place_op(kernel_support<ops::AddN, T>, small);
-  if constexpr (!has_kernel_v<ops::AddN, gpu_t, T>) op_detail::require_host_memory(device, ops::AddN::name);
   std::vector<Tensor<T>> local;
   local.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -211,15 +187,13 @@ Tensor<T> add_n(const std::vector<Tensor<T>>& inputs) {
   auto out = Tensor<T>::empty(inputs[0].shape(), device, ops::AddN::name);
   T* o = out.mutable_data();
   const std::int64_t n = out.num_elements();
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::AddN, T>(device)) {
+  if (auto* body = op_detail::gpu_body<ops::AddN, T>(out.device_info())) {
     std::vector<const T*> pointers;
     for (const auto& t : local) pointers.push_back(t.data());
-    ops::cuda::sum_into(device, o, pointers, n);
+    body(out.device_info(), o, pointers.data(), pointers.size(), n);
     autodiff::record_list<ops::AddN>(out, {}, inputs);
     return out;
   }
-#endif
   backend::cpu::parallel_for(n, ops::cpu::kParallelGrain, [&](std::int64_t begin, std::int64_t end) {
     const T* first = local[0].data();
     for (std::int64_t i = begin; i < end; ++i) o[i] = first[i];
@@ -264,5 +238,4 @@ Tensor<T> operator/(const Tensor<T>& a, std::type_identity_t<T> b) { return div(
 template <Numeric T>
 Tensor<T> operator/(std::type_identity_t<T> a, const Tensor<T>& b) { return div(scalar<T>(a), b); }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

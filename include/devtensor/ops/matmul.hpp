@@ -9,12 +9,8 @@
 #include "devtensor/ops/cpu/matmul.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/matmul_options.hpp"
-#if DEVTENSOR_CUDA_RUNTIME
-#include "devtensor/ops/cuda/matmul.hpp"
-#endif
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 
 /// op(a) · op(b), op transposing the last two dimensions when asked.
 /// @throws InvalidArgumentError "Matrix size-incompatible: In[0]: [..], In[1]: [..]" and for
@@ -48,17 +44,11 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = fals
   const auto y = to_device(b, device, ops::MatMul::name, 1);
   auto out = Tensor<T>::empty(out_shape, device, ops::MatMul::name);
   const std::int64_t batches = out_shape.num_elements() / std::max<std::int64_t>(1, m * n);
-#if DEVTENSOR_CUDA_RUNTIME
-  if constexpr (Floating<T>) {
-    if (op_detail::run_gpu_kernel<ops::MatMul, T>(device)) {
-      std::int64_t batch_count = 1;
-      for (std::size_t d = 0; d + 2 < r; ++d) batch_count *= as[d];
-      ops::cuda::gemm(device, transpose_a, transpose_b, batch_count, m, n, k, x.data(), y.data(), out.mutable_data());
-      autodiff::record<ops::MatMul>(out, {.transpose_a = transpose_a, .transpose_b = transpose_b}, a, b);
-      return out;
-    }
+  if (auto* body = op_detail::gpu_body<ops::MatMul, T>(out.device_info())) {
+    body(out.device_info(), transpose_a, transpose_b, batches, m, n, k, x.data(), y.data(), out.mutable_data());
+    autodiff::record<ops::MatMul>(out, {.transpose_a = transpose_a, .transpose_b = transpose_b}, a, b);
+    return out;
   }
-#endif
   for (std::int64_t i = 0; i < batches && m * n > 0; ++i)
     ops::cpu::gemm(transpose_a, transpose_b, m, n, k, x.data() + i * m * k, y.data() + i * k * n,
                    out.mutable_data() + i * m * n);
@@ -66,13 +56,12 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = fals
   return out;
 }
 
-/// matmul(devtensor::gpu, a, b): the GPU kernel when this translation unit has one, else the
-/// CPU kernel, chosen at compile time.
+/// matmul(devtensor::gpu, a, b): the GPU kernel when the op declares one for T (the program must
+/// contain it, else soft placement falls back), the CPU kernel otherwise, chosen at compile time.
 template <DeviceTag Tag, Numeric T>
 Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = false,
                  bool transpose_b = false) {
   return with_kernel_device<ops::MatMul, Tag, T>(tag, [&] { return matmul(a, b, transpose_a, transpose_b); });
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

@@ -10,9 +10,10 @@
 ///
 /// Note [Placement cache]
 /// A decision depends on the op's kernel table (a static object per op and element type), the
-/// thread's scope stack, the Context's devices and the soft-placement switch. Each thread keeps a
-/// small cache keyed by the kernel table's address and dropped whenever the scope stack's
-/// generation, the Context's epoch or the switch changes, so a repeated op costs a few loads.
+/// kernel registry, the thread's scope stack, the Context's devices and the soft-placement switch.
+/// Each thread keeps a small cache keyed by the kernel table's address and dropped whenever the
+/// scope stack's generation, the registry's generation, the Context's epoch or the switch
+/// changes, so a repeated op costs a few loads.
 
 #include <algorithm>
 #include <atomic>
@@ -27,6 +28,7 @@
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/device/tags.hpp"
+#include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -53,60 +55,75 @@ inline void set_device_policy(DevicePolicy policy) noexcept { detail::device_pol
 inline DevicePolicy get_device_policy() noexcept { return detail::device_policy_state(); }
 }  // namespace config::experimental
 
-/// One op's kernels for one element type, as the placer sees them.
+/// One op's kernels for one element type, as the placer sees them: what the op declares (compile
+/// time) and, for bodies that come from the registry, whether this program contains them.
 struct KernelSupport {
   std::string_view op;
-  std::string_view dtype;  // DT_FLOAT, ...
-  bool cpu;                // a CPU kernel
-  bool gpu;                // a GPU kernel in this translation unit (used for real GPUs)
-  bool simulated_gpu;      // a GPU kernel in a full CUDA build (used for simulated GPUs)
-  bool pin_small_int;      // may be pinned to the host for small integer inputs (SPEC.md §2.5)
+  std::string_view dtype;     // DT_FLOAT, ...
+  bool cpu;                   // declares a CPU kernel
+  bool gpu;                   // declares a GPU kernel (simulated GPUs run the CPU body)
+  const KernelSlot* cpu_body; // registered CPU body (users' ops); nullptr: inline, always present
+  const KernelSlot* gpu_body; // registered GPU body; nullptr: none needed (copies and views)
+  bool pin_small_int;         // may be pinned to the host for small integer inputs (SPEC.md §2.5)
 
-  [[nodiscard]] bool supports(const LogicalDeviceInfo& d) const noexcept {
-    if (!d.is_gpu) return cpu;
-    return d.simulated ? simulated_gpu : gpu;
+  [[nodiscard]] bool cpu_present() const noexcept {
+    return cpu && (cpu_body == nullptr || cpu_body->body.load(std::memory_order_acquire) != nullptr);
   }
-  [[nodiscard]] std::string supported_types() const {
+  /// The program contains the GPU body (real GPUs need it).
+  [[nodiscard]] bool gpu_present() const noexcept {
+    return gpu && (gpu_body == nullptr || gpu_body->body.load(std::memory_order_acquire) != nullptr);
+  }
+  /// A declared GPU kernel whose body this program lacks.
+  [[nodiscard]] bool gpu_body_missing() const noexcept { return gpu && !gpu_present(); }
+  [[nodiscard]] bool supports(const LogicalDeviceInfo& d) const noexcept {
+    if (!d.is_gpu) return cpu_present();
+    return d.simulated ? gpu && cpu_present() : gpu_present();
+  }
+  /// TensorFlow's "has kernels for [...]": GPU when this program can run it on the GPUs it has.
+  [[nodiscard]] std::string supported_types(bool real_gpus) const {
     std::string out;
-    if (gpu || simulated_gpu) out += "GPU";
-    if (cpu) out += out.empty() ? "CPU" : ", CPU";
+    if (real_gpus ? gpu_present() : gpu) out += "GPU";
+    if (cpu_present()) out += out.empty() ? "CPU" : ", CPU";
     return out;
   }
 };
 
-inline namespace DEVTENSOR_ABI_NS {
-
 namespace kernel_detail {
-template <class Op, class T>
-concept declares_cuda_build_table = requires {
-  { Op::template cuda_kernel<T> } -> std::convertible_to<bool>;
-};
 template <class Op>
 concept declares_no_pinning = requires { requires Op::never_pin_to_host; };
+template <class Op>
+concept inline_cpu_kernel = requires { requires Op::inline_cpu_kernel; };
+
+template <class Op, class T>
+constexpr const KernelSlot* gpu_slot_of() noexcept {
+  if constexpr (declares_body<Op, T> && has_kernel_v<Op, gpu_t, T>) return &kernel_slot<Op, gpu_t, T>;
+  else return nullptr;
+}
+template <class Op, class T>
+constexpr const KernelSlot* cpu_slot_of() noexcept {
+  if constexpr (declares_body<Op, T> && has_kernel_v<Op, cpu_t, T> && !inline_cpu_kernel<Op>)
+    return &kernel_slot<Op, cpu_t, T>;
+  else return nullptr;
+}
 }  // namespace kernel_detail
 
-/// Does a full CUDA build have a GPU kernel for Op and T? Ops say so with
-/// `template <class T> static constexpr bool cuda_kernel`; otherwise this TU's table answers.
-template <class Op, class T>
-inline constexpr bool cuda_build_has_kernel_v = [] {
-  if constexpr (kernel_detail::declares_cuda_build_table<Op, T>)
-    return static_cast<bool>(Op::template cuda_kernel<T>);
-  else
-    return has_kernel_v<Op, gpu_t, T>;
-}();
-
+/// The placer's view of Op for element type T: one constant object, whose address keys the
+/// placement cache.
 template <class Op, Element T>
-inline constexpr KernelSupport kernel_support{
-    Op::name, dtype_enum_name<T>(), has_kernel_v<Op, cpu_t, T>, has_kernel_v<Op, gpu_t, T>,
-    cuda_build_has_kernel_v<Op, T>, !kernel_detail::declares_no_pinning<Op>};
-
-}  // namespace DEVTENSOR_ABI_NS
+inline constexpr KernelSupport kernel_support{Op::name,
+                                              dtype_enum_name<T>(),
+                                              has_kernel_v<Op, cpu_t, T>,
+                                              has_kernel_v<Op, gpu_t, T>,
+                                              kernel_detail::cpu_slot_of<Op, T>(),
+                                              kernel_detail::gpu_slot_of<Op, T>(),
+                                              !kernel_detail::declares_no_pinning<Op>};
 
 namespace detail {
 
 struct PlacementCache {
   std::uint64_t generation = ~std::uint64_t{0};
   std::uint64_t epoch = 0;
+  std::uint64_t kernels = 0;  // the registry's generation
   bool soft = true;
   std::vector<std::pair<const KernelSupport*, int>> entries;
 };
@@ -121,6 +138,23 @@ inline const DeviceSpec& requested_spec() noexcept {
   static const DeviceSpec empty;
   const auto& stack = scope_stack();
   return stack.entries.empty() ? empty : stack.entries.back().spec;
+}
+
+/// The hint for a GPU-capable op whose body this program lacks, once per kernel (a warning: the
+/// program runs, slower than the user expects).
+inline void report_missing_gpu_body(const KernelSupport& kernel, const LogicalDeviceInfo& chosen) {
+  if (!kernel.gpu_body || kernel.gpu_body->missing_reported.exchange(true, std::memory_order_relaxed)) return;
+  if (!log_enabled(LogSource::cpp_runtime, LogSeverity::warning)) return;
+  log(LogSeverity::warning,
+      std::string(kernel.op) + " has a GPU kernel for " + std::string(kernel.dtype) +
+          ", but this program does not contain it: running on " + chosen.full_name +
+          ". devtensor's GPU kernels come with the devtensor::cuda component (link devtensor::cuda "
+          "in CMake, or compile devtensor's src/devtensor_cuda.cu into the program).");
+}
+
+inline bool has_real_gpus(const std::vector<LogicalDeviceInfo>& devices) {
+  return std::any_of(devices.begin(), devices.end(),
+                     [](const LogicalDeviceInfo& d) { return d.is_gpu && !d.simulated; });
 }
 
 inline int first_match(const std::vector<LogicalDeviceInfo>& devices,
@@ -138,7 +172,17 @@ inline int select_device(const KernelSupport& kernel, const DeviceSpec& request,
   auto& context = Context::global();
   const auto& devices = context.logical_devices();
   const auto& order = context.devices_by_priority();
-  if (int i = first_match(devices, order, request, kernel); i >= 0) return i;
+  // A real GPU the request allows but whose body the program lacks: say once where the body is.
+  const auto placed = [&](int i) {
+    if (kernel.gpu_body_missing() && devices[static_cast<std::size_t>(i)].host_memory())
+      for (const auto& d : devices)
+        if (d.is_gpu && !d.simulated && request.with_id(std::nullopt).matches(d.spec)) {
+          report_missing_gpu_body(kernel, devices[static_cast<std::size_t>(i)]);
+          break;
+        }
+    return i;
+  };
+  if (int i = first_match(devices, order, request, kernel); i >= 0) return placed(i);
   // Soft placement keeps job, replica and task: a request naming an address this process does
   // not have fails whatever the setting, with TensorFlow 2.21's words.
   const DeviceSpec relaxed = request.with_type(std::nullopt).with_id(std::nullopt);
@@ -148,24 +192,26 @@ inline int select_device(const KernelSupport& kernel, const DeviceSpec& request,
                                device_list(devices) + "]: name one of its job/replica/task addresses. [Op:" +
                                std::string(kernel.op) + "]");
   if (soft)
-    if (int i = first_match(devices, order, relaxed, kernel); i >= 0) return i;
+    if (int i = first_match(devices, order, relaxed, kernel); i >= 0) return placed(i);
   if (request.is_empty() || soft)
     throw InvalidArgumentError("No supported device found in available devices [" +
                                device_list(devices) + "]. enable_soft_placement=" +
                                (soft ? "1" : "0") + ". (Op " + std::string(kernel.op) + " with T=" +
                                std::string(kernel.dtype) + " has kernels for [" +
-                               kernel.supported_types() + "].)");
+                               kernel.supported_types(has_real_gpus(devices)) + "].)");
   std::string why;
   for (const auto& d : devices)
     if (request.matches(d.spec) && !kernel.supports(d)) {
       why = " Could not satisfy explicit device specification '" + request.to_string() +
             "' because no supported kernel for " + d.device_type + " devices is available.";
+      if (d.is_gpu && kernel.gpu_body_missing())
+        why += " This program does not contain devtensor's GPU kernels: link the devtensor::cuda component.";
       break;
     }
   if (why.empty()) why = " The requested device does not exist.";
   throw InvalidArgumentError("Could not satisfy device specification '" + request.to_string() +
                              "'. enable_soft_placement=0. Supported device types [" +
-                             kernel.supported_types() + "]. All available devices [" +
+                             kernel.supported_types(has_real_gpus(devices)) + "]. All available devices [" +
                              device_list(devices) + "]." + why + " [Op:" + std::string(kernel.op) +
                              "] Turn soft placement on (config::set_soft_device_placement(true)) "
                              "to fall back to a supported device.");
@@ -189,10 +235,12 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
     const bool soft = context.soft_device_placement();
     const auto generation = detail::scope_stack().generation;
     const auto epoch = context.epoch();
-    if (cache.generation != generation || cache.epoch != epoch || cache.soft != soft) {
+    const auto kernels = detail::kernel_registry_generation.load(std::memory_order_acquire);
+    if (cache.generation != generation || cache.epoch != epoch || cache.soft != soft || cache.kernels != kernels) {
       cache.entries.clear();
       cache.generation = generation;
       cache.epoch = epoch;
+      cache.kernels = kernels;
       cache.soft = soft;
     }
     for (const auto& [k, d] : cache.entries)
@@ -218,7 +266,7 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
 /// job/replica/task fails either way (`<name> unknown device.`).
 /// @throws InvalidArgumentError as above.
 inline int place_constant() {
-  static constexpr KernelSupport every_device{"_EagerConst", "", true, true, true, false};
+  static constexpr KernelSupport every_device{"_EagerConst", "", true, true, nullptr, nullptr, false};
   return place_op(every_device);
 }
 

@@ -15,9 +15,6 @@
 #include <random>
 
 #include "devtensor/ops/dispatch.hpp"
-#if DEVTENSOR_CUDA_KERNELS
-#include "devtensor/ops/cuda/kernels.cuh"
-#endif
 
 namespace devtensor {
 
@@ -44,6 +41,34 @@ DEVTENSOR_HOST_DEVICE constexpr std::uint64_t splitmix64(std::uint64_t x) noexce
 DEVTENSOR_HOST_DEVICE constexpr double unit_uniform(std::uint64_t seed, std::uint64_t i) noexcept {
   return static_cast<double>(splitmix64(seed ^ splitmix64(i)) >> 11) * 0x1.0p-53;
 }
+/// Element i of a uniform tensor in [minval, minval + span): the same on every device.
+template <class T>
+struct UniformValue {
+  std::uint64_t seed;
+  double minval;
+  double maxval;
+  DEVTENSOR_HOST_DEVICE T operator()(std::int64_t i) const {
+    const T v = static_cast<T>(minval + (maxval - minval) * unit_uniform(seed, static_cast<std::uint64_t>(i)));
+    return v < static_cast<T>(maxval) ? v : static_cast<T>(minval);  // float rounding
+  }
+};
+/// Element i of a normal tensor (Box-Muller over pairs of elements).
+template <class T>
+struct NormalValue {
+  std::uint64_t seed;
+  double mean;
+  double stddev;
+  DEVTENSOR_HOST_DEVICE T operator()(std::int64_t i) const {
+    constexpr double kTwoPi = 6.283185307179586;
+    const auto pair = static_cast<std::uint64_t>(i / 2);
+    const double u1 = 1.0 - unit_uniform(seed, 2 * pair);  // (0, 1]
+    const double u2 = unit_uniform(seed, 2 * pair + 1);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
+    return static_cast<T>(mean + stddev * z);
+  }
+};
+
 inline std::uint64_t next_seed() {
   static std::atomic<std::uint64_t> counter{std::random_device{}()};
   return splitmix64(counter.fetch_add(1));
@@ -51,7 +76,6 @@ inline std::uint64_t next_seed() {
 
 }  // namespace detail
 
-inline namespace DEVTENSOR_ABI_NS {
 
 /// Uniform values in [minval, maxval). @throws InvalidArgumentError when minval >= maxval.
 template <Floating T>
@@ -70,19 +94,11 @@ Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}) {
   const int device = op_detail::place<ops::RandomUniform, T>();
   auto out = Tensor<T>::empty(shape, device, ops::RandomUniform::name);
   T* o = out.mutable_data();
-  const double span = options.maxval - options.minval;
-  const double minval = options.minval;
-  const double maxval = options.maxval;
-  const auto value = [seed, span, minval, maxval] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
-    T v = static_cast<T>(minval + span * detail::unit_uniform(seed, static_cast<std::uint64_t>(i)));
-    return v < static_cast<T>(maxval) ? v : static_cast<T>(minval);  // float rounding
-  };
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::RandomUniform, T>(device)) {
-    ops::cuda::generate(device, o, shape.num_elements(), value);  // the same values as the CPU's
+  if (auto* body = op_detail::gpu_body<ops::RandomUniform, T>(out.device_info())) {
+    body(out.device_info(), o, shape.num_elements(), seed, options.minval, options.maxval);  // the CPU's values
     return out;
   }
-#endif
+  const detail::UniformValue<T> value{seed, options.minval, options.maxval};
   for (std::int64_t i = 0; i < shape.num_elements(); ++i) o[i] = value(i);
   return out;
 }
@@ -97,26 +113,13 @@ Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}) {
   const int device = op_detail::place<ops::RandomStandardNormal, T>();
   auto out = Tensor<T>::empty(shape, device, ops::RandomStandardNormal::name);
   T* o = out.mutable_data();
-  const double mean = options.mean;
-  const double stddev = options.stddev;
-  const auto value = [seed, mean, stddev] DEVTENSOR_HD_LAMBDA (std::int64_t i) {
-    constexpr double kTwoPi = 6.283185307179586;
-    const auto pair = static_cast<std::uint64_t>(i / 2);
-    const double u1 = 1.0 - detail::unit_uniform(seed, 2 * pair);  // (0, 1]
-    const double u2 = detail::unit_uniform(seed, 2 * pair + 1);
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    const double z = (i % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
-    return static_cast<T>(mean + stddev * z);
-  };
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::RandomStandardNormal, T>(device)) {
-    ops::cuda::generate(device, o, shape.num_elements(), value);  // the CPU's values, to rounding
+  if (auto* body = op_detail::gpu_body<ops::RandomStandardNormal, T>(out.device_info())) {
+    body(out.device_info(), o, shape.num_elements(), seed, options.mean, options.stddev);  // the CPU's, to rounding
     return out;
   }
-#endif
+  const detail::NormalValue<T> value{seed, options.mean, options.stddev};
   for (std::int64_t i = 0; i < shape.num_elements(); ++i) o[i] = value(i);
   return out;
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

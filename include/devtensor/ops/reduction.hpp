@@ -2,6 +2,7 @@
 /// @file reduction.hpp
 /// @brief reduce_sum, reduce_mean, reduce_max over all axes, one axis or several, with keepdims.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,14 +10,8 @@
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/ops/cpu/reduce.hpp"
 #include "devtensor/ops/dispatch.hpp"
-#if DEVTENSOR_CUDA_KERNELS
-#include "devtensor/ops/cuda/reduce.cuh"
-#endif
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
-// Not `detail`: a devtensor::detail inside the inline namespace would make devtensor::detail
-// ambiguous everywhere.
 namespace op_detail {
 
 template <class Op, Numeric T>
@@ -43,12 +38,13 @@ Tensor<T> reduction(const Tensor<T>& t, const std::optional<std::vector<std::int
   const int device = place<Op, T>(t);
   const auto x = to_device(t, device, Op::name, 0);
   auto out = Tensor<T>::empty(out_shape, device, Op::name);
-#if DEVTENSOR_CUDA_KERNELS
-  if (run_gpu_kernel<Op, T>(device))
-    ops::cuda::reduce(device, x.data(), shape, reduce, kind, out.mutable_data(), Op::name);
-  else
-#endif
+  if (auto* body = gpu_body<Op, T>(out.device_info())) {
+    const std::unique_ptr<bool[]> axes_flags(new bool[shape.rank() + 1]);  // vector<bool> has no data()
+    for (std::size_t d = 0; d < shape.rank(); ++d) axes_flags[d] = reduce[d];
+    body(out.device_info(), x.data(), shape, axes_flags.get(), out.mutable_data());
+  } else {
     ops::cpu::reduce(x.data(), shape, reduce, kind, out.mutable_data());
+  }
   if (autodiff::tapes_active()) {
     detail::OpAttrs attrs;
     for (std::size_t d = 0; d < shape.rank(); ++d)
@@ -92,5 +88,4 @@ Tensor<T> reduce_max(const Tensor<T>& t, std::int64_t axis, bool keepdims = fals
   return reduce_max(t, std::vector<std::int64_t>{axis}, keepdims);
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

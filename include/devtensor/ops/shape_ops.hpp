@@ -13,14 +13,11 @@
 #include "devtensor/core/checked.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/dispatch.hpp"
-#if DEVTENSOR_CUDA_KERNELS
-#include "devtensor/ops/cuda/kernels.cuh"
-#endif
 
 namespace devtensor {
 namespace detail {
 
-/// The cast kernel on host memory (CPU or simulated GPU): flavour-independent.
+/// The cast kernel on host memory (CPU or simulated GPU).
 template <Element U, Element T>
 Tensor<U> cast_on(const Tensor<T>& x, int device) {
   auto out = Tensor<U>::empty(x.shape(), device, "Cast");
@@ -31,17 +28,8 @@ Tensor<U> cast_on(const Tensor<T>& x, int device) {
   return out;
 }
 
-inline void require_host_memory_portable(int device, std::string_view op) {
-  const auto& d = Context::global().logical_devices()[static_cast<std::size_t>(device)];
-  if (!d.host_memory())
-    throw InternalError(std::string(op) + " was placed on " + d.full_name + " without a GPU kernel");
-}
-
 }  // namespace detail
 
-inline namespace DEVTENSOR_ABI_NS {
-// Not `detail`: a devtensor::detail inside the inline namespace would make devtensor::detail
-// ambiguous everywhere.
 namespace op_detail {
 
 inline std::string dims_string(const std::vector<std::int64_t>& dims) {
@@ -173,12 +161,9 @@ Tensor<T> transpose(const Tensor<T>& t, std::vector<std::int64_t> perm = {}) {
   const auto in_strides = s.strides();
   std::vector<std::int64_t> strides(rank);
   for (std::size_t i = 0; i < rank; ++i) strides[i] = in_strides[static_cast<std::size_t>(perm[i])];
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::Transpose, T>(device))
-    ops::cuda::strided_copy(device, x.data(), strides, 0, out.mutable_data(), out_shape.strides(), 0,
-                            out_shape.dims(), ops::Transpose::name);
+  if (auto* body = op_detail::gpu_body<ops::Transpose, T>(out.device_info()))
+    body(out.device_info(), x.data(), strides, 0, out.mutable_data(), out_shape.strides(), 0, out_shape.dims());
   else
-#endif
     op_detail::strided_gather(x.data(), strides, out_shape.dims(), out.mutable_data());
   autodiff::record<ops::Transpose>(out, {.list = perm}, t);
   return out;
@@ -213,7 +198,6 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
   bool small = true;
   for (const auto& v : values) small = small && small_host_int_inputs(v);
   const int device = place_op(kernel_support<ops::ConcatV2, T>, small);
-  if constexpr (!has_kernel_v<ops::ConcatV2, gpu_t, T>) op_detail::require_host_memory(device, ops::ConcatV2::name);
   auto out = Tensor<T>::empty(out_shape, device, ops::ConcatV2::name);
   if (out_shape.num_elements() == 0) {
     // Nothing to copy, and the row loop below would still count `outer` rows: 2^62 of them for
@@ -221,20 +205,18 @@ Tensor<T> concat(const std::vector<Tensor<T>>& values, std::int64_t axis) {
     autodiff::record_list<ops::ConcatV2>(out, {.axis = static_cast<std::int64_t>(ax)}, values);
     return out;
   }
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::ConcatV2, T>(device)) {
+  if (auto* body = op_detail::gpu_body<ops::ConcatV2, T>(out.device_info())) {
     const auto out_strides = out_shape.strides();
     std::int64_t along = 0;
     for (std::size_t i = 0; i < values.size(); ++i) {
       const auto x = to_device(values[i], device, ops::ConcatV2::name, static_cast<int>(i));
-      ops::cuda::strided_copy(device, x.data(), x.shape().strides(), 0, out.mutable_data(), out_strides,
-                              along * out_strides[ax], x.shape().dims(), ops::ConcatV2::name);
+      body(out.device_info(), x.data(), x.shape().strides(), 0, out.mutable_data(), out_strides,
+           along * out_strides[ax], x.shape().dims());
       along += x.shape()[ax];
     }
     autodiff::record_list<ops::ConcatV2>(out, {.axis = static_cast<std::int64_t>(ax)}, values);
     return out;
   }
-#endif
   std::int64_t outer = 1;
   for (std::size_t d = 0; d < ax; ++d) outer *= dims[d];
   std::int64_t inner = 1;
@@ -281,12 +263,10 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, std::vector<std::int64_t> sizes
     std::vector<std::int64_t> box = s.dims_vector();
     box[ax] = size;
     auto piece = Tensor<T>::empty(Shape(box), device, ops::Split::name);
-#if DEVTENSOR_CUDA_KERNELS
-    if (op_detail::run_gpu_kernel<ops::Split, T>(device))
-      ops::cuda::strided_copy(device, x.data(), s.strides(), begin[ax] * s.strides()[ax], piece.mutable_data(),
-                              piece.shape().strides(), 0, piece.shape().dims(), ops::Split::name);
+    if (auto* body = op_detail::gpu_body<ops::Split, T>(piece.device_info()))
+      body(piece.device_info(), x.data(), s.strides(), begin[ax] * s.strides()[ax], piece.mutable_data(),
+           piece.shape().strides(), 0, piece.shape().dims());
     else
-#endif
       op_detail::copy_box(x.data(), s, begin, box, piece.mutable_data());
     begin[ax] += size;
     out.push_back(std::move(piece));
@@ -335,15 +315,13 @@ Tensor<T> slice(const Tensor<T>& t, const std::vector<std::int64_t>& begin, std:
   const int device = op_detail::place<ops::Slice, T>(t);
   const auto x = to_device(t, device, ops::Slice::name, 0);
   auto out = Tensor<T>::empty(Shape(size), device, ops::Slice::name);
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::Slice, T>(device)) {
+  if (auto* body = op_detail::gpu_body<ops::Slice, T>(out.device_info())) {
     const auto strides = s.strides();
     std::int64_t offset = 0;
     for (std::size_t d = 0; d < s.rank(); ++d) offset += begin[d] * strides[d];
-    ops::cuda::strided_copy(device, x.data(), strides, offset, out.mutable_data(), out.shape().strides(), 0,
-                            out.shape().dims(), ops::Slice::name);
+    body(out.device_info(), x.data(), strides, offset, out.mutable_data(), out.shape().strides(), 0,
+         out.shape().dims());
   } else
-#endif
     op_detail::copy_box(x.data(), s, begin, size, out.mutable_data());
   autodiff::record<ops::Slice>(out, {.list = begin}, t);
   return out;
@@ -370,12 +348,10 @@ Tensor<T> broadcast_to(const Tensor<T>& t, const Shape& shape) {
   const std::int64_t n = shape.num_elements();
   const T* src = x.data();
   T* dst = out.mutable_data();
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::BroadcastTo, T>(device)) {
-    ops::cuda::strided_copy(device, src, ops::cpu::detail::broadcast_strides(x.shape(), shape.rank()), 0, dst,
-                            shape.strides(), 0, shape.dims(), ops::BroadcastTo::name);
+  if (auto* body = op_detail::gpu_body<ops::BroadcastTo, T>(out.device_info())) {
+    body(out.device_info(), src, ops::cpu::detail::broadcast_strides(x.shape(), shape.rank()), 0, dst,
+         shape.strides(), 0, shape.dims());
   } else
-#endif
   if (x.num_elements() == 1) {
     std::fill(dst, dst + n, n > 0 ? src[0] : T{});
   } else if (n > 0) {
@@ -413,17 +389,14 @@ Tensor<T> pad(const Tensor<T>& t, const std::vector<std::pair<std::int64_t, std:
   const Shape out_shape(dims, ops::Pad::name);
   auto out = Tensor<T>::empty(out_shape, device, ops::Pad::name);
   T* o = out.mutable_data();
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::Pad, T>(device)) {
+  if (auto* body = op_detail::gpu_body<ops::Pad, T>(out.device_info())) {
     const auto out_strides = out_shape.strides();
     std::int64_t offset = 0;
     for (std::size_t d = 0; d < s.rank(); ++d) offset += begin[d] * out_strides[d];
-    ops::cuda::fill(device, o, out_shape.num_elements(), T{});
-    ops::cuda::strided_copy(device, x.data(), s.strides(), 0, o, out_strides, offset, s.dims(), ops::Pad::name);
+    body(out.device_info(), x.data(), s.strides(), o, out_shape.num_elements(), out_strides, offset, s.dims());
     autodiff::record<ops::Pad>(out, std::move(attrs), t);
     return out;
   }
-#endif
   std::fill(o, o + out_shape.num_elements(), T{});
   // Scatter the input rows into the box at `begin` (copy_box's inverse).
   const std::size_t rank = s.rank();
@@ -467,42 +440,24 @@ template <Element U, Element T>
 Tensor<U> cast(const Tensor<T>& t) {
   require_defined_inputs(ops::Cast::name, t);
   const int device = op_detail::place<ops::Cast, T>(t);
-#if DEVTENSOR_CUDA_KERNELS
-  if (op_detail::run_gpu_kernel<ops::Cast, T>(device)) {
-    const auto x = to_device(t, device, ops::Cast::name, 0);
+  const auto x = to_device(t, device, ops::Cast::name, 0);
+  if (auto* body = op_detail::gpu_body<ops::Cast, T>(x.device_info())) {
     auto out = Tensor<U>::empty(x.shape(), device, ops::Cast::name);
-    ops::cuda::map(device, x.data(), out.mutable_data(), x.num_elements(),
-                   [] DEVTENSOR_HD_LAMBDA (T v) { return arith::convert<U>(v); });
+    body(x.device_info(), x.data(), out.mutable_data(), dtype_enum<U>(), x.num_elements());
     if constexpr (Floating<T>) autodiff::record<ops::Cast>(out, {}, t);
     return out;
   }
-#endif
-  auto out = detail::cast_on<U>(to_device(t, device, ops::Cast::name, 0), device);
+  auto out = detail::cast_on<U>(x, device);
   if constexpr (Floating<T>) autodiff::record<ops::Cast>(out, {}, t);  // float <-> double only
   return out;
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 
-namespace detail {
-/// Tensor::cast's kernel table: the same in every translation-unit flavour (CPU kernels; simulated
-/// GPUs follow the CUDA build), because a member of Tensor must have one body everywhere.
-struct CastOpName {  // ops::Cast differs between flavours; a member of Tensor may not
-  static constexpr std::string_view name = "Cast";
-};
-template <Element T>
-inline constexpr KernelSupport portable_cast_support{"Cast", dtype_enum_name<T>(), true, false, true, true};
-}  // namespace detail
 
 template <Element T>
 template <Element U>
 Tensor<U> Tensor<T>::cast() const {
-  require_defined_inputs("Cast", *this);
-  const int device = place_op(detail::portable_cast_support<T>, small_host_int_inputs(*this));
-  detail::require_host_memory_portable(device, "Cast");
-  auto out = detail::cast_on<U>(to_device(*this, device, "Cast", 0), device);
-  if constexpr (Floating<T>) autodiff::record<detail::CastOpName>(out, {}, *this);
-  return out;
+  return devtensor::cast<U>(*this);
 }
 
 }  // namespace devtensor

@@ -10,10 +10,9 @@
 ///       static constexpr bool has_kernel = std::same_as<Tag, devtensor::cpu_t>;
 ///     };
 ///
-/// The answer may differ between translation-unit flavours (config.hpp): a GPU kernel that needs
-/// nvcc exists only in .cu files. That is why these templates live in the ABI-tagged inline
-/// namespace: a host TU and an nvcc TU that both ask get two different entities, and the
-/// one-definition rule holds.
+/// The table is the op's declaration, the same in every translation unit. Whether this program
+/// contains a GPU body is answered at run time by the kernel registry (ops/registry.hpp); the
+/// placer uses both.
 
 #include <array>
 #include <concepts>
@@ -24,7 +23,6 @@
 #include "devtensor/device/tags.hpp"
 
 namespace devtensor {
-inline namespace DEVTENSOR_ABI_NS {
 
 /// An op type: a name and a kernel table.
 template <class Op>
@@ -32,8 +30,6 @@ concept OpType = requires {
   { Op::name } -> std::convertible_to<std::string_view>;
 };
 
-// Not `detail`: a second devtensor::detail inside the inline namespace would make every
-// `devtensor::detail::` name ambiguous.
 namespace kernel_detail {
 template <class Op, class Tag, class T>
 concept declares_kernel_table = requires {
@@ -41,8 +37,8 @@ concept declares_kernel_table = requires {
 };
 }  // namespace kernel_detail
 
-/// True when `Op` has a kernel for device tag `Tag` and element type `T` in this translation unit.
-/// An op without a kernel table has no kernels.
+/// True when `Op` declares a kernel for device tag `Tag` and element type `T`. An op without a
+/// kernel table has no kernels.
 template <class Op, DeviceTag Tag, class T>
 inline constexpr bool has_kernel_v = [] {
   if constexpr (kernel_detail::declares_kernel_table<Op, Tag, T>)
@@ -81,8 +77,8 @@ constexpr SupportedDeviceTypes supported_device_types() noexcept {
   return result;
 }
 
-/// The tag whose kernel an explicit-tag call `op(tag, ...)` runs: the requested tag when it has a
-/// kernel here, else the CPU (a static fallback). Under DEVTENSOR_STRICT_PLACEMENT the fallback is
+/// The tag whose kernel an explicit-tag call `op(tag, ...)` asks for: the requested tag when the op
+/// declares a kernel for it, else the CPU (a static fallback). Under DEVTENSOR_STRICT_PLACEMENT the fallback is
 /// a compile error instead (see require_kernel).
 template <class Op, DeviceTag Tag, class T>
 using kernel_tag_t = std::conditional_t<has_kernel_v<Op, Tag, T>, Tag, cpu_t>;
@@ -93,13 +89,12 @@ template <class Op, DeviceTag Tag, class T>
 constexpr void require_kernel() noexcept {
 #if defined(DEVTENSOR_STRICT_PLACEMENT)
   static_assert(has_kernel_v<Op, Tag, T>,
-                "devtensor strict placement: this op has no kernel for the requested device tag "
-                "in this translation unit (compile the file with nvcc for GPU kernels, or call the "
-                "op without a tag so the placer may fall back to the CPU)");
+                "devtensor strict placement: this op declares no kernel for the requested device "
+                "tag (call the op without a tag so the placer may fall back to the CPU, or run it "
+                "under a DeviceScope)");
 #endif
   static_assert(has_kernel_v<Op, Tag, T> || has_kernel_v<Op, cpu_t, T>,
                 "devtensor: this op has no kernel for this element type on any device");
 }
 
-}  // namespace DEVTENSOR_ABI_NS
 }  // namespace devtensor

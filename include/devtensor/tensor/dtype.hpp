@@ -49,6 +49,18 @@ constexpr std::string_view dtype_enum_name() noexcept {
   else return "DT_BOOL";
 }
 
+/// The element type as a value, for type-erased kernels (TensorFlow's DataType enum).
+enum class DType : unsigned char { DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL };
+
+template <Element T>
+constexpr DType dtype_enum() noexcept {
+  if constexpr (std::same_as<T, float>) return DType::DT_FLOAT;
+  else if constexpr (std::same_as<T, double>) return DType::DT_DOUBLE;
+  else if constexpr (std::same_as<T, std::int32_t>) return DType::DT_INT32;
+  else if constexpr (std::same_as<T, std::int64_t>) return DType::DT_INT64;
+  else return DType::DT_BOOL;
+}
+
 template <class T, class... Ts>
 inline constexpr bool is_one_of_v = (std::same_as<T, Ts> || ...);
 

@@ -62,10 +62,16 @@ struct VariableOptions {
 
 namespace detail {
 /// Variables are created by VarHandleOp: CPU and (simulated) GPUs. Real GPUs hold variables once
-/// the CUDA backend gives their updates a kernel; until then they stay on the host. The same table
-/// in every translation-unit flavour, because Variable is shared by all of them.
+/// the registry holds a GPU body for their updates (kernel_slot<VarHandleOp, gpu_t, T>); until
+/// then they stay on the host. Never pinned to the host for being small.
 template <Element T>
-inline constexpr KernelSupport var_handle_support{"VarHandleOp", dtype_enum_name<T>(), true, false, true, false};
+inline constexpr KernelSupport var_handle_support{"VarHandleOp",
+                                                  dtype_enum_name<T>(),
+                                                  true,
+                                                  true,
+                                                  nullptr,
+                                                  &kernel_slot<ops::VarHandleOp, gpu_t, T>,
+                                                  false};
 }  // namespace detail
 
 template <Element T>

@@ -3,7 +3,7 @@
 
 // devtensor's headers must not pull in CUDA for a consumer of the core target. (This machine's
 // image links CUDA headers into /usr/local/include, so only what was included can be checked.)
-#if defined(__CUDA_RUNTIME_API_H__) || defined(__CUDA_RUNTIME_H__) || DEVTENSOR_CUDA_RUNTIME
+#if defined(__CUDA_RUNTIME_API_H__) || defined(__CUDA_RUNTIME_H__)
 #error "devtensor pulled a CUDA header into a CPU-only consumer"
 #endif
 

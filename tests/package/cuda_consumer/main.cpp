@@ -1,16 +1,24 @@
-// The cudart flavour (host compiler + devtensor::cuda): real GPUs are discovered through the
-// runtime API; without a driver that is zero GPUs, not an error.
+// A g++-only consumer of the installed cuda component, through a static library. The CUDA
+// platform and the GPU bodies must be registered (the kernel object was linked); without a driver
+// that is zero GPUs, not an error, and the ops run on the CPU.
 #include <devtensor/devtensor.hpp>
 
 #include <cstdio>
-#include <cstring>
+#include <string>
 
-const char* nvcc_flavour();
+devtensor::Tensor<float> doubled(const devtensor::Tensor<float>& t);
 
 int main() {
-  const auto gpus = devtensor::config::list_physical_devices("GPU");
-  std::printf("cuda_consumer: %zu GPUs (%s); flavours %s + %s\n", gpus.size(),
-              devtensor::Context::global().gpu_platform_status().c_str(), DEVTENSOR_FLAVOUR_NAME,
-              nvcc_flavour());
-  return std::strcmp(nvcc_flavour(), "nvcc") == 0 && std::strcmp(DEVTENSOR_FLAVOUR_NAME, "cudart") == 0 ? 0 : 1;
+  namespace dt = devtensor;
+  const auto gpus = dt::config::list_physical_devices("GPU");
+  const auto* platform = dt::Context::global().gpu_platform();
+  const auto provider = dt::KernelRegistry::global().provider({"AddV2", "GPU", "DT_FLOAT"});
+  const auto kernels = dt::KernelRegistry::global().list().size();
+  const auto sum = dt::reduce_sum(doubled(dt::constant<float>({1, 2, 3}))).item();
+  std::printf("cuda_consumer: %zu GPUs (%s); platform %s; %zu GPU kernels registered, AddV2 from %s; sum %.1f\n",
+              gpus.size(), dt::Context::global().gpu_platform_status().c_str(), platform ? platform->name : "none",
+              kernels, provider ? provider->c_str() : "nowhere", static_cast<double>(sum));
+  const bool ok = platform != nullptr && std::string(platform->name) == "CUDA" && provider &&
+                  provider->find("devtensor::cuda") != std::string::npos && kernels > 100 && sum == 12.0f;
+  return ok ? 0 : 1;
 }

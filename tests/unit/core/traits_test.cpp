@@ -21,12 +21,6 @@ struct EverywhereOp {
   template <dt::DeviceTag Tag, class T>
   static constexpr bool has_kernel = true;
 };
-// An op whose GPU kernel exists only where device code is compiled (an nvcc TU).
-struct NvccOnlyGpuOp {
-  static constexpr std::string_view name = "NvccOnlyGpuOp";
-  template <dt::DeviceTag Tag, class T>
-  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t> || DEVTENSOR_DEVICE_CODE;
-};
 // No kernel table at all.
 struct NoTableOp {
   static constexpr std::string_view name = "NoTableOp";
@@ -56,7 +50,6 @@ static_assert(dt::has_kernel_v<EverywhereOp, dt::gpu_t, double>);
 static_assert(!dt::has_kernel_v<NoTableOp, dt::cpu_t, float>);
 static_assert(dt::HasKernel<EverywhereOp, dt::gpu_t, float>);
 static_assert(!dt::HasKernel<CpuOnlyOp, dt::gpu_t, float>);
-static_assert(!dt::has_kernel_v<NvccOnlyGpuOp, dt::gpu_t, float>);  // this TU is host-compiled
 
 // Explicit-tag calls fall back to the CPU kernel statically.
 static_assert(std::same_as<dt::kernel_tag_t<CpuOnlyOp, dt::gpu_t, float>, dt::cpu_t>);
@@ -76,7 +69,6 @@ BOOST_AUTO_TEST_CASE(runtime_view_of_supported_types) {
   std::string joined;
   for (auto t : dt::supported_device_types<EverywhereOp, float>()) joined += std::string(t) + ",";
   BOOST_TEST(joined == "GPU,CPU,");
-  BOOST_TEST(std::string_view(DEVTENSOR_FLAVOUR_NAME) == "host");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -71,14 +71,14 @@ BOOST_AUTO_TEST_CASE(copies_name_the_streams_of_their_devices) {
   dt::Tensor<float> on1;
   {
     dt::DeviceScope scope("/gpu:1");
-    // A host TU has no GPU kernels: soft placement runs identity on the CPU, so its input is
-    // copied GPU:0 -> host on GPU:0's stream.
+    // identity needs no kernel body (a copy): it runs on GPU:1, its input copied GPU:0 -> GPU:1
+    // with both streams named.
     on1 = dt::identity(on0);
   }
-  BOOST_TEST(on1.device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+  BOOST_TEST(on1.device() == "/job:localhost/replica:0/task:0/device:GPU:1");
   const auto& last = recorder.copies.back();
   BOOST_TEST(last.src_stream == gpu0.stream);
-  BOOST_TEST(last.dst_stream == nullptr);
+  BOOST_TEST(last.dst_stream == on1.device_info().stream);
   BOOST_TEST(on1.to_vector() == (std::vector<float>{1, 2, 3}));
   const void* gpu1_stream = nullptr;
   int gpu1_logical_index = -1;

@@ -18,26 +18,27 @@ template <class Op, class T>
 std::string cell() {
   std::string s;
   if (dt::has_kernel_v<Op, dt::cpu_t, T>) s += "CPU";
-  if (dt::cuda_build_has_kernel_v<Op, T>) s += s.empty() ? "GPU" : " GPU";
+  if (dt::has_kernel_v<Op, dt::gpu_t, T>) s += s.empty() ? "GPU" : " GPU";
   return s.empty() ? "–" : s;
 }
 
-/// Which translation-unit flavours have the op's GPU kernel (config.hpp).
+/// Where a real GPU's body comes from.
 template <class Op>
-std::string gpu_builds() {
-  if constexpr (std::is_same_v<Op, dt::ops::VarHandleOp>) return "simulated GPUs only";
-  const bool any = dt::cuda_build_has_kernel_v<Op, float> || dt::cuda_build_has_kernel_v<Op, double> ||
-                   dt::cuda_build_has_kernel_v<Op, std::int32_t> || dt::cuda_build_has_kernel_v<Op, std::int64_t> ||
-                   dt::cuda_build_has_kernel_v<Op, bool>;
+std::string gpu_body() {
+  if constexpr (std::is_same_v<Op, dt::ops::VarHandleOp>) return "not yet (simulated GPUs only)";
+  const bool any = dt::has_kernel_v<Op, dt::gpu_t, float> || dt::has_kernel_v<Op, dt::gpu_t, double> ||
+                   dt::has_kernel_v<Op, dt::gpu_t, std::int32_t> || dt::has_kernel_v<Op, dt::gpu_t, std::int64_t> ||
+                   dt::has_kernel_v<Op, dt::gpu_t, bool>;
   if (!any) return "–";
-  return Op::gpu_kernel_kind == dt::ops::GpuKernelKind::library ? "nvcc, cudart" : "nvcc";
+  if constexpr (dt::kernel_detail::declares_body<Op, float>) return "devtensor::cuda";
+  return "copies (no kernel)";
 }
 
 template <class Op>
 std::string row() {
   return "| `" + std::string(Op::name) + "` | " + cell<Op, float>() + " | " + cell<Op, double>() + " | " +
          cell<Op, std::int32_t>() + " | " + cell<Op, std::int64_t>() + " | " + cell<Op, bool>() + " | " +
-         gpu_builds<Op>() + " | " + (dt::has_gradient(Op::name) ? "yes" : "–") + " |\n";
+         gpu_body<Op>() + " | " + (dt::has_gradient(Op::name) ? "yes" : "–") + " |\n";
 }
 
 template <class... Ops>
@@ -51,17 +52,18 @@ std::string generate() {
       "# Op support\n\n"
       "Generated from the kernel tables in `include/devtensor/ops/op_types.hpp` by\n"
       "`tests/unit/ops/op_support_doc.cpp`; a test fails when this file is out of date.\n\n"
-      "Which element types have a kernel on which device type. **CPU**: always compiled.\n"
-      "**GPU**: a kernel in a full CUDA build (what simulated GPUs follow for placement). In a given\n"
-      "translation unit a real-GPU kernel exists only where it is compiled, as the **GPU kernel in**\n"
-      "column says: **nvcc**: hand-written CUDA kernels (`include/devtensor/ops/cuda/*.cuh`), in `.cu`\n"
-      "files linking `devtensor::cuda`; **nvcc, cudart**: library calls (cuBLAS matmul, copies and\n"
-      "views), also in host-compiled files linking `devtensor::cuda`. Elsewhere a real-GPU request\n"
-      "falls back to the CPU, statically. Variables (VarHandleOp) are not placed on real GPUs yet.\n\n"
+      "Which element types have a kernel on which device type. **CPU**: always compiled, inline.\n"
+      "**GPU**: the op declares a GPU kernel (simulated GPUs follow this, running the CPU body).\n"
+      "**GPU body**: where a real GPU's body comes from: **devtensor::cuda**: compiled once per\n"
+      "program in `src/devtensor_cuda.cu`, which the `devtensor::cuda` component adds to the build,\n"
+      "and found through the kernel registry from every translation unit, `.cpp` or `.cu`; a program\n"
+      "without it places these ops like ops without a GPU kernel (soft placement, one log line).\n"
+      "**copies**: constants, reshape and identity need no kernel. Variables (VarHandleOp) are not\n"
+      "placed on real GPUs yet.\n\n"
       "**Gradient**: GradientTape differentiates the op (float32 and float64; integer and bool\n"
       "tensors are never differentiated). Creation and random ops have no inputs to differentiate;\n"
       "GreaterEqual and Equal are piecewise constant and are not recorded.\n\n"
-      "| op | float32 | float64 | int32 | int64 | bool | GPU kernel in | gradient |\n"
+      "| op | float32 | float64 | int32 | int64 | bool | GPU body | gradient |\n"
       "|---|---|---|---|---|---|---|---|\n";
   out += rows<o::EagerConst, o::Fill, o::Range, o::Add, o::Sub, o::Mul, o::RealDiv, o::FloorDiv, o::Maximum,
               o::Minimum, o::Neg, o::Abs, o::Square, o::Sqrt, o::Exp, o::Log, o::Relu, o::Sigmoid, o::Tanh,

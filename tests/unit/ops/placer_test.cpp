@@ -316,14 +316,18 @@ BOOST_AUTO_TEST_CASE(explicit_tag_calls) {
   two_gpus();
   dt::debugging::set_log_device_placement(true);
   auto a = dt::constant<float>({1, 2, 3, 4}, {2, 2});
-  // No GPU kernel in this (host-compiled) translation unit: the CPU kernel, statically.
-  static_assert(!dt::has_kernel_v<dt::ops::MatMul, dt::gpu_t, float>);
+  // MatMul declares a float GPU kernel: the tag's device (simulated GPUs run the CPU body).
+  static_assert(dt::has_kernel_v<dt::ops::MatMul, dt::gpu_t, float>);
   auto c = dt::matmul(dt::gpu, a, a);
-  BOOST_TEST(c.device() == kCpu0);
-  BOOST_TEST(log.count("Executing op MatMul in device " + std::string(kCpu0)) == 1u);
+  BOOST_TEST(c.device() == kGpu0);
+  BOOST_TEST(log.count("Executing op MatMul in device " + std::string(kGpu0)) == 1u);
   BOOST_TEST(dt::matmul(dt::cpu, a, a).device() == kCpu0);
-  BOOST_TEST(dt::add(dt::gpu, a, a).device() == kCpu0);
-  BOOST_TEST(dt::add_n(dt::gpu, std::vector{a, a}).device() == kCpu0);
+  BOOST_TEST(dt::add(dt::gpu, a, a).device() == kGpu0);
+  BOOST_TEST(dt::add_n(dt::gpu, std::vector{a, a}).device() == kGpu0);
+  // No integer GPU GEMM is declared: the CPU kernel, statically.
+  static_assert(!dt::has_kernel_v<dt::ops::MatMul, dt::gpu_t, std::int32_t>);
+  const auto i = dt::constant<std::int32_t>(std::vector<std::int32_t>(100, 1), {10, 10});
+  BOOST_TEST(dt::matmul(dt::gpu, i, i).device() == kCpu0);
   BOOST_TEST(dt::current_device_spec().to_string() == "");  // the tag's scope is gone again
 }
 

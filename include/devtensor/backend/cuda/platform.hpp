@@ -187,12 +187,10 @@ inline constexpr ::devtensor::detail::GpuPlatform platform{
     &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
     &platform_synchronize, &platform_copy};
 
-inline namespace DEVTENSOR_ABI_NS {
 /// Registers the CUDA platform once per program, from whichever CUDA-flavoured TU runs first.
 inline const bool platform_registered = [] {
   Context::global().register_gpu_platform(&platform);
   return true;
 }();
-}  // namespace DEVTENSOR_ABI_NS
 
 }  // namespace devtensor::backend::cuda

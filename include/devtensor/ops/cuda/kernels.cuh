@@ -1,6 +1,6 @@
 #pragma once
 /// @file kernels.cuh
-/// @brief The hand-written CUDA kernels (nvcc TUs with DEVTENSOR_CUDA_KERNELS): elementwise maps
+/// @brief The hand-written CUDA kernels (compiled in src/devtensor_cuda.cu): elementwise maps
 /// with NumPy broadcasting, a strided copy that serves transpose / broadcast_to / slice / split /
 /// concat / pad, fill, range, the counter-based random generators, and add_n's accumulation.
 ///
@@ -42,8 +42,8 @@ struct Launch {
   backend::cuda::DeviceGuard guard;
   cudaStream_t stream;
 
-  explicit Launch(int device_index)
-      : device(Context::global().logical_devices()[static_cast<std::size_t>(device_index)]),
+  explicit Launch(const LogicalDeviceInfo& on)
+      : device(on),
         guard(device.platform_ordinal),
         stream(backend::cuda::stream_of(device)) {}
 
@@ -160,7 +160,7 @@ __global__ void accumulate_kernel(T* __restrict__ out, const T* __restrict__ x, 
 
 /// out[i] = f(in[i]) (U may differ from T: casts).
 template <class T, class U, class F>
-void map(int device, const T* in, U* out, std::int64_t n, F f) {
+void map(const LogicalDeviceInfo& device, const T* in, U* out, std::int64_t n, F f) {
   if (n == 0) return;
   Launch launch(device);
   map_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(in, out, n, f);
@@ -169,7 +169,7 @@ void map(int device, const T* in, U* out, std::int64_t n, F f) {
 
 /// out = f(a, b) with NumPy broadcasting to `out_shape`.
 template <class T, class F>
-void zip(int device, const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out,
+void zip(const LogicalDeviceInfo& device, const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out,
          const Shape& out_shape, std::string_view op, F f) {
   const std::int64_t n = out_shape.num_elements();
   if (n == 0) return;
@@ -194,7 +194,7 @@ void zip(int device, const T* a, const Shape& a_shape, const T* b, const Shape& 
 /// Copies the box `dims` from src (strides `src_strides`, starting at `src_offset`) to dst
 /// (strides `dst_strides`, starting at `dst_offset`).
 template <class T>
-void strided_copy(int device, const T* src, std::span<const std::int64_t> src_strides, std::int64_t src_offset,
+void strided_copy(const LogicalDeviceInfo& device, const T* src, std::span<const std::int64_t> src_strides, std::int64_t src_offset,
                   T* dst, std::span<const std::int64_t> dst_strides, std::int64_t dst_offset,
                   std::span<const std::int64_t> dims, std::string_view op) {
   std::int64_t n = 1;
@@ -214,7 +214,7 @@ void strided_copy(int device, const T* src, std::span<const std::int64_t> src_st
 }
 
 template <class T>
-void fill(int device, T* out, std::int64_t n, T value) {
+void fill(const LogicalDeviceInfo& device, T* out, std::int64_t n, T value) {
   if (n == 0) return;
   Launch launch(device);
   fill_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(out, n, value);
@@ -223,7 +223,7 @@ void fill(int device, T* out, std::int64_t n, T value) {
 
 /// out[i] = f(i): range and the random generators.
 template <class T, class F>
-void generate(int device, T* out, std::int64_t n, F f) {
+void generate(const LogicalDeviceInfo& device, T* out, std::int64_t n, F f) {
   if (n == 0) return;
   Launch launch(device);
   generate_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(out, n, f);
@@ -232,12 +232,12 @@ void generate(int device, T* out, std::int64_t n, F f) {
 
 /// out = inputs[0] + inputs[1] + ... (add_n): one copy, then one accumulation per input.
 template <class T>
-void sum_into(int device, T* out, const std::vector<const T*>& inputs, std::int64_t n) {
+void sum_into(const LogicalDeviceInfo& device, T* out, const T* const* inputs, std::size_t count, std::int64_t n) {
   if (n == 0) return;
   Launch launch(device);
   DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(out, inputs[0], static_cast<std::size_t>(n) * sizeof(T),
                                        cudaMemcpyDeviceToDevice, launch.stream));
-  for (std::size_t k = 1; k < inputs.size(); ++k)
+  for (std::size_t k = 1; k < count; ++k)
     accumulate_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(out, inputs[k], n);
   launch.check("accumulate");
 }

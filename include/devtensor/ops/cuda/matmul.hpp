@@ -1,6 +1,6 @@
 #pragma once
 /// @file matmul.hpp
-/// @brief GPU matmul through cuBLAS (cudart and nvcc flavours): row-major operands by the
+/// @brief GPU matmul through cuBLAS (compiled in src/devtensor_cuda.cu): row-major operands by the
 /// transpose trick, fp32 and fp64, batches with one strided-batched call.
 ///
 /// cuBLAS is column-major. A row-major [r, c] matrix is the column-major [c, r] matrix of its
@@ -25,10 +25,9 @@ namespace devtensor::ops::cuda {
 /// C[batch][m, n] = op(A[batch]) · op(B[batch]) on real GPU `device` (row-major, contiguous).
 template <class T>
   requires std::is_same_v<T, float> || std::is_same_v<T, double>
-void gemm(int device, bool transpose_a, bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n,
+void gemm(const LogicalDeviceInfo& info, bool transpose_a, bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n,
           std::int64_t k, const T* a, const T* b, T* c) {
   if (batches == 0 || m == 0 || n == 0) return;
-  const auto& info = Context::global().logical_devices()[static_cast<std::size_t>(device)];
   backend::cuda::DeviceGuard guard(info.platform_ordinal);
   const cudaStream_t stream = backend::cuda::stream_of(info);
   if (k == 0) {  // an empty sum: zeros (cuBLAS would only scale C by beta)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
 

@@ -2,6 +2,7 @@
 // on real GPUs; copies between host, GPU and logical GPUs. Runs only where a CUDA device exists.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -194,14 +195,46 @@ BOOST_AUTO_TEST_CASE(matmul_through_cublas) {
   BOOST_TEST(ints.to_vector() == (std::vector<std::int32_t>{2, 2, 2, 2}));
 }
 
+/// The largest error of a float matmul against a double-precision reference, each element's error
+/// relative to Σ_k |a_ik b_kj| (the sum's condition): fp32 rounding gives ~1e-7 to 1e-6 here (k·u
+/// = 1.5e-5 is its worst case); TF32's 10-bit mantissas give ~1e-4.
+double matmul_error_vs_double(const dt::Tensor<float>& a, const dt::Tensor<float>& b) {
+  const auto c = [&] {
+    dt::DeviceScope gpu("/gpu:0");
+    return dt::matmul(a, b);
+  }();
+  BOOST_TEST(c.device() == kGpu0);
+  const auto av = a.to_vector();
+  const auto bv = b.to_vector();
+  const auto cv = c.to_vector();
+  const std::size_t n = 256;
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      double exact = 0;
+      double magnitude = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        const double p = static_cast<double>(av[i * n + k]) * static_cast<double>(bv[k * n + j]);
+        exact += p;
+        magnitude += std::abs(p);
+      }
+      worst = std::max(worst, std::abs(static_cast<double>(cv[i * n + j]) - exact) / magnitude);
+    }
+  return worst;
+}
+
 BOOST_AUTO_TEST_CASE(tf32_is_off_by_default_and_can_be_enabled) {
   BOOST_TEST(!dt::config::experimental::tensor_float_32_execution_enabled());
   const auto a = random_input<float>({256, 256}, 17);
   const auto b = random_input<float>({256, 256}, 18);
-  expect_gpu_matches_cpu([&] { return dt::matmul(a, b); }, 1e-5);
+  const double fp32 = matmul_error_vs_double(a, b);
   dt::config::experimental::enable_tensor_float_32_execution(true);
-  expect_gpu_matches_cpu([&] { return dt::matmul(a, b); }, 2e-2);  // 10-bit mantissas
+  const double tf32 = matmul_error_vs_double(a, b);
   dt::config::experimental::enable_tensor_float_32_execution(false);
+  BOOST_TEST_MESSAGE("matmul error vs double: fp32 " << fp32 << ", tf32 " << tf32);
+  BOOST_TEST(fp32 < 1e-5);  // a bound fp32 meets and TF32 cannot
+  BOOST_TEST(tf32 > 1e-5);
+  BOOST_TEST(tf32 < 1e-2);
 }
 
 BOOST_AUTO_TEST_CASE(shape_ops) {

@@ -1,0 +1,63 @@
+# The devtensor::cuda and devtensor::nccl components, defined in the project that uses them: by
+# devtensor's own CMakeLists (add_subdirectory, FetchContent) and by the installed package config
+# (find_package). Nothing prebuilt is installed: the kernel translation units ship as sources and
+# are compiled here, once per build tree, into object libraries whose objects the components'
+# link interface carries ($<TARGET_OBJECTS:...>) to every executable and shared library linking
+# them, also through a consumer's static library (an object on the link line is never dropped,
+# unlike an archive member that only registers kernels).
+#
+# Inputs: _devtensor_source_dir (where devtensor_cuda.cu and devtensor_nccl.cpp are) and
+# _devtensor_core_target (devtensor or devtensor::devtensor). Include at file scope:
+# enable_language() refuses to run inside a function.
+if(NOT TARGET devtensor_cuda)
+  include(CheckLanguage)
+  check_language(CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND)
+    if(CMAKE_VERSION VERSION_LESS 3.25.2)
+      # CMake 3.25.1 does not know how to ask nvcc for C++20 (fixed in 3.25.2).
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    enable_language(CUDA)
+    find_package(CCCL CONFIG QUIET HINTS "${CUDAToolkit_LIBRARY_DIR}/cmake")
+
+    # What devtensor's CUDA sources need to compile: the toolkit, cuBLAS, CCCL (CUB).
+    add_library(devtensor_cuda_toolkit INTERFACE)
+    target_link_libraries(devtensor_cuda_toolkit INTERFACE ${_devtensor_core_target} CUDA::cudart CUDA::cublas)
+    if(TARGET CCCL::CCCL)
+      target_link_libraries(devtensor_cuda_toolkit INTERFACE CCCL::CCCL)
+    else()
+      target_include_directories(devtensor_cuda_toolkit SYSTEM INTERFACE "${CUDAToolkit_INCLUDE_DIRS}/cccl")
+    endif()
+    target_compile_options(devtensor_cuda_toolkit INTERFACE
+      $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+
+    # The kernel translation unit: every GPU body, the CUDA platform. Compiled once here.
+    add_library(devtensor_cuda_kernels OBJECT "${_devtensor_source_dir}/devtensor_cuda.cu")
+    target_link_libraries(devtensor_cuda_kernels PRIVATE devtensor_cuda_toolkit)
+    target_compile_features(devtensor_cuda_kernels PRIVATE cuda_std_20)
+    set_target_properties(devtensor_cuda_kernels PROPERTIES
+      POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Shared)
+
+    add_library(devtensor_cuda INTERFACE)
+    add_library(devtensor::cuda ALIAS devtensor_cuda)
+    target_link_libraries(devtensor_cuda INTERFACE devtensor_cuda_toolkit
+                          $<TARGET_OBJECTS:devtensor_cuda_kernels>)
+    target_compile_definitions(devtensor_cuda INTERFACE DEVTENSOR_WITH_CUDA=1)
+
+    find_package(NCCL QUIET)
+    if(NCCL_FOUND)
+      # The NCCL engine: host code, compiled once by the host compiler.
+      add_library(devtensor_nccl_engine OBJECT "${_devtensor_source_dir}/devtensor_nccl.cpp")
+      target_link_libraries(devtensor_nccl_engine PRIVATE devtensor_cuda_toolkit NCCL::NCCL)
+      target_compile_features(devtensor_nccl_engine PRIVATE cxx_std_20)
+      set_target_properties(devtensor_nccl_engine PROPERTIES POSITION_INDEPENDENT_CODE ON)
+      add_library(devtensor_nccl INTERFACE)
+      add_library(devtensor::nccl ALIAS devtensor_nccl)
+      target_link_libraries(devtensor_nccl INTERFACE devtensor_cuda NCCL::NCCL
+                            $<TARGET_OBJECTS:devtensor_nccl_engine>)
+      target_compile_definitions(devtensor_nccl INTERFACE DEVTENSOR_WITH_NCCL=1)
+    endif()
+  endif()
+endif()
