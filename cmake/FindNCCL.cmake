@@ -15,9 +15,25 @@ set(_nccl_hints ${NCCL_ROOT} $ENV{NCCL_ROOT} $ENV{NCCL_HOME} ${CUDAToolkit_LIBRA
 find_path(NCCL_INCLUDE_DIR nccl.h
   HINTS ${_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS}
   PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY nccl
+# Debian/Ubuntu packages put the library in lib/<multiarch> and may leave `libnccl.so` a broken
+# (even self-referencing) symlink beside a good `libnccl.so.2`: look in lib/<arch> too, accept the
+# versioned name, and drop a candidate that does not resolve to a file.
+if(CMAKE_LIBRARY_ARCHITECTURE)
+  set(_nccl_suffixes lib/${CMAKE_LIBRARY_ARCHITECTURE} lib lib64)
+else()
+  set(_nccl_suffixes lib lib64 lib/x86_64-linux-gnu lib/aarch64-linux-gnu)
+endif()
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
   HINTS ${_nccl_hints} ${CUDAToolkit_LIBRARY_DIR}
-  PATH_SUFFIXES lib lib64)
+  PATH_SUFFIXES ${_nccl_suffixes})
+if(NCCL_LIBRARY)
+  if(NOT EXISTS "${NCCL_LIBRARY}")  # EXISTS follows the link: false when it is broken
+    unset(NCCL_LIBRARY CACHE)
+    find_library(NCCL_LIBRARY NAMES libnccl.so.2
+      HINTS ${_nccl_hints} ${CUDAToolkit_LIBRARY_DIR}
+      PATH_SUFFIXES ${_nccl_suffixes})
+  endif()
+endif()
 
 if(NCCL_INCLUDE_DIR AND EXISTS "${NCCL_INCLUDE_DIR}/nccl.h")
   file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_defines REGEX "#define NCCL_(MAJOR|MINOR|PATCH) ")
