@@ -92,7 +92,7 @@ struct TapeState {
   }
 };
 
-/// The tapes alive on this thread, innermost last. Shared by every translation-unit flavour.
+/// The tapes alive on this thread, innermost last.
 inline std::vector<TapeState*>& active_tapes() noexcept {
   thread_local std::vector<TapeState*> tapes;
   return tapes;

@@ -65,9 +65,9 @@ struct GpuPlatformDevice {
   int greatest_stream_priority = 0;  // CUDA: typically -5
 };
 
-/// A source of real GPUs. The CUDA backend registers one when a translation unit of the program is
-/// built with the devtensor::cuda component; without one the machine has no real GPUs. Plain
-/// function pointers keep the layout identical in every translation-unit flavour.
+/// A source of real GPUs. The kernel TU (src/devtensor_cuda.cu, linked by devtensor::cuda)
+/// registers the CUDA one; without one the machine has no real GPUs. Plain function pointers, so
+/// tests can register a fake platform (tests/support/fake_gpu_platform.hpp).
 struct GpuPlatform {
   const char* name;
   /// Number of GPUs; 0 with a reason in `why_none` when there is no driver or no device.

@@ -3,7 +3,7 @@
 /// @brief Which distribution context this thread is in: a strategy's scope (variables created
 /// here are distributed), a replica context (inside strategy.run), or neither (cross-replica).
 ///
-/// Flavour-independent, so that Variable (shared by every translation-unit flavour) can consult it.
+/// Below the strategies, so that Variable can consult it without including them.
 /// Strategies implement StrategyInterface, the part Keras's fit needs.
 
 #include <cstdint>

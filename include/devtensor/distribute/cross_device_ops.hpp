@@ -287,7 +287,7 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
     } else {
       per_device[d] = mine;
     }
-    // A flavour without GPU kernels for concat/split packs on the CPU: the engine gets every
+    // A program without GPU bodies for concat/split packs on the CPU: the engine gets every
     // pack on its own device all the same.
     for (auto& p : per_device[d]) p = copy_to(p, destinations[d]);
   }
@@ -379,8 +379,8 @@ struct HierarchicalCopyEngine {
 
 /// All-reduce with NCCL across real, distinct GPUs: every rank's result is a new tensor on its own
 /// GPU, the calls grouped and queued on the devices' streams. The kernel is registered at run time
-/// by any translation unit built with the devtensor::nccl component (device/physical.hpp), so every
-/// flavour of this engine has the same body and a program links NCCL or not as a whole.
+/// by src/devtensor_nccl.cpp, which the devtensor::nccl component links (device/physical.hpp), so
+/// a program links NCCL or not as a whole.
 struct NcclEngine {
   static constexpr std::string_view name = "NcclAllReduce";
   static constexpr std::string_view validation_name = "NCCL all-reduce";

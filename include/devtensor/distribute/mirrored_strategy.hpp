@@ -454,7 +454,7 @@ class MirroredStrategy {
       const std::size_t replicas = values.size();
       const std::size_t count = replicas ? values[0].size() : 0;
       std::vector<PerReplica<Tensor<float>>> items(count);
-      // Replica r's values on replica r's device: a flavour without GPU kernels computes them on
+      // Replica r's values on replica r's device: a program without GPU bodies computes them on
       // the CPU, and the all-reduce algorithms need them where the replicas are.
       for (std::size_t k = 0; k < count; ++k)
         for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(cdo_detail::copy_to(values[r][k], device_indices[r]));

@@ -378,9 +378,9 @@ class Variable {
         T* o = next.mutable_data();
         for (std::int64_t i = 0, n = old.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
       } else {
-        // A real GPU: this body is shared by every translation-unit flavour, so it cannot launch
-        // a kernel; the update is staged through the host (stream-ordered copies). Correct, and
-        // the reason variables on GPUs update slowly (see README "CUDA backend").
+        // A real GPU (not reached yet: VarHandleOp has no registered GPU body, so variables stay
+        // on the host of real-GPU programs): the update is staged through the host
+        // (stream-ordered copies). Correct, not fast; issue 15 gives it a device kernel.
         if (!host_delta) host_delta = delta.to_vector();
         std::vector<T> a = old.to_vector();
         const std::vector<T>& b = *host_delta;

@@ -187,7 +187,7 @@ inline constexpr ::devtensor::detail::GpuPlatform platform{
     &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
     &platform_synchronize, &platform_copy};
 
-/// Registers the CUDA platform once per program, from whichever CUDA-flavoured TU runs first.
+/// Registers the CUDA platform once per program, from src/devtensor_cuda.cu (the kernel TU).
 inline const bool platform_registered = [] {
   Context::global().register_gpu_platform(&platform);
   return true;
