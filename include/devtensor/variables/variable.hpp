@@ -23,6 +23,7 @@
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/context.hpp"
+#include "devtensor/ops/op_types.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
