@@ -85,9 +85,8 @@ void matmul(const Device& d, bool transpose_a, bool transpose_b, std::int64_t ba
 }
 
 template <class Op, ops::cpu::ReduceKind Kind, class T>
-void reduce(const Device& d, const T* in, const Shape& shape, const bool* axes, T* out) {
-  const std::vector<bool> flags(axes, axes + shape.rank());
-  ops::cuda::reduce(d, in, shape, flags, Kind, out, Op::name);
+void reduce(const Device& d, const T* in, const Shape& shape, const std::vector<bool>& axes, T* out) {
+  ops::cuda::reduce(d, in, shape, axes, Kind, out, Op::name);
 }
 
 template <class Op, class T>

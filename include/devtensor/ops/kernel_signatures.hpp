@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "devtensor/tensor/dtype.hpp"
 
@@ -50,7 +51,7 @@ using MatMul = void(const Device&, bool transpose_a, bool transpose_b, std::int6
                     std::int64_t n, std::int64_t k, const T* a, const T* b, T* c);
 /// Reduces `in` (of `shape`) over the flagged axes (Sum, Mean or Max by the op).
 template <class T>
-using Reduce = void(const Device&, const T* in, const Shape& shape, const bool* axes, T* out);
+using Reduce = void(const Device&, const T* in, const Shape& shape, const std::vector<bool>& axes, T* out);
 /// Copies the box `dims` from src (its strides, from src_offset) to dst (its strides, from
 /// dst_offset): transpose, concat, split, slice, broadcast_to.
 template <class T>

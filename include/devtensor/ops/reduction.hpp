@@ -2,7 +2,6 @@
 /// @file reduction.hpp
 /// @brief reduce_sum, reduce_mean, reduce_max over all axes, one axis or several, with keepdims.
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,9 +38,7 @@ Tensor<T> reduction(const Tensor<T>& t, const std::optional<std::vector<std::int
   const auto x = to_device(t, device, Op::name, 0);
   auto out = Tensor<T>::empty(out_shape, device, Op::name);
   if (auto* body = gpu_body<Op, T>(out.device_info())) {
-    const std::unique_ptr<bool[]> axes_flags(new bool[shape.rank() + 1]);  // vector<bool> has no data()
-    for (std::size_t d = 0; d < shape.rank(); ++d) axes_flags[d] = reduce[d];
-    body(out.device_info(), x.data(), shape, axes_flags.get(), out.mutable_data());
+    body(out.device_info(), x.data(), shape, reduce, out.mutable_data());
   } else {
     ops::cpu::reduce(x.data(), shape, reduce, kind, out.mutable_data());
   }
