@@ -1,6 +1,7 @@
 // Cross-device all-reduce and data-parallel training on logical CPUs, each beside its same-run
 // reference:
-//   BM_AllReduce<Ops>/devices/bytes  batch_reduce(SUM) of one float tensor of `bytes` per device;
+//   BM_AllReduce<Ops>/devices/bytes  batch_reduce(SUM) of one float tensor of `bytes` per device
+//                                   (CollectiveAllReduce: the in-process ring, one thread per device);
 //                                   counters algbw = bytes / time and busbw = algbw · 2(n−1)/n
 //                                   (nccl-tests' all-reduce definitions)
 //   BM_StreamCopy/bytes              a STREAM copy loop over the same bytes (bytes read + written)
@@ -100,5 +101,6 @@ void all_reduce_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_AllReduce<ds::ReductionToOneDevice>)->Apply(all_reduce_args)->UseRealTime();
 BENCHMARK(BM_AllReduce<ds::HierarchicalCopyAllReduce>)->Apply(all_reduce_args)->UseRealTime();
+BENCHMARK(BM_AllReduce<ds::CollectiveAllReduce>)->Apply(all_reduce_args)->UseRealTime();
 BENCHMARK(BM_StreamCopy)->Arg(std::int64_t{4} << 10)->Arg(std::int64_t{64} << 10)->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{16} << 20)->Arg(std::int64_t{64} << 20);
 BENCHMARK(BM_FitStep)->Arg(1)->Arg(2)->UseRealTime();

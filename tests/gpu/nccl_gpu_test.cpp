@@ -54,7 +54,7 @@ BOOST_FIXTURE_TEST_SUITE(gpu_nccl, dt::test::FreshContext)
 BOOST_AUTO_TEST_CASE(the_kernel_is_registered_and_chosen_by_default) {
   BOOST_TEST(ds::NcclAllReduce::available());
   ds::MirroredStrategy strategy;  // every GPU
-  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "NcclAllReduce");
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");  // AUTO: NCCL here
 }
 
 BOOST_AUTO_TEST_CASE(sums_on_every_gpu_in_every_dtype) {
@@ -99,8 +99,8 @@ BOOST_AUTO_TEST_CASE(packs_split_and_join_back_with_large_tensors) {
 BOOST_AUTO_TEST_CASE(logical_gpus_sharing_a_gpu_are_refused_with_advice) {
   const auto gpu = dt::config::list_physical_devices("GPU")[0];
   dt::config::set_logical_device_configuration(gpu, {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
-  ds::MirroredStrategy strategy;  // TensorFlow's default for virtual GPUs: not NCCL
-  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "ReductionToOneDevice");
+  ds::MirroredStrategy strategy;  // TensorFlow's default for virtual GPUs: the ring, not NCCL
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
   DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(2, std::vector<float>{1})},
                                                                      gpu_indices(2)),
                              dt::InvalidArgumentError, "appears twice in an NCCL clique");

@@ -20,6 +20,7 @@ enum class ErrorCode {
   resource_exhausted,
   unimplemented,
   internal,
+  deadline_exceeded,
 };
 
 /// TensorFlow's spelling of a code, e.g. "INVALID_ARGUMENT".
@@ -31,6 +32,7 @@ constexpr std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::resource_exhausted: return "RESOURCE_EXHAUSTED";
     case ErrorCode::unimplemented: return "UNIMPLEMENTED";
     case ErrorCode::internal: return "INTERNAL";
+    case ErrorCode::deadline_exceeded: return "DEADLINE_EXCEEDED";
   }
   return "UNKNOWN";
 }
@@ -83,6 +85,13 @@ class UnimplementedError : public Error {
 class InternalError : public Error {
  public:
   explicit InternalError(const std::string& message) : Error(ErrorCode::internal, message) {}
+};
+
+/// An operation that did not complete in time: a collective whose peers did not all arrive
+/// within CommunicationOptions::timeout_seconds.
+class DeadlineExceededError : public Error {
+ public:
+  explicit DeadlineExceededError(const std::string& message) : Error(ErrorCode::deadline_exceeded, message) {}
 };
 
 }  // namespace devtensor

@@ -8,9 +8,11 @@
 /// spelling; canonicalised) or indices into Context::logical_devices(). Copies between devices are
 /// plain transfers, whatever the device policy (TensorFlow's collectives ignore it too).
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/device/spec.hpp"
+#include "devtensor/distribute/communication.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/math.hpp"
@@ -426,41 +429,246 @@ struct NcclEngine {
 using HierarchicalCopyAllReduce = AllReduceOps<cdo_detail::HierarchicalCopyEngine>;
 using NcclAllReduce = AllReduceOps<cdo_detail::NcclEngine>;
 
-/// TensorFlow's default (SPEC §5.2), decided when the strategy is built.
+namespace cdo_detail {
+
+inline logging::FirstN& collective_logs() {
+  static logging::FirstN site(10);
+  return site;
+}
+
+/// Below this many bytes a ring's share per device is too small to pay for waking a thread
+/// (~20-50 us on these VMs): the calling thread does every share.
+inline constexpr std::int64_t kParallelRingBytes = std::int64_t{1} << 20;
+
+/// Runs share(k) for k in [0, n): shares 1.. on their own threads, share 0 on the caller.
+template <class Share>
+void run_shares(std::size_t n, bool parallel, Share share) {
+  if (!parallel || n < 2) {
+    for (std::size_t k = 0; k < n; ++k) share(k);
+    return;
+  }
+  std::vector<std::jthread> helpers;
+  helpers.reserve(n - 1);
+  for (std::size_t k = 1; k < n; ++k) helpers.emplace_back([&share, k] { share(k); });
+  share(0);
+}
+
+/// The in-process ring all-reduce (SPEC §5.2): the flat `parts` (one per device, equal lengths)
+/// are cut into one chunk per device; device k sums chunk k of every part (reduce-scatter) and the
+/// chunks are then gathered on every device (all-gather). On host memory (CPUs, simulated GPUs)
+/// each device's share runs on its own thread and writes straight into one result buffer, which
+/// logical CPUs then share (one address space, as for every host tensor a cross-device op moves),
+/// so the all-gather costs nothing for them and one copy per simulated GPU. Other devices do the
+/// same with device ops: split, add_n on the chunk's owner, copies, concat.
+template <Numeric T>
+std::vector<Tensor<T>> ring_all_reduce(const std::vector<Tensor<T>>& parts) {
+  const std::size_t n = parts.size();
+  if (n == 1) return parts;
+  const std::int64_t total = parts[0].num_elements();
+  bool host = true;
+  for (const auto& p : parts) host = host && p.host_memory();
+  std::vector<std::int64_t> bounds(n + 1);
+  for (std::size_t k = 0; k <= n; ++k) bounds[k] = total * static_cast<std::int64_t>(k) / static_cast<std::int64_t>(n);
+  if (host) {
+    auto sum = Tensor<T>::empty(parts[0].shape(), parts[0].device_index(), "CollectiveReduceV2");
+    std::vector<const T*> inputs;
+    for (const auto& p : parts) inputs.push_back(p.data());
+    T* o = sum.mutable_data();
+    const bool parallel = total * static_cast<std::int64_t>(sizeof(T)) >= kParallelRingBytes;
+    run_shares(n, parallel, [&](std::size_t k) {
+      for (std::int64_t i = bounds[k]; i < bounds[k + 1]; ++i) o[i] = static_cast<T>(inputs[0][i] + inputs[1][i]);
+      for (std::size_t d = 2; d < n; ++d)
+        for (std::int64_t i = bounds[k]; i < bounds[k + 1]; ++i) o[i] = static_cast<T>(o[i] + inputs[d][i]);
+    });
+    std::vector<Tensor<T>> out(n);
+    // Logical CPUs alias the result (nothing to copy); simulated GPUs copy it, each on its thread.
+    const bool copies = info(parts[0].device_index()).is_gpu;
+    run_shares(n, parallel && copies, [&](std::size_t d) { out[d] = copy_to(sum, parts[d].device_index()); });
+    return out;
+  }
+  std::vector<std::int64_t> sizes;
+  for (std::size_t k = 0; k < n; ++k) sizes.push_back(bounds[k + 1] - bounds[k]);
+  std::vector<std::vector<Tensor<T>>> chunks(n);  // chunks[d][k]: device d's chunk k
+  for (std::size_t d = 0; d < n; ++d) {
+    DeviceScope scope(parts[d].device_info().spec);
+    chunks[d] = split(parts[d], sizes, 0);
+  }
+  std::vector<Tensor<T>> reduced(n);  // reduce-scatter: chunk k summed on device k
+  for (std::size_t k = 0; k < n; ++k) {
+    std::vector<Tensor<T>> column;
+    for (std::size_t d = 0; d < n; ++d) column.push_back(chunks[d][k]);
+    reduced[k] = sum_on(column, parts[k].device_index());
+  }
+  std::vector<Tensor<T>> out(n);  // all-gather
+  for (std::size_t d = 0; d < n; ++d) {
+    std::vector<Tensor<T>> gathered;
+    for (std::size_t k = 0; k < n; ++k) gathered.push_back(copy_to(reduced[k], parts[d].device_index()));
+    DeviceScope scope(parts[d].device_info().spec);
+    out[d] = concat(gathered, 0);
+  }
+  return out;
+}
+
+}  // namespace cdo_detail
+
+/// tf.distribute.experimental.CollectiveAllReduce within one process (SPEC §5.2): values are
+/// packed by CommunicationOptions::bytes_per_pack (group_by_size, the list reversed first, as
+/// TensorFlow does to overlap with backpropagation) and each pack is all-reduced across the
+/// devices. RING: the in-process ring (every device does its share in parallel); NCCL: NCCL
+/// across distinct real GPUs (the devtensor::nccl component); AUTO: NCCL when it can run there,
+/// else the ring. int32 values go through ReductionToOneDevice, as in TensorFlow.
+class CollectiveAllReduce {
+ public:
+  static constexpr std::string_view name = "CollectiveAllReduce";
+
+  explicit CollectiveAllReduce(CommunicationOptions options = CommunicationOptions()) : options_(options) {}
+
+  [[nodiscard]] const CommunicationOptions& options() const noexcept { return options_; }
+  /// What the values on `devices` would use: NCCL or RING (AUTO resolved).
+  [[nodiscard]] CommunicationImplementation implementation_for(const std::vector<int>& devices) const {
+    const auto requested = options_.implementation();
+    if (requested == CommunicationImplementation::RING) return requested;
+    bool real_gpus = !devices.empty();
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      const auto& d = cdo_detail::info(devices[i]);
+      real_gpus = real_gpus && d.is_gpu && !d.simulated;
+      for (std::size_t j = 0; j < i; ++j)  // logical GPUs sharing a physical GPU cannot form an NCCL clique
+        real_gpus = real_gpus && cdo_detail::info(devices[j]).physical_index != d.physical_index;
+    }
+    return real_gpus && NcclAllReduce::available() ? CommunicationImplementation::NCCL : CommunicationImplementation::RING;
+  }
+
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                const std::vector<int>& destinations, CommunicationOptions options = CommunicationOptions()) const {
+    cdo_detail::require_destinations(destinations);
+    if (values.empty()) return {};
+    for (const auto& v : values) cdo_detail::require_components(v);
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      return ReductionToOneDevice{}.batch_reduce(op, values, destinations);
+    } else {
+      const auto devices = cdo_detail::devices_of(values[0]);
+      for (const auto& v : values)
+        if (cdo_detail::devices_of(v) != devices) return ReductionToOneDevice{}.batch_reduce(op, values, destinations);
+      const auto reduced = all_reduce(op, values, devices, options_.merge(options));
+      if (devices == destinations) return reduced;
+      // Other destinations: each takes the component on its device, else a copy of the primary.
+      std::vector<Mirrored<Tensor<T>>> out(reduced.size());
+      for (std::size_t i = 0; i < reduced.size(); ++i)
+        for (int d : destinations) {
+          const auto at = std::find(devices.begin(), devices.end(), d);
+          out[i].values.push_back(at != devices.end() ? reduced[i].values[static_cast<std::size_t>(at - devices.begin())]
+                                                      : cdo_detail::copy_to(reduced[i].primary(), d));
+        }
+      return out;
+    }
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
+    cdo_detail::require_components(value);
+    if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
+      return {{value.values[0]}};
+    return batch_reduce(op, std::vector{value}, destinations).front();
+  }
+  template <Numeric T>
+  Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<std::string>& destinations) const {
+    return reduce(op, value, cdo_detail::resolve(destinations));
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<int>& destinations) const {
+    return ReductionToOneDevice{}.broadcast(value, destinations);
+  }
+  template <Element T>
+  Mirrored<Tensor<T>> broadcast(const Tensor<T>& value, const std::vector<std::string>& destinations) const {
+    return broadcast(value, cdo_detail::resolve(destinations));
+  }
+
+ private:
+  CommunicationOptions options_;
+
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> all_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                              const std::vector<int>& devices, const CommunicationOptions& options) const {
+    const std::size_t n = devices.size();
+    const auto implementation = implementation_for(devices);
+    // Reversed, then packed by size: the last gradients (computed first) go first.
+    std::vector<std::size_t> order(values.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+    std::vector<Tensor<T>> first_replica;
+    for (auto i : order) first_replica.push_back(values[i].values[0]);
+    std::vector<std::vector<std::size_t>> packs;  // indices into values
+    {
+      std::size_t next = 0;
+      for (const auto& pack : group_by_size(first_replica, options.bytes_per_pack())) {
+        packs.emplace_back();
+        for (std::size_t j = 0; j < pack.size(); ++j) packs.back().push_back(order[next++]);
+      }
+    }
+    cdo_detail::log_first_10(cdo_detail::collective_logs(), [&] {
+      return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
+             std::to_string(n) + ", group_size = " + std::to_string(n) + ", implementation = CommunicationImplementation." +
+             std::string(to_string(implementation)) + ", num_packs = " + std::to_string(packs.size());
+    });
+    std::vector<Mirrored<Tensor<T>>> out(values.size());
+    for (auto& o : out) o.values.resize(n);
+    for (const auto& pack : packs) {
+      std::vector<Shape> shapes;
+      for (auto i : pack) shapes.push_back(values[i].values[0].shape());
+      std::vector<Tensor<T>> flat(n);
+      for (std::size_t d = 0; d < n; ++d) {
+        std::vector<Tensor<T>> mine;
+        for (auto i : pack) mine.push_back(values[i].values[d]);
+        DeviceScope scope(cdo_detail::info(devices[d]).spec);
+        flat[d] = cdo_detail::copy_to(cdo_detail::pack(mine, 1)[0], devices[d]);
+      }
+      auto summed = implementation == CommunicationImplementation::NCCL ? cdo_detail::NcclEngine::all_reduce(flat, 0)
+                                                                         : cdo_detail::ring_all_reduce(flat);
+      for (std::size_t d = 0; d < n; ++d) {
+        DeviceScope scope(cdo_detail::info(devices[d]).spec);
+        auto pieces = cdo_detail::unpack(std::vector{summed[d]}, shapes);
+        for (std::size_t j = 0; j < pack.size(); ++j) {
+          auto piece = op == ReduceOp::MEAN ? cdo_detail::divide(pieces[j], static_cast<std::int64_t>(n)) : pieces[j];
+          out[pack[j]].values[d] = cdo_detail::copy_to(piece, devices[d]);
+        }
+      }
+    }
+    return out;
+  }
+};
+
+/// TensorFlow 2.21's default (SPEC §5.2, MirroredExtended._make_collective_ops_with_fallbacks),
+/// decided when the strategy is built: CPUs mixed with GPUs → ReductionToOneDevice; all CPUs, or
+/// more logical than physical GPUs → CollectiveAllReduce(RING); physical GPUs →
+/// CollectiveAllReduce(AUTO), which is NCCL when this program has the kernel.
 class AutoCrossDeviceOps {
  public:
   static constexpr std::string_view name = "auto";
   AutoCrossDeviceOps() = default;
 
-  /// Chooses for `devices`, logging TensorFlow's warnings.
   void select(const std::vector<int>& devices) {
-    auto& context = Context::global();
-    std::size_t logical_gpus = 0;
-    for (const auto& d : context.logical_devices()) logical_gpus += d.is_gpu ? 1u : 0u;
-    const auto physical_gpus = config::list_physical_devices("GPU").size();
-    if (logical_gpus != physical_gpus) {
-      log(LogSource::python_logger, LogSeverity::warning, "NCCL is not supported when using virtual GPUs, fallingback to reduction to one device");
+    std::size_t gpus = 0;
+    for (int d : devices) gpus += cdo_detail::info(d).is_gpu ? 1u : 0u;
+    if (gpus > 0 && gpus < devices.size()) {
       chosen_ = ReductionToOneDevice{};
       return;
     }
-    for (int d : devices) {
-      if (!cdo_detail::info(d).is_gpu) {
-        log(LogSource::python_logger, LogSeverity::warning, "There are non-GPU devices in `tf.distribute.Strategy`, not using nccl allreduce.");
-        chosen_ = ReductionToOneDevice{};
-        return;
-      }
-    }
-    bool real = true;
-    for (int d : devices) real = real && !cdo_detail::info(d).simulated;
-    if (real && NcclAllReduce::available()) {
-      chosen_ = NcclAllReduce{.num_packs = 1};
+    if (gpus == 0) {
+      chosen_ = CollectiveAllReduce(CommunicationOptions(0, std::nullopt, CommunicationImplementation::RING));
       return;
     }
-    log(LogSource::python_logger, LogSeverity::warning, "Nccl kernel is not found, not using nccl allreduce.");
-    chosen_ = ReductionToOneDevice{};
+    std::size_t logical_gpus = 0;
+    for (const auto& d : Context::global().logical_devices()) logical_gpus += d.is_gpu ? 1u : 0u;
+    const auto physical_gpus = config::list_physical_devices("GPU").size();
+    const auto implementation = logical_gpus > physical_gpus ? CommunicationImplementation::RING : CommunicationImplementation::AUTO;
+    chosen_ = CollectiveAllReduce(CommunicationOptions(0, std::nullopt, implementation));
   }
   [[nodiscard]] std::string_view chosen_name() const {
     return std::visit([](const auto& ops) { return std::decay_t<decltype(ops)>::name; }, chosen_);
+  }
+  /// The collective's options when the choice is CollectiveAllReduce.
+  [[nodiscard]] std::optional<CommunicationOptions> collective_options() const {
+    if (const auto* c = std::get_if<CollectiveAllReduce>(&chosen_)) return c->options();
+    return std::nullopt;
   }
   template <Numeric T>
   std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
@@ -477,7 +685,7 @@ class AutoCrossDeviceOps {
   }
 
  private:
-  std::variant<ReductionToOneDevice, HierarchicalCopyAllReduce, NcclAllReduce> chosen_;
+  std::variant<ReductionToOneDevice, CollectiveAllReduce> chosen_;
 };
 
 }  // namespace distribute

@@ -14,6 +14,7 @@ static_assert(std::is_base_of_v<Error, FailedPreconditionError>);
 static_assert(std::is_base_of_v<Error, ResourceExhaustedError>);
 static_assert(std::is_base_of_v<Error, UnimplementedError>);
 static_assert(std::is_base_of_v<Error, InternalError>);
+static_assert(std::is_base_of_v<Error, DeadlineExceededError>);
 
 BOOST_AUTO_TEST_SUITE(errors)
 
@@ -36,6 +37,7 @@ BOOST_AUTO_TEST_CASE(codes_and_messages) {
   check_error<ResourceExhaustedError>(ErrorCode::resource_exhausted, "RESOURCE_EXHAUSTED");
   check_error<UnimplementedError>(ErrorCode::unimplemented, "UNIMPLEMENTED");
   check_error<InternalError>(ErrorCode::internal, "INTERNAL");
+  check_error<DeadlineExceededError>(ErrorCode::deadline_exceeded, "DEADLINE_EXCEEDED");
 }
 
 BOOST_AUTO_TEST_CASE(catchable_as_std_runtime_error) {

@@ -114,6 +114,74 @@ BOOST_AUTO_TEST_CASE(hierarchical_copy_includes_every_device_for_every_count) {
   BOOST_TEST(log.count("batch_all_reduce: 3 all-reduces with algorithm = hierarchical_copy, num_packs = 0") >= 1u);
 }
 
+BOOST_AUTO_TEST_CASE(collective_all_reduce_rings_over_every_device_count) {
+  virtual_cpus(5);
+  dt::logging::set_verbosity(dt::LogSeverity::info);
+  for (int n = 1; n <= 5; ++n)
+    for (std::int64_t bytes_per_pack : {0, 8, 1000})
+      for (bool mean : {false, true}) {
+        BOOST_TEST_CONTEXT("devices " << n << ", bytes_per_pack " << bytes_per_pack << (mean ? ", MEAN" : ", SUM")) {
+          // Sizes 3, 1, 3 and a 2^18-float value (1 MiB: each device's share on its own thread).
+          std::vector<ds::PerReplica<dt::Tensor<float>>> batch{values_on(n, 0, 3), values_on(n, 1, 1), values_on(n, 2, 3),
+                                                               values_on(n, 3, std::int64_t{1} << 18)};
+          const ds::CollectiveAllReduce collective{ds::CommunicationOptions{bytes_per_pack}};
+          auto out = collective.batch_reduce(mean ? ds::ReduceOp::MEAN : ds::ReduceOp::SUM, batch, first(n));
+          BOOST_TEST_REQUIRE(out.size() == 4u);
+          const std::int64_t sizes[] = {3, 1, 3, std::int64_t{1} << 18};
+          for (int k = 0; k < 4; ++k)
+            for (int d = 0; d < n; ++d) {
+              const auto& t = out[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
+              BOOST_TEST(t.device_index() == d);
+              BOOST_TEST(t.shape() == dt::Shape({sizes[k]}));
+              BOOST_TEST(t.to_vector() == expected_sum(n, k, sizes[k], mean), boost::test_tools::per_element());
+            }
+        }
+      }
+  // (The log shows the first 10 calls: the one-device ones.) The list is reversed, then packed: 8-byte packs hold the 2^18 value, then value 2 (12 bytes),
+  // then values 1 and 0 (4 bytes is not over 8, so value 0 joins).
+  BOOST_TEST(log.count("Collective all_reduce tensors: 4 all_reduces, num_devices = 1, group_size = 1, implementation = "
+                       "CommunicationImplementation.RING, num_packs = 1") >= 1u);
+  BOOST_TEST(log.count("Collective all_reduce tensors: 4 all_reduces, num_devices = 1, group_size = 1, implementation = "
+                       "CommunicationImplementation.RING, num_packs = 3") >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(collective_all_reduce_destinations_int32_and_simulated_gpus) {
+  virtual_cpus(3);
+  const ds::CollectiveAllReduce collective;
+  BOOST_TEST(ds::CollectiveAllReduce::name == "CollectiveAllReduce");
+  // Other destinations: the components on them, else a copy of the primary.
+  const auto elsewhere = collective.reduce(ds::ReduceOp::SUM, values_on(2, 0, 4), std::vector<int>{2, 1});
+  BOOST_TEST_REQUIRE(elsewhere.size() == 2u);
+  BOOST_TEST(elsewhere[0].device_index() == 2);
+  BOOST_TEST(elsewhere[1].device_index() == 1);
+  BOOST_TEST(elsewhere[0].to_vector() == expected_sum(2, 0, 4, false), boost::test_tools::per_element());
+  // int32 goes through ReductionToOneDevice, as in TensorFlow.
+  dt::logging::set_verbosity(dt::LogSeverity::info);
+  ds::PerReplica<dt::Tensor<std::int32_t>> ints;
+  for (int d = 0; d < 2; ++d) {
+    dt::DeviceScope scope("/cpu:" + std::to_string(d));
+    ints.values.push_back(dt::constant<std::int32_t>({d + 1, 10}));
+  }
+  const auto int_sum = collective.reduce(ds::ReduceOp::SUM, ints, std::vector<int>{0, 1});
+  BOOST_TEST(int_sum[1].to_vector() == (std::vector<std::int32_t>{3, 20}), boost::test_tools::per_element());
+  BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:0 then broadcast to") == 1u);
+  DEVTENSOR_CHECK_THROW_WITH((void)collective.reduce(ds::ReduceOp::SUM, values_on(2, 0, 4), std::vector<int>{}),
+                             dt::InvalidArgumentError, "destinations can not be empty");
+  // Simulated GPUs: host memory, so the parallel ring; each GPU gets its own copy of the sum.
+  dt::testing::reset_context();
+  dt::config::set_simulated_gpus(3, std::int64_t{1} << 30);
+  ds::MirroredStrategy strategy;
+  const auto big = strategy.run([] {
+    return dt::fill<float>({std::int64_t{1} << 19}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group));
+  });
+  const auto sum = strategy.reduce_to(ds::ReduceOp::SUM, big);
+  for (std::size_t r = 0; r < 3; ++r) {
+    BOOST_TEST(sum[r].device() == "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(r));
+    BOOST_TEST(sum[r].to_vector()[12345] == 3.0f);
+  }
+  BOOST_TEST(sum[0].data() != sum[1].data());
+}
+
 BOOST_AUTO_TEST_CASE(packing_puts_the_remainder_in_the_last_pack) {
   virtual_cpus(1);
   auto packs = ds::cdo_detail::pack(std::vector{dt::test::iota(3), dt::test::iota(4)}, 3);
@@ -176,8 +244,14 @@ BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
   dt::config::set_logical_device_configuration(gpu, {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
   ds::MirroredStrategy virtual_gpus;
   BOOST_TEST(virtual_gpus.num_replicas_in_sync() == 2);
-  BOOST_TEST(virtual_gpus.cross_device_ops().chosen_name() == "ReductionToOneDevice");
-  BOOST_TEST(log.count("NCCL is not supported when using virtual GPUs, fallingback to reduction to one device") == 1u);
+  // More logical than physical GPUs → CollectiveAllReduce with RING (SPEC §5.2).
+  BOOST_TEST(virtual_gpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST((virtual_gpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::RING));
+  const auto summed = virtual_gpus.reduce_to(ds::ReduceOp::SUM, virtual_gpus.run([] {
+    return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1));
+  }));
+  BOOST_TEST(summed[1].item() == 3.0f);
+  BOOST_TEST(summed[1].device() == "/job:localhost/replica:0/task:0/device:GPU:1");
   // A choice made by the user is used as given.
   ds::MirroredStrategy chosen({}, ds::HierarchicalCopyAllReduce{.num_packs = 2});
   BOOST_TEST(chosen.cross_device_ops().num_packs == 2);

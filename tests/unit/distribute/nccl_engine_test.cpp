@@ -77,8 +77,14 @@ BOOST_AUTO_TEST_CASE(without_the_kernel_nccl_is_unavailable_and_says_how_to_get_
   BOOST_TEST(!ds::NcclAllReduce::available());
   ds::MirroredStrategy strategy;  // the default: every GPU
   BOOST_TEST(strategy.num_replicas_in_sync() == 2);
-  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "ReductionToOneDevice");
-  BOOST_TEST(log.count("Nccl kernel is not found, not using nccl allreduce.") == 1u);
+  // CollectiveAllReduce(AUTO) without NCCL: the ring, here with device ops (split, add, concat).
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST((strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
+  const auto summed = strategy.reduce_to(ds::ReduceOp::SUM, on_gpus<float>({{1, 2, 3}, {10, 20, 30}}));
+  for (std::size_t r = 0; r < 2; ++r) {
+    BOOST_TEST(summed[r].device() == "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(r));
+    BOOST_TEST(summed[r].to_vector() == (std::vector<float>{11, 22, 33}), boost::test_tools::per_element());
+  }
   DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), gpus),
                              dt::UnimplementedError, "with the devtensor::nccl component");
   BOOST_TEST(kernel_calls.empty());
@@ -87,9 +93,9 @@ BOOST_AUTO_TEST_CASE(without_the_kernel_nccl_is_unavailable_and_says_how_to_get_
 BOOST_AUTO_TEST_CASE(with_the_kernel_the_default_on_distinct_real_gpus_is_nccl) {
   install();
   BOOST_TEST(ds::NcclAllReduce::available());
-  ds::MirroredStrategy strategy;
-  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "NcclAllReduce");
-  BOOST_TEST(log.count("not using nccl allreduce") == 0u);
+  ds::MirroredStrategy strategy;  // CollectiveAllReduce(AUTO): NCCL on distinct real GPUs
+  BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST((strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
   const auto per_replica = strategy.run([] {
     const auto r = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
     return dt::constant<float>({r, 10 * r + 1});
@@ -146,7 +152,7 @@ BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_real_gpus_through_nccl) {
   // variable updates staged through the host.
   install();
   ds::MirroredStrategy strategy;
-  BOOST_TEST_REQUIRE(strategy.cross_device_ops().chosen_name() == "NcclAllReduce");
+  BOOST_TEST_REQUIRE(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
   std::optional<dt::nn::Sequential> model;
   {
     auto guard = strategy.scope();

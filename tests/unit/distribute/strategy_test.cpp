@@ -40,8 +40,9 @@ BOOST_AUTO_TEST_CASE(default_devices_are_the_gpus_else_the_cpus) {
   virtual_cpus(2);
   ds::MirroredStrategy cpus;
   BOOST_TEST(cpus.devices() == std::vector<std::string>({kCpu0, kCpu1}), boost::test_tools::per_element());
-  BOOST_TEST(cpus.cross_device_ops().chosen_name() == "ReductionToOneDevice");
-  BOOST_TEST(log.count("There are non-GPU devices in `tf.distribute.Strategy`, not using nccl allreduce.") == 1u);
+  // TensorFlow 2.21 (SPEC §5.2): all CPUs → CollectiveAllReduce with RING.
+  BOOST_TEST(cpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST((cpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::RING));
 
   dt::testing::reset_context();
   dt::config::set_simulated_gpus(2);
@@ -49,7 +50,12 @@ BOOST_AUTO_TEST_CASE(default_devices_are_the_gpus_else_the_cpus) {
   BOOST_TEST(gpus.devices() == std::vector<std::string>({"/job:localhost/replica:0/task:0/device:GPU:0",
                                                          "/job:localhost/replica:0/task:0/device:GPU:1"}),
              boost::test_tools::per_element());
-  BOOST_TEST(log.count("Nccl kernel is not found, not using nccl allreduce.") == 1u);
+  // Physical (simulated) GPUs → CollectiveAllReduce with AUTO, which is the ring without NCCL.
+  BOOST_TEST(gpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST((gpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
+  // CPUs mixed with GPUs → ReductionToOneDevice.
+  ds::MirroredStrategy mixed({"/cpu:0", "/gpu:0"});
+  BOOST_TEST(mixed.cross_device_ops().chosen_name() == "ReductionToOneDevice");
 }
 
 BOOST_AUTO_TEST_CASE(bad_device_lists_are_rejected) {
