@@ -27,4 +27,5 @@ install(FILES
   "${PROJECT_BINARY_DIR}/devtensorConfigVersion.cmake"
   cmake/FindNCCL.cmake
   cmake/devtensorCudaComponent.cmake
+  cmake/devtensorMultiWorkerComponent.cmake
   DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")

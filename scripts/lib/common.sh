@@ -11,6 +11,8 @@ DEVTENSOR_PACKAGES=(
   libbenchmark-dev       # Google Benchmark
   libopenblas-dev        # CBLAS for CPU matmul and the benchmark baselines
   clang libclang-rt-14-dev  # libFuzzer for the parser fuzz target
+  nlohmann-json3-dev     # TF_CONFIG parsing (the cluster_resolver component)
+  openmpi-bin libopenmpi-dev  # multi-process training (the mpi component) and its mpiexec tests
 )
 
 log() { printf '\n==> %s\n' "$*"; }

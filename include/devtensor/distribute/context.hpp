@@ -13,12 +13,33 @@
 #include <mutex>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::detail {
+
+/// The reduction a WorkerGroup applies across processes.
+enum class CollectiveReduction { sum, max, min };
+
+/// The processes a strategy spans (MultiWorkerMirroredStrategy; MPI in the devtensor::mpi
+/// component). Strategies within one process have none. Every call is a collective: each worker
+/// makes the same calls in the same order.
+class WorkerGroup {
+ public:
+  virtual ~WorkerGroup() = default;
+  [[nodiscard]] virtual int num_workers() const = 0;
+  /// This process's rank: 0 is the chief.
+  [[nodiscard]] virtual int worker_index() const = 0;
+  /// Reduces `count` elements of host memory in place across the workers; `what` names the
+  /// operation in errors. @throws DeadlineExceededError when a peer does not arrive in time.
+  virtual void all_reduce(devtensor::DType dtype, void* data, std::size_t count, CollectiveReduction reduction,
+                          std::string_view what) = 0;
+  /// The chief's `bytes` of host memory to every worker, in place.
+  virtual void broadcast(void* data, std::size_t bytes, std::string_view what) = 0;
+};
 
 /// What Sequential::fit needs from a strategy.
 class StrategyInterface {
@@ -34,8 +55,14 @@ class StrategyInterface {
   /// one copy per replica (result[r][k] on replica r's device).
   [[nodiscard]] virtual std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(
       const std::vector<std::vector<Tensor<float>>>& values) = 0;
-  /// The number of examples replica r gets from a global batch of `global` (SPEC §5.10).
+  /// The number of examples local replica r gets from a global batch of `global` (SPEC §5.10).
   [[nodiscard]] virtual std::vector<std::int64_t> batch_sizes(std::int64_t global) const = 0;
+  /// Where this process's replicas start in a global batch (0 in one process).
+  [[nodiscard]] virtual std::int64_t batch_offset(std::int64_t) const { return 0; }
+  /// The replicas of every process together (num_replicas() in one process).
+  [[nodiscard]] virtual int num_replicas_in_sync() const { return num_replicas(); }
+  /// The other processes, or nullptr in one process.
+  [[nodiscard]] virtual WorkerGroup* worker_group() const { return nullptr; }
   [[nodiscard]] virtual std::string description() const = 0;
   /// TensorFlow's merge_call, for replica-context updates of mirrored variables: every replica
   /// calls it (inside run) with its contribution; the last to arrive runs `combine` once with all
@@ -144,8 +171,9 @@ inline const DistributionScope*& current_distribution_scope() noexcept {
 /// A replica context: set on a strategy's worker thread while it runs replica `replica_id`.
 struct ReplicaContextState {
   const StrategyInterface* strategy = nullptr;
-  int replica_id = 0;
-  int num_replicas = 1;
+  int replica_id = 0;        // in the sync group (global across processes)
+  int num_replicas = 1;      // in the sync group
+  int local_replica_id = 0;  // this process's replica: the component of a distributed variable
 };
 inline const ReplicaContextState*& current_replica_context() noexcept {
   thread_local const ReplicaContextState* context = nullptr;

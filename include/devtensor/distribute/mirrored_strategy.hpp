@@ -9,6 +9,7 @@
 ///     auto per_replica = strategy.run(step, strategy_batch);   // step runs once per replica, concurrently
 ///     auto total = strategy.reduce(dt::distribute::ReduceOp::SUM, per_replica, std::nullopt);
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
@@ -169,8 +170,10 @@ class DistributedDataset {
  public:
   using value_type = PerReplica<std::tuple<Tensor<Ts>...>>;
 
-  DistributedDataset(data::Dataset<Ts...> dataset, std::vector<int> devices)
-      : dataset_(std::move(dataset)), devices_(std::move(devices)) {}
+  /// `devices`: this worker's replicas; with several workers, each takes its own share of every
+  /// global batch (DATA auto-shard: every worker reads the whole dataset).
+  DistributedDataset(data::Dataset<Ts...> dataset, std::vector<int> devices, int workers = 1, int worker = 0)
+      : dataset_(std::move(dataset)), devices_(std::move(devices)), workers_(workers), worker_(worker) {}
 
   class Iterator {
    public:
@@ -201,25 +204,26 @@ class DistributedDataset {
   [[nodiscard]] Iterator begin() const { return Iterator(dataset_.begin(), this); }
   [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
 
-  /// The per-replica sizes of a global batch of `global` elements.
-  [[nodiscard]] std::vector<std::int64_t> sizes_for(std::int64_t rows) const {
-    const auto replicas = static_cast<std::int64_t>(devices_.size());
-    if (auto global = dataset_.batch_size()) return batch_sizes_for_worker(*global, 1, replicas, 0);
-    // Batch size unknown: the legacy rebatch, ceil(b / R) each.
-    return std::vector<std::int64_t>(devices_.size(), (rows + replicas - 1) / replicas);
+  /// Where this worker's replicas start in a global batch of `rows` elements, and their sizes.
+  [[nodiscard]] LocalBatch split_for(std::int64_t rows) const {
+    return local_batch(dataset_.batch_size(), rows, workers_, static_cast<std::int64_t>(devices_.size()), worker_);
   }
+  /// The per-replica sizes of a global batch of `rows` elements (this worker's replicas).
+  [[nodiscard]] std::vector<std::int64_t> sizes_for(std::int64_t rows) const { return split_for(rows).sizes; }
 
  private:
   data::Dataset<Ts...> dataset_;
   std::vector<int> devices_;
+  int workers_ = 1;
+  int worker_ = 0;
 
   /// SPEC §5.10: replica i gets sizes[i] consecutive elements; a partial batch runs out early and
   /// later replicas get empty batches.
   value_type split(const std::tuple<Tensor<Ts>...>& element) const {
     const std::int64_t rows = std::get<0>(element).rank() > 0 ? std::get<0>(element).shape()[0] : 1;
-    const auto sizes = sizes_for(rows);
+    const auto [offset, sizes] = split_for(rows);
     value_type out;
-    std::int64_t start = 0;
+    std::int64_t start = offset;
     for (std::size_t r = 0; r < devices_.size(); ++r) {
       const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[r], rows - start));
       out.values.push_back(std::apply(
@@ -239,9 +243,10 @@ class MirroredStrategy {
   /// @throws InvalidArgumentError for duplicates, unknown devices or non-local jobs;
   ///         UnimplementedError when TF_CONFIG describes a cluster and no devices are given.
   explicit MirroredStrategy(const std::vector<std::string>& devices = {}, CrossDeviceOps cross_device_ops = {})
-      : impl_(std::make_shared<Impl>(devices, std::move(cross_device_ops))) {}
+      : impl_(std::make_shared<Impl>(devices, std::move(cross_device_ops), std::nullopt)) {}
 
-  [[nodiscard]] int num_replicas_in_sync() const noexcept { return impl_->num_replicas(); }
+  /// Replicas on every device of every worker: local devices × workers.
+  [[nodiscard]] int num_replicas_in_sync() const noexcept { return impl_->num_replicas_in_sync(); }
   /// The replicas' canonical device names, in replica order.
   [[nodiscard]] const std::vector<std::string>& devices() const noexcept { return impl_->names; }
   [[nodiscard]] const CrossDeviceOps& cross_device_ops() const noexcept { return impl_->ops; }
@@ -271,7 +276,7 @@ class MirroredStrategy {
   template <class F, class... Args>
   auto run(F&& fn, const Args&... args) const {
     require_cross_replica("run");
-    const auto n = static_cast<std::size_t>(num_replicas_in_sync());
+    const auto n = static_cast<std::size_t>(impl_->num_replicas());
     (strategy_detail::check_replicas(args, n), ...);
     using R = std::invoke_result_t<F&, decltype(strategy_detail::unwrap(args, 0))...>;
     if constexpr (std::is_void_v<R>) {
@@ -298,8 +303,8 @@ class MirroredStrategy {
     const int destination = result_device();
     if (!axis) {
       cdo_detail::require_components(value);
-      Tensor<T> total = cdo_detail::sum_on(value.values, destination);
-      return op == ReduceOp::MEAN ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size())) : total;
+      Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(value.values, destination), "strategy.reduce");
+      return op == ReduceOp::MEAN ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size()) * impl_->num_workers()) : total;
     }
     const auto rank = static_cast<std::int64_t>(value.values[0].rank());
     if (*axis < -rank || *axis >= rank)
@@ -312,7 +317,8 @@ class MirroredStrategy {
       partial.push_back(reduce_sum(v, *axis));
       count += v.shape()[static_cast<std::size_t>(*axis < 0 ? *axis + rank : *axis)];
     }
-    Tensor<T> total = cdo_detail::sum_on(partial, destination);
+    Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(partial, destination), "strategy.reduce");
+    if (auto* group = impl_->group.get()) group->all_reduce(DType::DT_INT64, &count, 1, detail::CollectiveReduction::sum, "strategy.reduce");
     return op == ReduceOp::MEAN ? cdo_detail::divide(total, count) : total;
   }
   template <Numeric T>
@@ -353,7 +359,7 @@ class MirroredStrategy {
   template <Element... Ts>
   [[nodiscard]] DistributedDataset<Ts...> experimental_distribute_dataset(const data::Dataset<Ts...>& dataset) const {
     require_cross_replica("experimental_distribute_dataset");
-    return DistributedDataset<Ts...>(dataset, impl_->device_indices);
+    return DistributedDataset<Ts...>(dataset, impl_->device_indices, impl_->num_workers(), impl_->worker_index());
   }
 
   /// The cross-device ops' reduction of a PerReplica value onto `destinations` (default: the
@@ -362,6 +368,7 @@ class MirroredStrategy {
   [[nodiscard]] Mirrored<Tensor<T>> reduce_to(ReduceOp op, const PerReplica<Tensor<T>>& value,
                                               std::optional<std::vector<std::string>> destinations = std::nullopt) const {
     require_cross_replica("reduce_to");
+    if (!destinations && impl_->group) return impl_->batch_reduce_all_workers(op, std::vector{value}).front();
     const auto targets = destinations ? cdo_detail::resolve(*destinations) : impl_->device_indices;
     return impl_->ops.reduce(op, value, targets);
   }
@@ -369,8 +376,18 @@ class MirroredStrategy {
   template <Numeric T>
   [[nodiscard]] std::vector<Mirrored<Tensor<T>>> batch_reduce_to(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
     require_cross_replica("batch_reduce_to");
-    return impl_->ops.batch_reduce(op, values, impl_->device_indices);
+    return impl_->batch_reduce_all_workers(op, values);
   }
+
+ protected:
+  /// The processes a MultiWorkerMirroredStrategy spans, and how values cross them.
+  struct Workers {
+    std::shared_ptr<detail::WorkerGroup> group;
+    CommunicationOptions options;
+  };
+  /// Replicas on this process's `devices`, in sync with the same replicas of every other worker.
+  MirroredStrategy(const std::vector<std::string>& devices, CrossDeviceOps cross_device_ops, Workers workers)
+      : impl_(std::make_shared<Impl>(devices, std::move(cross_device_ops), std::move(workers))) {}
 
  private:
   std::shared_ptr<Impl> impl_;
@@ -394,10 +411,15 @@ class MirroredStrategy {
 
   class Impl final : public detail::StrategyInterface, public std::enable_shared_from_this<Impl> {
    public:
-    Impl(const std::vector<std::string>& requested, CrossDeviceOps cross_device_ops) : ops(std::move(cross_device_ops)) {
+    Impl(const std::vector<std::string>& requested, CrossDeviceOps cross_device_ops, std::optional<Workers> processes)
+        : ops(std::move(cross_device_ops)) {
+      if (processes) {
+        group = std::move(processes->group);
+        group_options = processes->options;
+      }
       auto& context = Context::global();
       if (!context.initialized()) context.ensure_initialized("constructing MirroredStrategy");
-      if (requested.empty()) {
+      if (requested.empty() && !group) {
         const char* tf_config = std::getenv("TF_CONFIG");
         if (tf_config && std::string_view(tf_config).find("cluster") != std::string_view::npos)
           throw UnimplementedError("In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
@@ -420,7 +442,7 @@ class MirroredStrategy {
         names.push_back(full);
       }
       device_indices = cdo_detail::resolve(names);
-      if (log_enabled(LogSource::python_logger, LogSeverity::info))
+      if (!group && log_enabled(LogSource::python_logger, LogSeverity::info))
         log(LogSource::python_logger, LogSeverity::info,
             "Using MirroredStrategy with devices " + cdo_detail::python_tuple(names));
       if constexpr (std::is_same_v<CrossDeviceOps, AutoCrossDeviceOps>) ops.select(device_indices);
@@ -429,12 +451,16 @@ class MirroredStrategy {
     }
 
     int num_replicas() const override { return static_cast<int>(names.size()); }
+    int num_replicas_in_sync() const override { return num_replicas() * num_workers(); }
+    int num_workers() const { return group ? group->num_workers() : 1; }
+    int worker_index() const { return group ? group->worker_index() : 0; }
+    detail::WorkerGroup* worker_group() const override { return group.get(); }
     const std::vector<int>& replica_devices() const override { return device_indices; }
     void run_replicas(const std::function<void(int)>& fn) override {
       const int n = num_replicas();
       merge_point.reset(n);
       workers->run([&](int r) {
-        const detail::ReplicaContextState state{this, r, n};
+        const detail::ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
         const detail::ScopedSet in_replica(detail::current_replica_context(), &state);
         DeviceScope scope(cdo_detail::info(device_indices[static_cast<std::size_t>(r)]).spec);
         try {
@@ -458,14 +484,76 @@ class MirroredStrategy {
       // the CPU, and the all-reduce algorithms need them where the replicas are.
       for (std::size_t k = 0; k < count; ++k)
         for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(cdo_detail::copy_to(values[r][k], device_indices[r]));
-      const auto reduced = ops.batch_reduce(ReduceOp::SUM, items, device_indices);
+      const auto reduced = batch_reduce_all_workers(ReduceOp::SUM, items);
       std::vector<std::vector<Tensor<float>>> out(replicas);
       for (std::size_t r = 0; r < replicas; ++r)
         for (std::size_t k = 0; k < count; ++k) out[r].push_back(reduced[k].values[r]);
       return out;
     }
     std::vector<std::int64_t> batch_sizes(std::int64_t global) const override {
-      return batch_sizes_for_worker(global, 1, num_replicas(), 0);
+      return local_batch(global, global, num_workers(), num_replicas(), worker_index()).sizes;
+    }
+    std::int64_t batch_offset(std::int64_t global) const override {
+      return local_batch(global, global, num_workers(), num_replicas(), worker_index()).offset;
+    }
+
+    /// The cross-device ops' reduction over this process's replicas, then (several workers) the
+    /// local sums all-reduced across the workers: host buffers packed by bytes_per_pack, the
+    /// list reversed first (SPEC §5.7), one collective per pack. MEAN divides by every replica.
+    template <Numeric T>
+    std::vector<Mirrored<Tensor<T>>> batch_reduce_all_workers(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) {
+      if (!group || group->num_workers() == 1) return ops.batch_reduce(op, values, device_indices);
+      auto local = ops.batch_reduce(ReduceOp::SUM, values, device_indices);
+      std::vector<Tensor<T>> sums;
+      for (const auto& m : local) sums.push_back(m.primary());
+      sums = across_workers(sums, "batch_reduce");
+      std::vector<Mirrored<Tensor<T>>> out(values.size());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        Tensor<T> total = op == ReduceOp::MEAN ? cdo_detail::divide(sums[i], static_cast<std::int64_t>(num_replicas_in_sync())) : sums[i];
+        out[i] = ops.broadcast(total, device_indices);
+      }
+      return out;
+    }
+    /// Each tensor summed across the workers (itself in one process), on its own device.
+    template <Numeric T>
+    std::vector<Tensor<T>> across_workers(const std::vector<Tensor<T>>& values, std::string_view what) {
+      if (!group || group->num_workers() == 1 || values.empty()) return values;
+      std::vector<Tensor<T>> reversed(values.rbegin(), values.rend());
+      const auto packs = group_by_size(reversed, group_options.bytes_per_pack());
+      if (log_enabled(LogSource::python_logger, LogSeverity::info))
+        cdo_detail::log_first_10(worker_logs(), [&] {
+          return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
+                 std::to_string(num_replicas()) + ", group_size = " + std::to_string(num_replicas_in_sync()) +
+                 ", implementation = CommunicationImplementation.RING, num_packs = " + std::to_string(packs.size());
+        });
+      std::vector<Tensor<T>> out;
+      for (const auto& pack : packs) {
+        std::vector<T> host;
+        for (const auto& t : pack) {
+          const auto v = t.to_vector();
+          host.insert(host.end(), v.begin(), v.end());
+        }
+        group->all_reduce(dtype_enum<T>(), host.data(), host.size(), detail::CollectiveReduction::sum, what);
+        std::size_t at = 0;
+        for (const auto& t : pack) {
+          auto result = Tensor<T>::empty(t.shape(), t.device_index(), "CollectiveReduceV2");
+          const auto count = static_cast<std::size_t>(t.num_elements());
+          detail::copy_bytes(result.mutable_data(), result.device_info(), host.data() + at, detail::host_buffer_device(),
+                             count * sizeof(T));
+          at += count;
+          out.push_back(std::move(result));
+        }
+      }
+      std::reverse(out.begin(), out.end());
+      return out;
+    }
+    template <Numeric T>
+    Tensor<T> across_workers(const Tensor<T>& value, std::string_view what) {
+      return group ? across_workers(std::vector{value}, what).front() : value;
+    }
+    static logging::FirstN& worker_logs() {
+      static logging::FirstN site(10);
+      return site;
     }
     std::string description() const override {
       std::string s = "MirroredStrategy(";
@@ -474,6 +562,8 @@ class MirroredStrategy {
     }
 
     CrossDeviceOps ops;
+    std::shared_ptr<detail::WorkerGroup> group;  // the other processes; none in one process
+    CommunicationOptions group_options;
     std::vector<std::string> names;
     std::vector<int> device_indices;
     std::unique_ptr<strategy_detail::ReplicaWorkers> workers;

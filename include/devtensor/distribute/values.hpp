@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "devtensor/config.hpp"
@@ -88,6 +90,27 @@ struct Mirrored {
   for (std::int64_t i = 0; i < n; ++i) all.push_back(i < r ? base + 1 : base);
   std::vector<std::int64_t> out;
   for (std::int64_t i = 0; i < n; ++i) out.push_back(all[static_cast<std::size_t>((i + worker * replicas_per_worker) % n)]);
+  return out;
+}
+
+/// This worker's part of a global batch: where its replicas start and how many examples each
+/// takes. Worker k's replicas take entries [kR, kR + R) of worker 0's size list, at the offset
+/// of the entries before them, so that every global batch is consumed once, in order (SPEC
+/// §5.10's guarantees). `global` unknown: the legacy rebatch, ceil(rows / N) per replica.
+struct LocalBatch {
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> sizes;
+};
+[[nodiscard]] inline LocalBatch local_batch(std::optional<std::int64_t> global, std::int64_t rows, std::int64_t workers,
+                                            std::int64_t replicas_per_worker, std::int64_t worker) {
+  const std::int64_t n = workers * replicas_per_worker;
+  std::vector<std::int64_t> all = global ? batch_sizes_for_worker(*global, workers, replicas_per_worker, 0)
+                                         : std::vector<std::int64_t>(static_cast<std::size_t>(n), (rows + n - 1) / std::max<std::int64_t>(n, 1));
+  LocalBatch out;
+  for (std::int64_t i = 0; i < worker * replicas_per_worker; ++i) out.offset += all[static_cast<std::size_t>(i)];
+  out.offset = std::min(out.offset, rows);
+  for (std::int64_t i = 0; i < replicas_per_worker; ++i)
+    out.sizes.push_back(all[static_cast<std::size_t>(worker * replicas_per_worker + i)]);
   return out;
 }
 

@@ -332,7 +332,7 @@ class Sequential {
     const auto sizes = strategy_->batch_sizes(global);
     const auto& devices = strategy_->replica_devices();
     std::vector<Tensor<float>> xs, ys;
-    std::int64_t begin = 0;
+    std::int64_t begin = strategy_->batch_offset(global);  // this process's share (DATA auto-shard)
     for (int r = 0; r < replicas; ++r) {
       const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
       xs.push_back(data::pipeline::rows_on(x, begin, take, devices[static_cast<std::size_t>(r)]));
@@ -357,6 +357,8 @@ class Sequential {
     optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
     double total = 0.0;
     for (double l : losses) total += l;
+    if (auto* workers = strategy_->worker_group())  // every process reports the global loss
+      workers->all_reduce(DType::DT_DOUBLE, &total, 1, detail::CollectiveReduction::sum, "the step's loss");
     return {total, global};
   }
   void require_compiled() const {

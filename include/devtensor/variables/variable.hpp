@@ -106,8 +106,11 @@ class Variable {
                                    "strategy. Please change the `synchronization` for variable: " + options.name);
       state->strategy = scope->strategy.get();
       state->devices = scope->strategy->replica_devices();
-      // Component 0 from the initial value; the others from component 0, so replicas start equal.
+      // Component 0 from the initial value (the chief's, across processes); the others from
+      // component 0, so replicas start equal.
       state->components.push_back(owned_copy(initial_value, state->devices[0], "VarHandleOp"));
+      if (auto* group = scope->strategy->worker_group(); group && group->num_workers() > 1)
+        state->components[0] = from_chief(state->components[0], *group, options.name);
       for (std::size_t i = 1; i < state->devices.size(); ++i)
         state->components.push_back(owned_copy(state->components[0], state->devices[i], "VarHandleOp"));
     } else {
@@ -248,7 +251,7 @@ class Variable {
   /// This thread's replica of this variable's strategy, or -1 in cross-replica context.
   int local_replica() const {
     const auto* ctx = detail::current_replica_context();
-    if (ctx && state().strategy && ctx->strategy == state().strategy) return ctx->replica_id;
+    if (ctx && state().strategy && ctx->strategy == state().strategy) return ctx->local_replica_id;
     return -1;
   }
   /// Cross-replica read of a sync-on-read variable (the mutex is held).
@@ -301,11 +304,13 @@ class Variable {
                                  "cross-replica context. (variable " + s.name + ")");
     const auto* ctx = detail::current_replica_context();
     const auto aggregation = s.aggregation;
-    ctx->strategy->merge_call(ctx->replica_id, std::make_shared<const Tensor<T>>(value),
+    const int replicas_in_sync = ctx->num_replicas;  // every process's replicas
+    detail::WorkerGroup* workers = ctx->strategy->worker_group();
+    ctx->strategy->merge_call(ctx->local_replica_id, std::make_shared<const Tensor<T>>(value),
                               [&](const std::vector<std::shared_ptr<const void>>& all) {
                                 const auto part = [&](std::size_t i) { return *static_cast<const Tensor<T>*>(all[i].get()); };
                                 if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
-                                  apply(part(0));
+                                  apply(workers ? from_chief(part(0), *workers, s.name) : part(0));
                                   return;
                                 }
                                 std::vector<T> sum = part(0).to_vector();
@@ -313,8 +318,12 @@ class Variable {
                                   const auto v = part(i).to_vector();
                                   for (std::size_t j = 0; j < sum.size(); ++j) sum[j] = static_cast<T>(sum[j] + v[j]);
                                 }
+                                if constexpr (!std::is_same_v<T, bool>)
+                                  if (workers)
+                                    workers->all_reduce(dtype_enum<T>(), sum.data(), sum.size(), detail::CollectiveReduction::sum,
+                                                        "the replica-context update of " + s.name);
                                 if (aggregation == VariableAggregation::MEAN)
-                                  for (auto& x : sum) x = static_cast<T>(x / static_cast<T>(all.size()));
+                                  for (auto& x : sum) x = static_cast<T>(x / static_cast<T>(replicas_in_sync));
                                 apply(host_tensor(sum, part(0).shape(), state().devices[0]));
                               });
   }
@@ -342,6 +351,14 @@ class Variable {
                                  state().name + ")");
   }
   /// A buffer of the variable's own on `device`, holding `value`'s elements.
+  /// `value` as the chief process has it (SPEC §6.3: initial values are broadcast from the chief),
+  /// staged through host memory, as MPI's broadcast of a host buffer needs.
+  static Tensor<T> from_chief(const Tensor<T>& value, detail::WorkerGroup& group, const std::string& name) {
+    auto host = owned_copy(value, 0, "VarHandleOp");  // logical device 0 is always CPU:0
+    group.broadcast(host.mutable_data(), static_cast<std::size_t>(host.num_elements()) * sizeof(T),
+                    "the initial value of variable " + name);
+    return owned_copy(host, value.device_index(), "VarHandleOp");
+  }
   static Tensor<T> owned_copy(const Tensor<T>& value, int device, std::string_view op) {
     if (value.device_index() == device && op != "VarHandleOp" && op != "AssignVariableOp") return value;
     auto out = Tensor<T>::empty(value.shape(), device, op);

@@ -1,0 +1,265 @@
+// MultiWorkerMirroredStrategy across real processes (SPEC §6.3). CTest runs this executable under
+// mpiexec with 1, 2, 3 and 4 ranks; every rank runs every test case in the same order, so each
+// collective has all its peers. Collectives here have a 60 s deadline: a bug fails, never hangs.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor/distribute/multi_worker/multi_worker_mirrored_strategy.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace ds = devtensor::distribute;
+namespace nn = devtensor::nn;
+
+namespace {
+
+ds::CommunicationOptions with_deadline(std::int64_t bytes_per_pack = 0, double seconds = 60.0) {
+  return ds::CommunicationOptions(bytes_per_pack, seconds, ds::CommunicationImplementation::RING);
+}
+
+/// The number of MPI ranks (1 when not launched by mpiexec).
+int world_size() {
+  const auto launch = ds::cluster_resolver::MpiLaunch::from_environment();
+  return launch ? launch->size : 1;
+}
+
+/// No TF_CONFIG (the MPI launch defines the cluster) and TensorFlow's INFO lines shown.
+struct NoTfConfig {
+  dt::test::ScopedEnv tf_config{"TF_CONFIG", std::nullopt};
+  NoTfConfig() { dt::logging::set_verbosity(dt::LogSeverity::info); }
+  ~NoTfConfig() { dt::logging::set_verbosity(dt::LogSeverity::warning); }
+};
+
+template <class T>
+std::vector<T> iota(std::size_t n, T start) {
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + static_cast<T>(i));
+  return out;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(multi_worker, NoTfConfig)
+
+BOOST_AUTO_TEST_CASE(the_mpi_launch_is_the_cluster) {
+  dt::test::LogCapture log;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const int n = world_size();
+  BOOST_TEST(strategy.num_workers() == n);
+  BOOST_TEST(strategy.num_replicas_in_sync() == n);  // one CPU per worker
+  BOOST_TEST(strategy.is_chief() == (strategy.worker_index() == 0));
+  if (n == 1) {
+    BOOST_TEST(log.count("Single-worker MultiWorkerMirroredStrategy with local_devices = "
+                         "('/device:CPU:0',), communication = CommunicationImplementation.RING") == 1u);
+    BOOST_TEST(strategy.mpi_group() == nullptr);
+    return;
+  }
+  const std::string task = "/job:worker/replica:0/task:" + std::to_string(strategy.worker_index());
+  BOOST_TEST(strategy.worker_devices() == std::vector<std::string>{task + "/device:CPU:0"}, boost::test_tools::per_element());
+  BOOST_TEST(log.count("Enabled multi-worker collective ops with available devices: ['" + task + "/device:CPU:0']") == 1u);
+  BOOST_TEST(log.count("Cluster is ready.") == 1u);
+  BOOST_TEST(log.count("MultiWorkerMirroredStrategy with cluster_spec = {'worker': ['mpi:0', 'mpi:1'") == 1u);
+  BOOST_TEST(log.count(", task_type = 'worker', task_id = " + std::to_string(strategy.worker_index()) +
+                       ", num_workers = " + std::to_string(n) + ", local_devices = ('" + task +
+                       "/device:CPU:0',), communication = CommunicationImplementation.RING") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(collectives_of_every_dtype_and_reduction) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const int n = world_size();
+  const int rank = strategy.worker_index();
+  // Replica ids are global; run + reduce add every worker's replicas.
+  const auto ids = strategy.run([] { return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+  BOOST_TEST(ids.values.at(0).item() == static_cast<float>(rank));
+  BOOST_TEST(strategy.reduce(ds::ReduceOp::SUM, ids, std::nullopt).item() == static_cast<float>(n * (n - 1) / 2));
+  BOOST_TEST(strategy.reduce(ds::ReduceOp::MEAN, ids, std::nullopt).item() == static_cast<float>(n - 1) / 2.0f,
+             boost::test_tools::tolerance(1e-6f));
+  // Every dtype, uneven sizes, empty tensors: straight through the worker group.
+  auto* group = strategy.mpi_group();
+  if (!group) return;
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000003}}) {
+    auto f = iota<float>(size, static_cast<float>(rank));
+    group->all_reduce(dt::DType::DT_FLOAT, f.data(), f.size(), dt::detail::CollectiveReduction::sum, "float sum");
+    auto d = iota<double>(size, rank * 0.5);
+    group->all_reduce(dt::DType::DT_DOUBLE, d.data(), d.size(), dt::detail::CollectiveReduction::max, "double max");
+    auto i32 = iota<std::int32_t>(size, -rank);
+    group->all_reduce(dt::DType::DT_INT32, i32.data(), i32.size(), dt::detail::CollectiveReduction::min, "int32 min");
+    auto i64 = iota<std::int64_t>(size, std::int64_t{1} << 40);
+    group->all_reduce(dt::DType::DT_INT64, i64.data(), i64.size(), dt::detail::CollectiveReduction::sum, "int64 sum");
+    for (std::size_t i = 0; i < size; i += 1 + size / 17) {
+      BOOST_TEST(f[i] == static_cast<float>(n) * static_cast<float>(i) + static_cast<float>(n * (n - 1) / 2),
+                 boost::test_tools::tolerance(1e-5f));
+      BOOST_TEST(d[i] == static_cast<double>(i) + (n - 1) * 0.5);
+      BOOST_TEST(i32[i] == static_cast<std::int32_t>(i) - (n - 1));
+      BOOST_TEST(i64[i] == n * ((std::int64_t{1} << 40) + static_cast<std::int64_t>(i)));
+    }
+  }
+  std::vector<char> flags(3, 0);
+  DEVTENSOR_CHECK_THROW_WITH(group->all_reduce(dt::DType::DT_BOOL, flags.data(), 3, dt::detail::CollectiveReduction::sum, "bools"),
+                             dt::InvalidArgumentError, "not supported for bool tensors");
+}
+
+BOOST_AUTO_TEST_CASE(many_packs_and_batch_reduce) {
+  // 40-byte packs: a list of five tensors becomes several packs, reversed and restored.
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline(40));
+  const int n = world_size();
+  const float r = static_cast<float>(strategy.worker_index());
+  std::vector<ds::PerReplica<dt::Tensor<float>>> values;
+  for (int k = 0; k < 5; ++k)
+    values.push_back({{dt::fill<float>({static_cast<std::int64_t>(3 + 4 * k)}, r + static_cast<float>(k))}});
+  values.push_back({{dt::constant<float>(std::vector<float>{}, {0})}});  // an empty tensor among them
+  dt::test::LogCapture log;
+  const auto sums = strategy.batch_reduce_to(ds::ReduceOp::SUM, values);
+  const auto means = strategy.batch_reduce_to(ds::ReduceOp::MEAN, values);
+  BOOST_TEST_REQUIRE(sums.size() == values.size());
+  const float rank_sum = static_cast<float>(n * (n - 1) / 2);
+  for (int k = 0; k < 5; ++k) {
+    BOOST_TEST(sums[static_cast<std::size_t>(k)].primary().shape().num_elements() == 3 + 4 * k);
+    for (float v : sums[static_cast<std::size_t>(k)].primary().to_vector()) BOOST_TEST(v == rank_sum + static_cast<float>(n * k));
+    for (float v : means[static_cast<std::size_t>(k)].primary().to_vector())
+      BOOST_TEST(v == (rank_sum + static_cast<float>(n * k)) / static_cast<float>(n), boost::test_tools::tolerance(1e-6f));
+  }
+  BOOST_TEST(sums[5].primary().num_elements() == 0);
+  if (n > 1) BOOST_TEST(log.count("Collective all_reduce tensors: 6 all_reduces, num_devices = 1, group_size = " + std::to_string(n)) >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(initial_values_come_from_the_chief) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const float r = static_cast<float>(strategy.worker_index());
+  std::optional<dt::Variable<float>> v;
+  {
+    auto guard = strategy.scope();
+    v.emplace(dt::constant<float>({r, r + 1, r + 2}), dt::VariableOptions{.name = "w"});
+  }
+  BOOST_TEST(v->to_vector() == std::vector<float>({0, 1, 2}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(reduce_over_an_axis_weighs_uneven_batches) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const int n = world_size();
+  const int rank = strategy.worker_index();
+  // Worker k holds k + 1 rows of value k: the mean over every row is Σk(k+1) / Σ(k+1).
+  const auto rows = strategy.run([&] {
+    return dt::fill<float>({static_cast<std::int64_t>(rank + 1), 2}, static_cast<float>(rank));
+  });
+  const auto mean = strategy.reduce(ds::ReduceOp::MEAN, rows, 0);
+  double num = 0, den = 0;
+  for (int k = 0; k < n; ++k) num += k * (k + 1.0), den += k + 1.0;
+  for (float v : mean.to_vector()) BOOST_TEST(v == static_cast<float>(num / den), boost::test_tools::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_CASE(fit_matches_single_process_training) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  auto build = [] {
+    nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::tanh,
+                                        .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
+                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.5});
+    return model;
+  };
+  nn::clear_session();
+  auto single = build();
+  std::optional<nn::Sequential> distributed;
+  {
+    auto guard = strategy.scope();
+    distributed.emplace(build());
+  }
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 22; ++i) {
+    const float a = static_cast<float>(i % 7) / 7.0f, b = static_cast<float>(i % 5) / 5.0f;
+    xs.insert(xs.end(), {a, b});
+    ys.push_back(a - 2 * b + 0.5f);
+  }
+  // Global batches of 8, 8 and 6 rows, split unevenly across the workers.
+  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {22, 2}), dt::constant<float>(ys, {22, 1})).batch(8);
+  const auto h1 = single.fit(data, {.epochs = 3, .verbose = 0});
+  const auto h2 = distributed->fit(data, {.epochs = 3, .verbose = 0});
+  for (std::size_t e = 0; e < 3; ++e) BOOST_TEST(h2.loss[e] == h1.loss[e], boost::test_tools::tolerance(1e-4));
+  const auto a = single.trainable_variables();
+  const auto b = distributed->trainable_variables();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto want = a[i].to_vector();
+    const auto got = b[i].to_vector();
+    for (std::size_t j = 0; j < want.size(); ++j) BOOST_TEST(got[j] == want[j], boost::test_tools::tolerance(1e-5f));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(custom_loop_with_a_distributed_dataset) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const int n = world_size();
+  // 10 elements in global batches of 4, 4, 2: every element is seen once, by one worker, in order.
+  auto data = dt::data::Dataset<float>::from_tensor_slices(dt::constant<float>(iota<float>(10, 1.0f), {10})).batch(4);
+  double seen = 0;
+  std::int64_t count = 0;
+  for (const auto& batch : strategy.experimental_distribute_dataset(data)) {
+    const auto per_replica = strategy.run([](const std::tuple<dt::Tensor<float>>& b) {
+      return dt::reduce_sum(std::get<0>(b));
+    }, batch);
+    const auto sizes = strategy.run([](const std::tuple<dt::Tensor<float>>& b) {
+      return dt::scalar<float>(static_cast<float>(std::get<0>(b).num_elements()));
+    }, batch);
+    seen += strategy.reduce(ds::ReduceOp::SUM, per_replica, std::nullopt).item();
+    count += static_cast<std::int64_t>(strategy.reduce(ds::ReduceOp::SUM, sizes, std::nullopt).item());
+  }
+  BOOST_TEST(seen == 55.0);
+  BOOST_TEST(count == 10);
+  (void)n;
+}
+
+BOOST_AUTO_TEST_CASE(tf_config_must_agree_with_the_launch) {
+  const int n = world_size();
+  std::string workers;
+  for (int i = 0; i < n + 1; ++i) workers += (i ? ", " : "") + std::string("\"h") + std::to_string(i) + ":1\"";
+  // One worker more than the launch has.
+  dt::test::ScopedEnv more("TF_CONFIG", R"({"cluster": {"worker": [)" + workers + R"(]}, "task": {"type": "worker", "index": 0}})");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(), dt::FailedPreconditionError, "`mpiexec -n " + std::to_string(n + 1) + " ./app`");
+}
+
+BOOST_AUTO_TEST_CASE(bad_clusters_are_typed_errors) {
+  auto with = [](const std::string& json) { return ds::cluster_resolver::TFConfigClusterResolver({.tf_config = json}); };
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with(R"({"cluster": {"worker": ["a:1"]}})")), dt::InvalidArgumentError,
+                             "When `cluster_spec` is given, you must also specify `task_type` and `task_id`.");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with(R"({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}})")),
+                             dt::InvalidArgumentError, "No `worker`, `chief` or `evaluator` tasks can be found in `cluster_spec`");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with(R"({"cluster": {"worker": ["a:1"], "ps": ["p:1"]}, "task": {"type": "ps", "index": 0}})")),
+                             dt::InvalidArgumentError, "Unexpected `task_type` 'ps'");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with(R"({"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}})")),
+                             dt::InvalidArgumentError, "There must be at most one 'chief' job.");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}})")),
+                             dt::InvalidArgumentError, "The `task_id` 3 exceeds the maximum id of worker.");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "boss", "index": 0}})")),
+                             dt::InvalidArgumentError, "Unrecognized task_type: boss");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(with("{oops")), dt::InvalidArgumentError, "TF_CONFIG is not valid JSON");
+  DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(-1), dt::InvalidArgumentError, "bytes_per_pack must be non-negative");
+}
+
+// Last: after a timeout the group is aborted. Worker 1 arrives late; the others must get
+// DeadlineExceededError naming the operation and worker 1 within the timeout plus a second.
+BOOST_AUTO_TEST_CASE(a_missing_worker_times_out_instead_of_hanging) {
+  const int n = world_size();
+  if (n < 2) return;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline(0, 1.0));
+  const auto one = strategy.run([] { return dt::scalar<float>(1); });
+  if (strategy.worker_index() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    // The others posted their side long ago: this one completes.
+    BOOST_TEST(strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt).item() == static_cast<float>(n));
+    return;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  DEVTENSOR_CHECK_THROW_WITH((void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt), dt::DeadlineExceededError,
+                             "worker(s) 1 did not join it");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  BOOST_TEST(waited >= 1.0);
+  BOOST_TEST(waited < 2.0);
+  DEVTENSOR_CHECK_THROW_WITH((void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt), dt::FailedPreconditionError,
+                             "was aborted after the all-reduce of strategy.reduce timed out");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
