@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -260,6 +261,19 @@ BOOST_AUTO_TEST_CASE(a_missing_worker_times_out_instead_of_hanging) {
   BOOST_TEST(waited < 2.0);
   DEVTENSOR_CHECK_THROW_WITH((void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt), dt::FailedPreconditionError,
                              "was aborted after the all-reduce of strategy.reduce timed out");
+}
+
+// Run alone (disabled by default; CTest entry test_multi_worker.worker_exits): without a timeout,
+// worker 1 exits with status 3 while the others wait in an all-reduce. Its exit must end the job
+// through the launcher (MPI_Abort on the way out), not leave the others waiting for ever.
+BOOST_AUTO_TEST_CASE(a_worker_that_exits_ends_the_job, *boost::unit_test::disabled()) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(),
+                                           ds::CommunicationOptions(0, std::nullopt, ds::CommunicationImplementation::RING));
+  BOOST_TEST_REQUIRE(strategy.num_workers() >= 2);
+  if (strategy.worker_index() == 1) std::exit(3);
+  const auto one = strategy.run([] { return dt::scalar<float>(1); });
+  (void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt);
+  BOOST_ERROR("the all-reduce completed without worker 1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

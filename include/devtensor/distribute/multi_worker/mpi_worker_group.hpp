@@ -14,7 +14,11 @@
 /// the group is then aborted (later collectives fail at once, as TensorFlow's collective
 /// executor does after a timeout), and the abandoned request keeps its own buffer, so MPI can
 /// still complete it if a late peer arrives. Without a timeout collectives block, and a worker
-/// that dies is handled by the launcher: mpiexec ends the whole job when a rank exits non-zero.
+/// that dies is handled by the launcher: mpiexec ends the whole job when a rank is killed or
+/// aborts (an uncaught exception), and a rank that calls exit() with a non-zero status calls
+/// MPI_Abort on its way out (glibc's on_exit sees the status) rather than MPI_Finalize, which
+/// would wait for peers stuck in a collective. A rank that exits 0 while its peers still expect
+/// it in a collective is a program error that only timeout_seconds turns into an exception.
 
 #include <mpi.h>
 
@@ -51,6 +55,18 @@ inline void check(int code, std::string_view call) {
 /// MPI for this process: initialised once, finalised at exit if devtensor initialised it.
 class Runtime {
  public:
+  /// At exit: MPI_Finalize after a clean exit. After exit(status != 0) the peers may be blocked in
+  /// a collective this worker will never join, and MPI_Finalize would wait for them for ever; so
+  /// MPI_Abort instead, and the launcher ends the whole job with this status.
+  static void finish(int status) noexcept {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (status != 0)
+      MPI_Abort(MPI_COMM_WORLD, status);
+    else
+      MPI_Finalize();
+  }
   static Runtime& get() {
     static Runtime runtime;
     return runtime;
@@ -66,11 +82,11 @@ class Runtime {
       MPI_Query_thread(&thread_level_);
     } else {
       check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &thread_level_), "MPI_Init_thread");
-      std::atexit([] {
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (!finalized) MPI_Finalize();
-      });
+#if defined(__GLIBC__)
+      on_exit([](int status, void*) { finish(status); }, nullptr);
+#else
+      std::atexit([] { finish(0); });
+#endif
     }
     if (thread_level_ < MPI_THREAD_SERIALIZED)
       throw FailedPreconditionError(
