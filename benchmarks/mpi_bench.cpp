@@ -112,16 +112,19 @@ void BM_TrainStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * global);
 }
 
-void sizes(benchmark::internal::Benchmark* b) {
-  for (std::int64_t bytes : {4 * kiB, 1024 * kiB, 64 * 1024 * kiB}) b->Arg(bytes)->Iterations(iterations_for(bytes));
-  b->UseManualTime();
+/// One registration per size: an iteration count belongs to a whole registration.
+void register_sizes(const char* name, void (*body)(benchmark::State&)) {
+  for (std::int64_t bytes : {4 * kiB, 1024 * kiB, 64 * 1024 * kiB})
+    benchmark::RegisterBenchmark(name, body)->Arg(bytes)->Iterations(iterations_for(bytes))->UseManualTime();
 }
 
-BENCHMARK(BM_RawMpiAllreduce)->Apply(sizes);
-BENCHMARK(BM_WorkerGroupAllreduce)->Apply(sizes);
-BENCHMARK(BM_WorkerGroupAllreduceTimed)->Apply(sizes);
-BENCHMARK(BM_StrategyReduce)->Apply(sizes);
-BENCHMARK(BM_TrainStep)->Iterations(200)->UseManualTime();
+void register_all() {
+  register_sizes("BM_RawMpiAllreduce", BM_RawMpiAllreduce);
+  register_sizes("BM_WorkerGroupAllreduce", BM_WorkerGroupAllreduce);
+  register_sizes("BM_WorkerGroupAllreduceTimed", BM_WorkerGroupAllreduceTimed);
+  register_sizes("BM_StrategyReduce", BM_StrategyReduce);
+  benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep)->Iterations(200)->UseManualTime();
+}
 
 /// Rank 0 reports; the others run silently.
 class NullReporter : public benchmark::BenchmarkReporter {
@@ -139,10 +142,17 @@ int main(int argc, char** argv) {
   dt::set_log_sink([](dt::LogSeverity, std::string_view) {});
   // Only rank 0 writes --benchmark_out: the others drop the flag.
   std::vector<char*> args(argv, argv + argc);
+  // Every rank must run the cases in the same order: random interleaving shuffles per process.
+  for (const char* a : args)
+    if (std::string_view(a).starts_with("--benchmark_enable_random_interleaving") && !std::string_view(a).ends_with("=false")) {
+      if (rank == 0) std::fprintf(stderr, "bench_mpi: --benchmark_enable_random_interleaving would give each rank its own order of collectives (a deadlock); repeat whole runs instead\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   if (rank != 0)
     std::erase_if(args, [](const char* a) { return std::string_view(a).starts_with("--benchmark_out"); });
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
+  register_all();
   if (rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
   } else {

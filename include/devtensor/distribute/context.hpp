@@ -33,10 +33,15 @@ class WorkerGroup {
   [[nodiscard]] virtual int num_workers() const = 0;
   /// This process's rank: 0 is the chief.
   [[nodiscard]] virtual int worker_index() const = 0;
-  /// Reduces `count` elements of host memory in place across the workers; `what` names the
-  /// operation in errors. @throws DeadlineExceededError when a peer does not arrive in time.
-  virtual void all_reduce(devtensor::DType dtype, void* data, std::size_t count, CollectiveReduction reduction,
-                          std::string_view what) = 0;
+  /// Reduces `count` elements of host memory across the workers: every worker's `input`, the
+  /// result in `output` (`input == output`: in place); `what` names the operation in errors.
+  /// @throws DeadlineExceededError when a peer does not arrive in time.
+  virtual void all_reduce(devtensor::DType dtype, const void* input, void* output, std::size_t count,
+                          CollectiveReduction reduction, std::string_view what) = 0;
+  void all_reduce(devtensor::DType dtype, void* data, std::size_t count, CollectiveReduction reduction,
+                  std::string_view what) {
+    all_reduce(dtype, data, data, count, reduction, what);
+  }
   /// The chief's `bytes` of host memory to every worker, in place.
   virtual void broadcast(void* data, std::size_t bytes, std::string_view what) = 0;
 };

@@ -528,17 +528,31 @@ class MirroredStrategy {
         });
       std::vector<Tensor<T>> out;
       for (const auto& pack : packs) {
-        std::vector<T> host;
-        for (const auto& t : pack) {
-          const auto v = t.to_vector();
-          host.insert(host.end(), v.begin(), v.end());
+        // A pack of one tensor in host memory: MPI reads it where it is and writes the result.
+        if (pack.size() == 1 && pack[0].host_memory()) {
+          const auto& t = pack[0];
+          auto result = Tensor<T>::empty(t.shape(), t.device_index(), "CollectiveReduceV2");
+          const auto count = static_cast<std::size_t>(t.num_elements());
+          group->all_reduce(dtype_enum<T>(), t.data(), result.mutable_data(), count, detail::CollectiveReduction::sum, what);
+          out.push_back(std::move(result));
+          continue;
         }
-        group->all_reduce(dtype_enum<T>(), host.data(), host.size(), detail::CollectiveReduction::sum, what);
+        // Otherwise one host buffer per pack: each tensor copied in once and out once.
+        std::size_t total = 0;
+        for (const auto& t : pack) total += static_cast<std::size_t>(t.num_elements());
+        const auto host = std::make_unique_for_overwrite<T[]>(total);
         std::size_t at = 0;
+        for (const auto& t : pack) {
+          const auto count = static_cast<std::size_t>(t.num_elements());
+          detail::copy_bytes(host.get() + at, detail::host_buffer_device(), t.data(), t.device_info(), count * sizeof(T));
+          at += count;
+        }
+        group->all_reduce(dtype_enum<T>(), host.get(), total, detail::CollectiveReduction::sum, what);
+        at = 0;
         for (const auto& t : pack) {
           auto result = Tensor<T>::empty(t.shape(), t.device_index(), "CollectiveReduceV2");
           const auto count = static_cast<std::size_t>(t.num_elements());
-          detail::copy_bytes(result.mutable_data(), result.device_info(), host.data() + at, detail::host_buffer_device(),
+          detail::copy_bytes(result.mutable_data(), result.device_info(), host.get() + at, detail::host_buffer_device(),
                              count * sizeof(T));
           at += count;
           out.push_back(std::move(result));

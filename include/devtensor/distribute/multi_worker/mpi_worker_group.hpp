@@ -181,17 +181,23 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
   [[nodiscard]] int local_rank() const noexcept { return local_rank_; }
   [[nodiscard]] std::optional<double> timeout_seconds() const noexcept { return timeout_; }
 
-  void all_reduce(devtensor::DType dtype, void* data, std::size_t count, detail::CollectiveReduction reduction,
-                  std::string_view what) override {
+  using detail::WorkerGroup::all_reduce;
+  void all_reduce(devtensor::DType dtype, const void* input, void* output, std::size_t count,
+                  detail::CollectiveReduction reduction, std::string_view what) override {
     const MPI_Datatype type = mpi_detail::datatype(dtype);
     const MPI_Op op = mpi_detail::reduction_op(reduction);
     const std::size_t element = mpi_detail::element_size(dtype);
-    auto* bytes = static_cast<std::byte*>(data);
+    const auto* in = static_cast<const std::byte*>(input);
+    auto* out = static_cast<std::byte*>(output);
     for (std::size_t done = 0; done < count || (count == 0 && done == 0);) {  // int-sized pieces
       const std::size_t piece = std::min<std::size_t>(count - done, INT_MAX);
-      run("all-reduce of " + std::string(what), bytes + done * element, piece * element, [&](void* buffer, MPI_Request* request) {
+      const std::size_t at = done * element;
+      run("all-reduce of " + std::string(what), in + at, out + at, piece * element, [&](void* buffer, MPI_Request* request) {
         return MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(piece), type, op, comm_, request);
-      }, [&](void* buffer) { return MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(piece), type, op, comm_); });
+      }, [&](const void* send, void* receive) {
+        // Out of place when the caller allows it: MPI reads the input where it is, no copy first.
+        return MPI_Allreduce(send == receive ? MPI_IN_PLACE : send, receive, static_cast<int>(piece), type, op, comm_);
+      });
       done += piece;
       if (count == 0) break;
     }
@@ -201,9 +207,9 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
     auto* p = static_cast<std::byte*>(data);
     for (std::size_t done = 0; done < bytes || (bytes == 0 && done == 0);) {
       const std::size_t piece = std::min<std::size_t>(bytes - done, INT_MAX);
-      run("broadcast of " + std::string(what), p + done, piece, [&](void* buffer, MPI_Request* request) {
+      run("broadcast of " + std::string(what), p + done, p + done, piece, [&](void* buffer, MPI_Request* request) {
         return MPI_Ibcast(buffer, static_cast<int>(piece), MPI_BYTE, 0, comm_, request);
-      }, [&](void* buffer) { return MPI_Bcast(buffer, static_cast<int>(piece), MPI_BYTE, 0, comm_); });
+      }, [&](const void*, void* buffer) { return MPI_Bcast(buffer, static_cast<int>(piece), MPI_BYTE, 0, comm_); });
       done += piece;
       if (bytes == 0) break;
     }
@@ -211,8 +217,8 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
 
   /// Waits until every worker calls it (MPI_Barrier, under the same deadline).
   void barrier(std::string_view what) {
-    run(std::string(what), nullptr, 0, [&](void*, MPI_Request* request) { return MPI_Ibarrier(comm_, request); },
-        [&](void*) { return MPI_Barrier(comm_); });
+    run(std::string(what), nullptr, nullptr, 0, [&](void*, MPI_Request* request) { return MPI_Ibarrier(comm_, request); },
+        [&](const void*, void*) { return MPI_Barrier(comm_); });
   }
 
  private:
@@ -226,25 +232,32 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
   unsigned sequence_ = 0;
   std::optional<std::string> aborted_by_;
   std::vector<mpi_detail::Abandoned> abandoned_;
+  std::vector<std::byte> spare_;  // private buffer of timed collectives, kept between calls
 
-  /// One collective: blocking without a timeout; otherwise an arrival message to every peer and
-  /// the non-blocking form on a private copy of `bytes` bytes at `data`, polled until done or
-  /// the deadline.
+  /// One collective of `bytes` bytes from `input` to `output`: blocking without a timeout;
+  /// otherwise an arrival message to every peer and the non-blocking form on a private copy,
+  /// polled until done or the deadline.
   template <class Start, class Blocking>
-  void run(const std::string& what, std::byte* data, std::size_t bytes, Start start, Blocking blocking) {
+  void run(const std::string& what, const std::byte* input, std::byte* output, std::size_t bytes, Start start,
+           Blocking blocking) {
     std::lock_guard lock(mutex_);
     if (aborted_by_)
       throw FailedPreconditionError("Collective " + what + " cannot run: this worker group was aborted after " +
                                     *aborted_by_ + " timed out. Restart the workers (every worker's collectives "
                                     "must complete in the same order).");
-    if (size_ == 1) return;
+    if (size_ == 1) {
+      if (bytes && input != output) std::memcpy(output, input, bytes);
+      return;
+    }
     if (!timeout_) {
-      mpi_detail::check(blocking(data), "MPI collective (" + what + ")");
+      if (const int code = blocking(input, output); code != MPI_SUCCESS) mpi_detail::check(code, "MPI collective (" + what + ")");
       return;
     }
     const int tag = static_cast<int>(sequence_++ % 32000u);
     mpi_detail::Abandoned op;
-    op.buffer.assign(data, data + bytes);
+    op.buffer = std::move(spare_);  // the last completed collective's buffer: no fresh pages to fault in
+    op.buffer.resize(bytes);
+    if (bytes) std::memcpy(op.buffer.data(), input, bytes);
     op.tokens.assign(static_cast<std::size_t>(size_), -1);
     int& token = op.tokens[static_cast<std::size_t>(rank_)];  // what this worker sends; lives as long as op
     token = tag;
@@ -264,15 +277,18 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
 
     const auto began = std::chrono::steady_clock::now();
     const auto deadline = began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*timeout_));
+    // Poll as MPI's blocking calls do: a non-blocking collective only progresses inside MPI_Test
+    // (no progress thread), so sleeping between tests would stretch every round of it.
     int done = 0;
     for (;;) {
       MPI_Testall(static_cast<int>(op.requests.size()), op.requests.data(), &done, MPI_STATUSES_IGNORE);
       if (done) break;
       if (std::chrono::steady_clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::this_thread::yield();
     }
     if (done) {
-      if (bytes) std::memcpy(data, op.buffer.data(), bytes);
+      if (bytes) std::memcpy(output, op.buffer.data(), bytes);
+      spare_ = std::move(op.buffer);
       return;
     }
     // Which peers never announced themselves: the token sends/receives alternate per peer.

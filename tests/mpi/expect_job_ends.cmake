@@ -1,0 +1,23 @@
+# cmake -DEXPECT_STATUS=<n> -DLIMIT=<seconds> -P expect_job_ends.cmake -- <command...>
+# Passes when the command (an mpiexec job) ends by itself within LIMIT seconds with exit status
+# EXPECT_STATUS. (Open MPI's "MPI_ABORT was invoked" text is not checked: it is sometimes lost
+# when the launcher kills the job while forwarding it.)
+set(command "")
+set(after_separator FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE 0 ${last})
+  if(after_separator)
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif(CMAKE_ARGV${i} STREQUAL "--")
+    set(after_separator TRUE)
+  endif()
+endforeach()
+string(TIMESTAMP began "%s")
+execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output TIMEOUT ${LIMIT})
+string(TIMESTAMP ended "%s")
+math(EXPR seconds "${ended} - ${began}")
+message("${output}")
+if(NOT status STREQUAL "${EXPECT_STATUS}")
+  message(FATAL_ERROR "The job ended with '${status}' after ${seconds} s; expected exit status ${EXPECT_STATUS} within ${LIMIT} s")
+endif()
+message("The job ended with exit status ${status} after ${seconds} s.")
