@@ -136,7 +136,8 @@ class NullReporter : public benchmark::BenchmarkReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
-  (void)strategy();  // initialises MPI (devtensor's runtime) and the cluster from the launch
+  ds::mpi_detail::Runtime::get();  // MPI, initialised as devtensor does it (a single worker would not)
+  (void)strategy();                // the cluster, from the launch
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   dt::set_log_sink([](dt::LogSeverity, std::string_view) {});
