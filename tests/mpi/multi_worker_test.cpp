@@ -240,6 +240,49 @@ BOOST_AUTO_TEST_CASE(bad_clusters_are_typed_errors) {
   DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(-1), dt::InvalidArgumentError, "bytes_per_pack must be non-negative");
 }
 
+// Two (simulated) GPUs per worker: num_replicas_in_sync = 2 × workers, global replica ids
+// (id_in_cluster × 2 + local index), reductions over every replica of every worker, a pack of
+// several GPU tensors through the host buffer. NCCL between workers is not built yet: asking for
+// it says so once.
+BOOST_AUTO_TEST_CASE(two_gpus_per_worker) {
+  dt::testing::reset_context();
+  dt::logging::set_verbosity(dt::LogSeverity::info);  // the reset restored the default
+  dt::config::set_simulated_gpus(2);
+  {
+    dt::test::LogCapture log;
+    ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(),
+                                             ds::CommunicationOptions(0, 60.0, ds::CommunicationImplementation::NCCL));
+    const int n = world_size();
+    const int rank = strategy.worker_index();
+    const int replicas = 2 * n;
+    BOOST_TEST(strategy.num_replicas_in_sync() == replicas);
+    const auto ids = strategy.run([] { return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+    BOOST_TEST_REQUIRE(ids.values.size() == 2u);
+    BOOST_TEST(ids.values[0].item() == static_cast<float>(2 * rank));
+    BOOST_TEST(ids.values[1].item() == static_cast<float>(2 * rank + 1));
+    BOOST_TEST(ids.values[1].device_info().is_gpu);
+    const auto id_sum = static_cast<float>(replicas * (replicas - 1) / 2);
+    BOOST_TEST(strategy.reduce(ds::ReduceOp::SUM, ids, std::nullopt).item() == id_sum);
+    // Two tensors per replica, one pack (bytes_per_pack 0): copied into one host buffer and out.
+    const auto a = strategy.run([] { return dt::fill<float>({5}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+    const auto b = strategy.run([] { return dt::fill<float>({3, 2}, 2.0f * static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+    const auto sums = strategy.batch_reduce_to(ds::ReduceOp::SUM, std::vector{a, b});
+    BOOST_TEST_REQUIRE(sums.size() == 2u);
+    for (const auto& component : sums[0].values)
+      for (float v : component.to_vector()) BOOST_TEST(v == id_sum);
+    BOOST_TEST(sums[1].values.at(1).shape() == dt::Shape({3, 2}));
+    for (float v : sums[1].values.at(1).to_vector()) BOOST_TEST(v == 2.0f * id_sum);
+    if (n > 1) {
+      BOOST_TEST(log.count("CommunicationImplementation.NCCL between workers is not available yet") == 1u);
+      const std::string task = "/job:worker/replica:0/task:" + std::to_string(rank);
+      BOOST_TEST(log.count("local_devices = ('" + task + "/device:GPU:0', '" + task +
+                           "/device:GPU:1'), communication = CommunicationImplementation.NCCL") == 1u);
+    }
+  }
+  dt::testing::reset_context();
+  dt::logging::set_verbosity(dt::LogSeverity::info);
+}
+
 // Last: after a timeout the group is aborted. Worker 1 arrives late; the others must get
 // DeadlineExceededError naming the operation and worker 1 within the timeout plus a second.
 BOOST_AUTO_TEST_CASE(a_missing_worker_times_out_instead_of_hanging) {

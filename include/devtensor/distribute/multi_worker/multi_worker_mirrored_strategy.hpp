@@ -14,7 +14,8 @@
 /// works across the workers: reductions sum every worker's replicas, global replica ids are
 /// id_in_cluster × local devices + local index, and each worker takes its own share of each
 /// global batch (DATA auto-shard). Values go through host memory and MPI; NCCL between processes
-/// is not part of this component yet (CommunicationImplementation::NCCL logs that it uses the ring).
+/// is not part of this component yet (CommunicationImplementation::NCCL with GPUs warns that the
+/// workers' sums go through host memory and MPI).
 
 #include <memory>
 #include <optional>
@@ -127,6 +128,10 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
       for (const auto& d : s->local_devices) s->worker_devices.push_back(prefix + d.substr(d.find("/device:")));
       if (options.implementation() == CommunicationImplementation::NCCL && gpus.empty())
         log(LogSource::python_logger, LogSeverity::warning, "Enabled NCCL communication but no GPUs detected/specified.");
+      if (options.implementation() == CommunicationImplementation::NCCL && !gpus.empty() && !single)
+        log(LogSource::python_logger, LogSeverity::warning,
+            "CommunicationImplementation.NCCL between workers is not available yet: each worker reduces its own GPUs' "
+            "values, and the workers' sums cross processes through host memory and MPI (as with RING).");
 
       const std::string devices = cdo_detail::python_tuple(s->worker_devices);
       const std::string impl = multi_worker_detail::implementation_name(options.implementation());
