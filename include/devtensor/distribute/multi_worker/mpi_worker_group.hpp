@@ -192,7 +192,7 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
     for (std::size_t done = 0; done < count || (count == 0 && done == 0);) {  // int-sized pieces
       const std::size_t piece = std::min<std::size_t>(count - done, INT_MAX);
       const std::size_t at = done * element;
-      run("all-reduce of " + std::string(what), in + at, out + at, piece * element, [&](void* buffer, MPI_Request* request) {
+      run("all-reduce of ", what, in + at, out + at, piece * element, [&](void* buffer, MPI_Request* request) {
         return MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(piece), type, op, comm_, request);
       }, [&](const void* send, void* receive) {
         // Out of place when the caller allows it: MPI reads the input where it is, no copy first.
@@ -207,7 +207,7 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
     auto* p = static_cast<std::byte*>(data);
     for (std::size_t done = 0; done < bytes || (bytes == 0 && done == 0);) {
       const std::size_t piece = std::min<std::size_t>(bytes - done, INT_MAX);
-      run("broadcast of " + std::string(what), p + done, p + done, piece, [&](void* buffer, MPI_Request* request) {
+      run("broadcast of ", what, p + done, p + done, piece, [&](void* buffer, MPI_Request* request) {
         return MPI_Ibcast(buffer, static_cast<int>(piece), MPI_BYTE, 0, comm_, request);
       }, [&](const void*, void* buffer) { return MPI_Bcast(buffer, static_cast<int>(piece), MPI_BYTE, 0, comm_); });
       done += piece;
@@ -217,7 +217,7 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
 
   /// Waits until every worker calls it (MPI_Barrier, under the same deadline).
   void barrier(std::string_view what) {
-    run(std::string(what), nullptr, nullptr, 0, [&](void*, MPI_Request* request) { return MPI_Ibarrier(comm_, request); },
+    run("", what, nullptr, nullptr, 0, [&](void*, MPI_Request* request) { return MPI_Ibarrier(comm_, request); },
         [&](const void*, void*) { return MPI_Barrier(comm_); });
   }
 
@@ -236,13 +236,15 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
 
   /// One collective of `bytes` bytes from `input` to `output`: blocking without a timeout;
   /// otherwise an arrival message to every peer and the non-blocking form on a private copy,
-  /// polled until done or the deadline.
+  /// polled until done or the deadline. `kind` + `label` name it in errors (built only then: a
+  /// collective's success path allocates nothing).
   template <class Start, class Blocking>
-  void run(const std::string& what, const std::byte* input, std::byte* output, std::size_t bytes, Start start,
-           Blocking blocking) {
+  void run(std::string_view kind, std::string_view label, const std::byte* input, std::byte* output, std::size_t bytes,
+           Start start, Blocking blocking) {
+    const auto name = [&] { return std::string(kind) + std::string(label); };
     std::lock_guard lock(mutex_);
     if (aborted_by_)
-      throw FailedPreconditionError("Collective " + what + " cannot run: this worker group was aborted after " +
+      throw FailedPreconditionError("Collective " + name() + " cannot run: this worker group was aborted after " +
                                     *aborted_by_ + " timed out. Restart the workers (every worker's collectives "
                                     "must complete in the same order).");
     if (size_ == 1) {
@@ -250,7 +252,7 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
       return;
     }
     if (!timeout_) {
-      if (const int code = blocking(input, output); code != MPI_SUCCESS) mpi_detail::check(code, "MPI collective (" + what + ")");
+      if (const int code = blocking(input, output); code != MPI_SUCCESS) mpi_detail::check(code, "MPI collective (" + name() + ")");
       return;
     }
     const int tag = static_cast<int>(sequence_++ % 32000u);
@@ -272,7 +274,8 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
       op.requests.push_back(receive);
     }
     MPI_Request collective;
-    mpi_detail::check(start(op.buffer.empty() ? nullptr : op.buffer.data(), &collective), "MPI collective (" + what + ")");
+    if (const int code = start(op.buffer.empty() ? nullptr : op.buffer.data(), &collective); code != MPI_SUCCESS)
+      mpi_detail::check(code, "MPI collective (" + name() + ")");
     op.requests.push_back(collective);
 
     const auto began = std::chrono::steady_clock::now();
@@ -298,10 +301,10 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
       MPI_Test(&op.requests[2 * i + 1], &received, MPI_STATUS_IGNORE);
       if (!received) missing += (missing.empty() ? "" : ", ") + std::to_string(peers[i]);
     }
-    aborted_by_ = "the " + what;
+    aborted_by_ = "the " + name();
     abandoned_.push_back(std::move(op));
     throw DeadlineExceededError(
-        "Collective " + what + " timed out after " + std::to_string(*timeout_) + " s on worker " + std::to_string(rank_) +
+        "Collective " + name() + " timed out after " + std::to_string(*timeout_) + " s on worker " + std::to_string(rank_) +
         " of " + std::to_string(size_) + "; worker(s) " + (missing.empty() ? std::string("(unknown: all announced)") : missing) +
         " did not join it. Every worker must make the same collective calls in the same order; raise "
         "CommunicationOptions timeout_seconds if a worker is only slow.");
