@@ -24,6 +24,7 @@
 #include "devtensor/ops/cuda/kernels.cuh"
 #include "devtensor/ops/cuda/matmul.hpp"
 #include "devtensor/ops/cuda/reduce.cuh"
+#include "devtensor/ops/training_functors.hpp"
 
 namespace devtensor::cuda_backend {
 namespace {
@@ -118,6 +119,17 @@ void cast(const Device& d, const T* in, void* out, DType to, std::int64_t n) {
   }
 }
 
+template <class T>
+void assign(const Device& d, T* dst, const T* src, std::int64_t n) {
+  ops::cuda::copy(d, dst, src, n);
+}
+
+/// A fused optimizer update: one launch of the functor the CPU loop runs (ops/training_functors.hpp).
+template <class Update>
+void apply_update(const Device& d, const Update& update, std::int64_t n) {
+  ops::cuda::for_each_index(d, n, update);
+}
+
 /// Registers `body_for(type_identity<T>)` for every element type Op declares a GPU kernel for.
 template <class Op, class BodyFor>
 void register_op(BodyFor body_for) {
@@ -175,6 +187,12 @@ bool register_all() {
   register_strided_copy<ops::Transpose, ops::ConcatV2, ops::Split, ops::Slice, ops::BroadcastTo>();
   register_op<ops::Pad>([]<class T>(std::type_identity<T>) { return &pad<T>; });
   register_op<ops::Cast>([]<class T>(std::type_identity<T>) { return &cast<T>; });
+  register_op<ops::VarHandleOp>([]<class T>(std::type_identity<T>) { return &assign<T>; });
+  register_op<ops::ApplyGradientDescent>(
+      []<class T>(std::type_identity<T>) { return &apply_update<ops::GradientDescentUpdate<T>>; });
+  register_op<ops::ApplyKerasMomentum>(
+      []<class T>(std::type_identity<T>) { return &apply_update<ops::KerasMomentumUpdate<T>>; });
+  register_op<ops::ApplyAdam>([]<class T>(std::type_identity<T>) { return &apply_update<ops::AdamUpdate<T>>; });
   return true;
 }
 

@@ -48,6 +48,8 @@
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 #include "devtensor/ops/traits.hpp"
+#include "devtensor/ops/training_functors.hpp"
+#include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/print.hpp"
 #include "devtensor/tensor/shape.hpp"

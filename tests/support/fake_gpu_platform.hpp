@@ -21,6 +21,7 @@ struct FakeGpuCopy {
   void* dst_stream;
   int src_ordinal;
   void* src_stream;
+  std::size_t bytes;
 };
 
 /// What the platform was asked. Replicas call it from several threads, as they would a real
@@ -82,7 +83,7 @@ inline const detail::GpuPlatform fake_gpu_platform{
        std::size_t bytes, std::string*) noexcept {
       {
         std::lock_guard lock(fake_gpu_recorder().mutex);
-        fake_gpu_recorder().copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream});
+        fake_gpu_recorder().copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream, bytes});
       }
       std::memcpy(dst, src, bytes);
       return true;

@@ -56,9 +56,11 @@ Tensor<T> with_kept_dims(const Tensor<T>& dy, const Shape& input, const std::vec
   return reshape(dy, dims);
 }
 
+/// A scalar the backward pass needs (2 in d(x²), the count in d(mean)): made by Fill on the device
+/// the gradient runs on, not copied from the host, so a step on a GPU has no host→device copy.
 template <Floating T>
 Tensor<T> constant_like(T value) {
-  return scalar<T>(value);
+  return fill<T>(Shape{}, value);
 }
 
 #define DEVTENSOR_GRADIENT(Name) \

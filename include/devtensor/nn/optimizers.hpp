@@ -1,12 +1,19 @@
 #pragma once
 /// @file optimizers.hpp
-/// @brief SGD with momentum (Keras's update rule) and the type-erased Optimizer compile() takes.
+/// @brief SGD (with momentum and Nesterov) and Adam with Keras's update rules, each a fused
+/// update per variable per step on the variable's device (ops/training_functors.hpp), and the
+/// type-erased Optimizer compile() takes.
 ///
-///   velocity = momentum · velocity − learning_rate · g
-///   w += velocity                                  (nesterov: w += momentum · velocity − lr · g)
-/// With momentum 0 this is w −= learning_rate · g. An optimizer's state (iterations, velocities)
-/// is shared by its copies, so the SGD passed to compile() and the model's optimizer are one.
+/// An optimizer's state (iterations, slots) is shared by its copies, so the optimizer passed to
+/// compile() and the model's optimizer are one. Slots live beside each component of a variable,
+/// on its device, created as zeros on first use (Keras's add_variable_from_reference).
+/// apply_gradients runs in cross-replica context: the gradient (summed across replicas by the
+/// caller, as fit does) is brought to each component's device and the same update is applied
+/// there, so mirrored components stay equal.
 
+#include <array>
+#include <cmath>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,18 +22,32 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
-#include "devtensor/ops/creation.hpp"
-#include "devtensor/ops/math.hpp"
+#include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
 namespace nn {
 
 namespace optimizer_detail {
-struct SgdSlots {
+/// An optimizer's state: the step count and K slots per component of every variable it updated,
+/// by the variable's handle id. Guarded by `mutex` (apply_gradients holds it for a whole step).
+template <std::size_t K>
+struct SlotTable {
   std::mutex mutex;
   std::int64_t iterations = 0;
-  std::unordered_map<std::uint64_t, Tensor<float>> velocity;  // by variable handle id
+  std::unordered_map<std::uint64_t, std::vector<std::array<Tensor<float>, K>>> slots;
+
+  /// Variable v's slots for its component c (zeros on the component's device the first time).
+  std::array<Tensor<float>, K>& of(const Variable<float>& v, std::size_t c, const Tensor<float>& component,
+                                   std::size_t used = K) {
+    auto& per_component = slots[v.handle_id()];
+    if (per_component.size() < v.num_components()) per_component.resize(v.num_components());
+    auto& mine = per_component[c];
+    for (std::size_t k = 0; k < used; ++k)
+      if (!mine[k].defined())
+        mine[k] = op_detail::filled_on<float>(component.device_index(), component.shape(), 0.0f, "ZerosLike");
+    return mine;
+  }
 };
 
 /// The (gradient, variable) pairs that have a gradient, after Keras's checks.
@@ -72,38 +93,111 @@ struct SGD {
   double momentum = 0.0;
   bool nesterov = false;
   /// Shared by copies: the step count and the velocities.
-  std::shared_ptr<optimizer_detail::SgdSlots> slots = std::make_shared<optimizer_detail::SgdSlots>();
+  std::shared_ptr<optimizer_detail::SlotTable<1>> slots = std::make_shared<optimizer_detail::SlotTable<1>>();
   static constexpr std::string_view name = "SGD";
 
   /// @throws InvalidArgumentError for a learning rate <= 0 or a momentum outside [0, 1].
   void validate() const {
     if (!(learning_rate > 0))
       throw InvalidArgumentError("SGD: learning_rate must be positive, got " + std::to_string(learning_rate));
-    if (momentum < 0 || momentum > 1)
+    if (!(momentum >= 0 && momentum <= 1))
       throw InvalidArgumentError("`momentum` must be between [0, 1]. Received: momentum=" + std::to_string(momentum) +
                                  " (of type <class 'float'>)");
   }
 
-  /// One update of every variable with its gradient; variables without a gradient are skipped
+  /// One update of every variable with its gradient (ResourceApplyGradientDescent, or
+  /// ResourceApplyKerasMomentum with a velocity slot); variables without a gradient are skipped
   /// with Keras's warning. @throws InvalidArgumentError for no variables, no gradients at all,
-  /// mismatched counts or shapes.
+  /// mismatched counts or shapes (nothing is updated then).
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
     validate();
     const auto updates = optimizer_detail::pairs(grads, vars);
     const auto lr = static_cast<float>(learning_rate);
     const auto m = static_cast<float>(momentum);
     std::lock_guard lock(slots->mutex);
-    for (const auto& [g, v] : updates) {
-      DeviceScope scope(v.device_spec());  // parsed once, at initialisation
-      const auto step = mul(g, scalar<float>(lr));
+    for (const auto& [g_entry, v_entry] : updates) {
+      // Named copies of the bindings: lambdas capture them (clang < 16 cannot capture bindings).
+      const Tensor<float>& g = g_entry;
+      const Variable<float>& v = v_entry;
       if (momentum == 0.0) {
-        v.assign_sub(step);
+        v.apply_update(ops::ApplyGradientDescent::name, [&](std::size_t, const Tensor<float>& var, Tensor<float>& out) {
+          const auto grad = to_device(g, var.device_index(), ops::ApplyGradientDescent::name, 1);
+          op_detail::run_update<ops::ApplyGradientDescent, float>(
+              var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
+              var.num_elements());
+        });
         continue;
       }
-      auto [slot, fresh] = slots->velocity.try_emplace(v.handle_id());
-      const Tensor<float> velocity = fresh ? neg(step) : sub(mul(slot->second, scalar<float>(m)), step);
-      slot->second = velocity;
-      v.assign_add(nesterov ? sub(mul(velocity, scalar<float>(m)), step) : velocity);
+      v.apply_update(ops::ApplyKerasMomentum::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+        const auto grad = to_device(g, var.device_index(), ops::ApplyKerasMomentum::name, 1);
+        auto& [velocity] = slots->of(v, c, var);
+        op_detail::run_update<ops::ApplyKerasMomentum, float>(
+            var.device_info(),
+            ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
+                                            m, nesterov},
+            var.num_elements());
+      });
+    }
+    ++slots->iterations;
+  }
+  [[nodiscard]] std::int64_t iterations() const {
+    std::lock_guard lock(slots->mutex);
+    return slots->iterations;
+  }
+};
+
+/// Adam (Kingma & Ba) with Keras's defaults and update rule: bias correction folded into the step
+/// size, alpha = learning_rate · sqrt(1 − beta_2^t) / (1 − beta_1^t), epsilon added to sqrt(v)
+/// (Keras's "epsilon hat"), AMSGrad keeping the running maximum of v.
+struct Adam {
+  double learning_rate = 0.001;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  bool amsgrad = false;
+  /// Shared by copies: the step count and the moments (m, v, v_hat).
+  std::shared_ptr<optimizer_detail::SlotTable<3>> slots = std::make_shared<optimizer_detail::SlotTable<3>>();
+  static constexpr std::string_view name = "Adam";
+
+  /// @throws InvalidArgumentError for a negative or non-finite learning rate, a beta outside
+  /// [0, 1), or a negative epsilon.
+  void validate() const {
+    if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
+      throw InvalidArgumentError("Adam: `learning_rate` must be a non-negative number. Received: learning_rate=" +
+                                 std::to_string(learning_rate));
+    const auto check_beta = [](const char* what, double beta) {
+      if (!(beta >= 0 && beta < 1))
+        throw InvalidArgumentError(std::string("Adam: `") + what + "` must be between [0, 1). Received: " + what +
+                                   "=" + std::to_string(beta));
+    };
+    check_beta("beta_1", beta_1);
+    check_beta("beta_2", beta_2);
+    if (!(epsilon >= 0))
+      throw InvalidArgumentError("Adam: `epsilon` must be non-negative. Received: epsilon=" + std::to_string(epsilon));
+  }
+
+  /// One Adam step of every variable with its gradient (ResourceApplyAdam), rules as SGD's.
+  void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
+    validate();
+    const auto updates = optimizer_detail::pairs(grads, vars);
+    std::lock_guard lock(slots->mutex);
+    const double t = static_cast<double>(slots->iterations + 1);
+    const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+    for (const auto& [g_entry, v_entry] : updates) {
+      // Named copies of the bindings: lambdas capture them (clang < 16 cannot capture bindings).
+      const Tensor<float>& g = g_entry;
+      const Variable<float>& v = v_entry;
+      v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+        const auto grad = to_device(g, var.device_index(), ops::ApplyAdam::name, 1);
+        auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
+        op_detail::run_update<ops::ApplyAdam, float>(
+            var.device_info(),
+            ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
+                                   amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
+                                   static_cast<float>(alpha), static_cast<float>(1 - beta_1),
+                                   static_cast<float>(1 - beta_2), static_cast<float>(epsilon)},
+            var.num_elements());
+      });
     }
     ++slots->iterations;
   }

@@ -35,6 +35,19 @@ auto gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
   }
 }
 
+/// Op's GPU body when `device` is a real GPU and the program contains the body, else nullptr.
+/// For the work that is not placed (a variable's updates run where the variable lives, and a
+/// host-compiled program's mirrored variables live in GPU memory without any GPU body): callers
+/// stage through the host when it is missing.
+template <class Op, Element T>
+auto optional_gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
+  if constexpr (!has_kernel_v<Op, gpu_t, T>) {
+    return nullptr;
+  } else {
+    return device.host_memory() ? nullptr : registered_kernel<Op, gpu_t, T>();
+  }
+}
+
 /// Places an op with the given inputs (small-int pinning included).
 template <class Op, Element T, class... Inputs>
 int place(const Inputs&... inputs) {

@@ -17,6 +17,15 @@ namespace devtensor {
 struct LogicalDeviceInfo;
 class Shape;
 
+namespace ops {
+template <class T>
+struct GradientDescentUpdate;
+template <class T>
+struct KerasMomentumUpdate;
+template <class T>
+struct AdamUpdate;
+}  // namespace ops
+
 namespace kernels {
 
 /// The device handle a body runs on.
@@ -64,9 +73,16 @@ using Pad = void(const Device&, const T* src, Dims src_strides, T* dst, std::int
 /// out[i] = convert<to>(in[i]), `out` of element type `to`.
 template <class T>
 using Cast = void(const Device&, const T* in, void* out, DType to, std::int64_t n);
-/// dst = src (a variable's assign; registered by a later issue).
+/// dst = src, n elements (a variable's initial value and assignments).
 template <class T>
 using Assign = void(const Device&, T* dst, const T* src, std::int64_t n);
+/// The fused optimizer updates: `update(i)` for i in [0, n) (ops/training_functors.hpp).
+template <class T>
+using ApplyGradientDescent = void(const Device&, const ops::GradientDescentUpdate<T>& update, std::int64_t n);
+template <class T>
+using ApplyKerasMomentum = void(const Device&, const ops::KerasMomentumUpdate<T>& update, std::int64_t n);
+template <class T>
+using ApplyAdam = void(const Device&, const ops::AdamUpdate<T>& update, std::int64_t n);
 
 }  // namespace kernels
 }  // namespace devtensor

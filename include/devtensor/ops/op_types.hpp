@@ -105,9 +105,14 @@ DEVTENSOR_DEFINE_OP(TanhGrad, "TanhGrad", FloatTypes, FloatTypes, Binary);
 DEVTENSOR_DEFINE_OP(SqrtGrad, "SqrtGrad", FloatTypes, FloatTypes, Binary);
 DEVTENSOR_DEFINE_OP(GreaterEqual, "GreaterEqual", NumericTypes, NumericTypes, Binary);
 DEVTENSOR_DEFINE_OP(Equal, "Equal", NumericTypes, NumericTypes, Binary);
-// Variables: placed like TensorFlow's VarHandleOp. No GPU body is registered yet, so variables
-// stay on the CPU of a program with real GPUs (simulated GPUs hold them).
+// Variables: placed like TensorFlow's VarHandleOp; a real GPU holds them when the program contains
+// the GPU body (the device copy of their initial value and assignments).
 DEVTENSOR_DEFINE_OP(VarHandleOp, "VarHandleOp", AllTypes, AllTypes, Assign);
+// Fused optimizer updates (TensorFlow's training_ops), run on the variable's device.
+DEVTENSOR_DEFINE_OP(ApplyGradientDescent, "ResourceApplyGradientDescent", FloatTypes, FloatTypes,
+                    ApplyGradientDescent);
+DEVTENSOR_DEFINE_OP(ApplyKerasMomentum, "ResourceApplyKerasMomentum", FloatTypes, FloatTypes, ApplyKerasMomentum);
+DEVTENSOR_DEFINE_OP(ApplyAdam, "ResourceApplyAdam", FloatTypes, FloatTypes, ApplyAdam);
 
 /// Random ops are on TensorFlow's list of ops never pinned to the host.
 struct RandomUniform : KernelTable<FloatTypes, FloatTypes> {

@@ -23,6 +23,8 @@
 #include "devtensor/autodiff/record.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/context.hpp"
+#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/functors.hpp"
 #include "devtensor/ops/op_types.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -62,9 +64,9 @@ struct VariableOptions {
 };
 
 namespace detail {
-/// Variables are created by VarHandleOp: CPU and (simulated) GPUs. Real GPUs hold variables once
-/// the registry holds a GPU body for their updates (kernel_slot<VarHandleOp, gpu_t, T>); until
-/// then they stay on the host. Never pinned to the host for being small.
+/// Variables are created by VarHandleOp: CPU and (simulated) GPUs, and real GPUs when the program
+/// contains VarHandleOp's GPU body (src/devtensor_cuda.cu registers it), as TensorFlow places
+/// variables on the GPU. Never pinned to the host for being small.
 template <Element T>
 inline constexpr KernelSupport var_handle_support{"VarHandleOp",
                                                   dtype_enum_name<T>(),
@@ -201,14 +203,40 @@ class Variable {
   const Variable& assign_add(const Tensor<T>& delta) const
     requires Numeric<T>
   {
-    update(delta, "AssignAddVariableOp", [](T a, T b) { return static_cast<T>(a + b); });
+    update<ops::Add>(delta, "AssignAddVariableOp");
     return *this;
   }
   const Variable& assign_sub(const Tensor<T>& delta) const
     requires Numeric<T>
   {
-    update(delta, "AssignSubVariableOp", [](T a, T b) { return static_cast<T>(a - b); });
+    update<ops::Sub>(delta, "AssignSubVariableOp");
     return *this;
+  }
+
+  /// Internal (the optimizers' fused updates, ops/training_ops.hpp): for every component c, calls
+  /// `kernel(c, value, out)` with the component's value and the tensor that becomes its new value.
+  /// `out` is `value` itself when nothing else holds the component's buffer, so the kernel updates
+  /// it in place as TensorFlow's ResourceApply* kernels do; when a read still holds it (a tape, a
+  /// tensor the user kept), `out` is a new buffer on the same device and that read keeps its
+  /// values (copy-on-write). Cross-replica only: replica-context updates of a mirrored variable
+  /// meet in merge_call (assign_add / assign_sub).
+  /// @throws FailedPreconditionError in a replica context of the variable's strategy.
+  template <class Kernel>
+  void apply_update(std::string_view op, Kernel&& kernel) const {
+    State& s = state();
+    if (local_replica() >= 0)
+      throw FailedPreconditionError(std::string(op) + " of " + s.name +
+                                    " in a replica context: apply optimizer updates in cross-replica context "
+                                    "(after strategy.run), or use assign_add, which merges the replicas' updates");
+    std::lock_guard lock(s.mutex);
+    for (std::size_t c = 0; c < s.components.size(); ++c) {
+      Tensor<T>& value = s.components[c];
+      // The variable's own reference is the only one: no read can observe the in-place write.
+      const bool in_place = value.storage().use_count() == 1;
+      Tensor<T> out = in_place ? value : Tensor<T>::empty(value.shape(), s.devices[c], op);
+      kernel(c, static_cast<const Tensor<T>&>(value), out);
+      if (!in_place) value = std::move(out);
+    }
   }
 
  private:
@@ -362,46 +390,51 @@ class Variable {
   static Tensor<T> owned_copy(const Tensor<T>& value, int device, std::string_view op) {
     if (value.device_index() == device && op != "VarHandleOp" && op != "AssignVariableOp") return value;
     auto out = Tensor<T>::empty(value.shape(), device, op);
+    if (value.device_index() == device)  // a copy within one real GPU: VarHandleOp's device body
+      if (auto* body = op_detail::optional_gpu_body<ops::VarHandleOp, T>(out.device_info())) {
+        body(out.device_info(), out.mutable_data(), value.data(), value.num_elements());
+        return out;
+      }
     detail::copy_bytes(out.mutable_data(), out.device_info(), value.data(), value.device_info(),
                        static_cast<std::size_t>(value.num_elements()) * sizeof(T));
     return out;
   }
-  /// Applies `f(old, delta)` as assign does: the replica's own component (sync-on-read in a
-  /// replica), every component with the merged deltas (mirrored in a replica), or every component.
-  template <class F>
-  void update(const Tensor<T>& delta, std::string_view op, F f) const {
+  /// Applies Op (AddV2 or Sub) to (old, delta) as assign does: the replica's own component
+  /// (sync-on-read in a replica), every component with the merged deltas (mirrored in a replica),
+  /// or every component; on each component's device, with Op's device body on a real GPU.
+  template <class Op>
+  void update(const Tensor<T>& delta, std::string_view op) const {
     check_shape(delta, op);
     const int replica = local_replica();
     if (replica >= 0 && state().synchronization == VariableSynchronization::ON_READ)
-      update_components(delta, op, f, replica);
+      update_components<Op>(delta, op, replica);
     else if (replica >= 0)
-      merged(delta, op, [&](const Tensor<T>& aggregated) { update_components(aggregated, op, f, -1); });
+      merged(delta, op, [&](const Tensor<T>& aggregated) { update_components<Op>(aggregated, op, -1); });
     else
-      update_components(delta, op, f, -1);
+      update_components<Op>(delta, op, -1);
   }
-  template <class F>
-  void update_components(const Tensor<T>& delta, std::string_view op, F f, int only) const {
+  template <class Op>
+  void update_components(const Tensor<T>& delta, std::string_view op, int only) const {
     State& s = state();
     std::lock_guard lock(s.mutex);
-    std::optional<std::vector<T>> host_delta;  // read once for every GPU component
     for (std::size_t c = 0; c < s.components.size(); ++c) {
       if (only >= 0 && static_cast<std::size_t>(only) != c) continue;
-      const int device = s.devices[c];
       const Tensor<T>& old = s.components[c];
-      auto next = Tensor<T>::empty(old.shape(), device, op);
+      const Tensor<T> d = owned_copy(delta, s.devices[c], op);  // the delta on this component's device
+      auto next = Tensor<T>::empty(old.shape(), s.devices[c], op);
+      const ops::Functor<Op> f;
       if (next.host_memory()) {
-        const Tensor<T> d = owned_copy(delta, device, op);  // the delta on this component's device
         const T* a = old.data();
         const T* b = d.data();
         T* o = next.mutable_data();
         for (std::int64_t i = 0, n = old.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
+      } else if (auto* body = op_detail::optional_gpu_body<Op, T>(next.device_info())) {
+        body(next.device_info(), old.data(), old.shape(), d.data(), d.shape(), next.mutable_data(), old.shape());
       } else {
-        // A real GPU (not reached yet: VarHandleOp has no registered GPU body, so variables stay
-        // on the host of real-GPU programs): the update is staged through the host
-        // (stream-ordered copies). Correct, not fast; issue 15 gives it a device kernel.
-        if (!host_delta) host_delta = delta.to_vector();
+        // A real GPU in a program without Op's GPU body (host-compiled, mirrored variables in GPU
+        // memory): staged through the host. Correct, not fast; link devtensor::cuda.
         std::vector<T> a = old.to_vector();
-        const std::vector<T>& b = *host_delta;
+        const std::vector<T> b = d.to_vector();
         for (std::size_t i = 0; i < a.size(); ++i) a[i] = f(a[i], b[i]);
         detail::copy_bytes(next.mutable_data(), next.device_info(), a.data(), detail::host_buffer_device(),
                            a.size() * sizeof(T));

@@ -25,7 +25,6 @@ std::string cell() {
 /// Where a real GPU's body comes from.
 template <class Op>
 std::string gpu_body() {
-  if constexpr (std::is_same_v<Op, dt::ops::VarHandleOp>) return "not yet (simulated GPUs only)";
   const bool any = dt::has_kernel_v<Op, dt::gpu_t, float> || dt::has_kernel_v<Op, dt::gpu_t, double> ||
                    dt::has_kernel_v<Op, dt::gpu_t, std::int32_t> || dt::has_kernel_v<Op, dt::gpu_t, std::int64_t> ||
                    dt::has_kernel_v<Op, dt::gpu_t, bool>;
@@ -58,8 +57,9 @@ std::string generate() {
       "program in `src/devtensor_cuda.cu`, which the `devtensor::cuda` component adds to the build,\n"
       "and found through the kernel registry from every translation unit, `.cpp` or `.cu`; a program\n"
       "without it places these ops like ops without a GPU kernel (soft placement, one log line).\n"
-      "**copies**: constants, reshape and identity need no kernel. Variables (VarHandleOp) are not\n"
-      "placed on real GPUs yet.\n\n"
+      "**copies**: constants, reshape and identity need no kernel. Variables (VarHandleOp) live on\n"
+      "real GPUs when the program contains that body; the ResourceApply* rows are the optimizers'\n"
+      "fused updates (SGD, momentum, Adam), run on the variable's device.\n\n"
       "**Gradient**: GradientTape differentiates the op (float32 and float64; integer and bool\n"
       "tensors are never differentiated). Creation and random ops have no inputs to differentiate;\n"
       "GreaterEqual and Equal are piecewise constant and are not recorded.\n\n"
@@ -70,7 +70,8 @@ std::string generate() {
               o::AddN, o::MatMul, o::Sum, o::Mean, o::Max, o::Reshape, o::Transpose, o::ConcatV2, o::Split,
               o::Slice, o::Identity, o::BroadcastTo, o::Pad, o::Cast, o::RandomUniform,
               o::RandomStandardNormal, o::ReluGrad, o::SigmoidGrad, o::TanhGrad, o::SqrtGrad,
-              o::GreaterEqual, o::Equal, o::VarHandleOp>();
+              o::GreaterEqual, o::Equal, o::VarHandleOp, o::ApplyGradientDescent, o::ApplyKerasMomentum,
+              o::ApplyAdam>();
   return out;
 }
 

@@ -149,6 +149,14 @@ __global__ void generate_kernel(T* __restrict__ out, std::int64_t n, F f) {
     out[i] = f(i);
 }
 
+/// f(i) for every index: the fused optimizer updates, which write several buffers per element.
+template <class F>
+__global__ void for_each_index_kernel(std::int64_t n, F f) {
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    f(i);
+}
+
 template <class T>
 __global__ void accumulate_kernel(T* __restrict__ out, const T* __restrict__ x, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -228,6 +236,24 @@ void generate(const LogicalDeviceInfo& device, T* out, std::int64_t n, F f) {
   Launch launch(device);
   generate_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(out, n, f);
   launch.check("generate");
+}
+
+/// f(i) for i in [0, n): one launch.
+template <class F>
+void for_each_index(const LogicalDeviceInfo& device, std::int64_t n, F f) {
+  if (n == 0) return;
+  Launch launch(device);
+  for_each_index_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(n, f);
+  launch.check("for_each_index");
+}
+
+/// dst = src, n elements of T, on the device's stream.
+template <class T>
+void copy(const LogicalDeviceInfo& device, T* dst, const T* src, std::int64_t n) {
+  if (n == 0 || dst == src) return;
+  Launch launch(device);
+  DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                                       launch.stream));
 }
 
 /// out = inputs[0] + inputs[1] + ... (add_n): one copy, then one accumulation per input.

@@ -1,0 +1,83 @@
+#pragma once
+/// @file training_ops.hpp
+/// @brief Running the fused optimizer updates (ops/training_functors.hpp) on a variable's device,
+/// as TensorFlow's ResourceApply* kernels run where the resource lives: one GPU launch per
+/// variable per step on a real GPU, one pass over the CPU pool elsewhere.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devtensor/backend/cpu/parallel.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/ops/cpu/elementwise.hpp"
+#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/training_functors.hpp"
+
+namespace devtensor::op_detail {
+
+/// Runs `update(i)` for i in [0, n) over host copies of its buffers, and copies the written ones
+/// back: a real GPU whose program lacks the GPU body (a host-compiled program's mirrored
+/// variables live in GPU memory). Correct, not fast.
+template <class T, class Update>
+void run_update_staged(const LogicalDeviceInfo& device, Update update, std::int64_t n) {
+  struct Staged {
+    std::vector<T> host;
+    void* on_device;
+    bool written;
+  };
+  const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
+  std::vector<Staged> staged;
+  staged.reserve(6);  // no reallocation: `update` points into the vectors
+  update.visit_buffers([&](auto*& buffer, bool written) {
+    auto& s = staged.emplace_back(Staged{std::vector<T>(static_cast<std::size_t>(n)),
+                                         const_cast<void*>(static_cast<const void*>(buffer)), written});
+    detail::copy_bytes(s.host.data(), detail::host_buffer_device(), buffer, device, bytes);
+    buffer = s.host.data();
+  });
+  for (std::int64_t i = 0; i < n; ++i) update(i);
+  for (const auto& s : staged)
+    if (s.written) detail::copy_bytes(s.on_device, device, s.host.data(), detail::host_buffer_device(), bytes);
+}
+
+/// Runs `update(i)` for i in [0, n) on `device`: Op's registered GPU body on a real GPU, the CPU
+/// loop on CPUs and simulated GPUs, host staging on a real GPU without the body.
+template <class Op, Floating T, class Update>
+void run_update(const LogicalDeviceInfo& device, const Update& update, std::int64_t n) {
+  auto& context = Context::global();
+  if (context.log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
+    log(LogSeverity::info, "Executing op " + std::string(Op::name) + " in device " + device.full_name);
+  if (n == 0) return;
+  if (!device.host_memory()) {
+    if (auto* body = registered_kernel<Op, gpu_t, T>())
+      body(device, update, n);
+    else
+      run_update_staged<T>(device, update, n);
+    return;
+  }
+  backend::cpu::parallel_for(n, ops::cpu::kParallelGrain, [&update](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) update(i);
+  });
+}
+
+/// A tensor of `shape` on logical device `device`, every element `value` (an optimizer's slot).
+template <Element T>
+Tensor<T> filled_on(int device, const Shape& shape, T value, std::string_view op) {
+  auto out = Tensor<T>::empty(shape, device, op);
+  const std::int64_t n = out.num_elements();
+  if (out.host_memory()) {
+    T* o = out.mutable_data();
+    for (std::int64_t i = 0; i < n; ++i) o[i] = value;
+  } else if (auto* body = optional_gpu_body<ops::Fill, T>(out.device_info())) {
+    body(out.device_info(), out.mutable_data(), n, value);
+  } else {  // a real GPU without Fill's body (host-compiled program): from the host
+    const std::vector<T> values(static_cast<std::size_t>(n), value);
+    detail::copy_bytes(out.mutable_data(), out.device_info(), values.data(), detail::host_buffer_device(),
+                       values.size() * sizeof(T));
+  }
+  return out;
+}
+
+}  // namespace devtensor::op_detail

@@ -1,0 +1,361 @@
+// The optimizers' fused updates (ResourceApplyGradientDescent / KerasMomentum / Adam): several
+// steps against a double-precision reference of Keras's formulas on the CPU and on simulated GPUs,
+// their errors, copy-on-write of variables, and a training step on "real" GPUs (the fake GPU
+// platform with host functions registered as GPU bodies) that keeps every byte on the device.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+#include "fake_gpu_kernels.hpp"
+#include "fake_gpu_platform.hpp"
+
+namespace dt = devtensor;
+namespace nn = devtensor::nn;
+
+namespace {
+
+constexpr std::size_t kSize = 7;
+constexpr int kSteps = 6;
+
+/// Step t's gradient: varied signs and magnitudes, so max(v_hat, v) and momentum both matter.
+std::vector<double> gradient_at(int t) {
+  std::vector<double> g;
+  for (std::size_t i = 0; i < kSize; ++i) {
+    const double x = static_cast<double>(i);
+    g.push_back(std::sin(1.3 * x + 0.7 * t) * (t % 3 == 2 ? 0.1 : 1.0) + 0.05 * x);
+  }
+  return g;
+}
+std::vector<double> initial_values() {
+  std::vector<double> w;
+  for (std::size_t i = 0; i < kSize; ++i) w.push_back(0.5 - 0.2 * static_cast<double>(i));
+  return w;
+}
+std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+/// Keras's Adam in double precision (keras/src/optimizers/adam.py, operation by operation).
+std::vector<double> adam_reference(double lr, double b1, double b2, double eps, bool amsgrad) {
+  auto w = initial_values();
+  std::vector<double> m(kSize, 0.0), v(kSize, 0.0), v_hat(kSize, 0.0);
+  for (int t = 1; t <= kSteps; ++t) {
+    const auto g = gradient_at(t);
+    const double alpha = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    for (std::size_t i = 0; i < kSize; ++i) {
+      m[i] += (g[i] - m[i]) * (1 - b1);
+      v[i] += (g[i] * g[i] - v[i]) * (1 - b2);
+      double denominator = v[i];
+      if (amsgrad) denominator = v_hat[i] = std::max(v_hat[i], v[i]);
+      w[i] -= (m[i] * alpha) / (std::sqrt(denominator) + eps);
+    }
+  }
+  return w;
+}
+/// Keras's SGD with momentum (keras/src/optimizers/sgd.py).
+std::vector<double> momentum_reference(double lr, double momentum, bool nesterov) {
+  auto w = initial_values();
+  std::vector<double> velocity(kSize, 0.0);
+  for (int t = 1; t <= kSteps; ++t) {
+    const auto g = gradient_at(t);
+    for (std::size_t i = 0; i < kSize; ++i) {
+      velocity[i] = velocity[i] * momentum - g[i] * lr;
+      w[i] += nesterov ? velocity[i] * momentum - g[i] * lr : velocity[i];
+    }
+  }
+  return w;
+}
+
+/// Runs kSteps of `optimizer` on a variable created under `device`; returns its final values.
+template <class Optimizer>
+std::vector<float> run_steps(const Optimizer& optimizer, const std::string& device) {
+  dt::DeviceScope scope(device);
+  dt::Variable<float> w(dt::constant<float>(to_float(initial_values()), {static_cast<std::int64_t>(kSize)}));
+  BOOST_TEST(dt::test::contains(w.device(), device == "/cpu:0" ? "CPU:0" : "GPU:0"));
+  for (int t = 1; t <= kSteps; ++t) optimizer.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {w});
+  BOOST_TEST(optimizer.iterations() == kSteps);
+  return w.to_vector();
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tolerance) {
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])), "element " << i << ": " << got[i]
+                                                                                          << " vs " << want[i]);
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(optimizers, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(adam_matches_kerass_formulas_on_cpu_and_simulated_gpu) {
+  dt::config::set_simulated_gpus(1);
+  for (const std::string device : {"/cpu:0", "/gpu:0"})
+    for (const bool amsgrad : {false, true}) {
+      BOOST_TEST_CONTEXT(device << (amsgrad ? " amsgrad" : "")) {
+        // A large learning rate and beta_2 = 0.9 so that every term moves the result visibly.
+        const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3,
+                                        .amsgrad = amsgrad};
+        check_close(run_steps(adam, device), adam_reference(0.05, 0.8, 0.9, 1e-3, amsgrad), 1e-5);
+      }
+    }
+  // The defaults are Keras's: learning_rate 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7.
+  const nn::optimizers::Adam defaults;
+  check_close(run_steps(defaults, "/cpu:0"), adam_reference(0.001, 0.9, 0.999, 1e-7, false), 1e-5);
+  // AMSGrad differs from Adam on this gradient sequence (v shrinks after the small steps).
+  BOOST_TEST(adam_reference(0.05, 0.8, 0.9, 1e-3, true) != adam_reference(0.05, 0.8, 0.9, 1e-3, false));
+}
+
+BOOST_AUTO_TEST_CASE(sgd_momentum_and_nesterov_match_kerass_formulas_over_steps) {
+  dt::config::set_simulated_gpus(1);
+  for (const std::string device : {"/cpu:0", "/gpu:0"})
+    for (const bool nesterov : {false, true}) {
+      BOOST_TEST_CONTEXT(device << (nesterov ? " nesterov" : "")) {
+        const nn::optimizers::SGD sgd{.learning_rate = 0.1, .momentum = 0.9, .nesterov = nesterov};
+        check_close(run_steps(sgd, device), momentum_reference(0.1, 0.9, nesterov), 1e-5);
+      }
+    }
+  const nn::optimizers::SGD plain{.learning_rate = 0.1};
+  check_close(run_steps(plain, "/gpu:0"), momentum_reference(0.1, 0.0, false), 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(adam_rejects_bad_hyperparameters_and_leaves_variables_unchanged) {
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::Adam{.learning_rate = -0.1}), dt::InvalidArgumentError,
+                             "`learning_rate` must be a non-negative number. Received: learning_rate=-0.1");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::Adam{.learning_rate = std::nan("")}),
+                             dt::InvalidArgumentError, "`learning_rate` must be a non-negative number");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::Adam{.beta_1 = 1.0}), dt::InvalidArgumentError,
+                             "`beta_1` must be between [0, 1). Received: beta_1=1.0");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::Adam{.beta_2 = -0.5}), dt::InvalidArgumentError,
+                             "`beta_2` must be between [0, 1). Received: beta_2=-0.5");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::Adam{.epsilon = -1}), dt::InvalidArgumentError,
+                             "`epsilon` must be non-negative");
+  BOOST_CHECK_NO_THROW(nn::Optimizer(nn::optimizers::Adam{.learning_rate = 0, .beta_1 = 0, .beta_2 = 0}));
+
+  // A bad call updates nothing: neither the variables nor the step count.
+  dt::Variable<float> a(dt::constant<float>({1, 2}), {.name = "a"});
+  dt::Variable<float> b(dt::constant<float>({3}), {.name = "b"});
+  const nn::optimizers::Adam adam{.learning_rate = 0.1};
+  DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({dt::constant<float>({1, 1}), dt::constant<float>({1, 1})}, {a, b}),
+                             dt::InvalidArgumentError, "the gradient for b:0 has shape [2] but the variable has shape [1]");
+  const nn::optimizers::Adam bad{.beta_1 = 2};
+  DEVTENSOR_CHECK_THROW_WITH(bad.apply_gradients({dt::constant<float>({1, 1})}, {a}), dt::InvalidArgumentError,
+                             "`beta_1` must be between [0, 1)");
+  BOOST_TEST(a.to_vector() == (std::vector<float>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(b.to_vector() == (std::vector<float>{3}), boost::test_tools::per_element());
+  BOOST_TEST(adam.iterations() == 0);
+  // The gradient of the wrong element count for a variable is refused the same way.
+  DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({dt::constant<float>({1, 1})}, {a, b}), dt::InvalidArgumentError,
+                             "1 gradients for 2 variables");
+}
+
+BOOST_AUTO_TEST_CASE(a_fused_update_is_in_place_unless_a_read_still_holds_the_buffer) {
+  dt::Variable<float> w(dt::constant<float>({1, 2, 3}));
+  const nn::optimizers::SGD sgd{.learning_rate = 0.5};
+  const auto grad = std::vector{dt::constant<float>({2, 2, 2})};
+  const float* buffer = w.component(0).data();
+  sgd.apply_gradients(grad, {w});
+  BOOST_TEST(w.component(0).data() == buffer);  // updated in place: nothing else held it
+  BOOST_TEST(w.to_vector() == (std::vector<float>{0, 1, 2}), boost::test_tools::per_element());
+
+  const dt::Tensor<float> before = w.value();  // a read keeps its value (copy-on-write)
+  sgd.apply_gradients(grad, {w});
+  BOOST_TEST(before.to_vector() == (std::vector<float>{0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(w.to_vector() == (std::vector<float>{-1, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(w.component(0).data() != before.data());
+}
+
+BOOST_AUTO_TEST_CASE(mirrored_components_get_the_same_update_on_their_own_devices) {
+  dt::config::set_simulated_gpus(2);
+  dt::distribute::MirroredStrategy strategy({"/gpu:0", "/gpu:1"});
+  std::optional<dt::Variable<float>> w;
+  {
+    auto guard = strategy.scope();
+    w.emplace(dt::constant<float>(to_float(initial_values()), {static_cast<std::int64_t>(kSize)}));
+  }
+  const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3};
+  for (int t = 1; t <= kSteps; ++t) adam.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {*w});
+  const auto want = adam_reference(0.05, 0.8, 0.9, 1e-3, false);
+  for (std::size_t c = 0; c < 2; ++c) {
+    BOOST_TEST(dt::test::contains(w->component(c).device(), "GPU:" + std::to_string(c)));
+    check_close(w->component(c).to_vector(), want, 1e-5);
+  }
+
+  // Inside strategy.run the update would skip the merge of the replicas' gradients: refused.
+  const nn::optimizers::SGD sgd;
+  BOOST_CHECK_THROW(strategy.run([&] {
+    sgd.apply_gradients({dt::constant<float>(to_float(gradient_at(1)), {static_cast<std::int64_t>(kSize)})}, {*w});
+    return 0;
+  }),
+                    dt::FailedPreconditionError);
+}
+
+BOOST_AUTO_TEST_CASE(a_gradient_on_another_device_is_copied_or_refused_by_the_device_policy) {
+  std::vector<dt::config::LogicalDeviceConfiguration> two(2);
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], two);
+  std::optional<dt::Variable<float>> w;
+  {
+    dt::DeviceScope scope("/cpu:1");
+    w.emplace(dt::constant<float>({1, 2}), dt::VariableOptions{.name = "w"});
+  }
+  dt::Tensor<float> grad;
+  {
+    dt::DeviceScope scope("/cpu:0");
+    grad = dt::constant<float>({1, 1});
+  }
+  const nn::optimizers::Adam adam{.learning_rate = 0.5};
+  dt::config::experimental::set_device_policy(dt::DevicePolicy::EXPLICIT);
+  DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({grad}, {*w}), dt::InvalidArgumentError,
+                             "Tensors on conflicting devices: cannot compute ResourceApplyAdam as input #1 was expected "
+                             "to be on /job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(w->to_vector() == (std::vector<float>{1, 2}), boost::test_tools::per_element());
+  dt::config::experimental::set_device_policy(dt::DevicePolicy::SILENT);
+  adam.apply_gradients({grad}, {*w});  // copied to the variable's device, as TensorFlow does
+  check_close(w->to_vector(), {0.5, 1.5}, 1e-5);
+  BOOST_TEST(dt::test::contains(w->device(), "CPU:1"));
+}
+
+BOOST_AUTO_TEST_CASE(fused_updates_are_logged_on_the_variables_device) {
+  dt::Variable<float> w(dt::constant<float>({1}));
+  dt::debugging::set_log_device_placement(true);
+  nn::optimizers::Adam{}.apply_gradients({dt::constant<float>({1})}, {w});
+  nn::optimizers::SGD{.momentum = 0.5}.apply_gradients({dt::constant<float>({1})}, {w});
+  BOOST_TEST(log.count("Executing op ResourceApplyAdam in device /job:localhost/replica:0/task:0/device:CPU:0") == 1u);
+  BOOST_TEST(log.count("Executing op ResourceApplyKerasMomentum in device /job:localhost/replica:0/task:0/device:CPU:0") ==
+             1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_program_without_gpu_bodies_stages_updates_of_gpu_variables_through_the_host) {
+  // A host-compiled program (no devtensor::cuda) whose mirrored variables live in GPU memory.
+  dt::test::FakeGpuPlatform platform(1);
+  dt::distribute::MirroredStrategy strategy;
+  std::optional<dt::Variable<float>> w;
+  {
+    auto guard = strategy.scope();
+    w.emplace(dt::constant<float>(to_float(initial_values()), {static_cast<std::int64_t>(kSize)}));
+  }
+  BOOST_TEST_REQUIRE(!w->component(0).host_memory());
+  const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3, .amsgrad = true};
+  for (int t = 1; t <= kSteps; ++t)
+    adam.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {*w});
+  check_close(w->to_vector(), adam_reference(0.05, 0.8, 0.9, 1e-3, true), 1e-5);
+  const nn::optimizers::SGD sgd{.learning_rate = 0.1, .momentum = 0.9};
+  const auto start = w->to_vector();
+  sgd.apply_gradients({dt::fill<float>(w->shape(), 1.0f)}, {*w});
+  const auto after = w->to_vector();
+  for (std::size_t i = 0; i < kSize; ++i) BOOST_TEST(std::abs(after[i] - (start[i] - 0.1f)) <= 1e-6f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --- a training step on "real" GPUs ---------------------------------------------------------------
+
+namespace {
+
+struct Mlp {
+  std::vector<dt::Variable<float>> vars;  // w1 [4, 8], b1 [8], w2 [8, 1], b2 [1]
+  Mlp() {
+    std::vector<float> w1, w2;
+    for (int i = 0; i < 32; ++i) w1.push_back(0.1f * static_cast<float>((i * 7) % 11) - 0.5f);
+    for (int i = 0; i < 8; ++i) w2.push_back(0.2f * static_cast<float>((i * 3) % 5) - 0.4f);
+    vars.emplace_back(dt::constant<float>(w1, {4, 8}), dt::VariableOptions{.name = "w1"});
+    vars.emplace_back(dt::zeros<float>({8}), dt::VariableOptions{.name = "b1"});
+    vars.emplace_back(dt::constant<float>(w2, {8, 1}), dt::VariableOptions{.name = "w2"});
+    vars.emplace_back(dt::zeros<float>({1}), dt::VariableOptions{.name = "b2"});
+  }
+  /// One tape step; returns the loss tensor (not read: reading it is the user's choice).
+  template <class Optimizer>
+  dt::Tensor<float> step(const Optimizer& optimizer, const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+    dt::GradientTape tape;
+    const auto hidden = dt::relu(dt::add(dt::matmul(x, vars[0].value()), vars[1].value()));
+    const auto prediction = dt::add(dt::matmul(hidden, vars[2].value()), vars[3].value());
+    auto loss = dt::reduce_mean(dt::square(dt::sub(prediction, y)));
+    optimizer.apply_gradients(tape.gradient(loss, vars), vars);
+    return loss;
+  }
+};
+
+std::vector<float> batch_values(int n, int features) {
+  std::vector<float> v;
+  for (int i = 0; i < n * features; ++i) v.push_back(std::cos(0.37f * static_cast<float>(i)));
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(training_on_real_gpus)
+
+BOOST_AUTO_TEST_CASE(a_training_step_keeps_variables_and_updates_on_the_gpu) {
+  dt::test::FakeGpuPlatform platform(1);
+  dt::test::FakeGpuKernels kernels;
+  auto& recorder = dt::test::fake_gpu_recorder();
+
+  const auto x_host = batch_values(16, 4);
+  const auto y_host = batch_values(16, 1);
+  const auto train = [&](const auto& optimizer, const std::string& device) {
+    dt::DeviceScope scope(device);
+    Mlp model;
+    const auto x = dt::constant<float>(x_host, {16, 4});
+    const auto y = dt::constant<float>(y_host, {16, 1});
+    for (const auto& v : model.vars) BOOST_TEST(dt::test::contains(v.device(), device == "/cpu:0" ? "CPU:0" : "GPU:0"));
+    std::size_t copies_before = 0;
+    {
+      std::lock_guard lock(recorder.mutex);
+      copies_before = recorder.copies.size();
+    }
+    std::vector<dt::Tensor<float>> losses;
+    for (int s = 0; s < 4; ++s) losses.push_back(model.step(optimizer, x, y));
+    std::size_t to_host = 0, to_device = 0;
+    {
+      std::lock_guard lock(recorder.mutex);
+      for (std::size_t i = copies_before; i < recorder.copies.size(); ++i) {
+        const auto& c = recorder.copies[i];
+        if (c.dst_ordinal < 0 && c.src_ordinal >= 0) ++to_host;
+        if (c.dst_ordinal >= 0 && c.src_ordinal < 0) ++to_device;
+      }
+    }
+    if (device != "/cpu:0") {
+      BOOST_TEST(to_host == 0u);    // no host round trip: not a loss read, not a staged update
+      BOOST_TEST(to_device == 0u);  // no variable (or anything else) brought back from the host
+      for (const auto& v : model.vars) BOOST_TEST(!v.component(0).host_memory());
+    }
+    std::vector<float> result;
+    for (const auto& v : model.vars)
+      for (float f : v.to_vector()) result.push_back(f);
+    result.push_back(losses.back().item());  // the one read the user asked for
+    return result;
+  };
+  for (const bool adam : {false, true}) {
+    BOOST_TEST_CONTEXT((adam ? "Adam" : "SGD with Nesterov momentum")) {
+      const auto on_cpu = adam ? train(nn::optimizers::Adam{.learning_rate = 0.01}, "/cpu:0")
+                               : train(nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true},
+                                       "/cpu:0");
+      const auto on_gpu = adam ? train(nn::optimizers::Adam{.learning_rate = 0.01}, "/gpu:0")
+                               : train(nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true},
+                                       "/gpu:0");
+      BOOST_TEST_REQUIRE(on_cpu.size() == on_gpu.size());
+      for (std::size_t i = 0; i < on_cpu.size(); ++i)
+        BOOST_TEST(std::abs(on_cpu[i] - on_gpu[i]) <= 1e-5f * (1 + std::abs(on_cpu[i])), "value " << i);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(without_the_gpu_body_variables_stay_on_the_host) {
+  dt::test::FakeGpuPlatform platform(1);
+  dt::Variable<float> w(dt::constant<float>({1, 2}));  // no VarHandleOp GPU body registered
+  BOOST_TEST(dt::test::contains(w.device(), "CPU:0"));
+  dt::test::FakeGpuKernels kernels;
+  dt::Variable<float> v(dt::constant<float>({1, 2}));
+  BOOST_TEST(dt::test::contains(v.device(), "GPU:0"));
+  v.assign_add(dt::constant<float>({1, 1}));
+  v.assign_sub(dt::constant<float>({0.5f, 0.5f}));
+  BOOST_TEST(v.to_vector() == (std::vector<float>{1.5f, 2.5f}), boost::test_tools::per_element());
+  BOOST_TEST(dt::test::contains(v.device(), "GPU:0"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
