@@ -16,8 +16,13 @@ inline constexpr std::int64_t kParallelGrain = std::int64_t{1} << 18;
 
 template <class T, class F>
 void unary(const T* __restrict in, T* __restrict out, std::int64_t n, F f) {
-  backend::cpu::parallel_for(n, kParallelGrain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) out[i] = f(in[i]);
+  // Pointers captured by value into restrict locals: captured by reference, a store to out[i]
+  // could alias the captured pointer itself, and GCC then reloads it each iteration instead of
+  // vectorising (seen as Relu running 1.8x slower after an unrelated header change).
+  backend::cpu::parallel_for(n, kParallelGrain, [in, out, f](std::int64_t begin, std::int64_t end) {
+    const T* __restrict src = in;
+    T* __restrict dst = out;
+    for (std::int64_t i = begin; i < end; ++i) dst[i] = f(src[i]);
   });
 }
 
