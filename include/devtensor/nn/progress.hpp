@@ -56,6 +56,14 @@ class ProgressBar {
         interactive_(interactive.value_or(out_ == &std::cout && ::isatty(STDOUT_FILENO) == 1)),
         interval_(interval_seconds), start_(std::chrono::steady_clock::now()) {}
 
+  /// Whether update(current, ...) would draw now: fit and evaluate read a loss that lives on a
+  /// GPU only then (Keras reads its metrics once per display update, not once per step).
+  [[nodiscard]] bool will_draw(std::int64_t current) const {
+    if (verbose_ != 1 || !interactive_) return false;
+    if (target_ > 0 && current >= target_) return false;
+    return last_width_ == 0 || seconds() - last_draw_ >= interval_;
+  }
+
   /// After step `current` (1-based) with the running mean loss. The last step of a known target
   /// draws nothing: finish() writes the final line, once.
   void update(std::int64_t current, double loss) {

@@ -181,16 +181,14 @@ class Sequential {
     for (int epoch = 0; epoch < options.epochs; ++epoch) {
       if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
       ProgressBar bar(target, options.verbose, &out, options.interactive);
-      double weighted = 0.0;
-      std::int64_t examples = 0;
+      LossMean mean;
       std::int64_t steps = 0;
       bool ran_out = false;
       auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
-        const auto [loss, n] = train_step(x, y);
-        weighted += loss * static_cast<double>(n);
-        examples += n;
+        const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
+        mean.add(loss, n);
         ++steps;
-        bar.update(steps, examples ? weighted / static_cast<double>(examples) : 0.0);
+        if (bar.will_draw(steps)) bar.update(steps, mean.result());
       };
       if (shared) {
         for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
@@ -212,7 +210,7 @@ class Sequential {
             "your dataset.");
         break;
       }
-      const double epoch_loss = examples ? weighted / static_cast<double>(examples) : 0.0;
+      const double epoch_loss = mean.result();
       bar.finish(steps, epoch_loss);
       history.epoch.push_back(epoch);
       history.loss.push_back(epoch_loss);
@@ -238,19 +236,15 @@ class Sequential {
       throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
     std::ostream& out = options.out ? *options.out : std::cout;
     ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
-    double weighted = 0.0;
-    std::int64_t examples_seen = 0;
+    LossMean mean;
     std::int64_t steps = 0;
     for (const auto& [x, y] : dataset) {
-      const Tensor<float> loss = (*loss_)(y, (*this)(x));
-      const std::int64_t n = x.rank() > 0 ? x.shape()[0] : 1;
-      weighted += static_cast<double>(loss.item()) * static_cast<double>(n);
-      examples_seen += n;
-      bar.update(++steps, weighted / static_cast<double>(std::max<std::int64_t>(1, examples_seen)));
+      mean.add((*loss_)(y, (*this)(x)), x.rank() > 0 ? x.shape()[0] : 1);
+      if (bar.will_draw(++steps)) bar.update(steps, mean.result());
     }
-    const double mean = examples_seen ? weighted / static_cast<double>(examples_seen) : 0.0;
-    bar.finish(steps, mean);
-    return mean;
+    const double result = mean.result();
+    bar.finish(steps, result);
+    return result;
   }
   double evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
     require_compiled();
@@ -280,13 +274,8 @@ class Sequential {
   /// every replica's variables alike.
   std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y) {
     require_compiled();
-    if (strategy_) return distributed_train_step(x, y);
-    GradientTape tape;
-    const Tensor<float> prediction = (*this)(x);
-    const Tensor<float> loss = (*loss_)(y, prediction);
-    const auto vars = trainable_variables();
-    optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
-    return {static_cast<double>(loss.item()), x.rank() > 0 ? x.shape()[0] : 1};
+    const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
+    return {static_cast<double>(loss.item()), n};
   }
 
   [[nodiscard]] const Loss& loss() const {
@@ -306,6 +295,47 @@ class Sequential {
   std::optional<Loss> loss_;
   std::optional<Optimizer> optimizer_;
 
+  /// The batch-size-weighted mean of the batches' losses (Keras's loss tracker). A loss in host
+  /// memory is read at once (a read costs nothing there); a loss on a GPU is summed on the GPU and
+  /// read only by result(), so a step on a GPU never waits for the host.
+  class LossMean {
+   public:
+    void add(const Tensor<float>& loss, std::int64_t n) {
+      if (loss.host_memory()) {
+        host_total_ += static_cast<double>(loss.item()) * static_cast<double>(n);
+        examples_ += n;
+        return;
+      }
+      const auto weighted = devtensor::mul(loss, fill<float>(Shape{}, static_cast<float>(n)));
+      device_total_ = device_total_.defined() ? devtensor::add(device_total_, weighted) : weighted;
+      examples_ += n;
+    }
+    /// The mean so far: one device→host read when GPU losses were added since the last call.
+    [[nodiscard]] double result() {
+      if (device_total_.defined()) {
+        host_total_ += static_cast<double>(device_total_.item());
+        device_total_ = Tensor<float>();
+      }
+      return examples_ ? host_total_ / static_cast<double>(examples_) : 0.0;
+    }
+
+   private:
+    double host_total_ = 0.0;
+    Tensor<float> device_total_;
+    std::int64_t examples_ = 0;
+  };
+
+  /// One step of the tape, the loss and the optimizer on this process's devices; the loss is not
+  /// read (fit decides when).
+  std::pair<Tensor<float>, std::int64_t> local_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+    GradientTape tape;
+    const Tensor<float> prediction = (*this)(x);
+    Tensor<float> loss = (*loss_)(y, prediction);
+    const auto vars = trainable_variables();
+    optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
+    return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1};
+  }
+
   void capture_strategy() {
     if (const auto* scope = detail::current_distribution_scope()) {
       if (strategy_ && strategy_ != scope->strategy)
@@ -315,7 +345,7 @@ class Sequential {
     }
   }
 
-  std::pair<double, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+  std::pair<Tensor<float>, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y) {
     if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
       throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
                                  " and " + y.shape().to_string());
@@ -340,7 +370,7 @@ class Sequential {
       begin += take;
     }
     std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
-    std::vector<double> losses(static_cast<std::size_t>(replicas), 0.0);
+    std::vector<Tensor<float>> losses(static_cast<std::size_t>(replicas));
     strategy_->run_replicas([&](int r) {
       const auto i = static_cast<std::size_t>(r);
       GradientTape tape;
@@ -351,14 +381,34 @@ class Sequential {
                                      ? reduce_sum(per_example)
                                      : compute_average_loss(per_example, global * elements_per_example);
       grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
-      losses[i] = static_cast<double>(loss.item());
+      losses[i] = loss;  // not read: fit reads the sum when it displays it
     });
     const auto summed = strategy_->batch_all_reduce_sum(grads);
     optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
-    double total = 0.0;
-    for (double l : losses) total += l;
-    if (auto* workers = strategy_->worker_group())  // every process reports the global loss
-      workers->all_reduce(DType::DT_DOUBLE, &total, 1, detail::CollectiveReduction::sum, "the step's loss");
+    // The step's loss: the replicas' losses (each already divided by the global batch) summed on
+    // the first replica's device.
+    const int first = devices[0];
+    std::vector<Tensor<float>> on_first;
+    for (const auto& l : losses) {
+      if (l.device_index() == first) {
+        on_first.push_back(l);
+        continue;
+      }
+      auto copy = Tensor<float>::empty(l.shape(), first, "AddN");
+      detail::copy_bytes(copy.mutable_data(), copy.device_info(), l.data(), l.device_info(), sizeof(float));
+      on_first.push_back(std::move(copy));
+    }
+    Tensor<float> total;
+    {
+      DeviceScope on(on_first[0].device_info().spec);
+      total = add_n(on_first);
+    }
+    if (auto* workers = strategy_->worker_group()) {  // every process reports the global loss
+      double global_total = static_cast<double>(total.item());
+      workers->all_reduce(DType::DT_DOUBLE, &global_total, 1, detail::CollectiveReduction::sum, "the step's loss");
+      total = Tensor<float>::empty(Shape{}, 0, "AddN");  // logical device 0: CPU:0
+      *total.mutable_data() = static_cast<float>(global_total);
+    }
     return {total, global};
   }
   void require_compiled() const {

@@ -5,12 +5,14 @@
 // (backend/cuda/nccl.hpp) runs in tests/gpu on a GPU machine.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
+#include "fake_gpu_kernels.hpp"
 #include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
@@ -172,6 +174,57 @@ BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_real_gpus_through_nccl) {
   // Cross-replica writes reach GPU memory too.
   kernel.assign_add(dt::fill<float>(kernel.shape(), 1.0f));
   BOOST_TEST(kernel.component(1).to_vector() == kernel.component(0).to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(with_gpu_bodies_a_mirrored_fit_stays_on_the_gpus) {
+  // The program has GPU bodies (host functions posing as them): every op, the variables'
+  // components, the optimizer's fused update and the all-reduce run on the two GPUs, and fit reads
+  // the loss from a GPU once per epoch. The replicas' results equal a CPU run's.
+  install();
+  auto& recorder = dt::test::fake_gpu_recorder();
+  dt::Tensor<float> x, y;
+  {
+    dt::DeviceScope host("/cpu:0");
+    x = dt::constant<float>({1, 2, 3, 4, 5, 6, 7, 8}, {8, 1});
+    y = dt::constant<float>({3, 5, 7, 9, 11, 13, 15, 17}, {8, 1});
+  }
+  const auto data_set = dt::data::Dataset<float, float>::from_tensor_slices(x, y).batch(4);
+  const auto train = [&](const std::vector<std::string>& devices, std::size_t& to_host) {
+    dt::nn::clear_session();
+    ds::MirroredStrategy strategy(devices);
+    std::optional<dt::nn::Sequential> model;
+    {
+      auto guard = strategy.scope();
+      model.emplace(std::vector<dt::nn::Layer>{
+          dt::nn::Dense(1, {.input_dim = 1, .kernel_initializer = dt::nn::initializers::Constant{0.5f}})});
+      model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.01, .momentum = 0.9});
+    }
+    std::size_t before = 0;
+    {
+      std::lock_guard lock(recorder.mutex);
+      before = recorder.copies.size();
+    }
+    auto history = model->fit(data_set, {.epochs = 3, .verbose = 0});
+    to_host = 0;
+    {
+      std::lock_guard lock(recorder.mutex);
+      for (std::size_t i = before; i < recorder.copies.size(); ++i)
+        to_host += recorder.copies[i].dst_ordinal < 0 && recorder.copies[i].src_ordinal >= 0 ? 1u : 0u;
+    }
+    const auto kernel = model->trainable_variables()[0];
+    for (std::size_t c = 0; c < kernel.num_components(); ++c) history.loss.push_back(kernel.component(c).item());
+    return history.loss;
+  };
+  dt::test::FakeGpuKernels kernels;
+  std::size_t gpu_reads = 0, cpu_reads = 0;
+  const auto on_gpus = train({"/gpu:0", "/gpu:1"}, gpu_reads);
+  BOOST_TEST(kernel_calls.size() >= 6u);  // the gradients went through the (stand-in) NCCL kernel
+  BOOST_TEST(gpu_reads == 3u);            // one loss read per epoch, nothing else
+  const auto on_cpu = train({"/cpu:0"}, cpu_reads);
+  BOOST_TEST_REQUIRE(on_gpus.size() == 5u);  // 3 epoch losses, 2 components
+  BOOST_TEST(on_gpus[3] == on_gpus[4]);      // identical replicas
+  for (std::size_t i = 0; i < 4; ++i)
+    BOOST_TEST(std::abs(on_gpus[i] - on_cpu[i]) <= 1e-5 * (1 + std::abs(on_cpu[i])), "value " << i);
 }
 
 BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {

@@ -345,6 +345,51 @@ BOOST_AUTO_TEST_CASE(a_training_step_keeps_variables_and_updates_on_the_gpu) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fit_and_evaluate_read_the_loss_once_per_epoch_not_once_per_step) {
+  dt::test::FakeGpuPlatform platform(1);
+  dt::test::FakeGpuKernels kernels;
+  auto& recorder = dt::test::fake_gpu_recorder();
+  dt::Tensor<float> x, y;
+  {
+    dt::DeviceScope host("/cpu:0");  // a dataset's elements live in host memory, as tf.data's do
+    x = dt::constant<float>(batch_values(40, 2), {40, 2});
+    y = dt::constant<float>(batch_values(40, 1), {40, 1});
+  }
+  const auto fit = [&](const std::string& device) {
+    dt::DeviceScope scope(device);
+    nn::clear_session();
+    nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::relu,
+                                        .kernel_initializer = nn::initializers::Constant{0.3f}}),
+                          nn::Dense(1, {.kernel_initializer = nn::initializers::Constant{-0.2f}})});
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
+    const auto data = dt::data::Dataset<float, float>::from_tensor_slices(x, y).batch(8);  // 5 steps per epoch
+    std::size_t before = 0;
+    {
+      std::lock_guard lock(recorder.mutex);
+      before = recorder.copies.size();
+    }
+    auto history = model.fit(data, {.epochs = 3, .verbose = 0});
+    history.loss.push_back(model.evaluate(data, {.verbose = 0}));
+    std::size_t to_host = 0;
+    {
+      std::lock_guard lock(recorder.mutex);
+      for (std::size_t i = before; i < recorder.copies.size(); ++i)
+        to_host += recorder.copies[i].dst_ordinal < 0 && recorder.copies[i].src_ordinal >= 0 ? 1u : 0u;
+    }
+    if (device != "/cpu:0") {
+      BOOST_TEST(to_host == 4u);  // the loss of 3 epochs and of evaluate: one read each
+      for (const auto& v : model.trainable_variables()) BOOST_TEST(dt::test::contains(v.device(), "GPU:0"));
+    }
+    return history.loss;
+  };
+  const auto on_cpu = fit("/cpu:0");
+  const auto on_gpu = fit("/gpu:0");
+  BOOST_TEST_REQUIRE(on_cpu.size() == 4u);
+  BOOST_TEST(on_cpu[2] < on_cpu[0]);
+  for (std::size_t i = 0; i < on_cpu.size(); ++i)
+    BOOST_TEST(std::abs(on_cpu[i] - on_gpu[i]) <= 1e-5 * (1 + std::abs(on_cpu[i])), "epoch " << i);
+}
+
 BOOST_AUTO_TEST_CASE(without_the_gpu_body_variables_stay_on_the_host) {
   dt::test::FakeGpuPlatform platform(1);
   dt::Variable<float> w(dt::constant<float>({1, 2}));  // no VarHandleOp GPU body registered
