@@ -27,6 +27,7 @@
 #include "devtensor/ops/functors.hpp"
 #include "devtensor/ops/op_types.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
@@ -288,28 +289,15 @@ class Variable {
     if (s.aggregation == VariableAggregation::ONLY_FIRST_REPLICA || s.aggregation == VariableAggregation::NONE)
       return s.components[0];
     const auto n = static_cast<std::int64_t>(s.components.size());
-    auto out = Tensor<T>::empty(s.components[0].shape(), s.devices[0], "ReadVariableOp");
-    std::vector<T> sum(static_cast<std::size_t>(out.num_elements()), T{});
-    for (const auto& c : s.components) {
-      const auto values = c.to_vector();
-      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<T>(sum[i] + values[i]);
-    }
-    if (s.aggregation == VariableAggregation::MEAN)
-      for (auto& v : sum) v = static_cast<T>(v / static_cast<T>(n));
-    detail::copy_bytes(out.mutable_data(), out.device_info(), sum.data(), detail::host_buffer_device(),
-                       sum.size() * sizeof(T));
-    return out;
+    return combine(s.components, s.devices[0], s.aggregation == VariableAggregation::MEAN ? n : 1, "ReadVariableOp");
   }
   /// Cross-replica assignment: every component gets `value`.
   void assign_all(const Tensor<T>& value) const {
     State& s = state();
     Tensor<T> stored = value;
     if (s.synchronization == VariableSynchronization::ON_READ && s.aggregation == VariableAggregation::SUM &&
-        s.components.size() > 1) {
-      auto values = value.to_vector();
-      for (auto& v : values) v = static_cast<T>(v / static_cast<T>(s.components.size()));
-      stored = host_tensor(values, value.shape(), s.devices[0]);
-    }
+        s.components.size() > 1)
+      stored = combine({value}, s.devices[0], static_cast<std::int64_t>(s.components.size()), "AssignVariableOp");
     std::vector<Tensor<T>> copies;
     for (int device : s.devices) copies.push_back(owned_copy(stored, device, "AssignVariableOp"));
     std::lock_guard lock(s.mutex);
@@ -341,6 +329,15 @@ class Variable {
                                   apply(workers ? from_chief(part(0), *workers, s.name) : part(0));
                                   return;
                                 }
+                                if constexpr (Numeric<T>) {
+                                  if (!workers) {  // one process: combined on the first component's device
+                                    std::vector<Tensor<T>> parts;
+                                    for (std::size_t i = 0; i < all.size(); ++i) parts.push_back(part(i));
+                                    const bool mean = aggregation == VariableAggregation::MEAN;
+                                    apply(combine(parts, s.devices[0], mean ? replicas_in_sync : 1, what));
+                                    return;
+                                  }
+                                }
                                 std::vector<T> sum = part(0).to_vector();
                                 for (std::size_t i = 1; i < all.size(); ++i) {
                                   const auto v = part(i).to_vector();
@@ -354,6 +351,43 @@ class Variable {
                                   for (auto& x : sum) x = static_cast<T>(x / static_cast<T>(replicas_in_sync));
                                 apply(host_tensor(sum, part(0).shape(), state().devices[0]));
                               });
+  }
+
+  /// (Σ parts) / divisor on `device`, each part copied there first (bool: logical or, no divisor):
+  /// the merge of replica writes, sync-on-read aggregation and SUM's per-component share. A real
+  /// GPU runs the AddN and RealDiv device bodies, so nothing goes through the host; CPUs, simulated
+  /// GPUs, integer divisions and programs without those bodies use host loops. Not recorded on
+  /// tapes: this is the variable's bookkeeping, not the user's computation.
+  static Tensor<T> combine(const std::vector<Tensor<T>>& parts, int device, std::int64_t divisor, std::string_view op) {
+    std::vector<Tensor<T>> local;
+    for (const auto& p : parts) local.push_back(owned_copy(p, device, op));
+    const Shape& shape = local[0].shape();
+    const std::int64_t n = shape.num_elements();
+    if constexpr (Floating<T>) {
+      const auto& info = Context::global().logical_devices()[static_cast<std::size_t>(device)];
+      auto* add_body = op_detail::optional_gpu_body<ops::AddN, T>(info);
+      auto* div_body = op_detail::optional_gpu_body<ops::RealDiv, T>(info);
+      if (add_body && (divisor == 1 || div_body)) {
+        auto sum = Tensor<T>::empty(shape, device, op);
+        std::vector<const T*> pointers;
+        for (const auto& t : local) pointers.push_back(t.data());
+        add_body(info, sum.mutable_data(), pointers.data(), pointers.size(), n);
+        if (divisor == 1) return sum;
+        const auto by = op_detail::filled_on<T>(device, Shape{}, static_cast<T>(divisor), op);
+        auto out = Tensor<T>::empty(shape, device, op);
+        div_body(info, sum.data(), shape, by.data(), by.shape(), out.mutable_data(), shape);
+        return out;
+      }
+    }
+    std::vector<T> total = local[0].to_vector();
+    for (std::size_t i = 1; i < local.size(); ++i) {
+      const auto v = local[i].to_vector();
+      for (std::size_t j = 0; j < total.size(); ++j) total[j] = static_cast<T>(total[j] + v[j]);
+    }
+    if constexpr (!std::is_same_v<T, bool>)
+      if (divisor != 1)
+        for (auto& x : total) x = static_cast<T>(x / static_cast<T>(divisor));
+    return host_tensor(total, shape, device);
   }
 
   /// A tensor on `device` holding host `values`.

@@ -227,6 +227,49 @@ BOOST_AUTO_TEST_CASE(with_gpu_bodies_a_mirrored_fit_stays_on_the_gpus) {
     BOOST_TEST(std::abs(on_gpus[i] - on_cpu[i]) <= 1e-5 * (1 + std::abs(on_cpu[i])), "value " << i);
 }
 
+BOOST_AUTO_TEST_CASE(distributed_variables_combine_their_components_on_the_gpu) {
+  // Replica writes to a mirrored variable (MEAN), and a sync-on-read variable (SUM) written in
+  // replicas and read across them: the components are combined by device kernels, no host trip.
+  dt::test::FakeGpuKernels kernels;
+  auto& recorder = dt::test::fake_gpu_recorder();
+  ds::MirroredStrategy strategy(gpus);
+  std::optional<dt::Variable<float>> mirrored, on_read;
+  {
+    auto guard = strategy.scope();
+    mirrored.emplace(dt::constant<float>({1, 2}), dt::VariableOptions{.aggregation = dt::VariableAggregation::MEAN});
+    on_read.emplace(dt::constant<float>({0, 0}), dt::VariableOptions{.synchronization = dt::VariableSynchronization::ON_READ,
+                                                                      .aggregation = dt::VariableAggregation::SUM});
+  }
+  std::size_t before = 0;
+  {
+    std::lock_guard lock(recorder.mutex);
+    before = recorder.copies.size();
+  }
+  strategy.run([&] {
+    const auto id = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
+    const auto delta = dt::fill<float>(dt::Shape({2}), id + 1);  // replica 0 adds 1, replica 1 adds 2
+    mirrored->assign_add(delta);
+    on_read->assign(delta);
+    return 0;
+  });
+  const auto aggregated = on_read->value();  // cross-replica: the SUM of the components
+  on_read->assign(dt::fill<float>(dt::Shape({2}), 8));  // cross-replica SUM assign: 4 per component
+  std::size_t to_host = 0;
+  {
+    std::lock_guard lock(recorder.mutex);
+    for (std::size_t i = before; i < recorder.copies.size(); ++i)
+      to_host += recorder.copies[i].dst_ordinal < 0 && recorder.copies[i].src_ordinal >= 0 ? 1u : 0u;
+  }
+  BOOST_TEST(to_host == 0u);
+  BOOST_TEST(aggregated.to_vector() == (std::vector<float>{3, 3}), boost::test_tools::per_element());
+  BOOST_TEST(!aggregated.device_info().host_memory());
+  for (std::size_t c = 0; c < 2; ++c) {
+    BOOST_TEST(mirrored->component(c).to_vector() == (std::vector<float>{2.5f, 3.5f}), boost::test_tools::per_element());
+    BOOST_TEST(on_read->component(c).to_vector() == (std::vector<float>{4, 4}), boost::test_tools::per_element());
+  }
+  BOOST_TEST(on_read->value().to_vector() == (std::vector<float>{8, 8}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
   install();
   ds::PerReplica<dt::Tensor<float>> on_cpu;
