@@ -1,0 +1,117 @@
+// Training on one GPU, the step issue 15 measures against PyTorch eager (benchmarks/torch_mlp_step.py
+// runs the same model and step; scripts/gpu-check runs both in the same session and prints the
+// ratios): an MLP 1024 -> H -> H -> 1 (ReLU, MSE), batch 256, H = 256 and 4096.
+//   BM_MlpStep_Tape<SGD|Adam>/H  GradientTape + apply_gradients, data resident on GPU:0;
+//   BM_MlpStep_Fit/H             Sequential::fit over 8 host batches per epoch (host data, as
+//                                Keras users pass NumPy arrays): one iteration is 8 steps.
+// Each iteration ends with a stream synchronisation (the PyTorch script synchronises per step
+// too), so the time is a step's latency, not launch throughput. Without a GPU it prints
+// "skipped" and exits 0.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "devtensor/backend/cuda/error.hpp"
+#include "devtensor/backend/cuda/stream.hpp"
+#include "devtensor/devtensor.hpp"
+
+namespace dt = devtensor;
+namespace nn = devtensor::nn;
+
+namespace {
+
+constexpr std::int64_t kBatch = 256;
+constexpr std::int64_t kIn = 1024;
+constexpr double kLearningRate = 0.01;
+
+void synchronize_gpu0() {
+  for (const auto& d : dt::Context::global().logical_devices())
+    if (d.is_gpu && !d.simulated) {
+      DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(dt::backend::cuda::stream_of(d)));
+      return;
+    }
+}
+
+struct Mlp {
+  std::vector<dt::Variable<float>> vars;
+  explicit Mlp(std::int64_t hidden) {
+    std::uint64_t seed = 1;
+    const auto w = [&](std::int64_t in, std::int64_t out) {
+      const double limit = std::sqrt(6.0 / static_cast<double>(in + out));  // Glorot uniform, as both frameworks
+      return dt::Variable<float>(dt::random_uniform<float>({in, out}, {.minval = -limit, .maxval = limit, .seed = seed++}));
+    };
+    const auto b = [](std::int64_t n) { return dt::Variable<float>(dt::zeros<float>({n})); };
+    vars = {w(kIn, hidden), b(hidden), w(hidden, hidden), b(hidden), w(hidden, 1), b(1)};
+  }
+  template <class Optimizer>
+  dt::Tensor<float> step(const Optimizer& optimizer, const dt::Tensor<float>& x, const dt::Tensor<float>& y) const {
+    dt::GradientTape tape;
+    const auto h1 = dt::relu(dt::add(dt::matmul(x, vars[0].value()), vars[1].value()));
+    const auto h2 = dt::relu(dt::add(dt::matmul(h1, vars[2].value()), vars[3].value()));
+    const auto p = dt::add(dt::matmul(h2, vars[4].value()), vars[5].value());
+    auto loss = dt::reduce_mean(dt::square(dt::sub(p, y)));
+    optimizer.apply_gradients(tape.gradient(loss, vars), vars);
+    return loss;
+  }
+};
+
+template <class Optimizer>
+void BM_MlpStep_Tape(benchmark::State& state) {
+  dt::DeviceScope gpu("/gpu:0");
+  const Mlp mlp(state.range(0));
+  const auto x = dt::random_normal<float>({kBatch, kIn}, {.seed = 11});
+  const auto y = dt::random_normal<float>({kBatch, 1}, {.seed = 12});
+  const Optimizer optimizer{.learning_rate = kLearningRate};
+  for (int i = 0; i < 3; ++i) mlp.step(optimizer, x, y);  // warm-up: pool regions, cuBLAS handle
+  synchronize_gpu0();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(mlp.step(optimizer, x, y));
+    synchronize_gpu0();
+  }
+  state.counters["variables_on_gpu"] = mlp.vars[0].component(0).host_memory() ? 0 : 1;
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+
+void BM_MlpStep_Fit(benchmark::State& state) {
+  const std::int64_t hidden = state.range(0);
+  constexpr std::int64_t kSteps = 8;
+  dt::Tensor<float> x, y;
+  {
+    dt::DeviceScope host("/cpu:0");
+    x = dt::random_normal<float>({kBatch * kSteps, kIn}, {.seed = 11});
+    y = dt::random_normal<float>({kBatch * kSteps, 1}, {.seed = 12});
+  }
+  dt::DeviceScope gpu("/gpu:0");
+  nn::Sequential model({nn::Dense(hidden, {.input_dim = kIn, .activation = nn::Activation::relu}),
+                        nn::Dense(hidden, {.activation = nn::Activation::relu}), nn::Dense(1)});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = kLearningRate});
+  const auto data = dt::data::Dataset<float, float>::from_tensor_slices(x, y).batch(kBatch);
+  model.fit(data, {.epochs = 1, .verbose = 0});  // warm-up
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(model.fit(data, {.epochs = 1, .verbose = 0}).loss.back());
+    synchronize_gpu0();
+  }
+  state.SetItemsProcessed(state.iterations() * kBatch * kSteps);
+}
+
+}  // namespace
+
+BENCHMARK(BM_MlpStep_Tape<nn::optimizers::SGD>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_Tape<nn::optimizers::Adam>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_Fit)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+int main(int argc, char** argv) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    std::printf("bench_gpu_training: skipped: no CUDA device\n");
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

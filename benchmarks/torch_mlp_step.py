@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""PyTorch eager reference for benchmarks/gpu_training_bench.cu (issue 15): the same MLP
+(1024 -> H -> H -> 1, ReLU, MSE, batch 256) and step (forward, backward, SGD lr 0.01 or Adam),
+synchronising after every step as the devtensor benchmark does. Prints one JSON object per case
+with the median, min and max step time in microseconds over `--repetitions` runs of `--steps`
+steps. Run by scripts/gpu-check when `python3 -c 'import torch'` works.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+
+def run(hidden, optimizer_name, steps, repetitions):
+    torch.manual_seed(0)
+    device = torch.device("cuda:0")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, 1)).to(device)
+    x = torch.randn(256, 1024, device=device)
+    y = torch.randn(256, 1, device=device)
+    if optimizer_name == "SGD":
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    else:  # Keras's defaults but the learning rate; foreach (multi-tensor) is PyTorch's default on CUDA
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01, betas=(0.9, 0.999), eps=1e-7)
+    loss_fn = torch.nn.MSELoss()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+
+    for _ in range(5):
+        step()
+    per_step = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        per_step.append((time.perf_counter() - start) / steps * 1e6)
+    return {"name": f"torch_MlpStep_{optimizer_name}/{hidden}", "median_us": statistics.median(per_step),
+            "min_us": min(per_step), "max_us": max(per_step), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repetitions", type=int, default=5)
+    args = parser.parse_args()
+    for optimizer_name in ("SGD", "Adam"):
+        for hidden in (256, 4096):
+            print(json.dumps(run(hidden, optimizer_name, args.steps, args.repetitions)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
