@@ -220,6 +220,37 @@ BOOST_AUTO_TEST_CASE(a_gradient_on_another_device_is_copied_or_refused_by_the_de
   BOOST_TEST(dt::test::contains(w->device(), "CPU:1"));
 }
 
+BOOST_AUTO_TEST_CASE(training_on_a_gpu_reports_memory_and_an_oom_says_which_knob_to_turn) {
+  dt::config::set_simulated_gpus(1, std::int64_t{1} << 30);
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0],
+                                               {{.memory_limit_mb = 2}});
+  dt::DeviceScope gpu("/gpu:0");
+  nn::Sequential model({nn::Dense(64, {.input_dim = 64, .activation = nn::Activation::relu}), nn::Dense(1)});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{});
+  dt::config::experimental::reset_memory_stats("GPU:0");
+  const auto before = dt::config::experimental::get_memory_info("GPU:0");
+  model.train_step(dt::ones<float>({16, 64}), dt::zeros<float>({16, 1}));
+  const auto after = dt::config::experimental::get_memory_info("GPU:0");
+  // Adam's two slots per variable stay; the step's activations and gradients came and went.
+  BOOST_TEST(after.current > before.current);
+  BOOST_TEST(after.peak > after.current);
+  const auto weights = model.trainable_variables()[0].to_vector();
+  // A batch too large for the 2 MiB device (the batch itself in host memory, as a dataset's is):
+  // the step fails with a typed error naming the limit and what to change.
+  dt::Tensor<float> big_x, big_y;
+  {
+    dt::DeviceScope host("/cpu:0");
+    big_x = dt::ones<float>({4096, 64});
+    big_y = dt::zeros<float>({4096, 1});
+  }
+  DEVTENSOR_CHECK_THROW_WITH(model.train_step(big_x, big_y), dt::ResourceExhaustedError, "OOM when allocating tensor");
+  DEVTENSOR_CHECK_THROW_WITH(model.train_step(big_x, big_y), dt::ResourceExhaustedError,
+                             "(set by memory_limit_mb = 2 of the virtual device): free tensors that are no longer "
+                             "needed, reduce the batch size, or raise the limit");
+  BOOST_TEST(model.trainable_variables()[0].to_vector() == weights, boost::test_tools::per_element());
+  BOOST_CHECK_NO_THROW(model.train_step(dt::ones<float>({16, 64}), dt::zeros<float>({16, 1})));  // still usable
+}
+
 BOOST_AUTO_TEST_CASE(fused_updates_are_logged_on_the_variables_device) {
   dt::Variable<float> w(dt::constant<float>({1}));
   dt::debugging::set_log_device_placement(true);
