@@ -84,6 +84,19 @@ inline std::vector<std::pair<Tensor<float>, Variable<float>>> pairs(const std::v
                                   "to provide a `loss` argument?");
   return out;
 }
+/// Under a device policy that refuses implicit copies (EXPLICIT, SILENT_FOR_INT32), a gradient
+/// that is not on every component's device is refused before any variable is updated, so a
+/// failing apply_gradients leaves all of them as they were. @throws InvalidArgumentError
+/// ("Tensors on conflicting devices ...").
+inline void require_gradients_on_variable_devices(const std::vector<std::pair<Tensor<float>, Variable<float>>>& updates,
+                                                  std::string_view op) {
+  const auto policy = config::experimental::get_device_policy();
+  if (policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN) return;
+  for (const auto& [g, v] : updates)
+    for (std::size_t c = 0; c < v.num_components(); ++c)
+      if (const int device = v.component(c).device_index(); g.device_index() != device)
+        (void)to_device(g, device, op, 1);  // throws, with the op and both devices named
+}
 }  // namespace optimizer_detail
 
 namespace optimizers {
@@ -112,6 +125,8 @@ struct SGD {
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
     validate();
     const auto updates = optimizer_detail::pairs(grads, vars);
+    optimizer_detail::require_gradients_on_variable_devices(
+        updates, momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name);
     const auto lr = static_cast<float>(learning_rate);
     const auto m = static_cast<float>(momentum);
     std::lock_guard lock(slots->mutex);
@@ -180,6 +195,7 @@ struct Adam {
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
     validate();
     const auto updates = optimizer_detail::pairs(grads, vars);
+    optimizer_detail::require_gradients_on_variable_devices(updates, ops::ApplyAdam::name);
     std::lock_guard lock(slots->mutex);
     const double t = static_cast<double>(slots->iterations + 1);
     const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));

@@ -209,11 +209,17 @@ BOOST_AUTO_TEST_CASE(a_gradient_on_another_device_is_copied_or_refused_by_the_de
     grad = dt::constant<float>({1, 1});
   }
   const nn::optimizers::Adam adam{.learning_rate = 0.5};
+  dt::Variable<float> first(dt::constant<float>({5}));  // on CPU:0 with its gradient: fine alone
   dt::config::experimental::set_device_policy(dt::DevicePolicy::EXPLICIT);
-  DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({grad}, {*w}), dt::InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({dt::constant<float>({1}), grad}, {first, *w}), dt::InvalidArgumentError,
                              "Tensors on conflicting devices: cannot compute ResourceApplyAdam as input #1 was expected "
                              "to be on /job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(first.to_vector() == (std::vector<float>{5}), boost::test_tools::per_element());  // nothing updated
   BOOST_TEST(w->to_vector() == (std::vector<float>{1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(adam.iterations() == 0);
+  const nn::optimizers::SGD sgd{.momentum = 0.5};
+  DEVTENSOR_CHECK_THROW_WITH(sgd.apply_gradients({grad}, {*w}), dt::InvalidArgumentError,
+                             "cannot compute ResourceApplyKerasMomentum as input #1");
   dt::config::experimental::set_device_policy(dt::DevicePolicy::SILENT);
   adam.apply_gradients({grad}, {*w});  // copied to the variable's device, as TensorFlow does
   check_close(w->to_vector(), {0.5, 1.5}, 1e-5);
