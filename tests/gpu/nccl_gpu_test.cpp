@@ -3,6 +3,7 @@
 // two), dtypes, packing, and the refusal of two logical GPUs on one physical GPU.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -104,6 +105,45 @@ BOOST_AUTO_TEST_CASE(logical_gpus_sharing_a_gpu_are_refused_with_advice) {
   DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(2, std::vector<float>{1})},
                                                                      gpu_indices(2)),
                              dt::InvalidArgumentError, "appears twice in an NCCL clique");
+}
+
+// The communicator MultiWorkerMirroredStrategy uses between processes (non-blocking, created
+// with the chief's unique id), exercised inside one process: all its ranks here, so it sums like
+// the clique; then a clique that waits for a rank no process will ever join, which must time out
+// and abort instead of hanging, and refuse later calls.
+BOOST_AUTO_TEST_CASE(the_cross_process_communicator_sums_and_times_out) {
+  const dt::detail::GpuAllReduceKernel* kernel = dt::detail::gpu_all_reduce_kernel();
+  BOOST_TEST_REQUIRE(ds::cdo_detail::NcclEngine::available_across_processes());
+  const int replicas = static_cast<int>(gpu_indices(2).size());
+  auto clique = [&](int ranks, double timeout) {
+    dt::detail::GpuCliqueAcrossProcesses c;
+    kernel->new_unique_id(c.unique_id);
+    c.num_ranks = ranks;
+    c.first_rank = 0;
+    c.timeout_seconds = timeout;
+    return c;
+  };
+  const std::vector<float> base{1, 2, 3, 4, 5};
+  const auto parts = on_gpus(replicas, base).values;
+  const auto whole = clique(replicas, 30.0);
+  const auto summed = ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, whole, "test sum");
+  for (const auto& s : summed) BOOST_TEST(s.to_vector() == expected_sum(replicas, base), boost::test_tools::per_element());
+  const auto again = ds::cdo_detail::NcclEngine::all_reduce_across_processes(summed, whole, "test sum again");  // cached
+  for (const auto& s : again) BOOST_TEST(s.to_vector()[0] == static_cast<float>(replicas) * summed[0].to_vector()[0]);
+
+  // One rank more than this process has: creating the communicator waits for it, then gives up.
+  const auto missing = clique(replicas + 1, 1.5);
+  const auto began = std::chrono::steady_clock::now();
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, missing, "a lonely sum"),
+                             dt::DeadlineExceededError, "the creation of the NCCL communicator did not complete within 1.5");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  BOOST_TEST(waited >= 1.5);
+  BOOST_TEST(waited < 10.0);
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, missing, "a second try"),
+                             dt::FailedPreconditionError, "creating this worker's NCCL communicator failed earlier");
+  // The device is still usable afterwards.
+  const auto after = ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, whole, "after the abort");
+  BOOST_TEST(after[0].to_vector() == expected_sum(replicas, base), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

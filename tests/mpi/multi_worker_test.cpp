@@ -7,12 +7,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor/distribute/multi_worker/multi_worker_mirrored_strategy.hpp"
 #include "devtensor_test.hpp"
+#include "fake_gpu_kernels.hpp"
+#include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
 namespace ds = devtensor::distribute;
@@ -42,6 +48,92 @@ std::vector<T> iota(std::size_t n, T start) {
   std::vector<T> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + static_cast<T>(i));
   return out;
+}
+
+// NCCL between workers without a GPU: the fake platform's "real" GPUs are host memory, so a
+// stand-in for the cross-process NCCL kernel sums them with MPI (on MPI_COMM_WORLD, apart from the
+// strategy's own communicator). It records what devtensor hands NCCL: the clique, the local
+// ordinals and streams, the element count per pack. The real kernel (backend/cuda/nccl.hpp) needs
+// GPUs: tests/mpi's test_multi_worker_gpu runs it on a GPU machine.
+struct CrossProcessCall {
+  dt::detail::GpuCliqueAcrossProcesses clique;
+  std::string what, dtype;
+  std::size_t count = 0;
+  std::vector<int> ordinals;
+};
+std::vector<CrossProcessCall> cross_process_calls;
+int unique_ids_made = 0;
+
+template <class T>
+void sum_locally(std::size_t count, std::span<const void* const> send, std::span<void* const> recv) {
+  std::vector<T> total(count, T{0});
+  for (const void* part : send)
+    for (std::size_t i = 0; i < count; ++i) total[i] += static_cast<const T*>(part)[i];
+  for (void* out : recv) std::memcpy(out, total.data(), count * sizeof(T));
+}
+
+template <class T>
+void sum_across_workers(std::size_t count, std::span<const void* const> send, std::span<void* const> recv, MPI_Datatype type) {
+  std::vector<T> total(count, T{0});
+  for (const void* part : send)
+    for (std::size_t i = 0; i < count; ++i) total[i] += static_cast<const T*>(part)[i];
+  MPI_Allreduce(MPI_IN_PLACE, total.data(), static_cast<int>(count), type, MPI_SUM, MPI_COMM_WORLD);
+  for (void* out : recv) std::memcpy(out, total.data(), count * sizeof(T));
+}
+
+const dt::detail::GpuAllReduceKernel cross_process_stand_in{
+    "stand-in",
+    [](std::string_view dtype, std::size_t count, std::span<const void* const> send, std::span<void* const> recv,
+       std::span<const int>, std::span<void* const>) {  // a single worker's replicas
+      if (dtype == "DT_FLOAT") sum_locally<float>(count, send, recv);
+      else sum_locally<double>(count, send, recv);
+    },
+    [](std::span<std::byte, dt::detail::GpuCliqueAcrossProcesses::unique_id_bytes> out) {
+      ++unique_ids_made;
+      const auto pid = static_cast<unsigned>(getpid());  // differs per worker: only the chief's may spread
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>((pid >> (8 * (i % 4))) + i);
+    },
+    [](const dt::detail::GpuCliqueAcrossProcesses& clique, std::string_view what, std::string_view dtype, std::size_t count,
+       std::span<const void* const> send, std::span<void* const> recv, std::span<const int> ordinals, std::span<void* const>) {
+      cross_process_calls.push_back({clique, std::string(what), std::string(dtype), count, {ordinals.begin(), ordinals.end()}});
+      if (dtype == "DT_FLOAT") sum_across_workers<float>(count, send, recv, MPI_FLOAT);
+      else if (dtype == "DT_DOUBLE") sum_across_workers<double>(count, send, recv, MPI_DOUBLE);
+      else throw dt::InvalidArgumentError("stand-in: " + std::string(dtype));
+    }};
+// The same without the cross-process entry points: a program whose NCCL kernel stays in-process.
+const dt::detail::GpuAllReduceKernel in_process_only{"in-process only", cross_process_stand_in.all_reduce_sum};
+
+/// `gpus` fake "real" GPUs per worker, on PCI bus `bus` (".<ordinal>" appended), with `kernel` as
+/// the NCCL kernel; everything restored afterwards.
+struct FakeGpusPerWorker {
+  const dt::detail::GpuAllReduceKernel* previous = dt::detail::gpu_all_reduce_kernel();
+  std::optional<dt::test::FakeGpuPlatform> platform;
+  FakeGpusPerWorker(int gpus, const std::string& bus, const dt::detail::GpuAllReduceKernel* kernel) {
+    cross_process_calls.clear();
+    unique_ids_made = 0;
+    platform.emplace(gpus);
+    dt::test::fake_gpu_recorder().pci_bus = bus;
+    dt::logging::set_verbosity(dt::LogSeverity::info);  // the platform's context reset restored the default
+    dt::detail::register_gpu_all_reduce_kernel(kernel);
+  }
+  FakeGpusPerWorker(const FakeGpusPerWorker&) = delete;
+  FakeGpusPerWorker& operator=(const FakeGpusPerWorker&) = delete;
+  ~FakeGpusPerWorker() {
+    dt::detail::register_gpu_all_reduce_kernel(previous);
+    dt::test::fake_gpu_recorder().pci_bus = "0000:00:00";
+    platform.reset();
+    dt::logging::set_verbosity(dt::LogSeverity::info);
+  }
+};
+
+/// A PCI bus of this worker's own ("0000:0<rank>:00"): its GPUs differ from every other worker's.
+std::string own_bus() {
+  const auto launch = ds::cluster_resolver::MpiLaunch::from_environment();
+  return "0000:" + std::to_string(10 + (launch ? launch->rank : 0)) + ":00";
+}
+
+ds::CommunicationOptions communication(ds::CommunicationImplementation implementation, std::int64_t bytes_per_pack = 0) {
+  return ds::CommunicationOptions(bytes_per_pack, 60.0, implementation);
 }
 
 }  // namespace
@@ -104,6 +196,12 @@ BOOST_AUTO_TEST_CASE(collectives_of_every_dtype_and_reduction) {
   std::vector<char> flags(3, 0);
   DEVTENSOR_CHECK_THROW_WITH(group->all_reduce(dt::DType::DT_BOOL, flags.data(), 3, dt::detail::CollectiveReduction::sum, "bools"),
                              dt::InvalidArgumentError, "not supported for bool tensors");
+  // all_gather: every worker's bytes in rank order; too long a contribution is refused before any collective.
+  const auto names = group->all_gather("worker " + std::to_string(rank), 16, "names");
+  BOOST_TEST_REQUIRE(names.size() == static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) BOOST_TEST(names[static_cast<std::size_t>(k)] == "worker " + std::to_string(k));
+  DEVTENSOR_CHECK_THROW_WITH((void)group->all_gather("too long", 3, "names"), dt::InvalidArgumentError,
+                             "all_gather of names: 8 bytes do not fit in 3");
 }
 
 BOOST_AUTO_TEST_CASE(many_packs_and_batch_reduce) {
@@ -242,8 +340,8 @@ BOOST_AUTO_TEST_CASE(bad_clusters_are_typed_errors) {
 
 // Two (simulated) GPUs per worker: num_replicas_in_sync = 2 × workers, global replica ids
 // (id_in_cluster × 2 + local index), reductions over every replica of every worker, a pack of
-// several GPU tensors through the host buffer. NCCL between workers is not built yet: asking for
-// it says so once.
+// several GPU tensors through the host buffer. NCCL cannot serve simulated GPUs: asking for it
+// says so once.
 BOOST_AUTO_TEST_CASE(two_gpus_per_worker) {
   dt::testing::reset_context();
   dt::logging::set_verbosity(dt::LogSeverity::info);  // the reset restored the default
@@ -273,7 +371,8 @@ BOOST_AUTO_TEST_CASE(two_gpus_per_worker) {
     BOOST_TEST(sums[1].values.at(1).shape() == dt::Shape({3, 2}));
     for (float v : sums[1].values.at(1).to_vector()) BOOST_TEST(v == 2.0f * id_sum);
     if (n > 1) {
-      BOOST_TEST(log.count("CommunicationImplementation.NCCL between workers is not available yet") == 1u);
+      // Simulated GPUs are host memory: NCCL cannot serve them, so the workers' sums go through MPI.
+      BOOST_TEST(log.count("CommunicationImplementation.NCCL between workers needs real GPUs on every worker") == 1u);
       const std::string task = "/job:worker/replica:0/task:" + std::to_string(rank);
       BOOST_TEST(log.count("local_devices = ('" + task + "/device:GPU:0', '" + task +
                            "/device:GPU:1'), communication = CommunicationImplementation.NCCL") == 1u);
@@ -281,6 +380,152 @@ BOOST_AUTO_TEST_CASE(two_gpus_per_worker) {
   }
   dt::testing::reset_context();
   dt::logging::set_verbosity(dt::LogSeverity::info);
+}
+
+// Every worker has two GPUs of its own: AUTO joins all of them in one NCCL clique (ranks
+// 2 × worker, 2 × worker + 1 of 2 × workers), the id made by the chief alone and broadcast; each
+// pack is one NCCL call over every replica of every worker, on the devices, and MEAN divides by
+// every rank.
+BOOST_AUTO_TEST_CASE(nccl_joins_every_workers_gpus_in_one_clique) {
+  FakeGpusPerWorker gpus(2, own_bus(), &cross_process_stand_in);
+  dt::test::LogCapture log;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), communication(ds::CommunicationImplementation::AUTO));
+  const int n = world_size();
+  const int rank = strategy.worker_index();
+  if (n == 1) {  // a single worker has no processes to join
+    BOOST_TEST(!strategy.nccl_between_workers());
+    return;
+  }
+  BOOST_TEST_REQUIRE(strategy.nccl_between_workers());
+  BOOST_TEST(unique_ids_made == (rank == 0 ? 1 : 0));
+  const auto a = strategy.run([] { return dt::fill<float>({5}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+  const auto b = strategy.run([] { return dt::fill<float>({3, 2}, 2.0f * static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+  const auto sums = strategy.batch_reduce_to(ds::ReduceOp::SUM, std::vector{a, b});
+  const auto means = strategy.batch_reduce_to(ds::ReduceOp::MEAN, std::vector{a, b});
+  const float id_sum = static_cast<float>(2 * n * (2 * n - 1) / 2);
+  for (std::size_t r = 0; r < 2; ++r) {
+    BOOST_TEST(sums[0].values.at(r).device() == "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(r));
+    for (float v : sums[0].values.at(r).to_vector()) BOOST_TEST(v == id_sum);
+    for (float v : sums[1].values.at(r).to_vector()) BOOST_TEST(v == 2 * id_sum);
+    for (float v : means[1].values.at(r).to_vector()) BOOST_TEST(v == 2 * id_sum / static_cast<float>(2 * n), boost::test_tools::tolerance(1e-6f));
+  }
+  BOOST_TEST_REQUIRE(cross_process_calls.size() == 2u);  // one pack per batch_reduce
+  const auto& call = cross_process_calls[0];
+  BOOST_TEST(call.clique.num_ranks == 2 * n);
+  BOOST_TEST(call.clique.first_rank == 2 * rank);
+  BOOST_TEST(call.clique.timeout_seconds.value_or(0.0) == 60.0);
+  BOOST_TEST(call.ordinals == (std::vector<int>{0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(call.count == 11u);
+  BOOST_TEST(call.dtype == "DT_FLOAT");
+  BOOST_TEST(call.what == "batch_reduce");
+  // Every worker holds the chief's id.
+  std::string hex;
+  for (std::byte c : call.clique.unique_id) {
+    const auto v = std::to_integer<unsigned>(c);
+    hex += "0123456789abcdef"[v >> 4];
+    hex += "0123456789abcdef"[v & 15];
+  }
+  const auto ids = strategy.mpi_group()->all_gather(hex, hex.size(), "test: unique ids");
+  for (const auto& other : ids) BOOST_TEST(other == ids[0]);
+  BOOST_TEST(log.count("Collective all_reduce tensors: 2 all_reduces, num_devices = 2, group_size = " + std::to_string(2 * n) +
+                       ", implementation = CommunicationImplementation.NCCL, num_packs = 1") >= 1u);
+}
+
+// Keras fit with the gradients summed by NCCL across the workers' (fake) GPUs, the GPU bodies
+// registered: the same weights as one process training on its CPU.
+BOOST_AUTO_TEST_CASE(fit_with_nccl_between_workers_matches_single_process_training) {
+  FakeGpusPerWorker gpus(1, own_bus(), &cross_process_stand_in);
+  dt::test::FakeGpuKernels kernels;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), communication(ds::CommunicationImplementation::NCCL));
+  auto build = [] {
+    nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::relu,
+                                        .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
+                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
+    return model;
+  };
+  nn::clear_session();
+  std::optional<nn::Sequential> single;
+  {
+    dt::DeviceScope cpu("/cpu:0");
+    single.emplace(build());
+  }
+  std::optional<nn::Sequential> distributed;
+  {
+    auto guard = strategy.scope();
+    distributed.emplace(build());
+  }
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 24; ++i) {
+    const float p = static_cast<float>(i % 7) / 7.0f, q = static_cast<float>(i % 5) / 5.0f;
+    xs.insert(xs.end(), {p, q});
+    ys.push_back(p - 2 * q + 0.5f);
+  }
+  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {24, 2}), dt::constant<float>(ys, {24, 1})).batch(8);
+  const auto h1 = [&] {
+    dt::DeviceScope cpu("/cpu:0");
+    return single->fit(data, {.epochs = 3, .verbose = 0});
+  }();
+  const auto h2 = distributed->fit(data, {.epochs = 3, .verbose = 0});
+  if (world_size() > 1) BOOST_TEST(cross_process_calls.size() == 9u);  // 3 steps × 3 epochs, one pack each
+  for (std::size_t e = 0; e < 3; ++e) BOOST_TEST(h2.loss[e] == h1.loss[e], boost::test_tools::tolerance(1e-4));
+  const auto want = single->trainable_variables();
+  const auto got = distributed->trainable_variables();
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    BOOST_TEST(got[i].device() == "/job:localhost/replica:0/task:0/device:GPU:0");
+    const auto w = want[i].to_vector();
+    const auto g = got[i].to_vector();
+    for (std::size_t j = 0; j < w.size(); ++j) BOOST_TEST(g[j] == w[j], boost::test_tools::tolerance(1e-5f));
+  }
+}
+
+// NCCL allows one rank per GPU. Workers on one GPU (the fake GPUs of every process share a PCI
+// bus id here): asking for NCCL is refused on every worker, saying how to launch; AUTO sums
+// through host memory and MPI instead.
+BOOST_AUTO_TEST_CASE(workers_sharing_a_gpu_are_refused_nccl) {
+  FakeGpusPerWorker gpus(1, "0000:00:00", &cross_process_stand_in);
+  const int n = world_size();
+  if (n > 1)
+    DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(ds::cluster_resolver::TFConfigClusterResolver(),
+                                                               communication(ds::CommunicationImplementation::NCCL)),
+                               dt::InvalidArgumentError,
+                               "NCCL cannot all-reduce between these workers: workers 0 and 1 both use the GPU at PCI bus id "
+                               "0000:00:00.0 on host ");
+  dt::test::LogCapture log;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), communication(ds::CommunicationImplementation::AUTO));
+  BOOST_TEST(!strategy.nccl_between_workers());
+  const auto ids = strategy.run([] { return dt::fill<float>({4}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+  const auto sums = strategy.batch_reduce_to(ds::ReduceOp::SUM, std::vector{ids});
+  for (float v : sums[0].primary().to_vector()) BOOST_TEST(v == static_cast<float>(n * (n - 1) / 2));
+  BOOST_TEST(cross_process_calls.empty());
+  if (n > 1) BOOST_TEST(log.count("Not using NCCL between workers: workers 0 and 1 both use the GPU at PCI bus id 0000:00:00.0") == 1u);
+}
+
+// Two logical GPUs on one physical GPU per worker: the same rule within a worker.
+BOOST_AUTO_TEST_CASE(two_logical_gpus_on_one_physical_gpu_are_refused_nccl) {
+  FakeGpusPerWorker gpus(1, own_bus(), &cross_process_stand_in);
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU").at(0),
+                                               {dt::config::LogicalDeviceConfiguration{.memory_limit_mb = 64},
+                                                dt::config::LogicalDeviceConfiguration{.memory_limit_mb = 64}});
+  if (world_size() > 1)
+    DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(ds::cluster_resolver::TFConfigClusterResolver(),
+                                                               communication(ds::CommunicationImplementation::NCCL)),
+                               dt::InvalidArgumentError, "worker 0 has two replicas on the GPU at PCI bus id 0000:10:00.0");
+}
+
+// A program whose NCCL kernel cannot cross processes (or workers without real GPUs): NCCL asked
+// for warns once and the workers' sums go through host memory and MPI.
+BOOST_AUTO_TEST_CASE(without_the_cross_process_kernel_workers_sum_through_mpi) {
+  FakeGpusPerWorker gpus(1, own_bus(), &in_process_only);
+  dt::test::LogCapture log;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), communication(ds::CommunicationImplementation::NCCL));
+  const int n = world_size();
+  BOOST_TEST(!strategy.nccl_between_workers());
+  const auto ids = strategy.run([] { return dt::fill<float>({3}, 1.0f + static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+  const auto means = strategy.batch_reduce_to(ds::ReduceOp::MEAN, std::vector{ids});
+  for (float v : means[0].primary().to_vector()) BOOST_TEST(v == static_cast<float>(n + 1) / 2.0f, boost::test_tools::tolerance(1e-6f));
+  if (n > 1) BOOST_TEST(log.count("needs real GPUs on every worker and the NCCL kernel in every worker's program") == 1u);
 }
 
 // Last: after a timeout the group is aborted. Worker 1 arrives late; the others must get

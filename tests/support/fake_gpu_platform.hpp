@@ -28,6 +28,7 @@ struct FakeGpuCopy {
 /// platform, so the calls record under a mutex; tests read the fields once the threads are done.
 struct FakeGpuRecorder {
   int gpu_count = 1;
+  std::string pci_bus = "0000:00:00";  // GPU i's PCI bus id is "<pci_bus>.<i>": processes share it unless told
   std::vector<std::pair<void*, int>> created;  // stream token, priority
   std::vector<void*> destroyed;
   std::vector<FakeGpuCopy> copies;
@@ -54,9 +55,12 @@ inline const detail::GpuPlatform fake_gpu_platform{
       std::lock_guard lock(fake_gpu_recorder().mutex);
       return fake_gpu_recorder().gpu_count;
     },
-    [](int, detail::GpuPlatformDevice* out, std::string*) {
+    [](int ordinal, detail::GpuPlatformDevice* out, std::string*) {
       out->name = "Fake GPU";
-      out->pci_bus_id = "0000:00:00.0";
+      {
+        std::lock_guard lock(fake_gpu_recorder().mutex);
+        out->pci_bus_id = fake_gpu_recorder().pci_bus + "." + std::to_string(ordinal);
+      }
       out->compute_capability_major = 9;
       out->total_memory = std::uint64_t{4} << 30;
       out->free_memory = std::uint64_t{4} << 30;

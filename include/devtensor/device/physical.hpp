@@ -4,6 +4,7 @@
 /// logical-device configuration (TensorFlow's tf.config.PhysicalDevice, LogicalDevice and
 /// LogicalDeviceConfiguration), plus the GPU platform interface the Context discovers GPUs through.
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -102,6 +103,19 @@ struct GpuPlatform {
 /// by any translation unit built with the devtensor::nccl component (backend/cuda/nccl.hpp, which
 /// devtensor.hpp includes there), so a program "has the NCCL kernel" exactly when it links NCCL
 /// (TensorFlow's "Nccl kernel is not found" is the same runtime question).
+/// The GPUs of every worker of a multi-worker job as one NCCL communicator: this process's GPUs
+/// are ranks first_rank, first_rank + 1, ... of num_ranks. The chief made `unique_id`
+/// (ncclGetUniqueId) and the workers' own channel (MPI) gave it to every worker.
+struct GpuCliqueAcrossProcesses {
+  static constexpr std::size_t unique_id_bytes = 128;  // NCCL_UNIQUE_ID_BYTES
+  std::array<std::byte, unique_id_bytes> unique_id{};
+  int num_ranks = 0;
+  int first_rank = 0;
+  /// Unset: calls are stream-ordered and never waited for. Set: each call is waited for, and one
+  /// that does not complete in time aborts the communicators and throws DeadlineExceededError.
+  std::optional<double> timeout_seconds;
+};
+
 struct GpuAllReduceKernel {
   const char* name;
   /// Sums `count` elements of `dtype` (DT_FLOAT, ...) across the ranks: rank i reads send[i] and
@@ -110,6 +124,17 @@ struct GpuAllReduceKernel {
   void (*all_reduce_sum)(std::string_view dtype, std::size_t count, std::span<const void* const> send,
                          std::span<void* const> recv, std::span<const int> ordinals,
                          std::span<void* const> streams);
+  /// Across processes (nullptr when the kernel cannot): a new communicator id, made on one worker.
+  void (*new_unique_id)(std::span<std::byte, GpuCliqueAcrossProcesses::unique_id_bytes> out) = nullptr;
+  /// all_reduce_sum over every worker's GPUs of `clique`; this process's are `ordinals` (ranks
+  /// first_rank...). The communicators are created on the first call (a collective of every worker).
+  /// `what` names the operation in errors.
+  /// @throws DeadlineExceededError (clique.timeout_seconds passed), FailedPreconditionError (an
+  ///         earlier call timed out), InvalidArgumentError, InternalError.
+  void (*all_reduce_sum_across_processes)(const GpuCliqueAcrossProcesses& clique, std::string_view what,
+                                          std::string_view dtype, std::size_t count,
+                                          std::span<const void* const> send, std::span<void* const> recv,
+                                          std::span<const int> ordinals, std::span<void* const> streams) = nullptr;
 };
 
 inline std::atomic<const GpuAllReduceKernel*>& gpu_all_reduce_kernel_slot() noexcept {

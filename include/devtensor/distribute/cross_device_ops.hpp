@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <variant>
@@ -389,18 +391,43 @@ struct NcclEngine {
   static constexpr std::string_view validation_name = "NCCL all-reduce";
   static constexpr const char* pack_prefix = "nccl";
   [[nodiscard]] static bool available() noexcept { return detail::gpu_all_reduce_kernel() != nullptr; }
+  /// Whether the registered kernel can also join a communicator that spans processes.
+  [[nodiscard]] static bool available_across_processes() noexcept {
+    const detail::GpuAllReduceKernel* kernel = detail::gpu_all_reduce_kernel();
+    return kernel && kernel->new_unique_id && kernel->all_reduce_sum_across_processes;
+  }
 
   /// @throws UnimplementedError without the kernel; InvalidArgumentError for parts that are not
   ///         on real GPUs.
   template <Numeric T>
   static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>& parts, std::size_t) {
+    return call(parts, [&](const detail::GpuAllReduceKernel& kernel, const auto&... buffers) {
+      kernel.all_reduce_sum(buffers...);
+    });
+  }
+  /// The same across processes: `parts` are this worker's ranks of `clique`, every worker's GPUs
+  /// are summed. @throws UnimplementedError when the kernel cannot cross processes.
+  template <Numeric T>
+  static std::vector<Tensor<T>> all_reduce_across_processes(const std::vector<Tensor<T>>& parts,
+                                                            const detail::GpuCliqueAcrossProcesses& clique,
+                                                            std::string_view what) {
+    return call(parts, [&](const detail::GpuAllReduceKernel& kernel, const auto&... buffers) {
+      if (!kernel.all_reduce_sum_across_processes)
+        throw UnimplementedError(std::string("The all-reduce kernel '") + kernel.name + "' cannot cross processes");
+      kernel.all_reduce_sum_across_processes(clique, what, buffers...);
+    });
+  }
+
+ private:
+  /// A new result per part on its GPU; `launch(kernel, dtype, count, send, recv, ordinals, streams)`.
+  template <Numeric T, class Launch>
+  static std::vector<Tensor<T>> call(const std::vector<Tensor<T>>& parts, Launch launch) {
     const detail::GpuAllReduceKernel* kernel = detail::gpu_all_reduce_kernel();
     if (!kernel)
       throw UnimplementedError(
           "NcclAllReduce: Nccl kernel is not found in this program. Build at least one translation unit "
           "with the devtensor::nccl component (it registers the kernel), or use HierarchicalCopyAllReduce "
           "or ReductionToOneDevice.");
-    const std::size_t n = parts.size();
     std::vector<Tensor<T>> out;
     std::vector<const void*> send;
     std::vector<void*> recv, streams;
@@ -417,9 +444,10 @@ struct NcclEngine {
       ordinals.push_back(device.platform_ordinal);
       streams.push_back(device.stream);
     }
-    if (n > 0 && parts[0].num_elements() > 0)
-      kernel->all_reduce_sum(dtype_enum_name<T>(), static_cast<std::size_t>(parts[0].num_elements()), send, recv,
-                             ordinals, streams);
+    if (!parts.empty() && parts[0].num_elements() > 0)
+      launch(*kernel, dtype_enum_name<T>(), static_cast<std::size_t>(parts[0].num_elements()),
+             std::span<const void* const>(send), std::span<void* const>(recv), std::span<const int>(ordinals),
+             std::span<void* const>(streams));
     return out;
   }
 };
@@ -517,13 +545,40 @@ std::vector<Tensor<T>> ring_all_reduce(const std::vector<Tensor<T>>& parts) {
 /// devices. RING: the in-process ring (every device does its share in parallel); NCCL: NCCL
 /// across distinct real GPUs (the devtensor::nccl component); AUTO: NCCL when it can run there,
 /// else the ring. int32 values go through ReductionToOneDevice, as in TensorFlow.
+///
+/// MultiWorkerMirroredStrategy gives it a clique of every worker's GPUs: all_reduce_across_workers
+/// then sums every replica of every process in one NCCL call per pack, on the devices.
 class CollectiveAllReduce {
  public:
   static constexpr std::string_view name = "CollectiveAllReduce";
 
   explicit CollectiveAllReduce(CommunicationOptions options = CommunicationOptions()) : options_(options) {}
+  /// This process's GPUs are ranks of `clique`, which spans the workers (nullptr: none).
+  CollectiveAllReduce(CommunicationOptions options, std::shared_ptr<const detail::GpuCliqueAcrossProcesses> clique)
+      : options_(options), clique_(std::move(clique)) {}
 
   [[nodiscard]] const CommunicationOptions& options() const noexcept { return options_; }
+  /// Whether all_reduce_across_workers can run (NCCL between the workers' GPUs).
+  [[nodiscard]] bool spans_workers() const noexcept { return clique_ != nullptr; }
+
+  /// Every worker's replicas reduced with NCCL across the processes: `values` are this worker's
+  /// replicas on `devices` (its GPUs, ranks of the clique), and MEAN divides by every rank.
+  /// @throws FailedPreconditionError without a clique (spans_workers() is false).
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> all_reduce_across_workers(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+                                                             const std::vector<int>& devices, std::string_view what) const {
+    if (!clique_)
+      throw FailedPreconditionError("This CollectiveAllReduce has no NCCL clique across workers; "
+                                    "MultiWorkerMirroredStrategy makes one when every worker has its own GPUs");
+    cdo_detail::require_destinations(devices);
+    if (values.empty()) return {};
+    for (const auto& v : values) {
+      cdo_detail::require_components(v);
+      if (cdo_detail::devices_of(v) != devices)
+        throw InvalidArgumentError("An all-reduce across workers needs each replica's value on its own device");
+    }
+    return all_reduce(op, values, devices, options_, what);
+  }
   /// What the values on `devices` would use: NCCL or RING (AUTO resolved).
   [[nodiscard]] CommunicationImplementation implementation_for(const std::vector<int>& devices) const {
     const auto requested = options_.implementation();
@@ -550,7 +605,7 @@ class CollectiveAllReduce {
       const auto devices = cdo_detail::devices_of(values[0]);
       for (const auto& v : values)
         if (cdo_detail::devices_of(v) != devices) return ReductionToOneDevice{}.batch_reduce(op, values, destinations);
-      const auto reduced = all_reduce(op, values, devices, options_.merge(options));
+      const auto reduced = all_reduce(op, values, devices, options_.merge(options), {});
       if (devices == destinations) return reduced;
       // Other destinations: each takes the component on its device, else a copy of the primary.
       std::vector<Mirrored<Tensor<T>>> out(reduced.size());
@@ -585,12 +640,18 @@ class CollectiveAllReduce {
 
  private:
   CommunicationOptions options_;
+  std::shared_ptr<const detail::GpuCliqueAcrossProcesses> clique_;
 
+  /// Packs, all-reduces each pack and unpacks. `across` (non-empty: the operation's name): NCCL
+  /// over the clique of every worker's GPUs; otherwise this process's devices only.
   template <Numeric T>
   std::vector<Mirrored<Tensor<T>>> all_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
-                                              const std::vector<int>& devices, const CommunicationOptions& options) const {
+                                              const std::vector<int>& devices, const CommunicationOptions& options,
+                                              std::string_view across) const {
     const std::size_t n = devices.size();
-    const auto implementation = implementation_for(devices);
+    const bool spans = !across.empty();
+    const auto implementation = spans ? CommunicationImplementation::NCCL : implementation_for(devices);
+    const std::size_t group_size = spans ? static_cast<std::size_t>(clique_->num_ranks) : n;
     // Reversed, then packed by size: the last gradients (computed first) go first.
     std::vector<std::size_t> order(values.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
@@ -606,7 +667,7 @@ class CollectiveAllReduce {
     }
     cdo_detail::log_first_10(cdo_detail::collective_logs(), [&] {
       return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
-             std::to_string(n) + ", group_size = " + std::to_string(n) + ", implementation = CommunicationImplementation." +
+             std::to_string(n) + ", group_size = " + std::to_string(group_size) + ", implementation = CommunicationImplementation." +
              std::string(to_string(implementation)) + ", num_packs = " + std::to_string(packs.size());
     });
     std::vector<Mirrored<Tensor<T>>> out(values.size());
@@ -621,13 +682,14 @@ class CollectiveAllReduce {
         DeviceScope scope(cdo_detail::info(devices[d]).spec);
         flat[d] = cdo_detail::copy_to(cdo_detail::pack(mine, 1)[0], devices[d]);
       }
-      auto summed = implementation == CommunicationImplementation::NCCL ? cdo_detail::NcclEngine::all_reduce(flat, 0)
-                                                                         : cdo_detail::ring_all_reduce(flat);
+      auto summed = spans ? cdo_detail::NcclEngine::all_reduce_across_processes(flat, *clique_, across)
+                    : implementation == CommunicationImplementation::NCCL ? cdo_detail::NcclEngine::all_reduce(flat, 0)
+                                                                          : cdo_detail::ring_all_reduce(flat);
       for (std::size_t d = 0; d < n; ++d) {
         DeviceScope scope(cdo_detail::info(devices[d]).spec);
         auto pieces = cdo_detail::unpack(std::vector{summed[d]}, shapes);
         for (std::size_t j = 0; j < pack.size(); ++j) {
-          auto piece = op == ReduceOp::MEAN ? cdo_detail::divide(pieces[j], static_cast<std::int64_t>(n)) : pieces[j];
+          auto piece = op == ReduceOp::MEAN ? cdo_detail::divide(pieces[j], static_cast<std::int64_t>(group_size)) : pieces[j];
           out[pack[j]].values[d] = cdo_detail::copy_to(piece, devices[d]);
         }
       }

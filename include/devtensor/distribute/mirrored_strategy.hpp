@@ -500,9 +500,25 @@ class MirroredStrategy {
     /// The cross-device ops' reduction over this process's replicas, then (several workers) the
     /// local sums all-reduced across the workers: host buffers packed by bytes_per_pack, the
     /// list reversed first (SPEC §5.7), one collective per pack. MEAN divides by every replica.
+    /// When the workers' GPUs form an NCCL clique (MultiWorkerMirroredStrategy with NCCL), every
+    /// replica of every worker is reduced in one NCCL call per pack instead, on the devices; with
+    /// a timeout, an MPI barrier first names a worker that does not arrive.
     template <Numeric T>
     std::vector<Mirrored<Tensor<T>>> batch_reduce_all_workers(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) {
       if (!group || group->num_workers() == 1) return ops.batch_reduce(op, values, device_indices);
+      if constexpr (std::is_same_v<CrossDeviceOps, CollectiveAllReduce> && !std::is_same_v<T, std::int32_t>) {
+        bool one_per_replica = ops.spans_workers();
+        for (const auto& v : values) one_per_replica = one_per_replica && v.size() == device_indices.size();
+        if (one_per_replica) {
+          // Each replica's value on its GPU (a program without GPU bodies computed it on the CPU).
+          std::vector<PerReplica<Tensor<T>>> placed(values.size());
+          for (std::size_t i = 0; i < values.size(); ++i)
+            for (std::size_t r = 0; r < device_indices.size(); ++r)
+              placed[i].values.push_back(cdo_detail::copy_to(values[i].values[r], device_indices[r]));
+          if (group_options.timeout_seconds()) group->barrier("batch_reduce");
+          return ops.all_reduce_across_workers(op, placed, device_indices, "batch_reduce");
+        }
+      }
       auto local = ops.batch_reduce(ReduceOp::SUM, values, device_indices);
       std::vector<Tensor<T>> sums;
       for (const auto& m : local) sums.push_back(m.primary());

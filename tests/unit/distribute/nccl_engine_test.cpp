@@ -287,4 +287,26 @@ BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
   BOOST_TEST(kernel_calls.empty());
 }
 
+// The across-workers entry of CollectiveAllReduce (MultiWorkerMirroredStrategy's NCCL path; the
+// multi-process tests run it): refused without a clique, with values off their replicas' devices,
+// and with a kernel that cannot cross processes.
+BOOST_AUTO_TEST_CASE(all_reduce_across_workers_refuses_what_it_cannot_do) {
+  install();  // an in-process kernel only
+  const auto values = std::vector{on_gpus<float>({{1, 2}, {3, 4}})};
+  const std::vector<int> devices{values[0].values[0].device_index(), values[0].values[1].device_index()};
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::CollectiveAllReduce{}.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),
+                             dt::FailedPreconditionError, "has no NCCL clique across workers");
+  auto clique = std::make_shared<dt::detail::GpuCliqueAcrossProcesses>();
+  clique->num_ranks = 4;
+  const ds::CollectiveAllReduce across(ds::CommunicationOptions(), clique);
+  BOOST_TEST(across.spans_workers());
+  BOOST_TEST(!ds::cdo_detail::NcclEngine::available_across_processes());
+  const std::vector<int> swapped{devices[1], devices[0]};
+  DEVTENSOR_CHECK_THROW_WITH((void)across.all_reduce_across_workers(ds::ReduceOp::SUM, values, swapped, "x"),
+                             dt::InvalidArgumentError, "needs each replica's value on its own device");
+  DEVTENSOR_CHECK_THROW_WITH((void)across.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),
+                             dt::UnimplementedError, "The all-reduce kernel 'stand-in' cannot cross processes");
+  BOOST_TEST(kernel_calls.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -180,6 +180,13 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
   /// This worker's index among the workers on its host (MPI_COMM_TYPE_SHARED).
   [[nodiscard]] int local_rank() const noexcept { return local_rank_; }
   [[nodiscard]] std::optional<double> timeout_seconds() const noexcept { return timeout_; }
+  /// The name of the host this worker runs on (MPI_Get_processor_name).
+  [[nodiscard]] std::string host_name() const {
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int length = 0;
+    mpi_detail::check(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
+    return std::string(name, static_cast<std::size_t>(length));
+  }
 
   using detail::WorkerGroup::all_reduce;
   void all_reduce(devtensor::DType dtype, const void* input, void* output, std::size_t count,
@@ -216,7 +223,7 @@ class MpiWorkerGroup final : public detail::WorkerGroup {
   }
 
   /// Waits until every worker calls it (MPI_Barrier, under the same deadline).
-  void barrier(std::string_view what) {
+  void barrier(std::string_view what) override {
     run("", what, nullptr, nullptr, 0, [&](void*, MPI_Request* request) { return MPI_Ibarrier(comm_, request); },
         [&](const void*, void*) { return MPI_Barrier(comm_); });
   }

@@ -13,10 +13,19 @@
 /// Everything MirroredStrategy offers (run, reduce, scope, experimental_distribute_dataset, fit)
 /// works across the workers: reductions sum every worker's replicas, global replica ids are
 /// id_in_cluster × local devices + local index, and each worker takes its own share of each
-/// global batch (DATA auto-shard). Values go through host memory and MPI; NCCL between processes
-/// is not part of this component yet (CommunicationImplementation::NCCL with GPUs warns that the
-/// workers' sums go through host memory and MPI).
+/// global batch (DATA auto-shard).
+///
+/// How values cross processes (CommunicationOptions): RING, and whatever NCCL cannot serve, goes
+/// through host memory and MPI (each worker first reduces its own replicas). NCCL, and AUTO when
+/// it can, joins every worker's GPUs in one NCCL communicator, bootstrapped over MPI (the chief's
+/// ncclGetUniqueId, broadcast): gradients are then summed across all replicas of all workers on
+/// the devices, one NCCL call per pack. NCCL needs the devtensor::nccl component, real GPUs on
+/// every worker and one rank per GPU: workers that share a GPU are refused when NCCL is asked for
+/// (InvalidArgumentError saying how to launch) and fall back to MPI under AUTO.
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +76,107 @@ inline std::string implementation_name(CommunicationImplementation i) {
   return "CommunicationImplementation." + std::string(to_string(i));
 }
 
+/// One worker's answer to the GPU survey: whether it can join an NCCL clique, and its GPUs.
+struct GpuSurvey {
+  bool can_join = false;
+  std::vector<std::string> gpus;  // "<host> <PCI bus id>", one per local replica
+
+  [[nodiscard]] std::string encode() const {
+    std::string out = can_join ? "1" : "0";
+    for (const auto& g : gpus) out += "\n" + g;
+    return out;
+  }
+  static GpuSurvey decode(const std::string& text) {
+    GpuSurvey s;
+    s.can_join = !text.empty() && text[0] == '1';
+    for (std::size_t at = text.find('\n'); at != std::string::npos;) {
+      const std::size_t next = text.find('\n', at + 1);
+      s.gpus.push_back(text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+      at = next;
+    }
+    return s;
+  }
+};
+
+/// The NCCL clique of every worker's GPUs, or nullptr when the workers' sums go through MPI
+/// (RING; or AUTO/NCCL where NCCL cannot run). Every worker calls this at start-up with the
+/// same options and decides alike from the same survey.
+/// @throws InvalidArgumentError when NCCL is asked for but two ranks would share a GPU.
+inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup& group, const std::vector<int>& replicas,
+                                                                          const CommunicationOptions& options) {
+  const auto requested = options.implementation();
+  if (requested == CommunicationImplementation::RING) return nullptr;
+  GpuSurvey mine;
+  mine.can_join = cdo_detail::NcclEngine::available_across_processes() && !replicas.empty();
+  const std::string host = group.host_name();
+  bool has_gpus = false;
+  for (int d : replicas) {
+    const auto& device = cdo_detail::info(d);
+    has_gpus = has_gpus || device.is_gpu;
+    mine.can_join = mine.can_join && device.is_gpu && !device.simulated;
+    if (device.is_gpu && !device.simulated)
+      mine.gpus.push_back(host + " " + Context::global().physical_devices().at(static_cast<std::size_t>(device.physical_index)).properties.pci_bus_id);
+  }
+  std::vector<GpuSurvey> workers;
+  for (const auto& text : group.all_gather(mine.encode(), 4096, "the GPU survey of MultiWorkerMirroredStrategy"))
+    workers.push_back(GpuSurvey::decode(text));
+  bool all_can = true;
+  for (const auto& w : workers) all_can = all_can && w.can_join;
+  if (!all_can) {
+    if (requested == CommunicationImplementation::NCCL && has_gpus)
+      log(LogSource::python_logger, LogSeverity::warning,
+          "CommunicationImplementation.NCCL between workers needs real GPUs on every worker and the NCCL kernel "
+          "in every worker's program (the devtensor::nccl component): the workers' sums cross processes through "
+          "host memory and MPI (as with RING).");
+    return nullptr;
+  }
+  // NCCL allows one rank per GPU: two workers (or two logical GPUs of one worker) on one GPU
+  // cannot share a communicator.
+  std::vector<std::pair<std::string, int>> owners;  // GPU, worker
+  for (std::size_t w = 0; w < workers.size(); ++w)
+    for (const auto& gpu : workers[w].gpus) {
+      for (const auto& [seen, by] : owners) {
+        if (seen != gpu) continue;
+        const std::string where = "the GPU at PCI bus id " + gpu.substr(gpu.rfind(' ') + 1) + " on host " + gpu.substr(0, gpu.rfind(' '));
+        const std::string who = by == static_cast<int>(w) ? "worker " + std::to_string(w) + " has two replicas on " + where
+                                                           : "workers " + std::to_string(by) + " and " + std::to_string(w) + " both use " + where;
+        if (requested == CommunicationImplementation::NCCL)
+          throw InvalidArgumentError(
+              "NCCL cannot all-reduce between these workers: " + who + ", and NCCL allows one rank per GPU. Give each "
+              "worker its own GPU (for example CUDA_VISIBLE_DEVICES=<local rank> for each process on a host) or use "
+              "CommunicationImplementation.RING, which sums through host memory and MPI.");
+        log(LogSource::python_logger, LogSeverity::info,
+            "Not using NCCL between workers: " + who + " (NCCL allows one rank per GPU); the workers' sums cross "
+            "processes through host memory and MPI.");
+        return nullptr;
+      }
+      owners.emplace_back(gpu, static_cast<int>(w));
+    }
+  auto clique = std::make_shared<detail::GpuCliqueAcrossProcesses>();
+  for (std::size_t w = 0; w < workers.size(); ++w) {
+    if (static_cast<int>(w) == group.worker_index()) clique->first_rank = clique->num_ranks;
+    clique->num_ranks += static_cast<int>(workers[w].gpus.size());
+  }
+  clique->timeout_seconds = options.timeout_seconds();
+  // The chief makes the id; a failure there is sent along with it, so no worker waits for ever.
+  std::array<std::byte, detail::GpuCliqueAcrossProcesses::unique_id_bytes + 1> message{};
+  std::string chief_error;
+  if (group.worker_index() == 0) {
+    try {
+      detail::gpu_all_reduce_kernel()->new_unique_id(std::span(message).first<detail::GpuCliqueAcrossProcesses::unique_id_bytes>());
+      message.back() = std::byte{1};
+    } catch (const std::exception& e) {
+      chief_error = e.what();
+    }
+  }
+  group.broadcast(message.data(), message.size(), "the NCCL unique id of MultiWorkerMirroredStrategy");
+  if (message.back() != std::byte{1})
+    throw InternalError("The chief could not create the NCCL communicator id" + (chief_error.empty() ? std::string() : ": " + chief_error) +
+                        ". Use CommunicationImplementation.RING to sum through host memory and MPI.");
+  std::copy_n(message.begin(), clique->unique_id.size(), clique->unique_id.begin());
+  return clique;
+}
+
 }  // namespace multi_worker_detail
 
 class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce> {
@@ -96,6 +206,9 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
   [[nodiscard]] const CommunicationOptions& communication_options() const noexcept { return setup_->options; }
   /// The MPI group, for collectives of the user's own (every worker must call them alike).
   [[nodiscard]] MpiWorkerGroup* mpi_group() const noexcept { return setup_->group.get(); }
+  /// Whether gradients cross the workers with NCCL (every worker's GPUs in one communicator)
+  /// rather than through host memory and MPI.
+  [[nodiscard]] bool nccl_between_workers() const noexcept { return setup_->clique != nullptr; }
 
  private:
   struct Setup {
@@ -107,6 +220,7 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
     int id_in_cluster = 0;
     bool is_chief = true;
     std::shared_ptr<MpiWorkerGroup> group;
+    std::shared_ptr<const detail::GpuCliqueAcrossProcesses> clique;  // NCCL between the workers, or none
 
     static std::shared_ptr<Setup> make(cluster_resolver::ClusterDescription cluster, CommunicationOptions options) {
       auto s = std::make_shared<Setup>();
@@ -128,10 +242,6 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
       for (const auto& d : s->local_devices) s->worker_devices.push_back(prefix + d.substr(d.find("/device:")));
       if (options.implementation() == CommunicationImplementation::NCCL && gpus.empty())
         log(LogSource::python_logger, LogSeverity::warning, "Enabled NCCL communication but no GPUs detected/specified.");
-      if (options.implementation() == CommunicationImplementation::NCCL && !gpus.empty() && !single)
-        log(LogSource::python_logger, LogSeverity::warning,
-            "CommunicationImplementation.NCCL between workers is not available yet: each worker reduces its own GPUs' "
-            "values, and the workers' sums cross processes through host memory and MPI (as with RING).");
 
       const std::string devices = cdo_detail::python_tuple(s->worker_devices);
       const std::string impl = multi_worker_detail::implementation_name(options.implementation());
@@ -159,6 +269,7 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
           (options.timeout_seconds() ? std::to_string(*options.timeout_seconds()) : std::string("inf")));
       group->barrier("the start-up of MultiWorkerMirroredStrategy");
       log(LogSource::python_logger, LogSeverity::info, "Cluster is ready.");
+      s->clique = multi_worker_detail::gpu_clique(*group, cdo_detail::resolve(s->local_devices), options);
       log(LogSource::python_logger, LogSeverity::info,
           "MultiWorkerMirroredStrategy with cluster_spec = " + spec.to_string() + ", task_type = " +
               multi_worker_util::repr(cluster.task_type) + ", task_id = " + std::to_string(*cluster.task_id) +
@@ -177,7 +288,7 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
   std::shared_ptr<Setup> setup_;
 
   explicit MultiWorkerMirroredStrategy(std::shared_ptr<Setup> setup)
-      : Base(setup->local_devices, CollectiveAllReduce(setup->options), Workers{setup->group, setup->options}),
+      : Base(setup->local_devices, CollectiveAllReduce(setup->options, setup->clique), Workers{setup->group, setup->options}),
         setup_(std::move(setup)) {}
 };
 
