@@ -239,6 +239,37 @@ BOOST_AUTO_TEST_CASE(initial_values_come_from_the_chief) {
   BOOST_TEST(v->to_vector() == std::vector<float>({0, 1, 2}), boost::test_tools::per_element());
 }
 
+// A sync-on-read variable (a metric's state) read in cross-replica context aggregates every
+// replica of every worker: the read is a collective, as strategy.reduce is in TensorFlow.
+BOOST_AUTO_TEST_CASE(sync_on_read_variables_aggregate_across_workers) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const int n = world_size();
+  std::optional<dt::Variable<float>> total, mean;
+  {
+    auto guard = strategy.scope();
+    total.emplace(dt::constant<float>({0, 0}), dt::VariableOptions{.name = "total", .synchronization = dt::VariableSynchronization::ON_READ,
+                                                                   .aggregation = dt::VariableAggregation::SUM});
+    mean.emplace(dt::constant<float>({0, 0}), dt::VariableOptions{.name = "mean", .synchronization = dt::VariableSynchronization::ON_READ,
+                                                                  .aggregation = dt::VariableAggregation::MEAN});
+  }
+  strategy.run([&] {
+    const auto id = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
+    total->assign(dt::constant<float>({id + 1, 2 * (id + 1)}));
+    mean->assign(dt::constant<float>({id, 1}));
+    return 0;
+  });
+  const float ids = static_cast<float>(n * (n - 1) / 2);
+  BOOST_TEST(total->to_vector() == std::vector<float>({ids + static_cast<float>(n), 2 * (ids + static_cast<float>(n))}),
+             boost::test_tools::per_element());
+  const auto m = mean->to_vector();
+  BOOST_TEST(m[0] == ids / static_cast<float>(n), boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(m[1] == 1.0f, boost::test_tools::tolerance(1e-6f));
+  // A cross-replica assignment of a SUM variable leaves each replica its share: reading gives it back.
+  total->assign(dt::constant<float>({10, 20}));
+  BOOST_TEST(total->to_vector() == std::vector<float>({10, 20}), boost::test_tools::per_element());
+  BOOST_TEST(total->component(0).to_vector()[0] == 10.0f / static_cast<float>(n), boost::test_tools::tolerance(1e-6f));
+}
+
 BOOST_AUTO_TEST_CASE(reduce_over_an_axis_weighs_uneven_batches) {
   ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
   const int n = world_size();

@@ -267,8 +267,9 @@ class Variable {
     const int replica = local_replica();
     std::lock_guard lock(s.mutex);
     if (replica >= 0) return s.components[static_cast<std::size_t>(replica)];
+    if (s.synchronization == VariableSynchronization::ON_READ && (s.components.size() > 1 || workers()))
+      return aggregate_locked();
     if (s.components.size() == 1) return s.components[0];
-    if (s.synchronization == VariableSynchronization::ON_READ) return aggregate_locked();
     const DeviceSpec& request = detail::requested_spec();
     if (request.type() && request.id()) {
       const auto& devices = Context::global().logical_devices();
@@ -283,21 +284,46 @@ class Variable {
     if (ctx && state().strategy && ctx->strategy == state().strategy) return ctx->local_replica_id;
     return -1;
   }
-  /// Cross-replica read of a sync-on-read variable (the mutex is held).
+  /// The other processes of the variable's strategy (MultiWorkerMirroredStrategy), or nullptr.
+  detail::WorkerGroup* workers() const {
+    const State& s = state();
+    auto* group = s.strategy ? s.strategy->worker_group() : nullptr;
+    return group && group->num_workers() > 1 ? group : nullptr;
+  }
+  /// Every replica of every process.
+  std::int64_t replicas_in_sync() const {
+    const State& s = state();
+    return s.strategy ? s.strategy->num_replicas_in_sync() : static_cast<std::int64_t>(s.components.size());
+  }
+  /// Cross-replica read of a sync-on-read variable (the mutex is held). Across processes the read
+  /// is a collective, as in TensorFlow (strategy.reduce of the variable): every worker reads it.
   Tensor<T> aggregate_locked() const {
     const State& s = state();
     if (s.aggregation == VariableAggregation::ONLY_FIRST_REPLICA || s.aggregation == VariableAggregation::NONE)
       return s.components[0];
+    const bool mean = s.aggregation == VariableAggregation::MEAN;
+    detail::WorkerGroup* group = workers();
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (group) {
+        std::vector<T> total = combine(s.components, 0, 1, "ReadVariableOp").to_vector();  // this worker's sum
+        group->all_reduce(dtype_enum<T>(), total.data(), total.size(), detail::CollectiveReduction::sum,
+                          "the cross-replica read of " + s.name);
+        if (mean)
+          for (auto& x : total) x = static_cast<T>(x / static_cast<T>(replicas_in_sync()));
+        return host_tensor(total, s.components[0].shape(), s.devices[0]);
+      }
+    }
     const auto n = static_cast<std::int64_t>(s.components.size());
-    return combine(s.components, s.devices[0], s.aggregation == VariableAggregation::MEAN ? n : 1, "ReadVariableOp");
+    return combine(s.components, s.devices[0], mean ? n : 1, "ReadVariableOp");
   }
-  /// Cross-replica assignment: every component gets `value`.
+  /// Cross-replica assignment: every component gets `value` (a SUM sync-on-read variable: its
+  /// share, value / every replica of every process, so that reading it gives `value` back).
   void assign_all(const Tensor<T>& value) const {
     State& s = state();
     Tensor<T> stored = value;
     if (s.synchronization == VariableSynchronization::ON_READ && s.aggregation == VariableAggregation::SUM &&
-        s.components.size() > 1)
-      stored = combine({value}, s.devices[0], static_cast<std::int64_t>(s.components.size()), "AssignVariableOp");
+        replicas_in_sync() > 1)
+      stored = combine({value}, s.devices[0], replicas_in_sync(), "AssignVariableOp");
     std::vector<Tensor<T>> copies;
     for (int device : s.devices) copies.push_back(owned_copy(stored, device, "AssignVariableOp"));
     std::lock_guard lock(s.mutex);
