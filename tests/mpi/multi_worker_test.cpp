@@ -342,6 +342,28 @@ BOOST_AUTO_TEST_CASE(custom_loop_with_a_distributed_dataset) {
   (void)n;
 }
 
+// TensorFlow's custom training loop: apply_gradients inside strategy.run sums every replica's
+// gradient across the workers, then takes one step on every worker.
+BOOST_AUTO_TEST_CASE(apply_gradients_inside_run_sums_across_workers) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const int n = world_size();
+  std::optional<dt::Variable<float>> w;
+  {
+    auto guard = strategy.scope();
+    w.emplace(dt::constant<float>({1, 2, 3}), dt::VariableOptions{.name = "w"});
+  }
+  const nn::optimizers::SGD sgd{.learning_rate = 0.5};
+  strategy.run([&] {
+    const auto id = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
+    sgd.apply_gradients({dt::fill<float>({3}, id + 1)}, {*w});
+    return 0;
+  });
+  const float total = static_cast<float>(n * (n + 1) / 2);
+  BOOST_TEST(sgd.iterations() == 1);
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST(w->to_vector()[i] == static_cast<float>(i + 1) - 0.5f * total, boost::test_tools::tolerance(1e-6f));
+}
+
 BOOST_AUTO_TEST_CASE(tf_config_must_agree_with_the_launch) {
   const int n = world_size();
   std::string workers;

@@ -7,9 +7,11 @@
 /// An optimizer's state (iterations, slots) is shared by its copies, so the optimizer passed to
 /// compile() and the model's optimizer are one. Slots live beside each component of a variable,
 /// on its device, created as zeros on first use (Keras's add_variable_from_reference).
-/// apply_gradients runs in cross-replica context: the gradient (summed across replicas by the
-/// caller, as fit does) is brought to each component's device and the same update is applied
-/// there, so mirrored components stay equal.
+/// apply_gradients in cross-replica context: the gradient (summed across replicas by the caller,
+/// as fit does) is brought to each component's device and the same update is applied there, so
+/// mirrored components stay equal. Inside strategy.run (TensorFlow's custom training loop), every
+/// replica's gradients meet in merge_call, are summed across the replicas (and workers) by the
+/// strategy's all-reduce, and the update runs once, each component with the sum on its device.
 
 #include <array>
 #include <cmath>
@@ -97,6 +99,59 @@ inline void require_gradients_on_variable_devices(const std::vector<std::pair<Te
       if (const int device = v.component(c).device_index(); g.device_index() != device)
         (void)to_device(g, device, op, 1);  // throws, with the op and both devices named
 }
+
+/// Gradient k of an update for component c, on that component's device.
+using GradientFor = std::function<Tensor<float>(std::size_t k, std::size_t c, int device)>;
+using Updates = std::vector<std::pair<Tensor<float>, Variable<float>>>;
+
+/// The replica context this thread runs in when it belongs to the strategy the variables were
+/// created under, else nullptr (cross-replica context). @throws InvalidArgumentError in a replica
+/// context for a variable of no strategy or of another one.
+inline const detail::ReplicaContextState* replica_context_of(const Updates& updates) {
+  const auto* ctx = detail::current_replica_context();
+  if (!ctx) return nullptr;
+  bool any = false;
+  for (const auto& [g, v] : updates) any = any || v.strategy() == ctx->strategy;
+  if (!any) return nullptr;  // this strategy's replicas updating variables of their own
+  for (const auto& [g, v] : updates)
+    if (v.strategy() != ctx->strategy)
+      throw InvalidArgumentError("apply_gradients inside strategy.run updates mirrored variables of that strategy, but " +
+                                 v.name() + " was not created in its scope. Create every variable the optimizer "
+                                 "updates under `strategy.scope()`.");
+  return ctx;
+}
+
+/// What every optimizer's apply_gradients does around its update `step(updates, gradient_for)`:
+/// Keras's checks, then in cross-replica context the device policy's check and each gradient
+/// copied to the components' devices; in a replica context the merge (see the file comment).
+template <class Step>
+void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars, std::string_view op,
+           Step step) {
+  const Updates updates = pairs(grads, vars);
+  const detail::ReplicaContextState* ctx = replica_context_of(updates);
+  if (!ctx) {
+    require_gradients_on_variable_devices(updates, op);
+    step(updates, GradientFor([&](std::size_t k, std::size_t, int device) { return to_device(updates[k].first, device, op, 1); }));
+    return;
+  }
+  auto mine = std::make_shared<std::vector<Tensor<float>>>();
+  for (const auto& [g, v] : updates) mine->push_back(g);
+  ctx->strategy->merge_call(ctx->local_replica_id, mine, [&](const std::vector<std::shared_ptr<const void>>& all) {
+    std::vector<std::vector<Tensor<float>>> per_replica;
+    for (const auto& contribution : all) {
+      per_replica.push_back(*static_cast<const std::vector<Tensor<float>>*>(contribution.get()));
+      if (per_replica.back().size() != updates.size())
+        throw InvalidArgumentError("apply_gradients inside strategy.run: replicas passed gradients for different "
+                                   "variables; every replica must update the same variables");
+    }
+    // The context holds a const view of the strategy, which itself is not const (it runs this very
+    // call). merge_call's function runs in cross-replica context, as TensorFlow's merge_fn does.
+    const auto reduced = const_cast<detail::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
+    const detail::ScopedSet<detail::ReplicaContextState> cross_replica(detail::current_replica_context(), nullptr);
+    step(updates, GradientFor([&](std::size_t k, std::size_t c, int) { return reduced[c][k]; }));
+  });
+}
+
 }  // namespace optimizer_detail
 
 namespace optimizers {
@@ -124,36 +179,34 @@ struct SGD {
   /// mismatched counts or shapes (nothing is updated then).
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
     validate();
-    const auto updates = optimizer_detail::pairs(grads, vars);
-    optimizer_detail::require_gradients_on_variable_devices(
-        updates, momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name);
-    const auto lr = static_cast<float>(learning_rate);
-    const auto m = static_cast<float>(momentum);
-    std::lock_guard lock(slots->mutex);
-    for (const auto& [g_entry, v_entry] : updates) {
-      // Named copies of the bindings: lambdas capture them (clang < 16 cannot capture bindings).
-      const Tensor<float>& g = g_entry;
-      const Variable<float>& v = v_entry;
-      if (momentum == 0.0) {
-        v.apply_update(ops::ApplyGradientDescent::name, [&](std::size_t, const Tensor<float>& var, Tensor<float>& out) {
-          const auto grad = to_device(g, var.device_index(), ops::ApplyGradientDescent::name, 1);
-          op_detail::run_update<ops::ApplyGradientDescent, float>(
-              var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
+    const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
+    optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
+      const auto lr = static_cast<float>(learning_rate);
+      const auto m = static_cast<float>(momentum);
+      std::lock_guard lock(slots->mutex);
+      for (std::size_t k = 0; k < updates.size(); ++k) {
+        const Variable<float>& v = updates[k].second;
+        if (momentum == 0.0) {
+          v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+            const auto grad = gradient(k, c, var.device_index());
+            op_detail::run_update<ops::ApplyGradientDescent, float>(
+                var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
+                var.num_elements());
+          });
+          continue;
+        }
+        v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+          const auto grad = gradient(k, c, var.device_index());
+          auto& [velocity] = slots->of(v, c, var);
+          op_detail::run_update<ops::ApplyKerasMomentum, float>(
+              var.device_info(),
+              ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
+                                              m, nesterov},
               var.num_elements());
         });
-        continue;
       }
-      v.apply_update(ops::ApplyKerasMomentum::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-        const auto grad = to_device(g, var.device_index(), ops::ApplyKerasMomentum::name, 1);
-        auto& [velocity] = slots->of(v, c, var);
-        op_detail::run_update<ops::ApplyKerasMomentum, float>(
-            var.device_info(),
-            ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
-                                            m, nesterov},
-            var.num_elements());
-      });
-    }
-    ++slots->iterations;
+      ++slots->iterations;
+    });
   }
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
@@ -194,28 +247,26 @@ struct Adam {
   /// One Adam step of every variable with its gradient (ResourceApplyAdam), rules as SGD's.
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
     validate();
-    const auto updates = optimizer_detail::pairs(grads, vars);
-    optimizer_detail::require_gradients_on_variable_devices(updates, ops::ApplyAdam::name);
-    std::lock_guard lock(slots->mutex);
-    const double t = static_cast<double>(slots->iterations + 1);
-    const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
-    for (const auto& [g_entry, v_entry] : updates) {
-      // Named copies of the bindings: lambdas capture them (clang < 16 cannot capture bindings).
-      const Tensor<float>& g = g_entry;
-      const Variable<float>& v = v_entry;
-      v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-        const auto grad = to_device(g, var.device_index(), ops::ApplyAdam::name, 1);
-        auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
-        op_detail::run_update<ops::ApplyAdam, float>(
-            var.device_info(),
-            ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
-                                   amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
-                                   static_cast<float>(alpha), static_cast<float>(1 - beta_1),
-                                   static_cast<float>(1 - beta_2), static_cast<float>(epsilon)},
-            var.num_elements());
-      });
-    }
-    ++slots->iterations;
+    optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
+      std::lock_guard lock(slots->mutex);
+      const double t = static_cast<double>(slots->iterations + 1);
+      const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+      for (std::size_t k = 0; k < updates.size(); ++k) {
+        const Variable<float>& v = updates[k].second;
+        v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+          const auto grad = gradient(k, c, var.device_index());
+          auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
+          op_detail::run_update<ops::ApplyAdam, float>(
+              var.device_info(),
+              ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
+                                     amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
+                                     static_cast<float>(alpha), static_cast<float>(1 - beta_1),
+                                     static_cast<float>(1 - beta_2), static_cast<float>(epsilon)},
+              var.num_elements());
+        });
+      }
+      ++slots->iterations;
+    });
   }
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);

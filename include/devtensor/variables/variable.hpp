@@ -152,6 +152,8 @@ class Variable {
 
   /// Created in a strategy's scope: one component per replica.
   [[nodiscard]] bool distributed() const { return state().strategy != nullptr; }
+  /// The strategy whose scope created it (nullptr: none).
+  [[nodiscard]] const detail::StrategyInterface* strategy() const { return state().strategy; }
   /// Mirrored (ON_WRITE / AUTO) or sync-on-read (ON_READ); meaningful when distributed().
   [[nodiscard]] bool sync_on_read() const { return state().synchronization == VariableSynchronization::ON_READ; }
   [[nodiscard]] std::size_t num_components() const { return state().devices.size(); }

@@ -186,13 +186,47 @@ BOOST_AUTO_TEST_CASE(mirrored_components_get_the_same_update_on_their_own_device
     check_close(w->component(c).to_vector(), want, 1e-5);
   }
 
-  // Inside strategy.run the update would skip the merge of the replicas' gradients: refused.
+}
+
+// TensorFlow's custom training loop: apply_gradients inside strategy.run. The replicas' gradients
+// meet in merge_call, are summed by the strategy's all-reduce, and one step updates each component
+// with the sum on its own device: the result of one process given the summed gradient.
+BOOST_AUTO_TEST_CASE(inside_strategy_run_the_replicas_gradients_are_summed_then_applied_once) {
+  dt::config::set_simulated_gpus(2);
+  dt::distribute::MirroredStrategy strategy({"/gpu:0", "/gpu:1"});
+  std::optional<dt::Variable<float>> w;
+  {
+    auto guard = strategy.scope();
+    w.emplace(dt::constant<float>(to_float(initial_values()), {static_cast<std::int64_t>(kSize)}));
+  }
+  const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3};
+  for (int t = 1; t <= kSteps; ++t)
+    strategy.run([&] {
+      // Replica r contributes (r + 1) / 3 of the step's gradient: the replicas' sum is all of it.
+      const auto share = static_cast<double>(dt::distribute::get_replica_context()->replica_id_in_sync_group + 1) / 3.0;
+      auto g = gradient_at(t);
+      for (auto& x : g) x *= share;
+      adam.apply_gradients({dt::constant<float>(to_float(g), {static_cast<std::int64_t>(kSize)})}, {*w});
+      return 0;
+    });
+  BOOST_TEST(adam.iterations() == kSteps);  // one step per run, not one per replica
+  const auto want = adam_reference(0.05, 0.8, 0.9, 1e-3, false);
+  for (std::size_t c = 0; c < 2; ++c) {
+    BOOST_TEST(dt::test::contains(w->component(c).device(), "GPU:" + std::to_string(c)));
+    check_close(w->component(c).to_vector(), want, 1e-5);
+  }
+
+  // A variable made outside the strategy's scope cannot be updated from its replicas.
+  dt::Variable<float> plain(dt::constant<float>({1, 2}));
   const nn::optimizers::SGD sgd;
-  BOOST_CHECK_THROW(strategy.run([&] {
-    sgd.apply_gradients({dt::constant<float>(to_float(gradient_at(1)), {static_cast<std::int64_t>(kSize)})}, {*w});
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
+    sgd.apply_gradients({dt::constant<float>({1, 1}), dt::constant<float>(to_float(gradient_at(1)), {static_cast<std::int64_t>(kSize)})},
+                        {plain, *w});
     return 0;
   }),
-                    dt::FailedPreconditionError);
+                             dt::InvalidArgumentError, "was not created in its scope");
+  BOOST_TEST(plain.to_vector() == std::vector<float>({1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(sgd.iterations() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_gradient_on_another_device_is_copied_or_refused_by_the_device_policy) {
