@@ -10,7 +10,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <cstdio>
 #include <vector>
 
 #include "devtensor/backend/cuda/cublas.hpp"
@@ -180,15 +179,4 @@ BENCHMARK(BM_Alloc_cudaMallocAsync)->Arg(1 << 20);
 BENCHMARK(BM_TinyOp_devtensor)->UseRealTime();
 BENCHMARK(BM_TinyOp_bare_launch)->UseRealTime();
 
-int main(int argc, char** argv) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    std::printf("bench_gpu: skipped: no CUDA device\n");
-    return 0;
-  }
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+// main: gpu_bench_main.cpp (skips without a CUDA device).

@@ -11,7 +11,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
 #include "devtensor/backend/cuda/error.hpp"
@@ -103,15 +102,4 @@ BENCHMARK(BM_MlpStep_Tape<nn::optimizers::SGD>)->Arg(256)->Arg(4096)->UseRealTim
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::Adam>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Fit)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-int main(int argc, char** argv) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    std::printf("bench_gpu_training: skipped: no CUDA device\n");
-    return 0;
-  }
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+// main: gpu_bench_main.cpp (skips without a CUDA device).

@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <cstdio>
 #include <vector>
 
 #include "devtensor/backend/cuda/device_guard.hpp"
@@ -118,15 +117,4 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_AllReduce_devtensor)->Apply(sizes);
 BENCHMARK(BM_AllReduce_raw_nccl)->Apply(sizes);
 
-int main(int argc, char** argv) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    std::printf("bench_nccl: skipped: no CUDA device\n");
-    return 0;
-  }
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+// main: gpu_bench_main.cpp (skips without a CUDA device).
