@@ -357,11 +357,22 @@ class Variable {
                                   apply(workers ? from_chief(part(0), *workers, s.name) : part(0));
                                   return;
                                 }
+                                const bool mean = aggregation == VariableAggregation::MEAN;
+                                if constexpr (std::is_same_v<T, float>) {
+                                  // The strategy's all-reduce (its cross-device ops; across workers
+                                  // too): NCCL or the ring on the devices, as gradients are summed.
+                                  std::vector<std::vector<Tensor<float>>> values;
+                                  for (std::size_t i = 0; i < all.size(); ++i) values.push_back({part(i)});
+                                  // The context holds a const view of the strategy, which is not const.
+                                  auto* strategy = const_cast<detail::StrategyInterface*>(ctx->strategy);
+                                  const Tensor<float> total = strategy->batch_all_reduce_sum(values)[0][0];
+                                  apply(mean ? combine({total}, s.devices[0], replicas_in_sync, what) : total);
+                                  return;
+                                }
                                 if constexpr (Numeric<T>) {
                                   if (!workers) {  // one process: combined on the first component's device
                                     std::vector<Tensor<T>> parts;
                                     for (std::size_t i = 0; i < all.size(); ++i) parts.push_back(part(i));
-                                    const bool mean = aggregation == VariableAggregation::MEAN;
                                     apply(combine(parts, s.devices[0], mean ? replicas_in_sync : 1, what));
                                     return;
                                   }
@@ -382,7 +393,8 @@ class Variable {
   }
 
   /// (Σ parts) / divisor on `device`, each part copied there first (bool: logical or, no divisor):
-  /// the merge of replica writes, sync-on-read aggregation and SUM's per-component share. A real
+  /// the merge of replica writes of non-float variables (float ones go through the strategy's
+  /// all-reduce), sync-on-read aggregation, MEAN's division and SUM's per-component share. A real
   /// GPU runs the AddN and RealDiv device bodies, so nothing goes through the host; CPUs, simulated
   /// GPUs, integer divisions and programs without those bodies use host loops. Not recorded on
   /// tapes: this is the variable's bookkeeping, not the user's computation.
