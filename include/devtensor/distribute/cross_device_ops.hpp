@@ -319,6 +319,17 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
   return out;
 }
 
+/// reduce() of the ops whose algorithm is batch_reduce: a batch of one, except that a single value
+/// already on its one destination is returned as is.
+template <class Ops, Numeric T>
+Mirrored<Tensor<T>> reduce_as_batch_of_one(const Ops& ops, ReduceOp op, const PerReplica<Tensor<T>>& value,
+                                           const std::vector<int>& destinations) {
+  require_components(value);
+  if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
+    return {{value.values[0]}};
+  return ops.batch_reduce(op, std::vector{value}, destinations).front();
+}
+
 }  // namespace cdo_detail
 
 /// The all-reduce family (SPEC §5.5): batch_reduce packs the values, all-reduces each pack with
@@ -349,10 +360,7 @@ struct AllReduceOps {
   }
   template <Numeric T>
   Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
-    cdo_detail::require_components(value);
-    if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
-      return {{value.values[0]}};
-    return batch_reduce(op, std::vector{value}, destinations).front();
+    return cdo_detail::reduce_as_batch_of_one(*this, op, value, destinations);
   }
   template <Numeric T>
   Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<std::string>& destinations) const {
@@ -620,10 +628,7 @@ class CollectiveAllReduce {
   }
   template <Numeric T>
   Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<int>& destinations) const {
-    cdo_detail::require_components(value);
-    if (value.size() == 1 && destinations.size() == 1 && value.values[0].device_index() == destinations[0])
-      return {{value.values[0]}};
-    return batch_reduce(op, std::vector{value}, destinations).front();
+    return cdo_detail::reduce_as_batch_of_one(*this, op, value, destinations);
   }
   template <Numeric T>
   Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const std::vector<std::string>& destinations) const {
