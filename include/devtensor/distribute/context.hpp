@@ -47,24 +47,22 @@ class WorkerGroup {
   /// Returns once every worker has called it.
   virtual void barrier(std::string_view what) = 0;
 
-  /// Every worker's `mine`, in rank order; each fits in `capacity` bytes (padded with NULs, which
-  /// are removed again). One all-reduce of capacity × workers int32 values: meant for the small
+  /// Every worker's `mine` (any length, each its own), in rank order. Two all-reduces: the
+  /// longest length, then capacity × workers int32 values, a byte in each: meant for the small
   /// exchanges of a strategy's start-up, not for tensors.
-  /// @throws InvalidArgumentError when `mine` is longer than `capacity`.
-  std::vector<std::string> all_gather(std::string_view mine, std::size_t capacity, std::string_view what) {
-    if (mine.size() > capacity)
-      throw InvalidArgumentError("all_gather of " + std::string(what) + ": " + std::to_string(mine.size()) +
-                                 " bytes do not fit in " + std::to_string(capacity));
+  std::vector<std::string> all_gather(std::string_view mine, std::string_view what) {
+    std::int64_t capacity = static_cast<std::int64_t>(mine.size());
+    all_reduce(devtensor::DType::DT_INT64, &capacity, 1, CollectiveReduction::max, what);
     const auto workers = static_cast<std::size_t>(num_workers());
-    std::vector<std::int32_t> slots(capacity * workers, 0);  // a byte per int32: a sum of one non-zero each
-    std::int32_t* own = slots.data() + capacity * static_cast<std::size_t>(worker_index());
-    for (std::size_t i = 0; i < mine.size(); ++i) own[i] = static_cast<unsigned char>(mine[i]);
+    const auto width = static_cast<std::size_t>(capacity);
+    std::vector<std::int32_t> slots(width * workers, 0);  // a sum of one non-zero contribution each
+    std::int32_t* own = slots.data() + width * static_cast<std::size_t>(worker_index());
+    for (std::size_t i = 0; i < mine.size(); ++i) own[i] = static_cast<unsigned char>(mine[i]) + 1;  // 0: padding
     all_reduce(devtensor::DType::DT_INT32, slots.data(), slots.size(), CollectiveReduction::sum, what);
     std::vector<std::string> out(workers);
-    for (std::size_t w = 0; w < workers; ++w) {
-      for (std::size_t i = 0; i < capacity; ++i) out[w].push_back(static_cast<char>(slots[w * capacity + i]));
-      out[w].erase(out[w].find_last_not_of('\0') + 1);
-    }
+    for (std::size_t w = 0; w < workers; ++w)
+      for (std::size_t i = 0; i < width && slots[w * width + i] != 0; ++i)
+        out[w].push_back(static_cast<char>(static_cast<unsigned char>(slots[w * width + i] - 1)));
     return out;
   }
 };

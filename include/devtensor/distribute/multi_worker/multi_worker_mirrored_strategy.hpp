@@ -118,7 +118,7 @@ inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWor
       mine.gpus.push_back(host + " " + Context::global().physical_devices().at(static_cast<std::size_t>(device.physical_index)).properties.pci_bus_id);
   }
   std::vector<GpuSurvey> workers;
-  for (const auto& text : group.all_gather(mine.encode(), 4096, "the GPU survey of MultiWorkerMirroredStrategy"))
+  for (const auto& text : group.all_gather(mine.encode(), "the GPU survey of MultiWorkerMirroredStrategy"))
     workers.push_back(GpuSurvey::decode(text));
   bool all_can = true;
   for (const auto& w : workers) all_can = all_can && w.can_join;
