@@ -15,6 +15,7 @@
 #include "devtensor/devtensor.hpp"
 #include "devtensor/distribute/multi_worker/multi_worker_mirrored_strategy.hpp"
 #include "devtensor_test.hpp"
+#include "fit_equivalence.hpp"
 
 namespace dt = devtensor;
 namespace ds = devtensor::distribute;
@@ -87,43 +88,9 @@ BOOST_AUTO_TEST_CASE(fit_across_workers_matches_one_process) {
   ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(),
                                            communication(ds::CommunicationImplementation::AUTO));
   BOOST_TEST(strategy.nccl_between_workers() == (own && launch.size > 1));
-  auto build = [] {
-    nn::Sequential model({nn::Dense(16, {.input_dim = 4, .activation = nn::Activation::relu,
-                                         .kernel_initializer = nn::initializers::GlorotUniform{.seed = 1}}),
-                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 2}})});
-    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
-    return model;
-  };
-  nn::clear_session();
-  std::optional<nn::Sequential> single, distributed;
-  {
-    dt::DeviceScope cpu("/cpu:0");
-    single.emplace(build());
-  }
-  {
-    auto guard = strategy.scope();
-    distributed.emplace(build());
-  }
-  std::vector<float> xs, ys;
-  for (int i = 0; i < 64; ++i) {
-    const float a = static_cast<float>(i % 7) / 7.0f, b = static_cast<float>(i % 5) / 5.0f;
-    xs.insert(xs.end(), {a, b, a * b, 1 - a});
-    ys.push_back(a - 2 * b + 0.5f);
-  }
-  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 4}), dt::constant<float>(ys, {64, 1})).batch(16);
-  const auto h1 = [&] {
-    dt::DeviceScope cpu("/cpu:0");
-    return single->fit(data, {.epochs = 2, .verbose = 0});
-  }();
-  const auto h2 = distributed->fit(data, {.epochs = 2, .verbose = 0});
-  for (std::size_t e = 0; e < 2; ++e) BOOST_TEST(h2.loss[e] == h1.loss[e], boost::test_tools::tolerance(1e-4));
-  const auto want = single->trainable_variables();
-  const auto got = distributed->trainable_variables();
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const auto w = want[i].to_vector();
-    const auto g = got[i].to_vector();
-    for (std::size_t j = 0; j < w.size(); ++j) BOOST_TEST(g[j] == w[j], boost::test_tools::tolerance(1e-4f));
-  }
+  (void)dt::test::check_fit_matches_one_process(
+      strategy, {.rows = 64, .batch = 16, .epochs = 2, .features = 4, .hidden = 16,
+                 .optimizer = [] { return nn::optimizers::Adam{.learning_rate = 0.01}; }, .weight_tolerance = 1e-4f});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

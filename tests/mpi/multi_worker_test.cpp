@@ -19,6 +19,7 @@
 #include "devtensor_test.hpp"
 #include "fake_gpu_kernels.hpp"
 #include "fake_gpu_platform.hpp"
+#include "fit_equivalence.hpp"
 
 namespace dt = devtensor;
 namespace ds = devtensor::distribute;
@@ -288,38 +289,10 @@ BOOST_AUTO_TEST_CASE(reduce_over_an_axis_weighs_uneven_batches) {
 
 BOOST_AUTO_TEST_CASE(fit_matches_single_process_training) {
   ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
-  auto build = [] {
-    nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::tanh,
-                                        .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
-                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
-    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.5});
-    return model;
-  };
-  nn::clear_session();
-  auto single = build();
-  std::optional<nn::Sequential> distributed;
-  {
-    auto guard = strategy.scope();
-    distributed.emplace(build());
-  }
-  std::vector<float> xs, ys;
-  for (int i = 0; i < 22; ++i) {
-    const float a = static_cast<float>(i % 7) / 7.0f, b = static_cast<float>(i % 5) / 5.0f;
-    xs.insert(xs.end(), {a, b});
-    ys.push_back(a - 2 * b + 0.5f);
-  }
   // Global batches of 8, 8 and 6 rows, split unevenly across the workers.
-  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {22, 2}), dt::constant<float>(ys, {22, 1})).batch(8);
-  const auto h1 = single.fit(data, {.epochs = 3, .verbose = 0});
-  const auto h2 = distributed->fit(data, {.epochs = 3, .verbose = 0});
-  for (std::size_t e = 0; e < 3; ++e) BOOST_TEST(h2.loss[e] == h1.loss[e], boost::test_tools::tolerance(1e-4));
-  const auto a = single.trainable_variables();
-  const auto b = distributed->trainable_variables();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto want = a[i].to_vector();
-    const auto got = b[i].to_vector();
-    for (std::size_t j = 0; j < want.size(); ++j) BOOST_TEST(got[j] == want[j], boost::test_tools::tolerance(1e-5f));
-  }
+  (void)dt::test::check_fit_matches_one_process(
+      strategy, {.rows = 22, .activation = nn::Activation::tanh,
+                 .optimizer = [] { return nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.5}; }});
 }
 
 BOOST_AUTO_TEST_CASE(custom_loop_with_a_distributed_dataset) {
@@ -492,47 +465,10 @@ BOOST_AUTO_TEST_CASE(fit_with_nccl_between_workers_matches_single_process_traini
   FakeGpusPerWorker gpus(1, own_bus(), &cross_process_stand_in);
   dt::test::FakeGpuKernels kernels;
   ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), communication(ds::CommunicationImplementation::NCCL));
-  auto build = [] {
-    nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::relu,
-                                        .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
-                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
-    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
-    return model;
-  };
-  nn::clear_session();
-  std::optional<nn::Sequential> single;
-  {
-    dt::DeviceScope cpu("/cpu:0");
-    single.emplace(build());
-  }
-  std::optional<nn::Sequential> distributed;
-  {
-    auto guard = strategy.scope();
-    distributed.emplace(build());
-  }
-  std::vector<float> xs, ys;
-  for (int i = 0; i < 24; ++i) {
-    const float p = static_cast<float>(i % 7) / 7.0f, q = static_cast<float>(i % 5) / 5.0f;
-    xs.insert(xs.end(), {p, q});
-    ys.push_back(p - 2 * q + 0.5f);
-  }
-  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {24, 2}), dt::constant<float>(ys, {24, 1})).batch(8);
-  const auto h1 = [&] {
-    dt::DeviceScope cpu("/cpu:0");
-    return single->fit(data, {.epochs = 3, .verbose = 0});
-  }();
-  const auto h2 = distributed->fit(data, {.epochs = 3, .verbose = 0});
+  const auto variables = dt::test::check_fit_matches_one_process(
+      strategy, {.optimizer = [] { return nn::optimizers::Adam{.learning_rate = 0.01}; }});
   if (world_size() > 1) BOOST_TEST(cross_process_calls.size() == 9u);  // 3 steps × 3 epochs, one pack each
-  for (std::size_t e = 0; e < 3; ++e) BOOST_TEST(h2.loss[e] == h1.loss[e], boost::test_tools::tolerance(1e-4));
-  const auto want = single->trainable_variables();
-  const auto got = distributed->trainable_variables();
-  BOOST_TEST_REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    BOOST_TEST(got[i].device() == "/job:localhost/replica:0/task:0/device:GPU:0");
-    const auto w = want[i].to_vector();
-    const auto g = got[i].to_vector();
-    for (std::size_t j = 0; j < w.size(); ++j) BOOST_TEST(g[j] == w[j], boost::test_tools::tolerance(1e-5f));
-  }
+  for (const auto& v : variables) BOOST_TEST(v.device() == "/job:localhost/replica:0/task:0/device:GPU:0");
 }
 
 // NCCL allows one rank per GPU. Workers on one GPU (the fake GPUs of every process share a PCI
