@@ -21,6 +21,7 @@
 #include "devtensor/distribute/communication.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/cross_device_ops.hpp"
+#include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/distribute/mirrored_strategy.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/memory/allocator.hpp"

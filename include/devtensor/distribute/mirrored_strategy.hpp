@@ -32,6 +32,7 @@
 #include "devtensor/device/scope.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/cross_device_ops.hpp"
+#include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -254,11 +255,10 @@ class MirroredStrategy {
   /// RAII: variables created on this thread while the guard lives are distributed.
   class [[nodiscard]] Scope {
    public:
-    explicit Scope(std::shared_ptr<Impl> impl) : state_{check(std::move(impl))}, set_(detail::current_distribution_scope(), &state_) {}
+    explicit Scope(std::shared_ptr<Impl> impl) : scope_(check(std::move(impl))) {}
 
    private:
-    detail::DistributionScope state_;
-    detail::ScopedSet<detail::DistributionScope> set_;
+    detail::StrategyScope scope_;
 
     static std::shared_ptr<detail::StrategyInterface> check(std::shared_ptr<Impl> impl) {
       const auto* current = detail::current_distribution_scope();

@@ -24,6 +24,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
 
@@ -111,10 +112,14 @@ inline const detail::ReplicaContextState* replica_context_of(const Updates& upda
   const auto* ctx = detail::current_replica_context();
   if (!ctx) return nullptr;
   bool any = false;
-  for (const auto& [g, v] : updates) any = any || v.strategy() == ctx->strategy;
+  const auto of_this_strategy = [&](const Variable<float>& v) {
+    const auto* distributed = distribute::as_distributed(v);
+    return distributed && &distributed->strategy() == ctx->strategy;
+  };
+  for (const auto& [g, v] : updates) any = any || of_this_strategy(v);
   if (!any) return nullptr;  // this strategy's replicas updating variables of their own
   for (const auto& [g, v] : updates)
-    if (v.strategy() != ctx->strategy)
+    if (!of_this_strategy(v))
       throw InvalidArgumentError("apply_gradients inside strategy.run updates mirrored variables of that strategy, but " +
                                  v.name() + " was not created in its scope. Create every variable the optimizer "
                                  "updates under `strategy.scope()`.");

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <optional>
 
 #include "distribute_test_support.hpp"
 
@@ -43,6 +44,69 @@ BOOST_AUTO_TEST_CASE(variables_created_in_scope_are_mirrored_from_component_0) {
   BOOST_TEST(devices.values[2] == "/job:localhost/replica:0/task:0/device:CPU:2");
   DEVTENSOR_CHECK_THROW_WITH(dt::Variable<float>(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::NONE}),
                              dt::InvalidArgumentError, "`NONE` variable synchronization mode is not supported");
+}
+
+BOOST_AUTO_TEST_CASE(distributed_variables_are_their_own_type_over_per_device_variables) {
+  // TensorFlow's MirroredVariable / SyncOnReadVariable: the strategy's scope installs a variable
+  // creator; the Variable handle is the same type, its implementation a distributed variable over
+  // one local variable per replica device.
+  const auto names = virtual_cpus(2);
+  ds::MirroredStrategy strategy(names, ds::ReductionToOneDevice{});
+  const dt::Variable<float> local(dt::scalar<float>(1));
+  BOOST_TEST(ds::as_distributed(local) == nullptr);
+  std::optional<dt::Variable<float>> mirrored;
+  std::optional<dt::Variable<std::int64_t>> counter;
+  std::optional<dt::Variable<bool>> flag;
+  {
+    auto guard = strategy.scope();
+    mirrored.emplace(dt::constant<float>({1, 2}), dt::VariableOptions{.name = "w"});
+    counter.emplace(dt::scalar<std::int64_t>(0), dt::VariableOptions{.name = "count",
+                                                                      .synchronization = dt::VariableSynchronization::ON_READ,
+                                                                      .aggregation = dt::VariableAggregation::SUM});
+    flag.emplace(dt::scalar<bool>(false), dt::VariableOptions{.name = "seen", .aggregation = dt::VariableAggregation::ONLY_FIRST_REPLICA});
+  }
+  const dt::Variable<float> after(dt::scalar<float>(1));  // the scope (and its creator) is gone
+  BOOST_TEST(!after.distributed());
+  const auto* m = ds::as_distributed(*mirrored);
+  BOOST_TEST_REQUIRE(m != nullptr);
+  BOOST_TEST(dynamic_cast<const ds::MirroredVariable<float>*>(m) != nullptr);
+  BOOST_TEST(dynamic_cast<const ds::SyncOnReadVariable<std::int64_t>*>(ds::as_distributed(*counter)) != nullptr);
+  BOOST_TEST(dynamic_cast<const ds::MirroredVariable<bool>*>(ds::as_distributed(*flag)) != nullptr);
+  BOOST_TEST(m->strategy().num_replicas() == 2);
+  // The per-device variables: local, named and placed as the components, sharing their values.
+  BOOST_TEST_REQUIRE(m->values().size() == 2u);
+  mirrored->assign(dt::constant<float>({3, 4}));
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& part = m->values()[i];
+    BOOST_TEST(!part.distributed());
+    BOOST_TEST(part.name() == mirrored->component_name(i));
+    BOOST_TEST(part.device() == "/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(i));
+    BOOST_TEST(part.handle_id() != mirrored->handle_id());
+    BOOST_TEST(part.to_vector() == std::vector<float>({3, 4}), boost::test_tools::per_element());
+  }
+  // An integer sync-on-read counter: replica writes stay local, the cross-replica read sums them;
+  // its device is component 0's, known without aggregating.
+  strategy.run([&] {
+    counter->assign_add(dt::scalar<std::int64_t>(ds::get_replica_context()->replica_id_in_sync_group + 1));
+  });
+  BOOST_TEST(counter->component(0).item() == 1);
+  BOOST_TEST(counter->component(1).item() == 2);
+  BOOST_TEST(counter->value().item() == 3);
+  BOOST_TEST(counter->device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+  // A bool mirrored variable written in replicas: the first replica's value everywhere.
+  strategy.run([&] { flag->assign(dt::scalar<bool>(ds::get_replica_context()->replica_id_in_sync_group == 0)); });
+  BOOST_TEST(flag->component(0).item());
+  BOOST_TEST(flag->component(1).item());
+  // Optimizer updates of a distributed variable are cross-replica only.
+  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
+    mirrored->apply_update("ResourceApplyGradientDescent", [](std::size_t, const dt::Tensor<float>&, dt::Tensor<float>&) {});
+  }),
+                             dt::FailedPreconditionError, "ResourceApplyGradientDescent of w:0 in a replica context");
+  BOOST_TEST(mirrored->component(1).to_vector() == std::vector<float>({3, 4}), boost::test_tools::per_element());
+  // A mirrored variable read under a device scope: that device's component, and its device.
+  dt::DeviceScope on_second(names[1]);
+  BOOST_TEST(mirrored->device() == "/job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(mirrored->value().device() == mirrored->device());
 }
 
 BOOST_AUTO_TEST_CASE(replica_writes_to_mirrored_variables_merge_with_the_aggregation) {

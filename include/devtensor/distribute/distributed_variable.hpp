@@ -1,0 +1,413 @@
+#pragma once
+/// @file distributed_variable.hpp
+/// @brief Variables created in a distribution strategy's scope (SPEC §5.8), as TensorFlow's
+/// DistributedVariable: one local variable per replica device of the strategy, behind the same
+/// Variable<T> handle users hold.
+///
+/// - MirroredVariable (synchronization AUTO / ON_WRITE): components stay equal. Reads inside
+///   strategy.run see the replica's component; writes there meet in merge_call, are combined with
+///   the variable's aggregation and applied to every component; cross-replica writes go to every
+///   component.
+/// - SyncOnReadVariable (ON_READ): replica writes stay local; cross-replica reads aggregate the
+///   components (SUM, MEAN, ONLY_FIRST_REPLICA) of every replica of every worker.
+/// Float sums go through the strategy's all-reduce (its cross-device ops: NCCL or the ring on the
+/// devices, and across workers), as gradients do; other element types sum on the first component's
+/// device (AddN's device body on a real GPU) and across workers through the worker group.
+///
+/// Strategies install a StrategyVariableCreator in `scope()` (detail::StrategyScope), so
+/// variables/variable.hpp needs nothing from here.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/distribute/context.hpp"
+#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/training_ops.hpp"
+#include "devtensor/variables/variable.hpp"
+
+namespace devtensor {
+namespace distribute {
+
+template <Element T>
+class DistributedVariable : public detail::VariableImpl<T> {
+ public:
+  [[nodiscard]] bool distributed() const noexcept override { return true; }
+  [[nodiscard]] std::size_t num_components() const noexcept override { return components_.size(); }
+  [[nodiscard]] Tensor<T> component(std::size_t i) const override {
+    this->check_component(i);
+    return components_[i].implementation().read();
+  }
+  /// The variable's own name for component 0, "<name>/replica_<i>:0" for the others.
+  [[nodiscard]] std::string component_name(std::size_t i) const override {
+    this->check_component(i);
+    return components_[i].name();
+  }
+  [[nodiscard]] int device_index() const noexcept override { return devices_[0]; }
+
+  /// The strategy whose scope created it.
+  [[nodiscard]] const detail::StrategyInterface& strategy() const noexcept { return *strategy_; }
+  /// The per-device variables, in replica order (TensorFlow's `.values`).
+  [[nodiscard]] const std::vector<Variable<T>>& values() const noexcept { return components_; }
+
+  /// The replica's component inside strategy.run; the cross-replica value outside.
+  [[nodiscard]] Tensor<T> read() const override {
+    const int replica = local_replica();
+    return replica >= 0 ? component(static_cast<std::size_t>(replica)) : read_cross_replica();
+  }
+  [[nodiscard]] int read_device() const override {
+    const int replica = local_replica();
+    return replica >= 0 ? devices_[static_cast<std::size_t>(replica)] : cross_replica_device();
+  }
+
+  /// Each component updated on its own device (kernel(c, value, out) for component c).
+  /// @throws FailedPreconditionError in a replica context of the variable's strategy: the
+  /// replicas' updates meet in merge_call (assign_add, or an optimizer's apply_gradients).
+  void apply_update(std::string_view op, typename detail::VariableImpl<T>::UpdateKernel kernel) override {
+    if (local_replica() >= 0)
+      throw FailedPreconditionError(std::string(op) + " of " + this->info().name +
+                                    " in a replica context: apply optimizer updates in cross-replica context "
+                                    "(after strategy.run), or use assign_add, which merges the replicas' updates");
+    for (std::size_t c = 0; c < components_.size(); ++c)
+      components_[c].implementation().apply_update(
+          op, [&](std::size_t, const Tensor<T>& value, Tensor<T>& out) { kernel(c, value, out); });
+  }
+
+ protected:
+  /// Component 0 from `initial_value` (the chief's, across processes: SPEC §6.3), the others
+  /// copied from component 0, so the replicas start equal.
+  DistributedVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
+      : detail::VariableImpl<T>(std::move(info)), strategy_(&strategy), devices_(strategy.replica_devices()) {
+    const auto& me = this->info();
+    Tensor<T> start = initial_value;
+    if (auto* group = workers()) start = from_chief(initial_value, *group, me.base_name);
+    for (std::size_t i = 0; i < devices_.size(); ++i) {
+      detail::VariableInfo part = me;
+      part.handle_id = detail::next_tensor_id();  // a variable of its own (tapes tell them apart)
+      if (i > 0) {
+        part.base_name = me.base_name + "/replica_" + std::to_string(i);
+        part.name = part.base_name + ":0";
+      }
+      const Tensor<T>& from = i == 0 ? start : components_[0].implementation().read();
+      components_.emplace_back(std::make_shared<detail::LocalVariable<T>>(std::move(part), from, devices_[i]));
+    }
+  }
+
+  virtual Tensor<T> read_cross_replica() const = 0;
+  virtual int cross_replica_device() const = 0;
+
+  /// This thread's replica of the variable's strategy, or -1 in cross-replica context.
+  int local_replica() const {
+    const auto* ctx = detail::current_replica_context();
+    return ctx && ctx->strategy == strategy_ ? ctx->local_replica_id : -1;
+  }
+  /// The other processes of the strategy (MultiWorkerMirroredStrategy), or nullptr.
+  detail::WorkerGroup* workers() const {
+    auto* group = strategy_->worker_group();
+    return group && group->num_workers() > 1 ? group : nullptr;
+  }
+  /// Every replica of every process.
+  std::int64_t replicas_in_sync() const { return strategy_->num_replicas_in_sync(); }
+  const std::vector<int>& devices() const noexcept { return devices_; }
+
+  void assign_every_component(const Tensor<T>& value) {
+    for (auto& c : components_) c.implementation().assign(value);
+  }
+  void update_every_component(detail::VariableUpdate kind, const Tensor<T>& delta) {
+    for (auto& c : components_) c.implementation().update(kind, delta);
+  }
+  void assign_component(std::size_t i, const Tensor<T>& value) { components_[i].implementation().assign(value); }
+  void update_component(std::size_t i, detail::VariableUpdate kind, const Tensor<T>& delta) {
+    components_[i].implementation().update(kind, delta);
+  }
+
+  /// Σ `parts` (this worker's replicas' values, in replica order) over every replica of every
+  /// worker, divided by num_replicas_in_sync for `mean`, on the first component's device.
+  Tensor<T> sum_over_replicas(const std::vector<Tensor<T>>& parts, bool mean, std::string_view what) const {
+    Tensor<T> total;
+    if constexpr (std::is_same_v<T, float>) {
+      std::vector<std::vector<Tensor<float>>> values;
+      for (const auto& p : parts) values.push_back({p});
+      // Variables hold a const view of their strategy, which is not const: its all-reduce runs
+      // the collectives (merge_call's function runs in cross-replica context, as TensorFlow's does).
+      auto& strategy = const_cast<detail::StrategyInterface&>(*strategy_);
+      total = strategy.batch_all_reduce_sum(values)[0][0];
+    } else {
+      total = combine(parts, devices_[0], 1, what);
+      if (auto* group = workers()) total = sum_across_workers(total, *group, what);
+    }
+    if constexpr (!std::is_same_v<T, bool>)
+      if (mean) return combine({total}, devices_[0], replicas_in_sync(), what);
+    return total;
+  }
+
+  /// (Σ parts) / divisor on `device` (bool: logical or, no divisor). Host memory is summed in
+  /// place; a real GPU runs the AddN and RealDiv device bodies; what has neither (integers on a
+  /// GPU, a program without the bodies) is staged through the host. Not recorded on tapes: this
+  /// is the variable's bookkeeping, not the user's computation.
+  static Tensor<T> combine(const std::vector<Tensor<T>>& parts, int device, std::int64_t divisor, std::string_view op) {
+    const Shape& shape = parts[0].shape();
+    const std::int64_t n = shape.num_elements();
+    auto out = Tensor<T>::empty(shape, device, op);
+    const auto divide = [&](T* data) {
+      if constexpr (!std::is_same_v<T, bool>)
+        if (divisor != 1)
+          for (std::int64_t i = 0; i < n; ++i) data[i] = static_cast<T>(data[i] / static_cast<T>(divisor));
+    };
+    if (out.host_memory()) {
+      std::vector<Tensor<T>> local;  // host parts are read where they are
+      for (const auto& p : parts) local.push_back(p.host_memory() ? p : detail::variable_copy(p, device, op));
+      T* o = out.mutable_data();
+      std::copy(local[0].data(), local[0].data() + n, o);
+      for (std::size_t k = 1; k < local.size(); ++k) {
+        const T* p = local[k].data();
+        for (std::int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(o[i] + p[i]);
+      }
+      divide(o);
+      return out;
+    }
+    std::vector<Tensor<T>> local;
+    for (const auto& p : parts) local.push_back(detail::variable_copy(p, device, op));
+    if constexpr (Floating<T>) {
+      const auto& info = out.device_info();
+      auto* add_body = op_detail::optional_gpu_body<ops::AddN, T>(info);
+      auto* div_body = op_detail::optional_gpu_body<ops::RealDiv, T>(info);
+      if (add_body && (divisor == 1 || div_body)) {
+        std::vector<const T*> pointers;
+        for (const auto& t : local) pointers.push_back(t.data());
+        if (divisor == 1) {
+          add_body(info, out.mutable_data(), pointers.data(), pointers.size(), n);
+          return out;
+        }
+        auto sum = Tensor<T>::empty(shape, device, op);
+        add_body(info, sum.mutable_data(), pointers.data(), pointers.size(), n);
+        const auto by = op_detail::filled_on<T>(device, Shape{}, static_cast<T>(divisor), op);
+        div_body(info, sum.data(), shape, by.data(), by.shape(), out.mutable_data(), shape);
+        return out;
+      }
+    }
+    std::vector<T> total = local[0].to_vector();
+    for (std::size_t k = 1; k < local.size(); ++k) {
+      const auto v = local[k].to_vector();
+      for (std::size_t i = 0; i < total.size(); ++i) total[i] = static_cast<T>(total[i] + v[i]);
+    }
+    if constexpr (!std::is_same_v<T, bool>)
+      if (divisor != 1)
+        for (auto& x : total) x = static_cast<T>(x / static_cast<T>(divisor));
+    return detail::tensor_from_host(total, shape, device, op);
+  }
+
+  /// `value` as the chief process has it, in host memory (SPEC §6.3), as MPI's broadcast needs.
+  static Tensor<T> from_chief(const Tensor<T>& value, detail::WorkerGroup& group, const std::string& name) {
+    auto host = detail::variable_copy(value, 0, "VarHandleOp");  // logical device 0 is always CPU:0
+    group.broadcast(host.mutable_data(), static_cast<std::size_t>(host.num_elements()) * sizeof(T),
+                    "the value of variable " + name);
+    return host;
+  }
+
+ private:
+  const detail::StrategyInterface* strategy_;  // strategies outlive their variables, as in TensorFlow
+  std::vector<int> devices_;
+  std::vector<Variable<T>> components_;  // local variables, one per replica device
+
+  /// This worker's `total` summed with every other worker's, through host memory (bool: or).
+  Tensor<T> sum_across_workers(const Tensor<T>& total, detail::WorkerGroup& group, std::string_view what) const {
+    const std::string description = std::string(what) + " of " + this->info().name;
+    const std::vector<T> mine = total.to_vector();
+    std::vector<T> all(mine.begin(), mine.end());
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<std::int32_t> flags(mine.begin(), mine.end());
+      group.all_reduce(DType::DT_INT32, flags.data(), flags.size(), detail::CollectiveReduction::max, description);
+      all.assign(flags.begin(), flags.end());
+    } else {
+      group.all_reduce(dtype_enum<T>(), all.data(), all.size(), detail::CollectiveReduction::sum, description);
+    }
+    return detail::tensor_from_host(all, total.shape(), devices_[0], what);
+  }
+};
+
+/// TensorFlow's MirroredVariable (synchronization AUTO or ON_WRITE).
+template <Element T>
+class MirroredVariable final : public DistributedVariable<T> {
+ public:
+  MirroredVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
+      : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
+
+  void assign(const Tensor<T>& value) override {
+    if (this->local_replica() >= 0)
+      merged(value, "assign", [&](const Tensor<T>& aggregated) { this->assign_every_component(aggregated); });
+    else
+      this->assign_every_component(value);
+  }
+  void update(detail::VariableUpdate kind, const Tensor<T>& delta) override {
+    if (this->local_replica() >= 0)
+      merged(delta, kind == detail::VariableUpdate::add ? "AssignAddVariableOp" : "AssignSubVariableOp",
+             [&](const Tensor<T>& aggregated) { this->update_every_component(kind, aggregated); });
+    else
+      this->update_every_component(kind, delta);
+  }
+
+ private:
+  /// Outside strategy.run: the component on the current device scope's device, else the first.
+  std::size_t cross_replica_component() const {
+    const DeviceSpec& request = detail::requested_spec();
+    if (request.type() && request.id()) {
+      const auto& logical = Context::global().logical_devices();
+      for (std::size_t i = 0; i < this->devices().size(); ++i)
+        if (request.matches(logical[static_cast<std::size_t>(this->devices()[i])].spec)) return i;
+    }
+    return 0;
+  }
+  Tensor<T> read_cross_replica() const override { return this->component(cross_replica_component()); }
+  int cross_replica_device() const override { return this->devices()[cross_replica_component()]; }
+
+  /// A write inside strategy.run: every replica's value meets in merge_call, the aggregation
+  /// combines them, and `apply` writes the result to every component (so they stay equal).
+  template <class Apply>
+  void merged(const Tensor<T>& value, std::string_view what, Apply apply) {
+    const auto& name = this->info().name;
+    const auto aggregation = this->info().aggregation;
+    if (aggregation == VariableAggregation::NONE)
+      throw InvalidArgumentError(
+          "You must specify an aggregation method to update a MirroredVariable in Replica Context. You can do so by "
+          "passing an explicit value for argument `aggregation` when creating the variable, e.g. "
+          "VariableOptions{.aggregation = VariableAggregation::SUM} (variable " + name + ", " + std::string(what) + ")");
+    if (aggregation == VariableAggregation::MEAN && !Floating<T>)
+      throw InvalidArgumentError("Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in "
+                                 "replica context. Either change the variable dtype to float or update it in "
+                                 "cross-replica context. (variable " + name + ")");
+    this->strategy().merge_call(
+        this->local_replica(), std::make_shared<const Tensor<T>>(value),
+        [&](const std::vector<std::shared_ptr<const void>>& all) {
+          std::vector<Tensor<T>> parts;
+          for (const auto& p : all) parts.push_back(*static_cast<const Tensor<T>*>(p.get()));
+          if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
+            auto* group = this->workers();
+            apply(group ? this->from_chief(parts[0], *group, this->info().base_name) : parts[0]);
+            return;
+          }
+          apply(this->sum_over_replicas(parts, aggregation == VariableAggregation::MEAN, what));
+        });
+  }
+};
+
+/// TensorFlow's SyncOnReadVariable (synchronization ON_READ): metrics' accumulators.
+template <Element T>
+class SyncOnReadVariable final : public DistributedVariable<T> {
+ public:
+  SyncOnReadVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
+      : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
+
+  /// In a replica: that replica's component. Cross-replica: every component, a SUM variable its
+  /// share value / num_replicas_in_sync, so that reading it gives `value` back.
+  void assign(const Tensor<T>& value) override {
+    if (const int replica = this->local_replica(); replica >= 0) {
+      this->assign_component(static_cast<std::size_t>(replica), value);
+      return;
+    }
+    if constexpr (!std::is_same_v<T, bool>)
+      if (this->info().aggregation == VariableAggregation::SUM && this->replicas_in_sync() > 1) {
+        this->assign_every_component(this->combine({value}, this->devices()[0], this->replicas_in_sync(), "AssignVariableOp"));
+        return;
+      }
+    this->assign_every_component(value);
+  }
+  void update(detail::VariableUpdate kind, const Tensor<T>& delta) override {
+    if (const int replica = this->local_replica(); replica >= 0)
+      this->update_component(static_cast<std::size_t>(replica), kind, delta);
+    else
+      this->update_every_component(kind, delta);
+  }
+
+ private:
+  /// The aggregated value; across processes a collective, as strategy.reduce of the variable is
+  /// in TensorFlow: every worker reads it.
+  Tensor<T> read_cross_replica() const override {
+    const auto aggregation = this->info().aggregation;
+    if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA || aggregation == VariableAggregation::NONE ||
+        (this->num_components() == 1 && !this->workers()))
+      return this->component(0);
+    std::vector<Tensor<T>> parts;
+    for (std::size_t i = 0; i < this->num_components(); ++i) parts.push_back(this->component(i));
+    return this->sum_over_replicas(parts, aggregation == VariableAggregation::MEAN, "ReadVariableOp");
+  }
+  int cross_replica_device() const override { return this->devices()[0]; }
+};
+
+/// The distributed variable behind `v`, or nullptr for a local one.
+template <Element T>
+[[nodiscard]] const DistributedVariable<T>* as_distributed(const Variable<T>& v) {
+  return dynamic_cast<const DistributedVariable<T>*>(&v.implementation());
+}
+
+}  // namespace distribute
+
+namespace detail {
+
+/// A strategy's variable creator: mirrored or sync-on-read variables over its replica devices.
+class StrategyVariableCreator final : public VariableCreator {
+ public:
+  explicit StrategyVariableCreator(const StrategyInterface& strategy) noexcept : strategy_(&strategy) {}
+  std::shared_ptr<VariableImpl<float>> create(VariableInfo info, const Tensor<float>& initial,
+                                              const VariableOptions& options) const override {
+    return make(std::move(info), initial, options);
+  }
+  std::shared_ptr<VariableImpl<double>> create(VariableInfo info, const Tensor<double>& initial,
+                                               const VariableOptions& options) const override {
+    return make(std::move(info), initial, options);
+  }
+  std::shared_ptr<VariableImpl<std::int32_t>> create(VariableInfo info, const Tensor<std::int32_t>& initial,
+                                                     const VariableOptions& options) const override {
+    return make(std::move(info), initial, options);
+  }
+  std::shared_ptr<VariableImpl<std::int64_t>> create(VariableInfo info, const Tensor<std::int64_t>& initial,
+                                                     const VariableOptions& options) const override {
+    return make(std::move(info), initial, options);
+  }
+  std::shared_ptr<VariableImpl<bool>> create(VariableInfo info, const Tensor<bool>& initial,
+                                             const VariableOptions& options) const override {
+    return make(std::move(info), initial, options);
+  }
+
+ private:
+  const StrategyInterface* strategy_;
+
+  /// @throws InvalidArgumentError for synchronization NONE (TensorFlow's message).
+  template <Element T>
+  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial, const VariableOptions& options) const {
+    if (options.synchronization == VariableSynchronization::NONE)
+      throw InvalidArgumentError("`NONE` variable synchronization mode is not supported with tf.distribute "
+                                 "strategy. Please change the `synchronization` for variable: " + options.name);
+    if (options.synchronization == VariableSynchronization::ON_READ)
+      return std::make_shared<distribute::SyncOnReadVariable<T>>(std::move(info), initial, *strategy_);
+    return std::make_shared<distribute::MirroredVariable<T>>(std::move(info), initial, *strategy_);
+  }
+};
+
+/// A strategy's scope on this thread (RAII): variables created while it lives are the strategy's
+/// distributed variables; nested scopes of the same strategy are fine, another one's are not
+/// (checked by the strategies).
+class StrategyScope {
+ public:
+  explicit StrategyScope(std::shared_ptr<StrategyInterface> strategy)
+      : state_{std::move(strategy)},
+        creator_(*state_.strategy),
+        scope_(current_distribution_scope(), &state_),
+        creating_(current_variable_creator(), &creator_) {}
+  StrategyScope(const StrategyScope&) = delete;
+  StrategyScope& operator=(const StrategyScope&) = delete;
+
+ private:
+  DistributionScope state_;
+  StrategyVariableCreator creator_;
+  ScopedSet<DistributionScope> scope_;
+  ScopedSet<VariableCreator> creating_;
+};
+
+}  // namespace detail
+}  // namespace devtensor
