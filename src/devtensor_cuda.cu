@@ -193,6 +193,8 @@ bool register_all() {
   register_op<ops::ApplyKerasMomentum>(
       []<class T>(std::type_identity<T>) { return &apply_update<ops::KerasMomentumUpdate<T>>; });
   register_op<ops::ApplyAdam>([]<class T>(std::type_identity<T>) { return &apply_update<ops::AdamUpdate<T>>; });
+  register_op<ops::AccumulateWeighted>(
+      []<class T>(std::type_identity<T>) { return &apply_update<ops::WeightedAccumulateUpdate<T>>; });
   return true;
 }
 

@@ -4,6 +4,7 @@
 // let a host-compiled program run the GPU code paths (placement on a real GPU, device-resident
 // variables, the optimizers' fused updates, stream-ordered copies) without a GPU. They call the
 // same CPU loops and functors as the CPU kernels, so results equal a CPU run.
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -61,8 +62,12 @@ inline void strided_copy(const Device&, const float* src, Dims src_strides, std:
 inline void assign(const Device&, float* dst, const float* src, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
+/// Launches of each fused update, for tests that count them.
+template <class Update>
+inline std::atomic<std::int64_t> update_launches{0};
 template <class Update>
 void apply_update(const Device&, const Update& update, std::int64_t n) {
+  ++update_launches<Update>;
   for (std::int64_t i = 0; i < n; ++i) update(i);
 }
 
@@ -91,6 +96,7 @@ class FakeGpuKernels {
     add<ops::ApplyGradientDescent>(&k::apply_update<ops::GradientDescentUpdate<float>>);
     add<ops::ApplyKerasMomentum>(&k::apply_update<ops::KerasMomentumUpdate<float>>);
     add<ops::ApplyAdam>(&k::apply_update<ops::AdamUpdate<float>>);
+    add<ops::AccumulateWeighted>(&k::apply_update<ops::WeightedAccumulateUpdate<float>>);
   }
   FakeGpuKernels(const FakeGpuKernels&) = delete;
   FakeGpuKernels& operator=(const FakeGpuKernels&) = delete;

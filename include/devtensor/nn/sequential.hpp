@@ -296,26 +296,29 @@ class Sequential {
   std::optional<Optimizer> optimizer_;
 
   /// The batch-size-weighted mean of the batches' losses (Keras's loss tracker). A loss in host
-  /// memory is read at once (a read costs nothing there); a loss on a GPU is summed on the GPU and
-  /// read only by result(), so a step on a GPU never waits for the host.
+  /// memory is read at once (a read costs nothing there); a loss on a GPU is summed on the GPU,
+  /// one fused launch per step (AccumulateWeighted: total += loss · n, in place), and read only by
+  /// result(), so a step on a GPU never waits for the host.
   class LossMean {
    public:
     void add(const Tensor<float>& loss, std::int64_t n) {
+      examples_ += n;
       if (loss.host_memory()) {
         host_total_ += static_cast<double>(loss.item()) * static_cast<double>(n);
-        examples_ += n;
         return;
       }
-      const auto weighted = devtensor::mul(loss, fill<float>(Shape{}, static_cast<float>(n)));
-      device_total_ = device_total_.defined() ? devtensor::add(device_total_, weighted) : weighted;
-      examples_ += n;
+      if (device_total_.defined() && device_total_.device_index() != loss.device_index()) read_device_total();
+      if (!device_total_.defined())
+        device_total_ = op_detail::filled_on<float>(loss.device_index(), Shape{}, 0.0f, "ZerosLike");
+      op_detail::run_update<ops::AccumulateWeighted, float>(
+          device_total_.device_info(),
+          ops::WeightedAccumulateUpdate<float>{device_total_.data(), loss.data(), device_total_.mutable_data(),
+                                               static_cast<float>(n)},
+          1);
     }
     /// The mean so far: one device→host read when GPU losses were added since the last call.
     [[nodiscard]] double result() {
-      if (device_total_.defined()) {
-        host_total_ += static_cast<double>(device_total_.item());
-        device_total_ = Tensor<float>();
-      }
+      read_device_total();
       return examples_ ? host_total_ / static_cast<double>(examples_) : 0.0;
     }
 
@@ -323,6 +326,12 @@ class Sequential {
     double host_total_ = 0.0;
     Tensor<float> device_total_;
     std::int64_t examples_ = 0;
+
+    void read_device_total() {
+      if (!device_total_.defined()) return;
+      host_total_ += static_cast<double>(device_total_.item());
+      device_total_ = Tensor<float>();
+    }
   };
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss is not

@@ -24,6 +24,8 @@ template <class T>
 struct KerasMomentumUpdate;
 template <class T>
 struct AdamUpdate;
+template <class T>
+struct WeightedAccumulateUpdate;
 }  // namespace ops
 
 namespace kernels {
@@ -83,6 +85,8 @@ template <class T>
 using ApplyKerasMomentum = void(const Device&, const ops::KerasMomentumUpdate<T>& update, std::int64_t n);
 template <class T>
 using ApplyAdam = void(const Device&, const ops::AdamUpdate<T>& update, std::int64_t n);
+template <class T>
+using AccumulateWeighted = void(const Device&, const ops::WeightedAccumulateUpdate<T>& update, std::int64_t n);
 
 }  // namespace kernels
 }  // namespace devtensor

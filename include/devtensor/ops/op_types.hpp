@@ -113,6 +113,8 @@ DEVTENSOR_DEFINE_OP(ApplyGradientDescent, "ResourceApplyGradientDescent", FloatT
                     ApplyGradientDescent);
 DEVTENSOR_DEFINE_OP(ApplyKerasMomentum, "ResourceApplyKerasMomentum", FloatTypes, FloatTypes, ApplyKerasMomentum);
 DEVTENSOR_DEFINE_OP(ApplyAdam, "ResourceApplyAdam", FloatTypes, FloatTypes, ApplyAdam);
+// fit's and evaluate's loss tracker: total += loss · batch size on the loss's device, one launch.
+DEVTENSOR_DEFINE_OP(AccumulateWeighted, "AccumulateWeighted", FloatTypes, FloatTypes, AccumulateWeighted);
 
 /// Random ops are on TensorFlow's list of ops never pinned to the host.
 struct RandomUniform : KernelTable<FloatTypes, FloatTypes> {

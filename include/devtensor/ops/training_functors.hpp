@@ -101,4 +101,21 @@ struct AdamUpdate {
   }
 };
 
+/// out = total + value · weight: a running weighted sum in one pass (fit's loss tracker; Keras's
+/// Mean metric runs Mul, Sum and AssignAddVariableOp for the same update).
+template <class T>
+struct WeightedAccumulateUpdate {
+  const T* total;
+  const T* value;
+  T* out;
+  T weight;
+  DEVTENSOR_HOST_DEVICE void operator()(std::int64_t i) const { out[i] = total[i] + value[i] * weight; }
+  template <class F>
+  void visit_buffers(F&& f) {
+    f(total, false);
+    f(value, false);
+    f(out, true);
+  }
+};
+
 }  // namespace devtensor::ops

@@ -437,8 +437,11 @@ BOOST_AUTO_TEST_CASE(fit_and_evaluate_read_the_loss_once_per_epoch_not_once_per_
       std::lock_guard lock(recorder.mutex);
       before = recorder.copies.size();
     }
+    auto& tracker_launches = dt::test::fake_kernels::update_launches<dt::ops::WeightedAccumulateUpdate<float>>;
+    const std::int64_t launches_before = tracker_launches;
     auto history = model.fit(data, {.epochs = 3, .verbose = 0});
     history.loss.push_back(model.evaluate(data, {.verbose = 0}));
+    const std::int64_t tracker_steps = tracker_launches - launches_before;
     std::size_t to_host = 0;
     {
       std::lock_guard lock(recorder.mutex);
@@ -447,6 +450,7 @@ BOOST_AUTO_TEST_CASE(fit_and_evaluate_read_the_loss_once_per_epoch_not_once_per_
     }
     if (device != "/cpu:0") {
       BOOST_TEST(to_host == 4u);  // the loss of 3 epochs and of evaluate: one read each
+      BOOST_TEST(tracker_steps == 20);  // the loss tracker: one fused launch per step (15 + 5)
       for (const auto& v : model.trainable_variables()) BOOST_TEST(dt::test::contains(v.device(), "GPU:0"));
     }
     return history.loss;

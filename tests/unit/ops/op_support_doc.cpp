@@ -71,7 +71,7 @@ std::string generate() {
               o::Slice, o::Identity, o::BroadcastTo, o::Pad, o::Cast, o::RandomUniform,
               o::RandomStandardNormal, o::ReluGrad, o::SigmoidGrad, o::TanhGrad, o::SqrtGrad,
               o::GreaterEqual, o::Equal, o::VarHandleOp, o::ApplyGradientDescent, o::ApplyKerasMomentum,
-              o::ApplyAdam>();
+              o::ApplyAdam, o::AccumulateWeighted>();
   return out;
 }
 
