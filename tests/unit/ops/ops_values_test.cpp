@@ -336,28 +336,33 @@ BOOST_AUTO_TEST_CASE(random_is_seeded_and_distributed) {
 
 BOOST_AUTO_TEST_CASE(reductions_over_leading_axes_of_wide_rows) {
   // Kept axes after the reduced block, wider than one accumulator block (512): several tasks per
-  // row, a partial last block, and before > 1.
-  const std::int64_t before = 2, reduced = 7, after = 1300;
-  std::vector<float> v(static_cast<std::size_t>(before * reduced * after));
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37) % 101) - 50.0f;
-  const auto x = dt::constant<float>(v, {before, reduced, after});
-  const auto sum = dt::reduce_sum(x, 1).to_vector();
-  const auto mean = dt::reduce_mean(x, 1).to_vector();
-  const auto mx = dt::reduce_max(x, 1).to_vector();
-  BOOST_TEST_REQUIRE(sum.size() == static_cast<std::size_t>(before * after));
-  for (std::int64_t a = 0; a < before; ++a)
-    for (std::int64_t b = 0; b < after; ++b) {
-      double s = 0.0, m = -1e300;
-      for (std::int64_t r = 0; r < reduced; ++r) {
-        const double e = v[static_cast<std::size_t>((a * reduced + r) * after + b)];
-        s += e;
-        m = std::max(m, e);
+  // row, a partial last block (276 columns: groups of 8 and 4 single columns), before > 1, and
+  // more rows than one panel (64) with a partial last panel. Every column adds its rows in order,
+  // so the results equal a double-precision loop's exactly.
+  for (const std::int64_t reduced : {7, 130}) {
+    const std::int64_t before = 2, after = 1300;
+    std::vector<float> v(static_cast<std::size_t>(before * reduced * after));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+    const auto x = dt::constant<float>(v, {before, reduced, after});
+    const auto sum = dt::reduce_sum(x, 1).to_vector();
+    const auto mean = dt::reduce_mean(x, 1).to_vector();
+    const auto mx = dt::reduce_max(x, 1).to_vector();
+    BOOST_TEST_REQUIRE(sum.size() == static_cast<std::size_t>(before * after));
+    std::size_t wrong = 0;
+    for (std::int64_t a = 0; a < before; ++a)
+      for (std::int64_t b = 0; b < after; ++b) {
+        double s = 0.0, m = -1e300;
+        for (std::int64_t r = 0; r < reduced; ++r) {
+          const double e = v[static_cast<std::size_t>((a * reduced + r) * after + b)];
+          s += e;
+          m = std::max(m, e);
+        }
+        const auto o = static_cast<std::size_t>(a * after + b);
+        wrong += sum[o] != static_cast<float>(s) || mean[o] != static_cast<float>(s / static_cast<double>(reduced)) ||
+                 mx[o] != static_cast<float>(m);
       }
-      const auto o = static_cast<std::size_t>(a * after + b);
-      BOOST_TEST(sum[o] == static_cast<float>(s));
-      BOOST_TEST(mean[o] == static_cast<float>(s / reduced));
-      BOOST_TEST(mx[o] == static_cast<float>(m));
-    }
+    BOOST_TEST(wrong == 0u, "reduced " << reduced);
+  }
   // An empty reduced axis: sums are 0, as before.
   BOOST_TEST(dt::reduce_sum(dt::zeros<float>({0, 3}), 0).to_vector() == std::vector<float>(3, 0.0f),
              boost::test_tools::per_element());
