@@ -67,10 +67,20 @@ class WorkerGroup {
   }
 };
 
+/// What StrategyInterface::enter_scope returns: the scope lasts as long as the guard.
+class StrategyScopeGuard {
+ public:
+  virtual ~StrategyScopeGuard() = default;
+};
+
 /// What Sequential::fit needs from a strategy.
 class StrategyInterface {
  public:
   virtual ~StrategyInterface() = default;
+  /// Enters the strategy's scope on this thread: variables created until the guard is destroyed
+  /// are the strategy's distributed variables. (Virtual, so that non-template code such as
+  /// Keras's fit does not instantiate every distributed variable type in every translation unit.)
+  [[nodiscard]] virtual std::unique_ptr<StrategyScopeGuard> enter_scope() = 0;
   [[nodiscard]] virtual int num_replicas() const = 0;
   /// Logical device index of each replica, in replica order.
   [[nodiscard]] virtual const std::vector<int>& replica_devices() const = 0;

@@ -350,9 +350,13 @@ template <Element T>
 namespace detail {
 
 /// A strategy's variable creator: mirrored or sync-on-read variables over its replica devices.
+/// A template over the strategy's implementation only so that the distributed variable types of
+/// every element type are instantiated where a strategy is, not in every translation unit that
+/// includes this header (they cost ~1 s of compile time).
+template <class Strategy>
 class StrategyVariableCreator final : public VariableCreator {
  public:
-  explicit StrategyVariableCreator(const StrategyInterface& strategy) noexcept : strategy_(&strategy) {}
+  explicit StrategyVariableCreator(const Strategy& strategy) noexcept : strategy_(&strategy) {}
   std::shared_ptr<VariableImpl<float>> create(VariableInfo info, const Tensor<float>& initial,
                                               const VariableOptions& options) const override {
     return make(std::move(info), initial, options);
@@ -391,20 +395,19 @@ class StrategyVariableCreator final : public VariableCreator {
 
 /// A strategy's scope on this thread (RAII): variables created while it lives are the strategy's
 /// distributed variables; nested scopes of the same strategy are fine, another one's are not
-/// (checked by the strategies).
-class StrategyScope {
+/// (checked by the strategies). Non-template code enters one through StrategyInterface::enter_scope.
+template <class Strategy>
+class StrategyScope final : public StrategyScopeGuard {
  public:
-  explicit StrategyScope(std::shared_ptr<StrategyInterface> strategy)
-      : state_{std::move(strategy)},
-        creator_(*state_.strategy),
-        scope_(current_distribution_scope(), &state_),
+  explicit StrategyScope(std::shared_ptr<Strategy> strategy)
+      : state_{strategy}, creator_(*strategy), scope_(current_distribution_scope(), &state_),
         creating_(current_variable_creator(), &creator_) {}
   StrategyScope(const StrategyScope&) = delete;
   StrategyScope& operator=(const StrategyScope&) = delete;
 
  private:
   DistributionScope state_;
-  StrategyVariableCreator creator_;
+  StrategyVariableCreator<Strategy> creator_;
   ScopedSet<DistributionScope> scope_;
   ScopedSet<VariableCreator> creating_;
 };

@@ -258,9 +258,9 @@ class MirroredStrategy {
     explicit Scope(std::shared_ptr<Impl> impl) : scope_(check(std::move(impl))) {}
 
    private:
-    detail::StrategyScope scope_;
+    detail::StrategyScope<Impl> scope_;
 
-    static std::shared_ptr<detail::StrategyInterface> check(std::shared_ptr<Impl> impl) {
+    static std::shared_ptr<Impl> check(std::shared_ptr<Impl> impl) {
       const auto* current = detail::current_distribution_scope();
       if (current && current->strategy.get() != impl.get())
         throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + impl->description() +
@@ -451,6 +451,9 @@ class MirroredStrategy {
     }
 
     int num_replicas() const override { return static_cast<int>(names.size()); }
+    std::unique_ptr<detail::StrategyScopeGuard> enter_scope() override {
+      return std::make_unique<detail::StrategyScope<Impl>>(this->shared_from_this());
+    }
     int num_replicas_in_sync() const override { return num_replicas() * num_workers(); }
     int num_workers() const { return group ? group->num_workers() : 1; }
     int worker_index() const { return group ? group->worker_index() : 0; }

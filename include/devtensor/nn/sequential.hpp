@@ -18,7 +18,7 @@
 
 #include "devtensor/autodiff/gradient_tape.hpp"
 #include "devtensor/data/dataset.hpp"
-#include "devtensor/distribute/distributed_variable.hpp"
+#include "devtensor/distribute/context.hpp"
 #include "devtensor/nn/layers.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/optimizers.hpp"
@@ -360,7 +360,7 @@ class Sequential {
                                  " and " + y.shape().to_string());
     const std::int64_t global = x.shape()[0];
     if (!built()) {  // build here, in the strategy's scope, so that the variables are mirrored
-      const detail::StrategyScope scope(strategy_);
+      const auto scope = strategy_->enter_scope();
       std::vector<std::int64_t> start(x.rank(), 0), size = x.shape().dims_vector();
       size[0] = std::min<std::int64_t>(1, global);
       (void)(*this)(slice(x, start, size));
