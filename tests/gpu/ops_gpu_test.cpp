@@ -176,6 +176,19 @@ BOOST_AUTO_TEST_CASE(reductions_over_every_axis_set) {
   expect_gpu_matches_cpu([] { return dt::reduce_sum(dt::zeros<float>({4, 0}), 1); }, 0);
 }
 
+// The mean of nothing on the GPU body: NaN for floating types, 0 for integers, as on the CPU and in
+// TensorFlow (expect_gpu_matches_cpu cannot see it: a NaN compares false with anything).
+BOOST_AUTO_TEST_CASE(the_mean_of_nothing_is_nan_for_floats_and_zero_for_integers) {
+  dt::DeviceScope scope("/gpu:0");
+  const auto floats = dt::reduce_mean(dt::zeros<float>({4, 0}), 1);
+  const auto doubles = dt::reduce_mean(dt::zeros<double>({0}));
+  const auto ints = dt::reduce_mean(dt::zeros<std::int32_t>({3, 0}), 1);
+  BOOST_TEST(floats.device() == kGpu0);
+  for (float v : floats.to_vector()) BOOST_TEST(std::isnan(v));
+  BOOST_TEST(std::isnan(doubles.item()));
+  BOOST_TEST(ints.to_vector() == (std::vector<std::int32_t>{0, 0, 0}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(matmul_through_cublas) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {

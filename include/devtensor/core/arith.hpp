@@ -116,11 +116,12 @@ DEVTENSOR_HOST_DEVICE constexpr U convert(T v) {
 }
 
 /// The mean's finish: `sum` divided by a count of elements. Integers divide with truncation
-/// (TensorFlow's integer Mean) in int64, so a count beyond the type's range is still exact.
+/// (TensorFlow's integer Mean) in int64, so a count beyond the type's range is still exact. The
+/// mean of nothing is TensorFlow's (and NumPy's): NaN (0 / 0) for floating types, 0 for integers.
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T divide_by_count(T sum, std::int64_t count) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<std::int64_t>(sum) / count);
-  else return static_cast<T>(sum / static_cast<T>(count));
+  if constexpr (std::is_integral_v<T>) return count == 0 ? T{0} : static_cast<T>(static_cast<std::int64_t>(sum) / count);
+  else return count == 0 ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(sum / static_cast<T>(count));
 }
 
 }  // namespace devtensor::arith

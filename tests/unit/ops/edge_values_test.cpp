@@ -26,6 +26,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 using IntegerTypes = std::tuple<std::int32_t, std::int64_t>;
+using NumericTypes = std::tuple<float, double, std::int32_t, std::int64_t>;
 
 /// Runs `body` on the CPU and then with a simulated GPU as the default device.
 template <class F>
@@ -149,6 +150,33 @@ BOOST_AUTO_TEST_CASE(pad_reshape_split_concat_check_their_sizes) {
 }
 
 // --- 2. defined results at the edges -------------------------------------------------------------
+
+// The mean of nothing is 0 / 0, as TensorFlow 2.21 and NumPy give it: NaN for floating types, 0
+// for integers; over every axis, over one empty axis (each output is empty), with keepdims, and
+// with more kept columns than one accumulator block.
+BOOST_AUTO_TEST_CASE_TEMPLATE(the_mean_of_nothing_is_nan_for_floats_and_zero_for_integers, T, NumericTypes) {
+  on_cpu_and_simulated_gpu([](const char* where) {
+    BOOST_TEST_CONTEXT(where) {
+      const auto expect_empty_means = [](const dt::Tensor<T>& mean, const dt::Shape& shape) {
+        BOOST_TEST(mean.shape() == shape);
+        for (T v : mean.to_vector()) {
+          if constexpr (dt::Floating<T>) BOOST_TEST(std::isnan(v));
+          else BOOST_TEST(v == T{0});
+        }
+      };
+      expect_empty_means(dt::reduce_mean(dt::zeros<T>({0})), dt::Shape{});
+      expect_empty_means(dt::reduce_mean(dt::zeros<T>({2, 0}), 1), dt::Shape{2});
+      expect_empty_means(dt::reduce_mean(dt::zeros<T>({2, 0, 3}), 1, true), dt::Shape{2, 1, 3});
+      expect_empty_means(dt::reduce_mean(dt::zeros<T>({0, 600}), 0), dt::Shape{600});
+      expect_empty_means(dt::reduce_mean(dt::zeros<T>({2, 0}), std::vector<std::int64_t>{0, 1}), dt::Shape{});
+      // An empty kept axis: no outputs at all; and non-empty means are unchanged.
+      BOOST_TEST(dt::reduce_mean(dt::zeros<T>({0, 3}), 1).shape() == (dt::Shape{0}));
+      BOOST_TEST(dt::reduce_mean(dt::constant<T>({1, 2, 3, 5}, {2, 2}), 1).to_vector() ==
+                 (std::is_floating_point_v<T> ? std::vector<T>{T(1.5), 4} : std::vector<T>{1, 4}),
+                 boost::test_tools::per_element());
+    }
+  });
+}
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(integer_floor_division_by_minus_one_wraps, T, IntegerTypes) {
   on_cpu_and_simulated_gpu([](const char*) {

@@ -102,7 +102,7 @@ void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std:
         Acc acc[kBlock] = {};
         reduce_detail::columns(base, reduced, after, width, acc,
                                [](Acc sum, T x) { return arith::add(sum, static_cast<Acc>(x)); });
-        if (kind == ReduceKind::mean && reduced > 0)
+        if (kind == ReduceKind::mean)
           for (std::int64_t b = 0; b < width; ++b) acc[b] = arith::divide_by_count(acc[b], reduced);
         for (std::int64_t b = 0; b < width; ++b) o[b] = static_cast<T>(acc[b]);
       }
@@ -117,10 +117,12 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
   const std::size_t rank = shape.rank();
   if (shape.num_elements() == 0) {
     // No input (and `in` may be null: no pointer arithmetic on it): every output is the empty
-    // reduction, 0 for sum and mean, the lowest value for max (found by the op fuzzer).
+    // reduction, 0 for sum, the lowest value for max (found by the op fuzzer), and for mean 0 / 0:
+    // NaN for floating types, 0 for integers (TensorFlow's results).
     T empty{0};
     if (kind == ReduceKind::max)
       empty = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    if (kind == ReduceKind::mean) empty = static_cast<T>(arith::divide_by_count(accumulator_t<T>{0}, 0));
     std::fill(out, out + ReduceLayout(shape, reduce_axis).outer, empty);
     return;
   }
@@ -183,7 +185,7 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
       } else {
         accumulator_t<T> acc{0};
         for (std::int64_t i = 0; i < inner; ++i) acc = arith::add(acc, static_cast<accumulator_t<T>>(row[i]));
-        if (kind == ReduceKind::mean && inner > 0) acc = arith::divide_by_count(acc, inner);
+        if (kind == ReduceKind::mean) acc = arith::divide_by_count(acc, inner);
         out[o] = static_cast<T>(acc);
       }
     }

@@ -35,8 +35,8 @@ struct MaxOp {
   __device__ A operator()(A x, A y) const { return x > y ? x : y; }
 };
 
-/// Block b reduces chunk (b % chunks) of row (b / chunks) and writes out[b]; `divisor` > 0 divides
-/// the result (mean's finish).
+/// Block b reduces chunk (b % chunks) of row (b / chunks) and writes out[b]; `divisor` >= 0 divides
+/// the result (mean's finish; 0 for an empty row gives NaN, or 0 for integers, as on the CPU).
 template <class In, class Acc, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
 reduce_rows_kernel(const In* __restrict__ in, Out* __restrict__ out, std::int64_t row_length,
@@ -51,7 +51,7 @@ reduce_rows_kernel(const In* __restrict__ in, Out* __restrict__ out, std::int64_
   for (std::int64_t i = begin + threadIdx.x; i < end; i += kThreads) acc = op(acc, static_cast<Acc>(base[i]));
   acc = BlockReduce(temp).Reduce(acc, op);
   if (threadIdx.x == 0) {
-    if (divisor > 0) acc = arith::divide_by_count(acc, divisor);
+    if (divisor >= 0) acc = arith::divide_by_count(acc, divisor);
     out[blockIdx.x] = static_cast<Out>(acc);
   }
 }
@@ -91,7 +91,7 @@ void reduce(const LogicalDeviceInfo& device, const T* in, const Shape& shape, co
   if (kind == cpu::ReduceKind::max)
     identity = std::is_floating_point_v<T> ? static_cast<Acc>(-std::numeric_limits<T>::infinity())
                                            : static_cast<Acc>(std::numeric_limits<T>::lowest());
-  const std::int64_t divisor = kind == cpu::ReduceKind::mean ? inner : 0;
+  const std::int64_t divisor = kind == cpu::ReduceKind::mean ? inner : -1;  // -1: no finish
 
   // One block per row when there are enough rows to fill the GPU; else two passes.
   constexpr std::int64_t kPerThread = 8;
@@ -114,7 +114,7 @@ void reduce(const LogicalDeviceInfo& device, const T* in, const Shape& shape, co
                                              Shape{outer, chunks}, dtype_string<T>(), op);
     auto* partial = static_cast<Acc*>(partials->data);
     reduce_rows_kernel<T, Acc, Acc><<<static_cast<unsigned>(outer * chunks), kThreads, 0, launch.stream>>>(
-        src, partial, inner, chunk, chunks, identity, 0, reduce_op);
+        src, partial, inner, chunk, chunks, identity, -1, reduce_op);
     launch.check("reduce_rows (partials)");
     reduce_rows_kernel<Acc, Acc, T><<<static_cast<unsigned>(outer), kThreads, 0, launch.stream>>>(
         partial, out, chunks, chunks, 1, identity, divisor, reduce_op);
