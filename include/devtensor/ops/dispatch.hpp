@@ -57,16 +57,29 @@ int place(const Inputs&... inputs) {
 }  // namespace op_detail
 
 /// The registered body of a user's op (one that declares `body<T>`, ops/registry.hpp) for the
-/// device the placer chose: the GPU body on a real GPU, the CPU body on CPUs and simulated GPUs.
-/// @throws InternalError when the program lacks it (the placer never chooses such a device).
+/// device the placer chose: the GPU body on a real GPU, the CPU body on CPUs and simulated GPUs
+/// (whose buffers are host memory: they run host bodies, also for an op that declares a GPU kernel
+/// only, SPEC.md §7).
+/// @throws UnimplementedError on a simulated GPU when the op has no registered CPU body (the
+///         placer puts a GPU-only op there as on a real GPU); InternalError elsewhere when the
+///         program lacks the body (the placer never chooses such a device).
 template <class Op, Element T>
 auto kernel_for(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
   auto* body = device.host_memory() ? registered_kernel<Op, cpu_t, T>() : registered_kernel<Op, gpu_t, T>();
-  if (body == nullptr)
-    throw InternalError(std::string(Op::name) + " has no registered body for " + device.full_name +
-                        ": register one with DEVTENSOR_REGISTER_KERNEL, or place the op with "
-                        "place_op(kernel_support<Op, T>) first");
-  return body;
+  if (body != nullptr) [[likely]]
+    return body;
+  if (device.is_gpu && device.simulated)
+    throw UnimplementedError(
+        std::string(Op::name) + " with T=" + std::string(dtype_enum_name<T>()) + " was placed on " + device.full_name +
+        ", a simulated GPU, but " +
+        (registered_kernel<Op, gpu_t, T>() != nullptr ? "has only a CUDA body in this program"
+                                                      : "has no body in this program that runs on host memory") +
+        ": simulated GPUs keep buffers in host memory and run host bodies. Register one with "
+        "DEVTENSOR_REGISTER_KERNEL(<op type>, devtensor::cpu_t, " + std::string(cpp_type_name<T>()) +
+        ", body) (for an op that declares no CPU kernel, it runs on simulated GPUs only), or run on a real GPU.");
+  throw InternalError(std::string(Op::name) + " has no registered body for " + device.full_name +
+                      ": register one with DEVTENSOR_REGISTER_KERNEL, or place the op with "
+                      "place_op(kernel_support<Op, T>) first");
 }
 
 /// Runs `fn` with the request narrowed to the device type whose kernel an explicit-tag call uses:

@@ -61,7 +61,7 @@ struct KernelSupport {
   std::string_view op;
   std::string_view dtype;     // DT_FLOAT, ...
   bool cpu;                   // declares a CPU kernel
-  bool gpu;                   // declares a GPU kernel (simulated GPUs run the CPU body)
+  bool gpu;                   // declares a GPU kernel (simulated GPUs run a host body)
   const KernelSlot* cpu_body; // registered CPU body (users' ops); nullptr: inline, always present
   const KernelSlot* gpu_body; // registered GPU body; nullptr: none needed (copies and views)
   bool pin_small_int;         // may be pinned to the host for small integer inputs (SPEC.md §2.5)
@@ -75,9 +75,12 @@ struct KernelSupport {
   }
   /// A declared GPU kernel whose body this program lacks.
   [[nodiscard]] bool gpu_body_missing() const noexcept { return gpu && !gpu_present(); }
+  /// Simulated GPUs follow the declaration, as a CUDA build's GPUs would (SPEC.md §7): placement
+  /// is an observable, so a GPU-only op goes there as it would to a real GPU; running it needs a
+  /// host body, and kernel_for says so when there is none.
   [[nodiscard]] bool supports(const LogicalDeviceInfo& d) const noexcept {
     if (!d.is_gpu) return cpu_present();
-    return d.simulated ? gpu && cpu_present() : gpu_present();
+    return d.simulated ? gpu : gpu_present();
   }
   /// TensorFlow's "has kernels for [...]": GPU when this program can run it on the GPUs it has.
   [[nodiscard]] std::string supported_types(bool real_gpus) const {
@@ -152,6 +155,12 @@ inline void report_missing_gpu_body(const KernelSupport& kernel, const LogicalDe
           "in CMake, or compile devtensor's src/devtensor_cuda.cu into the program).");
 }
 
+/// Why a declared GPU kernel does not count on this program's real GPUs.
+inline constexpr const char* missing_gpu_body_hint =
+    " Its GPU kernel is declared but this program does not contain the body: devtensor's own ops get "
+    "theirs from the devtensor::cuda component; register your op's with "
+    "DEVTENSOR_REGISTER_KERNEL(Op, devtensor::gpu_t, T, body).";
+
 inline bool has_real_gpus(const std::vector<LogicalDeviceInfo>& devices) {
   return std::any_of(devices.begin(), devices.end(),
                      [](const LogicalDeviceInfo& d) { return d.is_gpu && !d.simulated; });
@@ -198,7 +207,8 @@ inline int select_device(const KernelSupport& kernel, const DeviceSpec& request,
                                device_list(devices) + "]. enable_soft_placement=" +
                                (soft ? "1" : "0") + ". (Op " + std::string(kernel.op) + " with T=" +
                                std::string(kernel.dtype) + " has kernels for [" +
-                               kernel.supported_types(has_real_gpus(devices)) + "].)");
+                               kernel.supported_types(has_real_gpus(devices)) + "].)" +
+                               (kernel.gpu_body_missing() && has_real_gpus(devices) ? missing_gpu_body_hint : ""));
   std::string why;
   for (const auto& d : devices)
     if (request.matches(d.spec) && !kernel.supports(d)) {

@@ -49,6 +49,14 @@ constexpr std::string_view dtype_enum_name() noexcept {
   else return "DT_BOOL";
 }
 
+/// The element type as C++ spells it, for messages that show code: float, std::int32_t, ...
+template <Element T>
+constexpr std::string_view cpp_type_name() noexcept {
+  if constexpr (std::same_as<T, std::int32_t>) return "std::int32_t";
+  else if constexpr (std::same_as<T, std::int64_t>) return "std::int64_t";
+  else return dtype_string<T>();
+}
+
 /// The element type as a value, for type-erased kernels (TensorFlow's DataType enum).
 enum class DType : unsigned char { DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_BOOL };
 

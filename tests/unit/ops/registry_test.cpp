@@ -79,6 +79,62 @@ struct UnregisteredOp {
   using body = void(const dt::LogicalDeviceInfo&, T* out);
 };
 
+// A user's op that declares a GPU kernel and no CPU kernel (SPEC.md §7, GPU-only ops). Its bodies
+// are registered by the tests that need them.
+struct GpuOnlyScaleOp {
+  static constexpr std::string_view name = "GpuOnlyScale";
+  template <dt::DeviceTag Tag, class T>
+  static constexpr bool has_kernel = std::same_as<Tag, dt::gpu_t> && std::same_as<T, float>;
+  template <class T>
+  using body = void(const dt::LogicalDeviceInfo&, const T* in, T* out, std::int64_t n, T factor);
+};
+std::string last_scale_body;
+void scale_cuda_stand_in(const dt::LogicalDeviceInfo&, const float* in, float* out, std::int64_t n, float factor) {
+  last_scale_body = "gpu";
+  for (std::int64_t i = 0; i < n; ++i) out[i] = factor * in[i];
+}
+void scale_host(const dt::LogicalDeviceInfo&, const float* in, float* out, std::int64_t n, float factor) {
+  last_scale_body = "host";
+  for (std::int64_t i = 0; i < n; ++i) out[i] = factor * in[i];
+}
+/// Registers one of GpuOnlyScaleOp's bodies for one test.
+template <class Tag>
+struct RegisteredScale {
+  explicit RegisteredScale(GpuOnlyScaleOp::body<float>* body) {
+    BOOST_TEST_REQUIRE((dt::register_kernel<GpuOnlyScaleOp, Tag, float>(body, "registry_test")));
+  }
+  RegisteredScale(const RegisteredScale&) = delete;
+  RegisteredScale& operator=(const RegisteredScale&) = delete;
+  ~RegisteredScale() { dt::unregister_kernel<GpuOnlyScaleOp, Tag, float>(); }
+};
+
+/// The op as a user writes it: the placer, then the registered body for the chosen device.
+dt::Tensor<float> gpu_only_scale(const dt::Tensor<float>& x, float factor) {
+  const int device = dt::place_op(dt::kernel_support<GpuOnlyScaleOp, float>);
+  const auto in = dt::to_device(x, device, GpuOnlyScaleOp::name);
+  auto out = dt::Tensor<float>::empty(in.shape(), device, GpuOnlyScaleOp::name);
+  dt::kernel_for<GpuOnlyScaleOp, float>(out.device_info())(out.device_info(), in.data(), out.mutable_data(),
+                                                            in.num_elements(), factor);
+  return out;
+}
+/// The same op with its own inline body for host memory (simulated GPUs).
+dt::Tensor<float> gpu_only_scale_inline(const dt::Tensor<float>& x, float factor) {
+  const int device = dt::place_op(dt::kernel_support<GpuOnlyScaleOp, float>);
+  const auto in = dt::to_device(x, device, GpuOnlyScaleOp::name);
+  auto out = dt::Tensor<float>::empty(in.shape(), device, GpuOnlyScaleOp::name);
+  BOOST_TEST_REQUIRE(out.device_info().host_memory());
+  for (std::int64_t i = 0; i < in.num_elements(); ++i) out.mutable_data()[i] = factor * in.data()[i];
+  return out;
+}
+
+/// Two simulated GPUs and two virtual CPUs, as in the scenario that found the defect.
+struct TwoSimulatedGpus : dt::test::FreshContext {
+  TwoSimulatedGpus() {
+    dt::config::set_simulated_gpus(2, dt::kGiB);
+    dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(kernel_registry)
@@ -174,6 +230,59 @@ BOOST_FIXTURE_TEST_CASE(simulated_gpus_follow_the_declaration_and_run_the_cpu_bo
   BOOST_TEST(b.device() == kGpu0);
   BOOST_TEST(b.to_vector() == (std::vector<float>{2, 4}));
   BOOST_TEST(log.count("does not contain it") == 0u);
+}
+
+// SPEC.md §7: placed on a simulated GPU as on a real one (here under /device:CPU:0 with soft
+// placement, as TensorFlow would on a GPU machine); run there with a host body, or refused with
+// an error that says the op has none.
+BOOST_FIXTURE_TEST_CASE(a_gpu_only_op_is_placed_on_simulated_gpus_as_on_real_ones, TwoSimulatedGpus) {
+  const auto x = dt::constant<float>({1, 2});
+  const auto& devices = dt::Context::global().logical_devices();
+  dt::DeviceScope cpu("/device:CPU:0");
+  BOOST_TEST(devices[static_cast<std::size_t>(dt::place_op(support<GpuOnlyScaleOp, float>()))].full_name == kGpu0);
+  DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::UnimplementedError,
+                             "GpuOnlyScale with T=DT_FLOAT was placed on " + std::string(kGpu0) +
+                                 ", a simulated GPU, but has no body in this program that runs on host memory: "
+                                 "simulated GPUs keep buffers in host memory and run host bodies. Register one with "
+                                 "DEVTENSOR_REGISTER_KERNEL(<op type>, devtensor::cpu_t, float, body)");
+  {
+    RegisteredScale<dt::gpu_t> cuda(&scale_cuda_stand_in);
+    DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::UnimplementedError, "but has only a CUDA body in this program");
+    RegisteredScale<dt::cpu_t> host(&scale_host);
+    const auto y = gpu_only_scale(x, 2);
+    BOOST_TEST(y.device() == kGpu0);
+    BOOST_TEST(last_scale_body == "host");
+    BOOST_TEST(y.to_vector() == (std::vector<float>{2, 4}));
+    // A CPU body of an op that declares no CPU kernel does not make the CPU a candidate.
+    dt::config::set_soft_device_placement(false);
+    DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::InvalidArgumentError,
+                               "Could not satisfy device specification '" + std::string(kCpu0) +
+                                   "'. enable_soft_placement=0. Supported device types [GPU].");
+    dt::config::set_soft_device_placement(true);
+    dt::DeviceScope gpu1("/gpu:1");
+    BOOST_TEST(gpu_only_scale(x, 3).device() == "/job:localhost/replica:0/task:0/device:GPU:1");
+  }
+  // An op whose own code runs on host memory needs no registered body.
+  const auto z = gpu_only_scale_inline(x, 5);
+  BOOST_TEST(z.device() == kGpu0);
+  BOOST_TEST(z.to_vector() == (std::vector<float>{5, 10}));
+}
+
+// The same op on the fake platform's "real" GPU: the registered GPU body runs there; without one
+// nothing can run it, and the error says which body is missing.
+BOOST_FIXTURE_TEST_CASE(a_gpu_only_op_on_a_real_gpu_needs_its_gpu_body, dt::test::FakeGpuPlatform) {
+  const auto x = dt::constant<float>({1, 2});
+  dt::DeviceScope cpu("/device:CPU:0");
+  DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::InvalidArgumentError,
+                             "(Op GpuOnlyScale with T=DT_FLOAT has kernels for [].) Its GPU kernel is declared but "
+                             "this program does not contain the body");
+  RegisteredScale<dt::cpu_t> host(&scale_host);  // host bodies do not run on real GPUs
+  DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::InvalidArgumentError, "has kernels for []");
+  RegisteredScale<dt::gpu_t> cuda(&scale_cuda_stand_in);
+  const auto y = gpu_only_scale(x, 2);
+  BOOST_TEST(y.device() == kGpu0);
+  BOOST_TEST(last_scale_body == "gpu");
+  BOOST_TEST(y.to_vector() == (std::vector<float>{2, 4}));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_users_op_is_placed_by_its_registered_bodies, dt::test::FakeGpuPlatform) {
