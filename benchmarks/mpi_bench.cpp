@@ -5,8 +5,8 @@
 // rank 0 reports.
 //   BM_RawMpiAllreduce/bytes         MPI_Allreduce(MPI_IN_PLACE) of `bytes` of floats: the reference
 //   BM_WorkerGroupAllreduce/bytes    devtensor's MpiWorkerGroup::all_reduce on the same buffer
-//   BM_WorkerGroupAllreduceTimed/b   the same with a deadline (arrival messages + non-blocking
-//                                    collective on a private copy)
+//   BM_WorkerGroupAllreduceTimed/b   the same with a deadline (the chief's admission, then the
+//                                    blocking collective)
 //   BM_StrategyReduce/bytes          MultiWorkerMirroredStrategy::batch_reduce_to of one tensor
 //                                    (local ring + host staging + the MPI all-reduce + a device copy)
 //   BM_TrainStep                     Sequential::train_step of a 32-64-64-1 MLP, global batch

@@ -1,7 +1,9 @@
-# cmake -DEXPECT_STATUS=<n> -DLIMIT=<seconds> -P expect_job_ends.cmake -- <command...>
+# cmake -DEXPECT_STATUS=<n> -DLIMIT=<seconds> [-DRANK_STATUS_DIR=<dir> -DRANKS=<n>] -P expect_job_ends.cmake -- <command...>
 # Passes when the command (an mpiexec job) ends by itself within LIMIT seconds with exit status
 # EXPECT_STATUS. (Open MPI's "MPI_ABORT was invoked" text is not checked: it is sometimes lost
-# when the launcher kills the job while forwarding it.)
+# when the launcher kills the job while forwarding it.) With RANK_STATUS_DIR, every rank must also
+# have written EXPECT_STATUS there (tests/mpi/record_status.sh wraps each rank): a rank that a
+# signal ended (a crash in MPI_Finalize, say) fails the test even when the launcher reports 0.
 set(command "")
 set(after_separator FALSE)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -12,6 +14,10 @@ foreach(i RANGE 0 ${last})
     set(after_separator TRUE)
   endif()
 endforeach()
+if(DEFINED RANK_STATUS_DIR)
+  file(REMOVE_RECURSE "${RANK_STATUS_DIR}")
+  file(MAKE_DIRECTORY "${RANK_STATUS_DIR}")
+endif()
 string(TIMESTAMP began "%s")
 execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output TIMEOUT ${LIMIT})
 string(TIMESTAMP ended "%s")
@@ -19,5 +25,19 @@ math(EXPR seconds "${ended} - ${began}")
 message("${output}")
 if(NOT status STREQUAL "${EXPECT_STATUS}")
   message(FATAL_ERROR "The job ended with '${status}' after ${seconds} s; expected exit status ${EXPECT_STATUS} within ${LIMIT} s")
+endif()
+if(DEFINED RANK_STATUS_DIR)
+  math(EXPR last_rank "${RANKS} - 1")
+  foreach(rank RANGE ${last_rank})
+    set(file "${RANK_STATUS_DIR}/rank-${rank}")
+    if(NOT EXISTS "${file}")
+      message(FATAL_ERROR "Rank ${rank} recorded no exit status (killed with its wrapper?)")
+    endif()
+    file(STRINGS "${file}" rank_status)
+    if(NOT rank_status STREQUAL "${EXPECT_STATUS}")
+      message(FATAL_ERROR "Rank ${rank} exited with status ${rank_status}; expected ${EXPECT_STATUS} (128 + N: signal N)")
+    endif()
+  endforeach()
+  message("Every rank of ${RANKS} exited with status ${EXPECT_STATUS}.")
 endif()
 message("The job ended with exit status ${status} after ${seconds} s.")

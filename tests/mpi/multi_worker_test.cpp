@@ -520,24 +520,24 @@ BOOST_AUTO_TEST_CASE(without_the_cross_process_kernel_workers_sum_through_mpi) {
 }
 
 // Last: after a timeout the group is aborted. Worker 1 arrives late; the others must get
-// DeadlineExceededError naming the operation and worker 1 within the timeout plus a second.
+// DeadlineExceededError naming the operation and worker 1 after the timeout (within a second), and
+// worker 1, when it arrives, at once (the chief abandoned the collective before it started: no
+// worker is left inside an MPI collective). (tests/mpi/collective_faults.cpp: the process exits.)
 BOOST_AUTO_TEST_CASE(a_missing_worker_times_out_instead_of_hanging) {
   const int n = world_size();
   if (n < 2) return;
   ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline(0, 1.0));
   const auto one = strategy.run([] { return dt::scalar<float>(1); });
-  if (strategy.worker_index() == 1) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    // The others posted their side long ago: this one completes.
-    BOOST_TEST(strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt).item() == static_cast<float>(n));
-    return;
-  }
+  const bool late = strategy.worker_index() == 1;
+  if (late) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::string expected = late ? "worker(s) 1 did not join it; this worker arrived after the others had given up on it"
+                                    : "worker(s) 1 did not join it. Every worker must make";
   const auto began = std::chrono::steady_clock::now();
-  DEVTENSOR_CHECK_THROW_WITH((void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt), dt::DeadlineExceededError,
-                             "worker(s) 1 did not join it");
+  DEVTENSOR_CHECK_THROW_WITH((void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt), dt::DeadlineExceededError, expected);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  BOOST_TEST(waited >= 1.0);
-  BOOST_TEST(waited < 2.0);
+  // The chief decides at its own deadline; a peer that arrived after it hears a little sooner.
+  BOOST_TEST(waited >= (late ? 0.0 : strategy.worker_index() == 0 ? 1.0 : 0.9));
+  BOOST_TEST(waited < (late ? 0.5 : 2.0));
   DEVTENSOR_CHECK_THROW_WITH((void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt), dt::FailedPreconditionError,
                              "was aborted after the all-reduce of strategy.reduce timed out");
 }
