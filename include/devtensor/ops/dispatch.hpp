@@ -59,7 +59,7 @@ int place(const Inputs&... inputs) {
 /// The registered body of a user's op (one that declares `body<T>`, ops/registry.hpp) for the
 /// device the placer chose: the GPU body on a real GPU, the CPU body on CPUs and simulated GPUs
 /// (whose buffers are host memory: they run host bodies, also for an op that declares a GPU kernel
-/// only, SPEC.md §7).
+/// only, which the placer puts there as it would on a real GPU).
 /// @throws UnimplementedError on a simulated GPU when the op has no registered CPU body (the
 ///         placer puts a GPU-only op there as on a real GPU); InternalError elsewhere when the
 ///         program lacks the body (the placer never chooses such a device).

@@ -75,9 +75,9 @@ struct KernelSupport {
   }
   /// A declared GPU kernel whose body this program lacks.
   [[nodiscard]] bool gpu_body_missing() const noexcept { return gpu && !gpu_present(); }
-  /// Simulated GPUs follow the declaration, as a CUDA build's GPUs would (SPEC.md §7): placement
-  /// is an observable, so a GPU-only op goes there as it would to a real GPU; running it needs a
-  /// host body, and kernel_for says so when there is none.
+  /// Simulated GPUs follow the declaration, as a CUDA build's GPUs would: placement is an
+  /// observable, so a GPU-only op goes there as it would to a real GPU; running it needs a host
+  /// body, and kernel_for says so when there is none.
   [[nodiscard]] bool supports(const LogicalDeviceInfo& d) const noexcept {
     if (!d.is_gpu) return cpu_present();
     return d.simulated ? gpu : gpu_present();

@@ -79,8 +79,8 @@ struct UnregisteredOp {
   using body = void(const dt::LogicalDeviceInfo&, T* out);
 };
 
-// A user's op that declares a GPU kernel and no CPU kernel (SPEC.md §7, GPU-only ops). Its bodies
-// are registered by the tests that need them.
+// A user's op that declares a GPU kernel and no CPU kernel (a GPU-only op). Its bodies are
+// registered by the tests that need them.
 struct GpuOnlyScaleOp {
   static constexpr std::string_view name = "GpuOnlyScale";
   template <dt::DeviceTag Tag, class T>
@@ -232,7 +232,7 @@ BOOST_FIXTURE_TEST_CASE(simulated_gpus_follow_the_declaration_and_run_the_cpu_bo
   BOOST_TEST(log.count("does not contain it") == 0u);
 }
 
-// SPEC.md §7: placed on a simulated GPU as on a real one (here under /device:CPU:0 with soft
+// A GPU-only op is placed on a simulated GPU as on a real one (here under /device:CPU:0 with soft
 // placement, as TensorFlow would on a GPU machine); run there with a host body, or refused with
 // an error that says the op has none.
 BOOST_FIXTURE_TEST_CASE(a_gpu_only_op_is_placed_on_simulated_gpus_as_on_real_ones, TwoSimulatedGpus) {
