@@ -24,6 +24,12 @@
 
 #define DEVTENSOR_INLINE inline
 
+/// Whether this translation unit compiles the CPU bodies of devtensor's ops (the loops, the CBLAS
+/// calls). Header-only, every translation unit does, for the ops it runs.
+#define DEVTENSOR_CPU_KERNEL_BODIES 1
+/// The CUDA bodies are compiled by src/devtensor_cuda.cu alone, which defines
+/// DEVTENSOR_CUDA_KERNEL_BODIES before including anything.
+
 /// Process-wide singletons are function-local statics in inline functions. With default visibility
 /// the dynamic linker unifies them across shared libraries (rapidsai/rmm#826 is what happens when
 /// it does not); devtensor assumes one copy of its state per process and says so in the README.

@@ -6,7 +6,7 @@
 
 #include "devtensor/autodiff/gradient_tape.hpp"
 #include "devtensor/autodiff/gradients.hpp"
-#include "devtensor/autodiff/record.hpp"
+#include "devtensor/ops/record.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
@@ -42,7 +42,6 @@
 #include "devtensor/ops/grad_ops.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
-#include "devtensor/ops/op_types.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/random.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "devtensor/autodiff/gradients.hpp"
-#include "devtensor/autodiff/record.hpp"
+#include "devtensor/ops/record.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -155,7 +155,7 @@ class GradientTape {
     if (!v.defined()) throw InvalidArgumentError("GradientTape::gradient got an empty Variable");
     detail::TapeTensor t;
     t.id = v.handle_id();
-    t.dtype = detail::dtype_of<U>();
+    t.dtype = dtype_enum<U>();
     t.shape = v.shape();
     return t;
   }
@@ -174,17 +174,17 @@ class GradientTape {
 
   /// Adds two gradients of the same tensor.
   static detail::TapeTensor accumulate(const detail::TapeTensor& a, const detail::TapeTensor& b) {
-    if (a.dtype == detail::DType::float64) return detail::tape_tensor(add(a.as<double>(), b.as<double>()));
+    if (a.dtype == DType::DT_DOUBLE) return detail::tape_tensor(add(a.as<double>(), b.as<double>()));
     return detail::tape_tensor(add(a.as<float>(), b.as<float>()));
   }
   static detail::TapeTensor zeros_like(const detail::TapeTensor& t) {
     DeviceScope scope(t.storage->device->spec);
-    if (t.dtype == detail::DType::float64) return detail::tape_tensor(zeros<double>(t.shape));
+    if (t.dtype == DType::DT_DOUBLE) return detail::tape_tensor(zeros<double>(t.shape));
     return detail::tape_tensor(zeros<float>(t.shape));
   }
   static detail::TapeTensor ones_like(const detail::TapeTensor& t) {
     DeviceScope scope(t.storage->device->spec);
-    if (t.dtype == detail::DType::float64) return detail::tape_tensor(ones<double>(t.shape));
+    if (t.dtype == DType::DT_DOUBLE) return detail::tape_tensor(ones<double>(t.shape));
     return detail::tape_tensor(ones<float>(t.shape));
   }
 
@@ -208,6 +208,7 @@ class GradientTape {
           "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
           "under stop_recording() are not recorded.");
     state_.used = true;
+    autodiff_detail::install_gradients();
     const bool was_paused = state_.paused;
     state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
     struct Resume {
@@ -235,8 +236,8 @@ class GradientTape {
         DeviceScope scope(record.outputs.front().storage->device->spec);  // parsed once, at discovery
         if (record.has_custom_backward) {
           dx = record.backward(dy);
-        } else if (auto backward = autodiff_detail::find_backward(record.op)) {
-          dx = backward(record, dy);
+        } else if (auto* op_gradient = autodiff_detail::gradient_for(record)) {
+          dx = op_gradient(record, dy);
         } else {
           throw UnimplementedError("No gradient defined for operation '" + std::string(record.op) +
                                    "' (op type: " + std::string(record.op) +

@@ -173,21 +173,18 @@ class DistributedVariable : public detail::VariableImpl<T> {
     }
     std::vector<Tensor<T>> local;
     for (const auto& p : parts) local.push_back(detail::variable_copy(p, device, op));
-    if constexpr (Floating<T>) {
+    if constexpr (Floating<T>) {  // AddN and RealDiv's GPU bodies, when the program has them
       const auto& info = out.device_info();
-      auto* add_body = op_detail::optional_gpu_body<ops::AddN, T>(info);
-      auto* div_body = op_detail::optional_gpu_body<ops::RealDiv, T>(info);
-      if (add_body && (divisor == 1 || div_body)) {
-        std::vector<const T*> pointers;
-        for (const auto& t : local) pointers.push_back(t.data());
+      if (op_detail::optional_gpu_body<ops::AddN, T>(info) &&
+          (divisor == 1 || op_detail::optional_gpu_body<ops::RealDiv, T>(info))) {
         if (divisor == 1) {
-          add_body(info, out.mutable_data(), pointers.data(), pointers.size(), n);
+          op_detail::run_body_on<ops::AddN, T, T>({}, local, out);
           return out;
         }
         auto sum = Tensor<T>::empty(shape, device, op);
-        add_body(info, sum.mutable_data(), pointers.data(), pointers.size(), n);
-        const auto by = op_detail::filled_on<T>(device, Shape{}, static_cast<T>(divisor), op);
-        div_body(info, sum.data(), shape, by.data(), by.shape(), out.mutable_data(), shape);
+        op_detail::run_body_on<ops::AddN, T, T>({}, local, sum);
+        const Tensor<T> quotient[2] = {sum, op_detail::filled_on<T>(device, Shape{}, static_cast<T>(divisor), op)};
+        op_detail::run_body_on<ops::RealDiv, T, T>({}, quotient, out);
         return out;
       }
     }

@@ -1,6 +1,7 @@
 #pragma once
 /// @file creation.hpp
-/// @brief Tensors from values: constant, zeros, ones, fill, range.
+/// @brief Tensors from values: constant (TensorFlow's _EagerConst: a copy from the host, placed as
+/// an op), and the ops Fill and Range, each defined once (ops/op_def.hpp); zeros, ones, fill, range.
 
 #include <cmath>
 #include <cstdint>
@@ -8,13 +9,57 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "devtensor/core/arith.hpp"
 #include "devtensor/core/checked.hpp"
-#include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/functors.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/run_op.hpp"
+
+namespace devtensor::ops {
+
+/// A tensor from host values (constant): placed like an op with a kernel on every device; a copy,
+/// no body.
+struct EagerConst : KernelTable<AllTypes, AllTypes>, Builtin {
+  static constexpr std::string_view name = "_EagerConst";
+  struct Attrs {};
+};
+
+/// A tensor of a shape with every element one value.
+struct Fill : OpTable<AllTypes, AllTypes>, Builtin {
+  static constexpr std::string_view name = "Fill";
+  struct Attrs {
+    Shape shape;
+    Scalar value;
+  };
+  static const Shape& output_shape(const Attrs& attrs) noexcept { return attrs.shape; }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+/// start, start + delta, ...: `size` values (range() computes and checks it from the limit).
+struct Range : OpTable<NumericTypes, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Range";
+  struct Attrs {
+    Scalar start;
+    Scalar delta;
+    std::int64_t size = 0;
+  };
+  static Shape output_shape(const Attrs& attrs) { return Shape{attrs.size}; }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+using CreationOps = TypeList<EagerConst, Fill, Range>;
+
+}  // namespace devtensor::ops
 
 namespace devtensor {
 
@@ -23,7 +68,7 @@ namespace devtensor {
 /// place_constant() says where.
 /// @throws InvalidArgumentError when the number of values does not fit the shape.
 template <Element T>
-Tensor<T> constant(const std::vector<T>& values, const Shape& shape) {
+Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOptions& = {}) {
   const auto n = shape.num_elements();
   const auto count = static_cast<std::int64_t>(values.size());
   if (count != n && count != 1)
@@ -58,10 +103,11 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape) {
 }
 
 template <Element T>
-Tensor<T> constant(std::initializer_list<T> values, const Shape& shape) {
-  return constant<T>(std::vector<T>(values), shape);
+Tensor<T> constant(std::initializer_list<T> values, const Shape& shape, const OpOptions& options = {}) {
+  return constant<T>(std::vector<T>(values), shape, options);
 }
-/// A vector (rank 1) from the values.
+/// A vector (rank 1) from the values. (No `name=` here: `constant(v, {0})` must mean a shape; the
+/// forms with a shape take one.)
 template <Element T>
 Tensor<T> constant(std::initializer_list<T> values) {
   return constant<T>(std::vector<T>(values), Shape{static_cast<std::int64_t>(values.size())});
@@ -72,31 +118,22 @@ Tensor<T> constant(const std::vector<T>& values) {
 }
 /// A scalar (rank 0).
 template <Element T>
-Tensor<T> scalar(T value) {
-  return constant<T>(std::vector<T>{value}, Shape{});
+Tensor<T> scalar(T value, const OpOptions& options = {}) {
+  return constant<T>(std::vector<T>{value}, Shape{}, options);
 }
 
 /// A tensor of `shape` with every element `value` (TensorFlow's Fill).
 template <Element T>
-Tensor<T> fill(const Shape& shape, std::type_identity_t<T> value) {
-  const int device = op_detail::place<ops::Fill, T>();
-  auto out = Tensor<T>::empty(shape, device, ops::Fill::name);
-  T* o = out.mutable_data();
-  const auto n = shape.num_elements();
-  if (auto* body = op_detail::gpu_body<ops::Fill, T>(out.device_info())) {
-    body(out.device_info(), o, n, static_cast<T>(value));
-    return out;
-  }
-  for (std::int64_t i = 0; i < n; ++i) o[i] = value;
-  return out;
+Tensor<T> fill(const Shape& shape, std::type_identity_t<T> value, const OpOptions& options = {}) {
+  return run_op<ops::Fill, T>(options, {shape, ops::Scalar::of<T>(value)});
 }
 template <Element T>
-Tensor<T> zeros(const Shape& shape) {
-  return fill<T>(shape, T{0});
+Tensor<T> zeros(const Shape& shape, const OpOptions& options = {}) {
+  return fill<T>(shape, T{0}, options);
 }
 template <Element T>
-Tensor<T> ones(const Shape& shape) {
-  return fill<T>(shape, T{1});
+Tensor<T> ones(const Shape& shape, const OpOptions& options = {}) {
+  return fill<T>(shape, T{1}, options);
 }
 
 namespace op_detail {
@@ -148,17 +185,50 @@ std::int64_t range_size(T start, T limit, T delta) {
 /// @throws InvalidArgumentError for delta == 0, a delta that moves away from the limit, a NaN or
 /// infinite argument (naming it), or more than 2^63 - 1 elements.
 template <Numeric T>
-Tensor<T> range(T start, T limit, T delta = T{1}) {
+Tensor<T> range(T start, T limit, T delta = T{1}, const OpOptions& options = {}) {
   const std::int64_t n = op_detail::range_size(start, limit, delta);
-  const int device = op_detail::place<ops::Range, T>();
-  auto out = Tensor<T>::empty(Shape{n}, device, ops::Range::name);
-  T* o = out.mutable_data();
-  if (auto* body = op_detail::gpu_body<ops::Range, T>(out.device_info())) {
-    body(out.device_info(), o, n, start, delta);
-    return out;
-  }
-  for (std::int64_t i = 0; i < n; ++i) o[i] = ops::range_value(start, delta, i);
-  return out;
+  return run_op<ops::Range, T>(options, {ops::Scalar::of<T>(start), ops::Scalar::of<T>(delta), n});
 }
 
 }  // namespace devtensor
+
+#if DEVTENSOR_CPU_KERNEL_BODIES
+namespace devtensor::ops {
+template <class T>
+void Fill::cpu(const KernelContext& ctx) {
+  T* o = ctx.output<T>();
+  const T value = ctx.attr<Attrs>().value.as<T>();
+  for (std::int64_t i = 0, n = ctx.output_shape().num_elements(); i < n; ++i) o[i] = value;
+}
+template <class T>
+void Range::cpu(const KernelContext& ctx) {
+  const auto& attrs = ctx.attr<Attrs>();
+  const T start = attrs.start.as<T>();
+  const T delta = attrs.delta.as<T>();
+  T* o = ctx.output<T>();
+  for (std::int64_t i = 0; i < attrs.size; ++i) o[i] = range_value(start, delta, i);
+}
+}  // namespace devtensor::ops
+#endif
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/kernels.cuh"
+
+namespace devtensor::ops {
+template <class T>
+void Fill::cuda(const KernelContext& ctx) {
+  cuda::fill(ctx.device, ctx.output<T>(), ctx.output_shape().num_elements(), ctx.attr<Attrs>().value.as<T>());
+}
+template <class T>
+struct RangeValue {
+  T start;
+  T delta;
+  __device__ T operator()(std::int64_t i) const { return range_value(start, delta, i); }
+};
+template <class T>
+void Range::cuda(const KernelContext& ctx) {
+  const auto& attrs = ctx.attr<Attrs>();
+  cuda::generate(ctx.device, ctx.output<T>(), attrs.size, RangeValue<T>{attrs.start.as<T>(), attrs.delta.as<T>()});
+}
+}  // namespace devtensor::ops
+#endif

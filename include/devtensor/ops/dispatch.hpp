@@ -9,7 +9,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/scope.hpp"
-#include "devtensor/ops/op_types.hpp"
+#include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/traits.hpp"
@@ -17,23 +17,6 @@
 
 namespace devtensor {
 namespace op_detail {
-
-/// The GPU body to run on `device`, or nullptr where the CPU body runs (CPUs, and simulated GPUs,
-/// whose buffers are host memory). The placer chooses a real GPU only when the program contains
-/// the body (ops/registry.hpp), so a real GPU always finds one.
-template <class Op, Element T>
-auto gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
-  if constexpr (!has_kernel_v<Op, gpu_t, T>) {
-    return nullptr;
-  } else {
-    if (device.host_memory()) return nullptr;
-    auto* body = registered_kernel<Op, gpu_t, T>();
-    if (body == nullptr) [[unlikely]]
-      throw InternalError(std::string(Op::name) + " was placed on " + device.full_name +
-                          " but its GPU body is no longer registered (unregister_kernel while ops run)");
-    return body;
-  }
-}
 
 /// Op's GPU body when `device` is a real GPU and the program contains the body, else nullptr.
 /// For the work that is not placed (a variable's updates run where the variable lives, and a
@@ -46,12 +29,6 @@ auto optional_gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>*
   } else {
     return device.host_memory() ? nullptr : registered_kernel<Op, gpu_t, T>();
   }
-}
-
-/// Places an op with the given inputs (small-int pinning included).
-template <class Op, Element T, class... Inputs>
-int place(const Inputs&... inputs) {
-  return place_op(kernel_support<Op, T>, small_host_int_inputs(inputs...));
 }
 
 }  // namespace op_detail

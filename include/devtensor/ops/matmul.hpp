@@ -1,14 +1,82 @@
 #pragma once
 /// @file matmul.hpp
-/// @brief matmul(a, b, transpose_a, transpose_b): rank 2, or batches of matrices with equal
-/// leading dimensions. CPU: CBLAS (OpenBLAS) or the portable blocked kernel.
+/// @brief MatMul, defined once (ops/op_def.hpp): matmul(a, b, transpose_a, transpose_b) of rank-2
+/// tensors or batches of matrices with equal leading dimensions. CPU: CBLAS (OpenBLAS) or the
+/// portable blocked kernel; GPU: cuBLAS, which has no integer GEMM, so integers multiply on the CPU.
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
-#include "devtensor/autodiff/record.hpp"
-#include "devtensor/ops/cpu/matmul.hpp"
-#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/core/error.hpp"
 #include "devtensor/ops/matmul_options.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/run_op.hpp"
+
+namespace devtensor::ops {
+
+struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "MatMul";
+  struct Attrs {
+    bool transpose_a = false;
+    bool transpose_b = false;
+  };
+  /// The product's dimensions: batch..., m, n (and k, for the bodies).
+  struct Dims {
+    std::int64_t batches, m, n, k;
+  };
+  static Dims dims(const Attrs& attrs, const Shape& as, const Shape& bs) {
+    const std::size_t r = as.rank();
+    const std::int64_t m = attrs.transpose_a ? as[r - 1] : as[r - 2];
+    const std::int64_t n = attrs.transpose_b ? bs[r - 2] : bs[r - 1];
+    std::int64_t batches = 1;
+    for (std::size_t d = 0; d + 2 < r; ++d) batches *= as[d];
+    return {batches, m, n, attrs.transpose_a ? as[r - 2] : as[r - 1]};
+  }
+  /// @throws InvalidArgumentError "Matrix size-incompatible: In[0]: [..], In[1]: [..]", and for
+  /// ranks below 2 or batch dimensions that differ.
+  static Shape output_shape(const Attrs& attrs, const Shape& as, const Shape& bs) {
+    if (as.rank() < 2 || bs.rank() < 2 || as.rank() != bs.rank())
+      throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " +
+                                 as.to_string() + " and " + bs.to_string() + " [Op:MatMul]");
+    const std::size_t r = as.rank();
+    for (std::size_t d = 0; d + 2 < r; ++d)
+      if (as[d] != bs[d])
+        throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " + as.to_string() +
+                                   " vs. " + bs.to_string() + " [Op:MatMul]");
+    const std::int64_t kb = attrs.transpose_b ? bs[r - 1] : bs[r - 2];
+    const Dims d = dims(attrs, as, bs);
+    if (d.k != kb)
+      throw InvalidArgumentError("Matrix size-incompatible: In[0]: " + as.to_string() + ", In[1]: " + bs.to_string() +
+                                 " [Op:MatMul]");
+    std::vector<std::int64_t> out(as.dims().begin(), as.dims().end() - 2);
+    out.push_back(d.m);
+    out.push_back(d.n);
+    return Shape(out, name);
+  }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    const auto& x = a.x[0];
+    const auto& w = a.x[1];
+    const auto& g = a.dy[0];
+    const bool ta = a.attrs.transpose_a;
+    const bool tb = a.attrs.transpose_b;
+    if (!ta && !tb) return {matmul(g, w, false, true), matmul(x, g, true, false)};
+    if (ta && !tb) return {matmul(w, g, false, true), matmul(x, g)};
+    if (!ta && tb) return {matmul(g, w), matmul(g, x, true, false)};
+    return {matmul(w, g, true, true), matmul(g, x, true, true)};
+  }
+};
+
+using LinalgOps = TypeList<MatMul>;
+
+}  // namespace devtensor::ops
 
 namespace devtensor {
 
@@ -16,44 +84,9 @@ namespace devtensor {
 /// @throws InvalidArgumentError "Matrix size-incompatible: In[0]: [..], In[1]: [..]" and for
 /// ranks below 2 or batch dimensions that differ.
 template <Numeric T>
-Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = false, bool transpose_b = false) {
-  require_defined_inputs(ops::MatMul::name, a, b);
-  const auto& as = a.shape();
-  const auto& bs = b.shape();
-  if (as.rank() < 2 || bs.rank() < 2 || as.rank() != bs.rank())
-    throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " +
-                               as.to_string() + " and " + bs.to_string() + " [Op:MatMul]");
-  const std::size_t r = as.rank();
-  for (std::size_t d = 0; d + 2 < r; ++d)
-    if (as[d] != bs[d])
-      throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " +
-                                 as.to_string() + " vs. " + bs.to_string() + " [Op:MatMul]");
-  const std::int64_t m = transpose_a ? as[r - 1] : as[r - 2];
-  const std::int64_t k = transpose_a ? as[r - 2] : as[r - 1];
-  const std::int64_t kb = transpose_b ? bs[r - 1] : bs[r - 2];
-  const std::int64_t n = transpose_b ? bs[r - 2] : bs[r - 1];
-  if (k != kb)
-    throw InvalidArgumentError("Matrix size-incompatible: In[0]: " + as.to_string() + ", In[1]: " +
-                               bs.to_string() + " [Op:MatMul]");
-  std::vector<std::int64_t> out_dims(as.dims().begin(), as.dims().end() - 2);
-  out_dims.push_back(m);
-  out_dims.push_back(n);
-  const Shape out_shape(out_dims, ops::MatMul::name);
-  const int device = op_detail::place<ops::MatMul, T>(a, b);
-  const auto x = to_device(a, device, ops::MatMul::name, 0);
-  const auto y = to_device(b, device, ops::MatMul::name, 1);
-  auto out = Tensor<T>::empty(out_shape, device, ops::MatMul::name);
-  const std::int64_t batches = out_shape.num_elements() / std::max<std::int64_t>(1, m * n);
-  if (auto* body = op_detail::gpu_body<ops::MatMul, T>(out.device_info())) {
-    body(out.device_info(), transpose_a, transpose_b, batches, m, n, k, x.data(), y.data(), out.mutable_data());
-    autodiff::record<ops::MatMul>(out, {.transpose_a = transpose_a, .transpose_b = transpose_b}, a, b);
-    return out;
-  }
-  for (std::int64_t i = 0; i < batches && m * n > 0; ++i)
-    ops::cpu::gemm(transpose_a, transpose_b, m, n, k, x.data() + i * m * k, y.data() + i * k * n,
-                   out.mutable_data() + i * m * n);
-  autodiff::record<ops::MatMul>(out, {.transpose_a = transpose_a, .transpose_b = transpose_b}, a, b);
-  return out;
+Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = false, bool transpose_b = false,
+                 const OpOptions& options = {}) {
+  return run_op<ops::MatMul>(options, {transpose_a, transpose_b}, a, b);
 }
 
 /// matmul(devtensor::gpu, a, b): the GPU kernel when the op declares one for T (the program must
@@ -65,3 +98,34 @@ Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose
 }
 
 }  // namespace devtensor
+
+#if DEVTENSOR_CPU_KERNEL_BODIES
+#include "devtensor/ops/cpu/matmul.hpp"
+
+namespace devtensor::ops {
+template <class T>
+void MatMul::cpu(const KernelContext& ctx) {
+  const auto& attrs = ctx.attr<Attrs>();
+  const Dims d = dims(attrs, ctx.input_shape(0), ctx.input_shape(1));
+  const T* a = ctx.input<T>(0);
+  const T* b = ctx.input<T>(1);
+  T* c = ctx.output<T>();
+  for (std::int64_t i = 0; i < d.batches; ++i)
+    cpu::gemm(attrs.transpose_a, attrs.transpose_b, d.m, d.n, d.k, a + i * d.m * d.k, b + i * d.k * d.n, c + i * d.m * d.n);
+}
+}  // namespace devtensor::ops
+#endif
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/matmul.hpp"
+
+namespace devtensor::ops {
+template <class T>
+void MatMul::cuda(const KernelContext& ctx) {
+  const auto& attrs = ctx.attr<Attrs>();
+  const Dims d = dims(attrs, ctx.input_shape(0), ctx.input_shape(1));
+  cuda::gemm(ctx.device, attrs.transpose_a, attrs.transpose_b, d.batches, d.m, d.n, d.k, ctx.input<T>(0), ctx.input<T>(1),
+             ctx.output<T>());
+}
+}  // namespace devtensor::ops
+#endif

@@ -14,7 +14,8 @@
 #include <string>
 #include <random>
 
-#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/run_op.hpp"
 
 namespace devtensor {
 
@@ -77,9 +78,44 @@ inline std::uint64_t next_seed() {
 }  // namespace detail
 
 
+namespace ops {
+
+/// Random values from a counter-based generator: element i of seed s is the same on every device.
+/// On TensorFlow's list of ops never pinned to the host.
+template <class Self, template <class> class Value>
+struct RandomOp : OpTable<FloatTypes, FloatTypes>, Builtin {
+  static constexpr bool never_pin_to_host = true;
+  struct Attrs {
+    Shape shape;
+    std::uint64_t seed = 0;
+    double p0 = 0;  // minval, or the mean
+    double p1 = 1;  // maxval, or the standard deviation
+  };
+  static const Shape& output_shape(const Attrs& attrs) noexcept { return attrs.shape; }
+  template <class T>
+  static void cpu(const KernelContext& ctx) {
+    const auto& a = ctx.attr<Attrs>();
+    const Value<T> value{a.seed, a.p0, a.p1};
+    T* o = ctx.output<T>();
+    for (std::int64_t i = 0, n = a.shape.num_elements(); i < n; ++i) o[i] = value(i);
+  }
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+struct RandomUniform : RandomOp<RandomUniform, detail::UniformValue> {
+  static constexpr std::string_view name = "RandomUniform";
+};
+struct RandomStandardNormal : RandomOp<RandomStandardNormal, detail::NormalValue> {
+  static constexpr std::string_view name = "RandomStandardNormal";
+};
+
+using RandomOps = TypeList<RandomUniform, RandomStandardNormal>;
+
+}  // namespace ops
+
 /// Uniform values in [minval, maxval). @throws InvalidArgumentError when minval >= maxval.
 template <Floating T>
-Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}) {
+Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}, const OpOptions& op_options = {}) {
   if (!std::isfinite(options.minval) || !std::isfinite(options.maxval) ||
       !std::isfinite(options.maxval - options.minval) ||
       std::fabs(options.minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
@@ -91,35 +127,30 @@ Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}) {
     throw InvalidArgumentError("Need minval < maxval: " + std::to_string(options.minval) + " >= " +
                                std::to_string(options.maxval) + " [Op:RandomUniform]");
   const std::uint64_t seed = options.seed.value_or(detail::next_seed());
-  const int device = op_detail::place<ops::RandomUniform, T>();
-  auto out = Tensor<T>::empty(shape, device, ops::RandomUniform::name);
-  T* o = out.mutable_data();
-  if (auto* body = op_detail::gpu_body<ops::RandomUniform, T>(out.device_info())) {
-    body(out.device_info(), o, shape.num_elements(), seed, options.minval, options.maxval);  // the CPU's values
-    return out;
-  }
-  const detail::UniformValue<T> value{seed, options.minval, options.maxval};
-  for (std::int64_t i = 0; i < shape.num_elements(); ++i) o[i] = value(i);
-  return out;
+  return run_op<ops::RandomUniform, T>(op_options, {shape, seed, options.minval, options.maxval});  // the same values on every device
 }
 
 /// Normal values (Box-Muller). @throws InvalidArgumentError for a negative stddev.
 template <Floating T>
-Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}) {
+Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const OpOptions& op_options = {}) {
   if (!(options.stddev >= 0.0))
     throw InvalidArgumentError("stddev must be >= 0, got " + std::to_string(options.stddev) +
                                " [Op:RandomStandardNormal]");
   const std::uint64_t seed = options.seed.value_or(detail::next_seed());
-  const int device = op_detail::place<ops::RandomStandardNormal, T>();
-  auto out = Tensor<T>::empty(shape, device, ops::RandomStandardNormal::name);
-  T* o = out.mutable_data();
-  if (auto* body = op_detail::gpu_body<ops::RandomStandardNormal, T>(out.device_info())) {
-    body(out.device_info(), o, shape.num_elements(), seed, options.mean, options.stddev);  // the CPU's, to rounding
-    return out;
-  }
-  const detail::NormalValue<T> value{seed, options.mean, options.stddev};
-  for (std::int64_t i = 0; i < shape.num_elements(); ++i) o[i] = value(i);
-  return out;
+  return run_op<ops::RandomStandardNormal, T>(op_options, {shape, seed, options.mean, options.stddev});  // the CPU's, to rounding
 }
 
 }  // namespace devtensor
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/kernels.cuh"
+
+namespace devtensor::ops {
+template <class Self, template <class> class Value>
+template <class T>
+void RandomOp<Self, Value>::cuda(const KernelContext& ctx) {
+  const auto& a = ctx.attr<Attrs>();
+  cuda::generate(ctx.device, ctx.output<T>(), a.shape.num_elements(), Value<T>{a.seed, a.p0, a.p1});
+}
+}  // namespace devtensor::ops
+#endif

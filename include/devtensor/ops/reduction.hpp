@@ -1,76 +1,125 @@
 #pragma once
 /// @file reduction.hpp
-/// @brief reduce_sum, reduce_mean, reduce_max over all axes, one axis or several, with keepdims.
+/// @brief The reductions, each defined once (ops/op_def.hpp): Sum, Mean and Max over every axis,
+/// one axis or several, with keepdims; reduce_sum, reduce_mean, reduce_max.
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "devtensor/autodiff/record.hpp"
-#include "devtensor/ops/cpu/reduce.hpp"
-#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/elementwise.hpp"
+#include "devtensor/ops/gradient_helpers.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/run_op.hpp"
+
+namespace devtensor::ops {
+
+/// A reduction over `Attrs::axes` (all when none; negative counts from the end).
+template <class Self, Reduction Kind>
+struct ReduceOp : OpTable<NumericTypes, NumericTypes>, Builtin {
+  static constexpr Reduction kind = Kind;
+  struct Attrs {
+    std::optional<std::vector<std::int64_t>> axes;
+    bool keepdims = false;
+  };
+  /// Which axes of `input` are reduced. @throws InvalidArgumentError for an axis out of range or
+  /// given twice.
+  static std::vector<bool> reduced(const Attrs& attrs, const Shape& input) {
+    std::vector<bool> reduce(input.rank(), !attrs.axes.has_value());
+    if (attrs.axes)
+      for (auto a : *attrs.axes) {
+        const std::size_t axis = input.axis(a, "Invalid reduction dimension: axis");
+        if (reduce[axis])
+          throw InvalidArgumentError("Axis " + std::to_string(a) + " specified more than once [Op:" + std::string(Self::name) + "]");
+        reduce[axis] = true;
+      }
+    return reduce;
+  }
+  /// The reduced axes in increasing order (what the gradients need).
+  static std::vector<std::int64_t> reduced_axes(const Attrs& attrs, const Shape& input) {
+    const auto reduce = reduced(attrs, input);
+    std::vector<std::int64_t> out;
+    for (std::size_t d = 0; d < reduce.size(); ++d)
+      if (reduce[d]) out.push_back(static_cast<std::int64_t>(d));
+    return out;
+  }
+  static Shape output_shape(const Attrs& attrs, const Shape& input) {
+    const auto reduce = reduced(attrs, input);
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < input.rank(); ++d) {
+      if (!reduce[d]) dims.push_back(input[d]);
+      else if (attrs.keepdims) dims.push_back(1);
+    }
+    return Shape(dims);
+  }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+struct Sum : ReduceOp<Sum, Reduction::sum> {
+  static constexpr std::string_view name = "Sum";
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    const auto& x = a.x[0];
+    return {broadcast_to(with_kept_dims(a.dy[0], x.shape(), reduced_axes(a.attrs, x.shape())), x.shape())};
+  }
+};
+/// The mean; integer types divide with truncation, as TensorFlow does, and the mean of nothing is
+/// NaN for floating types and 0 for integers (0 / 0, as TensorFlow and NumPy give it).
+struct Mean : ReduceOp<Mean, Reduction::mean> {
+  static constexpr std::string_view name = "Mean";
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    const auto& x = a.x[0];
+    const auto axes = reduced_axes(a.attrs, x.shape());
+    std::int64_t count = 1;
+    for (auto axis : axes) count *= x.shape()[static_cast<std::size_t>(axis)];
+    const auto spread = broadcast_to(with_kept_dims(a.dy[0], x.shape(), axes), x.shape());
+    return {div(spread, constant_like<T>(static_cast<T>(count)))};
+  }
+};
+struct Max : ReduceOp<Max, Reduction::max> {
+  static constexpr std::string_view name = "Max";
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // shared equally among the elements equal to the maximum
+    const auto& x = a.x[0];
+    const auto axes = reduced_axes(a.attrs, x.shape());
+    const auto selected = grad_ops::equal(x, with_kept_dims(a.y[0], x.shape(), axes));
+    const auto count = reduce_sum(selected, axes, /*keepdims=*/true);
+    return {mul(selected, div(with_kept_dims(a.dy[0], x.shape(), axes), count))};
+  }
+};
+
+using ReductionOps = TypeList<Sum, Mean, Max>;
+
+}  // namespace devtensor::ops
 
 namespace devtensor {
-namespace op_detail {
-
-template <class Op, Numeric T>
-Tensor<T> reduction(const Tensor<T>& t, const std::optional<std::vector<std::int64_t>>& axes,
-                    bool keepdims, ops::cpu::ReduceKind kind) {
-  require_defined_inputs(Op::name, t);
-  const Shape& shape = t.shape();
-  std::vector<bool> reduce(shape.rank(), !axes.has_value());
-  if (axes) {
-    for (auto a : *axes) {
-      const std::size_t axis = shape.axis(a, "Invalid reduction dimension: axis");
-      if (reduce[axis])
-        throw InvalidArgumentError("Axis " + std::to_string(a) + " specified more than once [Op:" +
-                                   std::string(Op::name) + "]");
-      reduce[axis] = true;
-    }
-  }
-  std::vector<std::int64_t> out_dims;
-  for (std::size_t d = 0; d < shape.rank(); ++d) {
-    if (!reduce[d]) out_dims.push_back(shape[d]);
-    else if (keepdims) out_dims.push_back(1);
-  }
-  const Shape out_shape(std::move(out_dims));
-  const int device = place<Op, T>(t);
-  const auto x = to_device(t, device, Op::name, 0);
-  auto out = Tensor<T>::empty(out_shape, device, Op::name);
-  if (auto* body = gpu_body<Op, T>(out.device_info())) {
-    body(out.device_info(), x.data(), shape, reduce, out.mutable_data());
-  } else {
-    ops::cpu::reduce(x.data(), shape, reduce, kind, out.mutable_data());
-  }
-  if (autodiff::tapes_active()) {
-    detail::OpAttrs attrs;
-    for (std::size_t d = 0; d < shape.rank(); ++d)
-      if (reduce[d]) attrs.list.push_back(static_cast<std::int64_t>(d));
-    autodiff::record<Op>(out, std::move(attrs), t);
-  }
-  return out;
-}
-
-}  // namespace op_detail
 
 /// Sum over every axis (axes = std::nullopt), the given axes (negative counts from the end), with
 /// reduced axes kept as size 1 when `keepdims`. @throws InvalidArgumentError for an axis out of
 /// range or given twice.
 template <Numeric T>
 Tensor<T> reduce_sum(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
-                     bool keepdims = false) {
-  return op_detail::reduction<ops::Sum>(t, axes, keepdims, ops::cpu::ReduceKind::sum);
+                     bool keepdims = false, const OpOptions& options = {}) {
+  return run_op<ops::Sum>(options, {std::move(axes), keepdims}, t);
 }
-/// The mean; integer types divide with truncation, as TensorFlow does.
+/// The mean; integer types divide with truncation, as TensorFlow does; the mean of nothing is NaN
+/// (floating types) or 0 (integers).
 template <Numeric T>
 Tensor<T> reduce_mean(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
-                      bool keepdims = false) {
-  return op_detail::reduction<ops::Mean>(t, axes, keepdims, ops::cpu::ReduceKind::mean);
+                      bool keepdims = false, const OpOptions& options = {}) {
+  return run_op<ops::Mean>(options, {std::move(axes), keepdims}, t);
 }
 template <Numeric T>
 Tensor<T> reduce_max(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
-                     bool keepdims = false) {
-  return op_detail::reduction<ops::Max>(t, axes, keepdims, ops::cpu::ReduceKind::max);
+                     bool keepdims = false, const OpOptions& options = {}) {
+  return run_op<ops::Max>(options, {std::move(axes), keepdims}, t);
 }
 template <Numeric T>
 Tensor<T> reduce_sum(const Tensor<T>& t, std::int64_t axis, bool keepdims = false) {
@@ -86,3 +135,28 @@ Tensor<T> reduce_max(const Tensor<T>& t, std::int64_t axis, bool keepdims = fals
 }
 
 }  // namespace devtensor
+
+#if DEVTENSOR_CPU_KERNEL_BODIES
+#include "devtensor/ops/cpu/reduce.hpp"
+
+namespace devtensor::ops {
+template <class Self, Reduction Kind>
+template <class T>
+void ReduceOp<Self, Kind>::cpu(const KernelContext& ctx) {
+  cpu::reduce(ctx.input<T>(0), ctx.input_shape(0), reduced(ctx.attr<Attrs>(), ctx.input_shape(0)), Kind, ctx.output<T>());
+}
+}  // namespace devtensor::ops
+#endif
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/reduce.cuh"
+
+namespace devtensor::ops {
+template <class Self, Reduction Kind>
+template <class T>
+void ReduceOp<Self, Kind>::cuda(const KernelContext& ctx) {
+  cuda::reduce(ctx.device, ctx.input<T>(0), ctx.input_shape(0), reduced(ctx.attr<Attrs>(), ctx.input_shape(0)), Kind,
+               ctx.output<T>(), Self::name);
+}
+}  // namespace devtensor::ops
+#endif

@@ -14,8 +14,52 @@
 #include "devtensor/core/log.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
+#include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/kernel_signatures.hpp"
+#include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/training_functors.hpp"
+
+namespace devtensor::ops {
+
+/// A variable's buffer (TensorFlow's VarHandleOp, placed like it): a real GPU holds variables when
+/// the program contains this body, the device copy of their initial value and assignments.
+struct VarHandleOp : KernelTable<AllTypes, AllTypes>, Builtin {
+  static constexpr std::string_view name = "VarHandleOp";
+  struct Attrs {};
+  template <class T>
+  using body = kernels::Assign<T>;
+  template <class T>
+  static void cuda(const kernels::Device& device, T* dst, const T* src, std::int64_t n);
+};
+
+/// A fused update (TensorFlow's training_ops), run on the variable's device: `Update<T>` is its
+/// per-element functor (ops/training_functors.hpp).
+template <template <class> class Update>
+struct UpdateOp : KernelTable<FloatTypes, FloatTypes>, Builtin {
+  struct Attrs {};
+  template <class T>
+  using body = void(const kernels::Device&, const Update<T>& update, std::int64_t n);
+  template <class T>
+  static void cuda(const kernels::Device& device, const Update<T>& update, std::int64_t n);
+};
+struct ApplyGradientDescent : UpdateOp<GradientDescentUpdate> {
+  static constexpr std::string_view name = "ResourceApplyGradientDescent";
+};
+struct ApplyKerasMomentum : UpdateOp<KerasMomentumUpdate> {
+  static constexpr std::string_view name = "ResourceApplyKerasMomentum";
+};
+struct ApplyAdam : UpdateOp<AdamUpdate> {
+  static constexpr std::string_view name = "ResourceApplyAdam";
+};
+/// fit's and evaluate's loss tracker: total += loss · batch size on the loss's device, one launch.
+struct AccumulateWeighted : UpdateOp<WeightedAccumulateUpdate> {
+  static constexpr std::string_view name = "AccumulateWeighted";
+};
+
+using TrainingOps = TypeList<VarHandleOp, ApplyGradientDescent, ApplyKerasMomentum, ApplyAdam, AccumulateWeighted>;
+
+}  // namespace devtensor::ops
 
 namespace devtensor::op_detail {
 
@@ -109,22 +153,30 @@ void run_update(const LogicalDeviceInfo& device, const Update& update, std::int6
                              [&update](std::int64_t begin, std::int64_t end) { cpu_update(update, begin, end); });
 }
 
-/// A tensor of `shape` on logical device `device`, every element `value` (an optimizer's slot).
+/// A tensor of `shape` on logical device `device`, every element `value` (an optimizer's slot):
+/// Fill's body there, without placement or a placement log line.
 template <Element T>
 Tensor<T> filled_on(int device, const Shape& shape, T value, std::string_view op) {
   auto out = Tensor<T>::empty(shape, device, op);
-  const std::int64_t n = out.num_elements();
-  if (out.host_memory()) {
-    T* o = out.mutable_data();
-    for (std::int64_t i = 0; i < n; ++i) o[i] = value;
-  } else if (auto* body = optional_gpu_body<ops::Fill, T>(out.device_info())) {
-    body(out.device_info(), out.mutable_data(), n, value);
-  } else {  // a real GPU without Fill's body (host-compiled program): from the host
-    const std::vector<T> values(static_cast<std::size_t>(n), value);
-    detail::copy_bytes(out.mutable_data(), out.device_info(), values.data(), detail::host_buffer_device(),
-                       values.size() * sizeof(T));
-  }
+  const ops::Fill::Attrs attrs{shape, ops::Scalar::of(value)};
+  run_body_on<ops::Fill, T, T>(attrs, {}, out);
   return out;
 }
 
 }  // namespace devtensor::op_detail
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/kernels.cuh"
+
+namespace devtensor::ops {
+template <class T>
+void VarHandleOp::cuda(const kernels::Device& device, T* dst, const T* src, std::int64_t n) {
+  cuda::copy(device, dst, src, n);
+}
+template <template <class> class Update>
+template <class T>
+void UpdateOp<Update>::cuda(const kernels::Device& device, const Update<T>& update, std::int64_t n) {
+  cuda::for_each_index(device, n, update);  // one launch of the functor the CPU loop runs
+}
+}  // namespace devtensor::ops
+#endif

@@ -24,12 +24,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "devtensor/autodiff/record.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/dispatch.hpp"
-#include "devtensor/ops/functors.hpp"
-#include "devtensor/ops/op_types.hpp"
+#include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/record.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -237,28 +236,15 @@ class LocalVariable final : public VariableImpl<T> {
   mutable std::mutex mutex_;  // guards value_
   Tensor<T> value_;
 
-  /// value = Op(value, delta) on the variable's device: Op's device body on a real GPU.
+  /// value = Op(value, delta) on the variable's device (Op's GPU body on a real GPU; staged
+  /// through the host in a program without it).
   template <class Op>
   void apply_elementwise(const Tensor<T>& delta, std::string_view op) {
     const Tensor<T> d = variable_copy(delta, device_, op);  // the delta on this device
     std::lock_guard lock(mutex_);
     auto next = Tensor<T>::empty(value_.shape(), device_, op);
-    const ops::Functor<Op> f;
-    if (next.host_memory()) {
-      const T* a = value_.data();
-      const T* b = d.data();
-      T* o = next.mutable_data();
-      for (std::int64_t i = 0, n = value_.num_elements(); i < n; ++i) o[i] = f(a[i], b[i]);
-    } else if (auto* body = op_detail::optional_gpu_body<Op, T>(next.device_info())) {
-      body(next.device_info(), value_.data(), value_.shape(), d.data(), d.shape(), next.mutable_data(), value_.shape());
-    } else {
-      // A real GPU in a program without Op's GPU body (host-compiled): staged through the host.
-      // Correct, not fast; link devtensor::cuda.
-      std::vector<T> a = value_.to_vector();
-      const std::vector<T> b = d.to_vector();
-      for (std::size_t i = 0; i < a.size(); ++i) a[i] = f(a[i], b[i]);
-      next = tensor_from_host(a, value_.shape(), device_, op);
-    }
+    const Tensor<T> inputs[2] = {value_, d};
+    op_detail::run_body_on<Op, T, T>({}, inputs, next);
     value_ = std::move(next);
   }
 };

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <set>
+#include <string>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/op_list.hpp"
 #include "devtensor_test.hpp"
 
 namespace dt = devtensor;
@@ -33,9 +36,23 @@ double loss_value(const Fn& f, const std::vector<Tensor>& inputs, const Tensor& 
   return dt::reduce_sum(dt::mul(f(inputs), weights)).item();
 }
 
-/// Compares the tape's gradient of L with central differences for every input element.
+/// The op types whose gradients a check below compared with finite differences.
+std::set<std::string>& checked_ops() {
+  static std::set<std::string> ops;
+  return ops;
+}
+
+/// Compares the tape's gradient of L with central differences for every input element. `name` is
+/// the TensorFlow op type(s) it checks, then what it checks after a colon: "AddV2",
+/// "Mul, AddV2: x*x + x".
 void check_gradient(const std::string& name, const Fn& f, std::vector<Tensor> inputs, double tol = 1e-6,
                     double eps = 1e-6) {
+  const std::string ops = name.substr(0, name.find(':'));
+  for (std::size_t begin = 0; begin < ops.size();) {
+    const std::size_t end = ops.find(", ", begin);
+    checked_ops().insert(ops.substr(begin, end - begin));
+    begin = end == std::string::npos ? ops.size() : end + 2;
+  }
   BOOST_TEST_CONTEXT(name) {
     const Tensor probe = f(inputs);
     const Tensor weights = random_tensor(probe.shape(), 99, 0.5, 1.5);
@@ -69,11 +86,15 @@ void check_gradient(const std::string& name, const Fn& f, std::vector<Tensor> in
   }
 }
 
-Fn unary(Tensor (*op)(const Tensor&)) {
-  return [op](const std::vector<Tensor>& x) { return op(x[0]); };
+// The public op functions, whose last parameter is TensorFlow's `name=`.
+using UnaryFn = Tensor (*)(const Tensor&, const dt::OpOptions&);
+using BinaryFn = Tensor (*)(const Tensor&, const Tensor&, const dt::OpOptions&);
+
+Fn unary(UnaryFn op) {
+  return [op](const std::vector<Tensor>& x) { return op(x[0], {}); };
 }
-Fn binary(Tensor (*op)(const Tensor&, const Tensor&)) {
-  return [op](const std::vector<Tensor>& x) { return op(x[0], x[1]); };
+Fn binary(BinaryFn op) {
+  return [op](const std::vector<Tensor>& x) { return op(x[0], x[1], {}); };
 }
 
 }  // namespace
@@ -87,36 +108,36 @@ BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
       {dt::Shape({2, 1, 3}), dt::Shape({4, 1})}};
   unsigned seed = 1;
   for (const auto& [sa, sb] : shapes) {
-    check_gradient("add", binary(&dt::add<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
-    check_gradient("sub", binary(&dt::sub<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
-    check_gradient("mul", binary(&dt::mul<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
-    check_gradient("div", binary(&dt::div<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1, 0.5, 2.0)});
+    check_gradient("AddV2", binary(&dt::add<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
+    check_gradient("Sub", binary(&dt::sub<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
+    check_gradient("Mul", binary(&dt::mul<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
+    check_gradient("RealDiv", binary(&dt::div<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1, 0.5, 2.0)});
     // Inputs from disjoint ranges never tie; ties are tested separately.
-    check_gradient("maximum", binary(&dt::maximum<double>), {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
-    check_gradient("minimum", binary(&dt::minimum<double>), {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
+    check_gradient("Maximum", binary(&dt::maximum<double>), {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
+    check_gradient("Minimum", binary(&dt::minimum<double>), {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
     seed += 2;
   }
 }
 
 BOOST_AUTO_TEST_CASE(unary_ops) {
   const dt::Shape s({3, 4});
-  check_gradient("neg", unary(&dt::neg<double>), {random_tensor(s, 3)});
-  check_gradient("abs", unary(&dt::abs<double>), {random_tensor(s, 4)});
-  check_gradient("square", unary(&dt::square<double>), {random_tensor(s, 5)});
-  check_gradient("sqrt", unary(&dt::sqrt<double>), {random_tensor(s, 6, 0.5, 3.0)});
-  check_gradient("exp", unary(&dt::exp<double>), {random_tensor(s, 7)});
-  check_gradient("log", unary(&dt::log<double>), {random_tensor(s, 8, 0.5, 3.0)});
-  check_gradient("relu", unary(&dt::relu<double>), {random_tensor(s, 9)});
-  check_gradient("sigmoid", unary(&dt::sigmoid<double>), {random_tensor(s, 10)});
-  check_gradient("tanh", unary(&dt::tanh<double>), {random_tensor(s, 11)});
-  check_gradient("identity", unary(&dt::identity<double>), {random_tensor(s, 12)});
+  check_gradient("Neg", unary(&dt::neg<double>), {random_tensor(s, 3)});
+  check_gradient("Abs", unary(&dt::abs<double>), {random_tensor(s, 4)});
+  check_gradient("Square", unary(&dt::square<double>), {random_tensor(s, 5)});
+  check_gradient("Sqrt", unary(&dt::sqrt<double>), {random_tensor(s, 6, 0.5, 3.0)});
+  check_gradient("Exp", unary(&dt::exp<double>), {random_tensor(s, 7)});
+  check_gradient("Log", unary(&dt::log<double>), {random_tensor(s, 8, 0.5, 3.0)});
+  check_gradient("Relu", unary(&dt::relu<double>), {random_tensor(s, 9)});
+  check_gradient("Sigmoid", unary(&dt::sigmoid<double>), {random_tensor(s, 10)});
+  check_gradient("Tanh", unary(&dt::tanh<double>), {random_tensor(s, 11)});
+  check_gradient("Identity", unary(&dt::identity<double>), {random_tensor(s, 12)});
 }
 
 BOOST_AUTO_TEST_CASE(add_n_and_a_tensor_used_twice) {
   const dt::Shape s({2, 3});
-  check_gradient("add_n", [](const std::vector<Tensor>& x) { return dt::add_n(std::vector{x[0], x[1], x[2], x[0]}); },
+  check_gradient("AddN", [](const std::vector<Tensor>& x) { return dt::add_n(std::vector{x[0], x[1], x[2], x[0]}); },
                  {random_tensor(s, 1), random_tensor(s, 2), random_tensor(s, 3)});
-  check_gradient("x*x + x", [](const std::vector<Tensor>& x) { return dt::add(dt::mul(x[0], x[0]), x[0]); },
+  check_gradient("Mul, AddV2: x*x + x", [](const std::vector<Tensor>& x) { return dt::add(dt::mul(x[0], x[0]), x[0]); },
                  {random_tensor(s, 4)});
 }
 
@@ -125,12 +146,12 @@ BOOST_AUTO_TEST_CASE(matmul_every_transpose_and_batches) {
     for (bool tb : {false, true}) {
       const dt::Shape sa = ta ? dt::Shape({4, 3}) : dt::Shape({3, 4});
       const dt::Shape sb = tb ? dt::Shape({2, 4}) : dt::Shape({4, 2});
-      check_gradient("matmul ta=" + std::to_string(ta) + " tb=" + std::to_string(tb),
+      check_gradient("MatMul: ta=" + std::to_string(ta) + " tb=" + std::to_string(tb),
                      [ta, tb](const std::vector<Tensor>& x) { return dt::matmul(x[0], x[1], ta, tb); },
                      {random_tensor(sa, 20), random_tensor(sb, 21)});
       const dt::Shape ba = ta ? dt::Shape({2, 4, 3}) : dt::Shape({2, 3, 4});
       const dt::Shape bb = tb ? dt::Shape({2, 2, 4}) : dt::Shape({2, 4, 2});
-      check_gradient("batched matmul", [ta, tb](const std::vector<Tensor>& x) { return dt::matmul(x[0], x[1], ta, tb); },
+      check_gradient("MatMul: batched", [ta, tb](const std::vector<Tensor>& x) { return dt::matmul(x[0], x[1], ta, tb); },
                      {random_tensor(ba, 22), random_tensor(bb, 23)});
     }
 }
@@ -140,64 +161,85 @@ BOOST_AUTO_TEST_CASE(reductions_over_axes_with_and_without_keepdims) {
   using Axes = std::optional<std::vector<std::int64_t>>;
   for (const Axes& axes : {Axes{}, Axes{{0}}, Axes{{-1}}, Axes{{0, 2}}, Axes{{1}}})
     for (bool keep : {false, true}) {
-      check_gradient("reduce_sum", [=](const std::vector<Tensor>& x) { return dt::reduce_sum(x[0], axes, keep); },
+      check_gradient("Sum", [=](const std::vector<Tensor>& x) { return dt::reduce_sum(x[0], axes, keep); },
                      {random_tensor(s, 30)});
-      check_gradient("reduce_mean", [=](const std::vector<Tensor>& x) { return dt::reduce_mean(x[0], axes, keep); },
+      check_gradient("Mean", [=](const std::vector<Tensor>& x) { return dt::reduce_mean(x[0], axes, keep); },
                      {random_tensor(s, 31)});
-      check_gradient("reduce_max", [=](const std::vector<Tensor>& x) { return dt::reduce_max(x[0], axes, keep); },
+      check_gradient("Max", [=](const std::vector<Tensor>& x) { return dt::reduce_max(x[0], axes, keep); },
                      {random_tensor(s, 32)});
     }
 }
 
 BOOST_AUTO_TEST_CASE(shape_and_data_movement_ops) {
-  check_gradient("reshape", [](const std::vector<Tensor>& x) { return dt::reshape(x[0], {3, -1}); },
+  check_gradient("Reshape", [](const std::vector<Tensor>& x) { return dt::reshape(x[0], {3, -1}); },
                  {random_tensor(dt::Shape({2, 3, 2}), 40)});
-  check_gradient("transpose", [](const std::vector<Tensor>& x) { return dt::transpose(x[0], {2, 0, 1}); },
+  check_gradient("Transpose", [](const std::vector<Tensor>& x) { return dt::transpose(x[0], {2, 0, 1}); },
                  {random_tensor(dt::Shape({2, 3, 4}), 41)});
-  check_gradient("concat", [](const std::vector<Tensor>& x) { return dt::concat(std::vector{x[0], x[1]}, 1); },
+  check_gradient("ConcatV2", [](const std::vector<Tensor>& x) { return dt::concat(std::vector{x[0], x[1]}, 1); },
                  {random_tensor(dt::Shape({2, 3}), 42), random_tensor(dt::Shape({2, 1}), 43)});
-  check_gradient("split, second piece only",
+  check_gradient("SplitV: second piece only",
                  [](const std::vector<Tensor>& x) { return dt::split(x[0], std::vector<std::int64_t>{1, 3}, 1)[1]; },
                  {random_tensor(dt::Shape({2, 4}), 44)});
-  check_gradient("split, both pieces",
+  check_gradient("SplitV: both pieces",
                  [](const std::vector<Tensor>& x) {
                    auto parts = dt::split(x[0], 2, 0);
                    return dt::mul(parts[0], parts[1]);
                  },
                  {random_tensor(dt::Shape({4, 3}), 45)});
-  check_gradient("slice", [](const std::vector<Tensor>& x) { return dt::slice(x[0], {1, 0, 2}, {1, -1, 2}); },
+  check_gradient("Slice", [](const std::vector<Tensor>& x) { return dt::slice(x[0], {1, 0, 2}, {1, -1, 2}); },
                  {random_tensor(dt::Shape({3, 2, 4}), 46)});
-  check_gradient("pad", [](const std::vector<Tensor>& x) { return dt::pad(x[0], {{1, 0}, {2, 1}}); },
+  check_gradient("Pad", [](const std::vector<Tensor>& x) { return dt::pad(x[0], {{1, 0}, {2, 1}}); },
                  {random_tensor(dt::Shape({2, 3}), 47)});
-  check_gradient("broadcast_to", [](const std::vector<Tensor>& x) { return dt::broadcast_to(x[0], dt::Shape({2, 3, 4})); },
+  check_gradient("BroadcastTo", [](const std::vector<Tensor>& x) { return dt::broadcast_to(x[0], dt::Shape({2, 3, 4})); },
                  {random_tensor(dt::Shape({3, 1}), 48)});
 }
 
 BOOST_AUTO_TEST_CASE(cast_between_float_and_double_passes_the_gradient_through) {
-  check_gradient("cast round trip",
+  check_gradient("Cast: round trip",
                  [](const std::vector<Tensor>& x) { return dt::cast<double>(dt::mul(dt::cast<float>(x[0]), dt::cast<float>(x[0]))); },
                  {random_tensor(dt::Shape({5}), 50)}, 1e-3, 1e-2);  // float resolution: a wide step
-  check_gradient("Tensor::cast",
+  check_gradient("Cast: by Tensor::cast",
                  [](const std::vector<Tensor>& x) { return x[0].cast<float>().cast<double>(); },
                  {random_tensor(dt::Shape({5}), 51)}, 1e-3, 1e-2);
 }
 
 BOOST_AUTO_TEST_CASE(gradient_kernels_have_gradients_for_second_derivatives) {
   // d/dx of (d/dx f) against finite differences of the first derivative.
-  const auto first_derivative = [](Tensor (*f)(const Tensor&)) {
+  const auto first_derivative = [](UnaryFn f) {
     return [f](const std::vector<Tensor>& x) {
       dt::GradientTape inner;
       inner.watch(x[0]);
-      const Tensor y = f(x[0]);
+      const Tensor y = f(x[0], {});
       return inner.gradient(y, x[0]);
     };
   };
   const dt::Shape s({6});
-  check_gradient("d2 sigmoid", first_derivative(&dt::sigmoid<double>), {random_tensor(s, 60)}, 1e-5);
-  check_gradient("d2 tanh", first_derivative(&dt::tanh<double>), {random_tensor(s, 61)}, 1e-5);
-  check_gradient("d2 sqrt", first_derivative(&dt::sqrt<double>), {random_tensor(s, 62, 0.5, 2.0)}, 1e-5);
-  check_gradient("d2 relu", first_derivative(&dt::relu<double>), {random_tensor(s, 63)}, 1e-5);
-  check_gradient("d2 exp", first_derivative(&dt::exp<double>), {random_tensor(s, 64)}, 1e-5);
+  check_gradient("SigmoidGrad: d2 sigmoid", first_derivative(&dt::sigmoid<double>), {random_tensor(s, 60)}, 1e-5);
+  check_gradient("TanhGrad: d2 tanh", first_derivative(&dt::tanh<double>), {random_tensor(s, 61)}, 1e-5);
+  check_gradient("SqrtGrad: d2 sqrt", first_derivative(&dt::sqrt<double>), {random_tensor(s, 62, 0.5, 2.0)}, 1e-5);
+  check_gradient("ReluGrad: d2 relu", first_derivative(&dt::relu<double>), {random_tensor(s, 63)}, 1e-5);
+  check_gradient("Exp: d2 exp", first_derivative(&dt::exp<double>), {random_tensor(s, 64)}, 1e-5);
+}
+
+// Runs after the checks above (and brings them into a filtered run): every op of the op list that
+// GradientTape can differentiate had its gradient checked.
+BOOST_AUTO_TEST_CASE(every_differentiable_op_has_its_gradient_checked,
+                     *boost::unit_test::depends_on("gradient_check/binary_ops_with_broadcasting") *
+                         boost::unit_test::depends_on("gradient_check/unary_ops") *
+                         boost::unit_test::depends_on("gradient_check/add_n_and_a_tensor_used_twice") *
+                         boost::unit_test::depends_on("gradient_check/matmul_every_transpose_and_batches") *
+                         boost::unit_test::depends_on("gradient_check/reductions_over_axes_with_and_without_keepdims") *
+                         boost::unit_test::depends_on("gradient_check/shape_and_data_movement_ops") *
+                         boost::unit_test::depends_on("gradient_check/cast_between_float_and_double_passes_the_gradient_through") *
+                         boost::unit_test::depends_on("gradient_check/gradient_kernels_have_gradients_for_second_derivatives")) {
+  int differentiable = 0;
+  dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() {
+    if constexpr (dt::autodiff_detail::has_gradient_v<Op>) {
+      ++differentiable;
+      BOOST_TEST(checked_ops().contains(std::string(Op::name)), Op::name << " has a gradient that no check compares");
+    }
+  });
+  BOOST_TEST(differentiable >= 30);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include <devtensor/devtensor.hpp>
+#include <devtensor/ops/op_list.hpp>
 
 namespace dt = devtensor;
 
@@ -37,20 +38,15 @@ template <class Op>
 std::string row() {
   return "| `" + std::string(Op::name) + "` | " + cell<Op, float>() + " | " + cell<Op, double>() + " | " +
          cell<Op, std::int32_t>() + " | " + cell<Op, std::int64_t>() + " | " + cell<Op, bool>() + " | " +
-         gpu_body<Op>() + " | " + (dt::has_gradient(Op::name) ? "yes" : "–") + " |\n";
+         gpu_body<Op>() + " | " + (dt::autodiff_detail::has_gradient_v<Op> ? "yes" : "–") + " |\n";
 }
 
-template <class... Ops>
-std::string rows() {
-  return (row<Ops>() + ...);
-}
 
 std::string generate() {
-  namespace o = dt::ops;
   std::string out =
       "# Op support\n\n"
-      "Generated from the kernel tables in `include/devtensor/ops/op_types.hpp` by\n"
-      "`tests/unit/ops/op_support_doc.cpp`; a test fails when this file is out of date.\n\n"
+      "Generated from the op definitions (`include/devtensor/ops/`, listed in `ops/op_list.hpp`)\n"
+      "by `tests/unit/ops/op_support_doc.cpp`; a test fails when this file is out of date.\n\n"
       "Which element types have a kernel on which device type. **CPU**: always compiled, inline.\n"
       "**GPU**: the op declares a GPU kernel (simulated GPUs follow this, running the CPU body).\n"
       "**GPU body**: where a real GPU's body comes from: **devtensor::cuda**: compiled once per\n"
@@ -65,13 +61,7 @@ std::string generate() {
       "GreaterEqual and Equal are piecewise constant and are not recorded.\n\n"
       "| op | float32 | float64 | int32 | int64 | bool | GPU body | gradient |\n"
       "|---|---|---|---|---|---|---|---|\n";
-  out += rows<o::EagerConst, o::Fill, o::Range, o::Add, o::Sub, o::Mul, o::RealDiv, o::FloorDiv, o::Maximum,
-              o::Minimum, o::Neg, o::Abs, o::Square, o::Sqrt, o::Exp, o::Log, o::Relu, o::Sigmoid, o::Tanh,
-              o::AddN, o::MatMul, o::Sum, o::Mean, o::Max, o::Reshape, o::Transpose, o::ConcatV2, o::Split,
-              o::Slice, o::Identity, o::BroadcastTo, o::Pad, o::Cast, o::RandomUniform,
-              o::RandomStandardNormal, o::ReluGrad, o::SigmoidGrad, o::TanhGrad, o::SqrtGrad,
-              o::GreaterEqual, o::Equal, o::VarHandleOp, o::ApplyGradientDescent, o::ApplyKerasMomentum,
-              o::ApplyAdam, o::AccumulateWeighted>();
+  dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() { out += row<Op>(); });
   return out;
 }
 

@@ -21,14 +21,12 @@ constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
 
 std::atomic<int> fake_add_calls{0};
 /// AddV2's GPU body as the fake GPU runs it: its "device memory" is host memory.
-void fake_gpu_add(const dt::LogicalDeviceInfo& device, const float* a, const dt::Shape& as, const float* b,
-                  const dt::Shape& bs, float* out, const dt::Shape& os) {
-  BOOST_TEST(device.full_name == kGpu0);
+void fake_gpu_add(const dt::ops::KernelContext& ctx) {
+  BOOST_TEST(ctx.device.full_name == kGpu0);
   ++fake_add_calls;
-  dt::ops::cpu::binary(a, as, b, bs, out, os, dt::ops::Functor<dt::ops::Add>{});
+  dt::ops::Add::cpu<float>(ctx);
 }
-void other_gpu_add(const dt::LogicalDeviceInfo&, const float*, const dt::Shape&, const float*, const dt::Shape&,
-                   float*, const dt::Shape&) {}
+void other_gpu_add(const dt::ops::KernelContext&) {}
 
 /// Registers fake_gpu_add for one test and removes it afterwards.
 struct RegisteredFakeAdd {

@@ -11,11 +11,12 @@
 
 #include "devtensor/backend/cpu/parallel.hpp"
 #include "devtensor/core/arith.hpp"
+#include "devtensor/ops/kernel_context.hpp"
 #include "devtensor/tensor/shape.hpp"
 
 namespace devtensor::ops::cpu {
 
-enum class ReduceKind { sum, mean, max };
+using ReduceKind = ops::Reduction;
 
 /// The accumulator: double for floating types (accuracy), the type itself for integers (sums wrap
 /// modulo 2^N, core/arith.hpp).

@@ -2,43 +2,35 @@
 /// @file record.hpp
 /// @brief What ops tell GradientTape: the recording half of reverse-mode autodiff.
 ///
-/// Every differentiable op calls `autodiff::record<Op>(output, attrs, inputs...)` after it ran. With no
-/// tape alive on the calling thread that is one thread-local test. Otherwise each active tape that
-/// watches one of the inputs appends the op (name, inputs, outputs, attributes) to its record and
-/// starts watching the outputs. The gradient functions are looked up by op name only when
-/// GradientTape::gradient runs (autodiff/gradients.hpp), so this header knows no op.
-/// Integer and bool tensors are never recorded: they have no gradient, as in TensorFlow.
+/// run_op records every floating-point op it runs while a tape is alive on the calling thread
+/// (with none, that is one thread-local test): each active tape that watches one of the inputs
+/// appends the op (its type, inputs, outputs, attributes) to its record and starts watching the
+/// outputs. A record names its op by type (`OpKind`, one object per op type), and the tape finds
+/// the gradient there when it differentiates (autodiff/gradient_tape.hpp), so this header knows
+/// no op. Integer and bool tensors are never recorded: they have no gradient, as in TensorFlow.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
+#include "devtensor/ops/op_def.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
 namespace detail {
 
-enum class DType : std::uint8_t { float32, float64, int32, int64, boolean };
-
-template <Element T>
-constexpr DType dtype_of() noexcept {
-  if constexpr (std::same_as<T, float>) return DType::float32;
-  else if constexpr (std::same_as<T, double>) return DType::float64;
-  else if constexpr (std::same_as<T, std::int32_t>) return DType::int32;
-  else if constexpr (std::same_as<T, std::int64_t>) return DType::int64;
-  else return DType::boolean;
-}
-
 /// A recorded tensor without its element type: enough to rebuild the typed handle, identity
 /// included.
 struct TapeTensor {
   std::uint64_t id = 0;
-  DType dtype = DType::float32;
+  DType dtype = DType::DT_FLOAT;
   Shape shape;
   std::shared_ptr<TensorStorage> storage;
 
@@ -51,29 +43,44 @@ struct TapeTensor {
 
 template <Element T>
 TapeTensor tape_tensor(const Tensor<T>& t) {
-  return {t.id(), dtype_of<T>(), t.shape(), t.storage()};
+  return {t.id(), dtype_enum<T>(), t.shape(), t.storage()};
 }
 
-/// The attributes a gradient needs beyond inputs and outputs.
-struct OpAttrs {
-  std::vector<std::int64_t> list{};  // reduced axes, a permutation, slice begin, paddings
-  std::int64_t axis = 0;           // concat / split axis
-  bool transpose_a = false;
-  bool transpose_b = false;
+struct OpRecord;
+/// A gradient: the outputs' gradients in, one gradient per input out (undefined: none).
+using ErasedGradient = std::vector<TapeTensor>(const OpRecord&, const std::vector<TapeTensor>& dy);
+
+/// An op type at run time: its TensorFlow name and, for devtensor's own ops, the gradient that
+/// GradientTape installs from the op's definition the first time it differentiates (found by the
+/// op's type, one load, not by its name).
+struct OpKind {
+  std::string_view name;
+  std::atomic<ErasedGradient*> gradient{nullptr};
 };
+/// The one OpKind of op type Op.
+template <class Op>
+inline constinit OpKind op_kind{Op::name};
 
 /// A user-supplied backward function (autodiff::record_operation): output gradients in, one
 /// gradient per input out (undefined for "no gradient").
 using CustomBackward = std::function<std::vector<TapeTensor>(const std::vector<TapeTensor>&)>;
 
 struct OpRecord {
-  std::string_view op;  // a static name (ops' `name`) or one kept alive in `custom_name`
+  std::string_view op;                 // the op's name (static, or kept alive in custom_name)
+  const OpKind* kind = nullptr;        // devtensor's ops: their type (GradientTape finds the gradient)
+  ErasedGradient* gradient = nullptr;  // users' ops defined as data: their gradient, when they have one
+  std::shared_ptr<const void> attrs;   // the op's Attrs (its gradient knows their type)
   std::vector<TapeTensor> inputs;
   std::vector<TapeTensor> outputs;
-  OpAttrs attrs;
-  CustomBackward backward;
+  CustomBackward backward;             // autodiff::record_operation
   std::string custom_name;
   bool has_custom_backward = false;
+
+  template <class Attrs>
+  [[nodiscard]] const Attrs& attributes() const noexcept {
+    static const Attrs defaults{};
+    return attrs ? *static_cast<const Attrs*>(attrs.get()) : defaults;
+  }
 };
 
 /// One GradientTape's state; GradientTape owns it and the thread's stack points at it.
@@ -107,6 +114,23 @@ inline void record_on_tapes(std::shared_ptr<const OpRecord> record) {
   }
 }
 
+}  // namespace detail
+
+namespace ops {
+/// A variable's read (TensorFlow's ReadVariableOp): recorded, never run as a kernel; its gradient
+/// passes the read's gradient to the variable.
+struct ReadVariableOp : Builtin {
+  static constexpr std::string_view name = "ReadVariableOp";
+  struct Attrs {};
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {a.dy[0]}; }
+};
+/// The ops only tapes see.
+using TapeOnlyOps = TypeList<ReadVariableOp>;
+}  // namespace ops
+
+namespace detail {
+
 /// A variable was read: tapes that watch accessed variables start watching its handle when it is
 /// trainable; then the read is recorded as ReadVariableOp (handle -> value).
 inline void record_variable_read(const TapeTensor& handle, const TapeTensor& value, bool trainable) {
@@ -118,7 +142,8 @@ inline void record_variable_read(const TapeTensor& handle, const TapeTensor& val
   }
   if (!any) return;
   auto record = std::make_shared<OpRecord>();
-  record->op = "ReadVariableOp";
+  record->op = ops::ReadVariableOp::name;
+  record->kind = &op_kind<ops::ReadVariableOp>;
   record->inputs = {handle};
   record->outputs = {value};
   record_on_tapes(std::move(record));
@@ -131,41 +156,6 @@ namespace autodiff {
 /// True while a tape on this thread could record (one thread-local test).
 [[nodiscard]] inline bool tapes_active() noexcept { return !detail::active_tapes().empty(); }
 
-/// Records op `Op` with its outputs and inputs on the tapes that watch an input. Only floating-point
-/// ops are recorded.
-template <class Op, Element T, Element... In>
-void record(const std::vector<Tensor<T>>& outputs, detail::OpAttrs attrs, const Tensor<In>&... inputs) {
-  if constexpr (Floating<T>) {
-    if (!tapes_active()) return;
-    auto r = std::make_shared<detail::OpRecord>();
-    r->op = Op::name;
-    r->inputs = {detail::tape_tensor(inputs)...};
-    for (const auto& out : outputs) r->outputs.push_back(detail::tape_tensor(out));
-    r->attrs = std::move(attrs);
-    detail::record_on_tapes(std::move(r));
-  }
-}
-template <class Op, Element T, Element... In>
-void record(const Tensor<T>& output, detail::OpAttrs attrs, const Tensor<In>&... inputs) {
-  if constexpr (Floating<T>) {
-    if (!tapes_active()) return;
-    record<Op>(std::vector<Tensor<T>>{output}, std::move(attrs), inputs...);
-  }
-}
-/// Ops with a list of inputs (add_n, concat).
-template <class Op, Element T>
-void record_list(const Tensor<T>& output, detail::OpAttrs attrs, const std::vector<Tensor<T>>& inputs) {
-  if constexpr (Floating<T>) {
-    if (!tapes_active()) return;
-    auto r = std::make_shared<detail::OpRecord>();
-    r->op = Op::name;
-    for (const auto& in : inputs) r->inputs.push_back(detail::tape_tensor(in));
-    r->outputs = {detail::tape_tensor(output)};
-    r->attrs = std::move(attrs);
-    detail::record_on_tapes(std::move(r));
-  }
-}
-
 /// The gradient of a user op: output gradients in, one gradient per input out (an undefined
 /// Tensor for an input without one).
 template <Floating T>
@@ -173,7 +163,8 @@ using BackwardFunction = std::function<std::vector<Tensor<T>>(const std::vector<
 
 /// Records a user-defined op (TensorFlow's `tape.record_operation`): `backward` turns the outputs'
 /// gradients into the inputs'. Without `backward`, GradientTape::gradient reports that the op has no
-/// gradient when the op lies on the path it differentiates.
+/// gradient when the op lies on the path it differentiates. (An op defined as data and run with
+/// run_op is recorded by run_op, with the gradient of its definition.)
 template <Floating T>
 void record_operation(std::string_view op_name, const std::vector<Tensor<T>>& inputs,
                       const std::vector<Tensor<T>>& outputs, BackwardFunction<T> backward = {}) {

@@ -1,0 +1,516 @@
+#pragma once
+/// @file elementwise.hpp
+/// @brief The elementwise ops, each defined once (ops/op_def.hpp): unary math, binary math with
+/// NumPy broadcasting, integer floor division, the gradient kernels and comparison masks, add_n;
+/// then their public functions and operators; then their CPU and CUDA bodies.
+///
+/// An elementwise op is its scalar function: the family bases UnaryOp and BinaryOp make the CPU
+/// loop (ops/cpu/elementwise.hpp: vectorised, threaded above 256 Ki elements) and the CUDA kernel
+/// (ops/cuda/kernels.cuh) from it, so CPU and GPU compute the same thing by construction. Integer
+/// add, sub, mul, neg, abs and square wrap modulo 2^N (core/arith.hpp says why).
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/arith.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/gradient_helpers.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/run_op.hpp"
+
+namespace devtensor::ops {
+
+/// Elementwise unary ops: out[i] = Self{}(in[i]), same shape.
+template <class Self, class Types>
+struct UnaryOp : OpTable<Types, Types> {
+  struct Attrs {};
+  static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+/// Elementwise binary ops: out = Self{}(a, b) with NumPy broadcasting.
+template <class Self, class Types>
+struct BinaryOp : OpTable<Types, Types> {
+  struct Attrs {};
+  static Shape output_shape(const Attrs&, const Shape& a, const Shape& b) { return broadcast_shapes(a, b, Self::name); }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+struct ReluGrad;
+struct SigmoidGrad;
+struct TanhGrad;
+struct SqrtGrad;
+struct GreaterEqual;
+struct Equal;
+
+// --- unary --------------------------------------------------------------------------------------
+
+struct Neg : UnaryOp<Neg, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Neg";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return arith::neg(x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {neg(a.dy[0])}; }
+};
+struct Abs : UnaryOp<Abs, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Abs";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return arith::abs(x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // dy · sign(x), sign(0) = 0
+    const auto zero = constant_like<T>(T{0});
+    return {mul(a.dy[0], sub(run_op<GreaterEqual>({}, a.x[0], zero), run_op<GreaterEqual>({}, zero, a.x[0])))};
+  }
+};
+struct Square : UnaryOp<Square, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Square";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return arith::mul(x, x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {mul(a.dy[0], mul(a.x[0], constant_like<T>(T{2})))}; }
+};
+struct Sqrt : UnaryOp<Sqrt, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "Sqrt";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<SqrtGrad>({}, a.y[0], a.dy[0])}; }
+};
+struct Exp : UnaryOp<Exp, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "Exp";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {mul(a.dy[0], a.y[0])}; }
+};
+struct Log : UnaryOp<Log, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "Log";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::log(x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {div(a.dy[0], a.x[0])}; }
+};
+struct Relu : UnaryOp<Relu, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Relu";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return x > T{0} ? x : T{0}; }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<ReluGrad>({}, a.dy[0], a.y[0])}; }
+};
+struct Sigmoid : UnaryOp<Sigmoid, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "Sigmoid";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return T{1} / (T{1} + std::exp(-x)); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<SigmoidGrad>({}, a.y[0], a.dy[0])}; }
+};
+struct Tanh : UnaryOp<Tanh, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "Tanh";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::tanh(x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<TanhGrad>({}, a.y[0], a.dy[0])}; }
+};
+
+// --- binary -------------------------------------------------------------------------------------
+
+struct Add : BinaryOp<Add, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "AddV2";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::add(x, y); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {unbroadcast(a.dy[0], a.x[0].shape()), unbroadcast(a.dy[0], a.x[1].shape())};
+  }
+};
+struct Sub : BinaryOp<Sub, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Sub";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::sub(x, y); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {unbroadcast(a.dy[0], a.x[0].shape()), unbroadcast(neg(a.dy[0]), a.x[1].shape())};
+  }
+};
+struct Mul : BinaryOp<Mul, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Mul";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::mul(x, y); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {unbroadcast(mul(a.dy[0], a.x[1]), a.x[0].shape()), unbroadcast(mul(a.x[0], a.dy[0]), a.x[1].shape())};
+  }
+};
+struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "RealDiv";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x / y; }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // d(x/z)/dz = -(x/z)/z
+    return {unbroadcast(div(a.dy[0], a.x[1]), a.x[0].shape()),
+            unbroadcast(neg(mul(a.dy[0], div(a.y[0], a.x[1]))), a.x[1].shape())};
+  }
+};
+struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Maximum";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x > y ? x : y; }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // ties send the gradient to the first input
+    const auto to_first = mul(a.dy[0], run_op<GreaterEqual>({}, a.x[0], a.x[1]));
+    return {unbroadcast(to_first, a.x[0].shape()), unbroadcast(sub(a.dy[0], to_first), a.x[1].shape())};
+  }
+};
+struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Minimum";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x < y ? x : y; }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    const auto to_first = mul(a.dy[0], run_op<GreaterEqual>({}, a.x[1], a.x[0]));
+    return {unbroadcast(to_first, a.x[0].shape()), unbroadcast(sub(a.dy[0], to_first), a.x[1].shape())};
+  }
+};
+/// Python's floor division for integers (INT_MIN // -1 wraps to INT_MIN, as NumPy gives). A zero
+/// divisor raises InvalidArgumentError after the kernel ran (its outputs are then discarded).
+struct FloorDiv : BinaryOp<FloorDiv, IntegerTypes>, Builtin {
+  static constexpr std::string_view name = "FloorDiv";
+  /// The scalar function; a zero divisor gives 0 and raises the flag the body reads (a host flag
+  /// on the CPU, device memory on a GPU; every writer stores 1, so the race is benign).
+  template <class Flag>
+  struct Functor {
+    Flag* by_zero;
+    template <class T>
+    DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+      if (y == 0) {
+        *by_zero = 1;
+        return T{0};
+      }
+      return arith::floor_div(x, y);
+    }
+  };
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+  [[noreturn]] static void throw_by_zero() { throw InvalidArgumentError("Integer division by zero [Op:FloorDiv]"); }
+};
+
+// --- gradient kernels and masks (GradientTape's backward pass, as TensorFlow names them) ---------
+
+/// dy where the ReLU's input (or output) is positive, else 0; inputs (dy, features).
+struct ReluGrad : BinaryOp<ReluGrad, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "ReluGrad";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return y > T{0} ? x : T{0}; }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // linear in dy, flat in the features
+    return {run_op<ReluGrad>({}, a.dy[0], a.x[1]), zeros<T>(a.x[1].shape())};
+  }
+};
+/// dy · y · (1 − y) for y = sigmoid(x); inputs (y, dy).
+struct SigmoidGrad : BinaryOp<SigmoidGrad, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "SigmoidGrad";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return y * x * (T{1} - x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // out = g·s·(1 − s); inputs (s, g)
+    const auto& s = a.x[0];
+    const auto& g = a.x[1];
+    const auto one_minus_2s = sub(constant_like<T>(T{1}), mul(constant_like<T>(T{2}), s));
+    return {mul(mul(a.dy[0], g), one_minus_2s), run_op<SigmoidGrad>({}, s, a.dy[0])};
+  }
+};
+/// dy · (1 − y²) for y = tanh(x); inputs (y, dy).
+struct TanhGrad : BinaryOp<TanhGrad, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "TanhGrad";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return y * (T{1} - x * x); }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // out = g·(1 − t²); inputs (t, g)
+    const auto& t = a.x[0];
+    const auto& g = a.x[1];
+    return {neg(mul(mul(a.dy[0], g), mul(constant_like<T>(T{2}), t))), run_op<TanhGrad>({}, t, a.dy[0])};
+  }
+};
+/// dy / (2 y) for y = sqrt(x); inputs (y, dy).
+struct SqrtGrad : BinaryOp<SqrtGrad, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "SqrtGrad";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return T{0.5} * y / x; }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // out = g / (2r); inputs (r, g)
+    const auto& r = a.x[0];
+    return {neg(mul(a.dy[0], div(a.y[0], r))), run_op<SqrtGrad>({}, r, a.dy[0])};
+  }
+};
+/// 1 where a >= b, else 0, in the inputs' type (piecewise constant: never recorded).
+struct GreaterEqual : BinaryOp<GreaterEqual, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "GreaterEqual";
+  static constexpr bool differentiable = false;
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x >= y ? T{1} : T{0}; }
+};
+/// 1 where a == b, else 0, in the inputs' type (never recorded).
+struct Equal : BinaryOp<Equal, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "Equal";
+  static constexpr bool differentiable = false;
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x == y ? T{1} : T{0}; }
+};
+
+// --- add_n --------------------------------------------------------------------------------------
+
+/// The elementwise sum of a list of same-shaped tensors.
+struct AddN : OpTable<NumericTypes, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "AddN";
+  struct Attrs {};
+  static Shape output_shape(const Attrs&, std::span<const Shape> inputs) {
+    if (inputs.empty()) throw InvalidArgumentError("add_n needs at least one input [Op:AddN]");
+    for (std::size_t i = 1; i < inputs.size(); ++i)
+      if (inputs[i] != inputs[0])
+        throw InvalidArgumentError("Shapes of all inputs must match: values[0].shape = " + inputs[0].to_string() +
+                                   " != values[" + std::to_string(i) + "].shape = " + inputs[i].to_string() +
+                                   " [Op:AddN]");
+    return inputs[0];
+  }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return Grads<T>(a.x.size(), a.dy[0]); }
+};
+
+/// The elementwise family, in the op list's order.
+using ElementwiseOps = TypeList<Neg, Abs, Square, Sqrt, Exp, Log, Relu, Sigmoid, Tanh, Add, Sub, Mul, RealDiv, FloorDiv,
+                                Maximum, Minimum, AddN, ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, GreaterEqual, Equal>;
+
+}  // namespace devtensor::ops
+
+// --- the public functions -----------------------------------------------------------------------
+
+namespace devtensor {
+
+/// a + b with broadcasting (TensorFlow's AddV2).
+template <Numeric T>
+Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
+  return run_op<ops::Add>(options, {}, a, b);
+}
+template <Numeric T>
+Tensor<T> sub(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
+  return run_op<ops::Sub>(options, {}, a, b);
+}
+template <Numeric T>
+Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
+  return run_op<ops::Mul>(options, {}, a, b);
+}
+/// a / b: true division for floating types (RealDiv), floor division for integers (FloorDiv, as
+/// Python's //; INT_MIN // -1 wraps to INT_MIN). @throws InvalidArgumentError on integer division
+/// by zero.
+template <Numeric T>
+Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
+  if constexpr (std::is_floating_point_v<T>) return run_op<ops::RealDiv>(options, {}, a, b);
+  else return run_op<ops::FloorDiv>(options, {}, a, b);
+}
+template <Numeric T>
+Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
+  return run_op<ops::Maximum>(options, {}, a, b);
+}
+template <Numeric T>
+Tensor<T> minimum(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
+  return run_op<ops::Minimum>(options, {}, a, b);
+}
+
+// Explicit-tag forms: `add(devtensor::gpu, a, b)` (static CPU fallback, see with_kernel_device).
+template <DeviceTag Tag, Numeric T>
+Tensor<T> add(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
+  return with_kernel_device<ops::Add, Tag, T>(tag, [&] { return add(a, b); });
+}
+template <DeviceTag Tag, Numeric T>
+Tensor<T> sub(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
+  return with_kernel_device<ops::Sub, Tag, T>(tag, [&] { return sub(a, b); });
+}
+template <DeviceTag Tag, Numeric T>
+Tensor<T> mul(Tag tag, const Tensor<T>& a, const Tensor<T>& b) {
+  return with_kernel_device<ops::Mul, Tag, T>(tag, [&] { return mul(a, b); });
+}
+
+template <Numeric T>
+Tensor<T> neg(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Neg>(options, {}, a);
+}
+template <Numeric T>
+Tensor<T> abs(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Abs>(options, {}, a);
+}
+template <Numeric T>
+Tensor<T> square(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Square>(options, {}, a);
+}
+template <Floating T>
+Tensor<T> sqrt(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Sqrt>(options, {}, a);
+}
+template <Floating T>
+Tensor<T> exp(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Exp>(options, {}, a);
+}
+template <Floating T>
+Tensor<T> log(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Log>(options, {}, a);
+}
+template <Numeric T>
+Tensor<T> relu(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Relu>(options, {}, a);
+}
+template <Floating T>
+Tensor<T> sigmoid(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Sigmoid>(options, {}, a);
+}
+template <Floating T>
+Tensor<T> tanh(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Tanh>(options, {}, a);
+}
+/// The elementwise sum of same-shaped tensors (TensorFlow's AddN).
+/// @throws InvalidArgumentError for no inputs or shapes that differ.
+template <Numeric T>
+Tensor<T> add_n(const std::vector<Tensor<T>>& inputs, const OpOptions& options = {}) {
+  return run_op_list<ops::AddN>({}, inputs, options);
+}
+template <DeviceTag Tag, Numeric T>
+Tensor<T> add_n(Tag tag, const std::vector<Tensor<T>>& inputs) {
+  return with_kernel_device<ops::AddN, Tag, T>(tag, [&] { return add_n(inputs); });
+}
+
+/// The kernels gradients use that are not user ops: recorded (ReluGrad, SigmoidGrad, TanhGrad,
+/// SqrtGrad, so that nested tapes give second derivatives) or piecewise constant (the masks).
+namespace grad_ops {
+/// dy where the ReLU's input (or output) is positive, else 0.
+template <Numeric T>
+Tensor<T> relu_grad(const Tensor<T>& dy, const Tensor<T>& features) {
+  return run_op<ops::ReluGrad>({}, dy, features);
+}
+/// dy · y · (1 − y) for y = sigmoid(x).
+template <Floating T>
+Tensor<T> sigmoid_grad(const Tensor<T>& y, const Tensor<T>& dy) {
+  return run_op<ops::SigmoidGrad>({}, y, dy);
+}
+/// dy · (1 − y²) for y = tanh(x).
+template <Floating T>
+Tensor<T> tanh_grad(const Tensor<T>& y, const Tensor<T>& dy) {
+  return run_op<ops::TanhGrad>({}, y, dy);
+}
+/// dy / (2 y) for y = sqrt(x).
+template <Floating T>
+Tensor<T> sqrt_grad(const Tensor<T>& y, const Tensor<T>& dy) {
+  return run_op<ops::SqrtGrad>({}, y, dy);
+}
+/// 1 where a >= b, else 0 (broadcasting).
+template <Numeric T>
+Tensor<T> greater_equal(const Tensor<T>& a, const Tensor<T>& b) {
+  return run_op<ops::GreaterEqual>({}, a, b);
+}
+/// 1 where a == b, else 0 (broadcasting).
+template <Numeric T>
+Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
+  return run_op<ops::Equal>({}, a, b);
+}
+}  // namespace grad_ops
+
+}  // namespace devtensor
+
+// --- the CPU bodies -----------------------------------------------------------------------------
+
+#if DEVTENSOR_CPU_KERNEL_BODIES
+#include "devtensor/backend/cpu/parallel.hpp"
+#include "devtensor/ops/cpu/elementwise.hpp"
+
+namespace devtensor::ops {
+
+template <class Self, class Types>
+template <class T>
+void UnaryOp<Self, Types>::cpu(const KernelContext& ctx) {
+  cpu::unary(ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), Self{});
+}
+template <class Self, class Types>
+template <class T>
+void BinaryOp<Self, Types>::cpu(const KernelContext& ctx) {
+  cpu::binary(ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
+              ctx.output_shape(), Self{});
+}
+template <class T>
+void FloorDiv::cpu(const KernelContext& ctx) {
+  std::atomic<int> by_zero{0};  // set from the CPU kernel's threads
+  cpu::binary(ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
+              ctx.output_shape(), Functor<std::atomic<int>>{&by_zero});
+  if (by_zero.load() != 0) throw_by_zero();
+}
+template <class T>
+void AddN::cpu(const KernelContext& ctx) {
+  T* o = ctx.output<T>();
+  const std::int64_t n = ctx.output_shape().num_elements();
+  backend::cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t begin, std::int64_t end) {
+    const T* first = ctx.input<T>(0);
+    for (std::int64_t i = begin; i < end; ++i) o[i] = first[i];
+    for (std::size_t k = 1; k < ctx.inputs.size(); ++k) {
+      const T* x = ctx.input<T>(k);
+      for (std::int64_t i = begin; i < end; ++i) o[i] = arith::add(o[i], x[i]);
+    }
+  });
+}
+
+}  // namespace devtensor::ops
+#endif
+
+// --- the CUDA bodies (compiled by src/devtensor_cuda.cu) -----------------------------------------
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/kernels.cuh"
+
+namespace devtensor::ops {
+
+template <class Self, class Types>
+template <class T>
+void UnaryOp<Self, Types>::cuda(const KernelContext& ctx) {
+  cuda::map(ctx.device, ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), Self{});
+}
+template <class Self, class Types>
+template <class T>
+void BinaryOp<Self, Types>::cuda(const KernelContext& ctx) {
+  cuda::zip(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
+            ctx.output_shape(), Self::name, Self{});
+}
+template <class T>
+void FloorDiv::cuda(const KernelContext& ctx) {
+  // The kernel raises a flag in device memory, read back (a synchronisation) only here.
+  auto flag = Tensor<std::int32_t>::empty(Shape{}, ctx.device.logical_index, name);
+  const std::int32_t zero = 0;
+  detail::copy_bytes(flag.mutable_data(), ctx.device, &zero, detail::host_buffer_device(), sizeof zero);
+  cuda::zip(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
+            ctx.output_shape(), name, Functor<int>{flag.mutable_data()});
+  if (flag.item() != 0) throw_by_zero();
+}
+template <class T>
+void AddN::cuda(const KernelContext& ctx) {
+  std::vector<const T*> pointers;
+  pointers.reserve(ctx.inputs.size());
+  for (std::size_t k = 0; k < ctx.inputs.size(); ++k) pointers.push_back(ctx.input<T>(k));
+  cuda::sum_into(ctx.device, ctx.output<T>(), pointers.data(), pointers.size(), ctx.output_shape().num_elements());
+}
+
+}  // namespace devtensor::ops
+#endif

@@ -1,0 +1,43 @@
+#pragma once
+/// @file gradient_helpers.hpp
+/// @brief What the ops' gradients share (their definitions call these). Gradients follow
+/// TensorFlow's (math_grad.py, array_grad.py, nn_grad.py) and are written with devtensor's own ops,
+/// found by argument-dependent lookup when a gradient is instantiated, so they run wherever those
+/// ops are placed and are themselves differentiable (nested tapes give higher derivatives).
+
+#include <cstdint>
+#include <vector>
+
+#include "devtensor/tensor/shape.hpp"
+#include "devtensor/tensor/tensor.hpp"
+
+namespace devtensor::ops {
+
+/// Sums `g` over the axes along which a tensor of `shape` was broadcast to g's shape.
+template <Floating T>
+Tensor<T> unbroadcast(const Tensor<T>& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  std::vector<std::int64_t> axes;
+  const std::size_t lead = g.rank() - shape.rank();
+  for (std::size_t d = 0; d < g.rank(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(static_cast<std::int64_t>(d));
+  const Tensor<T> summed = axes.empty() ? g : reduce_sum(g, axes);
+  return reshape(summed, shape.dims_vector());
+}
+
+/// `dy` of a reduction reshaped so that it broadcasts against the input (reduced axes as 1).
+template <Floating T>
+Tensor<T> with_kept_dims(const Tensor<T>& dy, const Shape& input, const std::vector<std::int64_t>& axes) {
+  std::vector<std::int64_t> dims = input.dims_vector();
+  for (auto a : axes) dims[static_cast<std::size_t>(a)] = 1;
+  return reshape(dy, dims);
+}
+
+/// A scalar the backward pass needs (2 in d(x²), the count in d(mean)): made by Fill on the device
+/// the gradient runs on, not copied from the host, so a step on a GPU has no host→device copy.
+template <Floating T>
+Tensor<T> constant_like(T value) {
+  return fill<T>(Shape{}, value);
+}
+
+}  // namespace devtensor::ops

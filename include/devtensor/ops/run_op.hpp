@@ -1,0 +1,296 @@
+#pragma once
+/// @file run_op.hpp
+/// @brief run_op: the one path every op defined as data takes (ops/op_def.hpp), devtensor's own
+/// and users' alike:
+///   1. the shape function (which also validates the attributes: errors before anything runs);
+///   2. placement: the DeviceScope request, soft placement, small-integer pinning, the log line
+///      (or a device chosen already: run_op_on);
+///   3. inputs copied to that device under the device policy;
+///   4. outputs allocated from the device's allocator (views share the input's buffer instead);
+///   5. the body: the registry's GPU body on a real GPU, the CPU body on CPUs and simulated GPUs;
+///   6. the record on active GradientTapes (floating-point ops), with the op's attributes.
+///
+///     Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) { return run_op<ops::Add>({}, a, b); }
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/kernel_context.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/record.hpp"
+#include "devtensor/ops/registry.hpp"
+
+namespace devtensor {
+
+namespace op_detail {
+
+/// Runs Op's CPU body for T on host copies of the inputs and copies the outputs back: a real GPU
+/// whose program lacks Op's GPU body (a host-compiled program's variables live in GPU memory,
+/// and work on them is not placed). Correct, not fast; link devtensor::cuda.
+template <class Op, Element Out, Element T>
+void run_staged(const ops::KernelContext& ctx) {
+  const auto& host = detail::host_buffer_device();
+  std::vector<std::unique_ptr<T[]>> in_host;  // not std::vector<bool>: bodies read through T*
+  std::vector<std::unique_ptr<Out[]>> out_host;
+  std::vector<ops::KernelTensor> ins, outs;
+  for (const auto& in : ctx.inputs) {
+    const auto n = static_cast<std::size_t>(in.shape->num_elements());
+    auto& buffer = in_host.emplace_back(new T[n]);
+    detail::copy_bytes(buffer.get(), host, in.data, ctx.device, n * sizeof(T));
+    ins.push_back({buffer.get(), in.shape});
+  }
+  for (const auto& out : ctx.outputs) {
+    auto& buffer = out_host.emplace_back(new Out[static_cast<std::size_t>(out.shape->num_elements())]);
+    outs.push_back({buffer.get(), out.shape});
+  }
+  Op::template cpu<T>({host, ctx.attrs, ins, outs});
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    detail::copy_bytes(ctx.outputs[i].data, ctx.device, outs[i].data, host,
+                       static_cast<std::size_t>(outs[i].shape->num_elements()) * sizeof(Out));
+}
+
+/// Runs Op's body for T on ctx.device: the registered GPU body on a real GPU (the placer chooses
+/// one only when the program contains the body; work that is not placed stages through the host
+/// without it), the CPU body on CPUs and on simulated GPUs, whose buffers are host memory. A
+/// GPU-only op on a simulated GPU runs a registered CPU body.
+template <class Op, Element Out, Element T>
+void run_body(const ops::KernelContext& ctx) {
+  if constexpr (has_kernel_v<Op, gpu_t, T>) {
+    if (!ctx.device.host_memory()) {
+      if (auto* body = registered_kernel<Op, gpu_t, T>()) [[likely]] {
+        body(ctx);
+        return;
+      }
+      if constexpr (has_kernel_v<Op, cpu_t, T>) {
+        run_staged<Op, Out, T>(ctx);
+        return;
+      } else {
+        throw InternalError(std::string(Op::name) + " has no GPU body in this program for " + ctx.device.full_name +
+                            " and no CPU body to stage through the host: link devtensor::cuda");
+      }
+    }
+  }
+  if constexpr (has_kernel_v<Op, cpu_t, T>) {
+    Op::template cpu<T>(ctx);
+  } else {
+    kernel_for<Op, T>(ctx.device)(ctx);  // a GPU-only op on a simulated GPU: its host body, or why none
+  }
+}
+
+/// Runs Op's body over tensors that exist already, on the output's device: work that is not
+/// placed (a variable's updates run where it lives). No placement, no copies, no record.
+template <class Op, Element Out, Element T>
+void run_body_on(const typename Op::Attrs& attrs, std::span<const Tensor<T>> inputs, const Tensor<Out>& output) {
+  std::vector<ops::KernelTensor> ins;
+  ins.reserve(inputs.size());
+  for (const auto& t : inputs) ins.push_back({t.mutable_data(), &t.shape()});
+  const ops::KernelTensor outs[1] = {{output.mutable_data(), &output.shape()}};
+  if (output.num_elements() > 0) run_body<Op, Out, T>({output.device_info(), &attrs, ins, outs});
+}
+
+/// Op's gradient, type-erased for the tape: the typed tensors rebuilt, the op's attributes, the
+/// gradient from its definition (float or double by the output's type).
+template <class Op, Floating T>
+std::vector<detail::TapeTensor> typed_gradient(const detail::OpRecord& r, const std::vector<detail::TapeTensor>& dy) {
+  std::vector<Tensor<T>> x, y, g;
+  x.reserve(r.inputs.size());
+  for (const auto& t : r.inputs) x.push_back(t.as<T>());
+  for (const auto& t : r.outputs) y.push_back(t.as<T>());
+  for (const auto& t : dy) g.push_back(t.as<T>());
+  const ops::GradArgs<T, typename Op::Attrs> args{x, y, g, r.attributes<typename Op::Attrs>()};
+  std::vector<detail::TapeTensor> out;
+  for (const auto& d : Op::template gradient<T>(args)) out.push_back(d.defined() ? detail::tape_tensor(d) : detail::TapeTensor{});
+  return out;
+}
+template <class Op>
+std::vector<detail::TapeTensor> erased_gradient(const detail::OpRecord& r, const std::vector<detail::TapeTensor>& dy) {
+  if (r.outputs.at(0).dtype == DType::DT_DOUBLE) {
+    if constexpr (ops::HasGradient<Op, double>) return typed_gradient<Op, double>(r, dy);
+  } else {
+    if constexpr (ops::HasGradient<Op, float>) return typed_gradient<Op, float>(r, dy);
+  }
+  throw InternalError("No gradient of " + std::string(Op::name) + " for this element type");
+}
+
+/// Op's gradient for the tape, or nullptr: its own erased form (ops whose inputs and outputs
+/// differ in type, such as Cast), else the typed one from its definition.
+template <class Op>
+constexpr detail::ErasedGradient* gradient_of() noexcept {
+  if constexpr (requires { &Op::erased_gradient; }) return &Op::erased_gradient;
+  else if constexpr (ops::HasGradient<Op, float> || ops::HasGradient<Op, double>) return &erased_gradient<Op>;
+  else return nullptr;
+}
+
+/// Records a run of Op on the tapes that watch one of its inputs.
+template <class Op, Element Out, Element T>
+void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs, std::span<const Tensor<Out>> outputs) {
+  if constexpr (Floating<Out> && ops::differentiable<Op>()) {
+    if (inputs.empty() || !autodiff::tapes_active()) return;  // nothing to differentiate with respect to
+    auto r = std::make_shared<detail::OpRecord>();
+    r->op = Op::name;
+    r->kind = &detail::op_kind<Op>;
+    if constexpr (!std::derived_from<Op, ops::Builtin>) r->gradient = gradient_of<Op>();
+    if constexpr (!std::is_empty_v<typename Op::Attrs>) r->attrs = std::make_shared<typename Op::Attrs>(attrs);
+    r->inputs.reserve(inputs.size());
+    for (const auto* in : inputs) r->inputs.push_back(detail::tape_tensor(*in));
+    for (const auto& out : outputs) r->outputs.push_back(detail::tape_tensor(out));
+    detail::record_on_tapes(std::move(r));
+  }
+}
+
+/// Steps 3 to 6 for inputs of one element type on `device`.
+template <class Op, Element Out, Element T>
+std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, int device, std::span<const Tensor<T>* const> inputs,
+                                 std::span<const Shape> shapes) {
+  std::vector<Tensor<T>> local;
+  local.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) local.push_back(to_device(*inputs[i], device, Op::name, static_cast<int>(i)));
+  std::vector<Tensor<Out>> outputs;
+  outputs.reserve(shapes.size());
+  for (const auto& shape : shapes) outputs.push_back(Tensor<Out>::empty(shape, device, Op::name));
+  bool work = false;
+  for (const auto& o : outputs) work = work || o.num_elements() > 0;
+  if (work) {  // an op with only empty outputs has nothing to compute
+    std::vector<ops::KernelTensor> ins, outs;
+    ins.reserve(local.size());
+    for (const auto& t : local) ins.push_back({t.mutable_data(), &t.shape()});
+    for (const auto& t : outputs) outs.push_back({t.mutable_data(), &t.shape()});
+    run_body<Op, Out, T>({outputs.front().device_info(), &attrs, ins, outs});
+  }
+  record<Op, Out, T>(attrs, inputs, outputs);
+  return outputs;
+}
+
+/// The same for a fixed number of inputs and one output, without heap work beyond the output.
+template <class Op, Element Out, Element T, std::size_t N>
+Tensor<Out> execute_one(const typename Op::Attrs& attrs, int device, const std::array<const Tensor<T>*, N>& inputs,
+                        const Shape& shape) {
+  const auto local = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<Tensor<T>, N>{to_device(*inputs[I], device, Op::name, static_cast<int>(I))...};
+  }(std::make_index_sequence<N>{});
+  Tensor<Out> out;
+  if constexpr (requires { requires Op::is_view; }) {
+    static_assert(N == 1 && std::is_same_v<Out, T>, "a view has one input of the output's type");
+    out = Tensor<Out>(local[0].storage(), shape);  // the input's buffer, a new tensor value
+  } else {
+    out = Tensor<Out>::empty(shape, device, Op::name);
+    if (out.num_elements() > 0) {
+      std::array<ops::KernelTensor, N> ins;
+      if constexpr (N > 0)
+        for (std::size_t i = 0; i < N; ++i) ins[i] = {local[i].mutable_data(), &local[i].shape()};
+      const ops::KernelTensor outs[1] = {{out.mutable_data(), &out.shape()}};
+      run_body<Op, Out, T>({out.device_info(), &attrs, ins, outs});
+    }
+  }
+  record<Op, Out, T>(attrs, inputs, std::span<const Tensor<Out>>(&out, 1));
+  return out;
+}
+
+template <class Out, class T>
+using output_t = std::conditional_t<std::is_void_v<Out>, T, Out>;
+
+}  // namespace op_detail
+
+/// Runs op `Op` on its inputs (tensors of one element type T) and returns its one output, of
+/// element type `Out` (T unless given: Cast). @throws what the shape function, the placer, the
+/// allocator or the body throw (InvalidArgumentError, ResourceExhaustedError, ...).
+template <class Op, class Out = void, Element T, class... Rest>
+  requires(std::same_as<Rest, Tensor<T>> && ...)
+Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, const Tensor<T>& first, const Rest&... rest) {
+  using O = op_detail::output_t<Out, T>;
+  const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i]->defined()) [[unlikely]]
+      throw_undefined_input(Op::name, i);
+  const auto shape = Op::output_shape(attrs, first.shape(), rest.shape()...);
+  const int device = place_op(kernel_support<Op, T>, small_host_int_inputs(first, rest...));
+  return op_detail::execute_one<Op, O, T>(attrs, device, inputs, shape);
+}
+/// The same with TensorFlow's `name=` (kept for graph mode; eager ops ignore it).
+template <class Op, class Out = void, Element T, class... Rest>
+  requires(std::same_as<Rest, Tensor<T>> && ...)
+Tensor<op_detail::output_t<Out, T>> run_op(const OpOptions&, const typename Op::Attrs& attrs, const Tensor<T>& first,
+                                           const Rest&... rest) {
+  return run_op<Op, Out>(attrs, first, rest...);
+}
+
+/// An op without tensor inputs (Fill, Range, the random ops): the element type is given.
+template <class Op, Element T>
+Tensor<T> run_op(const typename Op::Attrs& attrs) {
+  const auto shape = Op::output_shape(attrs);
+  const int device = place_op(kernel_support<Op, T>);
+  return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, shape);
+}
+template <class Op, Element T>
+Tensor<T> run_op(const OpOptions&, const typename Op::Attrs& attrs) {
+  return run_op<Op, T>(attrs);
+}
+
+/// An op over a list of inputs (AddN, ConcatV2): the shape function gets their shapes.
+template <class Op, Element T>
+Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values, const OpOptions& = {}) {
+  require_defined_inputs(Op::name, values);
+  std::vector<Shape> shapes;
+  shapes.reserve(values.size());
+  bool small = !values.empty();
+  for (const auto& v : values) {
+    shapes.push_back(v.shape());
+    small = small && small_host_int_inputs(v);
+  }
+  const Shape shape = Op::output_shape(attrs, std::span<const Shape>(shapes));
+  const int device = place_op(kernel_support<Op, T>, small);
+  std::vector<const Tensor<T>*> inputs;
+  inputs.reserve(values.size());
+  for (const auto& v : values) inputs.push_back(&v);
+  return op_detail::execute<Op, T, T>(attrs, device, inputs, std::span<const Shape>(&shape, 1)).front();
+}
+
+/// An op with several outputs (SplitV): the shape function returns their shapes.
+template <class Op, Element T>
+std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Tensor<T>& input, const OpOptions& = {}) {
+  require_defined_inputs(Op::name, input);
+  const std::vector<Shape> shapes = Op::output_shapes(attrs, input.shape());
+  const int device = place_op(kernel_support<Op, T>, small_host_int_inputs(input));
+  const Tensor<T>* inputs[1] = {&input};
+  return op_detail::execute<Op, T, T>(attrs, device, inputs, shapes);
+}
+
+/// Runs Op on a device already chosen (a variable's device, a graph node's assignment): no
+/// placement and no log line; inputs are copied there under the device policy.
+template <class Op, class Out = void, Element T, class... Rest>
+  requires(std::same_as<Rest, Tensor<T>> && ...)
+Tensor<op_detail::output_t<Out, T>> run_op_on(int device, const typename Op::Attrs& attrs, const Tensor<T>& first,
+                                              const Rest&... rest) {
+  using O = op_detail::output_t<Out, T>;
+  const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i]->defined()) [[unlikely]]
+      throw_undefined_input(Op::name, i);
+  return op_detail::execute_one<Op, O, T>(attrs, device, inputs, Op::output_shape(attrs, first.shape(), rest.shape()...));
+}
+template <class Op, Element T>
+Tensor<T> run_op_on(int device, const typename Op::Attrs& attrs) {
+  return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, Op::output_shape(attrs));
+}
+template <class Op, Element T>
+Tensor<T> run_op_list_on(int device, const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values) {
+  require_defined_inputs(Op::name, values);
+  std::vector<Shape> shapes;
+  for (const auto& v : values) shapes.push_back(v.shape());
+  const Shape shape = Op::output_shape(attrs, std::span<const Shape>(shapes));
+  std::vector<const Tensor<T>*> inputs;
+  for (const auto& v : values) inputs.push_back(&v);
+  return op_detail::execute<Op, T, T>(attrs, device, inputs, std::span<const Shape>(&shape, 1)).front();
+}
+
+}  // namespace devtensor
