@@ -125,6 +125,21 @@ struct Tanh : UnaryOp<Tanh, FloatTypes>, Builtin {
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<TanhGrad>({}, a.y[0], a.dy[0])}; }
 };
 
+/// log(e^x + 1) as TensorFlow computes it: x itself above −(log ε + 2), e^x below log ε + 2,
+/// log1p(e^x) between.
+struct Softplus : UnaryOp<Softplus, FloatTypes>, Builtin {
+  static constexpr std::string_view name = "Softplus";
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    const T threshold = std::is_same_v<T, float> ? T(-13.942385152878742) : T(-34.04365338911715);  // log(ε) + 2
+    if (x > -threshold) return x;
+    if (x < threshold) return std::exp(x);
+    return std::log1p(std::exp(x));
+  }
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {mul(a.dy[0], sigmoid(a.x[0]))}; }
+};
+
 // --- binary -------------------------------------------------------------------------------------
 
 struct Add : BinaryOp<Add, NumericTypes>, Builtin {
@@ -296,7 +311,7 @@ struct AddN : OpTable<NumericTypes, NumericTypes>, Builtin {
 };
 
 /// The elementwise family, in the op list's order.
-using ElementwiseOps = TypeList<Neg, Abs, Square, Sqrt, Exp, Log, Relu, Sigmoid, Tanh, Add, Sub, Mul, RealDiv, FloorDiv,
+using ElementwiseOps = TypeList<Neg, Abs, Square, Sqrt, Exp, Log, Relu, Sigmoid, Tanh, Softplus, Add, Sub, Mul, RealDiv, FloorDiv,
                                 Maximum, Minimum, AddN, ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, GreaterEqual, Equal>;
 
 }  // namespace devtensor::ops
@@ -385,6 +400,12 @@ template <Floating T>
 Tensor<T> tanh(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Tanh>(options, {}, a);
 }
+/// log(e^x + 1), TensorFlow's tf.math.softplus.
+template <Floating T>
+Tensor<T> softplus(const Tensor<T>& a, const OpOptions& options = {}) {
+  return run_op<ops::Softplus>(options, {}, a);
+}
+
 /// The elementwise sum of same-shaped tensors (TensorFlow's AddN).
 /// @throws InvalidArgumentError for no inputs or shapes that differ.
 template <Numeric T>

@@ -130,6 +130,7 @@ BOOST_AUTO_TEST_CASE(unary_ops) {
   check_gradient("Relu", unary(&dt::relu<double>), {random_tensor(s, 9)});
   check_gradient("Sigmoid", unary(&dt::sigmoid<double>), {random_tensor(s, 10)});
   check_gradient("Tanh", unary(&dt::tanh<double>), {random_tensor(s, 11)});
+  check_gradient("Softplus", unary(&dt::softplus<double>), {random_tensor(s, 13, -20.0, 20.0)});
   check_gradient("Identity", unary(&dt::identity<double>), {random_tensor(s, 12)});
 }
 

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -179,6 +180,55 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(unary_ops, T, FloatTypes) {
   BOOST_TEST(dt::relu(y).to_vector() == (std::vector<T>{0, 0, 2}), boost::test_tools::per_element());
   BOOST_TEST(dt::relu(dt::constant<std::int64_t>({-3, 4})).to_vector() == (std::vector<std::int64_t>{0, 4}),
              boost::test_tools::per_element());
+}
+
+// TensorFlow 2.21's values, printed by tests/reference/softplus.py: its thresholds (x itself, or
+// e^x, near the ends) and log1p(e^x) between; the gradient is sigmoid(x). TensorFlow's CPU
+// kernels flush subnormal results to zero (softplus(-100) in float32); devtensor keeps them.
+BOOST_AUTO_TEST_CASE_TEMPLATE(softplus_matches_tensorflow, T, FloatTypes) {
+  const std::vector<T> x{-100, -40, -20, -14, -13, -1, T(-1e-3), 0, T(1e-3), T(0.5), 1, 13, 14, 20, 40, 100};
+  std::vector<double> want, want_gradient;
+  if constexpr (std::is_same_v<T, float>) {
+    want = {0.0, 4.24835413113866e-18, 2.06115369216775e-09, 8.315287232107949e-07, 2.260326937175705e-06,
+            0.3132616877555847, 0.6926472783088684, 0.6931471824645996, 0.6936473250389099, 0.9740769267082214,
+            1.31326162815094, 13.000001907348633, 14.0, 20.0, 40.0, 100.0};
+    want_gradient = {0.0, 4.248354544728966e-18, 2.0611541362569596e-09, 8.315280410897685e-07,
+                     2.2603244360652752e-06, 0.26894140243530273, 0.4997499883174896, 0.5, 0.500249981880188,
+                     0.622459352016449, 0.7310585379600525, 0.9999977350234985, 0.9999991655349731, 1.0, 1.0, 1.0};
+  } else {
+    want = {3.7200759760208356e-44, 4.248354255291589e-18, 2.061153620314381e-09, 8.315283733837541e-07,
+            2.2603268524403896e-06, 0.3132616875182228, 0.6926473055599401, 0.6931471805599453,
+            0.6936473055599401, 0.9740769841801067, 1.3132616875182228, 13.000002260326852, 14.000000831528373,
+            20.000000002061153, 40.0, 100.0};
+    want_gradient = {3.7200759760208356e-44, 4.248354255291589e-18, 2.0611536181902033e-09, 8.315280276641321e-07,
+                     2.2603242979035742e-06, 0.2689414213699951, 0.49975000002083336, 0.5, 0.5002499999791666,
+                     0.6224593312018546, 0.7310585786300049, 0.999997739675702, 0.9999991684719723,
+                     0.9999999979388464, 1.0, 1.0};
+  }
+  const auto in = dt::constant<T>(x, dt::Shape{static_cast<std::int64_t>(x.size())});
+  dt::GradientTape tape;
+  tape.watch(in);
+  const auto y = dt::softplus(in, {.name = "softplus"});
+  const auto got = y.to_vector();
+  const auto gradient = tape.gradient(y, in).to_vector();
+  // A few ulps (libm's exp and log1p against Eigen's), or a subnormal where TensorFlow gives 0.
+  const auto close = [](T got_value, double want_value) {
+    return std::abs(static_cast<double>(got_value) - want_value) <=
+           4 * std::numeric_limits<T>::epsilon() * std::abs(want_value) + std::numeric_limits<T>::min();
+  };
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    BOOST_TEST(close(got[i], want[i]), "softplus(" << x[i] << ") = " << got[i] << ", TensorFlow " << want[i]);
+    BOOST_TEST(close(gradient[i], want_gradient[i]),
+               "softplus'(" << x[i] << ") = " << gradient[i] << ", TensorFlow " << want_gradient[i]);
+  }
+  const auto special = dt::softplus(dt::constant<T>({std::numeric_limits<T>::quiet_NaN(),
+                                                     std::numeric_limits<T>::infinity(),
+                                                     -std::numeric_limits<T>::infinity()}))
+                           .to_vector();
+  BOOST_TEST(std::isnan(special[0]));
+  BOOST_TEST(special[1] == std::numeric_limits<T>::infinity());
+  BOOST_TEST(special[2] == T{0});
+  BOOST_CHECK_THROW(dt::softplus(dt::Tensor<T>{}), InvalidArgumentError);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(add_n_against_reference, T, NumericTypes) {
