@@ -66,7 +66,7 @@ int main() {
   static_assert(!dt::has_kernel_v<Clip, dt::gpu_t, float>);
   dt::debugging::set_log_device_placement(true);
   auto x = dt::constant<float>({-2, -0.5f, 0.5f, 2});  // on GPU:0 when there is one
-  dt::GradientTape tape;
+  dt::GradientTape tape({.persistent = true});  // two gradients below
   tape.watch(x);
   auto y = clip(x, -1.0f, 1.0f, {.name = "clip"});     // always on the CPU
   auto z = scale(x, 3.0f);  // on GPU:0 when the program contains Scale's CUDA body
