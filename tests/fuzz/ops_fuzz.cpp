@@ -2,7 +2,9 @@
 // element type, a pool of tensors (shapes and values drawn from small numbers and from the edges
 // of int64 and float: 2^31, 2^40, 2^62, INT64_MAX/MIN, -1, NaN, ±inf, denormals, empty and
 // undefined tensors), then up to 12 ops on the pool, each on the CPU, on a simulated GPU or
-// wherever the placer puts it, sometimes under a GradientTape. Every result is read back.
+// wherever the placer puts it, sometimes under a GradientTape. Every result is read back. The ops
+// are those of the op list (ops/op_list.hpp), picked by their index there: a new op is fuzzed
+// from the day it joins the list (fuzz_op refuses to compile until it knows how to call it).
 //
 // Property: the only outcome besides success is a devtensor::Error. Any other exception aborts
 // with the op's name; ASan, UBSan (float-cast-overflow included) and signals abort by
@@ -15,11 +17,14 @@
 #include <exception>
 #include <limits>
 #include <optional>
+#include <span>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/op_list.hpp"
 
 namespace dt = devtensor;
 
@@ -162,176 +167,193 @@ dt::Tensor<T> make_tensor(Reader& in) {
 }
 
 template <class T, class U>
-void cast_to(Reader& in, const dt::Tensor<T>& x) {
+std::optional<dt::Tensor<T>> cast_to(Reader& in, const dt::Tensor<T>& x) {
   auto y = in.flip() ? dt::cast<U>(x) : x.template cast<U>();
   read_back(y, "Cast");
+  return std::nullopt;
 }
 
-/// One op on the pool; its result joins the pool.
+template <class T>
+std::optional<std::vector<std::int64_t>> draw_axes(Reader& in) {
+  std::optional<std::vector<std::int64_t>> ax;
+  if (in.flip()) {
+    ax.emplace();
+    for (std::size_t i = in.pick(4); i > 0; --i) ax->push_back(in.size_like_minus(2));
+  }
+  return ax;
+}
+
+template <class Op>
+constexpr bool is_optimizer_update = std::is_same_v<Op, dt::ops::ApplyGradientDescent> ||
+                                     std::is_same_v<Op, dt::ops::ApplyKerasMomentum> ||
+                                     std::is_same_v<Op, dt::ops::ApplyAdam>;
+
+/// One run of op `Op` of the op list (ops/op_list.hpp) on operands a and b, with attributes drawn
+/// from the input. Attribute-free ops (the elementwise family) go through run_op, the path their
+/// public functions take; ops with attributes through their public functions, which derive the
+/// attributes as users' calls do. A new op in the op list that fits neither fails to compile here
+/// (the static_assert at the end): the fuzzer covers every op by construction.
+template <class Op, class T>
+std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
+  namespace ops = dt::ops;
+  using Attrs = typename Op::Attrs;
+  constexpr bool typed = dt::has_kernel_v<Op, dt::cpu_t, T> || dt::has_kernel_v<Op, dt::gpu_t, T>;
+  constexpr bool unary = requires(const Attrs& at, const dt::Shape& x) { Op::output_shape(at, x); };
+  constexpr bool binary = requires(const Attrs& at, const dt::Shape& x) { Op::output_shape(at, x, x); };
+  constexpr bool list = requires(const Attrs& at, std::span<const dt::Shape> x) { Op::output_shape(at, x); };
+  if constexpr (!typed) {
+    return std::nullopt;  // the public functions do not take this element type
+  } else if constexpr (std::is_same_v<Op, ops::MatMul>) {
+    // A work budget: a valid product of 2^30 multiply-adds is slow under ASan, not wrong.
+    const bool ta = in.flip(), tb = in.flip();
+    const double cost = static_cast<double>(a.num_elements()) * static_cast<double>(b.num_elements());
+    if (a.defined() && b.defined() && a.rank() >= 2 && b.rank() >= 2 && cost >= 1e9)
+      return dt::matmul(dt::reshape(a, {-1}), b);  // still exercise the shape checks
+    return dt::matmul(a, b, ta, tb);
+  } else if constexpr (std::is_same_v<Op, ops::Sum> || std::is_same_v<Op, ops::Mean> || std::is_same_v<Op, ops::Max>) {
+    const auto axes = draw_axes<T>(in);
+    const bool keep = in.flip();
+    if constexpr (std::is_same_v<Op, ops::Sum>) return dt::reduce_sum(a, axes, keep);
+    else if constexpr (std::is_same_v<Op, ops::Mean>) return dt::reduce_mean(a, axes, keep);
+    else return in.flip() ? dt::reduce_max(a, axes, keep) : dt::reduce_max(a, in.size_like_minus(2), keep);
+  } else if constexpr (std::is_same_v<Op, ops::EagerConst> || std::is_same_v<Op, ops::Fill> ||
+                       std::is_same_v<Op, ops::RandomUniform> || std::is_same_v<Op, ops::RandomStandardNormal>) {
+    return make_tensor<T>(in);  // constant, fill, random_uniform, random_normal by the input
+  } else if constexpr (std::is_same_v<Op, ops::Range>) {
+    return dt::range<T>(in.value<T>(), in.value<T>(), in.value<T>());
+  } else if constexpr (std::is_same_v<Op, ops::Reshape>) {
+    return dt::reshape(a, in.dims());
+  } else if constexpr (std::is_same_v<Op, ops::Identity>) {
+    return dt::identity(a);
+  } else if constexpr (std::is_same_v<Op, ops::Transpose>) {
+    std::vector<std::int64_t> perm;
+    if (in.flip())
+      for (std::size_t i = in.pick(5); i > 0; --i) perm.push_back(in.size_like_minus(1));
+    return dt::transpose(a, perm);
+  } else if constexpr (std::is_same_v<Op, ops::ConcatV2>) {
+    return dt::concat(std::vector{a, b}, in.size_like_minus(2));
+  } else if constexpr (std::is_same_v<Op, ops::Split>) {
+    std::vector<dt::Tensor<T>> parts;
+    if (in.flip()) {
+      std::vector<std::int64_t> sizes;
+      for (std::size_t i = in.pick(4); i > 0; --i) sizes.push_back(in.size_like());
+      parts = dt::split(a, sizes, in.size_like_minus(1));
+    } else {
+      // Non-positive counts must fail; positive ones stay small: an empty axis splits into any
+      // number of empty pieces, and 2^31 of them is a request for 2^31 tensors.
+      const std::int64_t num = in.size_like();
+      const int pieces = num > 64 ? static_cast<int>(num % 64) : num < -1 ? -1 : static_cast<int>(num);
+      parts = dt::split(a, pieces, in.size_like_minus(1));
+    }
+    for (const auto& p : parts) read_back(p, "Split");
+    if (parts.empty()) return std::nullopt;
+    return parts.back();
+  } else if constexpr (std::is_same_v<Op, ops::Slice>) {
+    std::vector<std::int64_t> begin, size;
+    const std::size_t rank = in.flip() ? a.rank() : in.pick(5);
+    for (std::size_t i = 0; i < rank; ++i) {
+      begin.push_back(in.size_like());
+      size.push_back(in.size_like_minus(1));
+    }
+    return dt::slice(a, begin, size);
+  } else if constexpr (std::is_same_v<Op, ops::BroadcastTo>) {
+    return dt::broadcast_to(a, dt::Shape(in.dims()));
+  } else if constexpr (std::is_same_v<Op, ops::Pad>) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+    const std::size_t rank = in.flip() ? a.rank() : in.pick(5);
+    for (std::size_t i = 0; i < rank; ++i) paddings.emplace_back(in.size_like(), in.size_like());
+    return dt::pad(a, paddings);
+  } else if constexpr (std::is_same_v<Op, ops::Cast>) {
+    switch (in.pick(5)) {
+      case 0: return cast_to<T, float>(in, a);
+      case 1: return cast_to<T, double>(in, a);
+      case 2: return cast_to<T, std::int32_t>(in, a);
+      case 3: return cast_to<T, std::int64_t>(in, a);
+      default: return cast_to<T, bool>(in, a);
+    }
+  } else if constexpr (std::is_same_v<Op, ops::VarHandleOp>) {
+    dt::Variable<T> v(a);  // the variable's buffer and its device copy, then an assignment
+    if (in.flip()) v.assign(b);
+    return v.value();
+  } else if constexpr (is_optimizer_update<Op>) {
+    if constexpr (dt::Floating<T> && std::is_same_v<T, float>) {  // the Keras optimizers train float variables
+      std::vector<dt::Variable<float>> vars{dt::Variable<float>(a)};
+      const std::vector<dt::Tensor<float>> grads{b};
+      if constexpr (std::is_same_v<Op, ops::ApplyGradientDescent>) {
+        dt::nn::optimizers::SGD{.learning_rate = in.value<double>()}.apply_gradients(grads, vars);
+      } else if constexpr (std::is_same_v<Op, ops::ApplyKerasMomentum>) {
+        dt::nn::optimizers::SGD{.learning_rate = in.value<double>(), .momentum = in.value<double>()}
+            .apply_gradients(grads, vars);
+      } else {
+        dt::nn::optimizers::Adam{.learning_rate = in.value<double>()}.apply_gradients(grads, vars);
+      }
+      return vars[0].value();
+    }
+    return std::nullopt;
+  } else if constexpr (std::is_same_v<Op, ops::AccumulateWeighted>) {
+    return std::nullopt;  // fit's loss tracker only: not reachable from the public API
+  } else if constexpr (std::is_empty_v<Attrs> && unary) {
+    return dt::run_op<Op>({}, a);
+  } else if constexpr (std::is_empty_v<Attrs> && binary) {
+    if (in.flip()) return dt::run_op<Op>({}, a, b);
+    if constexpr (std::is_same_v<Op, ops::Add>) return a + b;  // the operators' spellings
+    else if constexpr (std::is_same_v<Op, ops::Sub>) return a - b;
+    else if constexpr (std::is_same_v<Op, ops::Mul>) return a * b;
+    else if constexpr (std::is_same_v<Op, ops::RealDiv>) return a / b;
+    else return dt::run_op<Op>({}, b, a);
+  } else if constexpr (std::is_empty_v<Attrs> && list) {
+    return dt::run_op_list<Op, T>({}, std::vector{a, b, a});
+  } else {
+    static_assert(sizeof(Op) == 0, "an op of the op list that the fuzzer does not know how to call: add its case");
+  }
+}
+
+/// Actions besides the ops of the op list: host reads and input pipelines.
+constexpr std::size_t kExtraActions = 2;
+
+/// One op of the op list (or an extra action) on the pool; its result joins the pool.
 template <class T>
 void run_op(Reader& in, Pool<T>& pool) {
+  using Ops = dt::ops::BuiltinOps;
   const auto& a = operand(in, pool);
   const auto& b = operand(in, pool);
   std::optional<dt::Tensor<T>> out;
   const char* name = "?";
-  const std::size_t op = in.pick(26);
-  const auto axes = [&] {
-    std::optional<std::vector<std::int64_t>> ax;
+  const std::size_t pick = in.pick(Ops::size + kExtraActions);
+  if (pick < Ops::size) {
+    std::size_t i = 0;
+    dt::ops::for_each_op(Ops{}, [&]<class Op>() {
+      if (i++ != pick) return;
+      name = Op::name.data();  // a literal: null-terminated
+      out = fuzz_op<Op, T>(in, a, b);
+    });
+  } else if (pick == Ops::size) {
+    name = "host reads";
     if (in.flip()) {
-      ax.emplace();
-      for (std::size_t i = in.pick(4); i > 0; --i) ax->push_back(in.size_like_minus(2));
-    }
-    return ax;
-  };
-  if constexpr (dt::Numeric<T>) {
-    switch (op) {
-      case 0: name = "add"; out = a + b; break;
-      case 1: name = "sub"; out = a - b; break;
-      case 2: name = "mul"; out = a * b; break;
-      case 3: name = "div"; out = a / b; break;
-      case 4: name = "maximum"; out = in.flip() ? dt::maximum(a, b) : dt::minimum(a, b); break;
-      case 5:
-        name = "unary";
-        switch (in.pick(4)) {
-          case 0: out = -a; break;
-          case 1: out = dt::abs(a); break;
-          case 2: out = dt::square(a); break;
-          default: out = dt::relu(a); break;
-        }
-        break;
-      case 6:
-        name = "float unary";
-        if constexpr (dt::Floating<T>) {
-          switch (in.pick(5)) {
-            case 0: out = dt::sqrt(a); break;
-            case 1: out = dt::exp(a); break;
-            case 2: out = dt::log(a); break;
-            case 3: out = dt::sigmoid(a); break;
-            default: out = dt::tanh(a); break;
-          }
-        }
-        break;
-      case 7: name = "add_n"; out = dt::add_n(std::vector{a, b, a}); break;
-      case 8: {
-        name = "matmul";
-        // A work budget: a valid product of 2^30 multiply-adds is slow under ASan, not wrong.
-        const bool ta = in.flip(), tb = in.flip();
-        const auto work = [](const dt::Tensor<T>& x, const dt::Tensor<T>& y) {
-          const double cost = static_cast<double>(x.num_elements()) * static_cast<double>(y.num_elements());
-          return x.defined() && y.defined() && x.rank() >= 2 && y.rank() >= 2 ? cost : 0.0;
-        };
-        if (work(a, b) < 1e9) out = dt::matmul(a, b, ta, tb);
-        else (void)dt::matmul(dt::reshape(a, {-1}), b);  // still exercise the shape checks
-        break;
+      (void)a.item();
+    } else {
+      std::vector<std::int64_t> index;
+      for (std::size_t i = in.pick(4); i > 0; --i) index.push_back(in.size_like_minus(1));
+      switch (index.size()) {
+        case 0: (void)a.at({}); break;
+        case 1: (void)a.at({index[0]}); break;
+        case 2: (void)a.at({index[0], index[1]}); break;
+        default: (void)a.at({index[0], index[1], index[2]}); break;
       }
-      case 9: {
-        name = "reduce";
-        const auto ax = axes();
-        const bool keep = in.flip();
-        switch (in.pick(3)) {
-          case 0: out = dt::reduce_sum(a, ax, keep); break;
-          case 1: out = dt::reduce_mean(a, ax, keep); break;
-          default: out = dt::reduce_max(a, ax, keep); break;
-        }
-        break;
-      }
-      case 10: name = "range"; out = dt::range<T>(in.value<T>(), in.value<T>(), in.value<T>()); break;
-      default: break;
     }
-  }
-  switch (op) {
-    case 11: name = "reshape"; out = dt::reshape(a, in.dims()); break;
-    case 12: {
-      name = "transpose";
-      std::vector<std::int64_t> perm;
-      if (in.flip())
-        for (std::size_t i = in.pick(5); i > 0; --i) perm.push_back(in.size_like_minus(1));
-      out = dt::transpose(a, perm);
-      break;
+  } else {
+    name = "dataset";
+    using Dataset = dt::data::Dataset<T>;
+    auto ds = in.flip() ? Dataset::from_tensor_slices(a) : Dataset::from_tensors(a);
+    // Edge counts for repeat and batch (their cardinality arithmetic); take keeps the work
+    // bounded: a batch of 2^62 elements would buffer them all, in TensorFlow too.
+    ds = ds.repeat(in.size_like_minus(1)).take(static_cast<std::int64_t>(in.pick(6))).batch(in.size_like(), in.flip());
+    if (in.flip()) ds = ds.concatenate(ds);
+    int seen = 0;
+    for (const auto& [batch] : ds) {
+      read_back(batch, name);
+      if (++seen == 4) break;
     }
-    case 13: name = "concat"; out = dt::concat(std::vector{a, b}, in.size_like_minus(2)); break;
-    case 14: {
-      name = "split";
-      std::vector<dt::Tensor<T>> parts;
-      if (in.flip()) {
-        std::vector<std::int64_t> sizes;
-        for (std::size_t i = in.pick(4); i > 0; --i) sizes.push_back(in.size_like());
-        parts = dt::split(a, sizes, in.size_like_minus(1));
-      } else {
-        // Non-positive counts must fail; positive ones stay small: an empty axis splits into any
-        // number of empty pieces, and 2^31 of them is a request for 2^31 tensors.
-        const std::int64_t num = in.size_like();
-        const int pieces = num > 64 ? static_cast<int>(num % 64) : num < -1 ? -1 : static_cast<int>(num);
-        parts = dt::split(a, pieces, in.size_like_minus(1));
-      }
-      for (const auto& p : parts) read_back(p, name);
-      if (!parts.empty()) out = parts.back();
-      break;
-    }
-    case 15: {
-      name = "slice";
-      std::vector<std::int64_t> begin, size;
-      const std::size_t rank = in.flip() ? a.rank() : in.pick(5);
-      for (std::size_t i = 0; i < rank; ++i) {
-        begin.push_back(in.size_like());
-        size.push_back(in.size_like_minus(1));
-      }
-      out = dt::slice(a, begin, size);
-      break;
-    }
-    case 16: name = "broadcast_to"; out = dt::broadcast_to(a, dt::Shape(in.dims())); break;
-    case 17: {
-      name = "pad";
-      std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
-      const std::size_t rank = in.flip() ? a.rank() : in.pick(5);
-      for (std::size_t i = 0; i < rank; ++i) paddings.emplace_back(in.size_like(), in.size_like());
-      out = dt::pad(a, paddings);
-      break;
-    }
-    case 18: name = "identity"; out = dt::identity(a); break;
-    case 19:
-      name = "cast";
-      switch (in.pick(5)) {
-        case 0: cast_to<T, float>(in, a); break;
-        case 1: cast_to<T, double>(in, a); break;
-        case 2: cast_to<T, std::int32_t>(in, a); break;
-        case 3: cast_to<T, std::int64_t>(in, a); break;
-        default: cast_to<T, bool>(in, a); break;
-      }
-      break;
-    case 20: name = "fill"; out = make_tensor<T>(in); break;
-    case 21: {
-      name = "host reads";
-      if (in.flip()) {
-        (void)a.item();
-      } else {
-        std::vector<std::int64_t> index;
-        for (std::size_t i = in.pick(4); i > 0; --i) index.push_back(in.size_like_minus(1));
-        switch (index.size()) {
-          case 0: (void)a.at({}); break;
-          case 1: (void)a.at({index[0]}); break;
-          case 2: (void)a.at({index[0], index[1]}); break;
-          default: (void)a.at({index[0], index[1], index[2]}); break;
-        }
-      }
-      break;
-    }
-    case 22: {
-      name = "dataset";
-      using Dataset = dt::data::Dataset<T>;
-      auto ds = in.flip() ? Dataset::from_tensor_slices(a) : Dataset::from_tensors(a);
-      // Edge counts for repeat and batch (their cardinality arithmetic); take keeps the work
-      // bounded: a batch of 2^62 elements would buffer them all, in TensorFlow too.
-      ds = ds.repeat(in.size_like_minus(1)).take(static_cast<std::int64_t>(in.pick(6))).batch(in.size_like(), in.flip());
-      if (in.flip()) ds = ds.concatenate(ds);
-      int seen = 0;
-      for (const auto& [batch] : ds) {
-        read_back(batch, name);
-        if (++seen == 4) break;
-      }
-      break;
-    }
-    default: break;
   }
   if (out) {
     read_back(*out, name);
