@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <devtensor/devtensor.hpp>
+#include <devtensor/ops/cpu/matmul.hpp>  // gemm_backend(): which GEMM the CPU matmul uses
 
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
 #include <cblas.h>

@@ -6,7 +6,7 @@ if(DEVTENSOR_ENABLE_CUDA)
   endif()
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)  # else CUDA::cudart and -lcudart_static both get linked
   set(_devtensor_source_dir "${CMAKE_CURRENT_SOURCE_DIR}/src")
-  set(_devtensor_core_target devtensor)
+  set(_devtensor_core_target devtensor::devtensor)
   include(devtensorCudaComponent)
   if(NOT TARGET devtensor_cuda)
     message(FATAL_ERROR "DEVTENSOR_ENABLE_CUDA=ON but nvcc or the CUDA toolkit was not found: set "

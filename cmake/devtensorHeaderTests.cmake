@@ -1,4 +1,4 @@
-# Every public header compiles on its own (Thrust's header testing): one generated TU per header
+# Every public header compiles on its own (Thrust's header testing), header-only: one generated TU per header
 # under include/devtensor/ (detail/ excluded), compiled with the host compiler. Headers under
 # backend/cuda/ and ops/cuda/ need the CUDA toolkit on the include path and are compiled against it
 # when the CUDA component exists. With DEVTENSOR_ENABLE_CUDA, nvcc also compiles every header in
@@ -34,8 +34,13 @@ function(devtensor_add_header_tests)
     add_library(devtensor_header_tests_mpi OBJECT ${_multi_worker_sources})
     target_link_libraries(devtensor_header_tests_mpi PRIVATE devtensor::mpi devtensor_warnings)
   endif()
+  # Header-only (every definition compiled), each header alone; compiled mode (declarations only,
+  # Note [Compiled mode]), every header in one TU.
   add_library(devtensor_header_tests OBJECT ${_host_sources})
-  target_link_libraries(devtensor_header_tests PRIVATE devtensor::devtensor devtensor_warnings)
+  target_link_libraries(devtensor_header_tests PRIVATE devtensor::header_only devtensor_warnings)
+  file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/headers/all_headers_compiled.cpp" CONTENT "${_all_headers}")
+  add_library(devtensor_header_tests_compiled OBJECT "${CMAKE_CURRENT_BINARY_DIR}/headers/all_headers_compiled.cpp")
+  target_link_libraries(devtensor_header_tests_compiled PRIVATE devtensor::devtensor devtensor_warnings)
   if(TARGET devtensor_cuda_toolkit AND _cuda_host_sources)
     add_library(devtensor_header_tests_cuda OBJECT ${_cuda_host_sources})
     target_link_libraries(devtensor_header_tests_cuda PRIVATE devtensor_cuda_toolkit devtensor_warnings)

@@ -6,15 +6,15 @@ set(DEVTENSOR_INSTALL_CMAKEDIR "${CMAKE_INSTALL_DATAROOTDIR}/cmake/devtensor" CA
 
 install(DIRECTORY include/ DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" FILES_MATCHING
         PATTERN "*.hpp" PATTERN "*.cuh")
-install(TARGETS devtensor EXPORT devtensorTargets)
+install(TARGETS devtensor devtensor_header_only EXPORT devtensorTargets)
 install(EXPORT devtensorTargets NAMESPACE devtensor:: DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")
 export(EXPORT devtensorTargets NAMESPACE devtensor:: FILE "${PROJECT_BINARY_DIR}/devtensorTargets.cmake")
 
 # The CUDA and NCCL components install as sources: their kernel translation units and the CMake
 # file that compiles them in the consumer's tree (cmake/devtensorCudaComponent.cmake).
 set(DEVTENSOR_INSTALL_SOURCEDIR "${CMAKE_INSTALL_DATADIR}/devtensor/src" CACHE STRING
-    "Where devtensor's kernel sources (devtensor_cuda.cu, devtensor_nccl.cpp) are installed")
-install(FILES src/devtensor_cuda.cu src/devtensor_nccl.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
+    "Where devtensor's sources (devtensor.cpp, devtensor_cuda.cu, devtensor_nccl.cpp) are installed")
+install(FILES src/devtensor.cpp src/devtensor_cuda.cu src/devtensor_nccl.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
 
 configure_package_config_file(cmake/devtensorConfig.cmake.in
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
@@ -26,6 +26,7 @@ install(FILES
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
   "${PROJECT_BINARY_DIR}/devtensorConfigVersion.cmake"
   cmake/FindNCCL.cmake
+  cmake/devtensorCompiledComponent.cmake
   cmake/devtensorCudaComponent.cmake
   cmake/devtensorMultiWorkerComponent.cmake
   DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")

@@ -7,6 +7,7 @@ option(DEVTENSOR_BUILD_TESTS "Build and register devtensor's tests" ${PROJECT_IS
 option(DEVTENSOR_BUILD_EXAMPLES "Build and register devtensor's examples" ${PROJECT_IS_TOP_LEVEL})
 option(DEVTENSOR_BUILD_BENCHMARKS "Build devtensor's benchmarks (needs Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
 option(DEVTENSOR_INSTALL "Generate devtensor's install and export rules" ${PROJECT_IS_TOP_LEVEL})
+option(DEVTENSOR_COMPILED "devtensor::devtensor compiles src/devtensor.cpp once per build tree and its users see declarations (faster builds); OFF: header-only like devtensor::header_only" ON)
 option(DEVTENSOR_STRICT_PLACEMENT "A GPU-tagged call without a GPU kernel is a compile error" OFF)
 option(DEVTENSOR_WARNINGS_AS_ERRORS "Treat warnings as errors in devtensor's own targets" ${PROJECT_IS_TOP_LEVEL})
 set(DEVTENSOR_SANITIZE "" CACHE STRING "Sanitizers for devtensor's own targets: '', 'address,undefined' or 'thread'")

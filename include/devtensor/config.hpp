@@ -24,9 +24,33 @@
 
 #define DEVTENSOR_INLINE inline
 
+/// Note [Compiled mode]
+/// devtensor works in two modes, as fmt and spdlog do:
+/// - header-only (a bare `#include`, nothing defined): every translation unit compiles what it
+///   uses, kernel bodies, the Context, the gradients, the layers; correct and self-contained;
+/// - compiled (DEVTENSOR_COMPILED defined; the CMake target devtensor::devtensor does it and links
+///   src/devtensor.cpp, compiled once per build tree): user translation units see declarations only
+///   for the CPU kernel bodies of devtensor's ops, the Context's discovery and allocators, the
+///   gradients and the Keras model's training loop; src/devtensor.cpp (which defines
+///   DEVTENSOR_COMPILING_LIBRARY) holds their one definition. Templates users instantiate with
+///   their own types stay in the headers.
+/// DEVTENSOR_HEADER_DEFINITIONS says whether this translation unit sees those definitions;
+/// DEVTENSOR_DEFINITION marks them: `inline` header-only, strong in src/devtensor.cpp.
+#if defined(DEVTENSOR_COMPILING_LIBRARY)
+#define DEVTENSOR_HEADER_DEFINITIONS 1
+#define DEVTENSOR_DEFINITION
+#elif defined(DEVTENSOR_COMPILED)
+#define DEVTENSOR_HEADER_DEFINITIONS 0
+#define DEVTENSOR_DEFINITION inline
+#else
+#define DEVTENSOR_HEADER_DEFINITIONS 1
+#define DEVTENSOR_DEFINITION inline
+#endif
+
 /// Whether this translation unit compiles the CPU bodies of devtensor's ops (the loops, the CBLAS
-/// calls). Header-only, every translation unit does, for the ops it runs.
-#define DEVTENSOR_CPU_KERNEL_BODIES 1
+/// calls): header-only, every translation unit does, for the ops it runs; in compiled mode only
+/// src/devtensor.cpp does, and the others call the bodies it instantiated.
+#define DEVTENSOR_CPU_KERNEL_BODIES DEVTENSOR_HEADER_DEFINITIONS
 /// The CUDA bodies are compiled by src/devtensor_cuda.cu alone, which defines
 /// DEVTENSOR_CUDA_KERNEL_BODIES before including anything.
 

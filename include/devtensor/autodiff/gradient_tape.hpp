@@ -191,81 +191,95 @@ class GradientTape {
   template <Floating T>
   std::vector<detail::TapeTensor> compute(const Tensor<T>& target, const std::vector<detail::TapeTensor>& sources,
                                           const std::optional<detail::TapeTensor>& output_gradient) {
-    if (state_.used && !state_.persistent)
-      throw FailedPreconditionError(
-          "A non-persistent GradientTape can only be used to compute one set of gradients (or "
-          "jacobians). Create it with GradientTape({.persistent = true}) to call gradient() again.");
-    require_defined(target.defined(), "gradient (the target)");
-    const std::uint64_t target_id = target.id();
-    const bool produced = std::any_of(state_.records.begin(), state_.records.end(), [&](const auto& r) {
-      return std::any_of(r->outputs.begin(), r->outputs.end(), [&](const auto& o) { return o.id == target_id; });
-    });
-    const bool is_source = std::any_of(sources.begin(), sources.end(), [&](const auto& s) { return s.id == target_id; });
-    if (!produced && !is_source)
-      throw InvalidArgumentError(
-          "GradientTape::gradient: the target (shape " + target.shape().to_string() +
-          ") was not recorded by this tape. Compute it while the tape is alive from trainable "
-          "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
-          "under stop_recording() are not recorded.");
-    state_.used = true;
-    autodiff_detail::install_gradients();
-    const bool was_paused = state_.paused;
-    state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
-    struct Resume {
-      detail::TapeState& s;
-      bool paused;
-      ~Resume() { s.paused = paused; }
-    } resume{state_, was_paused};
-
-    std::unordered_map<std::uint64_t, detail::TapeTensor> grads;
-    grads.emplace(target_id, output_gradient ? *output_gradient : ones_like(detail::tape_tensor(target)));
-    // Records are in execution order, so walking them backwards meets every consumer of a tensor
-    // before its producer.
-    for (auto it = state_.records.rbegin(); it != state_.records.rend(); ++it) {
-      const detail::OpRecord& record = **it;
-      const bool reached = std::any_of(record.outputs.begin(), record.outputs.end(),
-                                       [&](const auto& o) { return grads.contains(o.id); });
-      if (!reached) continue;
-      std::vector<detail::TapeTensor> dy;
-      for (const auto& o : record.outputs) {
-        auto found = grads.find(o.id);
-        dy.push_back(found != grads.end() ? found->second : zeros_like(o));
-      }
-      std::vector<detail::TapeTensor> dx;
-      {
-        DeviceScope scope(record.outputs.front().storage->device->spec);  // parsed once, at discovery
-        if (record.has_custom_backward) {
-          dx = record.backward(dy);
-        } else if (auto* op_gradient = autodiff_detail::gradient_for(record)) {
-          dx = op_gradient(record, dy);
-        } else {
-          throw UnimplementedError("No gradient defined for operation '" + std::string(record.op) +
-                                   "' (op type: " + std::string(record.op) +
-                                   "). Record it with autodiff::record_operation and a backward "
-                                   "function, or keep it off the path from the sources to the target.");
-        }
-      }
-      if (dx.size() != record.inputs.size())
-        throw InternalError("The gradient of " + std::string(record.op) + " returned " + std::to_string(dx.size()) +
-                            " gradients for " + std::to_string(record.inputs.size()) + " inputs");
-      for (std::size_t i = 0; i < dx.size(); ++i) {
-        if (!dx[i].defined()) continue;
-        if (dx[i].shape != record.inputs[i].shape)
-          throw InternalError("The gradient of " + std::string(record.op) + " for input " + std::to_string(i) +
-                              " has shape " + dx[i].shape.to_string() + ", expected " +
-                              record.inputs[i].shape.to_string());
-        auto [slot, inserted] = grads.try_emplace(record.inputs[i].id, dx[i]);
-        if (!inserted) slot->second = accumulate(slot->second, dx[i]);
-      }
-    }
-    std::vector<detail::TapeTensor> out;
-    for (const auto& s : sources) {
-      auto found = grads.find(s.id);
-      out.push_back(found != grads.end() ? found->second : detail::TapeTensor{});
-    }
-    if (!state_.persistent) state_.records.clear();  // release what the tape kept alive
-    return out;
+    return compute_erased(target.defined() ? detail::tape_tensor(target) : detail::TapeTensor{}, sources,
+                          output_gradient);
   }
+  /// The backward pass, on type-erased tensors: one copy per program (compiled once in compiled
+  /// mode, Note [Compiled mode]).
+  std::vector<detail::TapeTensor> compute_erased(const detail::TapeTensor& target,
+                                                 const std::vector<detail::TapeTensor>& sources,
+                                                 const std::optional<detail::TapeTensor>& output_gradient);
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION std::vector<detail::TapeTensor> GradientTape::compute_erased(
+    const detail::TapeTensor& target, const std::vector<detail::TapeTensor>& sources,
+    const std::optional<detail::TapeTensor>& output_gradient) {
+  if (state_.used && !state_.persistent)
+    throw FailedPreconditionError(
+        "A non-persistent GradientTape can only be used to compute one set of gradients (or "
+        "jacobians). Create it with GradientTape({.persistent = true}) to call gradient() again.");
+  require_defined(target.defined(), "gradient (the target)");
+  const std::uint64_t target_id = target.id;
+  const bool produced = std::any_of(state_.records.begin(), state_.records.end(), [&](const auto& r) {
+    return std::any_of(r->outputs.begin(), r->outputs.end(), [&](const auto& o) { return o.id == target_id; });
+  });
+  const bool is_source = std::any_of(sources.begin(), sources.end(), [&](const auto& s) { return s.id == target_id; });
+  if (!produced && !is_source)
+    throw InvalidArgumentError(
+        "GradientTape::gradient: the target (shape " + target.shape.to_string() +
+        ") was not recorded by this tape. Compute it while the tape is alive from trainable "
+        "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
+        "under stop_recording() are not recorded.");
+  state_.used = true;
+  autodiff_detail::install_gradients();
+  const bool was_paused = state_.paused;
+  state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
+  struct Resume {
+    detail::TapeState& s;
+    bool paused;
+    ~Resume() { s.paused = paused; }
+  } resume{state_, was_paused};
+
+  std::unordered_map<std::uint64_t, detail::TapeTensor> grads;
+  grads.emplace(target_id, output_gradient ? *output_gradient : ones_like(target));
+  // Records are in execution order, so walking them backwards meets every consumer of a tensor
+  // before its producer.
+  for (auto it = state_.records.rbegin(); it != state_.records.rend(); ++it) {
+    const detail::OpRecord& record = **it;
+    const bool reached = std::any_of(record.outputs.begin(), record.outputs.end(),
+                                     [&](const auto& o) { return grads.contains(o.id); });
+    if (!reached) continue;
+    std::vector<detail::TapeTensor> dy;
+    for (const auto& o : record.outputs) {
+      auto found = grads.find(o.id);
+      dy.push_back(found != grads.end() ? found->second : zeros_like(o));
+    }
+    std::vector<detail::TapeTensor> dx;
+    {
+      DeviceScope scope(record.outputs.front().storage->device->spec);  // parsed once, at discovery
+      if (record.has_custom_backward) {
+        dx = record.backward(dy);
+      } else if (auto* op_gradient = autodiff_detail::gradient_for(record)) {
+        dx = op_gradient(record, dy);
+      } else {
+        throw UnimplementedError("No gradient defined for operation '" + std::string(record.op) +
+                                 "' (op type: " + std::string(record.op) +
+                                 "). Record it with autodiff::record_operation and a backward "
+                                 "function, or keep it off the path from the sources to the target.");
+      }
+    }
+    if (dx.size() != record.inputs.size())
+      throw InternalError("The gradient of " + std::string(record.op) + " returned " + std::to_string(dx.size()) +
+                          " gradients for " + std::to_string(record.inputs.size()) + " inputs");
+    for (std::size_t i = 0; i < dx.size(); ++i) {
+      if (!dx[i].defined()) continue;
+      if (dx[i].shape != record.inputs[i].shape)
+        throw InternalError("The gradient of " + std::string(record.op) + " for input " + std::to_string(i) +
+                            " has shape " + dx[i].shape.to_string() + ", expected " +
+                            record.inputs[i].shape.to_string());
+      auto [slot, inserted] = grads.try_emplace(record.inputs[i].id, dx[i]);
+      if (!inserted) slot->second = accumulate(slot->second, dx[i]);
+    }
+  }
+  std::vector<detail::TapeTensor> out;
+  for (const auto& s : sources) {
+    auto found = grads.find(s.id);
+    out.push_back(found != grads.end() ? found->second : detail::TapeTensor{});
+  }
+  if (!state_.persistent) state_.records.clear();  // release what the tape kept alive
+  return out;
+}
+#endif
 
 }  // namespace devtensor

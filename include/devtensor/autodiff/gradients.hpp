@@ -18,16 +18,25 @@ namespace autodiff_detail {
 
 using GradientOps = ops::Join<ops::BuiltinOps, ops::TapeOnlyOps>::type;
 
-/// Installs the gradient of every devtensor op into its OpKind, once per program.
-inline void install_gradients() {
+/// Installs the gradient of every devtensor op into its OpKind, once per program. A template so
+/// that only a translation unit which differentiates (GradientTape::gradient) instantiates the
+/// gradients of every op; merely including the header does not. In compiled mode
+/// (Note [Compiled mode]) src/devtensor.cpp instantiates it, once.
+template <class OpList = GradientOps>
+void install_gradients();
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+template <class OpList>
+void install_gradients() {
   static const bool installed = [] {
     [&]<class... Ops>(ops::TypeList<Ops...>) {  // not for_each_op: nvcc warns on its template lambda
       (detail::op_kind<Ops>.gradient.store(op_detail::gradient_of<Ops>(), std::memory_order_release), ...);
-    }(GradientOps{});
+    }(OpList{});
     return true;
   }();
   (void)installed;
 }
+#endif
 
 /// The gradient of what `record` recorded, or nullptr when its op has none.
 inline detail::ErasedGradient* gradient_for(const detail::OpRecord& record) noexcept {
@@ -44,10 +53,14 @@ constexpr bool has_gradient_v =
 
 /// True when GradientTape can differentiate devtensor's op `op_name` (TensorFlow's op name, e.g.
 /// "MatMul").
-[[nodiscard]] inline bool has_gradient(std::string_view op_name) noexcept {
+[[nodiscard]] bool has_gradient(std::string_view op_name) noexcept;
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION bool has_gradient(std::string_view op_name) noexcept {
   return [&]<class... Ops>(ops::TypeList<Ops...>) {
     return ((Ops::name == op_name && autodiff_detail::has_gradient_v<Ops>) || ...);
   }(autodiff_detail::GradientOps{});
 }
+#endif
 
 }  // namespace devtensor

@@ -541,38 +541,14 @@ class Context {
   memory::DeviceMemoryFunctions gpu_memory_functions_{nullptr, nullptr};
   mutable std::vector<std::pair<LogSeverity, std::string>> pending_logs_;
 
-  void initialize_locked(std::string_view trigger, const SourceLocation& where) {
-    discover_locked(trigger, where);
-    auto logical = build_logical_devices_locked();
-    allocators_ = build_allocators_locked(logical);
-    create_streams_locked(logical);
-    for (std::size_t i = 0; i < logical.size(); ++i) logical[i].logical_index = static_cast<int>(i);
-    logical_ = std::move(logical);
-    by_priority_.clear();
-    for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
-      for (std::size_t i = 0; i < logical_.size(); ++i)
-        if (logical_[i].is_gpu == static_cast<bool>(gpu_first)) by_priority_.push_back(static_cast<int>(i));
-    init_trigger_ = describe_trigger(trigger, where);
-    epoch_.fetch_add(1);
-    initialized_.store(true, std::memory_order_release);
-    for (const auto& d : logical_)
-      if (d.device_type == gpu_device_type)
-        defer_log(LogSeverity::info, "Created device " + d.full_name + " with " +
-                                         std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
-                                         d.physical_device_desc);
-  }
+  void initialize_locked(std::string_view trigger, const SourceLocation& where);
 
   /// Lines produced while mutex_ is held; ensure_initialized logs them once it is released.
   void defer_log(LogSeverity severity, std::string line) const {
     pending_logs_.emplace_back(severity, std::move(line));
   }
 
-  static std::string describe_trigger(std::string_view trigger, const SourceLocation& where) {
-    std::string out(trigger);
-    if (where.file_name() && *where.file_name())
-      out += std::string(" at ") + where.file_name() + ":" + std::to_string(where.line());
-    return out;
-  }
+  static std::string describe_trigger(std::string_view trigger, const SourceLocation& where);
 
   void require_known(const config::PhysicalDevice& device) {
     const auto& physical = physical_devices();
@@ -589,325 +565,25 @@ class Context {
                                     "list_logical_devices() or strategy.");
   }
 
-  std::vector<config::PhysicalDevice> visible_locked() const {
-    if (configuration_.visible_devices) return *configuration_.visible_devices;
-    std::vector<config::PhysicalDevice> all;
-    for (const auto& p : physical_) all.push_back(p.device);
-    return all;
-  }
+  std::vector<config::PhysicalDevice> visible_locked() const;
 
-  void discover_locked(std::string_view trigger, const SourceLocation& where) {
-    if (discovered_.load()) return;
-    SimulatedGpus simulated;
-    if (configuration_.simulated_gpus) {
-      simulated = *configuration_.simulated_gpus;
-    } else {
-      bool present = false;
-      std::string env = detail::getenv_string("DEVTENSOR_SIMULATED_GPUS", &present);
-      if (present) simulated = parse_simulated_gpus(env);
-    }
-
-    std::vector<PhysicalDeviceInfo> found;
-    PhysicalDeviceInfo cpu_info;
-    cpu_info.device = {"/physical_device:CPU:0", std::string(cpu_device_type)};
-    found.push_back(cpu_info);
-
-    int gpu_index = 0;
-    if (const auto* platform = gpu_platform()) {
-      std::string why_none;
-      const int count = platform->device_count(&why_none);
-      gpu_platform_status_ = why_none;
-      for (int ordinal = 0; ordinal < count; ++ordinal) {
-        PhysicalDeviceInfo info;
-        std::string error;
-        if (!platform->describe(ordinal, &info.properties, &error)) {
-          defer_log(LogSeverity::error, "Could not query GPU " + std::to_string(ordinal) + ": " + error +
-                                      ". The device is skipped.");
-          continue;
-        }
-        info.device = {"/physical_device:GPU:" + std::to_string(gpu_index),
-                       std::string(gpu_device_type)};
-        info.index = gpu_index++;
-        info.platform_ordinal = ordinal;
-        found.push_back(std::move(info));
-      }
-    }
-    for (int k = 0; k < simulated.count; ++k) {
-      PhysicalDeviceInfo info;
-      info.device = {"/physical_device:GPU:" + std::to_string(gpu_index),
-                     std::string(gpu_device_type)};
-      info.index = gpu_index;
-      info.simulated = true;
-      info.platform_ordinal = gpu_index;
-      info.properties.name = "devtensor simulated GPU";
-      info.properties.pci_bus_id = "simulated:" + std::to_string(gpu_index);
-      info.properties.compute_capability_major = 9;
-      info.properties.compute_capability_minor = 0;
-      info.properties.total_memory = simulated.memory_bytes;
-      info.properties.free_memory = simulated.memory_bytes;
-      info.properties.least_stream_priority = 0;
-      info.properties.greatest_stream_priority = -5;  // what CUDA reports on Hopper
-      ++gpu_index;
-      found.push_back(std::move(info));
-    }
-    physical_ = std::move(found);
-    discovered_simulated_ = simulated;
-    discovery_trigger_ = describe_trigger(trigger, where);
-    discovered_.store(true, std::memory_order_release);
-  }
+  void discover_locked(std::string_view trigger, const SourceLocation& where);
 
   /// TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH: exactly "true" or "false" overrides (SPEC.md §3.4).
-  bool effective_allow_growth(bool configured) const {
-    bool present = false;
-    const std::string value = detail::getenv_string("TF_FORCE_GPU_ALLOW_GROWTH", &present);
-    if (!present) return configured;
-    const std::string original = configured ? "1" : "0";
-    if (value == "true" || value == "false") {
-      const bool forced = value == "true";
-      if (forced != configured)
-        defer_log(LogSeverity::warning,
-            "Overriding orig_value setting because the TF_FORCE_GPU_ALLOW_GROWTH environment "
-            "variable is set. Original config value was " + original + ".");
-      return forced;
-    }
-    defer_log(LogSeverity::error,
-        "The TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed: \"" +
-            value + "\". Valid values are \"true\" or \"false\". Using original config value of " +
-            original + ".");
-    return configured;
-  }
+  bool effective_allow_growth(bool configured) const;
 
   /// TensorFlow's SingleVirtualDeviceMemoryLimit (SPEC.md §3.3).
   std::uint64_t default_memory_limit_locked(const PhysicalDeviceInfo& device,
-                                            std::string* source = nullptr) const {
-    const auto& p = device.properties;
-    const std::uint64_t available = p.free_memory;
-    const auto human = [](std::uint64_t n) {
-      return memory::human_readable_bytes(static_cast<std::int64_t>(n));
-    };
-    std::uint64_t limit = 0;
-    std::string why;
-    if (configuration_.memory_fraction == 0.0) {
-      const std::uint64_t reserve = min_system_memory(available, p.compute_capability_major);
-      limit = reserve < available ? available - reserve : available;
-      why = "the device's free memory " + human(available) + " minus a " +
-            human(reserve < available ? reserve : 0) +
-            " reserve (set_gpu_system_memory_size_in_mb or TF_DEVICE_MIN_SYS_MEMORY_IN_MB change "
-            "it)";
-    } else {
-      limit = static_cast<std::uint64_t>(static_cast<double>(p.total_memory) *
-                                         configuration_.memory_fraction);
-      why = "per_process_gpu_memory_fraction = " + std::to_string(configuration_.memory_fraction) +
-            " of " + human(p.total_memory);
-    }
-    const auto apply_reserve = [&](std::uint64_t reserved, const std::string& as_given) {
-      if (reserved <= available) {
-        limit = available - reserved;
-        why = "the device's free memory " + human(available) + " minus the requested " +
-              human(reserved) + " reserve";
-      } else {
-        defer_log(LogSeverity::warning, "The requested reserved device memory " + as_given +
-                                      " is larger than the available memory of " +
-                                      std::to_string(available) + ". The request is ignored.");
-      }
-    };
-    if (configuration_.gpu_system_memory_size_in_mb > 0) {
-      const auto reserved =
-          static_cast<std::uint64_t>(configuration_.gpu_system_memory_size_in_mb) * kMiB;
-      apply_reserve(reserved, std::to_string(reserved));
-    }
-    const std::string env = detail::getenv_string("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
-    if (!env.empty()) {
-      const bool numeric = env.size() <= 12 && std::all_of(env.begin(), env.end(), [](char c) {
-                             return detail::is_ascii_digit(c);
-                           });
-      if (!numeric) {
-        defer_log(LogSeverity::warning, "The requested reserved device memory " + env +
-                                      " is invalid. The request will be ignored.");
-      } else {
-        const auto reserved = static_cast<std::uint64_t>(std::stoll(env)) * kMiB;
-        apply_reserve(reserved, std::to_string(reserved));
-      }
-    }
-    if (source) *source = why;
-    return limit;
-  }
+                                            std::string* source = nullptr) const;
 
   /// Builds the logical devices (SPEC.md §3.1–3.3): CPUs (split by their configuration), then the
   /// visible GPUs in physical order, each expanded by its virtual devices, then ordinals applied.
-  std::vector<LogicalDeviceInfo> build_logical_devices_locked() const {
-    const auto visible = visible_locked();
-    const auto is_visible = [&](const PhysicalDeviceInfo& p) {
-      return std::find(visible.begin(), visible.end(), p.device) != visible.end();
-    };
-    std::vector<LogicalDeviceInfo> out;
-
-    // CPUs: one, or one per empty configuration of the physical CPU.
-    for (std::size_t i = 0; i < physical_.size(); ++i) {
-      const auto& p = physical_[i];
-      if (p.device.device_type != cpu_device_type || !is_visible(p)) continue;
-      std::size_t n = 1;
-      if (auto it = configuration_.virtual_devices.find(p.device.name);
-          it != configuration_.virtual_devices.end() && !it->second.empty())
-        n = it->second.size();
-      for (std::size_t k = 0; k < n; ++k) {
-        LogicalDeviceInfo d;
-        d.device_type = std::string(cpu_device_type);
-        d.physical_index = static_cast<int>(i);
-        d.memory_limit = 256 * kMiB;
-        out.push_back(std::move(d));
-      }
-    }
-
-    // GPUs: validate the configuration as TensorFlow's _compute_gpu_options and
-    // VerifyVirtualDeviceSettings do, then create them.
-    std::vector<const PhysicalDeviceInfo*> gpus;
-    std::vector<int> gpu_physical_index;
-    for (std::size_t i = 0; i < physical_.size(); ++i)
-      if (physical_[i].device.device_type == gpu_device_type && is_visible(physical_[i])) {
-        gpus.push_back(&physical_[i]);
-        gpu_physical_index.push_back(static_cast<int>(i));
-      }
-    const bool any_virtual = std::any_of(gpus.begin(), gpus.end(), [&](const auto* g) {
-      return configuration_.virtual_devices.count(g->device.name) != 0;
-    });
-    std::optional<bool> growth;
-    for (const auto* g : gpus) {
-      auto it = configuration_.memory_growth.find(g->device.name);
-      const bool mine = it != configuration_.memory_growth.end() && it->second;
-      if (growth && *growth != mine)
-        throw InvalidArgumentError("Memory growth cannot differ between GPU devices");
-      growth = mine;
-    }
-    if (any_virtual && configuration_.memory_fraction > 0.0)
-      throw InvalidArgumentError(
-          "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.");
-    // Growth is ignored whenever virtual devices are configured (unless the environment forces it).
-    const bool configured_growth = any_virtual ? false : growth.value_or(false);
-    const bool allow_growth = gpus.empty() ? configured_growth : effective_allow_growth(configured_growth);
-    const bool unified = configuration_.use_unified_memory || configuration_.memory_fraction > 1.0;
-
-    struct Pending {
-      LogicalDeviceInfo info;
-      std::optional<int> ordinal;
-      std::size_t position;
-    };
-    std::vector<Pending> pending;
-    std::optional<bool> first_has_ordinal;
-    for (std::size_t g = 0; g < gpus.size(); ++g) {
-      const auto& phys = *gpus[g];
-      if (unified && phys.properties.compute_capability_major < 6)
-        throw UnimplementedError(
-            "Unified memory on GPUs with compute capability lower than 6.0 (pre-Pascal class GPUs) "
-            "does not support oversubscription.");
-      std::vector<config::LogicalDeviceConfiguration> configs;
-      if (auto it = configuration_.virtual_devices.find(phys.device.name);
-          it != configuration_.virtual_devices.end())
-        configs = it->second;
-      const bool with_priority = std::any_of(configs.begin(), configs.end(),
-                                             [](const auto& c) { return c.experimental_priority.has_value(); });
-      const bool with_ordinal = std::any_of(configs.begin(), configs.end(),
-                                            [](const auto& c) { return c.experimental_device_ordinal.has_value(); });
-      if (with_priority && !std::all_of(configs.begin(), configs.end(),
-                                        [](const auto& c) { return c.experimental_priority.has_value(); }))
-        throw InvalidArgumentError("priority must be specified for all virtual devices");
-      if (with_ordinal && !std::all_of(configs.begin(), configs.end(),
-                                       [](const auto& c) { return c.experimental_device_ordinal.has_value(); }))
-        throw InvalidArgumentError("device_ordinal must be specified for all virtual devices");
-      if (any_virtual && !first_has_ordinal) first_has_ordinal = with_ordinal;
-      if (any_virtual && *first_has_ordinal != with_ordinal)
-        throw InvalidArgumentError(
-            "Device ordinals must be set for all virtual devices or none. But the device_ordinal "
-            "is specified for " + std::to_string(g) + " while previous devices didn't have any set.");
-
-      const auto make = [&](std::uint64_t limit, std::optional<int> priority) {
-        LogicalDeviceInfo d;
-        d.device_type = std::string(gpu_device_type);
-        d.physical_index = gpu_physical_index[g];
-        d.memory_limit = limit;
-        d.allow_growth = allow_growth;
-        d.unified_memory = unified;
-        d.priority = priority;
-        const auto& p = phys.properties;
-        d.physical_device_desc = "device: " + std::to_string(phys.platform_ordinal) +
-                                 ", name: " + p.name + ", pci bus id: " + p.pci_bus_id +
-                                 ", compute capability: " +
-                                 std::to_string(p.compute_capability_major) + "." +
-                                 std::to_string(p.compute_capability_minor);
-        return d;
-      };
-      if (configs.empty()) {
-        std::string source;
-        const auto limit = default_memory_limit_locked(phys, &source);
-        pending.push_back({make(limit, std::nullopt), std::nullopt, pending.size()});
-        pending.back().info.limit_source = std::move(source);
-        continue;
-      }
-      for (std::size_t v = 0; v < configs.size(); ++v) {
-        const auto& c = configs[v];
-        if (c.experimental_priority) {
-          const int p = *c.experimental_priority;
-          const int hi = phys.properties.greatest_stream_priority;
-          const int lo = phys.properties.least_stream_priority;
-          if (p < hi || p > lo)
-            throw InvalidArgumentError("Priority " + std::to_string(p) +
-                                       " is outside the range of supported priorities [" +
-                                       std::to_string(hi) + "," + std::to_string(lo) +
-                                       "] for virtual device " + std::to_string(v) + " on GPU# " +
-                                       std::to_string(phys.index));
-        }
-        const auto limit =
-            static_cast<std::uint64_t>(static_cast<std::int64_t>(*c.memory_limit_mb)) * kMiB;
-        pending.push_back({make(limit, c.experimental_priority), c.experimental_device_ordinal,
-                           pending.size()});
-        pending.back().info.limit_source =
-            "memory_limit_mb = " + std::to_string(static_cast<std::int64_t>(*c.memory_limit_mb)) +
-            " of the virtual device";
-      }
-    }
-    // Lower ordinal first; ties (and devices without ordinals) keep their list position.
-    std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
-      return a.ordinal.value_or(0) < b.ordinal.value_or(0);
-    });
-    for (auto& p : pending) out.push_back(std::move(p.info));
-
-    // Number each type consecutively and name the devices.
-    int cpus = 0;
-    int gpu_count = 0;
-    for (auto& d : out) {
-      d.index = d.device_type == cpu_device_type ? cpus++ : gpu_count++;
-      d.spec = DeviceSpec::parse(
-          DeviceSpec::full_name("localhost", 0, 0, d.device_type, d.index));
-      d.full_name = d.spec.to_string();
-      d.device = {DeviceSpec::local_name(d.device_type, d.index), d.device_type};
-      d.allocator_name =
-          d.device_type == cpu_device_type ? "cpu_bfc" : "GPU_" + std::to_string(d.index) + "_bfc";
-      d.is_gpu = d.device_type == gpu_device_type;
-      if (d.is_gpu) {
-        const auto& phys = physical_[static_cast<std::size_t>(d.physical_index)];
-        d.simulated = phys.simulated;
-        d.platform_ordinal = phys.simulated ? -1 : phys.platform_ordinal;
-      }
-    }
-    return out;
-  }
+  std::vector<LogicalDeviceInfo> build_logical_devices_locked() const;
 
   /// One stream per logical real GPU, at the virtual device's priority (CUDA's default, 0, when
   /// none was configured). Streams are never destroyed at exit: the CUDA runtime may already be
   /// gone when static destructors run (reset_for_testing destroys them).
-  void create_streams_locked(std::vector<LogicalDeviceInfo>& logical) {
-    const auto* platform = gpu_platform();
-    for (auto& d : logical) {
-      if (!d.is_gpu || d.simulated || !platform) continue;
-      std::string error;
-      d.stream = platform->create_stream(d.platform_ordinal, d.priority.value_or(0), &error);
-      if (!d.stream) {
-        for (auto& done : logical)
-          if (done.stream) platform->destroy_stream(done.platform_ordinal, std::exchange(done.stream, nullptr));
-        throw InternalError("Could not create a CUDA stream for " + d.full_name + ": " + error);
-      }
-    }
-  }
+  void create_streams_locked(std::vector<LogicalDeviceInfo>& logical);
   void destroy_streams_locked() noexcept {
     const auto* platform = gpu_platform();
     for (auto& d : logical_)
@@ -915,87 +591,443 @@ class Context {
   }
 
   /// TF_ENABLE_GPU_GARBAGE_COLLECTION: exactly "true" or "false", default true (SPEC.md §3.4).
-  bool gpu_garbage_collection() const {
-    bool present = false;
-    const std::string value = detail::getenv_string("TF_ENABLE_GPU_GARBAGE_COLLECTION", &present);
-    if (!present || value == "true") return true;
-    if (value == "false") return false;
-    defer_log(LogSeverity::error,
-        "The TF_ENABLE_GPU_GARBAGE_COLLECTION environment variable is set but could not be parsed: "
-        "\"" + value + "\". Valid values are \"true\" or \"false\". Using the default value \"true\".");
-    return true;
-  }
+  bool gpu_garbage_collection() const;
 
   /// The region policy is a template parameter; the configuration picks it at run time.
   template <memory::SubAllocator Sub>
-  static std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOptions options) {
-    if (growth)
-      return std::make_shared<memory::BFCAllocator<memory::Growth, Sub>>(std::move(sub), std::move(options));
-    return std::make_shared<memory::BFCAllocator<memory::Preallocate, Sub>>(std::move(sub), std::move(options));
-  }
+  static std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOptions options);
 
   /// One allocator per logical device (SPEC.md §3.3, §4): BFC over simulated device memory or the
   /// GPU platform's cudaMalloc for GPUs; one shared growth-mode BFC over host memory for the CPUs,
   /// so large tensors do not page-fault on every op.
   std::vector<std::shared_ptr<memory::Allocator>> build_allocators_locked(
-      const std::vector<LogicalDeviceInfo>& logical) {
-    std::vector<std::shared_ptr<memory::Allocator>> out;
-    std::shared_ptr<memory::Allocator> host;
-    std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated(physical_.size());
-    const bool collect = std::any_of(logical.begin(), logical.end(), [](const auto& d) {
-      return d.device_type == gpu_device_type;
-    }) && gpu_garbage_collection();
-    for (const auto& d : logical) {
-      if (d.device_type == cpu_device_type) {
-        if (!host) {
-          memory::BFCOptions options;
-          options.name = d.allocator_name;
-          options.limit = configuration_.host_memory_limit ? configuration_.host_memory_limit : host_memory_limit();
-          options.garbage_collection = true;
-          options.limit_source = configuration_.host_memory_limit
-                                     ? "config::experimental::set_host_memory_limit"
-                                     : "the host's physical memory";
-          options.retry_timeout = configuration_.retry_timeout;
-          host = make_bfc(/*growth=*/true, memory::HostSubAllocator{}, std::move(options));
-        }
-        out.push_back(host);
-        continue;
-      }
-      const auto& phys = physical_[static_cast<std::size_t>(d.physical_index)];
-      memory::BFCOptions options;
-      options.name = d.allocator_name;
-      options.limit = d.memory_limit;
-      options.garbage_collection = collect;
-      options.limit_source = d.limit_source;
-      options.retry_timeout = configuration_.retry_timeout;
-      if (phys.simulated) {
-        auto& device_memory = simulated[static_cast<std::size_t>(d.physical_index)];
-        if (!device_memory)  // unified memory may oversubscribe into host RAM
-          device_memory = std::make_shared<memory::SimulatedDeviceMemory>(
-              d.unified_memory ? UINT64_MAX / 2 : phys.properties.total_memory);
-        out.push_back(make_bfc(d.allow_growth, memory::SimulatedSubAllocator(device_memory), std::move(options)));
-      } else {
-        const auto* platform = gpu_platform();
-        if (d.unified_memory)
-          throw UnimplementedError(
-              "Unified (managed) memory for real GPUs is not implemented yet; use a memory "
-              "fraction <= 1 and set_use_unified_memory(false)");
-        gpu_memory_functions_ = {platform->allocate, platform->deallocate};
-        out.push_back(make_bfc(d.allow_growth,
-                               memory::PlatformSubAllocator(&gpu_memory_functions_, phys.platform_ordinal),
-                               std::move(options)));
-      }
-    }
-    simulated_memory_ = std::move(simulated);
-    return out;
+      const std::vector<LogicalDeviceInfo>& logical);
+
+  static std::uint64_t host_memory_limit();
+};
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, const SourceLocation& where) {
+  discover_locked(trigger, where);
+  auto logical = build_logical_devices_locked();
+  allocators_ = build_allocators_locked(logical);
+  create_streams_locked(logical);
+  for (std::size_t i = 0; i < logical.size(); ++i) logical[i].logical_index = static_cast<int>(i);
+  logical_ = std::move(logical);
+  by_priority_.clear();
+  for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
+    for (std::size_t i = 0; i < logical_.size(); ++i)
+      if (logical_[i].is_gpu == static_cast<bool>(gpu_first)) by_priority_.push_back(static_cast<int>(i));
+  init_trigger_ = describe_trigger(trigger, where);
+  epoch_.fetch_add(1);
+  initialized_.store(true, std::memory_order_release);
+  for (const auto& d : logical_)
+    if (d.device_type == gpu_device_type)
+      defer_log(LogSeverity::info, "Created device " + d.full_name + " with " +
+                                       std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
+                                       d.physical_device_desc);
+}
+
+DEVTENSOR_DEFINITION std::string Context::describe_trigger(std::string_view trigger, const SourceLocation& where) {
+  std::string out(trigger);
+  if (where.file_name() && *where.file_name())
+    out += std::string(" at ") + where.file_name() + ":" + std::to_string(where.line());
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<config::PhysicalDevice> Context::visible_locked() const {
+  if (configuration_.visible_devices) return *configuration_.visible_devices;
+  std::vector<config::PhysicalDevice> all;
+  for (const auto& p : physical_) all.push_back(p.device);
+  return all;
+}
+
+DEVTENSOR_DEFINITION void Context::discover_locked(std::string_view trigger, const SourceLocation& where) {
+  if (discovered_.load()) return;
+  SimulatedGpus simulated;
+  if (configuration_.simulated_gpus) {
+    simulated = *configuration_.simulated_gpus;
+  } else {
+    bool present = false;
+    std::string env = detail::getenv_string("DEVTENSOR_SIMULATED_GPUS", &present);
+    if (present) simulated = parse_simulated_gpus(env);
   }
 
-  static std::uint64_t host_memory_limit() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES);
-    const long page_size = ::sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page_size <= 0) return std::uint64_t{64} << 30;
-    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+  std::vector<PhysicalDeviceInfo> found;
+  PhysicalDeviceInfo cpu_info;
+  cpu_info.device = {"/physical_device:CPU:0", std::string(cpu_device_type)};
+  found.push_back(cpu_info);
+
+  int gpu_index = 0;
+  if (const auto* platform = gpu_platform()) {
+    std::string why_none;
+    const int count = platform->device_count(&why_none);
+    gpu_platform_status_ = why_none;
+    for (int ordinal = 0; ordinal < count; ++ordinal) {
+      PhysicalDeviceInfo info;
+      std::string error;
+      if (!platform->describe(ordinal, &info.properties, &error)) {
+        defer_log(LogSeverity::error, "Could not query GPU " + std::to_string(ordinal) + ": " + error +
+                                    ". The device is skipped.");
+        continue;
+      }
+      info.device = {"/physical_device:GPU:" + std::to_string(gpu_index),
+                     std::string(gpu_device_type)};
+      info.index = gpu_index++;
+      info.platform_ordinal = ordinal;
+      found.push_back(std::move(info));
+    }
   }
-};
+  for (int k = 0; k < simulated.count; ++k) {
+    PhysicalDeviceInfo info;
+    info.device = {"/physical_device:GPU:" + std::to_string(gpu_index),
+                   std::string(gpu_device_type)};
+    info.index = gpu_index;
+    info.simulated = true;
+    info.platform_ordinal = gpu_index;
+    info.properties.name = "devtensor simulated GPU";
+    info.properties.pci_bus_id = "simulated:" + std::to_string(gpu_index);
+    info.properties.compute_capability_major = 9;
+    info.properties.compute_capability_minor = 0;
+    info.properties.total_memory = simulated.memory_bytes;
+    info.properties.free_memory = simulated.memory_bytes;
+    info.properties.least_stream_priority = 0;
+    info.properties.greatest_stream_priority = -5;  // what CUDA reports on Hopper
+    ++gpu_index;
+    found.push_back(std::move(info));
+  }
+  physical_ = std::move(found);
+  discovered_simulated_ = simulated;
+  discovery_trigger_ = describe_trigger(trigger, where);
+  discovered_.store(true, std::memory_order_release);
+}
+
+DEVTENSOR_DEFINITION bool Context::effective_allow_growth(bool configured) const {
+  bool present = false;
+  const std::string value = detail::getenv_string("TF_FORCE_GPU_ALLOW_GROWTH", &present);
+  if (!present) return configured;
+  const std::string original = configured ? "1" : "0";
+  if (value == "true" || value == "false") {
+    const bool forced = value == "true";
+    if (forced != configured)
+      defer_log(LogSeverity::warning,
+          "Overriding orig_value setting because the TF_FORCE_GPU_ALLOW_GROWTH environment "
+          "variable is set. Original config value was " + original + ".");
+    return forced;
+  }
+  defer_log(LogSeverity::error,
+      "The TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed: \"" +
+          value + "\". Valid values are \"true\" or \"false\". Using original config value of " +
+          original + ".");
+  return configured;
+}
+
+DEVTENSOR_DEFINITION std::uint64_t Context::default_memory_limit_locked(const PhysicalDeviceInfo& device,
+                                          std::string* source) const {
+  const auto& p = device.properties;
+  const std::uint64_t available = p.free_memory;
+  const auto human = [](std::uint64_t n) {
+    return memory::human_readable_bytes(static_cast<std::int64_t>(n));
+  };
+  std::uint64_t limit = 0;
+  std::string why;
+  if (configuration_.memory_fraction == 0.0) {
+    const std::uint64_t reserve = min_system_memory(available, p.compute_capability_major);
+    limit = reserve < available ? available - reserve : available;
+    why = "the device's free memory " + human(available) + " minus a " +
+          human(reserve < available ? reserve : 0) +
+          " reserve (set_gpu_system_memory_size_in_mb or TF_DEVICE_MIN_SYS_MEMORY_IN_MB change "
+          "it)";
+  } else {
+    limit = static_cast<std::uint64_t>(static_cast<double>(p.total_memory) *
+                                       configuration_.memory_fraction);
+    why = "per_process_gpu_memory_fraction = " + std::to_string(configuration_.memory_fraction) +
+          " of " + human(p.total_memory);
+  }
+  const auto apply_reserve = [&](std::uint64_t reserved, const std::string& as_given) {
+    if (reserved <= available) {
+      limit = available - reserved;
+      why = "the device's free memory " + human(available) + " minus the requested " +
+            human(reserved) + " reserve";
+    } else {
+      defer_log(LogSeverity::warning, "The requested reserved device memory " + as_given +
+                                    " is larger than the available memory of " +
+                                    std::to_string(available) + ". The request is ignored.");
+    }
+  };
+  if (configuration_.gpu_system_memory_size_in_mb > 0) {
+    const auto reserved =
+        static_cast<std::uint64_t>(configuration_.gpu_system_memory_size_in_mb) * kMiB;
+    apply_reserve(reserved, std::to_string(reserved));
+  }
+  const std::string env = detail::getenv_string("TF_DEVICE_MIN_SYS_MEMORY_IN_MB");
+  if (!env.empty()) {
+    const bool numeric = env.size() <= 12 && std::all_of(env.begin(), env.end(), [](char c) {
+                           return detail::is_ascii_digit(c);
+                         });
+    if (!numeric) {
+      defer_log(LogSeverity::warning, "The requested reserved device memory " + env +
+                                    " is invalid. The request will be ignored.");
+    } else {
+      const auto reserved = static_cast<std::uint64_t>(std::stoll(env)) * kMiB;
+      apply_reserve(reserved, std::to_string(reserved));
+    }
+  }
+  if (source) *source = why;
+  return limit;
+}
+
+DEVTENSOR_DEFINITION std::vector<LogicalDeviceInfo> Context::build_logical_devices_locked() const {
+  const auto visible = visible_locked();
+  const auto is_visible = [&](const PhysicalDeviceInfo& p) {
+    return std::find(visible.begin(), visible.end(), p.device) != visible.end();
+  };
+  std::vector<LogicalDeviceInfo> out;
+
+  // CPUs: one, or one per empty configuration of the physical CPU.
+  for (std::size_t i = 0; i < physical_.size(); ++i) {
+    const auto& p = physical_[i];
+    if (p.device.device_type != cpu_device_type || !is_visible(p)) continue;
+    std::size_t n = 1;
+    if (auto it = configuration_.virtual_devices.find(p.device.name);
+        it != configuration_.virtual_devices.end() && !it->second.empty())
+      n = it->second.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      LogicalDeviceInfo d;
+      d.device_type = std::string(cpu_device_type);
+      d.physical_index = static_cast<int>(i);
+      d.memory_limit = 256 * kMiB;
+      out.push_back(std::move(d));
+    }
+  }
+
+  // GPUs: validate the configuration as TensorFlow's _compute_gpu_options and
+  // VerifyVirtualDeviceSettings do, then create them.
+  std::vector<const PhysicalDeviceInfo*> gpus;
+  std::vector<int> gpu_physical_index;
+  for (std::size_t i = 0; i < physical_.size(); ++i)
+    if (physical_[i].device.device_type == gpu_device_type && is_visible(physical_[i])) {
+      gpus.push_back(&physical_[i]);
+      gpu_physical_index.push_back(static_cast<int>(i));
+    }
+  const bool any_virtual = std::any_of(gpus.begin(), gpus.end(), [&](const auto* g) {
+    return configuration_.virtual_devices.count(g->device.name) != 0;
+  });
+  std::optional<bool> growth;
+  for (const auto* g : gpus) {
+    auto it = configuration_.memory_growth.find(g->device.name);
+    const bool mine = it != configuration_.memory_growth.end() && it->second;
+    if (growth && *growth != mine)
+      throw InvalidArgumentError("Memory growth cannot differ between GPU devices");
+    growth = mine;
+  }
+  if (any_virtual && configuration_.memory_fraction > 0.0)
+    throw InvalidArgumentError(
+        "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.");
+  // Growth is ignored whenever virtual devices are configured (unless the environment forces it).
+  const bool configured_growth = any_virtual ? false : growth.value_or(false);
+  const bool allow_growth = gpus.empty() ? configured_growth : effective_allow_growth(configured_growth);
+  const bool unified = configuration_.use_unified_memory || configuration_.memory_fraction > 1.0;
+
+  struct Pending {
+    LogicalDeviceInfo info;
+    std::optional<int> ordinal;
+    std::size_t position;
+  };
+  std::vector<Pending> pending;
+  std::optional<bool> first_has_ordinal;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const auto& phys = *gpus[g];
+    if (unified && phys.properties.compute_capability_major < 6)
+      throw UnimplementedError(
+          "Unified memory on GPUs with compute capability lower than 6.0 (pre-Pascal class GPUs) "
+          "does not support oversubscription.");
+    std::vector<config::LogicalDeviceConfiguration> configs;
+    if (auto it = configuration_.virtual_devices.find(phys.device.name);
+        it != configuration_.virtual_devices.end())
+      configs = it->second;
+    const bool with_priority = std::any_of(configs.begin(), configs.end(),
+                                           [](const auto& c) { return c.experimental_priority.has_value(); });
+    const bool with_ordinal = std::any_of(configs.begin(), configs.end(),
+                                          [](const auto& c) { return c.experimental_device_ordinal.has_value(); });
+    if (with_priority && !std::all_of(configs.begin(), configs.end(),
+                                      [](const auto& c) { return c.experimental_priority.has_value(); }))
+      throw InvalidArgumentError("priority must be specified for all virtual devices");
+    if (with_ordinal && !std::all_of(configs.begin(), configs.end(),
+                                     [](const auto& c) { return c.experimental_device_ordinal.has_value(); }))
+      throw InvalidArgumentError("device_ordinal must be specified for all virtual devices");
+    if (any_virtual && !first_has_ordinal) first_has_ordinal = with_ordinal;
+    if (any_virtual && *first_has_ordinal != with_ordinal)
+      throw InvalidArgumentError(
+          "Device ordinals must be set for all virtual devices or none. But the device_ordinal "
+          "is specified for " + std::to_string(g) + " while previous devices didn't have any set.");
+
+    const auto make = [&](std::uint64_t limit, std::optional<int> priority) {
+      LogicalDeviceInfo d;
+      d.device_type = std::string(gpu_device_type);
+      d.physical_index = gpu_physical_index[g];
+      d.memory_limit = limit;
+      d.allow_growth = allow_growth;
+      d.unified_memory = unified;
+      d.priority = priority;
+      const auto& p = phys.properties;
+      d.physical_device_desc = "device: " + std::to_string(phys.platform_ordinal) +
+                               ", name: " + p.name + ", pci bus id: " + p.pci_bus_id +
+                               ", compute capability: " +
+                               std::to_string(p.compute_capability_major) + "." +
+                               std::to_string(p.compute_capability_minor);
+      return d;
+    };
+    if (configs.empty()) {
+      std::string source;
+      const auto limit = default_memory_limit_locked(phys, &source);
+      pending.push_back({make(limit, std::nullopt), std::nullopt, pending.size()});
+      pending.back().info.limit_source = std::move(source);
+      continue;
+    }
+    for (std::size_t v = 0; v < configs.size(); ++v) {
+      const auto& c = configs[v];
+      if (c.experimental_priority) {
+        const int p = *c.experimental_priority;
+        const int hi = phys.properties.greatest_stream_priority;
+        const int lo = phys.properties.least_stream_priority;
+        if (p < hi || p > lo)
+          throw InvalidArgumentError("Priority " + std::to_string(p) +
+                                     " is outside the range of supported priorities [" +
+                                     std::to_string(hi) + "," + std::to_string(lo) +
+                                     "] for virtual device " + std::to_string(v) + " on GPU# " +
+                                     std::to_string(phys.index));
+      }
+      const auto limit =
+          static_cast<std::uint64_t>(static_cast<std::int64_t>(*c.memory_limit_mb)) * kMiB;
+      pending.push_back({make(limit, c.experimental_priority), c.experimental_device_ordinal,
+                         pending.size()});
+      pending.back().info.limit_source =
+          "memory_limit_mb = " + std::to_string(static_cast<std::int64_t>(*c.memory_limit_mb)) +
+          " of the virtual device";
+    }
+  }
+  // Lower ordinal first; ties (and devices without ordinals) keep their list position.
+  std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+    return a.ordinal.value_or(0) < b.ordinal.value_or(0);
+  });
+  for (auto& p : pending) out.push_back(std::move(p.info));
+
+  // Number each type consecutively and name the devices.
+  int cpus = 0;
+  int gpu_count = 0;
+  for (auto& d : out) {
+    d.index = d.device_type == cpu_device_type ? cpus++ : gpu_count++;
+    d.spec = DeviceSpec::parse(
+        DeviceSpec::full_name("localhost", 0, 0, d.device_type, d.index));
+    d.full_name = d.spec.to_string();
+    d.device = {DeviceSpec::local_name(d.device_type, d.index), d.device_type};
+    d.allocator_name =
+        d.device_type == cpu_device_type ? "cpu_bfc" : "GPU_" + std::to_string(d.index) + "_bfc";
+    d.is_gpu = d.device_type == gpu_device_type;
+    if (d.is_gpu) {
+      const auto& phys = physical_[static_cast<std::size_t>(d.physical_index)];
+      d.simulated = phys.simulated;
+      d.platform_ordinal = phys.simulated ? -1 : phys.platform_ordinal;
+    }
+  }
+  return out;
+}
+
+DEVTENSOR_DEFINITION void Context::create_streams_locked(std::vector<LogicalDeviceInfo>& logical) {
+  const auto* platform = gpu_platform();
+  for (auto& d : logical) {
+    if (!d.is_gpu || d.simulated || !platform) continue;
+    std::string error;
+    d.stream = platform->create_stream(d.platform_ordinal, d.priority.value_or(0), &error);
+    if (!d.stream) {
+      for (auto& done : logical)
+        if (done.stream) platform->destroy_stream(done.platform_ordinal, std::exchange(done.stream, nullptr));
+      throw InternalError("Could not create a CUDA stream for " + d.full_name + ": " + error);
+    }
+  }
+}
+
+DEVTENSOR_DEFINITION bool Context::gpu_garbage_collection() const {
+  bool present = false;
+  const std::string value = detail::getenv_string("TF_ENABLE_GPU_GARBAGE_COLLECTION", &present);
+  if (!present || value == "true") return true;
+  if (value == "false") return false;
+  defer_log(LogSeverity::error,
+      "The TF_ENABLE_GPU_GARBAGE_COLLECTION environment variable is set but could not be parsed: "
+      "\"" + value + "\". Valid values are \"true\" or \"false\". Using the default value \"true\".");
+  return true;
+}
+
+template <memory::SubAllocator Sub>
+std::shared_ptr<memory::Allocator> Context::make_bfc(bool growth, Sub sub, memory::BFCOptions options) {
+  if (growth)
+    return std::make_shared<memory::BFCAllocator<memory::Growth, Sub>>(std::move(sub), std::move(options));
+  return std::make_shared<memory::BFCAllocator<memory::Preallocate, Sub>>(std::move(sub), std::move(options));
+}
+
+DEVTENSOR_DEFINITION std::vector<std::shared_ptr<memory::Allocator>> Context::build_allocators_locked(
+    const std::vector<LogicalDeviceInfo>& logical) {
+  std::vector<std::shared_ptr<memory::Allocator>> out;
+  std::shared_ptr<memory::Allocator> host;
+  std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated(physical_.size());
+  const bool collect = std::any_of(logical.begin(), logical.end(), [](const auto& d) {
+    return d.device_type == gpu_device_type;
+  }) && gpu_garbage_collection();
+  for (const auto& d : logical) {
+    if (d.device_type == cpu_device_type) {
+      if (!host) {
+        memory::BFCOptions options;
+        options.name = d.allocator_name;
+        options.limit = configuration_.host_memory_limit ? configuration_.host_memory_limit : host_memory_limit();
+        options.garbage_collection = true;
+        options.limit_source = configuration_.host_memory_limit
+                                   ? "config::experimental::set_host_memory_limit"
+                                   : "the host's physical memory";
+        options.retry_timeout = configuration_.retry_timeout;
+        host = make_bfc(/*growth=*/true, memory::HostSubAllocator{}, std::move(options));
+      }
+      out.push_back(host);
+      continue;
+    }
+    const auto& phys = physical_[static_cast<std::size_t>(d.physical_index)];
+    memory::BFCOptions options;
+    options.name = d.allocator_name;
+    options.limit = d.memory_limit;
+    options.garbage_collection = collect;
+    options.limit_source = d.limit_source;
+    options.retry_timeout = configuration_.retry_timeout;
+    if (phys.simulated) {
+      auto& device_memory = simulated[static_cast<std::size_t>(d.physical_index)];
+      if (!device_memory)  // unified memory may oversubscribe into host RAM
+        device_memory = std::make_shared<memory::SimulatedDeviceMemory>(
+            d.unified_memory ? UINT64_MAX / 2 : phys.properties.total_memory);
+      out.push_back(make_bfc(d.allow_growth, memory::SimulatedSubAllocator(device_memory), std::move(options)));
+    } else {
+      const auto* platform = gpu_platform();
+      if (d.unified_memory)
+        throw UnimplementedError(
+            "Unified (managed) memory for real GPUs is not implemented yet; use a memory "
+            "fraction <= 1 and set_use_unified_memory(false)");
+      gpu_memory_functions_ = {platform->allocate, platform->deallocate};
+      out.push_back(make_bfc(d.allow_growth,
+                             memory::PlatformSubAllocator(&gpu_memory_functions_, phys.platform_ordinal),
+                             std::move(options)));
+    }
+  }
+  simulated_memory_ = std::move(simulated);
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::uint64_t Context::host_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::uint64_t{64} << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace devtensor

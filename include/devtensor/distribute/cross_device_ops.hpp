@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "devtensor/backend/cpu/parallel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/device/configuration.hpp"
@@ -27,6 +28,7 @@
 #include "devtensor/distribute/communication.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 

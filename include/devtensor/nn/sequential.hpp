@@ -121,34 +121,7 @@ class Sequential {
   }
 
   /// Keras's summary table. @throws FailedPreconditionError before the model is built.
-  void summary(std::ostream& out = std::cout) const {
-    if (!built() || !input_shape_)
-      throw FailedPreconditionError(
-          "This model has not yet been built. Build the model first by calling it on a batch of data, or give the "
-          "first layer an `input_dim`.");
-    const std::string rule(65, '_');
-    const std::string double_rule(65, '=');
-    out << "Model: \"" << name_ << "\"\n" << rule << "\n";
-    out << std::left << std::setw(29) << " Layer (type)" << std::setw(26) << "Output Shape" << "Param #\n";
-    out << double_rule << "\n";
-    std::vector<std::int64_t> shape = *input_shape_;
-    for (const auto& l : layers_) {
-      shape = l->output_shape(shape);
-      std::int64_t params = 0;
-      for (const auto& v : l->variables()) params += v.shape().num_elements();
-      out << std::left << std::setw(29) << (" " + l->name() + " (" + l->type_name() + ")") << std::setw(26)
-          << shape_string(shape) << params << "\n";
-      out << "\n";
-    }
-    const std::int64_t total = count_params();
-    std::int64_t trainable = 0;
-    for (const auto& v : trainable_variables()) trainable += v.shape().num_elements();
-    out << double_rule << "\n";
-    out << "Total params: " << total << " (" << bytes_string(total * 4) << ")\n";
-    out << "Trainable params: " << trainable << " (" << bytes_string(trainable * 4) << ")\n";
-    out << "Non-trainable params: " << total - trainable << " (" << bytes_string((total - trainable) * 4) << ")\n";
-    out << rule << "\n";
-  }
+  void summary(std::ostream& out = std::cout) const;
 
   /// Sets the loss and optimizer for fit and evaluate. @throws InvalidArgumentError for an
   /// invalid optimizer configuration.
@@ -162,65 +135,7 @@ class Sequential {
   /// Trains on a batched dataset of (x, y). @throws FailedPreconditionError before compile();
   /// InvalidArgumentError for negative epochs, an infinite dataset without steps_per_epoch, or
   /// batches the model or the loss cannot take.
-  History fit(const Dataset& dataset, FitOptions options = {}) {
-    require_compiled();
-    if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
-    if (options.steps_per_epoch && *options.steps_per_epoch < 1)
-      throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
-    const std::int64_t card = dataset.cardinality();
-    if (card == data::INFINITE_CARDINALITY && !options.steps_per_epoch)
-      throw InvalidArgumentError(
-          "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
-          "be determined.");
-    const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
-    std::ostream& out = options.out ? *options.out : std::cout;
-    History history;
-    // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
-    std::optional<Dataset::Iterator> shared;
-    if (options.steps_per_epoch) shared = dataset.begin();
-    for (int epoch = 0; epoch < options.epochs; ++epoch) {
-      if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
-      ProgressBar bar(target, options.verbose, &out, options.interactive);
-      LossMean mean;
-      std::int64_t steps = 0;
-      bool ran_out = false;
-      auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
-        const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
-        mean.add(loss, n);
-        ++steps;
-        if (bar.will_draw(steps)) bar.update(steps, mean.result());
-      };
-      if (shared) {
-        for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
-          if (*shared == std::default_sentinel) {
-            ran_out = true;
-            break;
-          }
-          const auto& [x, y] = **shared;
-          step(x, y);
-          ++*shared;
-        }
-      } else {
-        for (const auto& [x, y] : dataset) step(x, y);
-      }
-      if (steps == 0 && ran_out) {
-        log(LogSource::python_logger, LogSeverity::warning,
-            "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
-            "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
-            "your dataset.");
-        break;
-      }
-      const double epoch_loss = mean.result();
-      bar.finish(steps, epoch_loss);
-      history.epoch.push_back(epoch);
-      history.loss.push_back(epoch_loss);
-      if (ran_out) {
-        log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
-        break;
-      }
-    }
-    return history;
-  }
+  History fit(const Dataset& dataset, FitOptions options = {});
 
   /// Trains on examples x [n, features] and targets y [n, ...], batched (and shuffled each epoch)
   /// here. @throws InvalidArgumentError when x and y hold different numbers of examples.
@@ -230,53 +145,20 @@ class Sequential {
   }
 
   /// The loss over a dataset (weighted by batch sizes), without training.
-  double evaluate(const Dataset& dataset, EvaluateOptions options = {}) {
-    require_compiled();
-    if (dataset.cardinality() == data::INFINITE_CARDINALITY)
-      throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
-    std::ostream& out = options.out ? *options.out : std::cout;
-    ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
-    LossMean mean;
-    std::int64_t steps = 0;
-    for (const auto& [x, y] : dataset) {
-      mean.add((*loss_)(y, (*this)(x)), x.rank() > 0 ? x.shape()[0] : 1);
-      if (bar.will_draw(++steps)) bar.update(steps, mean.result());
-    }
-    const double result = mean.result();
-    bar.finish(steps, result);
-    return result;
-  }
+  double evaluate(const Dataset& dataset, EvaluateOptions options = {});
   double evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
     require_compiled();
     return evaluate(examples(x, y, options.batch_size, false, std::nullopt), options);
   }
 
   /// The model's outputs for x [n, features], computed batch_size examples at a time.
-  Tensor<float> predict(const Tensor<float>& x, PredictOptions options = {}) {
-    if (options.batch_size < 1) throw InvalidArgumentError("predict: batch_size must be >= 1");
-    if (!x.defined() || x.rank() == 0) throw InvalidArgumentError("predict: x must be a tensor of rank >= 1 (examples first)");
-    const std::int64_t n = x.shape()[0];
-    if (n <= options.batch_size) return (*this)(x);
-    std::vector<Tensor<float>> parts;
-    for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
-      std::vector<std::int64_t> start(x.rank(), 0);
-      std::vector<std::int64_t> size(x.rank(), -1);
-      start[0] = begin;
-      size[0] = std::min(options.batch_size, n - begin);
-      parts.push_back((*this)(slice(x, start, size)));
-    }
-    return concat(parts, 0);
-  }
+  Tensor<float> predict(const Tensor<float>& x, PredictOptions options = {});
 
   /// One training step on a batch: returns the batch's loss and its number of examples. Under a
   /// strategy the batch is split across the replicas, each computes its gradients concurrently,
   /// the gradients are summed by the strategy's cross-device ops, and the update is applied to
   /// every replica's variables alike.
-  std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y) {
-    require_compiled();
-    const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
-    return {static_cast<double>(loss.item()), n};
-  }
+  std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y);
 
   [[nodiscard]] const Loss& loss() const {
     require_compiled();
@@ -336,89 +218,11 @@ class Sequential {
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss is not
   /// read (fit decides when).
-  std::pair<Tensor<float>, std::int64_t> local_train_step(const Tensor<float>& x, const Tensor<float>& y) {
-    GradientTape tape;
-    const Tensor<float> prediction = (*this)(x);
-    Tensor<float> loss = (*loss_)(y, prediction);
-    const auto vars = trainable_variables();
-    optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
-    return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1};
-  }
+  std::pair<Tensor<float>, std::int64_t> local_train_step(const Tensor<float>& x, const Tensor<float>& y);
 
-  void capture_strategy() {
-    if (const auto* scope = detail::current_distribution_scope()) {
-      if (strategy_ && strategy_ != scope->strategy)
-        throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: model \"" + name_ +
-                                   "\" belongs to " + strategy_->description());
-      strategy_ = scope->strategy;
-    }
-  }
+  void capture_strategy();
 
-  std::pair<Tensor<float>, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y) {
-    if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
-      throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
-                                 " and " + y.shape().to_string());
-    const std::int64_t global = x.shape()[0];
-    if (!built()) {  // build here, in the strategy's scope, so that the variables are mirrored
-      const auto scope = strategy_->enter_scope();
-      std::vector<std::int64_t> start(x.rank(), 0), size = x.shape().dims_vector();
-      size[0] = std::min<std::int64_t>(1, global);
-      (void)(*this)(slice(x, start, size));
-    }
-    const auto vars = trainable_variables();
-    const int replicas = strategy_->num_replicas();
-    const auto sizes = strategy_->batch_sizes(global);
-    const auto& devices = strategy_->replica_devices();
-    std::vector<Tensor<float>> xs, ys;
-    std::int64_t begin = strategy_->batch_offset(global);  // this process's share (DATA auto-shard)
-    for (int r = 0; r < replicas; ++r) {
-      const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
-      xs.push_back(data::pipeline::rows_on(x, begin, take, devices[static_cast<std::size_t>(r)]));
-      ys.push_back(data::pipeline::rows_on(y, begin, take, devices[static_cast<std::size_t>(r)]));
-      begin += take;
-    }
-    std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
-    std::vector<Tensor<float>> losses(static_cast<std::size_t>(replicas));
-    strategy_->run_replicas([&](int r) {
-      const auto i = static_cast<std::size_t>(r);
-      GradientTape tape;
-      const Tensor<float> per_example = loss_->per_example(ys[i], (*this)(xs[i]));
-      // Each replica divides by the global batch, so the all-reduced SUM is the global mean.
-      const std::int64_t elements_per_example = per_example.shape()[0] > 0 ? per_example.num_elements() / per_example.shape()[0] : 1;
-      const Tensor<float> loss = loss_->reduction() == Reduction::SUM
-                                     ? reduce_sum(per_example)
-                                     : compute_average_loss(per_example, global * elements_per_example);
-      grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
-      losses[i] = loss;  // not read: fit reads the sum when it displays it
-    });
-    const auto summed = strategy_->batch_all_reduce_sum(grads);
-    optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
-    // The step's loss: the replicas' losses (each already divided by the global batch) summed on
-    // the first replica's device.
-    const int first = devices[0];
-    std::vector<Tensor<float>> on_first;
-    for (const auto& l : losses) {
-      if (l.device_index() == first) {
-        on_first.push_back(l);
-        continue;
-      }
-      auto copy = Tensor<float>::empty(l.shape(), first, "AddN");
-      detail::copy_bytes(copy.mutable_data(), copy.device_info(), l.data(), l.device_info(), sizeof(float));
-      on_first.push_back(std::move(copy));
-    }
-    Tensor<float> total;
-    {
-      DeviceScope on(on_first[0].device_info().spec);
-      total = add_n(on_first);
-    }
-    if (auto* workers = strategy_->worker_group()) {  // every process reports the global loss
-      double global_total = static_cast<double>(total.item());
-      workers->all_reduce(DType::DT_DOUBLE, &global_total, 1, detail::CollectiveReduction::sum, "the step's loss");
-      total = Tensor<float>::empty(Shape{}, 0, "AddN");  // logical device 0: CPU:0
-      *total.mutable_data() = static_cast<float>(global_total);
-    }
-    return {total, global};
-  }
+  std::pair<Tensor<float>, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y);
   void require_compiled() const {
     if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
   }
@@ -447,19 +251,239 @@ class Sequential {
     return buffer;
   }
   static Dataset examples(const Tensor<float>& x, const Tensor<float>& y, std::int64_t batch_size, bool shuffle,
-                          std::optional<std::uint64_t> seed) {
-    if (!x.defined() || !y.defined() || x.rank() == 0 || y.rank() == 0)
-      throw InvalidArgumentError("fit/evaluate: x and y must be tensors of rank >= 1 with examples first");
-    if (x.shape()[0] != y.shape()[0])
-      throw InvalidArgumentError("Data cardinality is ambiguous:\n  x sizes: " + std::to_string(x.shape()[0]) +
-                                 "\n  y sizes: " + std::to_string(y.shape()[0]) +
-                                 "\nMake sure all arrays contain the same number of samples.");
-    if (batch_size < 1) throw InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
-    auto ds = Dataset::from_tensor_slices(x, y);
-    if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(1, x.shape()[0]), seed);
-    return ds.batch(batch_size);
-  }
+                          std::optional<std::uint64_t> seed);
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION void Sequential::summary(std::ostream& out) const {
+  if (!built() || !input_shape_)
+    throw FailedPreconditionError(
+        "This model has not yet been built. Build the model first by calling it on a batch of data, or give the "
+        "first layer an `input_dim`.");
+  const std::string rule(65, '_');
+  const std::string double_rule(65, '=');
+  out << "Model: \"" << name_ << "\"\n" << rule << "\n";
+  out << std::left << std::setw(29) << " Layer (type)" << std::setw(26) << "Output Shape" << "Param #\n";
+  out << double_rule << "\n";
+  std::vector<std::int64_t> shape = *input_shape_;
+  for (const auto& l : layers_) {
+    shape = l->output_shape(shape);
+    std::int64_t params = 0;
+    for (const auto& v : l->variables()) params += v.shape().num_elements();
+    out << std::left << std::setw(29) << (" " + l->name() + " (" + l->type_name() + ")") << std::setw(26)
+        << shape_string(shape) << params << "\n";
+    out << "\n";
+  }
+  const std::int64_t total = count_params();
+  std::int64_t trainable = 0;
+  for (const auto& v : trainable_variables()) trainable += v.shape().num_elements();
+  out << double_rule << "\n";
+  out << "Total params: " << total << " (" << bytes_string(total * 4) << ")\n";
+  out << "Trainable params: " << trainable << " (" << bytes_string(trainable * 4) << ")\n";
+  out << "Non-trainable params: " << total - trainable << " (" << bytes_string((total - trainable) * 4) << ")\n";
+  out << rule << "\n";
+}
+
+DEVTENSOR_DEFINITION History Sequential::fit(const Dataset& dataset, FitOptions options) {
+  require_compiled();
+  if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
+  if (options.steps_per_epoch && *options.steps_per_epoch < 1)
+    throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
+  const std::int64_t card = dataset.cardinality();
+  if (card == data::INFINITE_CARDINALITY && !options.steps_per_epoch)
+    throw InvalidArgumentError(
+        "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
+        "be determined.");
+  const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
+  std::ostream& out = options.out ? *options.out : std::cout;
+  History history;
+  // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
+  std::optional<Dataset::Iterator> shared;
+  if (options.steps_per_epoch) shared = dataset.begin();
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
+    ProgressBar bar(target, options.verbose, &out, options.interactive);
+    LossMean mean;
+    std::int64_t steps = 0;
+    bool ran_out = false;
+    auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
+      const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
+      mean.add(loss, n);
+      ++steps;
+      if (bar.will_draw(steps)) bar.update(steps, mean.result());
+    };
+    if (shared) {
+      for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
+        if (*shared == std::default_sentinel) {
+          ran_out = true;
+          break;
+        }
+        const auto& [x, y] = **shared;
+        step(x, y);
+        ++*shared;
+      }
+    } else {
+      for (const auto& [x, y] : dataset) step(x, y);
+    }
+    if (steps == 0 && ran_out) {
+      log(LogSource::python_logger, LogSeverity::warning,
+          "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
+          "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
+          "your dataset.");
+      break;
+    }
+    const double epoch_loss = mean.result();
+    bar.finish(steps, epoch_loss);
+    history.epoch.push_back(epoch);
+    history.loss.push_back(epoch_loss);
+    if (ran_out) {
+      log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
+      break;
+    }
+  }
+  return history;
+}
+
+DEVTENSOR_DEFINITION double Sequential::evaluate(const Dataset& dataset, EvaluateOptions options) {
+  require_compiled();
+  if (dataset.cardinality() == data::INFINITE_CARDINALITY)
+    throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
+  std::ostream& out = options.out ? *options.out : std::cout;
+  ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
+  LossMean mean;
+  std::int64_t steps = 0;
+  for (const auto& [x, y] : dataset) {
+    mean.add((*loss_)(y, (*this)(x)), x.rank() > 0 ? x.shape()[0] : 1);
+    if (bar.will_draw(++steps)) bar.update(steps, mean.result());
+  }
+  const double result = mean.result();
+  bar.finish(steps, result);
+  return result;
+}
+
+DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, PredictOptions options) {
+  if (options.batch_size < 1) throw InvalidArgumentError("predict: batch_size must be >= 1");
+  if (!x.defined() || x.rank() == 0) throw InvalidArgumentError("predict: x must be a tensor of rank >= 1 (examples first)");
+  const std::int64_t n = x.shape()[0];
+  if (n <= options.batch_size) return (*this)(x);
+  std::vector<Tensor<float>> parts;
+  for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
+    std::vector<std::int64_t> start(x.rank(), 0);
+    std::vector<std::int64_t> size(x.rank(), -1);
+    start[0] = begin;
+    size[0] = std::min(options.batch_size, n - begin);
+    parts.push_back((*this)(slice(x, start, size)));
+  }
+  return concat(parts, 0);
+}
+
+DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Sequential::train_step(const Tensor<float>& x, const Tensor<float>& y) {
+  require_compiled();
+  const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
+  return {static_cast<double>(loss.item()), n};
+}
+
+DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+  GradientTape tape;
+  const Tensor<float> prediction = (*this)(x);
+  Tensor<float> loss = (*loss_)(y, prediction);
+  const auto vars = trainable_variables();
+  optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
+  return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1};
+}
+
+DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distributed_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+  if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
+    throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
+                               " and " + y.shape().to_string());
+  const std::int64_t global = x.shape()[0];
+  if (!built()) {  // build here, in the strategy's scope, so that the variables are mirrored
+    const auto scope = strategy_->enter_scope();
+    std::vector<std::int64_t> start(x.rank(), 0), size = x.shape().dims_vector();
+    size[0] = std::min<std::int64_t>(1, global);
+    (void)(*this)(slice(x, start, size));
+  }
+  const auto vars = trainable_variables();
+  const int replicas = strategy_->num_replicas();
+  const auto sizes = strategy_->batch_sizes(global);
+  const auto& devices = strategy_->replica_devices();
+  std::vector<Tensor<float>> xs, ys;
+  std::int64_t begin = strategy_->batch_offset(global);  // this process's share (DATA auto-shard)
+  for (int r = 0; r < replicas; ++r) {
+    const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
+    xs.push_back(data::pipeline::rows_on(x, begin, take, devices[static_cast<std::size_t>(r)]));
+    ys.push_back(data::pipeline::rows_on(y, begin, take, devices[static_cast<std::size_t>(r)]));
+    begin += take;
+  }
+  std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
+  std::vector<Tensor<float>> losses(static_cast<std::size_t>(replicas));
+  strategy_->run_replicas([&](int r) {
+    const auto i = static_cast<std::size_t>(r);
+    GradientTape tape;
+    const Tensor<float> per_example = loss_->per_example(ys[i], (*this)(xs[i]));
+    // Each replica divides by the global batch, so the all-reduced SUM is the global mean.
+    const std::int64_t elements_per_example = per_example.shape()[0] > 0 ? per_example.num_elements() / per_example.shape()[0] : 1;
+    const Tensor<float> loss = loss_->reduction() == Reduction::SUM
+                                   ? reduce_sum(per_example)
+                                   : compute_average_loss(per_example, global * elements_per_example);
+    grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
+    losses[i] = loss;  // not read: fit reads the sum when it displays it
+  });
+  const auto summed = strategy_->batch_all_reduce_sum(grads);
+  optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
+  // The step's loss: the replicas' losses (each already divided by the global batch) summed on
+  // the first replica's device.
+  const int first = devices[0];
+  std::vector<Tensor<float>> on_first;
+  for (const auto& l : losses) {
+    if (l.device_index() == first) {
+      on_first.push_back(l);
+      continue;
+    }
+    auto copy = Tensor<float>::empty(l.shape(), first, "AddN");
+    detail::copy_bytes(copy.mutable_data(), copy.device_info(), l.data(), l.device_info(), sizeof(float));
+    on_first.push_back(std::move(copy));
+  }
+  Tensor<float> total;
+  {
+    DeviceScope on(on_first[0].device_info().spec);
+    total = add_n(on_first);
+  }
+  if (auto* workers = strategy_->worker_group()) {  // every process reports the global loss
+    double global_total = static_cast<double>(total.item());
+    workers->all_reduce(DType::DT_DOUBLE, &global_total, 1, detail::CollectiveReduction::sum, "the step's loss");
+    total = Tensor<float>::empty(Shape{}, 0, "AddN");  // logical device 0: CPU:0
+    *total.mutable_data() = static_cast<float>(global_total);
+  }
+  return {total, global};
+}
+
+DEVTENSOR_DEFINITION Sequential::Dataset Sequential::examples(const Tensor<float>& x, const Tensor<float>& y, std::int64_t batch_size, bool shuffle,
+                        std::optional<std::uint64_t> seed) {
+  if (!x.defined() || !y.defined() || x.rank() == 0 || y.rank() == 0)
+    throw InvalidArgumentError("fit/evaluate: x and y must be tensors of rank >= 1 with examples first");
+  if (x.shape()[0] != y.shape()[0])
+    throw InvalidArgumentError("Data cardinality is ambiguous:\n  x sizes: " + std::to_string(x.shape()[0]) +
+                               "\n  y sizes: " + std::to_string(y.shape()[0]) +
+                               "\nMake sure all arrays contain the same number of samples.");
+  if (batch_size < 1) throw InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
+  auto ds = Dataset::from_tensor_slices(x, y);
+  if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(1, x.shape()[0]), seed);
+  return ds.batch(batch_size);
+}
+
+DEVTENSOR_DEFINITION void Sequential::capture_strategy() {
+  if (const auto* scope = detail::current_distribution_scope()) {
+    if (strategy_ && strategy_ != scope->strategy)
+      throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: model \"" + name_ +
+                                 "\" belongs to " + strategy_->description());
+    strategy_ = scope->strategy;
+  }
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn
 }  // namespace devtensor

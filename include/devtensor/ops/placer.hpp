@@ -131,21 +131,25 @@ struct PlacementCache {
   std::vector<std::pair<const KernelSupport*, int>> entries;
 };
 
-inline std::string device_list(const std::vector<LogicalDeviceInfo>& devices) {
-  std::string out;
-  for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d.full_name;
-  return out;
-}
-
 inline const DeviceSpec& requested_spec() noexcept {
   static const DeviceSpec empty;
   const auto& stack = scope_stack();
   return stack.entries.empty() ? empty : stack.entries.back().spec;
 }
 
+/// The placement decision itself (uncached); place_op caches it.
+int select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft);
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION std::string device_list(const std::vector<LogicalDeviceInfo>& devices) {
+  std::string out;
+  for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d.full_name;
+  return out;
+}
+
 /// The hint for a GPU-capable op whose body this program lacks, once per kernel (a warning: the
 /// program runs, slower than the user expects).
-inline void report_missing_gpu_body(const KernelSupport& kernel, const LogicalDeviceInfo& chosen) {
+DEVTENSOR_DEFINITION void report_missing_gpu_body(const KernelSupport& kernel, const LogicalDeviceInfo& chosen) {
   if (!kernel.gpu_body || kernel.gpu_body->missing_reported.exchange(true, std::memory_order_relaxed)) return;
   if (!log_enabled(LogSource::cpp_runtime, LogSeverity::warning)) return;
   log(LogSeverity::warning,
@@ -161,12 +165,12 @@ inline constexpr const char* missing_gpu_body_hint =
     "theirs from the devtensor::cuda component; register your op's with "
     "DEVTENSOR_REGISTER_KERNEL(Op, devtensor::gpu_t, T, body).";
 
-inline bool has_real_gpus(const std::vector<LogicalDeviceInfo>& devices) {
+DEVTENSOR_DEFINITION bool has_real_gpus(const std::vector<LogicalDeviceInfo>& devices) {
   return std::any_of(devices.begin(), devices.end(),
                      [](const LogicalDeviceInfo& d) { return d.is_gpu && !d.simulated; });
 }
 
-inline int first_match(const std::vector<LogicalDeviceInfo>& devices,
+DEVTENSOR_DEFINITION int first_match(const std::vector<LogicalDeviceInfo>& devices,
                        const std::vector<int>& order, const DeviceSpec& request,
                        const KernelSupport& kernel) {
   for (int i : order) {
@@ -177,7 +181,7 @@ inline int first_match(const std::vector<LogicalDeviceInfo>& devices,
 }
 
 /// The placement decision itself (uncached).
-inline int select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft) {
+DEVTENSOR_DEFINITION int select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft) {
   auto& context = Context::global();
   const auto& devices = context.logical_devices();
   const auto& order = context.devices_by_priority();
@@ -226,6 +230,8 @@ inline int select_device(const KernelSupport& kernel, const DeviceSpec& request,
                              "] Turn soft placement on (config::set_soft_device_placement(true)) "
                              "to fall back to a supported device.");
 }
+
+#endif
 
 }  // namespace detail
 

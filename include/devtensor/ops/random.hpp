@@ -93,12 +93,7 @@ struct RandomOp : OpTable<FloatTypes, FloatTypes>, Builtin {
   };
   static const Shape& output_shape(const Attrs& attrs) noexcept { return attrs.shape; }
   template <class T>
-  static void cpu(const KernelContext& ctx) {
-    const auto& a = ctx.attr<Attrs>();
-    const Value<T> value{a.seed, a.p0, a.p1};
-    T* o = ctx.output<T>();
-    for (std::int64_t i = 0, n = a.shape.num_elements(); i < n; ++i) o[i] = value(i);
-  }
+  static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
 };
@@ -141,6 +136,19 @@ Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const Op
 }
 
 }  // namespace devtensor
+
+#if DEVTENSOR_CPU_KERNEL_BODIES
+namespace devtensor::ops {
+template <class Self, template <class> class Value>
+template <class T>
+void RandomOp<Self, Value>::cpu(const KernelContext& ctx) {
+  const auto& a = ctx.attr<Attrs>();
+  const Value<T> value{a.seed, a.p0, a.p1};
+  T* o = ctx.output<T>();
+  for (std::int64_t i = 0, n = a.shape.num_elements(); i < n; ++i) o[i] = value(i);
+}
+}  // namespace devtensor::ops
+#endif
 
 #if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
 #include "devtensor/ops/cuda/kernels.cuh"

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,30 +35,35 @@ namespace devtensor {
 
 namespace op_detail {
 
-/// Runs Op's CPU body for T on host copies of the inputs and copies the outputs back: a real GPU
-/// whose program lacks Op's GPU body (a host-compiled program's variables live in GPU memory,
-/// and work on them is not placed). Correct, not fast; link devtensor::cuda.
-template <class Op, Element Out, Element T>
-void run_staged(const ops::KernelContext& ctx) {
+/// Runs a CPU body on host copies of the inputs (elements of `input_size` bytes) and copies the
+/// outputs (of `output_size` bytes) back: a real GPU whose program lacks the op's GPU body (a
+/// host-compiled program's variables live in GPU memory, and work on them is not placed).
+/// Correct, not fast; link devtensor::cuda. Not a template: one copy per program.
+void run_staged(const ops::KernelContext& ctx, ops::Kernel* cpu_body, std::size_t input_size, std::size_t output_size);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void run_staged(const ops::KernelContext& ctx, ops::Kernel* cpu_body, std::size_t input_size,
+                                     std::size_t output_size) {
   const auto& host = detail::host_buffer_device();
-  std::vector<std::unique_ptr<T[]>> in_host;  // not std::vector<bool>: bodies read through T*
-  std::vector<std::unique_ptr<Out[]>> out_host;
+  // operator new[] aligns to __STDCPP_DEFAULT_NEW_ALIGNMENT__, enough for every element type
+  std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<ops::KernelTensor> ins, outs;
   for (const auto& in : ctx.inputs) {
-    const auto n = static_cast<std::size_t>(in.shape->num_elements());
-    auto& buffer = in_host.emplace_back(new T[n]);
-    detail::copy_bytes(buffer.get(), host, in.data, ctx.device, n * sizeof(T));
+    const auto bytes = static_cast<std::size_t>(in.shape->num_elements()) * input_size;
+    auto& buffer = buffers.emplace_back(new std::byte[bytes]);
+    detail::copy_bytes(buffer.get(), host, in.data, ctx.device, bytes);
     ins.push_back({buffer.get(), in.shape});
   }
   for (const auto& out : ctx.outputs) {
-    auto& buffer = out_host.emplace_back(new Out[static_cast<std::size_t>(out.shape->num_elements())]);
+    auto& buffer = buffers.emplace_back(new std::byte[static_cast<std::size_t>(out.shape->num_elements()) * output_size]);
     outs.push_back({buffer.get(), out.shape});
   }
-  Op::template cpu<T>({host, ctx.attrs, ins, outs});
+  cpu_body({host, ctx.attrs, ins, outs});
   for (std::size_t i = 0; i < outs.size(); ++i)
     detail::copy_bytes(ctx.outputs[i].data, ctx.device, outs[i].data, host,
-                       static_cast<std::size_t>(outs[i].shape->num_elements()) * sizeof(Out));
+                       static_cast<std::size_t>(outs[i].shape->num_elements()) * output_size);
 }
+#endif
 
 /// Runs Op's body for T on ctx.device: the registered GPU body on a real GPU (the placer chooses
 /// one only when the program contains the body; work that is not placed stages through the host
@@ -72,7 +78,7 @@ void run_body(const ops::KernelContext& ctx) {
         return;
       }
       if constexpr (has_kernel_v<Op, cpu_t, T>) {
-        run_staged<Op, Out, T>(ctx);
+        run_staged(ctx, &Op::template cpu<T>, sizeof(T), sizeof(Out));
         return;
       } else {
         throw InternalError(std::string(Op::name) + " has no GPU body in this program for " + ctx.device.full_name +
@@ -175,19 +181,25 @@ std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, int device, st
 template <class Op, Element Out, Element T, std::size_t N>
 Tensor<Out> execute_one(const typename Op::Attrs& attrs, int device, const std::array<const Tensor<T>*, N>& inputs,
                         const Shape& shape) {
-  const auto local = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array<Tensor<T>, N>{to_device(*inputs[I], device, Op::name, static_cast<int>(I))...};
-  }(std::make_index_sequence<N>{});
+  // Inputs already on `device` are used in place (no Tensor copy: two reference counts and a
+  // Shape per input on the 1-element op's path); the others are copied there.
+  std::array<const Tensor<T>*, N> local = inputs;
+  std::array<std::optional<Tensor<T>>, N> copies;
+  for (std::size_t i = 0; i < N; ++i) {
+    const Tensor<T>& in = *inputs[i];
+    if (!in.defined() || in.storage()->device_index != device) [[unlikely]]
+      local[i] = &copies[i].emplace(to_device(in, device, Op::name, static_cast<int>(i)));
+  }
   Tensor<Out> out;
   if constexpr (requires { requires Op::is_view; }) {
     static_assert(N == 1 && std::is_same_v<Out, T>, "a view has one input of the output's type");
-    out = Tensor<Out>(local[0].storage(), shape);  // the input's buffer, a new tensor value
+    out = Tensor<Out>(local[0]->storage(), shape);  // the input's buffer, a new tensor value
   } else {
     out = Tensor<Out>::empty(shape, device, Op::name);
     if (out.num_elements() > 0) {
       std::array<ops::KernelTensor, N> ins;
       if constexpr (N > 0)
-        for (std::size_t i = 0; i < N; ++i) ins[i] = {local[i].mutable_data(), &local[i].shape()};
+        for (std::size_t i = 0; i < N; ++i) ins[i] = {local[i]->mutable_data(), &local[i]->shape()};
       const ops::KernelTensor outs[1] = {{out.mutable_data(), &out.shape()}};
       run_body<Op, Out, T>({out.device_info(), &attrs, ins, outs});
     }

@@ -1,0 +1,19 @@
+# devtensor's compiled mode (Note [Compiled mode] in include/devtensor/config.hpp), defined in the
+# project that uses devtensor: by devtensor's own CMakeLists and by the installed package config.
+# src/devtensor.cpp (the CPU kernel bodies, the gradient table, the Context's discovery and
+# allocators, the Keras training loop) is compiled here, once per build tree, into a static library
+# that devtensor::devtensor links, and devtensor::devtensor's users get DEVTENSOR_COMPILED: their
+# translation units see declarations only. Nothing prebuilt is installed. devtensor::header_only
+# is the same library without it (every translation unit compiles what it uses).
+#
+# Inputs: _devtensor_source_dir (where devtensor.cpp is), _devtensor_header_target (the
+# header-only target, devtensor_header_only or devtensor::header_only) and _devtensor_core_target
+# (the target that becomes compiled: devtensor or devtensor::devtensor).
+if(NOT TARGET devtensor_compiled)
+  add_library(devtensor_compiled STATIC "${_devtensor_source_dir}/devtensor.cpp")
+  target_link_libraries(devtensor_compiled PUBLIC ${_devtensor_header_target})
+  target_compile_features(devtensor_compiled PUBLIC cxx_std_20)
+  set_target_properties(devtensor_compiled PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(${_devtensor_core_target} INTERFACE $<BUILD_INTERFACE:devtensor_compiled>)
+  target_compile_definitions(${_devtensor_core_target} INTERFACE $<BUILD_INTERFACE:DEVTENSOR_COMPILED>)
+endif()
