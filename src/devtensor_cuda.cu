@@ -3,7 +3,7 @@
 //
 // Linking the devtensor::cuda CMake component adds this file's object to the program; without
 // CMake compile it once and link it with the CUDA runtime and cuBLAS:
-//   nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -I<prefix>/include \
+//   nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -I<prefix>/include
 //        -c <prefix>/share/devtensor/src/devtensor_cuda.cu -o devtensor_cuda.o
 //   g++ -std=c++20 ... your.o devtensor_cuda.o -lcudart -lcublas
 // During static initialisation it registers the CUDA platform (real GPUs appear in the Context)

@@ -185,11 +185,12 @@ Tensor<Out> execute_one(const typename Op::Attrs& attrs, int device, const std::
   // Shape per input on the 1-element op's path); the others are copied there.
   std::array<const Tensor<T>*, N> local = inputs;
   std::array<std::optional<Tensor<T>>, N> copies;
-  for (std::size_t i = 0; i < N; ++i) {
-    const Tensor<T>& in = *inputs[i];
-    if (!in.defined() || in.storage()->device_index != device) [[unlikely]]
-      local[i] = &copies[i].emplace(to_device(in, device, Op::name, static_cast<int>(i)));
-  }
+  if constexpr (N > 0)  // nvcc warns on `i < 0`
+    for (std::size_t i = 0; i < N; ++i) {
+      const Tensor<T>& in = *inputs[i];
+      if (!in.defined() || in.storage()->device_index != device) [[unlikely]]
+        local[i] = &copies[i].emplace(to_device(in, device, Op::name, static_cast<int>(i)));
+    }
   Tensor<Out> out;
   if constexpr (requires { requires Op::is_view; }) {
     static_assert(N == 1 && std::is_same_v<Out, T>, "a view has one input of the output's type");
