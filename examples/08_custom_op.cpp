@@ -38,8 +38,8 @@ struct Clip : dt::ops::OpTable<dt::ops::NumericTypes, dt::ops::NoTypes> {
   template <dt::Floating T>
   static dt::ops::Grads<T> gradient(const dt::ops::GradArgs<T, Attrs>& a) {
     const auto& x = a.x[0];
-    const auto inside = dt::mul(dt::grad_ops::greater_equal(x, dt::scalar<T>(a.attrs.lo.template as<T>())),
-                                dt::grad_ops::greater_equal(dt::scalar<T>(a.attrs.hi.template as<T>()), x));
+    const auto inside = dt::mul(dt::grad_ops::greater_equal(x, dt::scalar<T>(a.attrs.lo)),
+                                dt::grad_ops::greater_equal(dt::scalar<T>(a.attrs.hi), x));
     return {dt::mul(a.dy[0], inside)};
   }
 };

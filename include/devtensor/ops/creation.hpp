@@ -121,6 +121,11 @@ template <Element T>
 Tensor<T> scalar(T value, const OpOptions& options = {}) {
   return constant<T>(std::vector<T>{value}, Shape{}, options);
 }
+/// A scalar of an attribute's value, converted to T (`dt::scalar<T>(a.attrs.lo)` in a gradient).
+template <Element T>
+Tensor<T> scalar(const ops::Scalar& value, const OpOptions& options = {}) {
+  return scalar<T>(value.as<T>(), options);
+}
 
 /// A tensor of `shape` with every element `value` (TensorFlow's Fill).
 template <Element T>

@@ -83,6 +83,12 @@ class Scalar {
     if (dtype_ == DType::DT_FLOAT || dtype_ == DType::DT_DOUBLE) return static_cast<T>(floating_);
     return static_cast<T>(integer_);
   }
+  /// The same as as<T>(), spelled `static_cast<T>(attrs.lo)`: in a template (an op's gradient
+  /// over `GradArgs<T, Attrs>`), `attrs.lo.as<T>()` would need `.template`.
+  template <Element T>
+  [[nodiscard]] explicit operator T() const noexcept {
+    return as<T>();
+  }
   [[nodiscard]] DType dtype() const noexcept { return dtype_; }
 
  private:

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
@@ -159,6 +160,30 @@ BOOST_AUTO_TEST_CASE(scalar_operators) {
   BOOST_TEST((-a).to_vector() == (std::vector<float>{-1, -2, -3}), boost::test_tools::per_element());
   BOOST_TEST(dt::maximum(a, dt::scalar<float>(2)).to_vector() == (std::vector<float>{2, 2, 3}),
              boost::test_tools::per_element());
+}
+
+namespace {
+/// What a user op's gradient does with a Scalar attribute, in a template over T.
+template <class T, class Attrs>
+std::pair<T, dt::Tensor<T>> read_attribute(const Attrs& attrs) {
+  return {static_cast<T>(attrs.lo), dt::scalar<T>(attrs.lo)};  // no `.template as<T>()`
+}
+struct ClipAttrs {
+  dt::ops::Scalar lo;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(scalar_attributes_convert_in_templates) {
+  const ClipAttrs from_double{dt::ops::Scalar::of(2.75)};
+  const auto [as_float, tensor] = read_attribute<float>(from_double);
+  BOOST_TEST(as_float == 2.75f);
+  BOOST_TEST(tensor.rank() == 0);
+  BOOST_TEST(tensor.item() == 2.75f);
+  // Converted as C++ converts: toward zero for integers, exact for the stored type.
+  BOOST_TEST((read_attribute<std::int32_t>(from_double).first) == 2);
+  const ClipAttrs big{dt::ops::Scalar::of(std::int64_t{1} << 40)};
+  BOOST_TEST((read_attribute<std::int64_t>(big).first) == (std::int64_t{1} << 40));
+  BOOST_TEST((read_attribute<double>(big).second.item()) == 1099511627776.0);
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(unary_ops, T, FloatTypes) {
