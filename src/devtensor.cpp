@@ -14,55 +14,41 @@
 
 #define DEVTENSOR_COMPILING_LIBRARY 1
 
-#include <array>
-#include <cstddef>
-#include <span>
+#include <vector>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor/ops/op_list.hpp"
 
 namespace devtensor::compiled_detail {
 
-/// Op's CPU body for T, when Op has one of the common signature (views and the variable updates
-/// have none). Taking its address instantiates and emits it here; the user translation units,
-/// which see its declaration only, call this definition.
+/// Op has a CPU body of the common signature for T (views and the variable updates have none).
 template <class Op, class T>
-constexpr ops::Kernel* cpu_body() noexcept {
-  if constexpr (has_kernel_v<Op, cpu_t, T> && requires { static_cast<ops::Kernel*>(&Op::template cpu<T>); })
-    return &Op::template cpu<T>;
-  else
-    return nullptr;
-}
+constexpr bool has_cpu_body =
+    has_kernel_v<Op, cpu_t, T> && requires { static_cast<ops::Kernel*>(&Op::template cpu<T>); };
 
-template <class Op>
-constexpr std::size_t count_cpu_bodies() noexcept {
-  return []<class... Ts>(ops::TypeList<Ts...>) {
-    return ((cpu_body<Op, Ts>() != nullptr ? 1u : 0u) + ... + 0u);
-  }(ops::AllTypes{});
+template <class Op, class T>
+void add_cpu_body(std::vector<ops::Kernel*>& out) {
+  if constexpr (has_cpu_body<Op, T>) out.push_back(&Op::template cpu<T>);
 }
-
-template <class... Ops>
-constexpr auto collect_cpu_bodies(ops::TypeList<Ops...>) noexcept {
-  constexpr std::size_t n = (count_cpu_bodies<Ops>() + ... + 0u);
-  std::array<ops::Kernel*, n> out{};
-  std::size_t i = 0;
-  const auto add = [&]<class Op>() {
-    []<class... Ts>(ops::TypeList<Ts...>, auto& bodies, std::size_t& k) {
-      ((cpu_body<Op, Ts>() != nullptr ? void(bodies[k++] = cpu_body<Op, Ts>()) : void()), ...);
-    }(ops::AllTypes{}, out, i);
-  };
-  (add.template operator()<Ops>(), ...);
-  return out;
+template <class Op, class... Ts>
+void add_cpu_bodies(std::vector<ops::Kernel*>& out, ops::TypeList<Ts...>) {
+  (add_cpu_body<Op, Ts>(out), ...);
 }
 
 }  // namespace devtensor::compiled_detail
 
 namespace devtensor {
 
-/// Every CPU body of every devtensor op: external, so that the compiler emits each one.
-extern const std::span<ops::Kernel* const> compiled_cpu_bodies;
-constexpr auto kCompiledCpuBodies = compiled_detail::collect_cpu_bodies(ops::BuiltinOps{});
-const std::span<ops::Kernel* const> compiled_cpu_bodies{kCompiledCpuBodies};
+/// Every CPU body of every devtensor op, for every element type it declares. Naming them here
+/// instantiates them in this translation unit, which emits each one; the user translation units,
+/// which see their declarations only, call these definitions. (External, so that it is compiled.)
+std::vector<ops::Kernel*> compiled_cpu_bodies() {
+  std::vector<ops::Kernel*> out;
+  [&]<class... Ops>(ops::TypeList<Ops...>) {
+    (compiled_detail::add_cpu_bodies<Ops>(out, ops::AllTypes{}), ...);
+  }(ops::BuiltinOps{});
+  return out;
+}
 
 // The gradient table, installed by the first GradientTape::gradient.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps>();
