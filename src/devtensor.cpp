@@ -50,7 +50,8 @@ std::vector<ops::Kernel*> compiled_cpu_bodies() {
   return out;
 }
 
-// The gradient table, installed by the first GradientTape::gradient.
-template void autodiff_detail::install_gradients<autodiff_detail::GradientOps>();
+// The gradient tables, installed by the first GradientTape::gradient of each type.
+template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();
+template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, double>();
 
 }  // namespace devtensor

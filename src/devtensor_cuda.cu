@@ -2,10 +2,11 @@
 // (DESIGN.md §2, Note [One registry per program] in ops/registry.hpp).
 //
 // Linking the devtensor::cuda CMake component adds this file's object to the program; without
-// CMake compile it once and link it with the CUDA runtime and cuBLAS:
+// CMake compile it once, in the program's mode (add -DDEVTENSOR_COMPILED in compiled mode), and
+// link it with the CUDA runtime and cuBLAS:
 //   nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -I<prefix>/include
-//        -c <prefix>/share/devtensor/src/devtensor_cuda.cu -o devtensor_cuda.o
-//   g++ -std=c++20 ... your.o devtensor_cuda.o -lcudart -lcublas
+//        -I<cuda>/include/cccl -c <prefix>/share/devtensor/src/devtensor_cuda.cu -o devtensor_cuda.o
+//   g++ -std=c++20 ... your.o devtensor_cuda.o -L<cuda>/lib64 -lcudart -lcublas
 // During static initialisation it registers the CUDA platform (real GPUs appear in the Context)
 // and the GPU body of every op that declares one; every translation unit of the program then
 // reaches them through the registry, whichever compiler built it. It must be linked as an object

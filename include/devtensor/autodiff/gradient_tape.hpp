@@ -191,6 +191,7 @@ class GradientTape {
   template <Floating T>
   std::vector<detail::TapeTensor> compute(const Tensor<T>& target, const std::vector<detail::TapeTensor>& sources,
                                           const std::optional<detail::TapeTensor>& output_gradient) {
+    autodiff_detail::install_gradients<autodiff_detail::GradientOps, T>();  // T's, once per program
     return compute_erased(target.defined() ? detail::tape_tensor(target) : detail::TapeTensor{}, sources,
                           output_gradient);
   }
@@ -222,7 +223,6 @@ DEVTENSOR_DEFINITION std::vector<detail::TapeTensor> GradientTape::compute_erase
         "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
         "under stop_recording() are not recorded.");
   state_.used = true;
-  autodiff_detail::install_gradients();
   const bool was_paused = state_.paused;
   state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
   struct Resume {
@@ -252,6 +252,16 @@ DEVTENSOR_DEFINITION std::vector<detail::TapeTensor> GradientTape::compute_erase
         dx = record.backward(dy);
       } else if (auto* op_gradient = autodiff_detail::gradient_for(record)) {
         dx = op_gradient(record, dy);
+      } else if (const auto slot = detail::gradient_slot(record.outputs.front().dtype);
+                 record.kind && !detail::gradients_installed[slot].load(std::memory_order_acquire)) {
+        const char* type = slot == 1 ? "DT_DOUBLE" : "DT_FLOAT";
+        throw UnimplementedError(
+            "The tape reached operation '" + std::string(record.op) + "' on " + type +
+            " tensors, but this program has not compiled devtensor's " + type +
+            " gradients: it differentiates targets of the other type only, and the " + type +
+            " ops came onto the tape in a file that does not include devtensor/autodiff/gradients.hpp. "
+            "Include <devtensor/devtensor.hpp> in the file that casts between float and double, or "
+            "build in compiled mode (the CMake target devtensor::devtensor).");
       } else {
         throw UnimplementedError("No gradient defined for operation '" + std::string(record.op) +
                                  "' (op type: " + std::string(record.op) +

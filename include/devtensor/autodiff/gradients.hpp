@@ -18,30 +18,45 @@ namespace autodiff_detail {
 
 using GradientOps = ops::Join<ops::BuiltinOps, ops::TapeOnlyOps>::type;
 
-/// Installs the gradient of every devtensor op into its OpKind, once per program. A template so
-/// that only a translation unit which differentiates (GradientTape::gradient) instantiates the
-/// gradients of every op; merely including the header does not. In compiled mode
-/// (Note [Compiled mode]) src/devtensor.cpp instantiates it, once.
-template <class OpList = GradientOps>
+/// Op's gradient for outputs of element type T, or nullptr when it has none: its own erased form
+/// (ops whose inputs and outputs differ in type, such as Cast), else the typed one from its
+/// definition.
+template <class Op, class T>
+constexpr detail::ErasedGradient* gradient_of_type() noexcept {
+  if constexpr (requires { &Op::erased_gradient; }) return &Op::erased_gradient;
+  else if constexpr (ops::HasGradient<Op, T>) return &op_detail::typed_gradient<Op, T>;
+  else return nullptr;
+}
+
+/// Installs the gradient of every devtensor op for outputs of element type T into its OpKind,
+/// once per program and type. A template so that only a translation unit which differentiates a
+/// T target (GradientTape::gradient) instantiates the gradients of every op for T; merely
+/// including the header does not. In compiled mode (Note [Compiled mode]) src/devtensor.cpp
+/// instantiates it for float and double, once.
+template <class OpList, class T>
 void install_gradients();
 
 #if DEVTENSOR_HEADER_DEFINITIONS
-template <class OpList>
+template <class OpList, class T>
 void install_gradients() {
   static const bool installed = [] {
+    constexpr std::size_t slot = detail::gradient_slot(dtype_enum<T>());
     [&]<class... Ops>(ops::TypeList<Ops...>) {  // not for_each_op: nvcc warns on its template lambda
-      (detail::op_kind<Ops>.gradient.store(op_detail::gradient_of<Ops>(), std::memory_order_release), ...);
+      (detail::op_kind<Ops>.gradient[slot].store(gradient_of_type<Ops, T>(), std::memory_order_release), ...);
     }(OpList{});
+    detail::gradients_installed[slot].store(true, std::memory_order_release);
     return true;
   }();
   (void)installed;
 }
 #endif
 
-/// The gradient of what `record` recorded, or nullptr when its op has none.
+/// The gradient of what `record` recorded, or nullptr when its op has none (or this program has
+/// not installed its type's gradients: detail::gradients_installed).
 inline detail::ErasedGradient* gradient_for(const detail::OpRecord& record) noexcept {
   if (record.gradient) return record.gradient;
-  return record.kind ? record.kind->gradient.load(std::memory_order_acquire) : nullptr;
+  if (!record.kind || record.outputs.empty()) return nullptr;
+  return record.kind->gradient[detail::gradient_slot(record.outputs.front().dtype)].load(std::memory_order_acquire);
 }
 
 /// Op has a gradient (without instantiating it).
@@ -50,6 +65,13 @@ constexpr bool has_gradient_v =
     requires { &Op::erased_gradient; } || ops::HasGradient<Op, float> || ops::HasGradient<Op, double>;
 
 }  // namespace autodiff_detail
+
+namespace detail {
+template <class T>
+struct GradientInstaller {
+  static void install() { autodiff_detail::install_gradients<autodiff_detail::GradientOps, T>(); }
+};
+}  // namespace detail
 
 /// True when GradientTape can differentiate devtensor's op `op_name` (TensorFlow's op name, e.g.
 /// "MatMul").

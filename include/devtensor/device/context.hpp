@@ -630,7 +630,8 @@ DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, c
                                        d.physical_device_desc);
 }
 
-DEVTENSOR_DEFINITION std::string Context::describe_trigger(std::string_view trigger, const SourceLocation& where) {
+DEVTENSOR_DEFINITION std::string Context::describe_trigger(
+    std::string_view trigger, const SourceLocation& where) {
   std::string out(trigger);
   if (where.file_name() && *where.file_name())
     out += std::string(" at ") + where.file_name() + ":" + std::to_string(where.line());

@@ -151,27 +151,9 @@ class DenseLayer final : public LayerBase {
     if (options_.input_dim) ensure_built(Shape({1, *options_.input_dim}));
   }
 
-  void build(const Shape& input_shape) override {
-    if (input_shape.rank() != 2)
-      throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected ndim=2, found ndim=" +
-                                 std::to_string(input_shape.rank()) + ". Full shape received: " + input_shape.to_python());
-    const std::int64_t in = input_shape[1];
-    const Shape kernel_shape({in, units_});
-    kernel_ = Variable<float>(initial(options_.kernel_initializer, kernel_shape, "kernel"), {.name = name_ + "/kernel"});
-    if (options_.use_bias)
-      bias_ = Variable<float>(initial(options_.bias_initializer, Shape({units_}), "bias"), {.name = name_ + "/bias"});
-    in_features_ = in;
-  }
+  void build(const Shape& input_shape) override;
 
-  Tensor<float> call(const Tensor<float>& x) override {
-    if (x.rank() != 2 || x.shape()[1] != in_features_)
-      throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected axis -1 "
-                                 "of input shape to have value " + std::to_string(in_features_) +
-                                 ", but received input with shape " + x.shape().to_python());
-    Tensor<float> y = matmul(x, kernel_.value());
-    if (options_.use_bias) y = add(y, bias_.value());
-    return activate(options_.activation, y);
-  }
+  Tensor<float> call(const Tensor<float>& x) override;
 
   std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& input_shape) const override {
     std::vector<std::int64_t> out = input_shape;
@@ -201,14 +183,7 @@ class DenseLayer final : public LayerBase {
   Variable<float> kernel_;
   Variable<float> bias_;
 
-  Tensor<float> initial(const Initializer& init, const Shape& shape, std::string_view what) const {
-    if (!init) throw InvalidArgumentError("Dense \"" + name_ + "\": the " + std::string(what) + " initializer is empty");
-    Tensor<float> value = init(shape);
-    if (value.shape() != shape)
-      throw InvalidArgumentError("Dense \"" + name_ + "\": the " + std::string(what) + " initializer returned shape " +
-                                 value.shape().to_string() + ", expected " + shape.to_string());
-    return value;
-  }
+  Tensor<float> initial(const Initializer& init, const Shape& shape, std::string_view what) const;
 };
 
 }  // namespace layer_detail
@@ -232,6 +207,43 @@ class Dense {
  private:
   std::shared_ptr<layer_detail::DenseLayer> impl_;
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION void layer_detail::DenseLayer::build(const Shape& input_shape) {
+  if (input_shape.rank() != 2)
+    throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected ndim=2, found ndim=" +
+                               std::to_string(input_shape.rank()) + ". Full shape received: " + input_shape.to_python());
+  const std::int64_t in = input_shape[1];
+  const Shape kernel_shape({in, units_});
+  kernel_ = Variable<float>(initial(options_.kernel_initializer, kernel_shape, "kernel"), {.name = name_ + "/kernel"});
+  if (options_.use_bias)
+    bias_ = Variable<float>(initial(options_.bias_initializer, Shape({units_}), "bias"), {.name = name_ + "/bias"});
+  in_features_ = in;
+}
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::call(const Tensor<float>& x) {
+  if (x.rank() != 2 || x.shape()[1] != in_features_)
+    throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected axis -1 "
+                               "of input shape to have value " + std::to_string(in_features_) +
+                               ", but received input with shape " + x.shape().to_python());
+  Tensor<float> y = matmul(x, kernel_.value());
+  if (options_.use_bias) y = add(y, bias_.value());
+  return activate(options_.activation, y);
+}
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::initial(
+    const Initializer& init, const Shape& shape, std::string_view what) const {
+  if (!init) throw InvalidArgumentError("Dense \"" + name_ + "\": the " + std::string(what) + " initializer is empty");
+  Tensor<float> value = init(shape);
+  if (value.shape() != shape)
+    throw InvalidArgumentError("Dense \"" + name_ + "\": the " + std::string(what) + " initializer returned shape " +
+                               value.shape().to_string() + ", expected " + shape.to_string());
+  return value;
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn
 }  // namespace devtensor

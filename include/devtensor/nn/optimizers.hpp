@@ -182,37 +182,7 @@ struct SGD {
   /// ResourceApplyKerasMomentum with a velocity slot); variables without a gradient are skipped
   /// with Keras's warning. @throws InvalidArgumentError for no variables, no gradients at all,
   /// mismatched counts or shapes (nothing is updated then).
-  void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
-    validate();
-    const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
-    optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-      const auto lr = static_cast<float>(learning_rate);
-      const auto m = static_cast<float>(momentum);
-      std::lock_guard lock(slots->mutex);
-      for (std::size_t k = 0; k < updates.size(); ++k) {
-        const Variable<float>& v = updates[k].second;
-        if (momentum == 0.0) {
-          v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-            const auto grad = gradient(k, c, var.device_index());
-            op_detail::run_update<ops::ApplyGradientDescent, float>(
-                var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
-                var.num_elements());
-          });
-          continue;
-        }
-        v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-          const auto grad = gradient(k, c, var.device_index());
-          auto& [velocity] = slots->of(v, c, var);
-          op_detail::run_update<ops::ApplyKerasMomentum, float>(
-              var.device_info(),
-              ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
-                                              m, nesterov},
-              var.num_elements());
-        });
-      }
-      ++slots->iterations;
-    });
-  }
+  void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
@@ -250,29 +220,7 @@ struct Adam {
   }
 
   /// One Adam step of every variable with its gradient (ResourceApplyAdam), rules as SGD's.
-  void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
-    validate();
-    optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-      std::lock_guard lock(slots->mutex);
-      const double t = static_cast<double>(slots->iterations + 1);
-      const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
-      for (std::size_t k = 0; k < updates.size(); ++k) {
-        const Variable<float>& v = updates[k].second;
-        v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-          const auto grad = gradient(k, c, var.device_index());
-          auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
-          op_detail::run_update<ops::ApplyAdam, float>(
-              var.device_info(),
-              ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
-                                     amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
-                                     static_cast<float>(alpha), static_cast<float>(1 - beta_1),
-                                     static_cast<float>(1 - beta_2), static_cast<float>(epsilon)},
-              var.num_elements());
-        });
-      }
-      ++slots->iterations;
-    });
-  }
+  void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
@@ -306,6 +254,69 @@ class Optimizer {
   std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> apply_;
   std::string name_;
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
+    const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
+  validate();
+  const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
+  optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
+    const auto lr = static_cast<float>(learning_rate);
+    const auto m = static_cast<float>(momentum);
+    std::lock_guard lock(slots->mutex);
+    for (std::size_t k = 0; k < updates.size(); ++k) {
+      const Variable<float>& v = updates[k].second;
+      if (momentum == 0.0) {
+        v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+          const auto grad = gradient(k, c, var.device_index());
+          op_detail::run_update<ops::ApplyGradientDescent, float>(
+              var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
+              var.num_elements());
+        });
+        continue;
+      }
+      v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+        const auto grad = gradient(k, c, var.device_index());
+        auto& [velocity] = slots->of(v, c, var);
+        op_detail::run_update<ops::ApplyKerasMomentum, float>(
+            var.device_info(),
+            ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
+                                            m, nesterov},
+            var.num_elements());
+      });
+    }
+    ++slots->iterations;
+  });
+}
+
+DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
+    const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
+  validate();
+  optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
+    std::lock_guard lock(slots->mutex);
+    const double t = static_cast<double>(slots->iterations + 1);
+    const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+    for (std::size_t k = 0; k < updates.size(); ++k) {
+      const Variable<float>& v = updates[k].second;
+      v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+        const auto grad = gradient(k, c, var.device_index());
+        auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
+        op_detail::run_update<ops::ApplyAdam, float>(
+            var.device_info(),
+            ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
+                                   amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
+                                   static_cast<float>(alpha), static_cast<float>(1 - beta_1),
+                                   static_cast<float>(1 - beta_2), static_cast<float>(epsilon)},
+            var.num_elements());
+      });
+    }
+    ++slots->iterations;
+  });
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn
 }  // namespace devtensor

@@ -379,13 +379,15 @@ DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, P
   return concat(parts, 0);
 }
 
-DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Sequential::train_step(const Tensor<float>& x, const Tensor<float>& y) {
+DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Sequential::train_step(
+    const Tensor<float>& x, const Tensor<float>& y) {
   require_compiled();
   const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
   return {static_cast<double>(loss.item()), n};
 }
 
-DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_train_step(
+    const Tensor<float>& x, const Tensor<float>& y) {
   GradientTape tape;
   const Tensor<float> prediction = (*this)(x);
   Tensor<float> loss = (*loss_)(y, prediction);
@@ -394,7 +396,8 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_tr
   return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1};
 }
 
-DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distributed_train_step(const Tensor<float>& x, const Tensor<float>& y) {
+DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distributed_train_step(
+    const Tensor<float>& x, const Tensor<float>& y) {
   if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
     throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
                                " and " + y.shape().to_string());

@@ -149,7 +149,8 @@ DEVTENSOR_DEFINITION std::string device_list(const std::vector<LogicalDeviceInfo
 
 /// The hint for a GPU-capable op whose body this program lacks, once per kernel (a warning: the
 /// program runs, slower than the user expects).
-DEVTENSOR_DEFINITION void report_missing_gpu_body(const KernelSupport& kernel, const LogicalDeviceInfo& chosen) {
+DEVTENSOR_DEFINITION void report_missing_gpu_body(
+    const KernelSupport& kernel, const LogicalDeviceInfo& chosen) {
   if (!kernel.gpu_body || kernel.gpu_body->missing_reported.exchange(true, std::memory_order_relaxed)) return;
   if (!log_enabled(LogSource::cpp_runtime, LogSeverity::warning)) return;
   log(LogSeverity::warning,

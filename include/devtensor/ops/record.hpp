@@ -55,8 +55,20 @@ using ErasedGradient = std::vector<TapeTensor>(const OpRecord&, const std::vecto
 /// op's type, one load, not by its name).
 struct OpKind {
   std::string_view name;
-  std::atomic<ErasedGradient*> gradient{nullptr};
+  std::atomic<ErasedGradient*> gradient[2]{};  // for float and double outputs: gradient_slot
 };
+/// Where a gradient for outputs of element type `t` is kept (float 0, double 1).
+constexpr std::size_t gradient_slot(DType t) noexcept { return t == DType::DT_DOUBLE ? 1 : 0; }
+
+/// Which element types' gradients this program installed. GradientTape installs a type's the
+/// first time it differentiates a target of that type, so that a program which trains in float
+/// never compiles the double gradients (half of the gradient table's compile time, header-only).
+inline constinit std::atomic<bool> gradients_installed[2]{};
+/// Installs the gradients of every devtensor op for element type T; autodiff/gradients.hpp
+/// defines it. A cast between float and double under a tape installs its input type's, so that
+/// the tape can cross it into the other type (ops/shape_ops.hpp, cast).
+template <class T>
+struct GradientInstaller;
 /// The one OpKind of op type Op.
 template <class Op>
 inline constinit OpKind op_kind{Op::name};

@@ -433,6 +433,13 @@ Tensor<T> identity(const Tensor<T>& t, const OpOptions& options = {}) {
 /// true for bool; int64 -> int32 wraps.
 template <Element U, Element T>
 Tensor<U> cast(const Tensor<T>& t, const OpOptions& options = {}) {
+  // A tape may cross this cast back into T: T's gradients must be in the program even when it
+  // only differentiates U targets (detail::GradientInstaller, defined by autodiff/gradients.hpp;
+  // without that header in this file, a tape that crosses it says so).
+  if constexpr (Floating<T> && Floating<U> && !std::is_same_v<T, U>) {
+    if constexpr (requires { detail::GradientInstaller<T>::install(); })
+      if (autodiff::tapes_active()) detail::GradientInstaller<T>::install();
+  }
   return run_op<ops::Cast, U>(options, {dtype_enum<U>()}, t);
 }
 
@@ -446,8 +453,11 @@ inline std::vector<detail::TapeTensor> ops::Cast::erased_gradient(const detail::
                                                                  const std::vector<detail::TapeTensor>& dy) {
   const auto& g = dy.at(0);
   if (g.dtype == r.inputs.at(0).dtype) return {g};
-  if (r.inputs[0].dtype == DType::DT_DOUBLE) return {detail::tape_tensor(cast<double>(g.as<float>()))};
-  return {detail::tape_tensor(cast<float>(g.as<double>()))};
+  // run_op, not cast(): the cast that recorded r installed its input type's gradients already, and
+  // cast() here would make every gradient table instantiate the other type's
+  if (r.inputs[0].dtype == DType::DT_DOUBLE)
+    return {detail::tape_tensor(run_op<Cast, double>({DType::DT_DOUBLE}, g.as<float>()))};
+  return {detail::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
 }
 
 }  // namespace devtensor
