@@ -1,6 +1,7 @@
 // GradientTape's behaviour: what it records, nesting, persistence, variables, devices, errors.
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <thread>
 
 #include "devtensor/devtensor.hpp"
@@ -240,6 +241,34 @@ BOOST_AUTO_TEST_CASE(has_gradient_lists_the_differentiable_ops) {
     BOOST_TEST(dt::has_gradient(op), op);
   BOOST_TEST(!dt::has_gradient("FloorDiv"));
   BOOST_TEST(!dt::has_gradient("RandomUniform"));
+}
+
+BOOST_AUTO_TEST_CASE(a_tape_that_reaches_gradients_the_program_lacks_says_which) {
+  // A program that differentiates float targets only compiles the float gradients; double ops come
+  // onto a float tape through a cast, whose public function installs the double ones. Simulate a
+  // program without them (hidden for this test, restored after) and reach Mul on doubles through
+  // a Cast run without that function.
+  auto& installed = dt::detail::gradients_installed[1];
+  auto& mul_double = dt::detail::op_kind<dt::ops::Mul>.gradient[1];
+  struct Restore {
+    std::atomic<bool>& installed;
+    std::atomic<dt::detail::ErasedGradient*>& slot;
+    bool was;
+    dt::detail::ErasedGradient* gradient;
+    ~Restore() {
+      installed.store(was);
+      slot.store(gradient);
+    }
+  } restore{installed, mul_double, installed.exchange(false), mul_double.exchange(nullptr)};
+
+  const auto x = dt::constant<double>({1.0, 2.0});
+  dt::GradientTape tape;
+  tape.watch(x);
+  const auto as_float = dt::run_op<dt::ops::Cast, float>({dt::DType::DT_FLOAT}, dt::mul(x, x));
+  const auto loss = dt::reduce_sum(as_float);
+  DEVTENSOR_CHECK_THROW_WITH((void)tape.gradient(loss, x), dt::UnimplementedError,
+                             "reached operation 'Mul' on DT_DOUBLE tensors, but this program has not compiled "
+                             "devtensor's DT_DOUBLE gradients");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
