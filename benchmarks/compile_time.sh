@@ -6,7 +6,7 @@
 #   compiled      -DDEVTENSOR_COMPILED (what devtensor::devtensor gives; src/devtensor.cpp apart)
 #   old           header-only against OLD_INCLUDE (another tree's include/), when given
 # and the once-per-build-tree cost of src/devtensor.cpp. Prints a markdown table.
-# Usage: benchmarks/compile_time.sh [OLD_INCLUDE]   (REPS=3, CXX=g++ by default)
+# Usage: benchmarks/compile_time.sh [OLD_INCLUDE]   (REPS=3, CXX=g++, FILES=<the list> by default)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 old=${1:-}
@@ -18,6 +18,7 @@ trap 'rm -rf "$work"' EXIT
 printf '#include <devtensor/devtensor.hpp>\nint main() {}\n' >"$work/include_only.cpp"
 files=(examples/05_manual_placement.cpp examples/09_keras_fit.cpp examples/10_custom_training_loop.cpp
        "$work/include_only.cpp")
+[[ -n "${FILES:-}" ]] && read -r -a files <<<"$FILES"  # e.g. FILES="examples/09_keras_fit.cpp"
 
 seconds() {  # seconds of one compile
   local start end

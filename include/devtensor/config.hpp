@@ -47,6 +47,16 @@
 #define DEVTENSOR_DEFINITION inline
 #endif
 
+/// On a virtual member's declaration in its class: `inline` header-only, so that the class has no
+/// key function and its vtable is emitted only where it is used (an out-of-class inline
+/// definition would make every translation unit emit it); nothing in compiled mode, where the
+/// library's definition makes it the key function and the vtable is emitted there alone.
+#if defined(DEVTENSOR_COMPILING_LIBRARY) || defined(DEVTENSOR_COMPILED)
+#define DEVTENSOR_HEADER_INLINE
+#else
+#define DEVTENSOR_HEADER_INLINE inline
+#endif
+
 /// Whether this translation unit compiles the CPU bodies of devtensor's ops (the loops, the CBLAS
 /// calls): header-only, every translation unit does, for the ops it runs; in compiled mode only
 /// src/devtensor.cpp does, and the others call the bodies it instantiated.

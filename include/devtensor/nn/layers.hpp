@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/nn/initializers.hpp"
 #include "devtensor/ops/math.hpp"
@@ -151,9 +152,9 @@ class DenseLayer final : public LayerBase {
     if (options_.input_dim) ensure_built(Shape({1, *options_.input_dim}));
   }
 
-  void build(const Shape& input_shape) override;
+  DEVTENSOR_HEADER_INLINE void build(const Shape& input_shape) override;
 
-  Tensor<float> call(const Tensor<float>& x) override;
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x) override;
 
   std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& input_shape) const override {
     std::vector<std::int64_t> out = input_shape;
