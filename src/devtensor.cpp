@@ -1,7 +1,8 @@
 // devtensor's compiled mode (Note [Compiled mode] in include/devtensor/config.hpp): this translation
 // unit holds, once per build tree, what user translation units of the compiled mode only declare:
 // the CPU body of every devtensor op for every element type it declares, the gradient table, the
-// Context's discovery and allocators, the Keras model's training loop.
+// Context's discovery and allocators, the Keras model's training loop, device-name parsing,
+// tensor printing, the placer's slow paths and the error messages' construction.
 //
 // The CMake target devtensor::devtensor compiles it (a static library in the consumer's build
 // tree: nothing prebuilt is installed) and defines DEVTENSOR_COMPILED for its users. Without CMake:
@@ -49,6 +50,13 @@ std::vector<ops::Kernel*> compiled_cpu_bodies() {
   }(ops::BuiltinOps{});
   return out;
 }
+
+// NumPy's printing, for every element type.
+template std::string format_values<float>(const Tensor<float>&, const PrintOptions&);
+template std::string format_values<double>(const Tensor<double>&, const PrintOptions&);
+template std::string format_values<std::int32_t>(const Tensor<std::int32_t>&, const PrintOptions&);
+template std::string format_values<std::int64_t>(const Tensor<std::int64_t>&, const PrintOptions&);
+template std::string format_values<bool>(const Tensor<bool>&, const PrintOptions&);
 
 // The gradient tables, installed by the first GradientTape::gradient of each type.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();

@@ -31,9 +31,12 @@
 /// - compiled (DEVTENSOR_COMPILED defined; the CMake target devtensor::devtensor does it and links
 ///   src/devtensor.cpp, compiled once per build tree): user translation units see declarations only
 ///   for the CPU kernel bodies of devtensor's ops, the Context's discovery and allocators, the
-///   gradients and the Keras model's training loop; src/devtensor.cpp (which defines
-///   DEVTENSOR_COMPILING_LIBRARY) holds their one definition. Templates users instantiate with
-///   their own types stay in the headers.
+///   gradients, the Keras model's training loop, and the non-template code every program runs
+///   but nobody edits (device names, shapes, printing, the placer's and the allocator's slow
+///   paths, the construction of error messages); src/devtensor.cpp (which defines
+///   DEVTENSOR_COMPILING_LIBRARY) holds their one definition. Hot paths stay inline (a cached
+///   placement, a shape copy), their rare branches call out of line. Templates users instantiate
+///   with their own types stay in the headers.
 /// DEVTENSOR_HEADER_DEFINITIONS says whether this translation unit sees those definitions;
 /// DEVTENSOR_DEFINITION marks them: `inline` header-only, strong in src/devtensor.cpp.
 #if defined(DEVTENSOR_COMPILING_LIBRARY)

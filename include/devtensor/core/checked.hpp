@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 
 namespace devtensor::detail {
@@ -29,17 +30,10 @@ std::string number_string(T value) {
 }
 
 /// " [Op:Name]", or nothing when the op is unknown.
-inline std::string op_suffix(std::string_view op) {
-  return op.empty() ? std::string() : " [Op:" + std::string(op) + "]";
-}
+std::string op_suffix(std::string_view op);
 
-[[noreturn]] inline void throw_size_overflow(std::string_view verb, std::int64_t a, std::int64_t b,
-                                             std::string_view what, std::string_view op) {
-  throw InvalidArgumentError("Encountered overflow when " + std::string(verb) + " " + std::to_string(a) +
-                             " and " + std::to_string(b) + " computing " + std::string(what) +
-                             ": the result does not fit in int64 (max " +
-                             std::to_string(std::numeric_limits<std::int64_t>::max()) + ")" + op_suffix(op));
-}
+[[noreturn]] void throw_size_overflow(std::string_view verb, std::int64_t a, std::int64_t b,
+                                             std::string_view what, std::string_view op);
 
 /// a + b, or InvalidArgumentError naming `what` ("the padded size of dimension", ...) and `op`.
 [[nodiscard]] inline std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what,
@@ -59,12 +53,8 @@ inline std::string op_suffix(std::string_view op) {
   return r;
 }
 
-[[noreturn]] inline void throw_byte_count_overflow(std::int64_t elements, std::size_t element_size,
-                                                   std::string_view op) {
-  throw InvalidArgumentError("A tensor of " + std::to_string(elements) + " elements of " +
-                             std::to_string(element_size) +
-                             " bytes has a byte size that does not fit in int64" + op_suffix(op));
-}
+[[noreturn]] void throw_byte_count_overflow(std::int64_t elements, std::size_t element_size,
+                                                   std::string_view op);
 
 /// The bytes of `elements` elements of `element_size` bytes, as handed to an allocator. Every
 /// tensor allocation passes here: the message is built out of line so this stays inlined.
@@ -76,5 +66,26 @@ inline std::string op_suffix(std::string_view op) {
     throw_byte_count_overflow(elements, element_size, op);
   return bytes;
 }
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION std::string op_suffix(std::string_view op) {
+  return op.empty() ? std::string() : " [Op:" + std::string(op) + "]";
+}
+
+DEVTENSOR_DEFINITION void throw_size_overflow(std::string_view verb, std::int64_t a, std::int64_t b,
+                                             std::string_view what, std::string_view op) {
+  throw InvalidArgumentError("Encountered overflow when " + std::string(verb) + " " + std::to_string(a) +
+                             " and " + std::to_string(b) + " computing " + std::string(what) +
+                             ": the result does not fit in int64 (max " +
+                             std::to_string(std::numeric_limits<std::int64_t>::max()) + ")" + op_suffix(op));
+}
+
+DEVTENSOR_DEFINITION void throw_byte_count_overflow(std::int64_t elements, std::size_t element_size,
+                                                   std::string_view op) {
+  throw InvalidArgumentError("A tensor of " + std::to_string(elements) + " elements of " +
+                             std::to_string(element_size) +
+                             " bytes has a byte size that does not fit in int64" + op_suffix(op));
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace devtensor::detail

@@ -152,15 +152,20 @@ class FirstN {
 }
 
 /// Replaces the process-wide sink and returns the previous one (empty means "stderr").
-inline LogSink set_log_sink(LogSink sink) {
+LogSink set_log_sink(LogSink sink);
+
+/// Writes one line to the current sink unless its source's switch hides it. Never throws: a
+/// throwing sink is reported on stderr.
+void log(LogSource source, LogSeverity severity, std::string_view message) noexcept;
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION LogSink set_log_sink(LogSink sink) {
   auto& state = detail::log_state();
   std::lock_guard lock(state.mutex);
   return std::exchange(state.sink, std::move(sink));
 }
 
-/// Writes one line to the current sink unless its source's switch hides it. Never throws: a
-/// throwing sink is reported on stderr.
-inline void log(LogSource source, LogSeverity severity, std::string_view message) noexcept {
+DEVTENSOR_DEFINITION void log(LogSource source, LogSeverity severity, std::string_view message) noexcept {
   if (!log_enabled(source, severity)) return;
   auto& state = detail::log_state();
   std::lock_guard lock(state.mutex);
@@ -175,6 +180,7 @@ inline void log(LogSource source, LogSeverity severity, std::string_view message
   std::fprintf(stderr, "[devtensor] %.*s %.*s\n", static_cast<int>(to_string(severity).size()),
                to_string(severity).data(), static_cast<int>(message.size()), message.data());
 }
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// A runtime line (TensorFlow's C++ LOG()), hidden by TF_CPP_MIN_LOG_LEVEL.
 inline void log(LogSeverity severity, std::string_view message) noexcept {

@@ -163,10 +163,7 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   /// The one Context of this process.
-  DEVTENSOR_EXPORT static Context& global() {
-    static Context context;
-    return context;
-  }
+  DEVTENSOR_EXPORT static Context& global();
 
   // --- physical devices ---------------------------------------------------------------------
 
@@ -391,24 +388,9 @@ class Context {
   /// freezes it. `trigger` names the call for later error messages (SPEC.md §8.2).
   /// @throws InvalidArgumentError for an inconsistent configuration (the Context stays
   /// uninitialised, so the configuration can still be fixed).
-  void ensure_initialized(std::string_view trigger,
-                          SourceLocation where = SourceLocation::current()) {
-    if (initialized()) return;
-    std::vector<std::pair<LogSeverity, std::string>> lines;
-    {
-      std::lock_guard lock(mutex_);
-      if (initialized_.load()) return;
-      try {
-        initialize_locked(trigger, where);
-      } catch (...) {
-        lines.swap(pending_logs_);
-        for (auto& [severity, line] : lines) log(severity, line);
-        throw;
-      }
-      lines.swap(pending_logs_);
-    }
-    // Logged without the lock held: a log sink may call back into devtensor.
-    for (auto& [severity, line] : lines) log(severity, line);
+  void ensure_initialized(std::string_view trigger, SourceLocation where = SourceLocation::current()) {
+    if (!initialized()) [[unlikely]]
+      initialize(trigger, where);
   }
 
   /// Every logical device, CPUs first, then GPUs (initialises).
@@ -541,6 +523,8 @@ class Context {
   memory::DeviceMemoryFunctions gpu_memory_functions_{nullptr, nullptr};
   mutable std::vector<std::pair<LogSeverity, std::string>> pending_logs_;
 
+  /// ensure_initialized's work: once, under mutex_; the lines it logs after releasing it.
+  void initialize(std::string_view trigger, const SourceLocation& where);
   void initialize_locked(std::string_view trigger, const SourceLocation& where);
 
   /// Lines produced while mutex_ is held; ensure_initialized logs them once it is released.
@@ -608,6 +592,29 @@ class Context {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION Context& Context::global() {
+  static Context context;
+  return context;
+}
+
+DEVTENSOR_DEFINITION void Context::initialize(std::string_view trigger, const SourceLocation& where) {
+  std::vector<std::pair<LogSeverity, std::string>> lines;
+  {
+    std::lock_guard lock(mutex_);
+    if (initialized_.load()) return;
+    try {
+      initialize_locked(trigger, where);
+    } catch (...) {
+      lines.swap(pending_logs_);
+      for (auto& [severity, line] : lines) log(severity, line);
+      throw;
+    }
+    lines.swap(pending_logs_);
+  }
+  // Logged without the lock held: a log sink may call back into devtensor.
+  for (auto& [severity, line] : lines) log(severity, line);
+}
 
 DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, const SourceLocation& where) {
   discover_locked(trigger, where);

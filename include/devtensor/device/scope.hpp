@@ -61,7 +61,7 @@ class [[nodiscard]] DeviceScope {
   [[nodiscard]] explicit DeviceScope(const char* spec) : DeviceScope(std::string_view(spec)) {}
   [[nodiscard]] explicit DeviceScope(const std::string& spec) : DeviceScope(std::string_view(spec)) {}
 
-  [[nodiscard]] explicit DeviceScope(const DeviceSpec& spec) { push(enclosing().overridden_by(spec)); }
+  [[nodiscard]] explicit DeviceScope(const DeviceSpec& spec);
 
   /// A device type and id from a compile-time tag: DeviceScope(devtensor::gpu, 1) is "/device:GPU:1".
   /// @throws InvalidArgumentError for a negative id.
@@ -87,18 +87,7 @@ class [[nodiscard]] DeviceScope {
   /// Pops this scope. Leaving scopes out of order (possible only through heap-allocated scopes or
   /// a scope destroyed on another thread) is a programming error; a destructor cannot throw, so
   /// devtensor logs TensorFlow's key phrase and aborts.
-  ~DeviceScope() {
-    auto& stack = detail::scope_stack();
-    if (stack.entries.empty() || stack.entries.back().owner != this) {
-      log(LogSeverity::error,
-          "Exiting device scope without proper scope nesting: the scope for '" + spec_.to_string() +
-              "' is not the innermost scope of this thread. Destroy DeviceScopes in reverse order "
-              "of creation, on the thread that created them.");
-      std::abort();
-    }
-    stack.entries.pop_back();
-    ++stack.generation;
-  }
+  ~DeviceScope();
 
   /// The merged spec this scope puts in effect.
   [[nodiscard]] const DeviceSpec& spec() const noexcept { return spec_; }
@@ -107,20 +96,41 @@ class [[nodiscard]] DeviceScope {
   DeviceSpec spec_;
 
   /// The spec to merge into: the innermost scope's, or the context's first device.
-  static DeviceSpec enclosing() {
-    const auto& stack = detail::scope_stack();
-    if (!stack.entries.empty()) return stack.entries.back().spec;
-    static const DeviceSpec host = DeviceSpec::parse(kHostCpuDeviceName);
-    return host;
-  }
+  static DeviceSpec enclosing();
 
-  void push(DeviceSpec merged) {
-    spec_ = merged;
-    auto& stack = detail::scope_stack();
-    stack.entries.push_back({this, std::move(merged)});
-    ++stack.generation;
-  }
+  void push(DeviceSpec merged);
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION DeviceScope::DeviceScope(const DeviceSpec& spec) { push(enclosing().overridden_by(spec)); }
+
+DEVTENSOR_DEFINITION DeviceScope::~DeviceScope() {
+  auto& stack = detail::scope_stack();
+  if (stack.entries.empty() || stack.entries.back().owner != this) {
+    log(LogSeverity::error,
+        "Exiting device scope without proper scope nesting: the scope for '" + spec_.to_string() +
+            "' is not the innermost scope of this thread. Destroy DeviceScopes in reverse order "
+            "of creation, on the thread that created them.");
+    std::abort();
+  }
+  stack.entries.pop_back();
+  ++stack.generation;
+}
+
+DEVTENSOR_DEFINITION DeviceSpec DeviceScope::enclosing() {
+  const auto& stack = detail::scope_stack();
+  if (!stack.entries.empty()) return stack.entries.back().spec;
+  static const DeviceSpec host = DeviceSpec::parse(kHostCpuDeviceName);
+  return host;
+}
+
+DEVTENSOR_DEFINITION void DeviceScope::push(DeviceSpec merged) {
+  spec_ = merged;
+  auto& stack = detail::scope_stack();
+  stack.entries.push_back({this, std::move(merged)});
+  ++stack.generation;
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// The device this thread requests right now: the innermost DeviceScope's merged spec, or the
 /// empty spec (any device) outside every scope.

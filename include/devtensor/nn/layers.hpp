@@ -37,16 +37,9 @@ inline std::map<std::string, int>& name_counts() {
 }  // namespace layer_detail
 
 /// A fresh Keras-style name: "dense", then "dense_1", "dense_2", ...
-inline std::string unique_name(const std::string& base) {
-  std::lock_guard lock(layer_detail::names_mutex());
-  const int n = layer_detail::name_counts()[base]++;
-  return n == 0 ? base : base + "_" + std::to_string(n);
-}
+std::string unique_name(const std::string& base);
 /// Restarts layer and model names (Keras's clear_session).
-inline void clear_session() {
-  std::lock_guard lock(layer_detail::names_mutex());
-  layer_detail::name_counts().clear();
-}
+void clear_session();
 
 enum class Activation { linear, relu, sigmoid, tanh };
 
@@ -79,12 +72,7 @@ class LayerBase {
   /// The input shape the layer was declared with (batch dimension -1), when it was.
   [[nodiscard]] virtual std::optional<std::vector<std::int64_t>> declared_input_shape() const { return std::nullopt; }
 
-  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const {
-    std::vector<Variable<float>> out;
-    for (auto& v : variables())
-      if (v.trainable()) out.push_back(v);
-    return out;
-  }
+  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
   [[nodiscard]] bool built() const noexcept { return built_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
@@ -144,13 +132,7 @@ namespace layer_detail {
 
 class DenseLayer final : public LayerBase {
  public:
-  DenseLayer(std::int64_t units, DenseOptions options) : units_(units), options_(std::move(options)) {
-    if (units < 1) throw InvalidArgumentError("Received an invalid value for `units`, expected a positive integer. Received: units=" + std::to_string(units));
-    if (options_.input_dim && *options_.input_dim < 1)
-      throw InvalidArgumentError("Dense: input_dim must be positive, got " + std::to_string(*options_.input_dim));
-    name_ = options_.name.empty() ? unique_name("dense") : options_.name;
-    if (options_.input_dim) ensure_built(Shape({1, *options_.input_dim}));
-  }
+  DenseLayer(std::int64_t units, DenseOptions options);
 
   DEVTENSOR_HEADER_INLINE void build(const Shape& input_shape) override;
 
@@ -210,6 +192,17 @@ class Dense {
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION layer_detail::DenseLayer::DenseLayer(std::int64_t units, DenseOptions options)
+    : units_(units), options_(std::move(options)) {
+  if (units < 1)
+    throw InvalidArgumentError("Received an invalid value for `units`, expected a positive integer. Received: units=" +
+                               std::to_string(units));
+  if (options_.input_dim && *options_.input_dim < 1)
+    throw InvalidArgumentError("Dense: input_dim must be positive, got " + std::to_string(*options_.input_dim));
+  name_ = options_.name.empty() ? unique_name("dense") : options_.name;
+  if (options_.input_dim) ensure_built(Shape({1, *options_.input_dim}));
+}
+
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
 DEVTENSOR_DEFINITION void layer_detail::DenseLayer::build(const Shape& input_shape) {
@@ -244,6 +237,23 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::initial(
   return value;
 }
 
+DEVTENSOR_DEFINITION std::string unique_name(const std::string& base) {
+  std::lock_guard lock(layer_detail::names_mutex());
+  const int n = layer_detail::name_counts()[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+DEVTENSOR_DEFINITION void clear_session() {
+  std::lock_guard lock(layer_detail::names_mutex());
+  layer_detail::name_counts().clear();
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> LayerBase::trainable_variables() const {
+  std::vector<Variable<float>> out;
+  for (auto& v : variables())
+    if (v.trainable()) out.push_back(v);
+  return out;
+}
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn

@@ -170,13 +170,7 @@ struct SGD {
   static constexpr std::string_view name = "SGD";
 
   /// @throws InvalidArgumentError for a learning rate <= 0 or a momentum outside [0, 1].
-  void validate() const {
-    if (!(learning_rate > 0))
-      throw InvalidArgumentError("SGD: learning_rate must be positive, got " + std::to_string(learning_rate));
-    if (!(momentum >= 0 && momentum <= 1))
-      throw InvalidArgumentError("`momentum` must be between [0, 1]. Received: momentum=" + std::to_string(momentum) +
-                                 " (of type <class 'float'>)");
-  }
+  void validate() const;
 
   /// One update of every variable with its gradient (ResourceApplyGradientDescent, or
   /// ResourceApplyKerasMomentum with a velocity slot); variables without a gradient are skipped
@@ -188,6 +182,16 @@ struct SGD {
     return slots->iterations;
   }
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void SGD::validate() const {
+  if (!(learning_rate > 0))
+    throw InvalidArgumentError("SGD: learning_rate must be positive, got " + std::to_string(learning_rate));
+  if (!(momentum >= 0 && momentum <= 1))
+    throw InvalidArgumentError("`momentum` must be between [0, 1]. Received: momentum=" + std::to_string(momentum) +
+                               " (of type <class 'float'>)");
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// Adam (Kingma & Ba) with Keras's defaults and update rule: bias correction folded into the step
 /// size, alpha = learning_rate · sqrt(1 − beta_2^t) / (1 − beta_1^t), epsilon added to sqrt(v)
@@ -204,20 +208,7 @@ struct Adam {
 
   /// @throws InvalidArgumentError for a negative or non-finite learning rate, a beta outside
   /// [0, 1), or a negative epsilon.
-  void validate() const {
-    if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
-      throw InvalidArgumentError("Adam: `learning_rate` must be a non-negative number. Received: learning_rate=" +
-                                 std::to_string(learning_rate));
-    const auto check_beta = [](const char* what, double beta) {
-      if (!(beta >= 0 && beta < 1))
-        throw InvalidArgumentError(std::string("Adam: `") + what + "` must be between [0, 1). Received: " + what +
-                                   "=" + std::to_string(beta));
-    };
-    check_beta("beta_1", beta_1);
-    check_beta("beta_2", beta_2);
-    if (!(epsilon >= 0))
-      throw InvalidArgumentError("Adam: `epsilon` must be non-negative. Received: epsilon=" + std::to_string(epsilon));
-  }
+  void validate() const;
 
   /// One Adam step of every variable with its gradient (ResourceApplyAdam), rules as SGD's.
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
@@ -226,6 +217,23 @@ struct Adam {
     return slots->iterations;
   }
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void Adam::validate() const {
+  if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
+    throw InvalidArgumentError("Adam: `learning_rate` must be a non-negative number. Received: learning_rate=" +
+                               std::to_string(learning_rate));
+  const auto check_beta = [](const char* what, double beta) {
+    if (!(beta >= 0 && beta < 1))
+      throw InvalidArgumentError(std::string("Adam: `") + what + "` must be between [0, 1). Received: " + what +
+                                 "=" + std::to_string(beta));
+  };
+  check_beta("beta_1", beta_1);
+  check_beta("beta_2", beta_2);
+  if (!(epsilon >= 0))
+    throw InvalidArgumentError("Adam: `epsilon` must be non-negative. Received: epsilon=" + std::to_string(epsilon));
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace optimizers
 

@@ -66,35 +66,14 @@ class Sequential {
   using Dataset = data::Dataset<float, float>;
 
   /// Built inside a distribution strategy's scope, the model trains across its replicas.
-  explicit Sequential(std::vector<Layer> layers = {}, std::string name = "")
-      : name_(name.empty() ? unique_name("sequential") : std::move(name)) {
-    capture_strategy();
-    for (auto& l : layers) add(std::move(l));
-  }
+  explicit Sequential(std::vector<Layer> layers = {}, std::string name = "");
 
   /// Appends a layer; builds it at once when the model's output shape is known.
-  void add(Layer layer) {
-    if (layers_.empty()) {
-      if (auto declared = layer->declared_input_shape()) input_shape_ = *declared;
-    } else if (input_shape_) {
-      layer->ensure_built(batch_shape(current_output_shape()));
-    }
-    layers_.push_back(std::move(layer));
-  }
+  void add(Layer layer);
 
   /// Runs the layers in order (building them on the first call).
   /// @throws InvalidArgumentError for an empty model or inputs the layers do not accept.
-  Tensor<float> operator()(const Tensor<float>& x) {
-    if (layers_.empty()) throw InvalidArgumentError("Sequential model \"" + name_ + "\" has no layers; add() some first");
-    if (!input_shape_) {
-      auto dims = x.shape().dims_vector();
-      if (!dims.empty()) dims[0] = -1;
-      input_shape_ = dims;
-    }
-    Tensor<float> y = x;
-    for (auto& layer : layers_) y = layer(y);
-    return y;
-  }
+  Tensor<float> operator()(const Tensor<float>& x);
 
   [[nodiscard]] bool built() const {
     return !layers_.empty() && std::all_of(layers_.begin(), layers_.end(), [](const Layer& l) { return l->built(); });
@@ -102,34 +81,16 @@ class Sequential {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] const std::vector<Layer>& layers() const noexcept { return layers_; }
 
-  [[nodiscard]] std::vector<Variable<float>> variables() const {
-    std::vector<Variable<float>> out;
-    for (const auto& l : layers_)
-      for (auto& v : l->variables()) out.push_back(v);
-    return out;
-  }
-  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const {
-    std::vector<Variable<float>> out;
-    for (const auto& l : layers_)
-      for (auto& v : l->trainable_variables()) out.push_back(v);
-    return out;
-  }
-  [[nodiscard]] std::int64_t count_params() const {
-    std::int64_t n = 0;
-    for (const auto& v : variables()) n += v.shape().num_elements();
-    return n;
-  }
+  [[nodiscard]] std::vector<Variable<float>> variables() const;
+  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
+  [[nodiscard]] std::int64_t count_params() const;
 
   /// Keras's summary table. @throws FailedPreconditionError before the model is built.
   void summary(std::ostream& out = std::cout) const;
 
   /// Sets the loss and optimizer for fit and evaluate. @throws InvalidArgumentError for an
   /// invalid optimizer configuration.
-  void compile(Loss loss, Optimizer optimizer) {
-    capture_strategy();
-    loss_ = std::move(loss);
-    optimizer_ = std::move(optimizer);
-  }
+  void compile(Loss loss, Optimizer optimizer);
   [[nodiscard]] bool compiled() const noexcept { return loss_.has_value(); }
 
   /// Trains on a batched dataset of (x, y). @throws FailedPreconditionError before compile();
@@ -255,6 +216,12 @@ class Sequential {
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Sequential::Sequential(std::vector<Layer> layers, std::string name)
+    : name_(name.empty() ? unique_name("sequential") : std::move(name)) {
+  capture_strategy();
+  for (auto& l : layers) add(std::move(l));
+}
+
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
 DEVTENSOR_DEFINITION void Sequential::summary(std::ostream& out) const {
@@ -486,6 +453,52 @@ DEVTENSOR_DEFINITION void Sequential::capture_strategy() {
   }
 }
 
+DEVTENSOR_DEFINITION void Sequential::add(Layer layer) {
+  if (layers_.empty()) {
+    if (auto declared = layer->declared_input_shape()) input_shape_ = *declared;
+  } else if (input_shape_) {
+    layer->ensure_built(batch_shape(current_output_shape()));
+  }
+  layers_.push_back(std::move(layer));
+}
+
+DEVTENSOR_DEFINITION Tensor<float> Sequential::operator()(const Tensor<float>& x) {
+  if (layers_.empty()) throw InvalidArgumentError("Sequential model \"" + name_ + "\" has no layers; add() some first");
+  if (!input_shape_) {
+    auto dims = x.shape().dims_vector();
+    if (!dims.empty()) dims[0] = -1;
+    input_shape_ = dims;
+  }
+  Tensor<float> y = x;
+  for (auto& layer : layers_) y = layer(y);
+  return y;
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> Sequential::variables() const {
+  std::vector<Variable<float>> out;
+  for (const auto& l : layers_)
+    for (auto& v : l->variables()) out.push_back(v);
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> Sequential::trainable_variables() const {
+  std::vector<Variable<float>> out;
+  for (const auto& l : layers_)
+    for (auto& v : l->trainable_variables()) out.push_back(v);
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::int64_t Sequential::count_params() const {
+  std::int64_t n = 0;
+  for (const auto& v : variables()) n += v.shape().num_elements();
+  return n;
+}
+
+DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer) {
+  capture_strategy();
+  loss_ = std::move(loss);
+  optimizer_ = std::move(optimizer);
+}
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn

@@ -37,25 +37,7 @@ struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
   }
   /// @throws InvalidArgumentError "Matrix size-incompatible: In[0]: [..], In[1]: [..]", and for
   /// ranks below 2 or batch dimensions that differ.
-  static Shape output_shape(const Attrs& attrs, const Shape& as, const Shape& bs) {
-    if (as.rank() < 2 || bs.rank() < 2 || as.rank() != bs.rank())
-      throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " +
-                                 as.to_string() + " and " + bs.to_string() + " [Op:MatMul]");
-    const std::size_t r = as.rank();
-    for (std::size_t d = 0; d + 2 < r; ++d)
-      if (as[d] != bs[d])
-        throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " + as.to_string() +
-                                   " vs. " + bs.to_string() + " [Op:MatMul]");
-    const std::int64_t kb = attrs.transpose_b ? bs[r - 1] : bs[r - 2];
-    const Dims d = dims(attrs, as, bs);
-    if (d.k != kb)
-      throw InvalidArgumentError("Matrix size-incompatible: In[0]: " + as.to_string() + ", In[1]: " + bs.to_string() +
-                                 " [Op:MatMul]");
-    std::vector<std::int64_t> out(as.dims().begin(), as.dims().end() - 2);
-    out.push_back(d.m);
-    out.push_back(d.n);
-    return Shape(out, name);
-  }
+  static Shape output_shape(const Attrs& attrs, const Shape& as, const Shape& bs);
   template <class T>
   static void cpu(const KernelContext& ctx);
   template <class T>
@@ -73,6 +55,28 @@ struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
     return {matmul(w, g, true, true), matmul(g, x, true, true)};
   }
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Shape MatMul::output_shape(const Attrs& attrs, const Shape& as, const Shape& bs) {
+  if (as.rank() < 2 || bs.rank() < 2 || as.rank() != bs.rank())
+    throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " +
+                               as.to_string() + " and " + bs.to_string() + " [Op:MatMul]");
+  const std::size_t r = as.rank();
+  for (std::size_t d = 0; d + 2 < r; ++d)
+    if (as[d] != bs[d])
+      throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " + as.to_string() +
+                                 " vs. " + bs.to_string() + " [Op:MatMul]");
+  const std::int64_t kb = attrs.transpose_b ? bs[r - 1] : bs[r - 2];
+  const Dims d = dims(attrs, as, bs);
+  if (d.k != kb)
+    throw InvalidArgumentError("Matrix size-incompatible: In[0]: " + as.to_string() + ", In[1]: " + bs.to_string() +
+                               " [Op:MatMul]");
+  std::vector<std::int64_t> out(as.dims().begin(), as.dims().end() - 2);
+  out.push_back(d.m);
+  out.push_back(d.n);
+  return Shape(out, name);
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 using LinalgOps = TypeList<MatMul>;
 

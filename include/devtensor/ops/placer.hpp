@@ -129,7 +129,16 @@ struct PlacementCache {
   std::uint64_t kernels = 0;  // the registry's generation
   bool soft = true;
   std::vector<std::pair<const KernelSupport*, int>> entries;
+
+  /// Forgets every entry: the scopes, the devices, the kernels or soft placement changed.
+  void reset(std::uint64_t new_generation, std::uint64_t new_epoch, std::uint64_t new_kernels, bool new_soft);
 };
+
+// place_op's slow paths, out of line (compiled once in compiled mode): the first op initialises
+// the Context, a cache miss selects the device, the placement log writes its line.
+void initialize_for_op(const KernelSupport& kernel);
+int place_uncached(PlacementCache& cache, const KernelSupport& kernel, const DeviceSpec& request, bool soft);
+void log_placement(const KernelSupport& kernel, int device);
 
 inline const DeviceSpec& requested_spec() noexcept {
   static const DeviceSpec empty;
@@ -242,7 +251,8 @@ DEVTENSOR_DEFINITION int select_device(const KernelSupport& kernel, const Device
 /// host CPU (TensorFlow pins such shape arithmetic to the CPU).
 inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = false) {
   auto& context = Context::global();
-  if (!context.initialized()) context.ensure_initialized("the first op (" + std::string(kernel.op) + ")");
+  if (!context.initialized()) [[unlikely]]
+    detail::initialize_for_op(kernel);
   const DeviceSpec& request = detail::requested_spec();
   int device = -1;
   if (small_host_int_inputs && kernel.pin_small_int && kernel.cpu && !request.type()) {
@@ -253,28 +263,48 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
     const auto generation = detail::scope_stack().generation;
     const auto epoch = context.epoch();
     const auto kernels = detail::kernel_registry_generation.load(std::memory_order_acquire);
-    if (cache.generation != generation || cache.epoch != epoch || cache.soft != soft || cache.kernels != kernels) {
-      cache.entries.clear();
-      cache.generation = generation;
-      cache.epoch = epoch;
-      cache.kernels = kernels;
-      cache.soft = soft;
-    }
+    if (cache.generation != generation || cache.epoch != epoch || cache.soft != soft || cache.kernels != kernels)
+        [[unlikely]]
+      cache.reset(generation, epoch, kernels, soft);
     for (const auto& [k, d] : cache.entries)
       if (k == &kernel) {
         device = d;
         break;
       }
-    if (device < 0) {
-      device = detail::select_device(kernel, request, soft);
-      cache.entries.emplace_back(&kernel, device);
-    }
+    if (device < 0) [[unlikely]]
+      device = detail::place_uncached(cache, kernel, request, soft);
   }
-  if (context.log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
-    log(LogSeverity::info, "Executing op " + std::string(kernel.op) + " in device " +
-                               context.logical_devices()[static_cast<std::size_t>(device)].full_name);
+  if (context.log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info)) [[unlikely]]
+    detail::log_placement(kernel, device);
   return device;
 }
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void detail::initialize_for_op(const KernelSupport& kernel) {
+  Context::global().ensure_initialized("the first op (" + std::string(kernel.op) + ")");
+}
+
+DEVTENSOR_DEFINITION void detail::PlacementCache::reset(std::uint64_t new_generation, std::uint64_t new_epoch,
+                                                        std::uint64_t new_kernels, bool new_soft) {
+  entries.clear();
+  generation = new_generation;
+  epoch = new_epoch;
+  kernels = new_kernels;
+  soft = new_soft;
+}
+
+DEVTENSOR_DEFINITION int detail::place_uncached(PlacementCache& cache, const KernelSupport& kernel,
+                                                const DeviceSpec& request, bool soft) {
+  const int device = select_device(kernel, request, soft);
+  cache.entries.emplace_back(&kernel, device);
+  return device;
+}
+
+DEVTENSOR_DEFINITION void detail::log_placement(const KernelSupport& kernel, int device) {
+  log(LogSeverity::info, "Executing op " + std::string(kernel.op) + " in device " +
+                             Context::global().logical_devices()[static_cast<std::size_t>(device)].full_name);
+}
+#endif
 
 /// Where a tensor created from host values goes (TensorFlow's _EagerConst, SPEC.md §2.5): placed
 /// like an op that has a kernel on every device, so soft placement applies. Under `/gpu:0` on a
@@ -287,11 +317,15 @@ inline int place_constant() {
   return place_op(every_device);
 }
 
-[[noreturn]] inline void throw_undefined_input(std::string_view op, std::size_t input) {
+[[noreturn]] void throw_undefined_input(std::string_view op, std::size_t input);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void throw_undefined_input(std::string_view op, std::size_t input) {
   throw InvalidArgumentError("Input " + std::to_string(input) + " of " + std::string(op) +
                              " is an undefined tensor (default-constructed or moved from): pass a "
                              "tensor that holds values [Op:" + std::string(op) + "]");
 }
+#endif
 
 /// Ops whose shape checks could meet an undefined tensor call this first, so that no message
 /// describes it as a scalar "[]"; elementwise ops leave it to to_device (shape [] broadcasts with
@@ -307,32 +341,52 @@ void require_defined_inputs(std::string_view op, const std::vector<Tensor<T>>& i
     if (!inputs[i].defined()) throw_undefined_input(op, i);
 }
 
+namespace detail {
+/// to_device's copy, not a template: the device policy's check (`int32`: the tensor's elements
+/// are int32, which SILENT_FOR_INT32 copies), its warning, and the copy of `bytes` bytes into a
+/// new buffer on `device`. @throws InvalidArgumentError when the policy forbids the copy.
+std::shared_ptr<TensorStorage> copy_to_device(const TensorStorage& from, const Shape& shape, std::size_t bytes,
+                                              std::string_view dtype, bool int32, int device, std::string_view op,
+                                              int input);
+}  // namespace detail
+
 /// `t` on logical device `device`: the same tensor when it is already there, otherwise a copy,
 /// as the device policy allows. `input` is the input's position, for the error message.
 template <Element T>
 Tensor<T> to_device(const Tensor<T>& t, int device, std::string_view op, int input = 0) {
   if (!t.defined()) [[unlikely]] throw_undefined_input(op, static_cast<std::size_t>(input));
   if (t.storage()->device_index == device) return t;  // defined: no second check
+  const std::size_t bytes = static_cast<std::size_t>(t.num_elements()) * sizeof(T);
+  return Tensor<T>(detail::copy_to_device(*t.storage(), t.shape(), bytes, dtype_string<T>(),
+                                          std::is_same_v<T, std::int32_t>, device, op, input),
+                   t.shape());
+}
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION std::shared_ptr<detail::TensorStorage> detail::copy_to_device(
+    const TensorStorage& from, const Shape& shape, std::size_t bytes, std::string_view dtype, bool int32, int device,
+    std::string_view op, int input) {
   auto& context = Context::global();
   const auto& target = context.logical_devices()[static_cast<std::size_t>(device)];
   const auto policy = config::experimental::get_device_policy();
   const bool allowed = policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN ||
-                       (policy == DevicePolicy::SILENT_FOR_INT32 && std::is_same_v<T, std::int32_t>);
+                       (policy == DevicePolicy::SILENT_FOR_INT32 && int32);
   if (!allowed)
     throw InvalidArgumentError(
         "Tensors on conflicting devices: cannot compute " + std::string(op) + " as input #" +
         std::to_string(input) + " was expected to be on " + target.full_name +
-        " but is actually on " + t.device() +
+        " but is actually on " + from.device->full_name +
         " (operation running on " + target.full_name +
         "). Tensors can be copied explicitly using identity() under a DeviceScope, or the device "
         "policy can be changed with config::experimental::set_device_policy(DevicePolicy::SILENT).");
   if (policy == DevicePolicy::WARN)
     log(LogSeverity::warning, "Copying input #" + std::to_string(input) + " of " + std::string(op) +
-                                  " from " + t.device() + " to " + target.full_name);
-  auto copy = Tensor<T>::empty(t.shape(), device, op);
-  detail::copy_bytes(copy.mutable_data(), target, t.data(), t.device_info(), copy.storage()->bytes);
+                                  " from " + from.device->full_name + " to " + target.full_name);
+  auto copy = allocate_storage(device, bytes, shape, dtype, op);
+  copy_bytes(copy->data, target, from.data, *from.device, bytes);
   return copy;
 }
+#endif
 
 /// True when every tensor is a small (<= 64 elements) int32/int64 tensor on the host CPU. An
 /// undefined tensor is not: the op's to_device names it.

@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -118,13 +119,17 @@ inline std::vector<TapeState*>& active_tapes() noexcept {
 }
 
 /// Appends `record` to every recording tape that watches one of its inputs.
-inline void record_on_tapes(std::shared_ptr<const OpRecord> record) {
+void record_on_tapes(std::shared_ptr<const OpRecord> record);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void record_on_tapes(std::shared_ptr<const OpRecord> record) {
   for (TapeState* tape : active_tapes()) {
     if (!tape->recording() || !tape->watches_any(record->inputs)) continue;
     for (const auto& out : record->outputs) tape->watched.insert(out.id);
     tape->records.push_back(record);
   }
 }
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace detail
 

@@ -17,26 +17,48 @@
 
 namespace devtensor::ops {
 
+/// A reduction's attributes: the axes (all when none; negative counts from the end).
+struct ReduceAttrs {
+  std::optional<std::vector<std::int64_t>> axes;
+  bool keepdims = false;
+};
+/// Which axes of `input` are reduced. @throws InvalidArgumentError for an axis out of range or
+/// given twice (" [Op:<op>]").
+std::vector<bool> reduced_dims(const ReduceAttrs& attrs, const Shape& input, std::string_view op);
+/// The reduction's output shape.
+Shape reduced_shape(const ReduceAttrs& attrs, const Shape& input, std::string_view op);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION std::vector<bool> reduced_dims(const ReduceAttrs& attrs, const Shape& input, std::string_view op) {
+  std::vector<bool> reduce(input.rank(), !attrs.axes.has_value());
+  if (attrs.axes)
+    for (auto a : *attrs.axes) {
+      const std::size_t axis = input.axis(a, "Invalid reduction dimension: axis");
+      if (reduce[axis])
+        throw InvalidArgumentError("Axis " + std::to_string(a) + " specified more than once [Op:" + std::string(op) + "]");
+      reduce[axis] = true;
+    }
+  return reduce;
+}
+
+DEVTENSOR_DEFINITION Shape reduced_shape(const ReduceAttrs& attrs, const Shape& input, std::string_view op) {
+  const auto reduce = reduced_dims(attrs, input, op);
+  std::vector<std::int64_t> dims;
+  for (std::size_t d = 0; d < input.rank(); ++d) {
+    if (!reduce[d]) dims.push_back(input[d]);
+    else if (attrs.keepdims) dims.push_back(1);
+  }
+  return Shape(dims);
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
 /// A reduction over `Attrs::axes` (all when none; negative counts from the end).
 template <class Self, Reduction Kind>
 struct ReduceOp : OpTable<NumericTypes, NumericTypes>, Builtin {
   static constexpr Reduction kind = Kind;
-  struct Attrs {
-    std::optional<std::vector<std::int64_t>> axes;
-    bool keepdims = false;
-  };
-  /// Which axes of `input` are reduced. @throws InvalidArgumentError for an axis out of range or
-  /// given twice.
+  using Attrs = ReduceAttrs;
   static std::vector<bool> reduced(const Attrs& attrs, const Shape& input) {
-    std::vector<bool> reduce(input.rank(), !attrs.axes.has_value());
-    if (attrs.axes)
-      for (auto a : *attrs.axes) {
-        const std::size_t axis = input.axis(a, "Invalid reduction dimension: axis");
-        if (reduce[axis])
-          throw InvalidArgumentError("Axis " + std::to_string(a) + " specified more than once [Op:" + std::string(Self::name) + "]");
-        reduce[axis] = true;
-      }
-    return reduce;
+    return reduced_dims(attrs, input, Self::name);
   }
   /// The reduced axes in increasing order (what the gradients need).
   static std::vector<std::int64_t> reduced_axes(const Attrs& attrs, const Shape& input) {
@@ -46,15 +68,7 @@ struct ReduceOp : OpTable<NumericTypes, NumericTypes>, Builtin {
       if (reduce[d]) out.push_back(static_cast<std::int64_t>(d));
     return out;
   }
-  static Shape output_shape(const Attrs& attrs, const Shape& input) {
-    const auto reduce = reduced(attrs, input);
-    std::vector<std::int64_t> dims;
-    for (std::size_t d = 0; d < input.rank(); ++d) {
-      if (!reduce[d]) dims.push_back(input[d]);
-      else if (attrs.keepdims) dims.push_back(1);
-    }
-    return Shape(dims);
-  }
+  static Shape output_shape(const Attrs& attrs, const Shape& input) { return reduced_shape(attrs, input, Self::name); }
   template <class T>
   static void cpu(const KernelContext& ctx);
   template <class T>

@@ -39,39 +39,43 @@ struct Reshape : KernelTable<AllTypes, AllTypes>, Builtin {
     std::vector<std::int64_t> shape;
   };
   /// @throws InvalidArgumentError when the element counts differ.
-  static Shape output_shape(const Attrs& attrs, const Shape& input) {
-    std::vector<std::int64_t> out = attrs.shape;
-    std::int64_t known = 1;
-    int inferred = -1;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (out[i] == -1) {
-        if (inferred >= 0)
-          throw InvalidArgumentError("Only one input size may be -1, not both " + std::to_string(inferred) + " and " +
-                                     std::to_string(i) + " [Op:Reshape]");
-        inferred = static_cast<int>(i);
-      } else if (out[i] < 0) {
-        throw InvalidArgumentError("Size " + std::to_string(i) + " must be non-negative, not " + std::to_string(out[i]) +
-                                   " [Op:Reshape]");
-      } else {
-        known = detail::checked_mul(known, out[i], "the element count of the requested shape", name);
-      }
-    }
-    const std::int64_t n = input.num_elements();
-    if (inferred >= 0) {
-      if (known == 0 || n % known != 0)
-        throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
-                                   " values, but the requested shape requires a multiple of " + std::to_string(known) +
-                                   " [Op:Reshape]");
-      out[static_cast<std::size_t>(inferred)] = n / known;
-    } else if (known != n) {
-      throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
-                                 " values, but the requested shape has " + std::to_string(known) + " [Op:Reshape]");
-    }
-    return Shape(out, name);
-  }
+  static Shape output_shape(const Attrs& attrs, const Shape& input);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {reshape(a.dy[0], a.x[0].shape().dims_vector())}; }
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Shape Reshape::output_shape(const Attrs& attrs, const Shape& input) {
+  std::vector<std::int64_t> out = attrs.shape;
+  std::int64_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      if (inferred >= 0)
+        throw InvalidArgumentError("Only one input size may be -1, not both " + std::to_string(inferred) + " and " +
+                                   std::to_string(i) + " [Op:Reshape]");
+      inferred = static_cast<int>(i);
+    } else if (out[i] < 0) {
+      throw InvalidArgumentError("Size " + std::to_string(i) + " must be non-negative, not " + std::to_string(out[i]) +
+                                 " [Op:Reshape]");
+    } else {
+      known = detail::checked_mul(known, out[i], "the element count of the requested shape", name);
+    }
+  }
+  const std::int64_t n = input.num_elements();
+  if (inferred >= 0) {
+    if (known == 0 || n % known != 0)
+      throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
+                                 " values, but the requested shape requires a multiple of " + std::to_string(known) +
+                                 " [Op:Reshape]");
+    out[static_cast<std::size_t>(inferred)] = n / known;
+  } else if (known != n) {
+    throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
+                               " values, but the requested shape has " + std::to_string(known) + " [Op:Reshape]");
+  }
+  return Shape(out, name);
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// The same values on the op's device: a copy under a DeviceScope naming another device, the same
 /// buffer otherwise.

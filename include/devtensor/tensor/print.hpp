@@ -28,6 +28,7 @@
 #include <system_error>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
@@ -40,6 +41,12 @@ struct PrintOptions {
   std::size_t linewidth = 75;    // characters per line
 };
 
+/// NumPy's str() of the values: "[[22. 28.]\n [49. 64.]]", "3.0", "[ True False]", "[]".
+/// (Compiled mode: instantiated for every element type in src/devtensor.cpp.)
+template <Element T>
+std::string format_values(const Tensor<T>& t, const PrintOptions& options = {});
+
+#if DEVTENSOR_HEADER_DEFINITIONS
 namespace detail::numpy_print {
 
 /// A float's text split as Dragon4 (NumPy's printer) produces it: [-]int "." frac ["e" exp].
@@ -313,9 +320,8 @@ std::vector<T> shown_values(const std::vector<T>& values, const std::vector<std:
 
 }  // namespace detail::numpy_print
 
-/// NumPy's str() of the values: "[[22. 28.]\n [49. 64.]]", "3.0", "[ True False]", "[]".
 template <Element T>
-std::string format_values(const Tensor<T>& t, const PrintOptions& options = {}) {
+std::string format_values(const Tensor<T>& t, const PrintOptions& options) {
   namespace np = detail::numpy_print;
   const auto values = t.to_vector();
   if (t.rank() == 0) {
@@ -333,6 +339,8 @@ std::string format_values(const Tensor<T>& t, const PrintOptions& options = {}) 
   const auto cells = np::format_cells(shown, options);
   return np::ArrayWriter(cells, shape, shown_shape, summarise, options).write();
 }
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// tf.Tensor(<values>, shape=(...), dtype=...), with a newline before multi-line values.
 template <Element T>

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 
@@ -31,8 +32,8 @@ class Shape {
 
   [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
   [[nodiscard]] std::int64_t operator[](std::size_t i) const {
-    if (i >= rank_) throw InvalidArgumentError("dimension " + std::to_string(i) + " of a rank-" +
-                                               std::to_string(rank_) + " shape");
+    if (i >= rank_) [[unlikely]]
+      throw_bad_index(i);
     return data()[i];
   }
   /// The dimensions (valid while the Shape lives).
@@ -56,17 +57,9 @@ class Shape {
   }
 
   /// "[2,3]", as TensorFlow's OOM messages print shapes.
-  [[nodiscard]] std::string to_string() const {
-    std::string s = "[";
-    for (std::size_t i = 0; i < rank_; ++i) s += (i ? "," : "") + std::to_string(data()[i]);
-    return s + "]";
-  }
+  [[nodiscard]] std::string to_string() const;
   /// "(2, 3)", as Python prints them ("()" for a scalar, "(3,)" for a vector).
-  [[nodiscard]] std::string to_python() const {
-    std::string s = "(";
-    for (std::size_t i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(data()[i]);
-    return s + (rank_ == 1 ? ",)" : ")");
-  }
+  [[nodiscard]] std::string to_python() const;
 
   /// Row-major strides in elements.
   [[nodiscard]] std::vector<std::int64_t> strides() const {
@@ -78,11 +71,8 @@ class Shape {
   /// Resolves a possibly negative axis. @throws InvalidArgumentError when out of range.
   [[nodiscard]] std::size_t axis(std::int64_t a, std::string_view what = "axis") const {
     const auto r = static_cast<std::int64_t>(rank());
-    if (a < -r || a >= r)
-      throw InvalidArgumentError(std::string(what) + " " + std::to_string(a) +
-                                 " is out of range for a tensor of shape " + to_string() +
-                                 " (rank " + std::to_string(r) + "): expected [" +
-                                 std::to_string(-r) + ", " + std::to_string(r) + ")");
+    if (a < -r || a >= r) [[unlikely]]
+      throw_bad_axis(a, what);
     return static_cast<std::size_t>(a < 0 ? a + r : a);
   }
 
@@ -105,20 +95,64 @@ class Shape {
     std::int64_t product = 1;  // of the nonzero dimensions
     bool overflow = false;
     for (std::size_t i = 0; i < rank; ++i) {
-      if (dims[i] < 0)
-        throw InvalidArgumentError("Dimension " + std::to_string(dims[i]) + " must be >= 0 in shape " +
-                                   to_string() + detail::op_suffix(op));
+      if (dims[i] < 0) [[unlikely]]
+        throw_invalid(dims[i], op);
       if (dims[i] != 0) overflow = overflow || __builtin_mul_overflow(product, dims[i], &product);
     }
     if (overflow) [[unlikely]]
-      throw InvalidArgumentError("Shape " + to_string() + " would have more than 2**63 - 1 elements" +
-                                 detail::op_suffix(op));
+      throw_invalid(0, op);
   }
+
+  // The error paths, out of line (compiled once in compiled mode): the inline paths stay small.
+  [[noreturn]] void throw_bad_index(std::size_t i) const;
+  [[noreturn]] void throw_bad_axis(std::int64_t a, std::string_view what) const;
+  /// A negative dimension (`dim` < 0), else too many elements.
+  [[noreturn]] void throw_invalid(std::int64_t dim, std::string_view op) const;
 };
 
+/// NumPy broadcasting's failure. @throws InvalidArgumentError with both shapes.
+[[noreturn]] void throw_incompatible_shapes(const Shape& a, const Shape& b, std::string_view op);
+
 /// NumPy broadcasting of two shapes. @throws InvalidArgumentError with both shapes.
+Shape broadcast_different_shapes(const Shape& a, const Shape& b, std::string_view op);
 inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
-  if (a == b) return a;
+  if (a == b) return a;  // the common case, inline; the rest is compiled once in compiled mode
+  return broadcast_different_shapes(a, b, op);
+}
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION std::string Shape::to_string() const {
+  std::string s = "[";
+  for (std::size_t i = 0; i < rank_; ++i) s += (i ? "," : "") + std::to_string(data()[i]);
+  return s + "]";
+}
+
+DEVTENSOR_DEFINITION std::string Shape::to_python() const {
+  std::string s = "(";
+  for (std::size_t i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(data()[i]);
+  return s + (rank_ == 1 ? ",)" : ")");
+}
+
+DEVTENSOR_DEFINITION void Shape::throw_bad_index(std::size_t i) const {
+  throw InvalidArgumentError("dimension " + std::to_string(i) + " of a rank-" + std::to_string(rank_) + " shape");
+}
+
+DEVTENSOR_DEFINITION void Shape::throw_bad_axis(std::int64_t a, std::string_view what) const {
+  const auto r = static_cast<std::int64_t>(rank());
+  throw InvalidArgumentError(std::string(what) + " " + std::to_string(a) + " is out of range for a tensor of shape " +
+                             to_string() + " (rank " + std::to_string(r) + "): expected [" + std::to_string(-r) +
+                             ", " + std::to_string(r) + ")");
+}
+
+DEVTENSOR_DEFINITION void Shape::throw_invalid(std::int64_t dim, std::string_view op) const {
+  if (dim < 0)
+    throw InvalidArgumentError("Dimension " + std::to_string(dim) + " must be >= 0 in shape " + to_string() +
+                               detail::op_suffix(op));
+  throw InvalidArgumentError("Shape " + to_string() + " would have more than 2**63 - 1 elements" +
+                             detail::op_suffix(op));
+}
+
+DEVTENSOR_DEFINITION Shape broadcast_different_shapes(const Shape& a, const Shape& b, std::string_view op) {
   const std::size_t rank = std::max(a.rank(), b.rank());
   std::array<std::int64_t, 16> small{};
   std::vector<std::int64_t> large(rank > small.size() ? rank : 0);
@@ -126,12 +160,17 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view o
   for (std::size_t i = 0; i < rank; ++i) {
     const std::int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
     const std::int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
-    if (da != db && da != 1 && db != 1)
-      throw InvalidArgumentError("Incompatible shapes: " + a.to_string() + " vs. " + b.to_string() +
-                                 " [Op:" + std::string(op) + "]");
+    if (da != db && da != 1 && db != 1) [[unlikely]]
+      throw_incompatible_shapes(a, b, op);
     out[i] = da == 1 ? db : da;
   }
   return Shape(std::span<const std::int64_t>(out, rank), op);
 }
+
+DEVTENSOR_DEFINITION void throw_incompatible_shapes(const Shape& a, const Shape& b, std::string_view op) {
+  throw InvalidArgumentError("Incompatible shapes: " + a.to_string() + " vs. " + b.to_string() + " [Op:" +
+                             std::string(op) + "]");
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace devtensor

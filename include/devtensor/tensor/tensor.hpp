@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
@@ -49,7 +50,25 @@ struct TensorStorage {
 /// Allocates `bytes` on logical device `device_index` for a tensor of `shape`.
 /// @throws ResourceExhaustedError "OOM when allocating tensor with shape[...] and type ... on
 /// <device> by allocator <name> [Op:<op>]", followed by the allocator's explanation.
-inline std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::size_t bytes,
+std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::size_t bytes,
+                                                       const Shape& shape, std::string_view dtype,
+                                                       std::string_view op);
+
+/// `base`'s buffer, seen as a buffer of another logical device that shares its memory (logical
+/// CPUs: one address space). Tensors are immutable, so sharing is indistinguishable from copying;
+/// TensorFlow's same-process rendezvous shares host tensors the same way instead of copying.
+std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, int device_index);
+
+/// A stand-in device for host buffers that belong to no tensor (to_vector's output).
+const LogicalDeviceInfo& host_buffer_device();
+
+/// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
+/// platform's stream-ordered copy otherwise; a copy to the host waits for the device's stream).
+void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
+                       const LogicalDeviceInfo& src_device, std::size_t bytes);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::size_t bytes,
                                                        const Shape& shape, std::string_view dtype,
                                                        std::string_view op) {
   auto& context = Context::global();
@@ -72,10 +91,7 @@ inline std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::si
   return storage;
 }
 
-/// `base`'s buffer, seen as a buffer of another logical device that shares its memory (logical
-/// CPUs: one address space). Tensors are immutable, so sharing is indistinguishable from copying;
-/// TensorFlow's same-process rendezvous shares host tensors the same way instead of copying.
-inline std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, int device_index) {
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, int device_index) {
   auto& context = Context::global();
   auto storage = std::make_shared<TensorStorage>();
   storage->data = base->data;
@@ -86,8 +102,7 @@ inline std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<Tensor
   return storage;
 }
 
-/// A stand-in device for host buffers that belong to no tensor (to_vector's output).
-inline const LogicalDeviceInfo& host_buffer_device() {
+DEVTENSOR_DEFINITION const LogicalDeviceInfo& host_buffer_device() {
   static const LogicalDeviceInfo host = [] {
     LogicalDeviceInfo h;
     h.full_name = "host memory";
@@ -96,9 +111,7 @@ inline const LogicalDeviceInfo& host_buffer_device() {
   return host;
 }
 
-/// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
-/// platform's stream-ordered copy otherwise; a copy to the host waits for the device's stream).
-inline void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
+DEVTENSOR_DEFINITION void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
                        const LogicalDeviceInfo& src_device, std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.host_memory() && src_device.host_memory()) {
@@ -116,6 +129,7 @@ inline void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const voi
     throw InternalError("Error copying tensor from " + src_device.full_name + " to " +
                         dst_device.full_name + ": " + error);
 }
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// A process-unique identity for a new tensor value, which GradientTape records. Ids are drawn
 /// from a per-thread block (thread number in the top 24 bits) so that creating a tensor costs no
