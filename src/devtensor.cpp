@@ -58,6 +58,23 @@ template std::string format_values<std::int32_t>(const Tensor<std::int32_t>&, co
 template std::string format_values<std::int64_t>(const Tensor<std::int64_t>&, const PrintOptions&);
 template std::string format_values<bool>(const Tensor<bool>&, const PrintOptions&);
 
+// The built-in losses' bodies, for each floating type.
+template std::pair<Tensor<float>, Tensor<float>> nn::loss_detail::align<float>(const Tensor<float>&,
+                                                                               const Tensor<float>&, std::string_view);
+template std::pair<Tensor<double>, Tensor<double>> nn::loss_detail::align<double>(const Tensor<double>&,
+                                                                                  const Tensor<double>&,
+                                                                                  std::string_view);
+template Tensor<float> nn::loss_detail::reduce<float>(const Tensor<float>&, nn::Reduction);
+template Tensor<double> nn::loss_detail::reduce<double>(const Tensor<double>&, nn::Reduction);
+template Tensor<float> nn::losses::MeanSquaredError::per_example<float>(const Tensor<float>&,
+                                                                        const Tensor<float>&) const;
+template Tensor<double> nn::losses::MeanSquaredError::per_example<double>(const Tensor<double>&,
+                                                                          const Tensor<double>&) const;
+template Tensor<float> nn::losses::BinaryCrossentropy::per_example<float>(const Tensor<float>&,
+                                                                          const Tensor<float>&) const;
+template Tensor<double> nn::losses::BinaryCrossentropy::per_example<double>(const Tensor<double>&,
+                                                                            const Tensor<double>&) const;
+
 // The gradient tables, installed by the first GradientTape::gradient of each type.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, double>();

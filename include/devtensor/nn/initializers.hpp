@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 
+#include "devtensor/config.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/random.hpp"
 
@@ -23,39 +24,53 @@ namespace initializers {
 /// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)).
 struct GlorotUniform {
   std::optional<std::uint64_t> seed = std::nullopt;
-  Tensor<float> operator()(const Shape& shape) const {
-    const double fan_in = shape.rank() >= 1 ? static_cast<double>(shape[0]) : 1.0;
-    const double fan_out = shape.rank() >= 2 ? static_cast<double>(shape[1]) : fan_in;
-    const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
-    return random_uniform<float>(shape, {.minval = -limit, .maxval = limit, .seed = seed});
-  }
+  Tensor<float> operator()(const Shape& shape) const;
 };
 struct Zeros {
-  Tensor<float> operator()(const Shape& shape) const { return zeros<float>(shape); }
+  Tensor<float> operator()(const Shape& shape) const;
 };
 struct Ones {
-  Tensor<float> operator()(const Shape& shape) const { return ones<float>(shape); }
+  Tensor<float> operator()(const Shape& shape) const;
 };
 struct Constant {
   float value = 0.0f;
-  Tensor<float> operator()(const Shape& shape) const { return fill<float>(shape, value); }
+  Tensor<float> operator()(const Shape& shape) const;
 };
 struct RandomUniform {
   double minval = -0.05;
   double maxval = 0.05;
   std::optional<std::uint64_t> seed = std::nullopt;
-  Tensor<float> operator()(const Shape& shape) const {
-    return random_uniform<float>(shape, {.minval = minval, .maxval = maxval, .seed = seed});
-  }
+  Tensor<float> operator()(const Shape& shape) const;
 };
 struct RandomNormal {
   double mean = 0.0;
   double stddev = 0.05;
   std::optional<std::uint64_t> seed = std::nullopt;
-  Tensor<float> operator()(const Shape& shape) const {
-    return random_normal<float>(shape, {.mean = mean, .stddev = stddev, .seed = seed});
-  }
+  Tensor<float> operator()(const Shape& shape) const;
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Tensor<float> GlorotUniform::operator()(const Shape& shape) const {
+  const double fan_in = shape.rank() >= 1 ? static_cast<double>(shape[0]) : 1.0;
+  const double fan_out = shape.rank() >= 2 ? static_cast<double>(shape[1]) : fan_in;
+  const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
+  return random_uniform<float>(shape, {.minval = -limit, .maxval = limit, .seed = seed});
+}
+
+DEVTENSOR_DEFINITION Tensor<float> Zeros::operator()(const Shape& shape) const { return zeros<float>(shape); }
+
+DEVTENSOR_DEFINITION Tensor<float> Ones::operator()(const Shape& shape) const { return ones<float>(shape); }
+
+DEVTENSOR_DEFINITION Tensor<float> Constant::operator()(const Shape& shape) const { return fill<float>(shape, value); }
+
+DEVTENSOR_DEFINITION Tensor<float> RandomUniform::operator()(const Shape& shape) const {
+  return random_uniform<float>(shape, {.minval = minval, .maxval = maxval, .seed = seed});
+}
+
+DEVTENSOR_DEFINITION Tensor<float> RandomNormal::operator()(const Shape& shape) const {
+  return random_normal<float>(shape, {.mean = mean, .stddev = stddev, .seed = seed});
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace initializers
 }  // namespace nn

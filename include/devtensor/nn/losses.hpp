@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/ops/creation.hpp"
@@ -26,6 +27,15 @@ enum class Reduction { AUTO, NONE, SUM, SUM_OVER_BATCH_SIZE };
 namespace loss_detail {
 
 /// y_true and y_pred with equal shapes (a trailing axis added to the one of lower rank).
+template <Floating T>
+std::pair<Tensor<T>, Tensor<T>> align(const Tensor<T>& y_true, const Tensor<T>& y_pred, std::string_view loss);
+/// The loss's reduction of the per-example losses.
+template <Floating T>
+Tensor<T> reduce(const Tensor<T>& per_example, Reduction reduction);
+
+// Compiled mode: these and the built-in losses' bodies are instantiated for float and double in
+// src/devtensor.cpp (Note [Compiled mode]).
+#if DEVTENSOR_HEADER_DEFINITIONS
 template <Floating T>
 std::pair<Tensor<T>, Tensor<T>> align(const Tensor<T>& y_true, const Tensor<T>& y_pred, std::string_view loss) {
   if (!y_true.defined() || !y_pred.defined())
@@ -61,6 +71,8 @@ Tensor<T> reduce(const Tensor<T>& per_example, Reduction reduction) {
   return per_example;
 }
 
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
 }  // namespace loss_detail
 
 namespace losses {
@@ -71,10 +83,7 @@ struct MeanSquaredError {
   static constexpr std::string_view name = "mean_squared_error";
 
   template <Floating T>
-  [[nodiscard]] Tensor<T> per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
-    auto [t, p] = loss_detail::align(y_true, y_pred, "MeanSquaredError");
-    return reduce_mean(square(sub(p, t)), -1);
-  }
+  [[nodiscard]] Tensor<T> per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const;
   template <Floating T>
   [[nodiscard]] Tensor<T> operator()(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
     return loss_detail::reduce(per_example(y_true, y_pred), reduction);
@@ -92,30 +101,41 @@ struct BinaryCrossentropy {
   static constexpr double epsilon = 1e-7;
 
   template <Floating T>
-  [[nodiscard]] Tensor<T> per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
-    if (label_smoothing < 0 || label_smoothing > 1)
-      throw InvalidArgumentError("BinaryCrossentropy: label_smoothing must be in [0, 1], got " +
-                                 std::to_string(label_smoothing));
-    auto [z, x] = loss_detail::align(y_true, y_pred, "BinaryCrossentropy");
-    if (label_smoothing > 0)
-      z = add(mul(z, scalar<T>(static_cast<T>(1 - label_smoothing))), scalar<T>(static_cast<T>(0.5 * label_smoothing)));
-    Tensor<T> elementwise;
-    if (from_logits) {
-      const auto abs_x = abs(x);
-      elementwise = add(sub(relu(x), mul(x, z)), log(add(scalar<T>(1), exp(neg(abs_x)))));
-    } else {
-      const auto eps = scalar<T>(static_cast<T>(epsilon));
-      const auto one = scalar<T>(1);
-      const auto p = minimum(maximum(x, eps), sub(one, eps));
-      elementwise = neg(add(mul(z, log(add(p, eps))), mul(sub(one, z), log(add(sub(one, p), eps)))));
-    }
-    return reduce_mean(elementwise, -1);
-  }
+  [[nodiscard]] Tensor<T> per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const;
   template <Floating T>
   [[nodiscard]] Tensor<T> operator()(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
     return loss_detail::reduce(per_example(y_true, y_pred), reduction);
   }
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+template <Floating T>
+Tensor<T> MeanSquaredError::per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
+  auto [t, p] = loss_detail::align(y_true, y_pred, "MeanSquaredError");
+  return reduce_mean(square(sub(p, t)), -1);
+}
+
+template <Floating T>
+Tensor<T> BinaryCrossentropy::per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
+  if (label_smoothing < 0 || label_smoothing > 1)
+    throw InvalidArgumentError("BinaryCrossentropy: label_smoothing must be in [0, 1], got " +
+                               std::to_string(label_smoothing));
+  auto [z, x] = loss_detail::align(y_true, y_pred, "BinaryCrossentropy");
+  if (label_smoothing > 0)
+    z = add(mul(z, scalar<T>(static_cast<T>(1 - label_smoothing))), scalar<T>(static_cast<T>(0.5 * label_smoothing)));
+  Tensor<T> elementwise;
+  if (from_logits) {
+    const auto abs_x = abs(x);
+    elementwise = add(sub(relu(x), mul(x, z)), log(add(scalar<T>(1), exp(neg(abs_x)))));
+  } else {
+    const auto eps = scalar<T>(static_cast<T>(epsilon));
+    const auto one = scalar<T>(1);
+    const auto p = minimum(maximum(x, eps), sub(one, eps));
+    elementwise = neg(add(mul(z, log(add(p, eps))), mul(sub(one, z), log(add(sub(one, p), eps)))));
+  }
+  return reduce_mean(elementwise, -1);
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace losses
 
