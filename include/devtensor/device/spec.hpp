@@ -310,8 +310,9 @@ class DeviceSpec {
   /// overwrites; anything unrecognised, including a trailing '/', fails.
   static std::optional<DeviceSpec> parse_full(std::string_view input, std::string* reason);
 
-  static bool parse_index(detail::DeviceNameParser& p, std::optional<int>& field,
-                          std::string_view what);
+  // One field of a full name: '*' (unset) or a value.
+  static bool parse_index(detail::DeviceNameParser& p, std::optional<int>& field, std::string_view what);
+  static bool parse_name(detail::DeviceNameParser& p, std::optional<std::string>& field, std::string_view what);
 
   /// TensorFlow's MergeDevNamesImpl, field by field in the order job, replica, task, type, id.
   void merge_impl(const DeviceSpec& other, bool allow_soft_placement, bool override_conflicts);
@@ -469,13 +470,7 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
     bool progress = false;
     if (p.consume("/job:")) {
       progress = true;
-      if (p.consume("*")) {
-        spec.job_.reset();
-      } else {
-        std::string job;
-        ok = p.name(job, "job name");
-        spec.job_ = std::move(job);
-      }
+      ok = parse_name(p, spec.job_, "job name");
     }
     if (ok && p.consume("/replica:")) {
       progress = true;
@@ -487,13 +482,7 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
     }
     if (ok && p.consume("/device:")) {
       progress = true;
-      if (p.consume("*")) {
-        spec.type_.reset();
-      } else {
-        std::string type;
-        ok = p.name(type, "device type");
-        spec.type_ = std::move(type);
-      }
+      ok = parse_name(p, spec.type_, "device type");
       if (ok) {
         if (p.consume(":"))
           ok = parse_index(p, spec.id_, "device id");
@@ -521,8 +510,20 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
   return spec;
 }
 
+DEVTENSOR_DEFINITION bool DeviceSpec::parse_name(detail::DeviceNameParser& p, std::optional<std::string>& field,
+                                                 std::string_view what) {
+  if (p.consume("*")) {
+    field.reset();
+    return true;
+  }
+  std::string value;
+  if (!p.name(value, what)) return false;
+  field = std::move(value);
+  return true;
+}
+
 DEVTENSOR_DEFINITION bool DeviceSpec::parse_index(detail::DeviceNameParser& p, std::optional<int>& field,
-                        std::string_view what) {
+                                                  std::string_view what) {
   if (p.consume("*")) {
     field.reset();
     return true;
