@@ -81,7 +81,12 @@ struct FreshContext {
   ScopedEnv growth{"TF_FORCE_GPU_ALLOW_GROWTH", std::nullopt};
   ScopedEnv reserve{"TF_DEVICE_MIN_SYS_MEMORY_IN_MB", std::nullopt};
   LogCapture log;
-  FreshContext() { devtensor::testing::reset_context(); }
+  // The machine's real GPUs (a CPU test program run on a GPU machine) must not add lines to the
+  // logs the tests read: the driver probe reports none unless a test fakes one.
+  FreshContext() {
+    devtensor::testing::reset_context();
+    Context::global().set_gpu_driver_probe_for_testing([]() noexcept { return 0; });
+  }
   ~FreshContext() { devtensor::testing::reset_context(); }
 };
 

@@ -28,6 +28,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/core/source_location.hpp"
+#include "devtensor/device/driver_probe.hpp"
 #include "devtensor/device/physical.hpp"
 #include "devtensor/device/spec.hpp"
 #include "devtensor/device/tags.hpp"
@@ -188,6 +189,12 @@ class Context {
   }
   [[nodiscard]] const detail::GpuPlatform* gpu_platform() const noexcept {
     return gpu_platform_.load(std::memory_order_acquire);
+  }
+
+  /// Test support: replaces the driver probe that discovery asks, when this program has no GPU
+  /// platform, how many GPUs it is leaving unused (reset_for_testing restores the real one).
+  void set_gpu_driver_probe_for_testing(detail::GpuDriverProbe probe) noexcept {
+    gpu_driver_probe_.store(probe, std::memory_order_release);
   }
   /// Why the platform reported no GPUs (e.g. "CUDA driver version is insufficient ..."), or "".
   [[nodiscard]] std::string gpu_platform_status() {
@@ -494,6 +501,7 @@ class Context {
     discovery_trigger_.clear();
     init_trigger_.clear();
     gpu_platform_status_.clear();
+    gpu_driver_probe_.store(&detail::count_nvidia_driver_gpus);
     soft_placement_.store(true);
     log_placement_.store(false);
     by_priority_.clear();
@@ -509,6 +517,7 @@ class Context {
   std::atomic<bool> soft_placement_{true};  // TF2 eager default
   std::atomic<bool> log_placement_{false};
   std::atomic<const detail::GpuPlatform*> gpu_platform_{nullptr};
+  std::atomic<detail::GpuDriverProbe> gpu_driver_probe_{&detail::count_nvidia_driver_gpus};
   detail::Configuration configuration_;
   std::vector<PhysicalDeviceInfo> physical_;
   std::vector<LogicalDeviceInfo> logical_;
@@ -639,9 +648,15 @@ DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, c
 
 DEVTENSOR_DEFINITION std::string Context::describe_trigger(
     std::string_view trigger, const SourceLocation& where) {
+  // devtensor's own headers are not where the user should look: a location inside them (a
+  // default argument taken in the library) is left out rather than printed.
+  constexpr std::string_view this_file = __FILE__;
+  static_assert(this_file.ends_with("device/context.hpp"));
+  constexpr std::string_view library_root = this_file.substr(0, this_file.size() - std::string_view("device/context.hpp").size());
   std::string out(trigger);
-  if (where.file_name() && *where.file_name())
-    out += std::string(" at ") + where.file_name() + ":" + std::to_string(where.line());
+  const std::string_view file = where.file_name() ? where.file_name() : "";
+  if (!file.empty() && !file.starts_with(library_root))
+    out += std::string(" at ") + std::string(file) + ":" + std::to_string(where.line());
   return out;
 }
 
@@ -687,6 +702,14 @@ DEVTENSOR_DEFINITION void Context::discover_locked(std::string_view trigger, con
       info.platform_ordinal = ordinal;
       found.push_back(std::move(info));
     }
+  } else if (const int unused = gpu_driver_probe_.load(std::memory_order_acquire)()) {
+    // TensorFlow says loudly when it cannot use the machine's GPUs; so does devtensor.
+    defer_log(LogSeverity::warning,
+              "The NVIDIA driver reports " + std::to_string(unused) + " GPU" + (unused == 1 ? "" : "s") +
+                  ", but this program was built without devtensor's CUDA component, so it cannot use "
+                  "them. Link devtensor::cuda in CMake (target_link_libraries(<your target> PRIVATE "
+                  "devtensor::cuda)), or compile devtensor's src/devtensor_cuda.cu into the program. "
+                  "Skipping registering GPU devices...");
   }
   for (int k = 0; k < simulated.count; ++k) {
     PhysicalDeviceInfo info;

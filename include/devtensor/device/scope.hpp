@@ -55,9 +55,11 @@ DEVTENSOR_EXPORT inline ScopeStack& scope_stack() noexcept {
 /// DeviceScope s(devtensor::cpu); DeviceScope s(std::nullopt) starts again from an empty spec.
 class [[nodiscard]] DeviceScope {
  public:
-  /// Full or local form ("/job:localhost/device:GPU:0", "/gpu:0", "GPU:0").
+  /// Full or local form ("/job:localhost/device:GPU:0", "/gpu:0", "GPU:0"). As TensorFlow's
+  /// tf.device, the type tokens `cpu` and `gpu` mean CPU and GPU ("/device:gpu:1" is GPU:1);
+  /// other spellings keep their case ("/device:Gpu:1" names no device).
   /// @throws InvalidArgumentError "Malformed device specification '<spec>'".
-  [[nodiscard]] explicit DeviceScope(std::string_view spec) : DeviceScope(DeviceSpec::parse_full_or_local(spec)) {}
+  [[nodiscard]] explicit DeviceScope(std::string_view spec) : DeviceScope(parse(spec)) {}
   [[nodiscard]] explicit DeviceScope(const char* spec) : DeviceScope(std::string_view(spec)) {}
   [[nodiscard]] explicit DeviceScope(const std::string& spec) : DeviceScope(std::string_view(spec)) {}
 
@@ -98,6 +100,10 @@ class [[nodiscard]] DeviceScope {
   /// The spec to merge into: the innermost scope's, or the context's first device.
   static DeviceSpec enclosing();
 
+  /// DeviceSpec::parse_full_or_local (the C++ grammar keeps a type's case), then tf.device's
+  /// upper-casing of the tokens `cpu` and `gpu`.
+  static DeviceSpec parse(std::string_view spec);
+
   void push(DeviceSpec merged);
 };
 
@@ -122,6 +128,13 @@ DEVTENSOR_DEFINITION DeviceSpec DeviceScope::enclosing() {
   if (!stack.entries.empty()) return stack.entries.back().spec;
   static const DeviceSpec host = DeviceSpec::parse(kHostCpuDeviceName);
   return host;
+}
+
+DEVTENSOR_DEFINITION DeviceSpec DeviceScope::parse(std::string_view spec) {
+  DeviceSpec parsed = DeviceSpec::parse_full_or_local(spec);
+  if (const auto& type = parsed.type(); type && (*type == "cpu" || *type == "gpu"))
+    return parsed.with_type(*type == "cpu" ? std::string(cpu_device_type) : std::string(gpu_device_type));
+  return parsed;
 }
 
 DEVTENSOR_DEFINITION void DeviceScope::push(DeviceSpec merged) {

@@ -102,7 +102,10 @@ inline std::vector<int> resolve(const std::vector<std::string>& names) {
     if (found < 0) {
       std::string available;
       for (const auto& d : devices) available += (available.empty() ? "" : ", ") + d.full_name;
-      throw InvalidArgumentError("'" + name + "' (" + full + ") is not a logical device. Available: " + available);
+      // The canonical name only when it says more than the user's spelling.
+      throw InvalidArgumentError("'" + name + "'" + (full == name ? std::string() : " (" + full + ")") +
+                                 " is not a logical device. Available: " + available +
+                                 ". Name one of these, or configure the device before creating the strategy.");
     }
     out.push_back(found);
   }

@@ -441,7 +441,7 @@ class MirroredStrategy {
           if (seen == full) throw InvalidArgumentError("No duplicates allowed in `devices` argument: " + full);
         names.push_back(full);
       }
-      device_indices = cdo_detail::resolve(names);
+      device_indices = cdo_detail::resolve(wanted);  // the user's spellings, for its error
       if (!group && log_enabled(LogSource::python_logger, LogSeverity::info))
         log(LogSource::python_logger, LogSeverity::info,
             "Using MirroredStrategy with devices " + cdo_detail::python_tuple(names));

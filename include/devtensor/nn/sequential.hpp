@@ -495,6 +495,22 @@ DEVTENSOR_DEFINITION std::int64_t Sequential::count_params() const {
 }
 
 DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer) {
+  // A model whose variables exist already must have created them in the strategy's scope: plain
+  // variables would train on one device while the strategy splits the batch (Keras's check).
+  // Checked before anything changes, so a refused compile leaves the model as it was.
+  const auto* scope = detail::current_distribution_scope();
+  const detail::StrategyInterface* strategy = scope ? scope->strategy.get() : strategy_.get();
+  if (strategy && built())
+    for (const auto& v : variables()) {
+      const auto* distributed = distribute::as_distributed(v);
+      if (!distributed || &distributed->strategy() != strategy)
+        throw InvalidArgumentError(
+            "Variable (" + v.name() + ", shape " + v.shape().to_python() +
+            ") was not created in the distribution strategy scope of (" + strategy->description() +
+            "). It is most likely due to not all layers or the model or optimizer being created outside the "
+            "distribution strategy scope. Try to make sure your code looks similar to the following.\n"
+            "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
+    }
   capture_strategy();
   loss_ = std::move(loss);
   optimizer_ = std::move(optimizer);

@@ -68,7 +68,7 @@ namespace devtensor {
 /// place_constant() says where.
 /// @throws InvalidArgumentError when the number of values does not fit the shape.
 template <Element T>
-Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOptions& = {}) {
+Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOptions& options = {}) {
   const auto n = shape.num_elements();
   const auto count = static_cast<std::int64_t>(values.size());
   if (count != n && count != 1)
@@ -76,7 +76,7 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
                                shape.to_string() + ", which has " + std::to_string(n) +
                                " elements. Pass one value per element, or a single value to fill "
                                "the shape.");
-  const int device = place_constant();
+  const int device = place_constant(options.where);
   auto out = Tensor<T>::empty(shape, device, ops::EagerConst::name);
   // Values start on the host; a real GPU gets them by copy.
   std::vector<T> host;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/source_location.hpp"
 #include "devtensor/device/tags.hpp"
 #include "devtensor/ops/kernel_context.hpp"
 #include "devtensor/ops/traits.hpp"
@@ -43,9 +44,12 @@
 namespace devtensor {
 
 /// TensorFlow's `name=`, which every op takes: graph mode names its node so; eager ops ignore it,
-/// as TensorFlow's do.
+/// as TensorFlow's do. `where` is the caller's line, filled in at the call (a default member
+/// initializer is evaluated where the options are built): when an op without tensor inputs is the
+/// program's first, the configuration errors that follow name that line as the initialiser.
 struct OpOptions {
   std::string_view name;
+  SourceLocation where = SourceLocation::current();
 };
 
 namespace ops {

@@ -245,7 +245,8 @@ Tensor<T> run_op(const typename Op::Attrs& attrs) {
   return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, shape);
 }
 template <class Op, Element T>
-Tensor<T> run_op(const OpOptions&, const typename Op::Attrs& attrs) {
+Tensor<T> run_op(const OpOptions& options, const typename Op::Attrs& attrs) {
+  initialize_at(kernel_support<Op, T>, options.where);
   return run_op<Op, T>(attrs);
 }
 

@@ -1,6 +1,9 @@
 // The Context: discovery, logical devices, initialisation, device_lib (SPEC.md §3.1).
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -136,6 +139,42 @@ BOOST_AUTO_TEST_CASE(device_creation_log_lines) {
                        "simulated:0, compute capability: 9.0") == 1u);
   BOOST_TEST(log.count("Created device /job:localhost/replica:0/task:0/device:GPU:1 with 100 MB "
                        "memory:  -> device: 1,") == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(gpus_this_program_cannot_use_are_reported_once) {
+  // This test program has no GPU platform (no CUDA component); a fake driver probe reports GPUs.
+  BOOST_REQUIRE(Context::global().gpu_platform() == nullptr);
+  Context::global().set_gpu_driver_probe_for_testing([]() noexcept { return 2; });
+  BOOST_TEST(cfg::list_physical_devices("GPU").empty());
+  (void)cfg::list_logical_devices();
+  BOOST_TEST(log.count("The NVIDIA driver reports 2 GPUs, but this program was built without devtensor's CUDA "
+                       "component, so it cannot use them. Link devtensor::cuda in CMake") == 1u);
+  const auto entries = log.entries();
+  const auto warning = std::find_if(entries.begin(), entries.end(),
+                                    [](const auto& e) { return devtensor::test::contains(e.second, "NVIDIA driver"); });
+  BOOST_REQUIRE(warning != entries.end());
+  BOOST_TEST((warning->first == devtensor::LogSeverity::warning));
+  BOOST_TEST(devtensor::test::contains(warning->second, "Skipping registering GPU devices..."));
+}
+
+BOOST_AUTO_TEST_CASE(one_gpu_and_no_gpus_from_the_driver_probe) {
+  Context::global().set_gpu_driver_probe_for_testing([]() noexcept { return 1; });
+  (void)cfg::list_physical_devices();
+  BOOST_TEST(log.count("The NVIDIA driver reports 1 GPU, but") == 1u);
+  devtensor::testing::reset_context();
+  log.clear();
+  Context::global().set_gpu_driver_probe_for_testing([]() noexcept { return 0; });
+  (void)cfg::list_physical_devices();
+  BOOST_TEST(log.count("NVIDIA driver") == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_real_driver_probe_reads_proc) {
+  // Without the nvidia kernel module there is no /proc/driver/nvidia/gpus: no GPUs, no error.
+  const int n = devtensor::detail::count_nvidia_driver_gpus();
+  if (::access("/proc/driver/nvidia/gpus", F_OK) != 0)
+    BOOST_TEST(n == 0);
+  else
+    BOOST_TEST(n >= 0);
 }
 
 BOOST_AUTO_TEST_CASE(initialisation_records_the_trigger_and_location) {

@@ -64,7 +64,13 @@ BOOST_AUTO_TEST_CASE(bad_device_lists_are_rejected) {
                              "No duplicates allowed in `devices` argument");
   DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/job:worker/replica:0/task:0/device:CPU:0"}), dt::InvalidArgumentError,
                              "Local device should have only 'localhost' in the job field");
-  DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/cpu:7"}), dt::InvalidArgumentError, "is not a logical device");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/cpu:7"}), dt::InvalidArgumentError,
+                             "'/cpu:7' (/job:localhost/replica:0/task:0/device:CPU:7) is not a logical device. "
+                             "Available: /job:localhost/replica:0/task:0/device:CPU:0");
+  // A full name is printed once.
+  DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/job:localhost/replica:0/task:0/device:GPU:0"}),
+                             dt::InvalidArgumentError,
+                             "'/job:localhost/replica:0/task:0/device:GPU:0' is not a logical device. Available:");
   dt::test::ScopedEnv tf_config("TF_CONFIG", R"({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}})");
   DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy(), dt::UnimplementedError,
                              "In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");

@@ -389,4 +389,53 @@ BOOST_AUTO_TEST_CASE(oom_error_for_a_tensor) {
   }
 }
 
+// TensorFlow 2.21's tf.device upper-cases the type tokens `cpu` and `gpu` after `/device:` (checked
+// with soft placement off: '/device:gpu:0' is reported as '.../device:GPU:0', '/device:cpu:0' runs
+// on CPU:0, '/device:Cpu:0' fails); DeviceSpec::parse keeps the C++ grammar's case.
+BOOST_AUTO_TEST_CASE(scopes_upper_case_cpu_and_gpu_as_tf_device_does) {
+  two_gpus();
+  dt::config::set_soft_device_placement(false);
+  auto a = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+  BOOST_TEST(*dt::DeviceSpec::parse("/device:gpu:1").type() == "gpu");
+  {
+    dt::DeviceScope s("/device:gpu:1");
+    BOOST_TEST(dt::current_device_spec().to_string() == kGpu1);
+    BOOST_TEST(dt::matmul(a, a).device() == kGpu1);
+  }
+  {
+    dt::DeviceScope s("/job:localhost/replica:0/task:0/device:cpu:0");
+    BOOST_TEST(dt::matmul(a, a).device() == kCpu0);
+  }
+  {
+    dt::DeviceScope s("/device:Gpu:1");  // only the exact tokens change
+    DEVTENSOR_CHECK_THROW_WITH((void)dt::matmul(a, a), InvalidArgumentError,
+                               "Could not satisfy device specification "
+                               "'/job:localhost/replica:0/task:0/device:Gpu:1'. enable_soft_placement=0.");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_first_op_is_named_with_the_users_line) {
+  const auto line = __LINE__ + 1;
+  auto t = dt::fill<float>({2}, 1.0f);
+  const std::string trigger = dt::Context::global().initialization_trigger();
+  BOOST_TEST(trigger == "the first op (Fill) at " + std::string(__FILE__) + ":" + std::to_string(line));
+  const auto cpu = dt::config::list_physical_devices("CPU")[0];
+  DEVTENSOR_CHECK_THROW_WITH(dt::config::set_logical_device_configuration(cpu, {{}, {}}),
+                             dt::FailedPreconditionError,
+                             "devtensor was initialized by the first op (Fill) at " + std::string(__FILE__));
+}
+
+BOOST_AUTO_TEST_CASE(a_constant_first_is_named_with_the_users_line) {
+  const auto line = __LINE__ + 1;
+  auto t = dt::constant<float>({1, 2}, {2});
+  BOOST_TEST(dt::Context::global().initialization_trigger() ==
+             "the first op (_EagerConst) at " + std::string(__FILE__) + ":" + std::to_string(line));
+}
+
+BOOST_AUTO_TEST_CASE(a_trigger_inside_devtensor_names_no_library_line) {
+  // constant(values) has no options, so its location is devtensor's own: left out, not printed.
+  auto t = dt::constant<float>({1, 2});
+  BOOST_TEST(dt::Context::global().initialization_trigger() == "the first op (_EagerConst)");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
