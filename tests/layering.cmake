@@ -1,32 +1,67 @@
-# The header layering, checked by `cmake -P` (test `headers.layering`): distribution and Keras sit
-# on top. Variables, tapes, ops, tensors, devices and memory include nothing from distribute/ or
-# nn/ (strategies plug their variables in through a variable creator), and distribute/ includes
-# nothing from nn/. Usage: cmake -DINCLUDE_DIR=<repo>/include -P layering.cmake
+# The header layering, checked by `cmake -P` (test `headers.layering`): every header includes only
+# its own folder and the floors below it, never a floor above nor a sibling on its own floor.
+#
+#   core (and the top-level config, error, fwd, version) → memory → device → tensor | backend →
+#   ops → variables | data → autodiff → distribute → nn → testing
+#
+# Strategies plug their variables in through a variable creator, a device's memory statistics
+# live with the devices, the TF32 switch is configuration (core). The umbrella devtensor.hpp is
+# the top. Usage: cmake -DINCLUDE_DIR=<repo>/include -P layering.cmake
 if(NOT INCLUDE_DIR)
   message(FATAL_ERROR "layering.cmake: pass -DINCLUDE_DIR=<repository>/include")
 endif()
-set(_rules
-  "core|tensor|memory|device|ops|backend|autodiff|variables|data|testing:distribute|nn"
-  "distribute:nn")
+set(_floor_core 0)
+set(_floor_memory 1)
+set(_floor_device 2)
+set(_floor_tensor 3)
+set(_floor_backend 3)
+set(_floor_ops 4)
+set(_floor_variables 5)
+set(_floor_data 5)
+set(_floor_autodiff 6)
+set(_floor_distribute 7)
+set(_floor_nn 8)
+set(_floor_testing 9)
+
+# The folder a path under devtensor/ belongs to: its first component, "core" for the top-level
+# files (the umbrella header is skipped by the caller).
+function(_layer_of path out)
+  if(path MATCHES "^([a-z_]+)/")
+    set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+  else()
+    set(${out} "core" PARENT_SCOPE)
+  endif()
+endfunction()
+
 set(_violations "")
-foreach(_rule IN LISTS _rules)
-  string(REPLACE ":" ";" _parts "${_rule}")
-  list(GET _parts 0 _lower)
-  list(GET _parts 1 _upper)
-  file(GLOB_RECURSE _headers "${INCLUDE_DIR}/devtensor/*.hpp")
-  foreach(_header IN LISTS _headers)
-    file(RELATIVE_PATH _relative "${INCLUDE_DIR}" "${_header}")
-    if(NOT _relative MATCHES "^devtensor/(${_lower})/")
+file(GLOB_RECURSE _headers "${INCLUDE_DIR}/devtensor/*.hpp" "${INCLUDE_DIR}/devtensor/*.cuh")
+foreach(_header IN LISTS _headers)
+  file(RELATIVE_PATH _relative "${INCLUDE_DIR}/devtensor" "${_header}")
+  if(_relative STREQUAL "devtensor.hpp")
+    continue()
+  endif()
+  _layer_of("${_relative}" _own)
+  if(NOT DEFINED _floor_${_own})
+    string(APPEND _violations "  devtensor/${_relative}: folder '${_own}' has no floor in layering.cmake\n")
+    continue()
+  endif()
+  file(STRINGS "${_header}" _includes REGEX "^#include \"devtensor/")
+  foreach(_include IN LISTS _includes)
+    string(REGEX REPLACE "^#include \"devtensor/([^\"]+)\".*" "\\1" _target "${_include}")
+    _layer_of("${_target}" _other)
+    if(_other STREQUAL _own)
       continue()
     endif()
-    file(STRINGS "${_header}" _includes REGEX "^#include \"devtensor/(${_upper})/")
-    foreach(_include IN LISTS _includes)
-      string(APPEND _violations "  ${_relative}: ${_include}\n")
-    endforeach()
+    if(NOT DEFINED _floor_${_other})
+      string(APPEND _violations "  devtensor/${_relative}: ${_include} (folder '${_other}' has no floor)\n")
+    elseif(_floor_${_other} GREATER_EQUAL _floor_${_own})
+      string(APPEND _violations
+             "  devtensor/${_relative} (${_own}, floor ${_floor_${_own}}): ${_include} (${_other}, floor ${_floor_${_other}})\n")
+    endif()
   endforeach()
 endforeach()
 if(_violations)
-  message(FATAL_ERROR "Headers include a layer above their own:\n${_violations}"
+  message(FATAL_ERROR "Headers include a layer above their own, or a sibling on their floor:\n${_violations}"
                       "Move the dependency up (a strategy plugs into variables through detail::VariableCreator), "
                       "or move the code to the layer that owns it.")
 endif()

@@ -26,7 +26,7 @@
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/memory/allocator.hpp"
 #include "devtensor/memory/bfc.hpp"
-#include "devtensor/memory/info.hpp"
+#include "devtensor/device/memory_info.hpp"
 #include "devtensor/memory/policies.hpp"
 #include "devtensor/memory/stats.hpp"
 #include "devtensor/memory/sub_allocators.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "devtensor/core/error.hpp"
-#include "devtensor/ops/matmul_options.hpp"
+#include "devtensor/core/matmul_options.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/run_op.hpp"
 

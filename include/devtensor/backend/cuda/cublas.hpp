@@ -26,7 +26,7 @@
 #include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
-#include "devtensor/ops/matmul_options.hpp"
+#include "devtensor/core/matmul_options.hpp"
 
 namespace devtensor::backend::cuda {
 

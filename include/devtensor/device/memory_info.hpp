@@ -1,5 +1,5 @@
 #pragma once
-/// @file info.hpp
+/// @file memory_info.hpp
 /// @brief Memory statistics of a device: config::experimental::get_memory_info and friends
 /// (SPEC.md §3.5, §8.1, §8.3).
 ///
