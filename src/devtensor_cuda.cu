@@ -1,5 +1,5 @@
 // devtensor's GPU backend: compiled once per program, by nvcc, in the consumer's build tree
-// (DESIGN.md §2, Note [One registry per program] in ops/registry.hpp).
+// (Note [One registry per program] in ops/registry.hpp).
 //
 // Linking the devtensor::cuda CMake component adds this file's object to the program; without
 // CMake compile it once, in the program's mode (add -DDEVTENSOR_COMPILED in compiled mode), and

@@ -1,4 +1,4 @@
-// MultiWorkerMirroredStrategy across real processes (SPEC §6.3). CTest runs this executable under
+// MultiWorkerMirroredStrategy across real processes. CTest runs this executable under
 // mpiexec with 1, 2, 3 and 4 ranks; every rank runs every test case in the same order, so each
 // collective has all its peers. Collectives here have a 60 s deadline: a bug fails, never hangs.
 #include <boost/test/unit_test.hpp>

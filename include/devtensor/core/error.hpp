@@ -1,6 +1,6 @@
 #pragma once
 /// @file error.hpp
-/// @brief The exceptions devtensor throws (DESIGN.md §7, SPEC.md §0).
+/// @brief The exceptions devtensor throws.
 ///
 /// Every error derives from devtensor::Error, itself a std::runtime_error, and carries the
 /// TensorFlow status code it corresponds to. Messages keep TensorFlow's key phrases so that what users

@@ -1,7 +1,7 @@
 #pragma once
 /// @file configuration.hpp
 /// @brief The configuration API: devtensor::config, config::experimental and debugging
-/// (TensorFlow's tf.config and tf.debugging; SPEC.md §3).
+/// (TensorFlow's tf.config and tf.debugging).
 ///
 /// Setters validate their arguments (InvalidArgumentError), return silently when the value does
 /// not change, and otherwise throw FailedPreconditionError once the Context is initialised. What
@@ -76,7 +76,7 @@ inline bool get_soft_device_placement() noexcept {
   return Context::global().soft_device_placement();
 }
 
-/// Simulated GPUs (SPEC.md §7): `count` GPUs of `memory_bytes` each, in host memory. Takes
+/// Simulated GPUs: `count` GPUs of `memory_bytes` each, in host memory. Takes
 /// precedence over DEVTENSOR_SIMULATED_GPUS; fixed when physical devices are first discovered.
 inline void set_simulated_gpus(int count, std::uint64_t memory_bytes = 16 * kGiB) {
   Context::global().set_simulated_gpus({count, memory_bytes});

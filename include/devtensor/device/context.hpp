@@ -1,7 +1,7 @@
 #pragma once
 /// @file context.hpp
 /// @brief The Context: physical device discovery, configuration, and the logical devices it
-/// freezes at initialisation (SPEC.md §3 and §7).
+/// freezes at initialisation.
 ///
 /// One Context per process (config.hpp explains the export). Configuration setters validate, accept
 /// the current value silently, and fail with FailedPreconditionError once the Context is
@@ -45,7 +45,7 @@ inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 /// The canonical name of the context's first device, where the outermost DeviceScope merges into.
 inline constexpr std::string_view kHostCpuDeviceName = "/job:localhost/replica:0/task:0/device:CPU:0";
 
-/// Simulated GPUs (SPEC.md §7): `count` devices of `memory_bytes` each.
+/// Simulated GPUs: `count` devices of `memory_bytes` each.
 struct SimulatedGpus {
   int count = 0;
   std::uint64_t memory_bytes = 16 * kGiB;
@@ -103,7 +103,7 @@ constexpr std::uint64_t min_system_memory(std::uint64_t available, int compute_c
 struct PhysicalDeviceInfo {
   config::PhysicalDevice device;
   int index = 0;            // within its type
-  bool simulated = false;   // a simulated GPU (SPEC.md §7)
+  bool simulated = false;   // a simulated GPU
   int platform_ordinal = 0; // the CUDA ordinal for real GPUs, the index for simulated ones
   detail::GpuPlatformDevice properties;  // GPUs only
 };
@@ -202,7 +202,7 @@ class Context {
     return gpu_platform_status_;
   }
 
-  // --- configuration (SPEC.md §3.2) ---------------------------------------------------------
+  // --- configuration ---------------------------------------------------------
 
   void set_simulated_gpus(SimulatedGpus value) {
     if (value.count < 0)
@@ -392,7 +392,7 @@ class Context {
   }
 
   /// Initialises once: discovers devices, builds the logical devices from the configuration and
-  /// freezes it. `trigger` names the call for later error messages (SPEC.md §8.2).
+  /// freezes it. `trigger` names the call for later error messages.
   /// @throws InvalidArgumentError for an inconsistent configuration (the Context stays
   /// uninitialised, so the configuration can still be fixed).
   void ensure_initialized(std::string_view trigger, SourceLocation where = SourceLocation::current()) {
@@ -447,7 +447,7 @@ class Context {
   }
 
   /// The logical device a memory-stats query names ("GPU:0", "/device:GPU:0", a full name),
-  /// following TensorFlow's rules and errors (SPEC.md §3.5). Initialises.
+  /// following TensorFlow's rules and errors. Initialises.
   const LogicalDeviceInfo& memory_stats_device(std::string_view name, std::string_view api,
                                                SourceLocation where) {
     const auto spec = DeviceSpec::try_parse_full_or_local(name);
@@ -562,14 +562,14 @@ class Context {
 
   void discover_locked(std::string_view trigger, const SourceLocation& where);
 
-  /// TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH: exactly "true" or "false" overrides (SPEC.md §3.4).
+  /// TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH: exactly "true" or "false" overrides.
   bool effective_allow_growth(bool configured) const;
 
-  /// TensorFlow's SingleVirtualDeviceMemoryLimit (SPEC.md §3.3).
+  /// TensorFlow's SingleVirtualDeviceMemoryLimit.
   std::uint64_t default_memory_limit_locked(const PhysicalDeviceInfo& device,
                                             std::string* source = nullptr) const;
 
-  /// Builds the logical devices (SPEC.md §3.1–3.3): CPUs (split by their configuration), then the
+  /// Builds the logical devices: CPUs (split by their configuration), then the
   /// visible GPUs in physical order, each expanded by its virtual devices, then ordinals applied.
   std::vector<LogicalDeviceInfo> build_logical_devices_locked() const;
 
@@ -583,14 +583,14 @@ class Context {
       if (d.stream && platform) platform->destroy_stream(d.platform_ordinal, std::exchange(d.stream, nullptr));
   }
 
-  /// TF_ENABLE_GPU_GARBAGE_COLLECTION: exactly "true" or "false", default true (SPEC.md §3.4).
+  /// TF_ENABLE_GPU_GARBAGE_COLLECTION: exactly "true" or "false", default true.
   bool gpu_garbage_collection() const;
 
   /// The region policy is a template parameter; the configuration picks it at run time.
   template <memory::SubAllocator Sub>
   static std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOptions options);
 
-  /// One allocator per logical device (SPEC.md §3.3, §4): BFC over simulated device memory or the
+  /// One allocator per logical device: BFC over simulated device memory or the
   /// GPU platform's cudaMalloc for GPUs; one shared growth-mode BFC over host memory for the CPUs,
   /// so large tensors do not page-fault on every op.
   std::vector<std::shared_ptr<memory::Allocator>> build_allocators_locked(

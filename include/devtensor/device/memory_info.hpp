@@ -1,7 +1,8 @@
 #pragma once
 /// @file memory_info.hpp
 /// @brief Memory statistics of a device: config::experimental::get_memory_info and friends
-/// (SPEC.md §3.5, §8.1, §8.3).
+/// (TensorFlow's tf.config.experimental.get_memory_info, reset_memory_stats), and what the device
+/// holds outside the allocator.
 ///
 /// Limits count only what devtensor's allocator reserves from the device (its regions, `pool`);
 /// the CUDA context, cuBLAS workspaces and NCCL buffers are outside them. get_memory_overhead()
@@ -60,7 +61,7 @@ struct MemoryOverhead {
   std::uint64_t unaccounted_device_bytes = 0;  // in use on the GPU, outside every devtensor allocator
 };
 
-/// What a device's memory holds beyond the allocator's pool (SPEC.md §8.3).
+/// What a device's memory holds beyond the allocator's pool.
 inline MemoryOverhead get_memory_overhead(std::string_view device,
                                           SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();

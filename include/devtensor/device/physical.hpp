@@ -100,8 +100,8 @@ struct GpuPlatform {
 };
 
 /// A collective all-reduce over real GPUs of this process: NCCL. Registered, like the platform,
-/// by any translation unit built with the devtensor::nccl component (backend/cuda/nccl.hpp, which
-/// devtensor.hpp includes there), so a program "has the NCCL kernel" exactly when it links NCCL
+/// during static initialisation by src/devtensor_nccl.cpp, which linking the devtensor::nccl
+/// component adds to the program, so a program "has the NCCL kernel" exactly when it links NCCL
 /// (TensorFlow's "Nccl kernel is not found" is the same runtime question).
 /// The GPUs of every worker of a multi-worker job as one NCCL communicator: this process's GPUs
 /// are ranks first_rank, first_rank + 1, ... of num_ranks. The chief made `unique_id`

@@ -1,6 +1,6 @@
 #pragma once
 /// @file scope.hpp
-/// @brief DeviceScope: TensorFlow's eager `with tf.device(...)` as an RAII guard (SPEC.md §1.8).
+/// @brief DeviceScope: TensorFlow's eager `with tf.device(...)` as an RAII guard.
 ///
 /// Each thread has its own stack of requested device specs. The outermost scope merges its spec into
 /// the context's first device (/job:localhost/replica:0/task:0/device:CPU:0) and nested scopes

@@ -1,10 +1,12 @@
 #pragma once
 /// @file spec.hpp
-/// @brief DeviceSpec: TensorFlow device names, parsed, matched, merged and printed (SPEC.md §1).
+/// @brief DeviceSpec: TensorFlow device names, parsed, matched, merged and printed.
 ///
 /// A device name has five optional fields (job, replica, task, type, id). An unset field is a
 /// wildcard, so one value type serves both as a full device name and as a pattern. The grammar is
-/// TensorFlow's C++ one (device_name_utils.cc); SPEC.md §1.8 lists where it differs from Python's.
+/// TensorFlow's C++ one (device_name_utils.cc), stricter than Python's DeviceSpec: job names are
+/// validated, replica and task are digits only, empty pieces fail. A DeviceScope upper-cases the
+/// type tokens `cpu` and `gpu` as tf.device does; DeviceSpec::parse keeps their case.
 
 #include <compare>
 #include <cstdint>
@@ -93,8 +95,10 @@ class DeviceNameParser {
 
 /// A TensorFlow device name or partial specification.
 ///
-/// Value type; every field is a std::optional (unset means "any"). Parsing follows SPEC.md §1.2,
-/// printing §1.4, matching §1.5, merging §1.6 and canonicalisation §1.7.
+/// Value type; every field is a std::optional (unset means "any"). Parsing, printing, matching,
+/// merging and canonicalisation follow TensorFlow's device_name_utils.cc (ParseFullName,
+/// ParsedNameToString, IsSpecification/IsCompleteSpecification, MergeDevNames,
+/// CanonicalizeDeviceName).
 class DeviceSpec {
  public:
   /// The fully unspecified name: every field is a wildcard; prints as "".
@@ -306,7 +310,7 @@ class DeviceSpec {
     return *a < *b ? -1 : 1;
   }
 
-  /// SPEC.md §1.2, TensorFlow's ParseFullName. Components come in any order; a repeated component
+  /// TensorFlow's ParseFullName. Components come in any order; a repeated component
   /// overwrites; anything unrecognised, including a trailing '/', fails.
   static std::optional<DeviceSpec> parse_full(std::string_view input, std::string* reason);
 
@@ -567,7 +571,7 @@ DEVTENSOR_DEFINITION void DeviceSpec::merge_impl(const DeviceSpec& other, bool a
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
-/// TensorFlow's distribute helper device_util.canonicalize (SPEC.md §1.9), eager flavour.
+/// TensorFlow's distribute helper device_util.canonicalize, eager flavour.
 namespace device_util {
 
 /// Completes `device` (full or local form) into a full name: fields it leaves unset come from

@@ -1,7 +1,7 @@
 #pragma once
 /// @file communication.hpp
 /// @brief Options for collective communication and the size-based packing of collective
-/// all-reduce (SPEC §5.7): CommunicationOptions, CommunicationImplementation, group_by_size.
+/// all-reduce: CommunicationOptions, CommunicationImplementation, group_by_size.
 ///
 /// The cross-device ops of MirroredStrategy ignore these options, as TensorFlow's do (they pack by
 /// `num_packs`); the collective all-reduce between processes packs by `bytes_per_pack` with

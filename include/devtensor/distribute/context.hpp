@@ -91,7 +91,7 @@ class StrategyInterface {
   /// one copy per replica (result[r][k] on replica r's device).
   [[nodiscard]] virtual std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(
       const std::vector<std::vector<Tensor<float>>>& values) = 0;
-  /// The number of examples local replica r gets from a global batch of `global` (SPEC §5.10).
+  /// The number of examples local replica r gets from a global batch of `global`.
   [[nodiscard]] virtual std::vector<std::int64_t> batch_sizes(std::int64_t global) const = 0;
   /// Where this process's replicas start in a global batch (0 in one process).
   [[nodiscard]] virtual std::int64_t batch_offset(std::int64_t) const { return 0; }

@@ -1,6 +1,6 @@
 #pragma once
 /// @file cross_device_ops.hpp
-/// @brief Cross-device reductions (SPEC §5.3–5.7): ReductionToOneDevice, HierarchicalCopyAllReduce,
+/// @brief Cross-device reductions: ReductionToOneDevice, HierarchicalCopyAllReduce,
 /// NcclAllReduce, and the automatic choice between them.
 ///
 /// Each is usable alone: `reduce(op, per_replica, destinations)`, `batch_reduce(op, values,
@@ -165,7 +165,7 @@ void require_components(const PerReplica<Tensor<V>>& value) {
 }  // namespace cdo_detail
 
 /// Copies every component to one device, adds them there (add_n), divides for MEAN, and copies
-/// the result to every destination (SPEC §5.4).
+/// the result to every destination.
 struct ReductionToOneDevice {
   /// Where to reduce; default: the first destination.
   std::optional<std::string> reduce_to_device = std::nullopt;
@@ -242,7 +242,9 @@ std::vector<Tensor<T>> unpack(const std::vector<Tensor<T>>& packs, const std::ve
   return pieces;
 }
 
-/// SPEC §5.6 generalised to every device count: the sum of `parts[k]` (on device k) on every
+/// TensorFlow's HierarchicalCopyAllReduce (built for the DGX-1's two groups of four GPUs: sum within a
+/// group, exchange between the groups' main devices, broadcast back) generalised to every device
+/// count: the sum of `parts[k]` (on device k) on every
 /// device, with main devices rotating with `index`.
 template <Numeric T>
 std::vector<Tensor<T>> hierarchical_copy(const std::vector<Tensor<T>>& parts, std::size_t index) {
@@ -271,7 +273,7 @@ std::vector<Tensor<T>> hierarchical_copy(const std::vector<Tensor<T>>& parts, st
   return out;
 }
 
-/// The all-reduce family's batch_reduce (SPEC §5.5) with `all_reduce(parts, pack_index)` as the
+/// The all-reduce family's batch_reduce with `all_reduce(parts, pack_index)` as the
 /// algorithm; falls back to ReductionToOneDevice when destinations differ from the values' devices.
 template <Numeric T, class AllReduce>
 std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
@@ -337,7 +339,7 @@ Mirrored<Tensor<T>> reduce_as_batch_of_one(const Ops& ops, ReduceOp op, const Pe
 
 }  // namespace cdo_detail
 
-/// The all-reduce family (SPEC §5.5): batch_reduce packs the values, all-reduces each pack with
+/// The all-reduce family: batch_reduce packs the values, all-reduces each pack with
 /// `Engine::all_reduce(parts, pack_index)` and unpacks; reduce is a batch of one (a value already
 /// on its one destination is returned as is); broadcast copies, as ReductionToOneDevice does.
 /// `Engine` names the family member and says whether this build can run it.
@@ -383,7 +385,7 @@ struct AllReduceOps {
 
 namespace cdo_detail {
 
-/// All-reduce by copies (SPEC §5.6), every device included for any device count.
+/// All-reduce by copies, every device included for any device count.
 struct HierarchicalCopyEngine {
   static constexpr std::string_view name = "HierarchicalCopyAllReduce";
   static constexpr std::string_view validation_name = "HierarchicalCopy";
@@ -494,7 +496,7 @@ void run_shares(std::size_t n, bool parallel, Share share) {
   share(0);
 }
 
-/// The in-process ring all-reduce (SPEC §5.2): the flat `parts` (one per device, equal lengths)
+/// The in-process ring all-reduce: the flat `parts` (one per device, equal lengths)
 /// are cut into one chunk per device; device k sums chunk k of every part (reduce-scatter) and the
 /// chunks are then gathered on every device (all-gather). On host memory (CPUs, simulated GPUs)
 /// each device's share runs on its own thread and writes straight into one result buffer, which
@@ -552,7 +554,7 @@ std::vector<Tensor<T>> ring_all_reduce(const std::vector<Tensor<T>>& parts) {
 
 }  // namespace cdo_detail
 
-/// tf.distribute.experimental.CollectiveAllReduce within one process (SPEC §5.2): values are
+/// tf.distribute.experimental.CollectiveAllReduce within one process: values are
 /// packed by CommunicationOptions::bytes_per_pack (group_by_size, the list reversed first, as
 /// TensorFlow does to overlap with backpropagation) and each pack is all-reduced across the
 /// devices. RING: the in-process ring (every device does its share in parallel); NCCL: NCCL
@@ -708,7 +710,7 @@ class CollectiveAllReduce {
   }
 };
 
-/// TensorFlow 2.21's default (SPEC §5.2, MirroredExtended._make_collective_ops_with_fallbacks),
+/// TensorFlow 2.21's default (MirroredExtended._make_collective_ops_with_fallbacks),
 /// decided when the strategy is built: CPUs mixed with GPUs → ReductionToOneDevice; all CPUs, or
 /// more logical than physical GPUs → CollectiveAllReduce(RING); physical GPUs →
 /// CollectiveAllReduce(AUTO), which is NCCL when this program has the kernel.

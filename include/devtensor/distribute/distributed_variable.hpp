@@ -1,6 +1,6 @@
 #pragma once
 /// @file distributed_variable.hpp
-/// @brief Variables created in a distribution strategy's scope (SPEC §5.8), as TensorFlow's
+/// @brief Variables created in a distribution strategy's scope, as TensorFlow's
 /// DistributedVariable: one local variable per replica device of the strategy, behind the same
 /// Variable<T> handle users hold.
 ///
@@ -79,8 +79,8 @@ class DistributedVariable : public detail::VariableImpl<T> {
   }
 
  protected:
-  /// Component 0 from `initial_value` (the chief's, across processes: SPEC §6.3), the others
-  /// copied from component 0, so the replicas start equal.
+  /// Component 0 from `initial_value` (across processes, the chief's: every worker starts from it),
+  /// the others copied from component 0, so the replicas start equal.
   DistributedVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
       : detail::VariableImpl<T>(std::move(info)), strategy_(&strategy), devices_(strategy.replica_devices()) {
     const auto& me = this->info();
@@ -199,7 +199,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
     return detail::tensor_from_host(total, shape, device, op);
   }
 
-  /// `value` as the chief process has it, in host memory (SPEC §6.3), as MPI's broadcast needs.
+  /// `value` as the chief process has it, in host memory, as MPI's broadcast needs.
   static Tensor<T> from_chief(const Tensor<T>& value, detail::WorkerGroup& group, const std::string& name) {
     auto host = detail::variable_copy(value, 0, "VarHandleOp");  // logical device 0 is always CPU:0
     group.broadcast(host.mutable_data(), static_cast<std::size_t>(host.num_elements()) * sizeof(T),

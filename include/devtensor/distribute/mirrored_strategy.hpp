@@ -2,7 +2,7 @@
 /// @file mirrored_strategy.hpp
 /// @brief MirroredStrategy: one replica per logical device, run concurrently by persistent worker
 /// threads, variables mirrored across the replicas, values combined by a CrossDeviceOps
-/// (SPEC §5).
+/// (TensorFlow's tf.distribute.MirroredStrategy, eager).
 ///
 ///     dt::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"}, dt::distribute::ReductionToOneDevice{});
 ///     { auto guard = strategy.scope(); /* variables created here are mirrored */ }
@@ -218,7 +218,8 @@ class DistributedDataset {
   int workers_ = 1;
   int worker_ = 0;
 
-  /// SPEC §5.10: replica i gets sizes[i] consecutive elements; a partial batch runs out early and
+  /// TensorFlow's split of a global batch: replica i gets sizes[i] consecutive elements; a partial
+  /// batch runs out early and
   /// later replicas get empty batches.
   value_type split(const std::tuple<Tensor<Ts>...>& element) const {
     const std::int64_t rows = std::get<0>(element).rank() > 0 ? std::get<0>(element).shape()[0] : 1;
@@ -354,7 +355,7 @@ class MirroredStrategy {
     return out;
   }
 
-  /// Splits every global batch across the replicas (SPEC §5.10) and places each piece on its
+  /// Splits every global batch across the replicas and places each piece on its
   /// replica's device.
   template <Element... Ts>
   [[nodiscard]] DistributedDataset<Ts...> experimental_distribute_dataset(const data::Dataset<Ts...>& dataset) const {
@@ -502,7 +503,7 @@ class MirroredStrategy {
 
     /// The cross-device ops' reduction over this process's replicas, then (several workers) the
     /// local sums all-reduced across the workers: host buffers packed by bytes_per_pack, the
-    /// list reversed first (SPEC §5.7), one collective per pack. MEAN divides by every replica.
+    /// list reversed first, one collective per pack. MEAN divides by every replica.
     /// When the workers' GPUs form an NCCL clique (MultiWorkerMirroredStrategy with NCCL), every
     /// replica of every worker is reduced in one NCCL call per pack instead, on the devices; with
     /// a timeout, an MPI barrier first names a worker that does not arrive.

@@ -1,7 +1,7 @@
 #pragma once
 /// @file values.hpp
 /// @brief Distributed values: PerReplica (one value per replica, possibly different) and Mirrored
-/// (one value per replica, all equal), ReduceOp, and the batch-size split of SPEC §5.10.
+/// (one value per replica, all equal), ReduceOp, and TensorFlow's split of a global batch across replicas.
 
 #include <cctype>
 #include <cstdint>

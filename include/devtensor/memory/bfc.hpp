@@ -1,6 +1,6 @@
 #pragma once
 /// @file bfc.hpp
-/// @brief The best-fit-with-coalescing allocator (SPEC.md §4; TensorFlow's BFCAllocator), as one
+/// @brief The best-fit-with-coalescing allocator (TensorFlow's BFCAllocator), as one
 /// class template over a region policy and a sub-allocator.
 ///
 /// Memory comes from the sub-allocator in regions; each region is cut into chunks that are
@@ -456,7 +456,7 @@ class BFCAllocator final : public Allocator {
 
   // --- allocation ------------------------------------------------------------------------------
 
-  /// Best fit from the request's bin upward (SPEC.md §4.2 FindChunkPtr).
+  /// Best fit from the request's bin upward (TensorFlow's FindChunkPtr).
   void* find_chunk_locked(std::size_t rounded, std::size_t alignment, std::size_t requested) {
     const std::size_t needed = rounded + (alignment > kMinAllocationSize ? alignment - kMinAllocationSize : 0);
     for (int b = bin_for_size(needed); b < kNumBins; ++b) {
@@ -522,7 +522,8 @@ class BFCAllocator final : public Allocator {
     return nullptr;
   }
 
-  /// SPEC.md §4.3. Called with extend_mutex_ held and mutex_ not held.
+  /// TensorFlow's Extend: a new region of the region policy's next size (backing off to 90 % once
+  /// when the device refuses it). Called with extend_mutex_ held and mutex_ not held.
   bool extend(std::size_t needed) {
     std::size_t region_bytes = 0;
     bool increased = false;
@@ -594,7 +595,8 @@ class BFCAllocator final : public Allocator {
     return released;
   }
 
-  /// SPEC.md §4.6 DeallocateFreeRegions. Called with extend_mutex_ held. The warning is logged
+  /// TensorFlow's DeallocateFreeRegions: returns wholly free regions to the device. Called with
+  /// extend_mutex_ held. The warning is logged
   /// after mutex_ is released: a log sink may call back into devtensor.
   bool garbage_collect(std::size_t needed) {
     std::vector<std::pair<void*, std::size_t>> released;
@@ -663,7 +665,7 @@ class BFCAllocator final : public Allocator {
            human_readable_bytes(static_cast<std::int64_t>(largest_free_chunk_locked())) + ", " + buffer + ".";
   }
 
-  /// Which knob to turn (SPEC.md §8.4).
+  /// Which knob to turn.
   std::string advice(std::size_t rounded) const {
     std::lock_guard lock(mutex_);
     const std::size_t in_use = static_cast<std::size_t>(stats_.bytes_in_use);

@@ -1,6 +1,6 @@
 #pragma once
 /// @file policies.hpp
-/// @brief Region policies of the BFC allocator (SPEC.md §3.3, §4.1): how large the first region
+/// @brief Region policies of the BFC allocator: how large the first region
 /// is. Later regions follow the same Extend rule in both (double, capped by the limit).
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file stats.hpp
-/// @brief TensorFlow's AllocatorStats and HumanReadableNumBytes (SPEC.md §4.7, §4.8).
+/// @brief TensorFlow's AllocatorStats and HumanReadableNumBytes.
 
 #include <cstddef>
 #include <cstdint>

@@ -42,7 +42,7 @@ class HostSubAllocator {
   void deallocate(void* p, std::size_t) noexcept { std::free(p); }
 };
 
-/// The memory of one simulated GPU (SPEC.md §7): a capacity shared by every allocator on that
+/// The memory of one simulated GPU: a capacity shared by every allocator on that
 /// device. Regions are anonymous mappings, so untouched memory costs nothing.
 class SimulatedDeviceMemory {
  public:

@@ -140,8 +140,8 @@ Tensor<T> BinaryCrossentropy::per_example(const Tensor<T>& y_true, const Tensor<
 }  // namespace losses
 
 /// sum(per_example_loss) / global_batch_size: summed over replicas, the mean over the global batch
-/// (SPEC §5.11). The default global batch size is this replica's batch dimension × the number of
-/// replicas; a global batch size of 0 gives 0.
+/// (TensorFlow's tf.nn.compute_average_loss). The default global batch size is this replica's
+/// batch dimension × the number of replicas; a global batch size of 0 gives 0.
 /// @throws InvalidArgumentError for a rank-0 loss; FailedPreconditionError without a global batch
 /// size in cross-replica context.
 template <Floating T>

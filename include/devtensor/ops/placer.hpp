@@ -1,6 +1,6 @@
 #pragma once
 /// @file placer.hpp
-/// @brief The runtime placer (SPEC.md §2.5): which logical device runs an op, input copies under
+/// @brief The runtime placer: which logical device runs an op, input copies under
 /// the device policy, and the placement log.
 ///
 /// The request is the innermost DeviceScope's merged spec (already parsed: no string work per op).
@@ -64,7 +64,7 @@ struct KernelSupport {
   bool gpu;                   // declares a GPU kernel (simulated GPUs run a host body)
   const KernelSlot* cpu_body; // registered CPU body (users' ops); nullptr: inline, always present
   const KernelSlot* gpu_body; // registered GPU body; nullptr: none needed (copies and views)
-  bool pin_small_int;         // may be pinned to the host for small integer inputs (SPEC.md §2.5)
+  bool pin_small_int;         // may be pinned to the host for small integer inputs
 
   [[nodiscard]] bool cpu_present() const noexcept {
     return cpu && (cpu_body == nullptr || cpu_body->body.load(std::memory_order_acquire) != nullptr);
@@ -314,7 +314,7 @@ DEVTENSOR_DEFINITION void detail::log_placement(const KernelSupport& kernel, int
 }
 #endif
 
-/// Where a tensor created from host values goes (TensorFlow's _EagerConst, SPEC.md §2.5): placed
+/// Where a tensor created from host values goes (TensorFlow's _EagerConst): placed
 /// like an op that has a kernel on every device, so soft placement applies. Under `/gpu:0` on a
 /// machine without that GPU the tensor lands on GPU:0 or CPU:0 when soft placement is on; with it
 /// off the error is `Could not satisfy device specification ...`. Only an unknown

@@ -1,6 +1,6 @@
 #pragma once
 /// @file registry.hpp
-/// @brief The kernel registry (DESIGN.md §2, TensorFlow's REGISTER_KERNEL_BUILDER): which kernel
+/// @brief The kernel registry (TensorFlow's REGISTER_KERNEL_BUILDER): which kernel
 /// bodies this program contains, keyed by (op, device type, element type).
 ///
 /// Note [One registry per program]

@@ -308,7 +308,7 @@ class Variable {
   [[nodiscard]] bool defined() const noexcept { return impl_ != nullptr; }
   /// "<name>:0", as TensorFlow prints variable names.
   [[nodiscard]] const std::string& name() const { return impl().info().name; }
-  /// Component i's name (SPEC §5.8): the variable's own for component 0, "<name>/replica_<i>:0"
+  /// Component i's name: the variable's own for component 0, "<name>/replica_<i>:0"
   /// for the others. @throws InvalidArgumentError for i >= num_components().
   [[nodiscard]] std::string component_name(std::size_t i) const { return impl().component_name(i); }
   [[nodiscard]] bool trainable() const { return impl().info().trainable; }

@@ -1,4 +1,4 @@
-// devtensor::Error and the typed errors (DESIGN.md §7).
+// devtensor::Error and the typed errors.
 #include <boost/test/unit_test.hpp>
 
 #include <type_traits>

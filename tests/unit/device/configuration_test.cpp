@@ -1,4 +1,4 @@
-// Configuration ordering (SPEC.md §3.2): every setter before and after initialisation, with the
+// Configuration ordering: every setter before and after initialisation, with the
 // same value, and with bad arguments.
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The Context: discovery, logical devices, initialisation, device_lib (SPEC.md §3.1).
+// The Context: discovery, logical devices, initialisation, device_lib.
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>

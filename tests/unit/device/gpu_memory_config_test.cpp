@@ -1,4 +1,4 @@
-// GPU memory options at initialisation (SPEC.md §3.3, §3.4) on simulated GPUs: limits, reserve,
+// GPU memory options at initialisation on simulated GPUs: limits, reserve,
 // fraction, growth and TF_FORCE_GPU_ALLOW_GROWTH, virtual-device validation, ordinals, priorities.
 #include <boost/test/unit_test.hpp>
 

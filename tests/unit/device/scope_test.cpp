@@ -1,4 +1,4 @@
-// DeviceScope: merging, nesting, threads, misuse (DESIGN.md §2, SPEC.md §1.8).
+// DeviceScope: merging, nesting, threads, misuse.
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-// Simulated GPUs (SPEC.md §7): DEVTENSOR_SIMULATED_GPUS parsing, precedence, freezing, properties.
+// Simulated GPUs: DEVTENSOR_SIMULATED_GPUS parsing, precedence, freezing, properties.
 #include <boost/test/unit_test.hpp>
 
 #include "devtensor/device/configuration.hpp"

@@ -1,4 +1,4 @@
-// DeviceSpec matching, merging, canonicalisation and ordering (SPEC.md §1.5–1.7, §1.9).
+// DeviceSpec matching, merging, canonicalisation and ordering.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-// DeviceSpec parsing and printing: a valid/invalid table written from SPEC.md §1.2–1.4.
+// DeviceSpec parsing and printing: a valid/invalid table of TensorFlow's ParseFullName /
+// ParseLocalName and ParsedNameToString.
 #include <boost/test/unit_test.hpp>
 
 #include <optional>
@@ -19,7 +20,7 @@ struct ParseCase {
   const char* rule;
 };
 
-// Every rule of SPEC.md §1.2 and §1.4 has at least one row.
+// Every rule of the full-name grammar and of the canonical string form has at least one row.
 const std::vector<ParseCase> kParseTable = {
     // "/" and "" parse with every field unset and print as "".
     {"/", "", "exact '/' is all unset"},

@@ -1,4 +1,4 @@
-// TF_CONFIG, ClusterSpec and multi_worker_util (SPEC §6.1–6.2): no MPI, no other process.
+// TF_CONFIG, ClusterSpec and multi_worker_util: no MPI, no other process.
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>

@@ -244,7 +244,7 @@ BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
   dt::config::set_logical_device_configuration(gpu, {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
   ds::MirroredStrategy virtual_gpus;
   BOOST_TEST(virtual_gpus.num_replicas_in_sync() == 2);
-  // More logical than physical GPUs → CollectiveAllReduce with RING (SPEC §5.2).
+  // More logical than physical GPUs → CollectiveAllReduce with RING.
   BOOST_TEST(virtual_gpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
   BOOST_TEST((virtual_gpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::RING));
   const auto summed = virtual_gpus.reduce_to(ds::ReduceOp::SUM, virtual_gpus.run([] {

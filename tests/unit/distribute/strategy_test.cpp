@@ -40,7 +40,7 @@ BOOST_AUTO_TEST_CASE(default_devices_are_the_gpus_else_the_cpus) {
   virtual_cpus(2);
   ds::MirroredStrategy cpus;
   BOOST_TEST(cpus.devices() == std::vector<std::string>({kCpu0, kCpu1}), boost::test_tools::per_element());
-  // TensorFlow 2.21 (SPEC §5.2): all CPUs → CollectiveAllReduce with RING.
+  // TensorFlow 2.21: all CPUs → CollectiveAllReduce with RING.
   BOOST_TEST(cpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
   BOOST_TEST((cpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::RING));
 

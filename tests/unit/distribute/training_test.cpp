@@ -22,7 +22,7 @@ BOOST_AUTO_TEST_CASE(variables_created_in_scope_are_mirrored_from_component_0) {
   dt::Variable<float> v(dt::random_uniform<float>(dt::Shape({4})), {.name = "w"});
   BOOST_TEST(v.distributed());
   BOOST_TEST(v.num_components() == 3u);
-  // Component 0 carries the name; the others are "<name>/replica_<i>" (SPEC §5.8).
+  // Component 0 carries the name; the others are "<name>/replica_<i>".
   BOOST_TEST(v.name() == "w:0");
   BOOST_TEST(v.component_name(0) == "w:0");
   BOOST_TEST(v.component_name(1) == "w/replica_1:0");

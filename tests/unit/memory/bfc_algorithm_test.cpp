@@ -1,4 +1,4 @@
-// Tests that pin the BFC algorithm (SPEC.md §4): rounding and bins, best fit, split rules,
+// Tests that pin the BFC algorithm: rounding and bins, best fit, split rules,
 // coalescing, region growth, preallocation, limits, alignment, stats, release, backpedal, OOM.
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The allocators the Context builds (SPEC.md §3.3–3.5, §8): one per logical device, from the
+// The allocators the Context builds: one per logical device, from the
 // configuration; get_memory_info, reset_memory_stats, release_free_memory and their errors.
 #include <boost/test/unit_test.hpp>
 

@@ -1,4 +1,4 @@
-// The placer (SPEC.md §2.5) on CPU only, virtual CPUs and simulated GPUs: preference, fallback,
+// The placer on CPU only, virtual CPUs and simulated GPUs: preference, fallback,
 // explicit scopes, soft placement on and off, unknown devices, exact log lines, copies, the device
 // policy, small-int pinning, threads, explicit tags.
 #include <boost/test/unit_test.hpp>
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(no_kernel_anywhere) {
                              "task:0/device:CPU:0]. enable_soft_placement=1.");
 }
 
-// SPEC.md §2.5, checked in TensorFlow 2.21: tensors created under a scope follow soft placement.
+// Checked in TensorFlow 2.21: tensors created under a scope follow soft placement.
 BOOST_AUTO_TEST_CASE(constants_follow_soft_placement) {
   dt::debugging::set_log_device_placement(true);
   for (const char* spec : {"/gpu:0", "/gpu:7", "/cpu:5", "/device:GPU:*"}) {

@@ -1,4 +1,4 @@
-// The kernel registry (DESIGN.md §2) through the fake GPU platform: host memory posing as a real
+// The kernel registry through the fake GPU platform: host memory posing as a real
 // GPU's memory, and host functions registered as that GPU's kernel bodies. This program is
 // host-compiled and does not link devtensor::cuda, so it starts with no GPU body at all.
 #include <boost/test/unit_test.hpp>

@@ -1,11 +1,12 @@
 #pragma once
 /// @file nccl.hpp
 /// @brief Checked NCCL calls, a clique of communicators over distinct GPUs of this process
-/// (ncclCommInitAll), and the all-reduce kernel NcclAllReduce runs (registered by including this
-/// header, which devtensor.hpp does under the devtensor::nccl component). Needs that component.
+/// (ncclCommInitAll), and the all-reduce kernel NcclAllReduce runs (registered by the translation
+/// unit that includes this header: src/devtensor_nccl.cpp, which the devtensor::nccl component
+/// compiles once per build tree). Needs that component.
 ///
 /// NCCL refuses two ranks on one GPU, so a clique takes distinct CUDA ordinals; logical GPUs that
-/// share a physical GPU use a copy-based all-reduce instead (SPEC.md §5.2).
+/// share a physical GPU use a copy-based all-reduce instead.
 ///
 /// Across processes (MultiWorkerMirroredStrategy), NcclProcessComms holds this process's ranks of
 /// a communicator every worker joins with the chief's unique id. Those communicators are

@@ -1,6 +1,6 @@
 #pragma once
 /// @file cluster_resolver.hpp
-/// @brief TF_CONFIG and the cluster it describes (SPEC §6.1–6.2): ClusterSpec,
+/// @brief TF_CONFIG and the cluster it describes: ClusterSpec,
 /// TFConfigClusterResolver, MpiClusterResolver, and multi_worker_util's roles and validation.
 ///
 ///     // TF_CONFIG='{"cluster": {"worker": ["hostA:2222", "hostB:2222"]}, "task": {"type": "worker", "index": 1}}'
@@ -170,7 +170,7 @@ class ClusterSpec {
   }
 };
 
-/// SPEC §6.2: roles and ranks of the tasks of a cluster (tensorflow/python/distribute/multi_worker_util.py).
+/// Roles and ranks of the tasks of a cluster (tensorflow/python/distribute/multi_worker_util.py).
 namespace multi_worker_util {
 
 inline constexpr std::string_view kAllowedTaskTypes = "('chief', 'worker', 'evaluator', 'ps', None)";
@@ -272,7 +272,7 @@ struct TFConfigOverrides {
   std::optional<std::string> tf_config = std::nullopt;
 };
 
-/// Reads the cluster from the TF_CONFIG environment variable (SPEC §6.1). The variable is read
+/// Reads the cluster from the TF_CONFIG environment variable. The variable is read
 /// and validated once, when the resolver is built; a missing variable reads as {}.
 class TFConfigClusterResolver {
  public:

@@ -1,6 +1,6 @@
 #pragma once
 /// @file multi_worker_mirrored_strategy.hpp
-/// @brief MultiWorkerMirroredStrategy (SPEC §6.3): synchronous data parallelism across processes.
+/// @brief MultiWorkerMirroredStrategy: synchronous data parallelism across processes.
 /// Each process is one worker of the cluster TF_CONFIG (or the MPI launch) describes; its replicas
 /// are its local devices, and values cross processes through MPI (the devtensor::mpi component).
 ///
@@ -45,7 +45,8 @@ namespace devtensor::distribute {
 
 namespace multi_worker_detail {
 
-/// SPEC §6.3's rules for a non-empty cluster. @throws InvalidArgumentError.
+/// What MultiWorkerMirroredStrategy accepts of a non-empty cluster: chief and worker jobs only
+/// (ps and evaluator tasks are refused), a valid task of them. @throws InvalidArgumentError.
 inline void validate(const cluster_resolver::ClusterDescription& cluster) {
   const auto& spec = cluster.cluster_spec;
   if (spec.empty()) return;
@@ -184,7 +185,7 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
 
  public:
   /// The cluster from `resolver` (default: TF_CONFIG; with no cluster there, the MPI launch).
-  /// @throws InvalidArgumentError for an invalid cluster (SPEC §6.2 key phrases);
+  /// @throws InvalidArgumentError for an invalid cluster (TensorFlow's multi_worker_util texts);
   ///         FailedPreconditionError when TF_CONFIG and the MPI launch disagree, or when several
   ///         workers are described but the process was not started by an MPI launcher.
   explicit MultiWorkerMirroredStrategy(const cluster_resolver::TFConfigClusterResolver& resolver = cluster_resolver::TFConfigClusterResolver(),
