@@ -8,11 +8,67 @@
 /// the CUDA context, cuBLAS workspaces and NCCL buffers are outside them. get_memory_overhead()
 /// reports those separately, so "the limit was not honoured" can be answered from here.
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
 #include "devtensor/core/source_location.hpp"
 #include "devtensor/device/context.hpp"
+
+namespace devtensor::detail {
+
+/// The logical device a memory-stats query names ("GPU:0", "/device:GPU:0", a full name),
+/// following TensorFlow's rules and errors. Initialises the Context, naming `api` as the trigger.
+const LogicalDeviceInfo& memory_stats_device(Context& context, std::string_view name, std::string_view api,
+                                             const SourceLocation& where);
+
+/// Device memory this process uses on a GPU that no devtensor allocator accounts for (the CUDA
+/// context, libraries, other processes), or 0 for a simulated GPU.
+std::uint64_t unaccounted_device_bytes(Context& context, const LogicalDeviceInfo& device);
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION const LogicalDeviceInfo& memory_stats_device(Context& context, std::string_view name,
+                                                                  std::string_view api, const SourceLocation& where) {
+  const auto spec = DeviceSpec::try_parse_full_or_local(name);
+  if (!spec || !spec->type() || !spec->id())
+    throw InvalidArgumentError("Failed parsing device name: '" + std::string(name) +
+                               "'. Note a valid device string should at least contain a device "
+                               "type and a device index, like \"GPU:0\".");
+  const auto& devices = context.logical_devices(std::string(api) + "(\"" + std::string(name) + "\")", where);
+  const LogicalDeviceInfo* found = nullptr;
+  std::string matches;
+  for (const auto& d : devices) {
+    if (!spec->matches(d.spec)) continue;
+    matches += (matches.empty() ? "" : ", ") + d.full_name;
+    if (found)
+      throw InvalidArgumentError("Multiple devices match the provided string '" + std::string(name) + "': " + matches);
+    found = &d;
+  }
+  if (!found) throw NotFoundError("No matching devices found for '" + std::string(name) + "'");
+  if (found->device_type == cpu_device_type)
+    throw InvalidArgumentError("CPU does not support getting allocator information: " + std::string(api) +
+                               " works on GPU devices (CPU devices share one caching host allocator, cpu_bfc).");
+  return *found;
+}
+
+DEVTENSOR_DEFINITION std::uint64_t unaccounted_device_bytes(Context& context, const LogicalDeviceInfo& device) {
+  const auto& phys = context.physical_devices().at(static_cast<std::size_t>(device.physical_index));
+  const auto* platform = context.gpu_platform();
+  if (phys.simulated || !platform) return 0;
+  const std::uint64_t used = phys.properties.total_memory - platform->free_memory(phys.platform_ordinal);
+  std::uint64_t pools = 0;
+  const auto& logical = context.logical_devices();
+  for (std::size_t i = 0; i < logical.size(); ++i)
+    if (logical[i].physical_index == device.physical_index)
+      pools += static_cast<std::uint64_t>(context.allocator(i).stats().pool_bytes);
+  return used > pools ? used - pools : 0;
+}
+#endif
+
+}  // namespace devtensor::detail
 
 namespace devtensor::config::experimental {
 
@@ -28,7 +84,7 @@ struct MemoryInfo {
 inline MemoryInfo get_memory_info(std::string_view device,
                                   SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
-  const auto& d = context.memory_stats_device(device, "get_memory_info", where);
+  const auto& d = ::devtensor::detail::memory_stats_device(context, device, "get_memory_info", where);
   const auto s = context.allocator(d).stats();
   return {s.bytes_in_use, s.peak_bytes_in_use, s.bytes_limit, s.pool_bytes};
 }
@@ -43,7 +99,7 @@ inline std::int64_t get_memory_usage(std::string_view device,
 inline void reset_memory_stats(std::string_view device,
                                SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
-  context.allocator(context.memory_stats_device(device, "reset_memory_stats", where)).clear_stats();
+  context.allocator(::devtensor::detail::memory_stats_device(context, device, "reset_memory_stats", where)).clear_stats();
 }
 
 /// Beyond TensorFlow: returns every fully free region of the device's allocator to the device
@@ -52,7 +108,7 @@ inline void reset_memory_stats(std::string_view device,
 inline std::size_t release_free_memory(std::string_view device,
                                        SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
-  return context.allocator(context.memory_stats_device(device, "release_free_memory", where))
+  return context.allocator(::devtensor::detail::memory_stats_device(context, device, "release_free_memory", where))
       .release_free_regions();
 }
 
@@ -65,8 +121,8 @@ struct MemoryOverhead {
 inline MemoryOverhead get_memory_overhead(std::string_view device,
                                           SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
-  const auto& d = context.memory_stats_device(device, "get_memory_overhead", where);
-  return {0, context.unaccounted_device_bytes(d)};
+  const auto& d = ::devtensor::detail::memory_stats_device(context, device, "get_memory_overhead", where);
+  return {0, ::devtensor::detail::unaccounted_device_bytes(context, d)};
 }
 
 }  // namespace devtensor::config::experimental

@@ -2,7 +2,11 @@
 // fraction, growth and TF_FORCE_GPU_ALLOW_GROWTH, virtual-device validation, ordinals, priorities.
 #include <boost/test/unit_test.hpp>
 
+#include <optional>
+#include <string>
+
 #include "devtensor/device/configuration.hpp"
+#include "devtensor/device/memory_limits.hpp"
 #include "devtensor_test.hpp"
 
 namespace cfg = devtensor::config;
@@ -31,6 +35,62 @@ BOOST_AUTO_TEST_CASE(min_system_memory_table) {
   BOOST_TEST(min_system_memory(8 * kGiB, 8) == 1536 * kMiB);
   BOOST_TEST(min_system_memory(80 * kGiB, 9) == 1800 * kMiB);
   BOOST_TEST(min_system_memory(80 * kGiB, 10) == 1800 * kMiB);
+}
+
+// TensorFlow's SingleVirtualDeviceMemoryLimit as a function: one row per rule, with its log lines.
+BOOST_AUTO_TEST_CASE(default_gpu_memory_limit_table) {
+  using devtensor::detail::default_gpu_memory_limit;
+  using devtensor::detail::MemoryLimitInputs;
+  struct Row {
+    const char* rule;
+    MemoryLimitInputs in;
+    std::uint64_t bytes;
+    const char* source;   // a phrase of the source
+    const char* warning;  // a phrase of the one warning line, or nullptr for none
+  };
+  const std::optional<std::string> none;
+  const Row rows[] = {
+      {"free minus the Hopper reserve", {80 * kGiB, 80 * kGiB, 9, 0.0, 0, none}, 80 * kGiB - 1800 * kMiB,
+       "the device's free memory 80.00GiB minus a 1.76GiB reserve", nullptr},
+      {"below 2 GiB: 225 MiB", {1 * kGiB, 1 * kGiB, 9, 0.0, 0, none}, 1 * kGiB - 225 * kMiB, "minus a 225.00MiB reserve",
+       nullptr},
+      {"the reserve never exceeds the free memory", {100 * kMiB, 1 * kGiB, 9, 0.0, 0, none}, 100 * kMiB,
+       "minus a 0B reserve", nullptr},
+      {"a fraction of the total, not the free memory", {10 * kGiB, 16 * kGiB, 9, 0.5, 0, none}, 8 * kGiB,
+       "per_process_gpu_memory_fraction = 0.500000 of 16.00GiB", nullptr},
+      {"a fraction above 1 oversubscribes", {8 * kGiB, 8 * kGiB, 9, 2.0, 0, none}, 16 * kGiB,
+       "per_process_gpu_memory_fraction = 2.000000", nullptr},
+      {"a reserve from the API", {16 * kGiB, 16 * kGiB, 9, 0.0, 1024, none}, 15 * kGiB,
+       "minus the requested 1.00GiB reserve", nullptr},
+      {"the API's reserve replaces a fraction", {16 * kGiB, 16 * kGiB, 9, 0.25, 1024, none}, 15 * kGiB,
+       "minus the requested 1.00GiB reserve", nullptr},
+      {"an API reserve above the free memory is ignored", {16 * kGiB, 16 * kGiB, 9, 0.0, 20000, none},
+       16 * kGiB - 1800 * kMiB, "minus a 1.76GiB reserve",
+       "The requested reserved device memory 20971520000 is larger than the available memory of 17179869184. "
+       "The request is ignored."},
+      {"the environment's reserve", {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string("512")}, 16 * kGiB - 512 * kMiB,
+       "minus the requested 512.00MiB reserve", nullptr},
+      {"the environment wins over the API", {16 * kGiB, 16 * kGiB, 9, 0.0, 1024, std::string("512")},
+       16 * kGiB - 512 * kMiB, "minus the requested 512.00MiB reserve", nullptr},
+      {"an empty variable is unset", {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string()}, 16 * kGiB - 1800 * kMiB,
+       "minus a 1.76GiB reserve", nullptr},
+      {"a value that is not digits is ignored", {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string("1e3")},
+       16 * kGiB - 1800 * kMiB, "minus a 1.76GiB reserve",
+       "The requested reserved device memory 1e3 is invalid. The request will be ignored."},
+  };
+  for (const auto& row : rows) {
+    BOOST_TEST_CONTEXT(row.rule) {
+      devtensor::detail::DeferredLogs logs;
+      const auto limit = default_gpu_memory_limit(row.in, logs);
+      BOOST_TEST(limit.bytes == row.bytes);
+      BOOST_TEST(devtensor::test::contains(limit.source, row.source), "source: " << limit.source);
+      BOOST_TEST(logs.size() == (row.warning ? 1u : 0u));
+      if (row.warning && !logs.empty()) {
+        BOOST_TEST((logs[0].first == devtensor::LogSeverity::warning));
+        BOOST_TEST(logs[0].second == row.warning);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(default_limit_is_available_minus_reserve) {
