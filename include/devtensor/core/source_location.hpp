@@ -36,4 +36,19 @@ class SourceLocation {
 };
 #endif
 
+/// A caller's file and line, captured by a default member initializer (OpOptions::where): the
+/// initializer runs where the options are built, so `CallSite where = CallSite::here();` records
+/// the user's line. std::source_location::current() does the same in g++ and clang, but nvcc 13's
+/// front end aborts ("Compilation aborted", no message) on a consteval current() in a default
+/// member initializer; the builtins behind here() work in all three.
+struct CallSite {
+  const char* file = "";
+  std::uint_least32_t line = 0;
+  static constexpr CallSite here(const char* file = __builtin_FILE(),
+                                 std::uint_least32_t line = __builtin_LINE()) noexcept {
+    return {file, line};
+  }
+  static CallSite of(const SourceLocation& where) noexcept { return {where.file_name(), where.line()}; }
+};
+
 }  // namespace devtensor

@@ -65,7 +65,7 @@ class Context {
     std::vector<std::pair<LogSeverity, std::string>> lines;
     {
       std::lock_guard lock(mutex_);
-      discover_locked(trigger, where);
+      discover_locked(trigger, CallSite::of(where));
       lines.swap(pending_logs_);
     }
     for (auto& [severity, line] : lines) log(severity, line);
@@ -233,6 +233,11 @@ class Context {
   /// uninitialised, so the configuration can still be fixed).
   void ensure_initialized(std::string_view trigger, SourceLocation where = SourceLocation::current()) {
     if (!initialized()) [[unlikely]]
+      initialize(trigger, CallSite::of(where));
+  }
+  /// The same for a call site an op's options captured.
+  void ensure_initialized(std::string_view trigger, const CallSite& where) {
+    if (!initialized()) [[unlikely]]
       initialize(trigger, where);
   }
 
@@ -328,15 +333,15 @@ class Context {
   mutable std::vector<std::pair<LogSeverity, std::string>> pending_logs_;
 
   /// ensure_initialized's work: once, under mutex_; the lines it logs after releasing it.
-  void initialize(std::string_view trigger, const SourceLocation& where);
-  void initialize_locked(std::string_view trigger, const SourceLocation& where);
+  void initialize(std::string_view trigger, const CallSite& where);
+  void initialize_locked(std::string_view trigger, const CallSite& where);
 
   /// Lines produced while mutex_ is held; ensure_initialized logs them once it is released.
   void defer_log(LogSeverity severity, std::string line) const {
     pending_logs_.emplace_back(severity, std::move(line));
   }
 
-  static std::string describe_trigger(std::string_view trigger, const SourceLocation& where);
+  static std::string describe_trigger(std::string_view trigger, const CallSite& where);
 
   void require_known(const config::PhysicalDevice& device) {
     const auto& physical = physical_devices();
@@ -355,7 +360,7 @@ class Context {
 
   std::vector<config::PhysicalDevice> visible_locked() const;
 
-  void discover_locked(std::string_view trigger, const SourceLocation& where);
+  void discover_locked(std::string_view trigger, const CallSite& where);
 
   /// One stream per logical real GPU, at the virtual device's priority (CUDA's default, 0, when
   /// none was configured). Streams are never destroyed at exit: the CUDA runtime may already be
@@ -377,7 +382,7 @@ DEVTENSOR_DEFINITION Context& Context::global() {
   return context;
 }
 
-DEVTENSOR_DEFINITION void Context::initialize(std::string_view trigger, const SourceLocation& where) {
+DEVTENSOR_DEFINITION void Context::initialize(std::string_view trigger, const CallSite& where) {
   std::vector<std::pair<LogSeverity, std::string>> lines;
   {
     std::lock_guard lock(mutex_);
@@ -395,7 +400,7 @@ DEVTENSOR_DEFINITION void Context::initialize(std::string_view trigger, const So
   for (auto& [severity, line] : lines) log(severity, line);
 }
 
-DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, const SourceLocation& where) {
+DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, const CallSite& where) {
   discover_locked(trigger, where);
   auto logical = detail::build_logical_devices(configuration_, physical_, visible_locked(), pending_logs_);
   if (const auto* platform = gpu_platform()) gpu_memory_functions_ = {platform->allocate, platform->deallocate};
@@ -420,16 +425,16 @@ DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, c
 }
 
 DEVTENSOR_DEFINITION std::string Context::describe_trigger(
-    std::string_view trigger, const SourceLocation& where) {
+    std::string_view trigger, const CallSite& where) {
   // devtensor's own headers are not where the user should look: a location inside them (a
   // default argument taken in the library) is left out rather than printed.
   constexpr std::string_view this_file = __FILE__;
   static_assert(this_file.ends_with("device/context.hpp"));
   constexpr std::string_view library_root = this_file.substr(0, this_file.size() - std::string_view("device/context.hpp").size());
   std::string out(trigger);
-  const std::string_view file = where.file_name() ? where.file_name() : "";
+  const std::string_view file = where.file ? where.file : "";
   if (!file.empty() && !file.starts_with(library_root))
-    out += std::string(" at ") + std::string(file) + ":" + std::to_string(where.line());
+    out += std::string(" at ") + std::string(file) + ":" + std::to_string(where.line);
   return out;
 }
 
@@ -440,7 +445,7 @@ DEVTENSOR_DEFINITION std::vector<config::PhysicalDevice> Context::visible_locked
   return all;
 }
 
-DEVTENSOR_DEFINITION void Context::discover_locked(std::string_view trigger, const SourceLocation& where) {
+DEVTENSOR_DEFINITION void Context::discover_locked(std::string_view trigger, const CallSite& where) {
   if (discovered_.load()) return;
   SimulatedGpus simulated;
   if (configuration_.simulated_gpus) {

@@ -49,7 +49,7 @@ namespace devtensor {
 /// program's first, the configuration errors that follow name that line as the initialiser.
 struct OpOptions {
   std::string_view name;
-  SourceLocation where = SourceLocation::current();
+  CallSite where = CallSite::here();
 };
 
 namespace ops {

@@ -136,7 +136,7 @@ struct PlacementCache {
 
 // place_op's slow paths, out of line (compiled once in compiled mode): the first op initialises
 // the Context, a cache miss selects the device, the placement log writes its line.
-void initialize_for_op(const KernelSupport& kernel, const SourceLocation& where = {});
+void initialize_for_op(const KernelSupport& kernel, const CallSite& where = {});
 int place_uncached(PlacementCache& cache, const KernelSupport& kernel, const DeviceSpec& request, bool soft);
 void log_placement(const KernelSupport& kernel, int device);
 
@@ -282,13 +282,13 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
 /// Initialises the Context naming the caller's line when an op without tensor inputs (a constant,
 /// fill, range, a random op) is the program's first: configuration calls that come too late then
 /// point at the user's code, not into devtensor. A flag test once initialised.
-inline void initialize_at(const KernelSupport& kernel, const SourceLocation& where) {
+inline void initialize_at(const KernelSupport& kernel, const CallSite& where) {
   if (!Context::global().initialized()) [[unlikely]]
     detail::initialize_for_op(kernel, where);
 }
 
 #if DEVTENSOR_HEADER_DEFINITIONS
-DEVTENSOR_DEFINITION void detail::initialize_for_op(const KernelSupport& kernel, const SourceLocation& where) {
+DEVTENSOR_DEFINITION void detail::initialize_for_op(const KernelSupport& kernel, const CallSite& where) {
   Context::global().ensure_initialized("the first op (" + std::string(kernel.op) + ")", where);
 }
 
@@ -320,7 +320,7 @@ DEVTENSOR_DEFINITION void detail::log_placement(const KernelSupport& kernel, int
 /// off the error is `Could not satisfy device specification ...`. Only an unknown
 /// job/replica/task fails either way (`<name> unknown device.`).
 /// @throws InvalidArgumentError as above.
-inline int place_constant(const SourceLocation& where = {}) {
+inline int place_constant(const CallSite& where = {}) {
   static constexpr KernelSupport every_device{"_EagerConst", "", true, true, nullptr, nullptr, false};
   initialize_at(every_device, where);
   return place_op(every_device);
