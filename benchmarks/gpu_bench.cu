@@ -1,4 +1,4 @@
-// GPU benchmarks, each case beside its reference in the same run (TOOLCHAIN.md §10):
+// GPU benchmarks, each case beside its reference in the same run (a ratio of two medians of one run):
 //   matmul (devtensor, cuBLAS through the op)    vs raw cublasSgemm/Dgemm on the same buffers
 //   elementwise add (12 B per element of HBM)     vs a device-to-device copy (8 B per element)
 //   BFC allocate/free                             vs cudaMalloc/cudaFree and cudaMallocAsync

@@ -2,7 +2,7 @@
 /// @file parallel.hpp
 /// @brief parallel_for over a persistent pool of worker threads, for large CPU kernels.
 ///
-/// Waking a sleeping thread costs ~40 µs on these VMs (TOOLCHAIN.md §9), so work is split only
+/// Waking a sleeping thread costs ~40 µs on the 2-vCPU VMs this was measured on, so work is split only
 /// when each piece has at least `grain` elements, and small kernels run inline. The calling thread
 /// takes a share itself. A pool busy with another caller's loop makes the next caller run inline
 /// rather than queue, so concurrent ops (strategy replicas) never wait on each other here.

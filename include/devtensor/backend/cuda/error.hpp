@@ -3,7 +3,7 @@
 /// @brief Checked CUDA runtime calls: a failure becomes a devtensor error naming the CUDA error.
 ///
 /// Needs the devtensor::cuda component (cudart headers). Runtime API only: devtensor never links
-/// the driver library (TOOLCHAIN.md: the stub's SONAME does not exist on machines without a GPU).
+/// the driver library (the CUDA toolkit's libcuda stub has a SONAME that does not exist on machines without a GPU).
 
 #include <cuda_runtime_api.h>
 
