@@ -25,8 +25,8 @@ namespace {
 
 __global__ void empty_kernel() {}
 
-const dt::LogicalDeviceInfo& gpu0() {
-  for (const auto& d : dt::Context::global().logical_devices())
+const dt::Device& gpu0() {
+  for (const auto& d : dt::Context::global().devices())
     if (d.is_gpu && !d.simulated) return d;
   throw dt::NotFoundError("no real GPU");
 }

@@ -13,8 +13,8 @@ namespace cu = devtensor::backend::cuda;
 
 namespace {
 
-const dt::LogicalDeviceInfo& gpu0() {
-  for (const auto& d : dt::Context::global().logical_devices())
+const dt::Device& gpu0() {
+  for (const auto& d : dt::Context::global().devices())
     if (d.is_gpu && !d.simulated) return d;
   throw dt::NotFoundError("no real GPU");
 }

@@ -27,7 +27,7 @@ constexpr std::int64_t kIn = 1024;
 constexpr double kLearningRate = 0.01;
 
 void synchronize_gpu0() {
-  for (const auto& d : dt::Context::global().logical_devices())
+  for (const auto& d : dt::Context::global().devices())
     if (d.is_gpu && !d.simulated) {
       DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(dt::backend::cuda::stream_of(d)));
       return;

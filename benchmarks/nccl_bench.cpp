@@ -26,14 +26,14 @@ namespace {
 /// One logical device per real GPU, in ordinal order (at most 8).
 std::vector<int> real_gpus() {
   std::vector<int> out;
-  const auto& devices = dt::Context::global().logical_devices();
+  const auto& devices = dt::Context::global().devices();
   for (std::size_t i = 0; i < devices.size() && out.size() < 8; ++i)
     if (devices[i].is_gpu && !devices[i].simulated) out.push_back(static_cast<int>(i));
   return out;
 }
 
-const dt::LogicalDeviceInfo& info(int device) {
-  return dt::Context::global().logical_devices().at(static_cast<std::size_t>(device));
+const dt::Device& info(int device) {
+  return dt::Context::global().devices()[static_cast<std::size_t>(device)];
 }
 
 void synchronize(const std::vector<int>& devices) {
@@ -61,10 +61,12 @@ void BM_AllReduce_devtensor(benchmark::State& state) {
   }
   const ds::NcclAllReduce nccl{};
   const std::vector items{value};
-  benchmark::DoNotOptimize(nccl.batch_reduce(ds::ReduceOp::SUM, items, devices));  // the clique
+  std::vector<const dt::Device*> destinations;
+  for (int d : devices) destinations.push_back(&info(d));
+  benchmark::DoNotOptimize(nccl.batch_reduce(ds::ReduceOp::SUM, items, destinations));  // the clique
   synchronize(devices);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(nccl.batch_reduce(ds::ReduceOp::SUM, items, devices));
+    benchmark::DoNotOptimize(nccl.batch_reduce(ds::ReduceOp::SUM, items, destinations));
     synchronize(devices);
   }
   set_counters(state, bytes, devices.size());

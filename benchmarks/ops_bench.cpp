@@ -65,7 +65,7 @@ BENCHMARK(BM_RawAddLoop)->RangeMultiplier(10)->Range(1, 1000000);
 static void BM_NoOpDispatch(benchmark::State& state) {
   auto x = dt::scalar<float>(1.0f);
   for (auto _ : state) {
-    const int device = dt::place_op(dt::kernel_support<NoOp, float>);
+    const dt::Device& device = dt::place_op(dt::kernel_support<NoOp, float>);
     auto in = dt::to_device(x, device, NoOp::name);
     auto out = dt::Tensor<float>::empty(in.shape(), device, NoOp::name);
     benchmark::DoNotOptimize(out);

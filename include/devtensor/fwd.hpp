@@ -17,7 +17,7 @@ class DeviceScope;
 class Context;
 struct cpu_t;
 struct gpu_t;
-struct LogicalDeviceInfo;
+struct Device;
 struct PhysicalDeviceInfo;
 namespace config {
 struct PhysicalDevice;

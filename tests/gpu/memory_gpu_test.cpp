@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(each_logical_gpu_has_its_own_stream) {
   const auto gpus = cfg::list_physical_devices("GPU");
   cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 64, .experimental_priority = -1},
                                                   {.memory_limit_mb = 64, .experimental_priority = 0}});
-  const auto& devices = dt::Context::global().logical_devices();
+  const auto& devices = dt::Context::global().devices();
   std::vector<void*> streams;
   for (const auto& d : devices)
     if (d.is_gpu && !d.simulated) streams.push_back(d.stream);

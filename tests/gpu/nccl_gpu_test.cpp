@@ -40,11 +40,11 @@ std::vector<T> expected_sum(int replicas, const std::vector<T>& base) {
   return out;
 }
 
-std::vector<int> gpu_indices(int replicas) {
-  std::vector<int> out;
-  const auto& devices = dt::Context::global().logical_devices();
+ds::Destinations gpu_indices(int replicas) {
+  std::vector<const dt::Device*> out;
+  const auto& devices = dt::Context::global().devices();
   for (std::size_t i = 0; i < devices.size() && static_cast<int>(out.size()) < replicas; ++i)
-    if (devices[i].is_gpu) out.push_back(static_cast<int>(i));
+    if (devices[i].is_gpu) out.push_back(&devices[i]);
   return out;
 }
 

@@ -27,7 +27,7 @@
 
 #include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
-#include "devtensor/device/context.hpp"
+#include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -40,17 +40,14 @@ inline constexpr std::int64_t UNKNOWN_CARDINALITY = -2;
 
 namespace pipeline {
 
-/// The host CPU, where input pipelines run.
-inline int host_device() {
-  auto& context = Context::global();
-  if (!context.initialized()) context.ensure_initialized("the first dataset");
-  return 0;
-}
+/// The host CPU, where input pipelines run (the first dataset may initialise devtensor).
+inline const Device& host_device() { return device_set("the first dataset").host_cpu(); }
 
-/// Rows [start, start + count) of `t` (along dimension 0) copied to logical device `device`;
+/// Rows [start, start + count) of `t` (along dimension 0) copied to `device`;
 /// with `drop_dim` (count 1) without the first dimension.
 template <Element T>
-Tensor<T> rows_on(const Tensor<T>& t, std::int64_t start, std::int64_t count, int device, bool drop_dim = false) {
+Tensor<T> rows_on(const Tensor<T>& t, std::int64_t start, std::int64_t count, const Device& device,
+                  bool drop_dim = false) {
   std::vector<std::int64_t> dims = t.shape().dims_vector();
   const std::int64_t row_elements = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
   if (drop_dim) dims.erase(dims.begin());

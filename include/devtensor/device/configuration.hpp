@@ -38,7 +38,7 @@ inline std::vector<LogicalDevice> list_logical_devices(
     std::string_view device_type = "",
     SourceLocation where = SourceLocation::current()) {
   std::vector<LogicalDevice> out;
-  for (const auto& d : Context::global().logical_devices("list_logical_devices()", where))
+  for (const auto& d : Context::global().devices("list_logical_devices()", where))
     if (device_type.empty() || d.device_type == device_type) out.push_back(d.device);
   return out;
 }

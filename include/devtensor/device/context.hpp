@@ -30,6 +30,7 @@
 #include "devtensor/device/configuration_store.hpp"
 #include "devtensor/device/device_allocators.hpp"
 #include "devtensor/device/device_info.hpp"
+#include "devtensor/device/device_set.hpp"
 #include "devtensor/device/discovery.hpp"
 #include "devtensor/device/driver_probe.hpp"
 #include "devtensor/device/environment.hpp"
@@ -241,30 +242,19 @@ class Context {
       initialize(trigger, where);
   }
 
-  /// Every logical device, CPUs first, then GPUs (initialises).
-  const std::vector<LogicalDeviceInfo>& logical_devices(
-      std::string_view trigger = "list_logical_devices()",
-      SourceLocation where = SourceLocation::current()) {
+  /// Every logical device, CPUs first, then GPUs, as the immutable DeviceSet (initialises).
+  const DeviceSet& devices(std::string_view trigger = "list_logical_devices()",
+                           SourceLocation where = SourceLocation::current()) {
     ensure_initialized(trigger, where);
-    return logical_;
+    return devices_;
   }
+
+  /// The DeviceSet without the initialisation check: for the placer's hot path, which has made it.
+  [[nodiscard]] const DeviceSet& initialized_devices() const noexcept { return devices_; }
 
   /// Changes whenever the set of logical devices may have changed (initialisation, reset), so
   /// caches keyed on devices know when to forget.
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
-
-  /// Logical device indices in TensorFlow's preference order: GPUs (priority 210) by name, then
-  /// CPUs (70) by name.
-  const std::vector<int>& devices_by_priority() {
-    ensure_initialized("the first op");
-    return by_priority_;
-  }
-
-  /// An allocator shared with the tensors that use it, so it outlives them.
-  std::shared_ptr<memory::Allocator> allocator_ptr(std::size_t logical_index) {
-    ensure_initialized("the first tensor allocation");
-    return allocators_.at(logical_index);
-  }
 
   /// What initialised the Context ("" before initialisation).
   std::string initialization_trigger() {
@@ -273,18 +263,21 @@ class Context {
   }
 
   /// The allocator of a logical device (initialises). CPUs share one host allocator.
-  /// @throws InvalidArgumentError for a LogicalDeviceInfo that is not one of logical_devices().
-  memory::Allocator& allocator(const LogicalDeviceInfo& device) {
+  /// @throws InvalidArgumentError for a Device that is not one of devices().
+  memory::Allocator& allocator(const Device& device) {
     ensure_initialized("the first tensor allocation");
-    for (std::size_t i = 0; i < logical_.size(); ++i)
-      if (&logical_[i] == &device) return *allocators_[i];
+    for (const auto& d : devices_)
+      if (&d == &device) return *d.allocator;
     throw InvalidArgumentError("allocator(): " + device.full_name +
                                " is not a logical device of this Context (pass an element of "
-                               "Context::logical_devices(), not a copy)");
+                               "Context::devices(), not a copy)");
   }
   memory::Allocator& allocator(std::size_t logical_index) {
     ensure_initialized("the first tensor allocation");
-    return *allocators_.at(logical_index);
+    if (logical_index >= devices_.size())
+      throw InvalidArgumentError("allocator(): there is no logical device " + std::to_string(logical_index) +
+                                 " (this Context has " + std::to_string(devices_.size()) + ")");
+    return *devices_[logical_index].allocator;
   }
 
   /// Test support: forgets configuration, discovery and initialisation, as in a fresh process.
@@ -292,11 +285,10 @@ class Context {
   void reset_for_testing() {
     std::lock_guard lock(mutex_);
     configuration_ = {};
-    allocators_.clear();  // returns every region
     destroy_streams_locked();
+    devices_ = {};  // the allocators go with their devices: every region is returned
     simulated_memory_.clear();
     physical_.clear();
-    logical_.clear();
     discovered_simulated_ = {};
     discovery_trigger_.clear();
     init_trigger_.clear();
@@ -304,7 +296,6 @@ class Context {
     gpu_driver_probe_.store(&detail::count_nvidia_driver_gpus);
     soft_placement_.store(true);
     log_placement_.store(false);
-    by_priority_.clear();
     epoch_.fetch_add(1);
     discovered_.store(false);
     initialized_.store(false);
@@ -320,9 +311,7 @@ class Context {
   std::atomic<detail::GpuDriverProbe> gpu_driver_probe_{&detail::count_nvidia_driver_gpus};
   detail::Configuration configuration_;
   std::vector<PhysicalDeviceInfo> physical_;
-  std::vector<LogicalDeviceInfo> logical_;
-  std::vector<std::shared_ptr<memory::Allocator>> allocators_;  // parallel to logical_
-  std::vector<int> by_priority_;
+  DeviceSet devices_;
   std::atomic<std::uint64_t> epoch_{1};
   std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated_memory_;  // by physical index
   SimulatedGpus discovered_simulated_;
@@ -365,14 +354,24 @@ class Context {
   /// One stream per logical real GPU, at the virtual device's priority (CUDA's default, 0, when
   /// none was configured). Streams are never destroyed at exit: the CUDA runtime may already be
   /// gone when static destructors run (reset_for_testing destroys them).
-  void create_streams_locked(std::vector<LogicalDeviceInfo>& logical);
+  void create_streams_locked(std::vector<Device>& logical);
   void destroy_streams_locked() noexcept {
-    const auto* platform = gpu_platform();
-    for (auto& d : logical_)
-      if (d.stream && platform) platform->destroy_stream(d.platform_ordinal, std::exchange(d.stream, nullptr));
+    for (const auto& d : devices_)
+      if (d.stream && d.platform) d.platform->destroy_stream(d.platform_ordinal, d.stream);
   }
 
 };
+
+/// The process's devices, initialising on first use (`trigger` and `where` name the call for later
+/// configuration errors). The entry for code that turns the user's device names into Devices
+/// once — the placer, strategies, cluster resolvers, input pipelines; everything below them
+/// receives Devices as values and never looks the Context up.
+inline const DeviceSet& device_set(std::string_view trigger, SourceLocation where = SourceLocation::current()) {
+  auto& context = Context::global();
+  if (!context.initialized()) [[unlikely]]
+    context.ensure_initialized(trigger, where);
+  return context.initialized_devices();
+}
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
@@ -405,19 +404,23 @@ DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, c
   auto logical = detail::build_logical_devices(configuration_, physical_, visible_locked(), pending_logs_);
   if (const auto* platform = gpu_platform()) gpu_memory_functions_ = {platform->allocate, platform->deallocate};
   auto allocators = detail::build_allocators(logical, physical_, configuration_, &gpu_memory_functions_, pending_logs_);
-  allocators_ = std::move(allocators.by_logical);
   simulated_memory_ = std::move(allocators.simulated_memory);
   create_streams_locked(logical);
-  for (std::size_t i = 0; i < logical.size(); ++i) logical[i].logical_index = static_cast<int>(i);
-  logical_ = std::move(logical);
-  by_priority_.clear();
-  for (int gpu_first = 1; gpu_first >= 0; --gpu_first)
-    for (std::size_t i = 0; i < logical_.size(); ++i)
-      if (logical_[i].is_gpu == static_cast<bool>(gpu_first)) by_priority_.push_back(static_cast<int>(i));
+  std::size_t physical_gpus = 0;
+  for (const auto& p : physical_) physical_gpus += p.device.device_type == gpu_device_type ? 1u : 0u;
+  for (std::size_t i = 0; i < logical.size(); ++i) {
+    auto& d = logical[i];
+    d.allocator = std::move(allocators.by_logical[i]);
+    if (d.real_gpu()) {
+      d.platform = gpu_platform();
+      d.pci_bus_id = physical_[static_cast<std::size_t>(d.physical_index)].properties.pci_bus_id;
+    }
+  }
+  devices_ = DeviceSet(std::move(logical), physical_gpus);
   init_trigger_ = describe_trigger(trigger, where);
   epoch_.fetch_add(1);
   initialized_.store(true, std::memory_order_release);
-  for (const auto& d : logical_)
+  for (const auto& d : devices_)
     if (d.device_type == gpu_device_type)
       defer_log(LogSeverity::info, "Created device " + d.full_name + " with " +
                                        std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
@@ -462,7 +465,7 @@ DEVTENSOR_DEFINITION void Context::discover_locked(std::string_view trigger, con
   discovered_.store(true, std::memory_order_release);
 }
 
-DEVTENSOR_DEFINITION void Context::create_streams_locked(std::vector<LogicalDeviceInfo>& logical) {
+DEVTENSOR_DEFINITION void Context::create_streams_locked(std::vector<Device>& logical) {
   const auto* platform = gpu_platform();
   for (auto& d : logical) {
     if (!d.is_gpu || d.simulated || !platform) continue;

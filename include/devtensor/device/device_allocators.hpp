@@ -31,7 +31,7 @@ struct DeviceAllocators {
 /// The allocators of `logical`; a real GPU's allocate through `gpu_memory`, which must outlive
 /// them. Reads TF_ENABLE_GPU_GARBAGE_COLLECTION. @throws UnimplementedError for unified memory on
 /// a real GPU.
-DeviceAllocators build_allocators(const std::vector<LogicalDeviceInfo>& logical,
+DeviceAllocators build_allocators(const std::vector<Device>& logical,
                                   const std::vector<PhysicalDeviceInfo>& physical, const Configuration& configuration,
                                   const memory::DeviceMemoryFunctions* gpu_memory, DeferredLogs& logs);
 
@@ -50,7 +50,7 @@ std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOpt
 }
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION DeviceAllocators build_allocators(const std::vector<LogicalDeviceInfo>& logical,
+DEVTENSOR_DEFINITION DeviceAllocators build_allocators(const std::vector<Device>& logical,
                                                        const std::vector<PhysicalDeviceInfo>& physical,
                                                        const Configuration& configuration,
                                                        const memory::DeviceMemoryFunctions* gpu_memory,

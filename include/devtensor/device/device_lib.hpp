@@ -24,7 +24,7 @@ struct DeviceAttributes {
 inline std::vector<DeviceAttributes> list_local_devices(
     SourceLocation where = SourceLocation::current()) {
   std::vector<DeviceAttributes> out;
-  for (const auto& d : Context::global().logical_devices("device_lib::list_local_devices()", where))
+  for (const auto& d : Context::global().devices("device_lib::list_local_devices()", where))
     out.push_back({d.device.name, d.device_type, d.memory_limit, d.physical_device_desc, d.full_name});
   return out;
 }

@@ -26,19 +26,19 @@ namespace devtensor::detail {
 /// streams are the Context's to add. Reads TF_FORCE_GPU_ALLOW_GROWTH and
 /// TF_DEVICE_MIN_SYS_MEMORY_IN_MB. @throws InvalidArgumentError / UnimplementedError for an
 /// inconsistent configuration.
-std::vector<LogicalDeviceInfo> build_logical_devices(const Configuration& configuration,
+std::vector<Device> build_logical_devices(const Configuration& configuration,
                                                      const std::vector<PhysicalDeviceInfo>& physical,
                                                      const std::vector<config::PhysicalDevice>& visible,
                                                      DeferredLogs& logs);
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION std::vector<LogicalDeviceInfo> build_logical_devices(
+DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
     const Configuration& configuration, const std::vector<PhysicalDeviceInfo>& physical,
     const std::vector<config::PhysicalDevice>& visible, DeferredLogs& logs) {
   const auto is_visible = [&](const PhysicalDeviceInfo& p) {
     return std::find(visible.begin(), visible.end(), p.device) != visible.end();
   };
-  std::vector<LogicalDeviceInfo> out;
+  std::vector<Device> out;
 
   // CPUs: one, or one per empty configuration of the physical CPU.
   for (std::size_t i = 0; i < physical.size(); ++i) {
@@ -49,7 +49,7 @@ DEVTENSOR_DEFINITION std::vector<LogicalDeviceInfo> build_logical_devices(
         it != configuration.virtual_devices.end() && !it->second.empty())
       n = it->second.size();
     for (std::size_t k = 0; k < n; ++k) {
-      LogicalDeviceInfo d;
+      Device d;
       d.device_type = std::string(cpu_device_type);
       d.physical_index = static_cast<int>(i);
       d.memory_limit = 256 * kMiB;
@@ -88,7 +88,7 @@ DEVTENSOR_DEFINITION std::vector<LogicalDeviceInfo> build_logical_devices(
   const bool unified = configuration.use_unified_memory || configuration.memory_fraction > 1.0;
 
   struct Pending {
-    LogicalDeviceInfo info;
+    Device info;
     std::optional<int> ordinal;
     std::size_t position;
   };
@@ -121,7 +121,7 @@ DEVTENSOR_DEFINITION std::vector<LogicalDeviceInfo> build_logical_devices(
           "is specified for " + std::to_string(g) + " while previous devices didn't have any set.");
 
     const auto make = [&](std::uint64_t limit, std::optional<int> priority) {
-      LogicalDeviceInfo d;
+      Device d;
       d.device_type = std::string(gpu_device_type);
       d.physical_index = gpu_physical_index[g];
       d.memory_limit = limit;

@@ -22,23 +22,23 @@ namespace devtensor::detail {
 
 /// The logical device a memory-stats query names ("GPU:0", "/device:GPU:0", a full name),
 /// following TensorFlow's rules and errors. Initialises the Context, naming `api` as the trigger.
-const LogicalDeviceInfo& memory_stats_device(Context& context, std::string_view name, std::string_view api,
+const Device& memory_stats_device(Context& context, std::string_view name, std::string_view api,
                                              const SourceLocation& where);
 
 /// Device memory this process uses on a GPU that no devtensor allocator accounts for (the CUDA
 /// context, libraries, other processes), or 0 for a simulated GPU.
-std::uint64_t unaccounted_device_bytes(Context& context, const LogicalDeviceInfo& device);
+std::uint64_t unaccounted_device_bytes(Context& context, const Device& device);
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION const LogicalDeviceInfo& memory_stats_device(Context& context, std::string_view name,
+DEVTENSOR_DEFINITION const Device& memory_stats_device(Context& context, std::string_view name,
                                                                   std::string_view api, const SourceLocation& where) {
   const auto spec = DeviceSpec::try_parse_full_or_local(name);
   if (!spec || !spec->type() || !spec->id())
     throw InvalidArgumentError("Failed parsing device name: '" + std::string(name) +
                                "'. Note a valid device string should at least contain a device "
                                "type and a device index, like \"GPU:0\".");
-  const auto& devices = context.logical_devices(std::string(api) + "(\"" + std::string(name) + "\")", where);
-  const LogicalDeviceInfo* found = nullptr;
+  const auto& devices = context.devices(std::string(api) + "(\"" + std::string(name) + "\")", where);
+  const Device* found = nullptr;
   std::string matches;
   for (const auto& d : devices) {
     if (!spec->matches(d.spec)) continue;
@@ -54,16 +54,16 @@ DEVTENSOR_DEFINITION const LogicalDeviceInfo& memory_stats_device(Context& conte
   return *found;
 }
 
-DEVTENSOR_DEFINITION std::uint64_t unaccounted_device_bytes(Context& context, const LogicalDeviceInfo& device) {
+DEVTENSOR_DEFINITION std::uint64_t unaccounted_device_bytes(Context& context, const Device& device) {
   const auto& phys = context.physical_devices().at(static_cast<std::size_t>(device.physical_index));
   const auto* platform = context.gpu_platform();
   if (phys.simulated || !platform) return 0;
   const std::uint64_t used = phys.properties.total_memory - platform->free_memory(phys.platform_ordinal);
   std::uint64_t pools = 0;
-  const auto& logical = context.logical_devices();
+  const auto& logical = context.devices();
   for (std::size_t i = 0; i < logical.size(); ++i)
     if (logical[i].physical_index == device.physical_index)
-      pools += static_cast<std::uint64_t>(context.allocator(i).stats().pool_bytes);
+      pools += static_cast<std::uint64_t>(logical[i].allocator->stats().pool_bytes);
   return used > pools ? used - pools : 0;
 }
 #endif

@@ -82,8 +82,10 @@ class StrategyInterface {
   /// Keras's fit does not instantiate every distributed variable type in every translation unit.)
   [[nodiscard]] virtual std::unique_ptr<StrategyScopeGuard> enter_scope() = 0;
   [[nodiscard]] virtual int num_replicas() const = 0;
-  /// Logical device index of each replica, in replica order.
-  [[nodiscard]] virtual const std::vector<int>& replica_devices() const = 0;
+  /// The device of each replica, in replica order.
+  [[nodiscard]] virtual const std::vector<const Device*>& replica_devices() const = 0;
+  /// The host CPU of this process (where values cross processes).
+  [[nodiscard]] virtual const Device& host_device() const = 0;
   /// Calls fn(replica_id) once per replica, concurrently, in a replica context; rethrows the first
   /// replica's error (in replica order) after every replica finished.
   virtual void run_replicas(const std::function<void(int)>& fn) = 0;

@@ -48,7 +48,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
     this->check_component(i);
     return components_[i].name();
   }
-  [[nodiscard]] int device_index() const noexcept override { return devices_[0]; }
+  [[nodiscard]] const Device& device() const noexcept override { return *devices_[0]; }
 
   /// The strategy whose scope created it.
   [[nodiscard]] const detail::StrategyInterface& strategy() const noexcept { return *strategy_; }
@@ -60,9 +60,9 @@ class DistributedVariable : public detail::VariableImpl<T> {
     const int replica = local_replica();
     return replica >= 0 ? component(static_cast<std::size_t>(replica)) : read_cross_replica();
   }
-  [[nodiscard]] int read_device() const override {
+  [[nodiscard]] const Device& read_device() const override {
     const int replica = local_replica();
-    return replica >= 0 ? devices_[static_cast<std::size_t>(replica)] : cross_replica_device();
+    return replica >= 0 ? *devices_[static_cast<std::size_t>(replica)] : cross_replica_device();
   }
 
   /// Each component updated on its own device (kernel(c, value, out) for component c).
@@ -94,12 +94,12 @@ class DistributedVariable : public detail::VariableImpl<T> {
         part.name = part.base_name + ":0";
       }
       const Tensor<T>& from = i == 0 ? start : components_[0].implementation().read();
-      components_.emplace_back(std::make_shared<detail::LocalVariable<T>>(std::move(part), from, devices_[i]));
+      components_.emplace_back(std::make_shared<detail::LocalVariable<T>>(std::move(part), from, *devices_[i]));
     }
   }
 
   virtual Tensor<T> read_cross_replica() const = 0;
-  virtual int cross_replica_device() const = 0;
+  virtual const Device& cross_replica_device() const = 0;
 
   /// This thread's replica of the variable's strategy, or -1 in cross-replica context.
   int local_replica() const {
@@ -113,7 +113,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
   }
   /// Every replica of every process.
   std::int64_t replicas_in_sync() const { return strategy_->num_replicas_in_sync(); }
-  const std::vector<int>& devices() const noexcept { return devices_; }
+  const std::vector<const Device*>& devices() const noexcept { return devices_; }
 
   void assign_every_component(const Tensor<T>& value) {
     for (auto& c : components_) c.implementation().assign(value);
@@ -138,11 +138,11 @@ class DistributedVariable : public detail::VariableImpl<T> {
       auto& strategy = const_cast<detail::StrategyInterface&>(*strategy_);
       total = strategy.batch_all_reduce_sum(values)[0][0];
     } else {
-      total = combine(parts, devices_[0], 1, what);
+      total = combine(parts, *devices_[0], 1, what);
       if (auto* group = workers()) total = sum_across_workers(total, *group, what);
     }
     if constexpr (!std::is_same_v<T, bool>)
-      if (mean) return combine({total}, devices_[0], replicas_in_sync(), what);
+      if (mean) return combine({total}, *devices_[0], replicas_in_sync(), what);
     return total;
   }
 
@@ -150,7 +150,8 @@ class DistributedVariable : public detail::VariableImpl<T> {
   /// place; a real GPU runs the AddN and RealDiv device bodies; what has neither (integers on a
   /// GPU, a program without the bodies) is staged through the host. Not recorded on tapes: this
   /// is the variable's bookkeeping, not the user's computation.
-  static Tensor<T> combine(const std::vector<Tensor<T>>& parts, int device, std::int64_t divisor, std::string_view op) {
+  static Tensor<T> combine(const std::vector<Tensor<T>>& parts, const Device& device, std::int64_t divisor,
+                           std::string_view op) {
     const Shape& shape = parts[0].shape();
     const std::int64_t n = shape.num_elements();
     auto out = Tensor<T>::empty(shape, device, op);
@@ -200,8 +201,8 @@ class DistributedVariable : public detail::VariableImpl<T> {
   }
 
   /// `value` as the chief process has it, in host memory, as MPI's broadcast needs.
-  static Tensor<T> from_chief(const Tensor<T>& value, detail::WorkerGroup& group, const std::string& name) {
-    auto host = detail::variable_copy(value, 0, "VarHandleOp");  // logical device 0 is always CPU:0
+  Tensor<T> from_chief(const Tensor<T>& value, detail::WorkerGroup& group, const std::string& name) const {
+    auto host = detail::variable_copy(value, strategy_->host_device(), "VarHandleOp");
     group.broadcast(host.mutable_data(), static_cast<std::size_t>(host.num_elements()) * sizeof(T),
                     "the value of variable " + name);
     return host;
@@ -209,7 +210,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
 
  private:
   const detail::StrategyInterface* strategy_;  // strategies outlive their variables, as in TensorFlow
-  std::vector<int> devices_;
+  std::vector<const Device*> devices_;
   std::vector<Variable<T>> components_;  // local variables, one per replica device
 
   /// This worker's `total` summed with every other worker's, through host memory (bool: or).
@@ -224,7 +225,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
     } else {
       group.all_reduce(dtype_enum<T>(), all.data(), all.size(), detail::CollectiveReduction::sum, description);
     }
-    return detail::tensor_from_host(all, total.shape(), devices_[0], what);
+    return detail::tensor_from_host(all, total.shape(), *devices_[0], what);
   }
 };
 
@@ -253,15 +254,13 @@ class MirroredVariable final : public DistributedVariable<T> {
   /// Outside strategy.run: the component on the current device scope's device, else the first.
   std::size_t cross_replica_component() const {
     const DeviceSpec& request = detail::requested_spec();
-    if (request.type() && request.id()) {
-      const auto& logical = Context::global().logical_devices();
+    if (request.type() && request.id())
       for (std::size_t i = 0; i < this->devices().size(); ++i)
-        if (request.matches(logical[static_cast<std::size_t>(this->devices()[i])].spec)) return i;
-    }
+        if (request.matches(this->devices()[i]->spec)) return i;
     return 0;
   }
   Tensor<T> read_cross_replica() const override { return this->component(cross_replica_component()); }
-  int cross_replica_device() const override { return this->devices()[cross_replica_component()]; }
+  const Device& cross_replica_device() const override { return *this->devices()[cross_replica_component()]; }
 
   /// A write inside strategy.run: every replica's value meets in merge_call, the aggregation
   /// combines them, and `apply` writes the result to every component (so they stay equal).
@@ -309,7 +308,7 @@ class SyncOnReadVariable final : public DistributedVariable<T> {
     }
     if constexpr (!std::is_same_v<T, bool>)
       if (this->info().aggregation == VariableAggregation::SUM && this->replicas_in_sync() > 1) {
-        this->assign_every_component(this->combine({value}, this->devices()[0], this->replicas_in_sync(), "AssignVariableOp"));
+        this->assign_every_component(this->combine({value}, *this->devices()[0], this->replicas_in_sync(), "AssignVariableOp"));
         return;
       }
     this->assign_every_component(value);
@@ -333,7 +332,7 @@ class SyncOnReadVariable final : public DistributedVariable<T> {
     for (std::size_t i = 0; i < this->num_components(); ++i) parts.push_back(this->component(i));
     return this->sum_over_replicas(parts, aggregation == VariableAggregation::MEAN, "ReadVariableOp");
   }
-  int cross_replica_device() const override { return this->devices()[0]; }
+  const Device& cross_replica_device() const override { return *this->devices()[0]; }
 };
 
 /// The distributed variable behind `v`, or nullptr for a local one.

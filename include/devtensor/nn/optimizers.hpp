@@ -48,7 +48,7 @@ struct SlotTable {
     auto& mine = per_component[c];
     for (std::size_t k = 0; k < used; ++k)
       if (!mine[k].defined())
-        mine[k] = op_detail::filled_on<float>(component.device_index(), component.shape(), 0.0f, "ZerosLike");
+        mine[k] = op_detail::filled_on<float>(component.device_info(), component.shape(), 0.0f, "ZerosLike");
     return mine;
   }
 };
@@ -97,12 +97,12 @@ inline void require_gradients_on_variable_devices(const std::vector<std::pair<Te
   if (policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN) return;
   for (const auto& [g, v] : updates)
     for (std::size_t c = 0; c < v.num_components(); ++c)
-      if (const int device = v.component(c).device_index(); g.device_index() != device)
+      if (const Device& device = v.component(c).device_info(); &g.device_info() != &device)
         (void)to_device(g, device, op, 1);  // throws, with the op and both devices named
 }
 
 /// Gradient k of an update for component c, on that component's device.
-using GradientFor = std::function<Tensor<float>(std::size_t k, std::size_t c, int device)>;
+using GradientFor = std::function<Tensor<float>(std::size_t k, std::size_t c, const Device& device)>;
 using Updates = std::vector<std::pair<Tensor<float>, Variable<float>>>;
 
 /// The replica context this thread runs in when it belongs to the strategy the variables were
@@ -136,7 +136,7 @@ void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<f
   const detail::ReplicaContextState* ctx = replica_context_of(updates);
   if (!ctx) {
     require_gradients_on_variable_devices(updates, op);
-    step(updates, GradientFor([&](std::size_t k, std::size_t, int device) { return to_device(updates[k].first, device, op, 1); }));
+    step(updates, GradientFor([&](std::size_t k, std::size_t, const Device& device) { return to_device(updates[k].first, device, op, 1); }));
     return;
   }
   auto mine = std::make_shared<std::vector<Tensor<float>>>();
@@ -153,7 +153,7 @@ void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<f
     // call). merge_call's function runs in cross-replica context, as TensorFlow's merge_fn does.
     const auto reduced = const_cast<detail::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
     const detail::ScopedSet<detail::ReplicaContextState> cross_replica(detail::current_replica_context(), nullptr);
-    step(updates, GradientFor([&](std::size_t k, std::size_t c, int) { return reduced[c][k]; }));
+    step(updates, GradientFor([&](std::size_t k, std::size_t c, const Device&) { return reduced[c][k]; }));
   });
 }
 
@@ -278,7 +278,7 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
       const Variable<float>& v = updates[k].second;
       if (momentum == 0.0) {
         v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-          const auto grad = gradient(k, c, var.device_index());
+          const auto grad = gradient(k, c, var.device_info());
           op_detail::run_update<ops::ApplyGradientDescent, float>(
               var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
               var.num_elements());
@@ -286,7 +286,7 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
         continue;
       }
       v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-        const auto grad = gradient(k, c, var.device_index());
+        const auto grad = gradient(k, c, var.device_info());
         auto& [velocity] = slots->of(v, c, var);
         op_detail::run_update<ops::ApplyKerasMomentum, float>(
             var.device_info(),
@@ -309,7 +309,7 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
     for (std::size_t k = 0; k < updates.size(); ++k) {
       const Variable<float>& v = updates[k].second;
       v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-        const auto grad = gradient(k, c, var.device_index());
+        const auto grad = gradient(k, c, var.device_info());
         auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
         op_detail::run_update<ops::ApplyAdam, float>(
             var.device_info(),

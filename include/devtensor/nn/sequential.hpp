@@ -150,9 +150,9 @@ class Sequential {
         host_total_ += static_cast<double>(loss.item()) * static_cast<double>(n);
         return;
       }
-      if (device_total_.defined() && device_total_.device_index() != loss.device_index()) read_device_total();
+      if (device_total_.defined() && &device_total_.device_info() != &loss.device_info()) read_device_total();
       if (!device_total_.defined())
-        device_total_ = op_detail::filled_on<float>(loss.device_index(), Shape{}, 0.0f, "ZerosLike");
+        device_total_ = op_detail::filled_on<float>(loss.device_info(), Shape{}, 0.0f, "ZerosLike");
       op_detail::run_update<ops::AccumulateWeighted, float>(
           device_total_.device_info(),
           ops::WeightedAccumulateUpdate<float>{device_total_.data(), loss.data(), device_total_.mutable_data(),
@@ -383,8 +383,8 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
   std::int64_t begin = strategy_->batch_offset(global);  // this process's share (DATA auto-shard)
   for (int r = 0; r < replicas; ++r) {
     const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
-    xs.push_back(data::pipeline::rows_on(x, begin, take, devices[static_cast<std::size_t>(r)]));
-    ys.push_back(data::pipeline::rows_on(y, begin, take, devices[static_cast<std::size_t>(r)]));
+    xs.push_back(data::pipeline::rows_on(x, begin, take, *devices[static_cast<std::size_t>(r)]));
+    ys.push_back(data::pipeline::rows_on(y, begin, take, *devices[static_cast<std::size_t>(r)]));
     begin += take;
   }
   std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
@@ -405,10 +405,10 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
   optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
   // The step's loss: the replicas' losses (each already divided by the global batch) summed on
   // the first replica's device.
-  const int first = devices[0];
+  const Device& first = *devices[0];
   std::vector<Tensor<float>> on_first;
   for (const auto& l : losses) {
-    if (l.device_index() == first) {
+    if (&l.device_info() == &first) {
       on_first.push_back(l);
       continue;
     }
@@ -424,7 +424,7 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
   if (auto* workers = strategy_->worker_group()) {  // every process reports the global loss
     double global_total = static_cast<double>(total.item());
     workers->all_reduce(DType::DT_DOUBLE, &global_total, 1, detail::CollectiveReduction::sum, "the step's loss");
-    total = Tensor<float>::empty(Shape{}, 0, "AddN");  // logical device 0: CPU:0
+    total = Tensor<float>::empty(Shape{}, strategy_->host_device(), "AddN");
     *total.mutable_data() = static_cast<float>(global_total);
   }
   return {total, global};

@@ -76,7 +76,7 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
                                shape.to_string() + ", which has " + std::to_string(n) +
                                " elements. Pass one value per element, or a single value to fill "
                                "the shape.");
-  const int device = place_constant(options.where);
+  const Device& device = place_constant(options.where);
   auto out = Tensor<T>::empty(shape, device, ops::EagerConst::name);
   // Values start on the host; a real GPU gets them by copy.
   std::vector<T> host;

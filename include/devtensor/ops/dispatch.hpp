@@ -7,7 +7,6 @@
 #include <string_view>
 
 #include "devtensor/core/error.hpp"
-#include "devtensor/device/context.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/placer.hpp"
@@ -23,7 +22,7 @@ namespace op_detail {
 /// host-compiled program's mirrored variables live in GPU memory without any GPU body): callers
 /// stage through the host when it is missing.
 template <class Op, Element T>
-auto optional_gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
+auto optional_gpu_body(const Device& device) -> kernel_body_t<Op, T>* {
   if constexpr (!has_kernel_v<Op, gpu_t, T>) {
     return nullptr;
   } else {
@@ -41,7 +40,7 @@ auto optional_gpu_body(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>*
 ///         placer puts a GPU-only op there as on a real GPU); InternalError elsewhere when the
 ///         program lacks the body (the placer never chooses such a device).
 template <class Op, Element T>
-auto kernel_for(const LogicalDeviceInfo& device) -> kernel_body_t<Op, T>* {
+auto kernel_for(const Device& device) -> kernel_body_t<Op, T>* {
   auto* body = device.host_memory() ? registered_kernel<Op, cpu_t, T>() : registered_kernel<Op, gpu_t, T>();
   if (body != nullptr) [[likely]]
     return body;

@@ -13,7 +13,7 @@
 
 namespace devtensor {
 
-struct LogicalDeviceInfo;
+struct Device;
 class Shape;
 
 namespace ops {
@@ -37,7 +37,7 @@ struct KernelTensor {
 /// One call of a body: the device (its CUDA ordinal and stream on a real GPU), the op's Attrs, the
 /// inputs (already on that device) and the outputs (allocated from the op's shape function).
 struct KernelContext {
-  const LogicalDeviceInfo& device;
+  const Device& device;
   const void* attrs;
   std::span<const KernelTensor> inputs;
   std::span<const KernelTensor> outputs;

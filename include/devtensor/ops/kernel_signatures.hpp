@@ -11,13 +11,13 @@
 
 namespace devtensor {
 
-struct LogicalDeviceInfo;
+struct Device;
 
 
 namespace kernels {
 
 /// The device handle a body runs on.
-using Device = LogicalDeviceInfo;
+using Device = devtensor::Device;
 
 /// dst = src, n elements (a variable's initial value and assignments).
 template <class T>

@@ -78,7 +78,7 @@ struct KernelSupport {
   /// Simulated GPUs follow the declaration, as a CUDA build's GPUs would: placement is an
   /// observable, so a GPU-only op goes there as it would to a real GPU; running it needs a host
   /// body, and kernel_for says so when there is none.
-  [[nodiscard]] bool supports(const LogicalDeviceInfo& d) const noexcept {
+  [[nodiscard]] bool supports(const Device& d) const noexcept {
     if (!d.is_gpu) return cpu_present();
     return d.simulated ? gpu : gpu_present();
   }
@@ -128,7 +128,7 @@ struct PlacementCache {
   std::uint64_t epoch = 0;
   std::uint64_t kernels = 0;  // the registry's generation
   bool soft = true;
-  std::vector<std::pair<const KernelSupport*, int>> entries;
+  std::vector<std::pair<const KernelSupport*, const Device*>> entries;
 
   /// Forgets every entry: the scopes, the devices, the kernels or soft placement changed.
   void reset(std::uint64_t new_generation, std::uint64_t new_epoch, std::uint64_t new_kernels, bool new_soft);
@@ -137,8 +137,8 @@ struct PlacementCache {
 // place_op's slow paths, out of line (compiled once in compiled mode): the first op initialises
 // the Context, a cache miss selects the device, the placement log writes its line.
 void initialize_for_op(const KernelSupport& kernel, const CallSite& where = {});
-int place_uncached(PlacementCache& cache, const KernelSupport& kernel, const DeviceSpec& request, bool soft);
-void log_placement(const KernelSupport& kernel, int device);
+const Device& place_uncached(PlacementCache& cache, const KernelSupport& kernel, const DeviceSpec& request, bool soft);
+void log_placement(std::string_view op, const Device& device);
 
 inline const DeviceSpec& requested_spec() noexcept {
   static const DeviceSpec empty;
@@ -147,19 +147,14 @@ inline const DeviceSpec& requested_spec() noexcept {
 }
 
 /// The placement decision itself (uncached); place_op caches it.
-int select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft);
+const Device& select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft);
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION std::string device_list(const std::vector<LogicalDeviceInfo>& devices) {
-  std::string out;
-  for (const auto& d : devices) out += (out.empty() ? "" : ", ") + d.full_name;
-  return out;
-}
 
 /// The hint for a GPU-capable op whose body this program lacks, once per kernel (a warning: the
 /// program runs, slower than the user expects).
 DEVTENSOR_DEFINITION void report_missing_gpu_body(
-    const KernelSupport& kernel, const LogicalDeviceInfo& chosen) {
+    const KernelSupport& kernel, const Device& chosen) {
   if (!kernel.gpu_body || kernel.gpu_body->missing_reported.exchange(true, std::memory_order_relaxed)) return;
   if (!log_enabled(LogSource::cpp_runtime, LogSeverity::warning)) return;
   log(LogSeverity::warning,
@@ -175,54 +170,44 @@ inline constexpr const char* missing_gpu_body_hint =
     "theirs from the devtensor::cuda component; register your op's with "
     "DEVTENSOR_REGISTER_KERNEL(Op, devtensor::gpu_t, T, body).";
 
-DEVTENSOR_DEFINITION bool has_real_gpus(const std::vector<LogicalDeviceInfo>& devices) {
-  return std::any_of(devices.begin(), devices.end(),
-                     [](const LogicalDeviceInfo& d) { return d.is_gpu && !d.simulated; });
-}
-
-DEVTENSOR_DEFINITION int first_match(const std::vector<LogicalDeviceInfo>& devices,
-                       const std::vector<int>& order, const DeviceSpec& request,
-                       const KernelSupport& kernel) {
-  for (int i : order) {
-    const auto& d = devices[static_cast<std::size_t>(i)];
-    if (request.matches(d.spec) && kernel.supports(d)) return i;
-  }
-  return -1;
+DEVTENSOR_DEFINITION const Device* first_match(const DeviceSet& devices, const DeviceSpec& request,
+                                               const KernelSupport& kernel) {
+  for (const Device* d : devices.by_priority())
+    if (request.matches(d->spec) && kernel.supports(*d)) return d;
+  return nullptr;
 }
 
 /// The placement decision itself (uncached).
-DEVTENSOR_DEFINITION int select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft) {
-  auto& context = Context::global();
-  const auto& devices = context.logical_devices();
-  const auto& order = context.devices_by_priority();
+DEVTENSOR_DEFINITION const Device& select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft) {
+  const DeviceSet& devices = Context::global().devices();
   // A real GPU the request allows but whose body the program lacks: say once where the body is.
-  const auto placed = [&](int i) {
-    if (kernel.gpu_body_missing() && devices[static_cast<std::size_t>(i)].host_memory())
+  const auto placed = [&](const Device* chosen) -> const Device& {
+    if (kernel.gpu_body_missing() && chosen->host_memory())
       for (const auto& d : devices)
-        if (d.is_gpu && !d.simulated && request.with_id(std::nullopt).matches(d.spec)) {
-          report_missing_gpu_body(kernel, devices[static_cast<std::size_t>(i)]);
+        if (d.real_gpu() && request.with_id(std::nullopt).matches(d.spec)) {
+          report_missing_gpu_body(kernel, *chosen);
           break;
         }
-    return i;
+    return *chosen;
   };
-  if (int i = first_match(devices, order, request, kernel); i >= 0) return placed(i);
+  if (const Device* d = first_match(devices, request, kernel)) return placed(d);
   // Soft placement keeps job, replica and task: a request naming an address this process does
   // not have fails whatever the setting, with TensorFlow 2.21's words.
   const DeviceSpec relaxed = request.with_type(std::nullopt).with_id(std::nullopt);
   if (std::none_of(devices.begin(), devices.end(),
-                   [&](const LogicalDeviceInfo& d) { return relaxed.matches(d.spec); }))
+                   [&](const Device& d) { return relaxed.matches(d.spec); }))
     throw InvalidArgumentError(request.to_string() + " unknown device. This process has the devices [" +
-                               device_list(devices) + "]: name one of its job/replica/task addresses. [Op:" +
+                               devices.names() + "]: name one of its job/replica/task addresses. [Op:" +
                                std::string(kernel.op) + "]");
   if (soft)
-    if (int i = first_match(devices, order, relaxed, kernel); i >= 0) return placed(i);
+    if (const Device* d = first_match(devices, relaxed, kernel)) return placed(d);
   if (request.is_empty() || soft)
     throw InvalidArgumentError("No supported device found in available devices [" +
-                               device_list(devices) + "]. enable_soft_placement=" +
+                               devices.names() + "]. enable_soft_placement=" +
                                (soft ? "1" : "0") + ". (Op " + std::string(kernel.op) + " with T=" +
                                std::string(kernel.dtype) + " has kernels for [" +
-                               kernel.supported_types(has_real_gpus(devices)) + "].)" +
-                               (kernel.gpu_body_missing() && has_real_gpus(devices) ? missing_gpu_body_hint : ""));
+                               kernel.supported_types(devices.has_real_gpus()) + "].)" +
+                               (kernel.gpu_body_missing() && devices.has_real_gpus() ? missing_gpu_body_hint : ""));
   std::string why;
   for (const auto& d : devices)
     if (request.matches(d.spec) && !kernel.supports(d)) {
@@ -235,8 +220,8 @@ DEVTENSOR_DEFINITION int select_device(const KernelSupport& kernel, const Device
   if (why.empty()) why = " The requested device does not exist.";
   throw InvalidArgumentError("Could not satisfy device specification '" + request.to_string() +
                              "'. enable_soft_placement=0. Supported device types [" +
-                             kernel.supported_types(has_real_gpus(devices)) + "]. All available devices [" +
-                             device_list(devices) + "]." + why + " [Op:" + std::string(kernel.op) +
+                             kernel.supported_types(devices.has_real_gpus()) + "]. All available devices [" +
+                             devices.names() + "]." + why + " [Op:" + std::string(kernel.op) +
                              "] Turn soft placement on (config::set_soft_device_placement(true)) "
                              "to fall back to a supported device.");
 }
@@ -245,18 +230,17 @@ DEVTENSOR_DEFINITION int select_device(const KernelSupport& kernel, const Device
 
 }  // namespace detail
 
-/// Chooses the logical device for one execution of an op (returns its index in
-/// Context::logical_devices()) and writes the placement log line when logging is on.
-/// `small_host_int_inputs`: every input is an int32/int64 tensor of at most 64 elements on the
-/// host CPU (TensorFlow pins such shape arithmetic to the CPU).
-inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = false) {
+/// Chooses the device for one execution of an op and writes the placement log line when logging
+/// is on. `small_host_int_inputs`: every input is an int32/int64 tensor of at most 64 elements on
+/// the host CPU (TensorFlow pins such shape arithmetic to the CPU).
+inline const Device& place_op(const KernelSupport& kernel, bool small_host_int_inputs = false) {
   auto& context = Context::global();
   if (!context.initialized()) [[unlikely]]
     detail::initialize_for_op(kernel);
   const DeviceSpec& request = detail::requested_spec();
-  int device = -1;
+  const Device* device = nullptr;
   if (small_host_int_inputs && kernel.pin_small_int && kernel.cpu && !request.type()) {
-    device = 0;  // the host CPU is always logical device 0
+    device = &context.initialized_devices().host_cpu();
   } else {
     thread_local detail::PlacementCache cache;
     const bool soft = context.soft_device_placement();
@@ -271,12 +255,19 @@ inline int place_op(const KernelSupport& kernel, bool small_host_int_inputs = fa
         device = d;
         break;
       }
-    if (device < 0) [[unlikely]]
-      device = detail::place_uncached(cache, kernel, request, soft);
+    if (!device) [[unlikely]]
+      device = &detail::place_uncached(cache, kernel, request, soft);
   }
   if (context.log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info)) [[unlikely]]
-    detail::log_placement(kernel, device);
-  return device;
+    detail::log_placement(kernel.op, *device);
+  return *device;
+}
+
+/// Writes the placement log line of work that runs where its data already is (a variable's
+/// update, an optimizer's fused kernel) when logging is on.
+inline void log_placement_of(std::string_view op, const Device& device) {
+  if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info)) [[unlikely]]
+    detail::log_placement(op, device);
 }
 
 /// Initialises the Context naming the caller's line when an op without tensor inputs (a constant,
@@ -301,16 +292,15 @@ DEVTENSOR_DEFINITION void detail::PlacementCache::reset(std::uint64_t new_genera
   soft = new_soft;
 }
 
-DEVTENSOR_DEFINITION int detail::place_uncached(PlacementCache& cache, const KernelSupport& kernel,
-                                                const DeviceSpec& request, bool soft) {
-  const int device = select_device(kernel, request, soft);
-  cache.entries.emplace_back(&kernel, device);
+DEVTENSOR_DEFINITION const Device& detail::place_uncached(PlacementCache& cache, const KernelSupport& kernel,
+                                                          const DeviceSpec& request, bool soft) {
+  const Device& device = select_device(kernel, request, soft);
+  cache.entries.emplace_back(&kernel, &device);
   return device;
 }
 
-DEVTENSOR_DEFINITION void detail::log_placement(const KernelSupport& kernel, int device) {
-  log(LogSeverity::info, "Executing op " + std::string(kernel.op) + " in device " +
-                             Context::global().logical_devices()[static_cast<std::size_t>(device)].full_name);
+DEVTENSOR_DEFINITION void detail::log_placement(std::string_view op, const Device& device) {
+  log(LogSeverity::info, "Executing op " + std::string(op) + " in device " + device.full_name);
 }
 #endif
 
@@ -320,10 +310,18 @@ DEVTENSOR_DEFINITION void detail::log_placement(const KernelSupport& kernel, int
 /// off the error is `Could not satisfy device specification ...`. Only an unknown
 /// job/replica/task fails either way (`<name> unknown device.`).
 /// @throws InvalidArgumentError as above.
-inline int place_constant(const CallSite& where = {}) {
+inline const Device& place_constant(const CallSite& where = {}) {
   static constexpr KernelSupport every_device{"_EagerConst", "", true, true, nullptr, nullptr, false};
   initialize_at(every_device, where);
   return place_op(every_device);
+}
+
+/// The device the innermost DeviceScope names exactly (type and id), else the host CPU: where a
+/// cross-replica result goes (TensorFlow's "current device").
+inline const Device& scope_device_or_host(std::string_view trigger) {
+  const DeviceSet& devices = device_set(trigger);
+  const Device* named = devices.find(detail::requested_spec());
+  return named ? *named : devices.host_cpu();
 }
 
 [[noreturn]] void throw_undefined_input(std::string_view op, std::size_t input);
@@ -355,16 +353,16 @@ namespace detail {
 /// are int32, which SILENT_FOR_INT32 copies), its warning, and the copy of `bytes` bytes into a
 /// new buffer on `device`. @throws InvalidArgumentError when the policy forbids the copy.
 std::shared_ptr<TensorStorage> copy_to_device(const TensorStorage& from, const Shape& shape, std::size_t bytes,
-                                              std::string_view dtype, bool int32, int device, std::string_view op,
-                                              int input);
+                                              std::string_view dtype, bool int32, const Device& device,
+                                              std::string_view op, int input);
 }  // namespace detail
 
-/// `t` on logical device `device`: the same tensor when it is already there, otherwise a copy,
-/// as the device policy allows. `input` is the input's position, for the error message.
+/// `t` on `device`: the same tensor when it is already there, otherwise a copy, as the device
+/// policy allows. `input` is the input's position, for the error message.
 template <Element T>
-Tensor<T> to_device(const Tensor<T>& t, int device, std::string_view op, int input = 0) {
+Tensor<T> to_device(const Tensor<T>& t, const Device& device, std::string_view op, int input = 0) {
   if (!t.defined()) [[unlikely]] throw_undefined_input(op, static_cast<std::size_t>(input));
-  if (t.storage()->device_index == device) return t;  // defined: no second check
+  if (t.storage()->device == &device) return t;  // defined: no second check
   const std::size_t bytes = static_cast<std::size_t>(t.num_elements()) * sizeof(T);
   return Tensor<T>(detail::copy_to_device(*t.storage(), t.shape(), bytes, dtype_string<T>(),
                                           std::is_same_v<T, std::int32_t>, device, op, input),
@@ -373,10 +371,8 @@ Tensor<T> to_device(const Tensor<T>& t, int device, std::string_view op, int inp
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION std::shared_ptr<detail::TensorStorage> detail::copy_to_device(
-    const TensorStorage& from, const Shape& shape, std::size_t bytes, std::string_view dtype, bool int32, int device,
-    std::string_view op, int input) {
-  auto& context = Context::global();
-  const auto& target = context.logical_devices()[static_cast<std::size_t>(device)];
+    const TensorStorage& from, const Shape& shape, std::size_t bytes, std::string_view dtype, bool int32,
+    const Device& target, std::string_view op, int input) {
   const auto policy = config::experimental::get_device_policy();
   const bool allowed = policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN ||
                        (policy == DevicePolicy::SILENT_FOR_INT32 && int32);
@@ -391,7 +387,7 @@ DEVTENSOR_DEFINITION std::shared_ptr<detail::TensorStorage> detail::copy_to_devi
   if (policy == DevicePolicy::WARN)
     log(LogSeverity::warning, "Copying input #" + std::to_string(input) + " of " + std::string(op) +
                                   " from " + from.device->full_name + " to " + target.full_name);
-  auto copy = allocate_storage(device, bytes, shape, dtype, op);
+  auto copy = allocate_storage(target, bytes, shape, dtype, op);
   copy_bytes(copy->data, target, from.data, *from.device, bytes);
   return copy;
 }

@@ -156,7 +156,7 @@ void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> i
 
 /// Steps 3 to 6 for inputs of one element type on `device`.
 template <class Op, Element Out, Element T>
-std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, int device, std::span<const Tensor<T>* const> inputs,
+std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& device, std::span<const Tensor<T>* const> inputs,
                                  std::span<const Shape> shapes) {
   std::vector<Tensor<T>> local;
   local.reserve(inputs.size());
@@ -179,7 +179,7 @@ std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, int device, st
 
 /// The same for a fixed number of inputs and one output, without heap work beyond the output.
 template <class Op, Element Out, Element T, std::size_t N>
-Tensor<Out> execute_one(const typename Op::Attrs& attrs, int device, const std::array<const Tensor<T>*, N>& inputs,
+Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, const std::array<const Tensor<T>*, N>& inputs,
                         const Shape& shape) {
   // Inputs already on `device` are used in place (no Tensor copy: two reference counts and a
   // Shape per input on the 1-element op's path); the others are copied there.
@@ -188,7 +188,7 @@ Tensor<Out> execute_one(const typename Op::Attrs& attrs, int device, const std::
   if constexpr (N > 0)  // nvcc warns on `i < 0`
     for (std::size_t i = 0; i < N; ++i) {
       const Tensor<T>& in = *inputs[i];
-      if (!in.defined() || in.storage()->device_index != device) [[unlikely]]
+      if (!in.defined() || in.storage()->device != &device) [[unlikely]]
         local[i] = &copies[i].emplace(to_device(in, device, Op::name, static_cast<int>(i)));
     }
   Tensor<Out> out;
@@ -226,7 +226,7 @@ Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, cons
     if (!inputs[i]->defined()) [[unlikely]]
       throw_undefined_input(Op::name, i);
   const auto shape = Op::output_shape(attrs, first.shape(), rest.shape()...);
-  const int device = place_op(kernel_support<Op, T>, small_host_int_inputs(first, rest...));
+  const Device& device = place_op(kernel_support<Op, T>, small_host_int_inputs(first, rest...));
   return op_detail::execute_one<Op, O, T>(attrs, device, inputs, shape);
 }
 /// The same with TensorFlow's `name=` (kept for graph mode; eager ops ignore it).
@@ -241,7 +241,7 @@ Tensor<op_detail::output_t<Out, T>> run_op(const OpOptions&, const typename Op::
 template <class Op, Element T>
 Tensor<T> run_op(const typename Op::Attrs& attrs) {
   const auto shape = Op::output_shape(attrs);
-  const int device = place_op(kernel_support<Op, T>);
+  const Device& device = place_op(kernel_support<Op, T>);
   return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, shape);
 }
 template <class Op, Element T>
@@ -262,7 +262,7 @@ Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<
     small = small && small_host_int_inputs(v);
   }
   const Shape shape = Op::output_shape(attrs, std::span<const Shape>(shapes));
-  const int device = place_op(kernel_support<Op, T>, small);
+  const Device& device = place_op(kernel_support<Op, T>, small);
   std::vector<const Tensor<T>*> inputs;
   inputs.reserve(values.size());
   for (const auto& v : values) inputs.push_back(&v);
@@ -274,7 +274,7 @@ template <class Op, Element T>
 std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Tensor<T>& input, const OpOptions& = {}) {
   require_defined_inputs(Op::name, input);
   const std::vector<Shape> shapes = Op::output_shapes(attrs, input.shape());
-  const int device = place_op(kernel_support<Op, T>, small_host_int_inputs(input));
+  const Device& device = place_op(kernel_support<Op, T>, small_host_int_inputs(input));
   const Tensor<T>* inputs[1] = {&input};
   return op_detail::execute<Op, T, T>(attrs, device, inputs, shapes);
 }
@@ -283,7 +283,7 @@ std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Ten
 /// placement and no log line; inputs are copied there under the device policy.
 template <class Op, class Out = void, Element T, class... Rest>
   requires(std::same_as<Rest, Tensor<T>> && ...)
-Tensor<op_detail::output_t<Out, T>> run_op_on(int device, const typename Op::Attrs& attrs, const Tensor<T>& first,
+Tensor<op_detail::output_t<Out, T>> run_op_on(const Device& device, const typename Op::Attrs& attrs, const Tensor<T>& first,
                                               const Rest&... rest) {
   using O = op_detail::output_t<Out, T>;
   const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
@@ -293,11 +293,11 @@ Tensor<op_detail::output_t<Out, T>> run_op_on(int device, const typename Op::Att
   return op_detail::execute_one<Op, O, T>(attrs, device, inputs, Op::output_shape(attrs, first.shape(), rest.shape()...));
 }
 template <class Op, Element T>
-Tensor<T> run_op_on(int device, const typename Op::Attrs& attrs) {
+Tensor<T> run_op_on(const Device& device, const typename Op::Attrs& attrs) {
   return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, Op::output_shape(attrs));
 }
 template <class Op, Element T>
-Tensor<T> run_op_list_on(int device, const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values) {
+Tensor<T> run_op_list_on(const Device& device, const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values) {
   require_defined_inputs(Op::name, values);
   std::vector<Shape> shapes;
   for (const auto& v : values) shapes.push_back(v.shape());

@@ -12,7 +12,6 @@
 #include "devtensor/backend/cpu/simd.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
-#include "devtensor/device/context.hpp"
 #include "devtensor/ops/cpu/elementwise.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
@@ -67,7 +66,7 @@ namespace devtensor::op_detail {
 /// back: a real GPU whose program lacks the GPU body (a host-compiled program's mirrored
 /// variables live in GPU memory). Correct, not fast.
 template <class T, class Update>
-void run_update_staged(const LogicalDeviceInfo& device, Update update, std::int64_t n) {
+void run_update_staged(const Device& device, Update update, std::int64_t n) {
   struct Staged {
     std::vector<T> host;
     void* on_device;
@@ -137,10 +136,8 @@ void cpu_update(const ops::AdamUpdate<T>& u, std::int64_t begin, std::int64_t en
 /// Runs `update(i)` for i in [0, n) on `device`: Op's registered GPU body on a real GPU, the CPU
 /// loop on CPUs and simulated GPUs, host staging on a real GPU without the body.
 template <class Op, Floating T, class Update>
-void run_update(const LogicalDeviceInfo& device, const Update& update, std::int64_t n) {
-  auto& context = Context::global();
-  if (context.log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
-    log(LogSeverity::info, "Executing op " + std::string(Op::name) + " in device " + device.full_name);
+void run_update(const Device& device, const Update& update, std::int64_t n) {
+  log_placement_of(Op::name, device);
   if (n == 0) return;
   if (!device.host_memory()) {
     if (auto* body = registered_kernel<Op, gpu_t, T>())
@@ -153,10 +150,10 @@ void run_update(const LogicalDeviceInfo& device, const Update& update, std::int6
                              [&update](std::int64_t begin, std::int64_t end) { cpu_update(update, begin, end); });
 }
 
-/// A tensor of `shape` on logical device `device`, every element `value` (an optimizer's slot):
+/// A tensor of `shape` on `device`, every element `value` (an optimizer's slot):
 /// Fill's body there, without placement or a placement log line.
 template <Element T>
-Tensor<T> filled_on(int device, const Shape& shape, T value, std::string_view op) {
+Tensor<T> filled_on(const Device& device, const Shape& shape, T value, std::string_view op) {
   auto out = Tensor<T>::empty(shape, device, op);
   const ops::Fill::Attrs attrs{shape, ops::Scalar::of(value)};
   run_body_on<ops::Fill, T, T>(attrs, {}, out);

@@ -2,8 +2,8 @@
 /// @file tensor.hpp
 /// @brief Tensor<T>: a shape and a reference-counted buffer on one logical device.
 ///
-/// A Tensor is a handle: copies share the buffer. The buffer comes from the device's allocator
-/// (Context::allocator), so it is accounted to that device: a tensor on a simulated GPU keeps a
+/// A Tensor is a handle: copies share the buffer. The buffer comes from its Device's allocator,
+/// so it is accounted to that device: a tensor on a simulated GPU keeps a
 /// host buffer, but its bytes count against the GPU's memory limit and show in its stats.
 /// Host access (to_vector, at, printing) copies from device memory when the device is a real GPU.
 
@@ -20,7 +20,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
-#include "devtensor/device/context.hpp"
+#include "devtensor/device/device_info.hpp"
 #include "devtensor/memory/allocator.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/shape.hpp"
@@ -35,8 +35,7 @@ struct TensorStorage {
   void* data = nullptr;
   std::size_t bytes = 0;
   std::shared_ptr<memory::Allocator> allocator;  // keeps the allocator alive as long as the buffer
-  const LogicalDeviceInfo* device = nullptr;
-  int device_index = 0;
+  const Device* device = nullptr;
   std::shared_ptr<const TensorStorage> shared_from;  // an alias: the storage that owns `data`
 
   TensorStorage() = default;
@@ -47,35 +46,32 @@ struct TensorStorage {
   }
 };
 
-/// Allocates `bytes` on logical device `device_index` for a tensor of `shape`.
+/// Allocates `bytes` on `device` for a tensor of `shape`.
 /// @throws ResourceExhaustedError "OOM when allocating tensor with shape[...] and type ... on
 /// <device> by allocator <name> [Op:<op>]", followed by the allocator's explanation.
-std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::size_t bytes,
-                                                       const Shape& shape, std::string_view dtype,
-                                                       std::string_view op);
+std::shared_ptr<TensorStorage> allocate_storage(const Device& device, std::size_t bytes, const Shape& shape,
+                                                std::string_view dtype, std::string_view op);
 
 /// `base`'s buffer, seen as a buffer of another logical device that shares its memory (logical
 /// CPUs: one address space). Tensors are immutable, so sharing is indistinguishable from copying;
 /// TensorFlow's same-process rendezvous shares host tensors the same way instead of copying.
-std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, int device_index);
+std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, const Device& device);
 
 /// A stand-in device for host buffers that belong to no tensor (to_vector's output).
-const LogicalDeviceInfo& host_buffer_device();
+const Device& host_buffer_device();
 
 /// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
 /// platform's stream-ordered copy otherwise; a copy to the host waits for the device's stream).
-void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
-                       const LogicalDeviceInfo& src_device, std::size_t bytes);
+void copy_bytes(void* dst, const Device& dst_device, const void* src,
+                       const Device& src_device, std::size_t bytes);
 
 #if DEVTENSOR_HEADER_DEFINITIONS
-DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(int device_index, std::size_t bytes,
-                                                       const Shape& shape, std::string_view dtype,
-                                                       std::string_view op) {
-  auto& context = Context::global();
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(const Device& device, std::size_t bytes,
+                                                                     const Shape& shape, std::string_view dtype,
+                                                                     std::string_view op) {
   auto storage = std::make_shared<TensorStorage>();
-  storage->allocator = context.allocator_ptr(static_cast<std::size_t>(device_index));
-  storage->device = &context.logical_devices()[static_cast<std::size_t>(device_index)];
-  storage->device_index = device_index;
+  storage->allocator = device.allocator;
+  storage->device = &device;
   storage->bytes = bytes;
   if (bytes == 0) return storage;
   try {
@@ -91,34 +87,34 @@ DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(int device_
   return storage;
 }
 
-DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base, int device_index) {
-  auto& context = Context::global();
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage>& base,
+                                                                  const Device& device) {
   auto storage = std::make_shared<TensorStorage>();
   storage->data = base->data;
   storage->bytes = base->bytes;
-  storage->device = &context.logical_devices()[static_cast<std::size_t>(device_index)];
-  storage->device_index = device_index;
+  storage->device = &device;
   storage->shared_from = base->shared_from ? base->shared_from : base;  // no chains
   return storage;
 }
 
-DEVTENSOR_DEFINITION const LogicalDeviceInfo& host_buffer_device() {
-  static const LogicalDeviceInfo host = [] {
-    LogicalDeviceInfo h;
+DEVTENSOR_DEFINITION const Device& host_buffer_device() {
+  static const Device host = [] {
+    Device h;
     h.full_name = "host memory";
     return h;
   }();
   return host;
 }
 
-DEVTENSOR_DEFINITION void copy_bytes(void* dst, const LogicalDeviceInfo& dst_device, const void* src,
-                       const LogicalDeviceInfo& src_device, std::size_t bytes) {
+DEVTENSOR_DEFINITION void copy_bytes(void* dst, const Device& dst_device, const void* src,
+                       const Device& src_device, std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.host_memory() && src_device.host_memory()) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  const auto* platform = Context::global().gpu_platform();
+  // Either side is a real GPU, which carries the platform that can copy.
+  const auto* platform = dst_device.platform ? dst_device.platform : src_device.platform;
   std::string error;
   const bool dst_host = dst_device.host_memory();
   const bool src_host = src_device.host_memory();
@@ -160,11 +156,11 @@ class Tensor {
   Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape, std::uint64_t id)
       : storage_(std::move(storage)), shape_(std::move(shape)), id_(id) {}
 
-  /// A new, uninitialised tensor on logical device `device_index` (ops use this for outputs).
+  /// A new, uninitialised tensor on `device` (ops use this for outputs).
   /// @throws InvalidArgumentError when the byte size overflows, ResourceExhaustedError (OOM).
-  static Tensor empty(const Shape& shape, int device_index, std::string_view op) {
+  static Tensor empty(const Shape& shape, const Device& device, std::string_view op) {
     const std::size_t bytes = detail::checked_byte_count(shape.num_elements(), sizeof(T), op);
-    return Tensor(detail::allocate_storage(device_index, bytes, shape, dtype_string<T>(), op), shape);
+    return Tensor(detail::allocate_storage(device, bytes, shape, dtype_string<T>(), op), shape);
   }
 
   [[nodiscard]] bool defined() const noexcept { return storage_ != nullptr; }
@@ -179,11 +175,13 @@ class Tensor {
     require_defined();
     return storage_->device->full_name;
   }
+  /// The device's position in the DeviceSet (CPU:0 is 0).
   [[nodiscard]] int device_index() const {
     require_defined();
-    return storage_->device_index;
+    return storage_->device->logical_index;
   }
-  [[nodiscard]] const LogicalDeviceInfo& device_info() const {
+  /// The Device the buffer lives on.
+  [[nodiscard]] const Device& device_info() const {
     require_defined();
     return *storage_->device;
   }

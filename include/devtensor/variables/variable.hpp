@@ -130,11 +130,11 @@ class VariableImpl {
   /// Component i's value, unaggregated. @throws InvalidArgumentError for i >= num_components().
   [[nodiscard]] virtual Tensor<T> component(std::size_t i) const = 0;
   [[nodiscard]] virtual std::string component_name(std::size_t i) const = 0;
-  /// Component 0's logical device.
-  [[nodiscard]] virtual int device_index() const noexcept = 0;
-  /// The value the calling context reads (unrecorded), and the logical device it is on (no read).
+  /// Component 0's device.
+  [[nodiscard]] virtual const Device& device() const noexcept = 0;
+  /// The value the calling context reads (unrecorded), and the device it is on (no read).
   [[nodiscard]] virtual Tensor<T> read() const = 0;
-  [[nodiscard]] virtual int read_device() const = 0;
+  [[nodiscard]] virtual const Device& read_device() const = 0;
   virtual void assign(const Tensor<T>& value) = 0;
   virtual void update(VariableUpdate kind, const Tensor<T>& delta) = 0;
   virtual void apply_update(std::string_view op, UpdateKernel kernel) = 0;
@@ -154,10 +154,11 @@ class VariableImpl {
 /// `value` in a buffer of the variable's own on `device` (VarHandleOp, AssignVariableOp); other
 /// ops (an update's delta) take `value` as it is when it is already there.
 template <Element T>
-Tensor<T> variable_copy(const Tensor<T>& value, int device, std::string_view op) {
-  if (value.device_index() == device && op != "VarHandleOp" && op != "AssignVariableOp") return value;
+Tensor<T> variable_copy(const Tensor<T>& value, const Device& device, std::string_view op) {
+  const bool here = &value.device_info() == &device;
+  if (here && op != "VarHandleOp" && op != "AssignVariableOp") return value;
   auto out = Tensor<T>::empty(value.shape(), device, op);
-  if (value.device_index() == device)  // a copy within one real GPU: VarHandleOp's device body
+  if (here)  // a copy within one real GPU: VarHandleOp's device body
     if (auto* body = op_detail::optional_gpu_body<ops::VarHandleOp, T>(out.device_info())) {
       body(out.device_info(), out.mutable_data(), value.data(), value.num_elements());
       return out;
@@ -169,7 +170,7 @@ Tensor<T> variable_copy(const Tensor<T>& value, int device, std::string_view op)
 
 /// A tensor on `device` holding host `values` (the host side of a collective's result).
 template <Element T>
-Tensor<T> tensor_from_host(const std::vector<T>& values, const Shape& shape, int device, std::string_view op) {
+Tensor<T> tensor_from_host(const std::vector<T>& values, const Shape& shape, const Device& device, std::string_view op) {
   auto out = Tensor<T>::empty(shape, device, op);
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no contiguous data()
     std::vector<unsigned char> bytes(values.begin(), values.end());
@@ -186,9 +187,9 @@ Tensor<T> tensor_from_host(const std::vector<T>& values, const Shape& shape, int
 template <Element T>
 class LocalVariable final : public VariableImpl<T> {
  public:
-  /// A copy of `initial_value` on logical device `device`.
-  LocalVariable(VariableInfo info, const Tensor<T>& initial_value, int device)
-      : VariableImpl<T>(std::move(info)), device_(device), value_(variable_copy(initial_value, device, "VarHandleOp")) {}
+  /// A copy of `initial_value` on `device`.
+  LocalVariable(VariableInfo info, const Tensor<T>& initial_value, const Device& device)
+      : VariableImpl<T>(std::move(info)), device_(&device), value_(variable_copy(initial_value, device, "VarHandleOp")) {}
 
   [[nodiscard]] std::size_t num_components() const noexcept override { return 1; }
   [[nodiscard]] Tensor<T> component(std::size_t i) const override {
@@ -199,14 +200,14 @@ class LocalVariable final : public VariableImpl<T> {
     this->check_component(i);
     return this->info().name;
   }
-  [[nodiscard]] int device_index() const noexcept override { return device_; }
-  [[nodiscard]] int read_device() const override { return device_; }
+  [[nodiscard]] const Device& device() const noexcept override { return *device_; }
+  [[nodiscard]] const Device& read_device() const override { return *device_; }
   [[nodiscard]] Tensor<T> read() const override {
     std::lock_guard lock(mutex_);
     return value_;
   }
   void assign(const Tensor<T>& value) override {
-    auto copy = variable_copy(value, device_, "AssignVariableOp");
+    auto copy = variable_copy(value, *device_, "AssignVariableOp");
     std::lock_guard lock(mutex_);
     value_ = std::move(copy);
   }
@@ -226,13 +227,13 @@ class LocalVariable final : public VariableImpl<T> {
   void apply_update(std::string_view op, typename VariableImpl<T>::UpdateKernel kernel) override {
     std::lock_guard lock(mutex_);
     const bool in_place = value_.storage().use_count() == 1;  // the variable's is the only reference
-    Tensor<T> out = in_place ? value_ : Tensor<T>::empty(value_.shape(), device_, op);
+    Tensor<T> out = in_place ? value_ : Tensor<T>::empty(value_.shape(), *device_, op);
     kernel(0, static_cast<const Tensor<T>&>(value_), out);
     if (!in_place) value_ = std::move(out);
   }
 
  private:
-  int device_;
+  const Device* device_;
   mutable std::mutex mutex_;  // guards value_
   Tensor<T> value_;
 
@@ -240,9 +241,9 @@ class LocalVariable final : public VariableImpl<T> {
   /// through the host in a program without it).
   template <class Op>
   void apply_elementwise(const Tensor<T>& delta, std::string_view op) {
-    const Tensor<T> d = variable_copy(delta, device_, op);  // the delta on this device
+    const Tensor<T> d = variable_copy(delta, *device_, op);  // the delta on this device
     std::lock_guard lock(mutex_);
-    auto next = Tensor<T>::empty(value_.shape(), device_, op);
+    auto next = Tensor<T>::empty(value_.shape(), *device_, op);
     const Tensor<T> inputs[2] = {value_, d};
     op_detail::run_body_on<Op, T, T>({}, inputs, next);
     value_ = std::move(next);
@@ -320,7 +321,7 @@ class Variable {
   [[nodiscard]] const std::string& device() const { return read_device_info().full_name; }
   /// The same device, parsed (for DeviceScopes on hot paths: no string work).
   [[nodiscard]] const DeviceSpec& device_spec() const { return read_device_info().spec; }
-  [[nodiscard]] int device_index() const { return impl().device_index(); }
+  [[nodiscard]] int device_index() const { return impl().device().logical_index; }
   /// The id GradientTape knows this variable by (stable across assignments).
   [[nodiscard]] std::uint64_t handle_id() const { return impl().info().handle_id; }
   /// Two handles of the same variable.
@@ -405,9 +406,7 @@ class Variable {
     if (!impl_) throw FailedPreconditionError("This Variable is empty (default-constructed)");
     return *impl_;
   }
-  const LogicalDeviceInfo& read_device_info() const {
-    return Context::global().logical_devices()[static_cast<std::size_t>(impl().read_device())];
-  }
+  const Device& read_device_info() const { return impl().read_device(); }
   void check_shape(const Tensor<T>& value, std::string_view op) const {
     if (!value.defined()) throw InvalidArgumentError("Cannot assign an undefined tensor to variable " + name());
     const Shape current = shape();

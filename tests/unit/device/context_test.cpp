@@ -55,7 +55,7 @@ BOOST_AUTO_TEST_CASE(simulated_gpus_are_physical_and_logical_gpus) {
   BOOST_TEST(names(cfg::list_logical_devices()) ==
                  (std::vector<std::string>{"/device:CPU:0", "/device:GPU:0", "/device:GPU:1"}),
              boost::test_tools::per_element());
-  const auto& logical = Context::global().logical_devices();
+  const auto& logical = Context::global().devices();
   BOOST_TEST(logical[1].full_name == "/job:localhost/replica:0/task:0/device:GPU:0");
   BOOST_TEST(logical[2].spec.to_string() == "/job:localhost/replica:0/task:0/device:GPU:1");
 }
@@ -73,7 +73,7 @@ BOOST_AUTO_TEST_CASE(virtual_gpus_numbered_across_physical_gpus) {
   cfg::set_simulated_gpus(2, 8 * kGiB);
   auto gpus = cfg::list_physical_devices("GPU");
   cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 1024}, {.memory_limit_mb = 512.9}});
-  const auto& logical = Context::global().logical_devices();
+  const auto& logical = Context::global().devices();
   BOOST_TEST_REQUIRE(logical.size() == 4u);
   BOOST_TEST(logical[1].device.name == "/device:GPU:0");
   BOOST_TEST(logical[1].memory_limit == 1024 * kMiB);
@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(hidden_devices_disappear) {
   BOOST_TEST(names(cfg::get_visible_devices("GPU")) ==
                  (std::vector<std::string>{"/physical_device:GPU:2", "/physical_device:GPU:0"}),
              boost::test_tools::per_element());
-  const auto& logical = Context::global().logical_devices();
+  const auto& logical = Context::global().devices();
   BOOST_TEST_REQUIRE(logical.size() == 3u);
   // Logical GPUs follow physical order (TensorFlow's Python API), skipping hidden ones.
   BOOST_TEST(logical[1].physical_index == 1);
@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(failed_initialisation_leaves_configuration_open) {
   BOOST_TEST(!Context::global().initialized());
   cfg::experimental::set_memory_growth(gpus[1], true);  // fixable, still uninitialised
   BOOST_TEST(cfg::list_logical_devices("GPU").size() == 2u);
-  BOOST_TEST(Context::global().logical_devices()[1].allow_growth);
+  BOOST_TEST(Context::global().devices()[1].allow_growth);
 }
 
 BOOST_AUTO_TEST_CASE(reset_gives_a_fresh_context) {

@@ -17,8 +17,8 @@ using devtensor::kMiB;
 using devtensor::test::ScopedEnv;
 
 namespace {
-const devtensor::LogicalDeviceInfo& gpu(int i) {
-  for (const auto& d : Context::global().logical_devices())
+const devtensor::Device& gpu(int i) {
+  for (const auto& d : Context::global().devices())
     if (d.device_type == "GPU" && d.index == i) return d;
   BOOST_FAIL("no such logical GPU");
   throw;

@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_CASE(each_logical_gpu_gets_a_stream_at_its_priority) {
   BOOST_TEST_REQUIRE(gpus.size() == 1u);
   cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 64, .experimental_priority = -2},
                                                   {.memory_limit_mb = 64, .experimental_priority = 0}});
-  const auto& devices = dt::Context::global().logical_devices();
+  const auto& devices = dt::Context::global().devices();
   BOOST_TEST_REQUIRE(recorder.created.size() == 2u);
   BOOST_TEST(recorder.created[0].second == -2);
   BOOST_TEST(recorder.created[1].second == 0);
@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(default_priority_is_cudas_default) {
 BOOST_AUTO_TEST_CASE(copies_name_the_streams_of_their_devices) {
   const auto gpus = cfg::list_physical_devices("GPU");
   cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 64}, {.memory_limit_mb = 64}});
-  const auto& devices = dt::Context::global().logical_devices();
+  const auto& devices = dt::Context::global().devices();
   dt::Tensor<float> on0;
   {
     dt::DeviceScope scope("/gpu:0");
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(copies_name_the_streams_of_their_devices) {
   BOOST_TEST(gpu1_stream != gpu0.stream);
 
   // Device to device: the platform gets both ordinals and both streams.
-  auto on_gpu1 = dt::Tensor<float>::empty({3}, gpu1_logical_index, "test");
+  auto on_gpu1 = dt::Tensor<float>::empty({3}, devices[static_cast<std::size_t>(gpu1_logical_index)], "test");
   BOOST_TEST_REQUIRE(on_gpu1.device_info().stream == gpu1_stream);
   dt::detail::copy_bytes(on_gpu1.mutable_data(), on_gpu1.device_info(), on0.data(), gpu0, 3 * sizeof(float));
   const auto& d2d = recorder.copies.back();

@@ -70,6 +70,13 @@ ds::PerReplica<dt::Tensor<T>> on_gpus(const std::vector<std::vector<T>>& values)
 }
 
 const std::vector<std::string> gpus{"/gpu:0", "/gpu:1"};
+/// Logical devices by position.
+ds::Destinations logical(std::initializer_list<int> indices) {
+  std::vector<const dt::Device*> out;
+  const auto& devices = dt::Context::global().devices();
+  for (int i : indices) out.push_back(&devices[static_cast<std::size_t>(i)]);
+  return out;
+}
 
 }  // namespace
 
@@ -113,7 +120,7 @@ BOOST_AUTO_TEST_CASE(with_the_kernel_the_default_on_distinct_real_gpus_is_nccl) 
 
 BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) {
   install();
-  const auto& devices = dt::Context::global().logical_devices();
+  const auto& devices = dt::Context::global().devices();
   std::vector<void*> streams;
   for (const auto& d : devices)
     if (d.is_gpu) streams.push_back(d.stream);
@@ -121,7 +128,7 @@ BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) 
   // Three tensors of 3 + 4 + 1 = 8 elements in 3 packs: 2, 2 and the remainder 4.
   const std::vector values{on_gpus<float>({{1, 2, 3}, {10, 20, 30}}), on_gpus<float>({{1, 1, 1, 1}, {2, 2, 2, 2}}),
                            on_gpus<float>({{5}, {6}})};
-  const auto out = ds::NcclAllReduce{.num_packs = 3}.batch_reduce(ds::ReduceOp::SUM, values, {1, 2});
+  const auto out = ds::NcclAllReduce{.num_packs = 3}.batch_reduce(ds::ReduceOp::SUM, values, logical({1, 2}));
   BOOST_TEST_REQUIRE(kernel_calls.size() == 3u);
   BOOST_TEST(kernel_calls[0].count == 2u);
   BOOST_TEST(kernel_calls[1].count == 2u);
@@ -141,7 +148,7 @@ BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) 
   // Doubles go as DT_DOUBLE; num_packs = 0 reduces each tensor on its own.
   kernel_calls.clear();
   const auto doubles = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(
-      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})}, {1, 2});
+      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})}, logical({1, 2}));
   BOOST_TEST_REQUIRE(kernel_calls.size() == 2u);
   BOOST_TEST(kernel_calls[0].dtype == "DT_DOUBLE");
   BOOST_TEST(doubles[0][1].item() == 0.75);
@@ -278,7 +285,7 @@ BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
     on_cpu.values = {dt::constant<float>({1}), dt::constant<float>({2})};
   }
   // Destinations that are the values' devices: NCCL would be asked to reduce host memory.
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, {0, 0}),
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, logical({0, 0})),
                              dt::InvalidArgumentError, "NcclAllReduce needs real GPUs, but a value is on /job:localhost/replica:0/task:0/device:CPU:0");
   // Destinations that differ from the values' devices: TensorFlow's fallback, no NCCL call.
   const auto out = ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), std::vector<std::string>{"/cpu:0"});
@@ -293,7 +300,7 @@ BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
 BOOST_AUTO_TEST_CASE(all_reduce_across_workers_refuses_what_it_cannot_do) {
   install();  // an in-process kernel only
   const auto values = std::vector{on_gpus<float>({{1, 2}, {3, 4}})};
-  const std::vector<int> devices{values[0].values[0].device_index(), values[0].values[1].device_index()};
+  const ds::Destinations devices{&values[0].values[0].device_info(), &values[0].values[1].device_info()};
   DEVTENSOR_CHECK_THROW_WITH((void)ds::CollectiveAllReduce{}.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),
                              dt::FailedPreconditionError, "has no NCCL clique across workers");
   auto clique = std::make_shared<dt::detail::GpuCliqueAcrossProcesses>();
@@ -301,7 +308,7 @@ BOOST_AUTO_TEST_CASE(all_reduce_across_workers_refuses_what_it_cannot_do) {
   const ds::CollectiveAllReduce across(ds::CommunicationOptions(), clique);
   BOOST_TEST(across.spans_workers());
   BOOST_TEST(!ds::cdo_detail::NcclEngine::available_across_processes());
-  const std::vector<int> swapped{devices[1], devices[0]};
+  const ds::Destinations swapped{&devices[1], &devices[0]};
   DEVTENSOR_CHECK_THROW_WITH((void)across.all_reduce_across_workers(ds::ReduceOp::SUM, values, swapped, "x"),
                              dt::InvalidArgumentError, "needs each replica's value on its own device");
   DEVTENSOR_CHECK_THROW_WITH((void)across.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),

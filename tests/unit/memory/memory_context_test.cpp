@@ -13,7 +13,7 @@ using devtensor::kMiB;
 
 namespace {
 devtensor::memory::Allocator& gpu_allocator(int i) {
-  for (const auto& d : Context::global().logical_devices())
+  for (const auto& d : Context::global().devices())
     if (d.device_type == "GPU" && d.index == i) return Context::global().allocator(d);
   throw std::runtime_error("no such GPU");
 }
@@ -25,7 +25,7 @@ BOOST_AUTO_TEST_CASE(one_allocator_per_logical_device) {
   cfg::set_simulated_gpus(2, 4 * kGiB);
   auto cpu = cfg::list_physical_devices("CPU")[0];
   cfg::set_logical_device_configuration(cpu, {{}, {}});
-  const auto& devices = Context::global().logical_devices();
+  const auto& devices = Context::global().devices();
   BOOST_TEST(Context::global().allocator(devices[0]).name() == "cpu_bfc");
   BOOST_TEST(&Context::global().allocator(devices[0]) == &Context::global().allocator(devices[1]));
   BOOST_TEST(Context::global().allocator(devices[2]).name() == "GPU_0_bfc");
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(overhead_of_simulated_gpus_is_zero) {
 }
 
 BOOST_AUTO_TEST_CASE(allocator_of_a_copied_device_info_is_refused) {
-  const auto copy = Context::global().logical_devices()[0];
+  const auto copy = Context::global().devices()[0];
   DEVTENSOR_CHECK_THROW_WITH((void)Context::global().allocator(copy), devtensor::InvalidArgumentError,
                              "is not a logical device of this Context");
 }

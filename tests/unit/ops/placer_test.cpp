@@ -26,7 +26,7 @@ struct CpuOnlyScale {
 };
 template <class T>
 dt::Tensor<T> cpu_only_scale(const dt::Tensor<T>& x, T factor) {
-  const int device = dt::place_op(dt::kernel_support<CpuOnlyScale, T>);
+  const dt::Device& device = dt::place_op(dt::kernel_support<CpuOnlyScale, T>);
   const auto in = dt::to_device(x, device, CpuOnlyScale::name);
   auto out = dt::Tensor<T>::empty(in.shape(), device, CpuOnlyScale::name);
   for (std::int64_t i = 0; i < in.num_elements(); ++i) out.mutable_data()[i] = in.data()[i] * factor;

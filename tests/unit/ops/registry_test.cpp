@@ -46,21 +46,21 @@ struct TripleOp {
   template <dt::DeviceTag Tag, class T>
   static constexpr bool has_kernel = std::same_as<T, float>;
   template <class T>
-  using body = void(const dt::LogicalDeviceInfo&, const T* in, T* out, std::int64_t n);
+  using body = void(const dt::Device&, const T* in, T* out, std::int64_t n);
 };
 std::string last_triple_device;
-void triple_cpu(const dt::LogicalDeviceInfo& device, const float* in, float* out, std::int64_t n) {
+void triple_cpu(const dt::Device& device, const float* in, float* out, std::int64_t n) {
   last_triple_device = device.full_name;
   for (std::int64_t i = 0; i < n; ++i) out[i] = 3 * in[i];
 }
-void triple_gpu(const dt::LogicalDeviceInfo& device, const float* in, float* out, std::int64_t n) {
+void triple_gpu(const dt::Device& device, const float* in, float* out, std::int64_t n) {
   last_triple_device = device.full_name + " (gpu body)";
   for (std::int64_t i = 0; i < n; ++i) out[i] = 3 * in[i];
 }
 DEVTENSOR_REGISTER_KERNEL(TripleOp, dt::cpu_t, float, &triple_cpu);
 
 dt::Tensor<float> triple(const dt::Tensor<float>& x) {
-  const int device = dt::place_op(dt::kernel_support<TripleOp, float>);
+  const dt::Device& device = dt::place_op(dt::kernel_support<TripleOp, float>);
   const auto in = dt::to_device(x, device, TripleOp::name);
   auto out = dt::Tensor<float>::empty(in.shape(), device, TripleOp::name);
   dt::kernel_for<TripleOp, float>(out.device_info())(out.device_info(), in.data(), out.mutable_data(),
@@ -74,7 +74,7 @@ struct UnregisteredOp {
   template <dt::DeviceTag Tag, class T>
   static constexpr bool has_kernel = true;
   template <class T>
-  using body = void(const dt::LogicalDeviceInfo&, T* out);
+  using body = void(const dt::Device&, T* out);
 };
 
 // A user's op that declares a GPU kernel and no CPU kernel (a GPU-only op). Its bodies are
@@ -84,14 +84,14 @@ struct GpuOnlyScaleOp {
   template <dt::DeviceTag Tag, class T>
   static constexpr bool has_kernel = std::same_as<Tag, dt::gpu_t> && std::same_as<T, float>;
   template <class T>
-  using body = void(const dt::LogicalDeviceInfo&, const T* in, T* out, std::int64_t n, T factor);
+  using body = void(const dt::Device&, const T* in, T* out, std::int64_t n, T factor);
 };
 std::string last_scale_body;
-void scale_cuda_stand_in(const dt::LogicalDeviceInfo&, const float* in, float* out, std::int64_t n, float factor) {
+void scale_cuda_stand_in(const dt::Device&, const float* in, float* out, std::int64_t n, float factor) {
   last_scale_body = "gpu";
   for (std::int64_t i = 0; i < n; ++i) out[i] = factor * in[i];
 }
-void scale_host(const dt::LogicalDeviceInfo&, const float* in, float* out, std::int64_t n, float factor) {
+void scale_host(const dt::Device&, const float* in, float* out, std::int64_t n, float factor) {
   last_scale_body = "host";
   for (std::int64_t i = 0; i < n; ++i) out[i] = factor * in[i];
 }
@@ -108,7 +108,7 @@ struct RegisteredScale {
 
 /// The op as a user writes it: the placer, then the registered body for the chosen device.
 dt::Tensor<float> gpu_only_scale(const dt::Tensor<float>& x, float factor) {
-  const int device = dt::place_op(dt::kernel_support<GpuOnlyScaleOp, float>);
+  const dt::Device& device = dt::place_op(dt::kernel_support<GpuOnlyScaleOp, float>);
   const auto in = dt::to_device(x, device, GpuOnlyScaleOp::name);
   auto out = dt::Tensor<float>::empty(in.shape(), device, GpuOnlyScaleOp::name);
   dt::kernel_for<GpuOnlyScaleOp, float>(out.device_info())(out.device_info(), in.data(), out.mutable_data(),
@@ -117,7 +117,7 @@ dt::Tensor<float> gpu_only_scale(const dt::Tensor<float>& x, float factor) {
 }
 /// The same op with its own inline body for host memory (simulated GPUs).
 dt::Tensor<float> gpu_only_scale_inline(const dt::Tensor<float>& x, float factor) {
-  const int device = dt::place_op(dt::kernel_support<GpuOnlyScaleOp, float>);
+  const dt::Device& device = dt::place_op(dt::kernel_support<GpuOnlyScaleOp, float>);
   const auto in = dt::to_device(x, device, GpuOnlyScaleOp::name);
   auto out = dt::Tensor<float>::empty(in.shape(), device, GpuOnlyScaleOp::name);
   BOOST_TEST_REQUIRE(out.device_info().host_memory());
@@ -235,9 +235,8 @@ BOOST_FIXTURE_TEST_CASE(simulated_gpus_follow_the_declaration_and_run_the_cpu_bo
 // an error that says the op has none.
 BOOST_FIXTURE_TEST_CASE(a_gpu_only_op_is_placed_on_simulated_gpus_as_on_real_ones, TwoSimulatedGpus) {
   const auto x = dt::constant<float>({1, 2});
-  const auto& devices = dt::Context::global().logical_devices();
   dt::DeviceScope cpu("/device:CPU:0");
-  BOOST_TEST(devices[static_cast<std::size_t>(dt::place_op(support<GpuOnlyScaleOp, float>()))].full_name == kGpu0);
+  BOOST_TEST(dt::place_op(support<GpuOnlyScaleOp, float>()).full_name == kGpu0);
   DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::UnimplementedError,
                              "GpuOnlyScale with T=DT_FLOAT was placed on " + std::string(kGpu0) +
                                  ", a simulated GPU, but has no body in this program that runs on host memory: "

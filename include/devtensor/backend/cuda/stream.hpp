@@ -21,7 +21,7 @@
 namespace devtensor::backend::cuda {
 
 /// The stream of a logical device: its own for a real GPU; nullptr (never used) otherwise.
-inline cudaStream_t stream_of(const LogicalDeviceInfo& device) noexcept {
+inline cudaStream_t stream_of(const Device& device) noexcept {
   return static_cast<cudaStream_t>(device.stream);
 }
 

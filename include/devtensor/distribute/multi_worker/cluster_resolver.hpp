@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "devtensor/core/error.hpp"
-#include "devtensor/device/configuration.hpp"
+#include "devtensor/device/context.hpp"
 
 namespace devtensor::distribute {
 
@@ -338,7 +338,9 @@ class TFConfigClusterResolver {
 
   /// The number of GPUs this task can use (the local logical GPUs).
   [[nodiscard]] int num_accelerators() const {
-    return static_cast<int>(config::list_logical_devices("GPU").size());
+    int gpus = 0;
+    for (const auto& d : device_set("ClusterResolver.num_accelerators()")) gpus += d.is_gpu ? 1 : 0;
+    return gpus;
   }
 
   [[nodiscard]] ClusterDescription describe() const { return {cluster_spec_, task_type_, task_id_, rpc_layer_}; }

@@ -34,7 +34,6 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
-#include "devtensor/device/configuration.hpp"
 #include "devtensor/distribute/communication.hpp"
 #include "devtensor/distribute/cross_device_ops.hpp"
 #include "devtensor/distribute/mirrored_strategy.hpp"
@@ -103,7 +102,7 @@ struct GpuSurvey {
 /// (RING; or AUTO/NCCL where NCCL cannot run). Every worker calls this at start-up with the
 /// same options and decides alike from the same survey.
 /// @throws InvalidArgumentError when NCCL is asked for but two ranks would share a GPU.
-inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup& group, const std::vector<int>& replicas,
+inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup& group, const Destinations& replicas,
                                                                           const CommunicationOptions& options) {
   const auto requested = options.implementation();
   if (requested == CommunicationImplementation::RING) return nullptr;
@@ -111,12 +110,10 @@ inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWor
   mine.can_join = cdo_detail::NcclEngine::available_across_processes() && !replicas.empty();
   const std::string host = group.host_name();
   bool has_gpus = false;
-  for (int d : replicas) {
-    const auto& device = cdo_detail::info(d);
-    has_gpus = has_gpus || device.is_gpu;
-    mine.can_join = mine.can_join && device.is_gpu && !device.simulated;
-    if (device.is_gpu && !device.simulated)
-      mine.gpus.push_back(host + " " + Context::global().physical_devices().at(static_cast<std::size_t>(device.physical_index)).properties.pci_bus_id);
+  for (const Device* device : replicas.devices()) {
+    has_gpus = has_gpus || device->is_gpu;
+    mine.can_join = mine.can_join && device->real_gpu();
+    if (device->real_gpu()) mine.gpus.push_back(host + " " + device->pci_bus_id);
   }
   std::vector<GpuSurvey> workers;
   for (const auto& text : group.all_gather(mine.encode(), "the GPU survey of MultiWorkerMirroredStrategy"))
@@ -236,12 +233,14 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
         if (single) s->num_workers = 1;
       }
       // Local devices: every logical GPU, else the CPU.
-      const auto gpus = config::list_logical_devices("GPU");
-      if (gpus.empty()) s->local_devices = {std::string(kHostCpuDeviceName)};
-      for (const auto& g : gpus) s->local_devices.push_back(g.name);
+      const DeviceSet& all = device_set("constructing MultiWorkerMirroredStrategy");
+      for (const auto& d : all)
+        if (d.is_gpu) s->local_devices.push_back(d.full_name);
+      const bool gpus = !s->local_devices.empty();
+      if (!gpus) s->local_devices = {all.host_cpu().full_name};
       const std::string prefix = single ? std::string() : "/job:" + *cluster.task_type + "/replica:0/task:" + std::to_string(*cluster.task_id);
       for (const auto& d : s->local_devices) s->worker_devices.push_back(prefix + d.substr(d.find("/device:")));
-      if (options.implementation() == CommunicationImplementation::NCCL && gpus.empty())
+      if (options.implementation() == CommunicationImplementation::NCCL && !gpus)
         log(LogSource::python_logger, LogSeverity::warning, "Enabled NCCL communication but no GPUs detected/specified.");
 
       const std::string devices = cdo_detail::python_tuple(s->worker_devices);
@@ -270,7 +269,7 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
           (options.timeout_seconds() ? std::to_string(*options.timeout_seconds()) : std::string("inf")));
       group->barrier("the start-up of MultiWorkerMirroredStrategy");
       log(LogSource::python_logger, LogSeverity::info, "Cluster is ready.");
-      s->clique = multi_worker_detail::gpu_clique(*group, cdo_detail::resolve(s->local_devices), options);
+      s->clique = multi_worker_detail::gpu_clique(*group, Destinations(s->local_devices), options);
       log(LogSource::python_logger, LogSeverity::info,
           "MultiWorkerMirroredStrategy with cluster_spec = " + spec.to_string() + ", task_type = " +
               multi_worker_util::repr(cluster.task_type) + ", task_id = " + std::to_string(*cluster.task_id) +
@@ -289,7 +288,8 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
   std::shared_ptr<Setup> setup_;
 
   explicit MultiWorkerMirroredStrategy(std::shared_ptr<Setup> setup)
-      : Base(setup->local_devices, CollectiveAllReduce(setup->options, setup->clique), Workers{setup->group, setup->options}),
+      : Base(setup->local_devices, CollectiveAllReduce(setup->options, setup->clique),
+             setup->group ? std::make_shared<CrossWorker>(setup->group, setup->options) : nullptr),
         setup_(std::move(setup)) {}
 };
 

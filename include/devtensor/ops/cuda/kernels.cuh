@@ -38,11 +38,11 @@ inline unsigned blocks_for(std::int64_t n) {
 
 /// The device, guard and stream a launch needs.
 struct Launch {
-  const LogicalDeviceInfo& device;
+  const Device& device;
   backend::cuda::DeviceGuard guard;
   cudaStream_t stream;
 
-  explicit Launch(const LogicalDeviceInfo& on)
+  explicit Launch(const Device& on)
       : device(on),
         guard(device.platform_ordinal),
         stream(backend::cuda::stream_of(device)) {}
@@ -168,7 +168,7 @@ __global__ void accumulate_kernel(T* __restrict__ out, const T* __restrict__ x, 
 
 /// out[i] = f(in[i]) (U may differ from T: casts).
 template <class T, class U, class F>
-void map(const LogicalDeviceInfo& device, const T* in, U* out, std::int64_t n, F f) {
+void map(const Device& device, const T* in, U* out, std::int64_t n, F f) {
   if (n == 0) return;
   Launch launch(device);
   map_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(in, out, n, f);
@@ -177,7 +177,7 @@ void map(const LogicalDeviceInfo& device, const T* in, U* out, std::int64_t n, F
 
 /// out = f(a, b) with NumPy broadcasting to `out_shape`.
 template <class T, class F>
-void zip(const LogicalDeviceInfo& device, const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out,
+void zip(const Device& device, const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out,
          const Shape& out_shape, std::string_view op, F f) {
   const std::int64_t n = out_shape.num_elements();
   if (n == 0) return;
@@ -202,7 +202,7 @@ void zip(const LogicalDeviceInfo& device, const T* a, const Shape& a_shape, cons
 /// Copies the box `dims` from src (strides `src_strides`, starting at `src_offset`) to dst
 /// (strides `dst_strides`, starting at `dst_offset`).
 template <class T>
-void strided_copy(const LogicalDeviceInfo& device, const T* src, std::span<const std::int64_t> src_strides, std::int64_t src_offset,
+void strided_copy(const Device& device, const T* src, std::span<const std::int64_t> src_strides, std::int64_t src_offset,
                   T* dst, std::span<const std::int64_t> dst_strides, std::int64_t dst_offset,
                   std::span<const std::int64_t> dims, std::string_view op) {
   std::int64_t n = 1;
@@ -222,7 +222,7 @@ void strided_copy(const LogicalDeviceInfo& device, const T* src, std::span<const
 }
 
 template <class T>
-void fill(const LogicalDeviceInfo& device, T* out, std::int64_t n, T value) {
+void fill(const Device& device, T* out, std::int64_t n, T value) {
   if (n == 0) return;
   Launch launch(device);
   fill_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(out, n, value);
@@ -231,7 +231,7 @@ void fill(const LogicalDeviceInfo& device, T* out, std::int64_t n, T value) {
 
 /// out[i] = f(i): range and the random generators.
 template <class T, class F>
-void generate(const LogicalDeviceInfo& device, T* out, std::int64_t n, F f) {
+void generate(const Device& device, T* out, std::int64_t n, F f) {
   if (n == 0) return;
   Launch launch(device);
   generate_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(out, n, f);
@@ -240,7 +240,7 @@ void generate(const LogicalDeviceInfo& device, T* out, std::int64_t n, F f) {
 
 /// f(i) for i in [0, n): one launch.
 template <class F>
-void for_each_index(const LogicalDeviceInfo& device, std::int64_t n, F f) {
+void for_each_index(const Device& device, std::int64_t n, F f) {
   if (n == 0) return;
   Launch launch(device);
   for_each_index_kernel<<<blocks_for(n), kThreads, 0, launch.stream>>>(n, f);
@@ -249,7 +249,7 @@ void for_each_index(const LogicalDeviceInfo& device, std::int64_t n, F f) {
 
 /// dst = src, n elements of T, on the device's stream.
 template <class T>
-void copy(const LogicalDeviceInfo& device, T* dst, const T* src, std::int64_t n) {
+void copy(const Device& device, T* dst, const T* src, std::int64_t n) {
   if (n == 0 || dst == src) return;
   Launch launch(device);
   DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice,
@@ -258,7 +258,7 @@ void copy(const LogicalDeviceInfo& device, T* dst, const T* src, std::int64_t n)
 
 /// out = inputs[0] + inputs[1] + ... (add_n): one copy, then one accumulation per input.
 template <class T>
-void sum_into(const LogicalDeviceInfo& device, T* out, const T* const* inputs, std::size_t count, std::int64_t n) {
+void sum_into(const Device& device, T* out, const T* const* inputs, std::size_t count, std::int64_t n) {
   if (n == 0) return;
   Launch launch(device);
   DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(out, inputs[0], static_cast<std::size_t>(n) * sizeof(T),

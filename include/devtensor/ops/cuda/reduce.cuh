@@ -58,7 +58,7 @@ reduce_rows_kernel(const In* __restrict__ in, Out* __restrict__ out, std::int64_
 
 /// Reduces `in` (shape `shape`, on real GPU `device`) over the flagged axes into `out`.
 template <class T>
-void reduce(const LogicalDeviceInfo& device, const T* in, const Shape& shape, const std::vector<bool>& reduce_axis,
+void reduce(const Device& device, const T* in, const Shape& shape, const std::vector<bool>& reduce_axis,
             cpu::ReduceKind kind, T* out, std::string_view op) {
   using Acc = cpu::accumulator_t<T>;
   const std::size_t rank = shape.rank();
@@ -73,7 +73,7 @@ void reduce(const LogicalDeviceInfo& device, const T* in, const Shape& shape, co
   std::shared_ptr<detail::TensorStorage> moved;
   const T* src = in;
   if (layout.needs_move) {
-    moved = detail::allocate_storage(device.logical_index, detail::checked_byte_count(outer * inner, sizeof(T), op), shape,
+    moved = detail::allocate_storage(device, detail::checked_byte_count(outer * inner, sizeof(T), op), shape,
                                      dtype_string<T>(), op);
     const auto strides = shape.strides();
     std::vector<std::int64_t> dims(rank);
@@ -110,7 +110,7 @@ void reduce(const LogicalDeviceInfo& device, const T* in, const Shape& shape, co
       return;
     }
     const std::int64_t chunk = (inner + chunks - 1) / chunks;
-    auto partials = detail::allocate_storage(device.logical_index, detail::checked_byte_count(outer * chunks, sizeof(Acc), op),
+    auto partials = detail::allocate_storage(device, detail::checked_byte_count(outer * chunks, sizeof(Acc), op),
                                              Shape{outer, chunks}, dtype_string<T>(), op);
     auto* partial = static_cast<Acc*>(partials->data);
     reduce_rows_kernel<T, Acc, Acc><<<static_cast<unsigned>(outer * chunks), kThreads, 0, launch.stream>>>(
