@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "devtensor/core/error.hpp"
+#include "devtensor/distribute/values.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::detail {
@@ -93,10 +94,13 @@ class StrategyInterface {
   /// one copy per replica (result[r][k] on replica r's device).
   [[nodiscard]] virtual std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(
       const std::vector<std::vector<Tensor<float>>>& values) = 0;
-  /// The number of examples local replica r gets from a global batch of `global`.
-  [[nodiscard]] virtual std::vector<std::int64_t> batch_sizes(std::int64_t global) const = 0;
-  /// Where this process's replicas start in a global batch (0 in one process).
-  [[nodiscard]] virtual std::int64_t batch_offset(std::int64_t) const { return 0; }
+  /// This process's share of a global batch of `global` examples: where its replicas start and
+  /// how many each gets (TensorFlow's split; DATA auto-shard across processes).
+  [[nodiscard]] virtual distribute::LocalBatch local_batch(std::int64_t global) const = 0;
+  /// strategy.reduce(SUM) of one value per local replica, over every replica of every process,
+  /// on the first replica's device. `what` names the operation in errors.
+  [[nodiscard]] virtual Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica,
+                                                                  std::string_view what) = 0;
   /// The replicas of every process together (num_replicas() in one process).
   [[nodiscard]] virtual int num_replicas_in_sync() const { return num_replicas(); }
   /// The other processes, or nullptr in one process.

@@ -320,11 +320,11 @@ class MirroredStrategy {
         for (std::size_t k = 0; k < count; ++k) out[r].push_back(reduced[k].values[r]);
       return out;
     }
-    std::vector<std::int64_t> batch_sizes(std::int64_t global) const override {
-      return local_batch(global, global, num_workers(), num_replicas(), worker_index()).sizes;
+    LocalBatch local_batch(std::int64_t global) const override {
+      return distribute::local_batch(global, global, num_workers(), num_replicas(), worker_index());
     }
-    std::int64_t batch_offset(std::int64_t global) const override {
-      return local_batch(global, global, num_workers(), num_replicas(), worker_index()).offset;
+    Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica, std::string_view what) override {
+      return across_workers(cdo_detail::sum_on(per_replica, devices[0]), what);
     }
 
     /// The cross-device ops' reduction over this process's replicas; across processes, every

@@ -6,7 +6,8 @@
 /// an input_dim, else on the first call. fit() runs, per batch, the forward pass under a
 /// GradientTape, the loss, its gradients and the optimizer's update; an epoch's loss is the mean of
 /// the batches' losses weighted by their sizes (Keras's loss tracker). Distribution strategies
-/// replace `train_step` (see distribute/).
+/// replace `train_step` (see distribute/). The loops are training_loop.hpp's, the loss tracker
+/// metrics.hpp's, fit(x, y)'s batching data_adapter.hpp's.
 
 #include <algorithm>
 #include <iomanip>
@@ -19,47 +20,17 @@
 #include "devtensor/autodiff/gradient_tape.hpp"
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/distribute/context.hpp"
+#include "devtensor/distribute/distributed_dataset.hpp"
 #include "devtensor/nn/layers.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/optimizers.hpp"
-#include "devtensor/nn/progress.hpp"
+#include "devtensor/nn/data_adapter.hpp"
+#include "devtensor/nn/training_loop.hpp"
+#include "devtensor/nn/training_options.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
 namespace nn {
-
-struct FitOptions {
-  int epochs = 1;
-  /// For fit(x, y): examples per batch (a dataset is batched already).
-  std::int64_t batch_size = 32;
-  /// 0 silent, 1 progress bar, 2 one line per epoch.
-  int verbose = 1;
-  /// For fit(x, y): shuffle the examples every epoch.
-  bool shuffle = true;
-  std::optional<std::uint64_t> seed = std::nullopt;
-  /// Steps per epoch; required for an infinitely repeating dataset.
-  std::optional<std::int64_t> steps_per_epoch = std::nullopt;
-  /// Where progress goes (default std::cout) and whether it is a terminal (default: detected).
-  std::ostream* out = nullptr;
-  std::optional<bool> interactive = std::nullopt;
-};
-
-struct EvaluateOptions {
-  std::int64_t batch_size = 32;
-  int verbose = 1;
-  std::ostream* out = nullptr;
-  std::optional<bool> interactive = std::nullopt;
-};
-
-struct PredictOptions {
-  std::int64_t batch_size = 32;
-};
-
-/// What fit returns: the loss of every epoch (Keras's history.history["loss"]).
-struct History {
-  std::vector<int> epoch;
-  std::vector<double> loss;
-};
 
 class Sequential {
  public:
@@ -102,14 +73,14 @@ class Sequential {
   /// here. @throws InvalidArgumentError when x and y hold different numbers of examples.
   History fit(const Tensor<float>& x, const Tensor<float>& y, FitOptions options = {}) {
     require_compiled();
-    return fit(examples(x, y, options.batch_size, options.shuffle, options.seed), options);
+    return fit(data_adapter::from_arrays(x, y, options.batch_size, options.shuffle, options.seed), options);
   }
 
   /// The loss over a dataset (weighted by batch sizes), without training.
   double evaluate(const Dataset& dataset, EvaluateOptions options = {});
   double evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
     require_compiled();
-    return evaluate(examples(x, y, options.batch_size, false, std::nullopt), options);
+    return evaluate(data_adapter::from_arrays(x, y, options.batch_size, false, std::nullopt), options);
   }
 
   /// The model's outputs for x [n, features], computed batch_size examples at a time.
@@ -137,45 +108,6 @@ class Sequential {
   std::optional<std::vector<std::int64_t>> input_shape_;
   std::optional<Loss> loss_;
   std::optional<Optimizer> optimizer_;
-
-  /// The batch-size-weighted mean of the batches' losses (Keras's loss tracker). A loss in host
-  /// memory is read at once (a read costs nothing there); a loss on a GPU is summed on the GPU,
-  /// one fused launch per step (AccumulateWeighted: total += loss · n, in place), and read only by
-  /// result(), so a step on a GPU never waits for the host.
-  class LossMean {
-   public:
-    void add(const Tensor<float>& loss, std::int64_t n) {
-      examples_ += n;
-      if (loss.host_memory()) {
-        host_total_ += static_cast<double>(loss.item()) * static_cast<double>(n);
-        return;
-      }
-      if (device_total_.defined() && &device_total_.device_info() != &loss.device_info()) read_device_total();
-      if (!device_total_.defined())
-        device_total_ = op_detail::filled_on<float>(loss.device_info(), Shape{}, 0.0f, "ZerosLike");
-      op_detail::run_update<ops::AccumulateWeighted, float>(
-          device_total_.device_info(),
-          ops::WeightedAccumulateUpdate<float>{device_total_.data(), loss.data(), device_total_.mutable_data(),
-                                               static_cast<float>(n)},
-          1);
-    }
-    /// The mean so far: one device→host read when GPU losses were added since the last call.
-    [[nodiscard]] double result() {
-      read_device_total();
-      return examples_ ? host_total_ / static_cast<double>(examples_) : 0.0;
-    }
-
-   private:
-    double host_total_ = 0.0;
-    Tensor<float> device_total_;
-    std::int64_t examples_ = 0;
-
-    void read_device_total() {
-      if (!device_total_.defined()) return;
-      host_total_ += static_cast<double>(device_total_.item());
-      device_total_ = Tensor<float>();
-    }
-  };
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss is not
   /// read (fit decides when).
@@ -211,8 +143,6 @@ class Sequential {
     else std::snprintf(buffer, sizeof buffer, "%.2f MB", b / (1024.0 * 1024));
     return buffer;
   }
-  static Dataset examples(const Tensor<float>& x, const Tensor<float>& y, std::int64_t batch_size, bool shuffle,
-                          std::optional<std::uint64_t> seed);
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -255,79 +185,16 @@ DEVTENSOR_DEFINITION void Sequential::summary(std::ostream& out) const {
 
 DEVTENSOR_DEFINITION History Sequential::fit(const Dataset& dataset, FitOptions options) {
   require_compiled();
-  if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
-  if (options.steps_per_epoch && *options.steps_per_epoch < 1)
-    throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
-  const std::int64_t card = dataset.cardinality();
-  if (card == data::INFINITE_CARDINALITY && !options.steps_per_epoch)
-    throw InvalidArgumentError(
-        "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
-        "be determined.");
-  const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
-  std::ostream& out = options.out ? *options.out : std::cout;
-  History history;
-  // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
-  std::optional<Dataset::Iterator> shared;
-  if (options.steps_per_epoch) shared = dataset.begin();
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
-    if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
-    ProgressBar bar(target, options.verbose, &out, options.interactive);
-    LossMean mean;
-    std::int64_t steps = 0;
-    bool ran_out = false;
-    auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
-      const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
-      mean.add(loss, n);
-      ++steps;
-      if (bar.will_draw(steps)) bar.update(steps, mean.result());
-    };
-    if (shared) {
-      for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
-        if (*shared == std::default_sentinel) {
-          ran_out = true;
-          break;
-        }
-        const auto& [x, y] = **shared;
-        step(x, y);
-        ++*shared;
-      }
-    } else {
-      for (const auto& [x, y] : dataset) step(x, y);
-    }
-    if (steps == 0 && ran_out) {
-      log(LogSource::python_logger, LogSeverity::warning,
-          "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
-          "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
-          "your dataset.");
-      break;
-    }
-    const double epoch_loss = mean.result();
-    bar.finish(steps, epoch_loss);
-    history.epoch.push_back(epoch);
-    history.loss.push_back(epoch_loss);
-    if (ran_out) {
-      log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
-      break;
-    }
-  }
-  return history;
+  return training_loop::fit(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) {
+    return strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
+  });
 }
 
 DEVTENSOR_DEFINITION double Sequential::evaluate(const Dataset& dataset, EvaluateOptions options) {
   require_compiled();
-  if (dataset.cardinality() == data::INFINITE_CARDINALITY)
-    throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
-  std::ostream& out = options.out ? *options.out : std::cout;
-  ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
-  LossMean mean;
-  std::int64_t steps = 0;
-  for (const auto& [x, y] : dataset) {
-    mean.add((*loss_)(y, (*this)(x)), x.rank() > 0 ? x.shape()[0] : 1);
-    if (bar.will_draw(++steps)) bar.update(steps, mean.result());
-  }
-  const double result = mean.result();
-  bar.finish(steps, result);
-  return result;
+  return training_loop::evaluate(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) {
+    return std::pair{(*loss_)(y, (*this)(x)), x.rank() > 0 ? x.shape()[0] : std::int64_t{1}};
+  });
 }
 
 DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, PredictOptions options) {
@@ -375,20 +242,14 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
     size[0] = std::min<std::int64_t>(1, global);
     (void)(*this)(slice(x, start, size));
   }
+  // strategy.run: each replica's share of the batch on its device, its gradients on its tape.
   const auto vars = trainable_variables();
-  const int replicas = strategy_->num_replicas();
-  const auto sizes = strategy_->batch_sizes(global);
   const auto& devices = strategy_->replica_devices();
-  std::vector<Tensor<float>> xs, ys;
-  std::int64_t begin = strategy_->batch_offset(global);  // this process's share (DATA auto-shard)
-  for (int r = 0; r < replicas; ++r) {
-    const std::int64_t take = std::max<std::int64_t>(0, std::min(sizes[static_cast<std::size_t>(r)], global - begin));
-    xs.push_back(data::pipeline::rows_on(x, begin, take, *devices[static_cast<std::size_t>(r)]));
-    ys.push_back(data::pipeline::rows_on(y, begin, take, *devices[static_cast<std::size_t>(r)]));
-    begin += take;
-  }
-  std::vector<std::vector<Tensor<float>>> grads(static_cast<std::size_t>(replicas));
-  std::vector<Tensor<float>> losses(static_cast<std::size_t>(replicas));
+  const auto batch = strategy_->local_batch(global);  // this process's share (DATA auto-shard)
+  const auto xs = distribute::split_rows(x, batch, devices);
+  const auto ys = distribute::split_rows(y, batch, devices);
+  std::vector<std::vector<Tensor<float>>> grads(devices.size());
+  std::vector<Tensor<float>> losses(devices.size());
   strategy_->run_replicas([&](int r) {
     const auto i = static_cast<std::size_t>(r);
     GradientTape tape;
@@ -401,47 +262,13 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
     grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
     losses[i] = loss;  // not read: fit reads the sum when it displays it
   });
+  // batch_reduce_to(SUM), then the update in cross-replica context: every component gets it.
   const auto summed = strategy_->batch_all_reduce_sum(grads);
-  optimizer_->apply_gradients(summed[0], vars);  // cross-replica: every component gets the update
-  // The step's loss: the replicas' losses (each already divided by the global batch) summed on
-  // the first replica's device.
-  const Device& first = *devices[0];
-  std::vector<Tensor<float>> on_first;
-  for (const auto& l : losses) {
-    if (&l.device_info() == &first) {
-      on_first.push_back(l);
-      continue;
-    }
-    auto copy = Tensor<float>::empty(l.shape(), first, "AddN");
-    detail::copy_bytes(copy.mutable_data(), copy.device_info(), l.data(), l.device_info(), sizeof(float));
-    on_first.push_back(std::move(copy));
-  }
-  Tensor<float> total;
-  {
-    DeviceScope on(on_first[0].device_info().spec);
-    total = add_n(on_first);
-  }
-  if (auto* workers = strategy_->worker_group()) {  // every process reports the global loss
-    double global_total = static_cast<double>(total.item());
-    workers->all_reduce(DType::DT_DOUBLE, &global_total, 1, detail::CollectiveReduction::sum, "the step's loss");
-    total = Tensor<float>::empty(Shape{}, strategy_->host_device(), "AddN");
-    *total.mutable_data() = static_cast<float>(global_total);
-  }
+  optimizer_->apply_gradients(summed[0], vars);
+  // strategy.reduce(SUM) of the replicas' losses (each already divided by the global batch), on
+  // the first replica's device: every process gets the global loss.
+  const Tensor<float> total = strategy_->reduce_sum_to_first_replica(losses, "the step's loss");
   return {total, global};
-}
-
-DEVTENSOR_DEFINITION Sequential::Dataset Sequential::examples(const Tensor<float>& x, const Tensor<float>& y, std::int64_t batch_size, bool shuffle,
-                        std::optional<std::uint64_t> seed) {
-  if (!x.defined() || !y.defined() || x.rank() == 0 || y.rank() == 0)
-    throw InvalidArgumentError("fit/evaluate: x and y must be tensors of rank >= 1 with examples first");
-  if (x.shape()[0] != y.shape()[0])
-    throw InvalidArgumentError("Data cardinality is ambiguous:\n  x sizes: " + std::to_string(x.shape()[0]) +
-                               "\n  y sizes: " + std::to_string(y.shape()[0]) +
-                               "\nMake sure all arrays contain the same number of samples.");
-  if (batch_size < 1) throw InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
-  auto ds = Dataset::from_tensor_slices(x, y);
-  if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(1, x.shape()[0]), seed);
-  return ds.batch(batch_size);
 }
 
 DEVTENSOR_DEFINITION void Sequential::capture_strategy() {

@@ -1,0 +1,119 @@
+#pragma once
+/// @file training_loop.hpp
+/// @brief Keras's fit and evaluate loops, for any model: epochs, steps (steps_per_epoch continuing
+/// one pass across epochs), the progress output, the loss tracker and the warnings when the input
+/// runs out. The model supplies the step.
+
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/data/dataset.hpp"
+#include "devtensor/nn/metrics.hpp"
+#include "devtensor/nn/progress.hpp"
+#include "devtensor/nn/training_options.hpp"
+
+namespace devtensor {
+namespace nn::training_loop {
+
+using Dataset = data::Dataset<float, float>;
+/// One step on a batch (x, y): its loss (not yet read: the tracker decides when) and its number
+/// of examples.
+using TrainStep = std::function<std::pair<Tensor<float>, std::int64_t>(const Tensor<float>&, const Tensor<float>&)>;
+using TestStep = TrainStep;
+
+/// Keras's fit over a batched dataset. @throws InvalidArgumentError for negative epochs, a
+/// steps_per_epoch below 1, or an infinite dataset without steps_per_epoch; what the step throws.
+History fit(const Dataset& dataset, const FitOptions& options, const TrainStep& train_step);
+
+/// Keras's evaluate: the loss over the dataset, weighted by batch sizes.
+/// @throws InvalidArgumentError for a dataset that repeats forever; what the step throws.
+double evaluate(const Dataset& dataset, const EvaluateOptions& options, const TestStep& test_step);
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& options, const TrainStep& train_step) {
+  if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
+  if (options.steps_per_epoch && *options.steps_per_epoch < 1)
+    throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
+  const std::int64_t card = dataset.cardinality();
+  if (card == data::INFINITE_CARDINALITY && !options.steps_per_epoch)
+    throw InvalidArgumentError(
+        "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
+        "be determined.");
+  const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
+  std::ostream& out = options.out ? *options.out : std::cout;
+  History history;
+  // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
+  std::optional<Dataset::Iterator> shared;
+  if (options.steps_per_epoch) shared = dataset.begin();
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
+    ProgressBar bar(target, options.verbose, &out, options.interactive);
+    LossTracker mean;
+    std::int64_t steps = 0;
+    bool ran_out = false;
+    auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
+      const auto [loss, n] = train_step(x, y);
+      mean.add(loss, n);
+      ++steps;
+      if (bar.will_draw(steps)) bar.update(steps, mean.result());
+    };
+    if (shared) {
+      for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
+        if (*shared == std::default_sentinel) {
+          ran_out = true;
+          break;
+        }
+        const auto& [x, y] = **shared;
+        step(x, y);
+        ++*shared;
+      }
+    } else {
+      for (const auto& [x, y] : dataset) step(x, y);
+    }
+    if (steps == 0 && ran_out) {
+      log(LogSource::python_logger, LogSeverity::warning,
+          "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
+          "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
+          "your dataset.");
+      break;
+    }
+    const double epoch_loss = mean.result();
+    bar.finish(steps, epoch_loss);
+    history.epoch.push_back(epoch);
+    history.loss.push_back(epoch_loss);
+    if (ran_out) {
+      log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
+      break;
+    }
+  }
+  return history;
+}
+
+DEVTENSOR_DEFINITION double evaluate(const Dataset& dataset, const EvaluateOptions& options, const TestStep& test_step) {
+  if (dataset.cardinality() == data::INFINITE_CARDINALITY)
+    throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
+  std::ostream& out = options.out ? *options.out : std::cout;
+  ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
+  LossTracker mean;
+  std::int64_t steps = 0;
+  for (const auto& [x, y] : dataset) {
+    const auto [loss, n] = test_step(x, y);
+    mean.add(loss, n);
+    if (bar.will_draw(++steps)) bar.update(steps, mean.result());
+  }
+  const double result = mean.result();
+  bar.finish(steps, result);
+  return result;
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace nn::training_loop
+}  // namespace devtensor
