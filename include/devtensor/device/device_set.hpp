@@ -17,6 +17,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/device_info.hpp"
+#include "devtensor/device/device_util.hpp"
 #include "devtensor/device/spec.hpp"
 
 namespace devtensor {

@@ -17,6 +17,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/device/device_info.hpp"
+#include "devtensor/device/device_name_parser.hpp"
 #include "devtensor/device/spec.hpp"
 
 namespace devtensor {

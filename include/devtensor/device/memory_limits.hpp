@@ -10,6 +10,7 @@
 
 #include "devtensor/config.hpp"
 #include "devtensor/device/device_info.hpp"
+#include "devtensor/device/device_name_parser.hpp"
 #include "devtensor/device/environment.hpp"
 #include "devtensor/memory/stats.hpp"
 

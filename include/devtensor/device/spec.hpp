@@ -18,80 +18,9 @@
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/device/device_name_parser.hpp"
 
 namespace devtensor {
-
-namespace detail {
-
-constexpr bool is_ascii_alpha(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-constexpr bool is_ascii_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-constexpr bool is_name_char(char c) noexcept {
-  return is_ascii_alpha(c) || is_ascii_digit(c) || c == '_';
-}
-
-/// A job name or a device type: an ASCII letter, then letters, digits or '_'.
-constexpr bool is_name_token(std::string_view s) noexcept {
-  if (s.empty() || !is_ascii_alpha(s.front())) return false;
-  for (char c : s)
-    if (!is_name_char(c)) return false;
-  return true;
-}
-
-/// Consumes input one component at a time and remembers why it stopped, for the error message.
-class DeviceNameParser {
- public:
-  explicit DeviceNameParser(std::string_view input) : rest_(input), size_(input.size()) {}
-
-  [[nodiscard]] bool empty() const noexcept { return rest_.empty(); }
-  [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
-
-  bool consume(std::string_view prefix) noexcept {
-    if (rest_.substr(0, prefix.size()) != prefix) return false;
-    rest_.remove_prefix(prefix.size());
-    return true;
-  }
-
-  /// Digits only, no sign, at most INT32_MAX (TensorFlow's fields are int32).
-  bool number(int& out, std::string_view what) {
-    std::size_t n = 0;
-    std::int64_t value = 0;
-    while (n < rest_.size() && is_ascii_digit(rest_[n])) {
-      value = value * 10 + (rest_[n] - '0');
-      if (value > INT32_MAX) return fail(std::string(what) + " is larger than 2147483647");
-      ++n;
-    }
-    if (n == 0) return fail("expected digits or '*' for the " + std::string(what));
-    out = static_cast<int>(value);
-    rest_.remove_prefix(n);
-    return true;
-  }
-
-  /// A job name or a type token; stops at the first character that cannot be part of it.
-  bool name(std::string& out, std::string_view what) {
-    if (rest_.empty() || !is_ascii_alpha(rest_.front()))
-      return fail("a " + std::string(what) + " must start with an ASCII letter");
-    std::size_t n = 1;
-    while (n < rest_.size() && is_name_char(rest_[n])) ++n;
-    out.assign(rest_.substr(0, n));
-    rest_.remove_prefix(n);
-    return true;
-  }
-
-  bool fail(std::string reason) {
-    if (reason_.empty())
-      reason_ = std::move(reason) + " at offset " + std::to_string(size_ - rest_.size());
-    return false;
-  }
-
- private:
-  std::string_view rest_;
-  std::size_t size_;
-  std::string reason_;
-};
-
-}  // namespace detail
 
 /// A TensorFlow device name or partial specification.
 ///
@@ -314,9 +243,6 @@ class DeviceSpec {
   /// overwrites; anything unrecognised, including a trailing '/', fails.
   static std::optional<DeviceSpec> parse_full(std::string_view input, std::string* reason);
 
-  // One field of a full name: '*' (unset) or a value.
-  static bool parse_index(detail::DeviceNameParser& p, std::optional<int>& field, std::string_view what);
-  static bool parse_name(detail::DeviceNameParser& p, std::optional<std::string>& field, std::string_view what);
 
   /// TensorFlow's MergeDevNamesImpl, field by field in the order job, replica, task, type, id.
   void merge_impl(const DeviceSpec& other, bool allow_soft_placement, bool override_conflicts);
@@ -474,22 +400,22 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
     bool progress = false;
     if (p.consume("/job:")) {
       progress = true;
-      ok = parse_name(p, spec.job_, "job name");
+      ok = p.field(spec.job_, "job name");
     }
     if (ok && p.consume("/replica:")) {
       progress = true;
-      ok = parse_index(p, spec.replica_, "replica");
+      ok = p.field(spec.replica_, "replica");
     }
     if (ok && p.consume("/task:")) {
       progress = true;
-      ok = parse_index(p, spec.task_, "task");
+      ok = p.field(spec.task_, "task");
     }
     if (ok && p.consume("/device:")) {
       progress = true;
-      ok = parse_name(p, spec.type_, "device type");
+      ok = p.field(spec.type_, "device type");
       if (ok) {
         if (p.consume(":"))
-          ok = parse_index(p, spec.id_, "device id");
+          ok = p.field(spec.id_, "device id");
         else
           spec.id_.reset();
       }
@@ -499,7 +425,7 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
       if (ok && p.consume(legacy)) {
         progress = true;
         spec.type_ = (legacy[1] == 'c' || legacy[1] == 'C') ? "CPU" : "GPU";
-        ok = parse_index(p, spec.id_, "device id");
+        ok = p.field(spec.id_, "device id");
       }
     }
     if (ok && !progress)
@@ -512,30 +438,6 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
     return std::nullopt;
   }
   return spec;
-}
-
-DEVTENSOR_DEFINITION bool DeviceSpec::parse_name(detail::DeviceNameParser& p, std::optional<std::string>& field,
-                                                 std::string_view what) {
-  if (p.consume("*")) {
-    field.reset();
-    return true;
-  }
-  std::string value;
-  if (!p.name(value, what)) return false;
-  field = std::move(value);
-  return true;
-}
-
-DEVTENSOR_DEFINITION bool DeviceSpec::parse_index(detail::DeviceNameParser& p, std::optional<int>& field,
-                                                  std::string_view what) {
-  if (p.consume("*")) {
-    field.reset();
-    return true;
-  }
-  int value = 0;
-  if (!p.number(value, what)) return false;
-  field = value;
-  return true;
 }
 
 DEVTENSOR_DEFINITION void DeviceSpec::merge_impl(const DeviceSpec& other, bool allow_soft_placement, bool override_conflicts) {
@@ -568,26 +470,6 @@ DEVTENSOR_DEFINITION void DeviceSpec::merge_impl(const DeviceSpec& other, bool a
     }
     id_ = other.id_;
   }
-}
-#endif  // DEVTENSOR_HEADER_DEFINITIONS
-
-/// TensorFlow's distribute helper device_util.canonicalize, eager flavour.
-namespace device_util {
-
-/// Completes `device` (full or local form) into a full name: fields it leaves unset come from
-/// `default_spec`, then from "/job:localhost/replica:0/task:0/device:CPU:0".
-/// Example: "/gpu:1" -> "/job:localhost/replica:0/task:0/device:GPU:1".
-/// @throws InvalidArgumentError when either string does not parse.
-std::string canonicalize(std::string_view device, std::string_view default_spec = "");
-
-}  // namespace device_util
-
-#if DEVTENSOR_HEADER_DEFINITIONS
-DEVTENSOR_DEFINITION std::string device_util::canonicalize(std::string_view device, std::string_view default_spec) {
-  DeviceSpec result = DeviceSpec::parse("/job:localhost/replica:0/task:0/device:CPU:0");
-  if (!default_spec.empty())
-    result = result.overridden_by(DeviceSpec::parse_full_or_local(default_spec));
-  return result.overridden_by(DeviceSpec::parse_full_or_local(device)).to_string();
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

@@ -21,6 +21,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/device/device_util.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/cross_device_ops.hpp"

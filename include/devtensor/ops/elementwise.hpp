@@ -2,7 +2,8 @@
 /// @file elementwise.hpp
 /// @brief The elementwise ops, each defined once (ops/op_def.hpp): unary math, binary math with
 /// NumPy broadcasting, integer floor division, the gradient kernels and comparison masks, add_n;
-/// then their public functions and operators; then their CPU and CUDA bodies.
+/// then their public functions and operators. Their CPU and CUDA bodies are
+/// ops/cpu/elementwise_bodies.hpp and ops/cuda/elementwise_bodies.cuh.
 ///
 /// An elementwise op is its scalar function: the family bases UnaryOp and BinaryOp make the CPU
 /// loop (ops/cpu/elementwise.hpp: vectorised, threaded above 256 Ki elements) and the CUDA kernel
@@ -454,84 +455,7 @@ Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
 
 }  // namespace devtensor
 
-// --- the CPU bodies -----------------------------------------------------------------------------
-
-#if DEVTENSOR_CPU_KERNEL_BODIES
-#include "devtensor/backend/cpu/parallel.hpp"
-#include "devtensor/ops/cpu/elementwise.hpp"
-
-namespace devtensor::ops {
-
-template <class Self, class Types>
-template <class T>
-void UnaryOp<Self, Types>::cpu(const KernelContext& ctx) {
-  cpu::unary(ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), Self{});
-}
-template <class Self, class Types>
-template <class T>
-void BinaryOp<Self, Types>::cpu(const KernelContext& ctx) {
-  cpu::binary(ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
-              ctx.output_shape(), Self{});
-}
-template <class T>
-void FloorDiv::cpu(const KernelContext& ctx) {
-  std::atomic<int> by_zero{0};  // set from the CPU kernel's threads
-  cpu::binary(ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
-              ctx.output_shape(), Functor<std::atomic<int>>{&by_zero});
-  if (by_zero.load() != 0) throw_by_zero();
-}
-template <class T>
-void AddN::cpu(const KernelContext& ctx) {
-  T* o = ctx.output<T>();
-  const std::int64_t n = ctx.output_shape().num_elements();
-  backend::cpu::parallel_for(n, cpu::kParallelGrain, [&](std::int64_t begin, std::int64_t end) {
-    const T* first = ctx.input<T>(0);
-    for (std::int64_t i = begin; i < end; ++i) o[i] = first[i];
-    for (std::size_t k = 1; k < ctx.inputs.size(); ++k) {
-      const T* x = ctx.input<T>(k);
-      for (std::int64_t i = begin; i < end; ++i) o[i] = arith::add(o[i], x[i]);
-    }
-  });
-}
-
-}  // namespace devtensor::ops
-#endif
-
-// --- the CUDA bodies (compiled by src/devtensor_cuda.cu) -----------------------------------------
-
-#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
-#include "devtensor/ops/cuda/kernels.cuh"
-
-namespace devtensor::ops {
-
-template <class Self, class Types>
-template <class T>
-void UnaryOp<Self, Types>::cuda(const KernelContext& ctx) {
-  cuda::map(ctx.device, ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), Self{});
-}
-template <class Self, class Types>
-template <class T>
-void BinaryOp<Self, Types>::cuda(const KernelContext& ctx) {
-  cuda::zip(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
-            ctx.output_shape(), Self::name, Self{});
-}
-template <class T>
-void FloorDiv::cuda(const KernelContext& ctx) {
-  // The kernel raises a flag in device memory, read back (a synchronisation) only here.
-  auto flag = Tensor<std::int32_t>::empty(Shape{}, ctx.device, name);
-  const std::int32_t zero = 0;
-  detail::copy_bytes(flag.mutable_data(), ctx.device, &zero, detail::host_buffer_device(), sizeof zero);
-  cuda::zip(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
-            ctx.output_shape(), name, Functor<int>{flag.mutable_data()});
-  if (flag.item() != 0) throw_by_zero();
-}
-template <class T>
-void AddN::cuda(const KernelContext& ctx) {
-  std::vector<const T*> pointers;
-  pointers.reserve(ctx.inputs.size());
-  for (std::size_t k = 0; k < ctx.inputs.size(); ++k) pointers.push_back(ctx.input<T>(k));
-  cuda::sum_into(ctx.device, ctx.output<T>(), pointers.data(), pointers.size(), ctx.output_shape().num_elements());
-}
-
-}  // namespace devtensor::ops
-#endif
+// The bodies, in files of their own: devtensor/ops/cpu/elementwise_bodies.hpp (CPU),
+// devtensor/ops/cuda/elementwise_bodies.cuh (CUDA).
+#include "devtensor/ops/cpu/elementwise_bodies.hpp"
+#include "devtensor/ops/cuda/elementwise_bodies.cuh"

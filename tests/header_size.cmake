@@ -1,0 +1,30 @@
+# Every header has one job, said at its top, and stays readable, checked by `cmake -P` (test
+# headers.size): a `/// @brief` line within its first four lines, and at most 500 lines.
+#
+# Usage: cmake -DINCLUDE_DIR=<repo>/include -P header_size.cmake
+cmake_minimum_required(VERSION 3.25)
+if(NOT INCLUDE_DIR)
+  message(FATAL_ERROR "header_size.cmake: pass -DINCLUDE_DIR=<repository>/include")
+endif()
+set(_max_lines 500)
+set(_violations "")
+file(GLOB_RECURSE _headers "${INCLUDE_DIR}/devtensor/*.hpp" "${INCLUDE_DIR}/devtensor/*.cuh")
+foreach(_header IN LISTS _headers)
+  file(RELATIVE_PATH _relative "${INCLUDE_DIR}" "${_header}")
+  file(STRINGS "${_header}" _lines)  # skips empty lines: count them with the newlines instead
+  file(READ "${_header}" _text)
+  string(REGEX MATCHALL "\n" _newlines "${_text}")
+  list(LENGTH _newlines _count)
+  if(_count GREATER _max_lines)
+    string(APPEND _violations "  ${_relative}: ${_count} lines (at most ${_max_lines}: split it by job)\n")
+  endif()
+  list(SUBLIST _lines 0 4 _top)
+  list(JOIN _top "\n" _top_text)
+  if(NOT _top_text MATCHES "/// @brief ")
+    string(APPEND _violations "  ${_relative}: no `/// @brief` purpose line at its top\n")
+  endif()
+endforeach()
+if(_violations)
+  message(FATAL_ERROR "Headers without a purpose line or over ${_max_lines} lines:\n${_violations}")
+endif()
+message(STATUS "header size: every header says its job and has at most ${_max_lines} lines")

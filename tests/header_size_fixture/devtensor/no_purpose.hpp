@@ -1,0 +1,2 @@
+#pragma once
+// A fixture for headers.size_caught: no purpose line.
