@@ -74,7 +74,7 @@ void BM_WorkerGroupAllreduce(benchmark::State& state) {
   static ds::MpiWorkerGroup group;
   std::vector<float> buffer(static_cast<std::size_t>(state.range(0) / 4), 1.0f);
   timed(state, [&] {
-    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::detail::CollectiveReduction::sum, "bench");
+    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::distribute::CollectiveReduction::sum, "bench");
   });
   bus_bandwidth(state, state.range(0));
 }
@@ -83,7 +83,7 @@ void BM_WorkerGroupAllreduceTimed(benchmark::State& state) {
   static ds::MpiWorkerGroup group(60.0);
   std::vector<float> buffer(static_cast<std::size_t>(state.range(0) / 4), 1.0f);
   timed(state, [&] {
-    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::detail::CollectiveReduction::sum, "bench");
+    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::distribute::CollectiveReduction::sum, "bench");
   });
   bus_bandwidth(state, state.range(0));
 }

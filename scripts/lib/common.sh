@@ -12,6 +12,7 @@ DEVTENSOR_PACKAGES=(
   libopenblas-dev        # CBLAS for CPU matmul and the benchmark baselines
   clang libclang-rt-14-dev  # libFuzzer for the parser fuzz target
   nlohmann-json3-dev     # TF_CONFIG parsing (the cluster_resolver component)
+  python3                # the header checks that need more than CMake (tests/detail_privacy.py)
   openmpi-bin libopenmpi-dev  # multi-process training (the mpi component) and its mpiexec tests
 )
 

@@ -112,11 +112,11 @@ BOOST_AUTO_TEST_CASE(logical_gpus_sharing_a_gpu_are_refused_with_advice) {
 // the clique; then a clique that waits for a rank no process will ever join, which must time out
 // and abort instead of hanging, and refuse later calls.
 BOOST_AUTO_TEST_CASE(the_cross_process_communicator_sums_and_times_out) {
-  const dt::detail::GpuAllReduceKernel* kernel = dt::detail::gpu_all_reduce_kernel();
+  const dt::GpuAllReduceKernel* kernel = dt::gpu_all_reduce_kernel();
   BOOST_TEST_REQUIRE(ds::cdo_detail::NcclEngine::available_across_processes());
   const int replicas = static_cast<int>(gpu_indices(2).size());
   auto clique = [&](int ranks, double timeout) {
-    dt::detail::GpuCliqueAcrossProcesses c;
+    dt::GpuCliqueAcrossProcesses c;
     kernel->new_unique_id(c.unique_id);
     c.num_ranks = ranks;
     c.first_rank = 0;

@@ -57,7 +57,7 @@ std::vector<T> iota(std::size_t n, T start) {
 // ordinals and streams, the element count per pack. The real kernel (backend/cuda/nccl.hpp) needs
 // GPUs: tests/mpi's test_multi_worker_gpu runs it on a GPU machine.
 struct CrossProcessCall {
-  dt::detail::GpuCliqueAcrossProcesses clique;
+  dt::GpuCliqueAcrossProcesses clique;
   std::string what, dtype;
   std::size_t count = 0;
   std::vector<int> ordinals;
@@ -82,19 +82,19 @@ void sum_across_workers(std::size_t count, std::span<const void* const> send, st
   for (void* out : recv) std::memcpy(out, total.data(), count * sizeof(T));
 }
 
-const dt::detail::GpuAllReduceKernel cross_process_stand_in{
+const dt::GpuAllReduceKernel cross_process_stand_in{
     "stand-in",
     [](std::string_view dtype, std::size_t count, std::span<const void* const> send, std::span<void* const> recv,
        std::span<const int>, std::span<void* const>) {  // a single worker's replicas
       if (dtype == "DT_FLOAT") sum_locally<float>(count, send, recv);
       else sum_locally<double>(count, send, recv);
     },
-    [](std::span<std::byte, dt::detail::GpuCliqueAcrossProcesses::unique_id_bytes> out) {
+    [](std::span<std::byte, dt::GpuCliqueAcrossProcesses::unique_id_bytes> out) {
       ++unique_ids_made;
       const auto pid = static_cast<unsigned>(getpid());  // differs per worker: only the chief's may spread
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>((pid >> (8 * (i % 4))) + i);
     },
-    [](const dt::detail::GpuCliqueAcrossProcesses& clique, std::string_view what, std::string_view dtype, std::size_t count,
+    [](const dt::GpuCliqueAcrossProcesses& clique, std::string_view what, std::string_view dtype, std::size_t count,
        std::span<const void* const> send, std::span<void* const> recv, std::span<const int> ordinals, std::span<void* const>) {
       cross_process_calls.push_back({clique, std::string(what), std::string(dtype), count, {ordinals.begin(), ordinals.end()}});
       if (dtype == "DT_FLOAT") sum_across_workers<float>(count, send, recv, MPI_FLOAT);
@@ -102,25 +102,25 @@ const dt::detail::GpuAllReduceKernel cross_process_stand_in{
       else throw dt::InvalidArgumentError("stand-in: " + std::string(dtype));
     }};
 // The same without the cross-process entry points: a program whose NCCL kernel stays in-process.
-const dt::detail::GpuAllReduceKernel in_process_only{"in-process only", cross_process_stand_in.all_reduce_sum};
+const dt::GpuAllReduceKernel in_process_only{"in-process only", cross_process_stand_in.all_reduce_sum};
 
 /// `gpus` fake "real" GPUs per worker, on PCI bus `bus` (".<ordinal>" appended), with `kernel` as
 /// the NCCL kernel; everything restored afterwards.
 struct FakeGpusPerWorker {
-  const dt::detail::GpuAllReduceKernel* previous = dt::detail::gpu_all_reduce_kernel();
+  const dt::GpuAllReduceKernel* previous = dt::gpu_all_reduce_kernel();
   std::optional<dt::test::FakeGpuPlatform> platform;
-  FakeGpusPerWorker(int gpus, const std::string& bus, const dt::detail::GpuAllReduceKernel* kernel) {
+  FakeGpusPerWorker(int gpus, const std::string& bus, const dt::GpuAllReduceKernel* kernel) {
     cross_process_calls.clear();
     unique_ids_made = 0;
     platform.emplace(gpus);
     dt::test::fake_gpu_recorder().pci_bus = bus;
     dt::logging::set_verbosity(dt::LogSeverity::info);  // the platform's context reset restored the default
-    dt::detail::register_gpu_all_reduce_kernel(kernel);
+    dt::register_gpu_all_reduce_kernel(kernel);
   }
   FakeGpusPerWorker(const FakeGpusPerWorker&) = delete;
   FakeGpusPerWorker& operator=(const FakeGpusPerWorker&) = delete;
   ~FakeGpusPerWorker() {
-    dt::detail::register_gpu_all_reduce_kernel(previous);
+    dt::register_gpu_all_reduce_kernel(previous);
     dt::test::fake_gpu_recorder().pci_bus = "0000:00:00";
     platform.reset();
     dt::logging::set_verbosity(dt::LogSeverity::info);
@@ -179,13 +179,13 @@ BOOST_AUTO_TEST_CASE(collectives_of_every_dtype_and_reduction) {
   if (!group) return;
   for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000003}}) {
     auto f = iota<float>(size, static_cast<float>(rank));
-    group->all_reduce(dt::DType::DT_FLOAT, f.data(), f.size(), dt::detail::CollectiveReduction::sum, "float sum");
+    group->all_reduce(dt::DType::DT_FLOAT, f.data(), f.size(), dt::distribute::CollectiveReduction::sum, "float sum");
     auto d = iota<double>(size, rank * 0.5);
-    group->all_reduce(dt::DType::DT_DOUBLE, d.data(), d.size(), dt::detail::CollectiveReduction::max, "double max");
+    group->all_reduce(dt::DType::DT_DOUBLE, d.data(), d.size(), dt::distribute::CollectiveReduction::max, "double max");
     auto i32 = iota<std::int32_t>(size, -rank);
-    group->all_reduce(dt::DType::DT_INT32, i32.data(), i32.size(), dt::detail::CollectiveReduction::min, "int32 min");
+    group->all_reduce(dt::DType::DT_INT32, i32.data(), i32.size(), dt::distribute::CollectiveReduction::min, "int32 min");
     auto i64 = iota<std::int64_t>(size, std::int64_t{1} << 40);
-    group->all_reduce(dt::DType::DT_INT64, i64.data(), i64.size(), dt::detail::CollectiveReduction::sum, "int64 sum");
+    group->all_reduce(dt::DType::DT_INT64, i64.data(), i64.size(), dt::distribute::CollectiveReduction::sum, "int64 sum");
     for (std::size_t i = 0; i < size; i += 1 + size / 17) {
       BOOST_TEST(f[i] == static_cast<float>(n) * static_cast<float>(i) + static_cast<float>(n * (n - 1) / 2),
                  boost::test_tools::tolerance(1e-5f));
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(collectives_of_every_dtype_and_reduction) {
     }
   }
   std::vector<char> flags(3, 0);
-  DEVTENSOR_CHECK_THROW_WITH(group->all_reduce(dt::DType::DT_BOOL, flags.data(), 3, dt::detail::CollectiveReduction::sum, "bools"),
+  DEVTENSOR_CHECK_THROW_WITH(group->all_reduce(dt::DType::DT_BOOL, flags.data(), 3, dt::distribute::CollectiveReduction::sum, "bools"),
                              dt::InvalidArgumentError, "not supported for bool tensors");
   // all_gather: every worker's bytes in rank order, each of its own length (worker 1's empty; NUL
   // and 0xff bytes survive).

@@ -49,13 +49,13 @@ inline FakeGpuRecorder& fake_gpu_recorder() {
   return recorder;
 }
 
-inline const detail::GpuPlatform fake_gpu_platform{
+inline const GpuPlatform fake_gpu_platform{
     "fake",
     [](std::string*) {
       std::lock_guard lock(fake_gpu_recorder().mutex);
       return fake_gpu_recorder().gpu_count;
     },
-    [](int ordinal, detail::GpuPlatformDevice* out, std::string*) {
+    [](int ordinal, GpuPlatformDevice* out, std::string*) {
       out->name = "Fake GPU";
       {
         std::lock_guard lock(fake_gpu_recorder().mutex);
@@ -95,7 +95,7 @@ inline const detail::GpuPlatform fake_gpu_platform{
 
 /// Fixture: the fake platform with `gpus` GPUs for one test, taken away again afterwards.
 struct FakeGpuPlatform : FreshContext {
-  const detail::GpuPlatform* previous = Context::global().gpu_platform();
+  const GpuPlatform* previous = Context::global().gpu_platform();
   explicit FakeGpuPlatform(int gpus = 1) {
     fake_gpu_recorder().reset(gpus);
     Context::global().register_gpu_platform(&fake_gpu_platform);

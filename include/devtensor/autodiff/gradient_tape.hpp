@@ -75,7 +75,7 @@ class GradientTape {
   /// RAII pause: ops run while the returned guard lives are not recorded by this tape.
   class [[nodiscard]] StopRecording {
    public:
-    explicit StopRecording(detail::TapeState& state) : state_(state), was_paused_(state.paused) {
+    explicit StopRecording(autodiff::TapeState& state) : state_(state), was_paused_(state.paused) {
       state_.paused = true;
     }
     StopRecording(const StopRecording&) = delete;
@@ -83,7 +83,7 @@ class GradientTape {
     ~StopRecording() { state_.paused = was_paused_; }
 
    private:
-    detail::TapeState& state_;
+    autodiff::TapeState& state_;
     bool was_paused_;
   };
   [[nodiscard]] StopRecording stop_recording() { return StopRecording(state_); }
@@ -106,17 +106,17 @@ class GradientTape {
   template <Floating T, Floating U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
                                                 GradientOptions options = {}) {
-    std::vector<detail::TapeTensor> ids;
+    std::vector<autodiff::TapeTensor> ids;
     for (const auto& s : sources) {
       require_defined(s.defined(), "gradient (a source)");
-      ids.push_back(detail::tape_tensor(s));
+      ids.push_back(autodiff::tape_tensor(s));
     }
     return typed<U>(compute(target, ids, std::nullopt), ids, options);
   }
   template <Floating T, Floating U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Variable<U>>& sources,
                                                 GradientOptions options = {}) {
-    std::vector<detail::TapeTensor> ids;
+    std::vector<autodiff::TapeTensor> ids;
     for (const auto& v : sources) ids.push_back(variable_source(v));
     return typed<U>(compute(target, ids, std::nullopt), ids, options);
   }
@@ -137,23 +137,23 @@ class GradientTape {
     if (output_gradient.shape() != target.shape())
       throw InvalidArgumentError("Mismatch between the target's shape " + target.shape().to_string() +
                                  " and output_gradient's shape " + output_gradient.shape().to_string());
-    std::vector<detail::TapeTensor> ids;
-    for (const auto& s : sources) ids.push_back(detail::tape_tensor(s));
-    return typed<U>(compute(target, ids, detail::tape_tensor(output_gradient)), ids, options);
+    std::vector<autodiff::TapeTensor> ids;
+    for (const auto& s : sources) ids.push_back(autodiff::tape_tensor(s));
+    return typed<U>(compute(target, ids, autodiff::tape_tensor(output_gradient)), ids, options);
   }
 
  private:
-  detail::TapeState state_;
-  std::vector<detail::TapeState*>* tapes_ = &detail::active_tapes();  // the creating thread's stack
+  autodiff::TapeState state_;
+  std::vector<autodiff::TapeState*>* tapes_ = &autodiff::active_tapes();  // the creating thread's stack
 
   static void require_defined(bool defined, std::string_view what) {
     if (!defined) throw InvalidArgumentError("GradientTape::" + std::string(what) + " got an undefined tensor (default-constructed or moved from)");
   }
 
   template <Floating U>
-  static detail::TapeTensor variable_source(const Variable<U>& v) {
+  static autodiff::TapeTensor variable_source(const Variable<U>& v) {
     if (!v.defined()) throw InvalidArgumentError("GradientTape::gradient got an empty Variable");
-    detail::TapeTensor t;
+    autodiff::TapeTensor t;
     t.id = v.handle_id();
     t.dtype = dtype_enum<U>();
     t.shape = v.shape();
@@ -161,8 +161,8 @@ class GradientTape {
   }
 
   template <Floating U>
-  static std::vector<Tensor<U>> typed(const std::vector<detail::TapeTensor>& grads,
-                                      const std::vector<detail::TapeTensor>& sources, GradientOptions options) {
+  static std::vector<Tensor<U>> typed(const std::vector<autodiff::TapeTensor>& grads,
+                                      const std::vector<autodiff::TapeTensor>& sources, GradientOptions options) {
     std::vector<Tensor<U>> out;
     for (std::size_t i = 0; i < grads.size(); ++i) {
       if (grads[i].defined()) out.push_back(grads[i].as<U>());
@@ -173,39 +173,39 @@ class GradientTape {
   }
 
   /// Adds two gradients of the same tensor.
-  static detail::TapeTensor accumulate(const detail::TapeTensor& a, const detail::TapeTensor& b) {
-    if (a.dtype == DType::DT_DOUBLE) return detail::tape_tensor(add(a.as<double>(), b.as<double>()));
-    return detail::tape_tensor(add(a.as<float>(), b.as<float>()));
+  static autodiff::TapeTensor accumulate(const autodiff::TapeTensor& a, const autodiff::TapeTensor& b) {
+    if (a.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(add(a.as<double>(), b.as<double>()));
+    return autodiff::tape_tensor(add(a.as<float>(), b.as<float>()));
   }
-  static detail::TapeTensor zeros_like(const detail::TapeTensor& t) {
+  static autodiff::TapeTensor zeros_like(const autodiff::TapeTensor& t) {
     DeviceScope scope(t.storage->device->spec);
-    if (t.dtype == DType::DT_DOUBLE) return detail::tape_tensor(zeros<double>(t.shape));
-    return detail::tape_tensor(zeros<float>(t.shape));
+    if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(zeros<double>(t.shape));
+    return autodiff::tape_tensor(zeros<float>(t.shape));
   }
-  static detail::TapeTensor ones_like(const detail::TapeTensor& t) {
+  static autodiff::TapeTensor ones_like(const autodiff::TapeTensor& t) {
     DeviceScope scope(t.storage->device->spec);
-    if (t.dtype == DType::DT_DOUBLE) return detail::tape_tensor(ones<double>(t.shape));
-    return detail::tape_tensor(ones<float>(t.shape));
+    if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(ones<double>(t.shape));
+    return autodiff::tape_tensor(ones<float>(t.shape));
   }
 
   template <Floating T>
-  std::vector<detail::TapeTensor> compute(const Tensor<T>& target, const std::vector<detail::TapeTensor>& sources,
-                                          const std::optional<detail::TapeTensor>& output_gradient) {
+  std::vector<autodiff::TapeTensor> compute(const Tensor<T>& target, const std::vector<autodiff::TapeTensor>& sources,
+                                          const std::optional<autodiff::TapeTensor>& output_gradient) {
     autodiff_detail::install_gradients<autodiff_detail::GradientOps, T>();  // T's, once per program
-    return compute_erased(target.defined() ? detail::tape_tensor(target) : detail::TapeTensor{}, sources,
+    return compute_erased(target.defined() ? autodiff::tape_tensor(target) : autodiff::TapeTensor{}, sources,
                           output_gradient);
   }
   /// The backward pass, on type-erased tensors: one copy per program (compiled once in compiled
   /// mode, Note [Compiled mode]).
-  std::vector<detail::TapeTensor> compute_erased(const detail::TapeTensor& target,
-                                                 const std::vector<detail::TapeTensor>& sources,
-                                                 const std::optional<detail::TapeTensor>& output_gradient);
+  std::vector<autodiff::TapeTensor> compute_erased(const autodiff::TapeTensor& target,
+                                                 const std::vector<autodiff::TapeTensor>& sources,
+                                                 const std::optional<autodiff::TapeTensor>& output_gradient);
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION std::vector<detail::TapeTensor> GradientTape::compute_erased(
-    const detail::TapeTensor& target, const std::vector<detail::TapeTensor>& sources,
-    const std::optional<detail::TapeTensor>& output_gradient) {
+DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::compute_erased(
+    const autodiff::TapeTensor& target, const std::vector<autodiff::TapeTensor>& sources,
+    const std::optional<autodiff::TapeTensor>& output_gradient) {
   if (state_.used && !state_.persistent)
     throw FailedPreconditionError(
         "A non-persistent GradientTape can only be used to compute one set of gradients (or "
@@ -226,34 +226,34 @@ DEVTENSOR_DEFINITION std::vector<detail::TapeTensor> GradientTape::compute_erase
   const bool was_paused = state_.paused;
   state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
   struct Resume {
-    detail::TapeState& s;
+    autodiff::TapeState& s;
     bool paused;
     ~Resume() { s.paused = paused; }
   } resume{state_, was_paused};
 
-  std::unordered_map<std::uint64_t, detail::TapeTensor> grads;
+  std::unordered_map<std::uint64_t, autodiff::TapeTensor> grads;
   grads.emplace(target_id, output_gradient ? *output_gradient : ones_like(target));
   // Records are in execution order, so walking them backwards meets every consumer of a tensor
   // before its producer.
   for (auto it = state_.records.rbegin(); it != state_.records.rend(); ++it) {
-    const detail::OpRecord& record = **it;
+    const autodiff::OpRecord& record = **it;
     const bool reached = std::any_of(record.outputs.begin(), record.outputs.end(),
                                      [&](const auto& o) { return grads.contains(o.id); });
     if (!reached) continue;
-    std::vector<detail::TapeTensor> dy;
+    std::vector<autodiff::TapeTensor> dy;
     for (const auto& o : record.outputs) {
       auto found = grads.find(o.id);
       dy.push_back(found != grads.end() ? found->second : zeros_like(o));
     }
-    std::vector<detail::TapeTensor> dx;
+    std::vector<autodiff::TapeTensor> dx;
     {
       DeviceScope scope(record.outputs.front().storage->device->spec);  // parsed once, at discovery
       if (record.has_custom_backward) {
         dx = record.backward(dy);
       } else if (auto* op_gradient = autodiff_detail::gradient_for(record)) {
         dx = op_gradient(record, dy);
-      } else if (const auto slot = detail::gradient_slot(record.outputs.front().dtype);
-                 record.kind && !detail::gradients_installed[slot].load(std::memory_order_acquire)) {
+      } else if (const auto slot = autodiff::gradient_slot(record.outputs.front().dtype);
+                 record.kind && !autodiff::gradients_installed[slot].load(std::memory_order_acquire)) {
         const char* type = slot == 1 ? "DT_DOUBLE" : "DT_FLOAT";
         throw UnimplementedError(
             "The tape reached operation '" + std::string(record.op) + "' on " + type +
@@ -282,10 +282,10 @@ DEVTENSOR_DEFINITION std::vector<detail::TapeTensor> GradientTape::compute_erase
       if (!inserted) slot->second = accumulate(slot->second, dx[i]);
     }
   }
-  std::vector<detail::TapeTensor> out;
+  std::vector<autodiff::TapeTensor> out;
   for (const auto& s : sources) {
     auto found = grads.find(s.id);
-    out.push_back(found != grads.end() ? found->second : detail::TapeTensor{});
+    out.push_back(found != grads.end() ? found->second : autodiff::TapeTensor{});
   }
   if (!state_.persistent) state_.records.clear();  // release what the tape kept alive
   return out;

@@ -22,9 +22,9 @@ using GradientOps = ops::Join<ops::BuiltinOps, ops::TapeOnlyOps>::type;
 /// (ops whose inputs and outputs differ in type, such as Cast), else the typed one from its
 /// definition.
 template <class Op, class T>
-constexpr detail::ErasedGradient* gradient_of_type() noexcept {
+constexpr autodiff::ErasedGradient* gradient_of_type() noexcept {
   if constexpr (requires { &Op::erased_gradient; }) return &Op::erased_gradient;
-  else if constexpr (ops::HasGradient<Op, T>) return &op_detail::typed_gradient<Op, T>;
+  else if constexpr (ops::HasGradient<Op, T>) return &autodiff::typed_gradient<Op, T>;
   else return nullptr;
 }
 
@@ -40,11 +40,11 @@ void install_gradients();
 template <class OpList, class T>
 void install_gradients() {
   static const bool installed = [] {
-    constexpr std::size_t slot = detail::gradient_slot(dtype_enum<T>());
+    constexpr std::size_t slot = autodiff::gradient_slot(dtype_enum<T>());
     [&]<class... Ops>(ops::TypeList<Ops...>) {  // not for_each_op: nvcc warns on its template lambda
-      (detail::op_kind<Ops>.gradient[slot].store(gradient_of_type<Ops, T>(), std::memory_order_release), ...);
+      (autodiff::op_kind<Ops>.gradient[slot].store(gradient_of_type<Ops, T>(), std::memory_order_release), ...);
     }(OpList{});
-    detail::gradients_installed[slot].store(true, std::memory_order_release);
+    autodiff::gradients_installed[slot].store(true, std::memory_order_release);
     return true;
   }();
   (void)installed;
@@ -52,11 +52,11 @@ void install_gradients() {
 #endif
 
 /// The gradient of what `record` recorded, or nullptr when its op has none (or this program has
-/// not installed its type's gradients: detail::gradients_installed).
-inline detail::ErasedGradient* gradient_for(const detail::OpRecord& record) noexcept {
+/// not installed its type's gradients: autodiff::gradients_installed).
+inline autodiff::ErasedGradient* gradient_for(const autodiff::OpRecord& record) noexcept {
   if (record.gradient) return record.gradient;
   if (!record.kind || record.outputs.empty()) return nullptr;
-  return record.kind->gradient[detail::gradient_slot(record.outputs.front().dtype)].load(std::memory_order_acquire);
+  return record.kind->gradient[autodiff::gradient_slot(record.outputs.front().dtype)].load(std::memory_order_acquire);
 }
 
 /// Op has a gradient (without instantiating it).
@@ -66,12 +66,13 @@ constexpr bool has_gradient_v =
 
 }  // namespace autodiff_detail
 
-namespace detail {
+namespace autodiff {
+/// Defines what ops/record.hpp declares: installing element type T's gradients of every op.
 template <class T>
 struct GradientInstaller {
   static void install() { autodiff_detail::install_gradients<autodiff_detail::GradientOps, T>(); }
 };
-}  // namespace detail
+}  // namespace autodiff
 
 /// True when GradientTape can differentiate devtensor's op `op_name` (TensorFlow's op name, e.g.
 /// "MatMul").

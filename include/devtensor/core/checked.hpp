@@ -18,7 +18,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 
-namespace devtensor::detail {
+namespace devtensor {
 
 /// A number as error messages print it: the shortest form that reads back to the same value
 /// ("0.1", "1e+300", "nan", "-inf"), where std::to_string would print 300 digits or "0.000000".
@@ -88,4 +88,4 @@ DEVTENSOR_DEFINITION void throw_byte_count_overflow(std::int64_t elements, std::
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
-}  // namespace devtensor::detail
+}  // namespace devtensor

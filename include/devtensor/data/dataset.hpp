@@ -53,7 +53,7 @@ Tensor<T> rows_on(const Tensor<T>& t, std::int64_t start, std::int64_t count, co
   if (drop_dim) dims.erase(dims.begin());
   else dims[0] = count;
   auto out = Tensor<T>::empty(Shape(dims), device, "TensorSliceDataset");
-  detail::copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row_elements, t.device_info(),
+  copy_bytes(out.mutable_data(), out.device_info(), t.data() + start * row_elements, t.device_info(),
                      static_cast<std::size_t>(count * row_elements) * sizeof(T));
   return out;
 }
@@ -73,7 +73,7 @@ Tensor<T> stack(const std::vector<Tensor<T>>& parts, std::size_t component) {
   const auto bytes = static_cast<std::size_t>(first.num_elements()) * sizeof(T);  // <= out's bytes
   auto* dst = reinterpret_cast<unsigned char*>(out.mutable_data());
   for (std::size_t i = 0; i < parts.size(); ++i)
-    detail::copy_bytes(dst + i * bytes, out.device_info(), parts[i].data(), parts[i].device_info(), bytes);
+    copy_bytes(dst + i * bytes, out.device_info(), parts[i].data(), parts[i].device_info(), bytes);
   return out;
 }
 
@@ -132,7 +132,7 @@ class Dataset {
     std::int64_t card = UNKNOWN_CARDINALITY;
     if (c == 0 || count == 0) card = 0;
     else if (c == INFINITE_CARDINALITY || count == -1) card = INFINITE_CARDINALITY;
-    else if (c > 0) card = devtensor::detail::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
+    else if (c > 0) card = devtensor::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
     return Dataset(
         [open = open_, count] {
           return Generator([open, count, done = std::int64_t{0}, current = Generator(),
@@ -188,12 +188,12 @@ class Dataset {
   [[nodiscard]] Dataset shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed = std::nullopt,
                                 bool reshuffle_each_iteration = true) const {
     if (buffer_size < 1) throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
-    const std::uint64_t base = seed.value_or(devtensor::detail::next_seed());
+    const std::uint64_t base = seed.value_or(next_seed());
     auto passes = std::make_shared<std::atomic<std::uint64_t>>(0);
     return Dataset(
         [open = open_, buffer_size, base, passes, reshuffle_each_iteration] {
           const std::uint64_t pass = reshuffle_each_iteration ? passes->fetch_add(1) : 0;
-          std::mt19937_64 rng(devtensor::detail::splitmix64(base ^ devtensor::detail::splitmix64(pass)));
+          std::mt19937_64 rng(splitmix64(base ^ splitmix64(pass)));
           return Generator([inner = open(), buffer_size, rng, buffer = std::vector<value_type>(),
                             exhausted = false]() mutable -> std::optional<value_type> {
             while (!exhausted && static_cast<std::int64_t>(buffer.size()) < buffer_size) {
@@ -237,7 +237,7 @@ class Dataset {
     const std::int64_t b = other.cardinality_;
     std::int64_t card = UNKNOWN_CARDINALITY;
     if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY) card = INFINITE_CARDINALITY;
-    else if (a >= 0 && b >= 0) card = devtensor::detail::checked_add(a, b, "the cardinality of the concatenated dataset", "ConcatenateDataset");
+    else if (a >= 0 && b >= 0) card = devtensor::checked_add(a, b, "the cardinality of the concatenated dataset", "ConcatenateDataset");
     return Dataset(
         [first = open_, second = other.open_] {
           return Generator([first = first(), second, rest = Generator()]() mutable -> std::optional<value_type> {

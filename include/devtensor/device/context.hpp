@@ -74,10 +74,10 @@ class Context {
   }
 
   /// Registers the source of real GPUs (the CUDA backend does this from a static initialiser).
-  void register_gpu_platform(const detail::GpuPlatform* platform) noexcept {
+  void register_gpu_platform(const GpuPlatform* platform) noexcept {
     gpu_platform_.store(platform, std::memory_order_release);
   }
-  [[nodiscard]] const detail::GpuPlatform* gpu_platform() const noexcept {
+  [[nodiscard]] const GpuPlatform* gpu_platform() const noexcept {
     return gpu_platform_.load(std::memory_order_acquire);
   }
 
@@ -307,7 +307,7 @@ class Context {
   std::atomic<bool> initialized_{false};
   std::atomic<bool> soft_placement_{true};  // TF2 eager default
   std::atomic<bool> log_placement_{false};
-  std::atomic<const detail::GpuPlatform*> gpu_platform_{nullptr};
+  std::atomic<const GpuPlatform*> gpu_platform_{nullptr};
   std::atomic<detail::GpuDriverProbe> gpu_driver_probe_{&detail::count_nvidia_driver_gpus};
   detail::Configuration configuration_;
   std::vector<PhysicalDeviceInfo> physical_;

@@ -36,7 +36,7 @@ struct PhysicalDeviceInfo {
   int index = 0;            // within its type
   bool simulated = false;   // a simulated GPU
   int platform_ordinal = 0; // the CUDA ordinal for real GPUs, the index for simulated ones
-  detail::GpuPlatformDevice properties;  // GPUs only
+  GpuPlatformDevice properties;  // GPUs only
 };
 
 /// A logical device as a value: what the placer chooses and what tensors' storage, kernels,
@@ -67,7 +67,7 @@ struct Device {
   /// The device's allocator (the CPUs share one); tensors' buffers keep it alive.
   std::shared_ptr<memory::Allocator> allocator;
   /// Real GPUs: the platform whose operations copy to and from the device (nullptr otherwise).
-  const detail::GpuPlatform* platform = nullptr;
+  const GpuPlatform* platform = nullptr;
 
   /// Buffers live in host memory (CPUs and simulated GPUs): CPU kernels can run on them.
   [[nodiscard]] bool host_memory() const noexcept { return !is_gpu || simulated; }

@@ -52,7 +52,7 @@ struct LogicalDeviceConfiguration {
 
 }  // namespace config
 
-namespace detail {
+// --- the GPU platform: what a backend plugs in (src/devtensor_cuda.cu, src/devtensor_nccl.cpp) ----
 
 /// What the Context needs to know about one GPU of a platform.
 struct GpuPlatformDevice {
@@ -150,7 +150,5 @@ inline std::atomic<const GpuAllReduceKernel*>& gpu_all_reduce_kernel_slot() noex
 inline const GpuAllReduceKernel* register_gpu_all_reduce_kernel(const GpuAllReduceKernel* kernel) noexcept {
   return gpu_all_reduce_kernel_slot().exchange(kernel, std::memory_order_acq_rel);
 }
-
-}  // namespace detail
 
 }  // namespace devtensor

@@ -146,11 +146,16 @@ DEVTENSOR_DEFINITION void DeviceScope::push(DeviceSpec merged) {
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// The device this thread requests right now: the innermost DeviceScope's merged spec, or the
-/// empty spec (any device) outside every scope.
-inline DeviceSpec current_device_spec() {
+/// empty spec (any device) outside every scope. Valid until the next scope opens or closes.
+inline const DeviceSpec& current_device_spec() noexcept {
+  static const DeviceSpec any;
   const auto& stack = detail::scope_stack();
-  return stack.entries.empty() ? DeviceSpec() : stack.entries.back().spec;
+  return stack.entries.empty() ? any : stack.entries.back().spec;
 }
+
+/// Changes whenever a scope opens or closes on this thread: a placement cached with one value
+/// holds until it changes.
+inline std::uint64_t device_scope_generation() noexcept { return detail::scope_stack().generation; }
 
 /// Number of scopes open on this thread.
 inline std::size_t device_scope_depth() noexcept { return detail::scope_stack().entries.size(); }

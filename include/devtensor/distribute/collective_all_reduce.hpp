@@ -118,7 +118,7 @@ class CollectiveAllReduce {
 
   explicit CollectiveAllReduce(CommunicationOptions options = CommunicationOptions()) : options_(options) {}
   /// This process's GPUs are ranks of `clique`, which spans the workers (nullptr: none).
-  CollectiveAllReduce(CommunicationOptions options, std::shared_ptr<const detail::GpuCliqueAcrossProcesses> clique)
+  CollectiveAllReduce(CommunicationOptions options, std::shared_ptr<const GpuCliqueAcrossProcesses> clique)
       : options_(options), clique_(std::move(clique)) {}
 
   [[nodiscard]] const CommunicationOptions& options() const noexcept { return options_; }
@@ -196,7 +196,7 @@ class CollectiveAllReduce {
 
  private:
   CommunicationOptions options_;
-  std::shared_ptr<const detail::GpuCliqueAcrossProcesses> clique_;
+  std::shared_ptr<const GpuCliqueAcrossProcesses> clique_;
 
   /// Packs, all-reduces each pack and unpacks. `across` (non-empty: the operation's name): NCCL
   /// over the clique of every worker's GPUs; otherwise this process's devices only.

@@ -20,7 +20,7 @@
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
-namespace devtensor::detail {
+namespace devtensor::distribute {
 
 /// The reduction a WorkerGroup applies across processes.
 enum class CollectiveReduction { sum, max, min };
@@ -96,7 +96,7 @@ class StrategyInterface {
       const std::vector<std::vector<Tensor<float>>>& values) = 0;
   /// This process's share of a global batch of `global` examples: where its replicas start and
   /// how many each gets (TensorFlow's split; DATA auto-shard across processes).
-  [[nodiscard]] virtual distribute::LocalBatch local_batch(std::int64_t global) const = 0;
+  [[nodiscard]] virtual LocalBatch local_batch(std::int64_t global) const = 0;
   /// strategy.reduce(SUM) of one value per local replica, over every replica of every process,
   /// on the first replica's device. `what` names the operation in errors.
   [[nodiscard]] virtual Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica,
@@ -228,4 +228,4 @@ inline void MergePoint::throw_aborted() {
       "update a MirroredVariable the same number of times in one run)");
 }
 
-}  // namespace devtensor::detail
+}  // namespace devtensor::distribute

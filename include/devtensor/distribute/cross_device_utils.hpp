@@ -59,9 +59,9 @@ namespace cdo_detail {
 template <Element T>
 Tensor<T> copy_to(const Tensor<T>& t, const Device& device) {
   if (&t.device_info() == &device) return t;
-  if (!t.device_info().is_gpu && !device.is_gpu) return Tensor<T>(detail::alias_storage(t.storage(), device), t.shape());
+  if (!t.device_info().is_gpu && !device.is_gpu) return Tensor<T>(alias_storage(t.storage(), device), t.shape());
   auto out = Tensor<T>::empty(t.shape(), device, "_Send");
-  detail::copy_bytes(out.mutable_data(), device, t.data(), t.device_info(),
+  copy_bytes(out.mutable_data(), device, t.data(), t.device_info(),
                      static_cast<std::size_t>(t.num_elements()) * sizeof(T));
   return out;
 }

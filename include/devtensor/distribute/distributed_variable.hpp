@@ -14,7 +14,7 @@
 /// devices, and across workers), as gradients do; other element types sum on the first component's
 /// device (AddN's device body on a real GPU) and across workers through the worker group.
 ///
-/// Strategies install a StrategyVariableCreator in `scope()` (detail::StrategyScope), so
+/// Strategies install a StrategyVariableCreator in `scope()` (StrategyScope), so
 /// variables/variable.hpp needs nothing from here.
 
 #include <cstdint>
@@ -35,7 +35,7 @@ namespace devtensor {
 namespace distribute {
 
 template <Element T>
-class DistributedVariable : public detail::VariableImpl<T> {
+class DistributedVariable : public VariableImpl<T> {
  public:
   [[nodiscard]] bool distributed() const noexcept override { return true; }
   [[nodiscard]] std::size_t num_components() const noexcept override { return components_.size(); }
@@ -51,7 +51,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
   [[nodiscard]] const Device& device() const noexcept override { return *devices_[0]; }
 
   /// The strategy whose scope created it.
-  [[nodiscard]] const detail::StrategyInterface& strategy() const noexcept { return *strategy_; }
+  [[nodiscard]] const distribute::StrategyInterface& strategy() const noexcept { return *strategy_; }
   /// The per-device variables, in replica order (TensorFlow's `.values`).
   [[nodiscard]] const std::vector<Variable<T>>& values() const noexcept { return components_; }
 
@@ -68,7 +68,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
   /// Each component updated on its own device (kernel(c, value, out) for component c).
   /// @throws FailedPreconditionError in a replica context of the variable's strategy: the
   /// replicas' updates meet in merge_call (assign_add, or an optimizer's apply_gradients).
-  void apply_update(std::string_view op, typename detail::VariableImpl<T>::UpdateKernel kernel) override {
+  void apply_update(std::string_view op, typename VariableImpl<T>::UpdateKernel kernel) override {
     if (local_replica() >= 0)
       throw FailedPreconditionError(std::string(op) + " of " + this->info().name +
                                     " in a replica context: apply optimizer updates in cross-replica context "
@@ -81,20 +81,20 @@ class DistributedVariable : public detail::VariableImpl<T> {
  protected:
   /// Component 0 from `initial_value` (across processes, the chief's: every worker starts from it),
   /// the others copied from component 0, so the replicas start equal.
-  DistributedVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
-      : detail::VariableImpl<T>(std::move(info)), strategy_(&strategy), devices_(strategy.replica_devices()) {
+  DistributedVariable(VariableInfo info, const Tensor<T>& initial_value, const distribute::StrategyInterface& strategy)
+      : VariableImpl<T>(std::move(info)), strategy_(&strategy), devices_(strategy.replica_devices()) {
     const auto& me = this->info();
     Tensor<T> start = initial_value;
     if (auto* group = workers()) start = from_chief(initial_value, *group, me.base_name);
     for (std::size_t i = 0; i < devices_.size(); ++i) {
-      detail::VariableInfo part = me;
-      part.handle_id = detail::next_tensor_id();  // a variable of its own (tapes tell them apart)
+      VariableInfo part = me;
+      part.handle_id = next_tensor_id();  // a variable of its own (tapes tell them apart)
       if (i > 0) {
         part.base_name = me.base_name + "/replica_" + std::to_string(i);
         part.name = part.base_name + ":0";
       }
       const Tensor<T>& from = i == 0 ? start : components_[0].implementation().read();
-      components_.emplace_back(std::make_shared<detail::LocalVariable<T>>(std::move(part), from, *devices_[i]));
+      components_.emplace_back(std::make_shared<LocalVariable<T>>(std::move(part), from, *devices_[i]));
     }
   }
 
@@ -103,11 +103,11 @@ class DistributedVariable : public detail::VariableImpl<T> {
 
   /// This thread's replica of the variable's strategy, or -1 in cross-replica context.
   int local_replica() const {
-    const auto* ctx = detail::current_replica_context();
+    const auto* ctx = distribute::current_replica_context();
     return ctx && ctx->strategy == strategy_ ? ctx->local_replica_id : -1;
   }
   /// The other processes of the strategy (MultiWorkerMirroredStrategy), or nullptr.
-  detail::WorkerGroup* workers() const {
+  distribute::WorkerGroup* workers() const {
     auto* group = strategy_->worker_group();
     return group && group->num_workers() > 1 ? group : nullptr;
   }
@@ -118,11 +118,11 @@ class DistributedVariable : public detail::VariableImpl<T> {
   void assign_every_component(const Tensor<T>& value) {
     for (auto& c : components_) c.implementation().assign(value);
   }
-  void update_every_component(detail::VariableUpdate kind, const Tensor<T>& delta) {
+  void update_every_component(VariableUpdate kind, const Tensor<T>& delta) {
     for (auto& c : components_) c.implementation().update(kind, delta);
   }
   void assign_component(std::size_t i, const Tensor<T>& value) { components_[i].implementation().assign(value); }
-  void update_component(std::size_t i, detail::VariableUpdate kind, const Tensor<T>& delta) {
+  void update_component(std::size_t i, VariableUpdate kind, const Tensor<T>& delta) {
     components_[i].implementation().update(kind, delta);
   }
 
@@ -135,7 +135,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
       for (const auto& p : parts) values.push_back({p});
       // Variables hold a const view of their strategy, which is not const: its all-reduce runs
       // the collectives (merge_call's function runs in cross-replica context, as TensorFlow's does).
-      auto& strategy = const_cast<detail::StrategyInterface&>(*strategy_);
+      auto& strategy = const_cast<distribute::StrategyInterface&>(*strategy_);
       total = strategy.batch_all_reduce_sum(values)[0][0];
     } else {
       total = combine(parts, *devices_[0], 1, what);
@@ -162,7 +162,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
     };
     if (out.host_memory()) {
       std::vector<Tensor<T>> local;  // host parts are read where they are
-      for (const auto& p : parts) local.push_back(p.host_memory() ? p : detail::variable_copy(p, device, op));
+      for (const auto& p : parts) local.push_back(p.host_memory() ? p : variable_copy(p, device, op));
       T* o = out.mutable_data();
       std::copy(local[0].data(), local[0].data() + n, o);
       for (std::size_t k = 1; k < local.size(); ++k) {
@@ -173,19 +173,19 @@ class DistributedVariable : public detail::VariableImpl<T> {
       return out;
     }
     std::vector<Tensor<T>> local;
-    for (const auto& p : parts) local.push_back(detail::variable_copy(p, device, op));
+    for (const auto& p : parts) local.push_back(variable_copy(p, device, op));
     if constexpr (Floating<T>) {  // AddN and RealDiv's GPU bodies, when the program has them
       const auto& info = out.device_info();
-      if (op_detail::optional_gpu_body<ops::AddN, T>(info) &&
-          (divisor == 1 || op_detail::optional_gpu_body<ops::RealDiv, T>(info))) {
+      if (kernels::optional_gpu_body<ops::AddN, T>(info) &&
+          (divisor == 1 || kernels::optional_gpu_body<ops::RealDiv, T>(info))) {
         if (divisor == 1) {
-          op_detail::run_body_on<ops::AddN, T, T>({}, local, out);
+          kernels::run_body_on<ops::AddN, T, T>({}, local, out);
           return out;
         }
         auto sum = Tensor<T>::empty(shape, device, op);
-        op_detail::run_body_on<ops::AddN, T, T>({}, local, sum);
-        const Tensor<T> quotient[2] = {sum, op_detail::filled_on<T>(device, Shape{}, static_cast<T>(divisor), op)};
-        op_detail::run_body_on<ops::RealDiv, T, T>({}, quotient, out);
+        kernels::run_body_on<ops::AddN, T, T>({}, local, sum);
+        const Tensor<T> quotient[2] = {sum, kernels::filled_on<T>(device, Shape{}, static_cast<T>(divisor), op)};
+        kernels::run_body_on<ops::RealDiv, T, T>({}, quotient, out);
         return out;
       }
     }
@@ -197,35 +197,35 @@ class DistributedVariable : public detail::VariableImpl<T> {
     if constexpr (!std::is_same_v<T, bool>)
       if (divisor != 1)
         for (auto& x : total) x = static_cast<T>(x / static_cast<T>(divisor));
-    return detail::tensor_from_host(total, shape, device, op);
+    return tensor_from_host(total, shape, device, op);
   }
 
   /// `value` as the chief process has it, in host memory, as MPI's broadcast needs.
-  Tensor<T> from_chief(const Tensor<T>& value, detail::WorkerGroup& group, const std::string& name) const {
-    auto host = detail::variable_copy(value, strategy_->host_device(), "VarHandleOp");
+  Tensor<T> from_chief(const Tensor<T>& value, distribute::WorkerGroup& group, const std::string& name) const {
+    auto host = variable_copy(value, strategy_->host_device(), "VarHandleOp");
     group.broadcast(host.mutable_data(), static_cast<std::size_t>(host.num_elements()) * sizeof(T),
                     "the value of variable " + name);
     return host;
   }
 
  private:
-  const detail::StrategyInterface* strategy_;  // strategies outlive their variables, as in TensorFlow
+  const distribute::StrategyInterface* strategy_;  // strategies outlive their variables, as in TensorFlow
   std::vector<const Device*> devices_;
   std::vector<Variable<T>> components_;  // local variables, one per replica device
 
   /// This worker's `total` summed with every other worker's, through host memory (bool: or).
-  Tensor<T> sum_across_workers(const Tensor<T>& total, detail::WorkerGroup& group, std::string_view what) const {
+  Tensor<T> sum_across_workers(const Tensor<T>& total, distribute::WorkerGroup& group, std::string_view what) const {
     const std::string description = std::string(what) + " of " + this->info().name;
     const std::vector<T> mine = total.to_vector();
     std::vector<T> all(mine.begin(), mine.end());
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<std::int32_t> flags(mine.begin(), mine.end());
-      group.all_reduce(DType::DT_INT32, flags.data(), flags.size(), detail::CollectiveReduction::max, description);
+      group.all_reduce(DType::DT_INT32, flags.data(), flags.size(), distribute::CollectiveReduction::max, description);
       all.assign(flags.begin(), flags.end());
     } else {
-      group.all_reduce(dtype_enum<T>(), all.data(), all.size(), detail::CollectiveReduction::sum, description);
+      group.all_reduce(dtype_enum<T>(), all.data(), all.size(), distribute::CollectiveReduction::sum, description);
     }
-    return detail::tensor_from_host(all, total.shape(), *devices_[0], what);
+    return tensor_from_host(all, total.shape(), *devices_[0], what);
   }
 };
 
@@ -233,7 +233,7 @@ class DistributedVariable : public detail::VariableImpl<T> {
 template <Element T>
 class MirroredVariable final : public DistributedVariable<T> {
  public:
-  MirroredVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
+  MirroredVariable(VariableInfo info, const Tensor<T>& initial_value, const distribute::StrategyInterface& strategy)
       : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
 
   void assign(const Tensor<T>& value) override {
@@ -242,9 +242,9 @@ class MirroredVariable final : public DistributedVariable<T> {
     else
       this->assign_every_component(value);
   }
-  void update(detail::VariableUpdate kind, const Tensor<T>& delta) override {
+  void update(VariableUpdate kind, const Tensor<T>& delta) override {
     if (this->local_replica() >= 0)
-      merged(delta, kind == detail::VariableUpdate::add ? "AssignAddVariableOp" : "AssignSubVariableOp",
+      merged(delta, kind == VariableUpdate::add ? "AssignAddVariableOp" : "AssignSubVariableOp",
              [&](const Tensor<T>& aggregated) { this->update_every_component(kind, aggregated); });
     else
       this->update_every_component(kind, delta);
@@ -253,7 +253,7 @@ class MirroredVariable final : public DistributedVariable<T> {
  private:
   /// Outside strategy.run: the component on the current device scope's device, else the first.
   std::size_t cross_replica_component() const {
-    const DeviceSpec& request = detail::requested_spec();
+    const DeviceSpec& request = current_device_spec();
     if (request.type() && request.id())
       for (std::size_t i = 0; i < this->devices().size(); ++i)
         if (request.matches(this->devices()[i]->spec)) return i;
@@ -296,7 +296,7 @@ class MirroredVariable final : public DistributedVariable<T> {
 template <Element T>
 class SyncOnReadVariable final : public DistributedVariable<T> {
  public:
-  SyncOnReadVariable(detail::VariableInfo info, const Tensor<T>& initial_value, const detail::StrategyInterface& strategy)
+  SyncOnReadVariable(VariableInfo info, const Tensor<T>& initial_value, const distribute::StrategyInterface& strategy)
       : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
 
   /// In a replica: that replica's component. Cross-replica: every component, a SUM variable its
@@ -313,7 +313,7 @@ class SyncOnReadVariable final : public DistributedVariable<T> {
       }
     this->assign_every_component(value);
   }
-  void update(detail::VariableUpdate kind, const Tensor<T>& delta) override {
+  void update(VariableUpdate kind, const Tensor<T>& delta) override {
     if (const int replica = this->local_replica(); replica >= 0)
       this->update_component(static_cast<std::size_t>(replica), kind, delta);
     else
@@ -340,10 +340,6 @@ template <Element T>
 [[nodiscard]] const DistributedVariable<T>* as_distributed(const Variable<T>& v) {
   return dynamic_cast<const DistributedVariable<T>*>(&v.implementation());
 }
-
-}  // namespace distribute
-
-namespace detail {
 
 /// A strategy's variable creator: mirrored or sync-on-read variables over its replica devices.
 /// A template over the strategy's implementation only so that the distributed variable types of
@@ -408,5 +404,5 @@ class StrategyScope final : public StrategyScopeGuard {
   ScopedSet<VariableCreator> creating_;
 };
 
-}  // namespace detail
+}  // namespace distribute
 }  // namespace devtensor

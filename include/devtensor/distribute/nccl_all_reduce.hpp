@@ -25,10 +25,10 @@ struct NcclEngine {
   static constexpr std::string_view name = "NcclAllReduce";
   static constexpr std::string_view validation_name = "NCCL all-reduce";
   static constexpr const char* pack_prefix = "nccl";
-  [[nodiscard]] static bool available() noexcept { return detail::gpu_all_reduce_kernel() != nullptr; }
+  [[nodiscard]] static bool available() noexcept { return gpu_all_reduce_kernel() != nullptr; }
   /// Whether the registered kernel can also join a communicator that spans processes.
   [[nodiscard]] static bool available_across_processes() noexcept {
-    const detail::GpuAllReduceKernel* kernel = detail::gpu_all_reduce_kernel();
+    const GpuAllReduceKernel* kernel = gpu_all_reduce_kernel();
     return kernel && kernel->new_unique_id && kernel->all_reduce_sum_across_processes;
   }
 
@@ -36,7 +36,7 @@ struct NcclEngine {
   ///         on real GPUs.
   template <Numeric T>
   static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>& parts, std::size_t) {
-    return call(parts, [&](const detail::GpuAllReduceKernel& kernel, const auto&... buffers) {
+    return call(parts, [&](const GpuAllReduceKernel& kernel, const auto&... buffers) {
       kernel.all_reduce_sum(buffers...);
     });
   }
@@ -44,9 +44,9 @@ struct NcclEngine {
   /// are summed. @throws UnimplementedError when the kernel cannot cross processes.
   template <Numeric T>
   static std::vector<Tensor<T>> all_reduce_across_processes(const std::vector<Tensor<T>>& parts,
-                                                            const detail::GpuCliqueAcrossProcesses& clique,
+                                                            const GpuCliqueAcrossProcesses& clique,
                                                             std::string_view what) {
-    return call(parts, [&](const detail::GpuAllReduceKernel& kernel, const auto&... buffers) {
+    return call(parts, [&](const GpuAllReduceKernel& kernel, const auto&... buffers) {
       if (!kernel.all_reduce_sum_across_processes)
         throw UnimplementedError(std::string("The all-reduce kernel '") + kernel.name + "' cannot cross processes");
       kernel.all_reduce_sum_across_processes(clique, what, buffers...);
@@ -57,7 +57,7 @@ struct NcclEngine {
   /// A new result per part on its GPU; `launch(kernel, dtype, count, send, recv, ordinals, streams)`.
   template <Numeric T, class Launch>
   static std::vector<Tensor<T>> call(const std::vector<Tensor<T>>& parts, Launch launch) {
-    const detail::GpuAllReduceKernel* kernel = detail::gpu_all_reduce_kernel();
+    const GpuAllReduceKernel* kernel = gpu_all_reduce_kernel();
     if (!kernel)
       throw UnimplementedError(
           "NcclAllReduce: Nccl kernel is not found in this program. Build at least one translation unit "

@@ -58,7 +58,7 @@ class ReplicaWorkers {
       if (root) continue;
       try {
         std::rethrow_exception(e);
-      } catch (const detail::MergeAbandonedError&) {
+      } catch (const distribute::MergeAbandonedError&) {
       } catch (...) {
         root = e;
       }

@@ -154,9 +154,9 @@ template <Floating T>
   if (global_batch_size) {
     global = *global_batch_size;
   } else {
-    const auto* replica = detail::current_replica_context();
+    const auto* replica = distribute::current_replica_context();
     if (!replica) {
-      bool distributed = detail::current_distribution_scope() != nullptr;
+      bool distributed = distribute::current_distribution_scope() != nullptr;
       if (distributed)
         throw FailedPreconditionError("You are calling `compute_average_loss` in cross replica context, while it was "
                                       "expected to be called in replica context. Pass global_batch_size.");
@@ -174,7 +174,7 @@ template <Floating T>
 /// sum(loss) / num_replicas_in_sync (1 outside a strategy).
 template <Floating T>
 [[nodiscard]] Tensor<T> scale_regularization_loss(const Tensor<T>& loss) {
-  const auto* replica = detail::current_replica_context();
+  const auto* replica = distribute::current_replica_context();
   const int replicas = replica ? replica->num_replicas : 1;
   return div(reduce_sum(loss), scalar<T>(static_cast<T>(replicas)));
 }

@@ -40,8 +40,8 @@ DEVTENSOR_DEFINITION void LossTracker::add(const Tensor<float>& loss, std::int64
   }
   if (device_total_.defined() && &device_total_.device_info() != &loss.device_info()) read_device_total();
   if (!device_total_.defined())
-    device_total_ = op_detail::filled_on<float>(loss.device_info(), Shape{}, 0.0f, "ZerosLike");
-  op_detail::run_update<ops::AccumulateWeighted, float>(
+    device_total_ = kernels::filled_on<float>(loss.device_info(), Shape{}, 0.0f, "ZerosLike");
+  kernels::run_update<ops::AccumulateWeighted, float>(
       device_total_.device_info(),
       ops::WeightedAccumulateUpdate<float>{device_total_.data(), loss.data(), device_total_.mutable_data(),
                                            static_cast<float>(n)},

@@ -48,7 +48,7 @@ struct SlotTable {
     auto& mine = per_component[c];
     for (std::size_t k = 0; k < used; ++k)
       if (!mine[k].defined())
-        mine[k] = op_detail::filled_on<float>(component.device_info(), component.shape(), 0.0f, "ZerosLike");
+        mine[k] = kernels::filled_on<float>(component.device_info(), component.shape(), 0.0f, "ZerosLike");
     return mine;
   }
 };
@@ -108,8 +108,8 @@ using Updates = std::vector<std::pair<Tensor<float>, Variable<float>>>;
 /// The replica context this thread runs in when it belongs to the strategy the variables were
 /// created under, else nullptr (cross-replica context). @throws InvalidArgumentError in a replica
 /// context for a variable of no strategy or of another one.
-inline const detail::ReplicaContextState* replica_context_of(const Updates& updates) {
-  const auto* ctx = detail::current_replica_context();
+inline const distribute::ReplicaContextState* replica_context_of(const Updates& updates) {
+  const auto* ctx = distribute::current_replica_context();
   if (!ctx) return nullptr;
   bool any = false;
   const auto of_this_strategy = [&](const Variable<float>& v) {
@@ -133,7 +133,7 @@ template <class Step>
 void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars, std::string_view op,
            Step step) {
   const Updates updates = pairs(grads, vars);
-  const detail::ReplicaContextState* ctx = replica_context_of(updates);
+  const distribute::ReplicaContextState* ctx = replica_context_of(updates);
   if (!ctx) {
     require_gradients_on_variable_devices(updates, op);
     step(updates, GradientFor([&](std::size_t k, std::size_t, const Device& device) { return to_device(updates[k].first, device, op, 1); }));
@@ -151,8 +151,8 @@ void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<f
     }
     // The context holds a const view of the strategy, which itself is not const (it runs this very
     // call). merge_call's function runs in cross-replica context, as TensorFlow's merge_fn does.
-    const auto reduced = const_cast<detail::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
-    const detail::ScopedSet<detail::ReplicaContextState> cross_replica(detail::current_replica_context(), nullptr);
+    const auto reduced = const_cast<distribute::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
+    const distribute::ScopedSet<distribute::ReplicaContextState> cross_replica(distribute::current_replica_context(), nullptr);
     step(updates, GradientFor([&](std::size_t k, std::size_t c, const Device&) { return reduced[c][k]; }));
   });
 }
@@ -279,7 +279,7 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
       if (momentum == 0.0) {
         v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
           const auto grad = gradient(k, c, var.device_info());
-          op_detail::run_update<ops::ApplyGradientDescent, float>(
+          kernels::run_update<ops::ApplyGradientDescent, float>(
               var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
               var.num_elements());
         });
@@ -288,7 +288,7 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
       v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
         const auto grad = gradient(k, c, var.device_info());
         auto& [velocity] = slots->of(v, c, var);
-        op_detail::run_update<ops::ApplyKerasMomentum, float>(
+        kernels::run_update<ops::ApplyKerasMomentum, float>(
             var.device_info(),
             ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
                                             m, nesterov},
@@ -311,7 +311,7 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
       v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
         const auto grad = gradient(k, c, var.device_info());
         auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
-        op_detail::run_update<ops::ApplyAdam, float>(
+        kernels::run_update<ops::ApplyAdam, float>(
             var.device_info(),
             ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
                                    amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),

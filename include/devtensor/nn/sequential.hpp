@@ -103,7 +103,7 @@ class Sequential {
 
  private:
   std::string name_;
-  std::shared_ptr<detail::StrategyInterface> strategy_;
+  std::shared_ptr<distribute::StrategyInterface> strategy_;
   std::vector<Layer> layers_;
   std::optional<std::vector<std::int64_t>> input_shape_;
   std::optional<Loss> loss_;
@@ -272,7 +272,7 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
 }
 
 DEVTENSOR_DEFINITION void Sequential::capture_strategy() {
-  if (const auto* scope = detail::current_distribution_scope()) {
+  if (const auto* scope = distribute::current_distribution_scope()) {
     if (strategy_ && strategy_ != scope->strategy)
       throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: model \"" + name_ +
                                  "\" belongs to " + strategy_->description());
@@ -325,8 +325,8 @@ DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer) {
   // A model whose variables exist already must have created them in the strategy's scope: plain
   // variables would train on one device while the strategy splits the batch (Keras's check).
   // Checked before anything changes, so a refused compile leaves the model as it was.
-  const auto* scope = detail::current_distribution_scope();
-  const detail::StrategyInterface* strategy = scope ? scope->strategy.get() : strategy_.get();
+  const auto* scope = distribute::current_distribution_scope();
+  const distribute::StrategyInterface* strategy = scope ? scope->strategy.get() : strategy_.get();
   if (strategy && built())
     for (const auto& v : variables()) {
       const auto* distributed = distribute::as_distributed(v);

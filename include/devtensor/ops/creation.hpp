@@ -91,12 +91,12 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
   if constexpr (std::is_same_v<T, bool>) {
     // std::vector<bool> has no data(): copy element by element into a byte buffer.
     std::vector<unsigned char> bytes(host.begin(), host.end());
-    detail::copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), detail::host_buffer_device(),
+    copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), host_buffer_device(),
                        bytes.size());
     return out;
   } else {
     src = host.empty() ? values.data() : host.data();
-    detail::copy_bytes(out.mutable_data(), out.device_info(), src, detail::host_buffer_device(),
+    copy_bytes(out.mutable_data(), out.device_info(), src, host_buffer_device(),
                        static_cast<std::size_t>(n) * sizeof(T));
     return out;
   }
@@ -151,7 +151,7 @@ std::int64_t range_size(T start, T limit, T delta) {
     const auto check_finite = [](T v, const char* name) {
       if (!std::isfinite(v))
         throw InvalidArgumentError(std::string("Requires ") + name + " to be finite, got " +
-                                   detail::number_string(v) + " [Op:Range]");
+                                   number_string(v) + " [Op:Range]");
     };
     check_finite(start, "start");
     check_finite(limit, "limit");
@@ -160,7 +160,7 @@ std::int64_t range_size(T start, T limit, T delta) {
   if (delta == T{0}) throw InvalidArgumentError("Requires delta != 0: 0 [Op:Range]");
   if ((delta > T{0} && start > limit) || (delta < T{0} && start < limit))
     throw InvalidArgumentError("Requires start <= limit when delta > 0 (or start >= limit when delta < 0): " +
-                               detail::number_string(start) + "/" + detail::number_string(limit) + " [Op:Range]");
+                               number_string(start) + "/" + number_string(limit) + " [Op:Range]");
   using Wide = long double;
   Wide size = 0;
   if constexpr (std::is_integral_v<T>) {
@@ -179,8 +179,8 @@ std::int64_t range_size(T start, T limit, T delta) {
   if (!(size <= static_cast<Wide>(std::numeric_limits<std::int64_t>::max())))
     throw InvalidArgumentError("Requires ((limit - start) / delta) <= " +
                                std::to_string(std::numeric_limits<std::int64_t>::max()) + ": start " +
-                               detail::number_string(start) + ", limit " + detail::number_string(limit) +
-                               ", delta " + detail::number_string(delta) + " [Op:Range]");
+                               number_string(start) + ", limit " + number_string(limit) +
+                               ", delta " + number_string(delta) + " [Op:Range]");
   return static_cast<std::int64_t>(size);
 }
 

@@ -15,7 +15,7 @@
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
-namespace op_detail {
+namespace kernels {
 
 /// Op's GPU body when `device` is a real GPU and the program contains the body, else nullptr.
 /// For the work that is not placed (a variable's updates run where the variable lives, and a
@@ -30,7 +30,7 @@ auto optional_gpu_body(const Device& device) -> kernel_body_t<Op, T>* {
   }
 }
 
-}  // namespace op_detail
+}  // namespace kernels
 
 /// The registered body of a user's op (one that declares `body<T>`, ops/registry.hpp) for the
 /// device the placer chose: the GPU body on a real GPU, the CPU body on CPUs and simulated GPUs

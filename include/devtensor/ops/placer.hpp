@@ -140,12 +140,6 @@ void initialize_for_op(const KernelSupport& kernel, const CallSite& where = {});
 const Device& place_uncached(PlacementCache& cache, const KernelSupport& kernel, const DeviceSpec& request, bool soft);
 void log_placement(std::string_view op, const Device& device);
 
-inline const DeviceSpec& requested_spec() noexcept {
-  static const DeviceSpec empty;
-  const auto& stack = scope_stack();
-  return stack.entries.empty() ? empty : stack.entries.back().spec;
-}
-
 /// The placement decision itself (uncached); place_op caches it.
 const Device& select_device(const KernelSupport& kernel, const DeviceSpec& request, bool soft);
 
@@ -237,14 +231,14 @@ inline const Device& place_op(const KernelSupport& kernel, bool small_host_int_i
   auto& context = Context::global();
   if (!context.initialized()) [[unlikely]]
     detail::initialize_for_op(kernel);
-  const DeviceSpec& request = detail::requested_spec();
+  const DeviceSpec& request = current_device_spec();
   const Device* device = nullptr;
   if (small_host_int_inputs && kernel.pin_small_int && kernel.cpu && !request.type()) {
     device = &context.initialized_devices().host_cpu();
   } else {
     thread_local detail::PlacementCache cache;
     const bool soft = context.soft_device_placement();
-    const auto generation = detail::scope_stack().generation;
+    const auto generation = device_scope_generation();
     const auto epoch = context.epoch();
     const auto kernels = detail::kernel_registry_generation.load(std::memory_order_acquire);
     if (cache.generation != generation || cache.epoch != epoch || cache.soft != soft || cache.kernels != kernels)
@@ -320,7 +314,7 @@ inline const Device& place_constant(const CallSite& where = {}) {
 /// cross-replica result goes (TensorFlow's "current device").
 inline const Device& scope_device_or_host(std::string_view trigger) {
   const DeviceSet& devices = device_set(trigger);
-  const Device* named = devices.find(detail::requested_spec());
+  const Device* named = devices.find(current_device_spec());
   return named ? *named : devices.host_cpu();
 }
 
@@ -370,7 +364,7 @@ Tensor<T> to_device(const Tensor<T>& t, const Device& device, std::string_view o
 }
 
 #if DEVTENSOR_HEADER_DEFINITIONS
-DEVTENSOR_DEFINITION std::shared_ptr<detail::TensorStorage> detail::copy_to_device(
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> detail::copy_to_device(
     const TensorStorage& from, const Shape& shape, std::size_t bytes, std::string_view dtype, bool int32,
     const Device& target, std::string_view op, int input) {
   const auto policy = config::experimental::get_device_policy();

@@ -30,14 +30,22 @@ struct NormalOptions {
   std::optional<std::uint64_t> seed = std::nullopt;
 };
 
-namespace detail {
-
+/// SplitMix64: a seed (or a counter) mixed into 64 well-spread bits; every random op and the
+/// dataset shuffle derive their streams with it.
 DEVTENSOR_HOST_DEVICE constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
 }
+
+/// A fresh seed for an op or a shuffle that was given none (TensorFlow's op-level random seed).
+inline std::uint64_t next_seed() {
+  static std::atomic<std::uint64_t> counter{std::random_device{}()};
+  return splitmix64(counter.fetch_add(1));
+}
+
+namespace detail {
 /// A double in [0, 1) from 53 random bits.
 DEVTENSOR_HOST_DEVICE constexpr double unit_uniform(std::uint64_t seed, std::uint64_t i) noexcept {
   return static_cast<double>(splitmix64(seed ^ splitmix64(i)) >> 11) * 0x1.0p-53;
@@ -69,11 +77,6 @@ struct NormalValue {
     return static_cast<T>(mean + stddev * z);
   }
 };
-
-inline std::uint64_t next_seed() {
-  static std::atomic<std::uint64_t> counter{std::random_device{}()};
-  return splitmix64(counter.fetch_add(1));
-}
 
 }  // namespace detail
 
@@ -116,12 +119,12 @@ Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}, const 
       std::fabs(options.minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
       std::fabs(options.maxval) > static_cast<double>(std::numeric_limits<T>::max()))
     throw InvalidArgumentError("Requires minval and maxval to be finite values of the type, with a finite "
-                               "difference: minval " + detail::number_string(options.minval) + ", maxval " +
-                               detail::number_string(options.maxval) + " [Op:RandomUniform]");
+                               "difference: minval " + number_string(options.minval) + ", maxval " +
+                               number_string(options.maxval) + " [Op:RandomUniform]");
   if (!(options.minval < options.maxval))
     throw InvalidArgumentError("Need minval < maxval: " + std::to_string(options.minval) + " >= " +
                                std::to_string(options.maxval) + " [Op:RandomUniform]");
-  const std::uint64_t seed = options.seed.value_or(detail::next_seed());
+  const std::uint64_t seed = options.seed.value_or(next_seed());
   return run_op<ops::RandomUniform, T>(op_options, {shape, seed, options.minval, options.maxval});  // the same values on every device
 }
 
@@ -131,7 +134,7 @@ Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const Op
   if (!(options.stddev >= 0.0))
     throw InvalidArgumentError("stddev must be >= 0, got " + std::to_string(options.stddev) +
                                " [Op:RandomStandardNormal]");
-  const std::uint64_t seed = options.seed.value_or(detail::next_seed());
+  const std::uint64_t seed = options.seed.value_or(next_seed());
   return run_op<ops::RandomStandardNormal, T>(op_options, {shape, seed, options.mean, options.stddev});  // the CPU's, to rounding
 }
 

@@ -25,7 +25,8 @@
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
-namespace detail {
+// The record format: what run_op writes and GradientTape reads (public: users' ops record too).
+namespace autodiff {
 
 /// A recorded tensor without its element type: enough to rebuild the typed handle, identity
 /// included.
@@ -131,7 +132,7 @@ DEVTENSOR_DEFINITION void record_on_tapes(std::shared_ptr<const OpRecord> record
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
-}  // namespace detail
+}  // namespace autodiff
 
 namespace ops {
 /// A variable's read (TensorFlow's ReadVariableOp): recorded, never run as a kernel; its gradient
@@ -146,7 +147,7 @@ struct ReadVariableOp : Builtin {
 using TapeOnlyOps = TypeList<ReadVariableOp>;
 }  // namespace ops
 
-namespace detail {
+namespace autodiff {
 
 /// A variable was read: tapes that watch accessed variables start watching its handle when it is
 /// trainable; then the read is recorded as ReadVariableOp (handle -> value).
@@ -166,12 +167,12 @@ inline void record_variable_read(const TapeTensor& handle, const TapeTensor& val
   record_on_tapes(std::move(record));
 }
 
-}  // namespace detail
+}  // namespace autodiff
 
 namespace autodiff {
 
 /// True while a tape on this thread could record (one thread-local test).
-[[nodiscard]] inline bool tapes_active() noexcept { return !detail::active_tapes().empty(); }
+[[nodiscard]] inline bool tapes_active() noexcept { return !autodiff::active_tapes().empty(); }
 
 /// The gradient of a user op: output gradients in, one gradient per input out (an undefined
 /// Tensor for an input without one).
@@ -186,22 +187,22 @@ template <Floating T>
 void record_operation(std::string_view op_name, const std::vector<Tensor<T>>& inputs,
                       const std::vector<Tensor<T>>& outputs, BackwardFunction<T> backward = {}) {
   if (!tapes_active()) return;
-  auto r = std::make_shared<detail::OpRecord>();
+  auto r = std::make_shared<autodiff::OpRecord>();
   r->custom_name = std::string(op_name);
   r->op = r->custom_name;
-  for (const auto& in : inputs) r->inputs.push_back(detail::tape_tensor(in));
-  for (const auto& out : outputs) r->outputs.push_back(detail::tape_tensor(out));
+  for (const auto& in : inputs) r->inputs.push_back(autodiff::tape_tensor(in));
+  for (const auto& out : outputs) r->outputs.push_back(autodiff::tape_tensor(out));
   if (backward) {
     r->has_custom_backward = true;
-    r->backward = [fn = std::move(backward)](const std::vector<detail::TapeTensor>& dy) {
+    r->backward = [fn = std::move(backward)](const std::vector<autodiff::TapeTensor>& dy) {
       std::vector<Tensor<T>> typed;
       for (const auto& g : dy) typed.push_back(g.as<T>());
-      std::vector<detail::TapeTensor> out;
-      for (const auto& g : fn(typed)) out.push_back(g.defined() ? detail::tape_tensor(g) : detail::TapeTensor{});
+      std::vector<autodiff::TapeTensor> out;
+      for (const auto& g : fn(typed)) out.push_back(g.defined() ? autodiff::tape_tensor(g) : autodiff::TapeTensor{});
       return out;
     };
   }
-  detail::record_on_tapes(std::move(r));
+  autodiff::record_on_tapes(std::move(r));
 }
 
 }  // namespace autodiff

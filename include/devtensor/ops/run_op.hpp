@@ -33,6 +33,25 @@
 
 namespace devtensor {
 
+namespace autodiff {
+
+/// Op's gradient, type-erased for the tape: the typed tensors rebuilt, the op's attributes, the
+/// gradient from its definition (float or double by the output's type).
+template <class Op, Floating T>
+std::vector<autodiff::TapeTensor> typed_gradient(const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy) {
+  std::vector<Tensor<T>> x, y, g;
+  x.reserve(r.inputs.size());
+  for (const auto& t : r.inputs) x.push_back(t.as<T>());
+  for (const auto& t : r.outputs) y.push_back(t.as<T>());
+  for (const auto& t : dy) g.push_back(t.as<T>());
+  const ops::GradArgs<T, typename Op::Attrs> args{x, y, g, r.attributes<typename Op::Attrs>()};
+  std::vector<autodiff::TapeTensor> out;
+  for (const auto& d : Op::template gradient<T>(args)) out.push_back(d.defined() ? autodiff::tape_tensor(d) : autodiff::TapeTensor{});
+  return out;
+}
+
+}  // namespace autodiff
+
 namespace op_detail {
 
 /// Runs a CPU body on host copies of the inputs (elements of `input_size` bytes) and copies the
@@ -44,14 +63,14 @@ void run_staged(const ops::KernelContext& ctx, ops::Kernel* cpu_body, std::size_
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION void run_staged(const ops::KernelContext& ctx, ops::Kernel* cpu_body, std::size_t input_size,
                                      std::size_t output_size) {
-  const auto& host = detail::host_buffer_device();
+  const auto& host = host_buffer_device();
   // operator new[] aligns to __STDCPP_DEFAULT_NEW_ALIGNMENT__, enough for every element type
   std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<ops::KernelTensor> ins, outs;
   for (const auto& in : ctx.inputs) {
     const auto bytes = static_cast<std::size_t>(in.shape->num_elements()) * input_size;
     auto& buffer = buffers.emplace_back(new std::byte[bytes]);
-    detail::copy_bytes(buffer.get(), host, in.data, ctx.device, bytes);
+    copy_bytes(buffer.get(), host, in.data, ctx.device, bytes);
     ins.push_back({buffer.get(), in.shape});
   }
   for (const auto& out : ctx.outputs) {
@@ -60,7 +79,7 @@ DEVTENSOR_DEFINITION void run_staged(const ops::KernelContext& ctx, ops::Kernel*
   }
   cpu_body({host, ctx.attrs, ins, outs});
   for (std::size_t i = 0; i < outs.size(); ++i)
-    detail::copy_bytes(ctx.outputs[i].data, ctx.device, outs[i].data, host,
+    copy_bytes(ctx.outputs[i].data, ctx.device, outs[i].data, host,
                        static_cast<std::size_t>(outs[i].shape->num_elements()) * output_size);
 }
 #endif
@@ -93,37 +112,12 @@ void run_body(const ops::KernelContext& ctx) {
   }
 }
 
-/// Runs Op's body over tensors that exist already, on the output's device: work that is not
-/// placed (a variable's updates run where it lives). No placement, no copies, no record.
-template <class Op, Element Out, Element T>
-void run_body_on(const typename Op::Attrs& attrs, std::span<const Tensor<T>> inputs, const Tensor<Out>& output) {
-  std::vector<ops::KernelTensor> ins;
-  ins.reserve(inputs.size());
-  for (const auto& t : inputs) ins.push_back({t.mutable_data(), &t.shape()});
-  const ops::KernelTensor outs[1] = {{output.mutable_data(), &output.shape()}};
-  if (output.num_elements() > 0) run_body<Op, Out, T>({output.device_info(), &attrs, ins, outs});
-}
-
-/// Op's gradient, type-erased for the tape: the typed tensors rebuilt, the op's attributes, the
-/// gradient from its definition (float or double by the output's type).
-template <class Op, Floating T>
-std::vector<detail::TapeTensor> typed_gradient(const detail::OpRecord& r, const std::vector<detail::TapeTensor>& dy) {
-  std::vector<Tensor<T>> x, y, g;
-  x.reserve(r.inputs.size());
-  for (const auto& t : r.inputs) x.push_back(t.as<T>());
-  for (const auto& t : r.outputs) y.push_back(t.as<T>());
-  for (const auto& t : dy) g.push_back(t.as<T>());
-  const ops::GradArgs<T, typename Op::Attrs> args{x, y, g, r.attributes<typename Op::Attrs>()};
-  std::vector<detail::TapeTensor> out;
-  for (const auto& d : Op::template gradient<T>(args)) out.push_back(d.defined() ? detail::tape_tensor(d) : detail::TapeTensor{});
-  return out;
-}
 template <class Op>
-std::vector<detail::TapeTensor> erased_gradient(const detail::OpRecord& r, const std::vector<detail::TapeTensor>& dy) {
+std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy) {
   if (r.outputs.at(0).dtype == DType::DT_DOUBLE) {
-    if constexpr (ops::HasGradient<Op, double>) return typed_gradient<Op, double>(r, dy);
+    if constexpr (ops::HasGradient<Op, double>) return autodiff::typed_gradient<Op, double>(r, dy);
   } else {
-    if constexpr (ops::HasGradient<Op, float>) return typed_gradient<Op, float>(r, dy);
+    if constexpr (ops::HasGradient<Op, float>) return autodiff::typed_gradient<Op, float>(r, dy);
   }
   throw InternalError("No gradient of " + std::string(Op::name) + " for this element type");
 }
@@ -131,7 +125,7 @@ std::vector<detail::TapeTensor> erased_gradient(const detail::OpRecord& r, const
 /// Op's gradient for the tape, or nullptr: its own erased form (ops whose inputs and outputs
 /// differ in type, such as Cast), else the typed one from its definition.
 template <class Op>
-constexpr detail::ErasedGradient* gradient_of() noexcept {
+constexpr autodiff::ErasedGradient* gradient_of() noexcept {
   if constexpr (requires { &Op::erased_gradient; }) return &Op::erased_gradient;
   else if constexpr (ops::HasGradient<Op, float> || ops::HasGradient<Op, double>) return &erased_gradient<Op>;
   else return nullptr;
@@ -142,15 +136,15 @@ template <class Op, Element Out, Element T>
 void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs, std::span<const Tensor<Out>> outputs) {
   if constexpr (Floating<Out> && ops::differentiable<Op>()) {
     if (inputs.empty() || !autodiff::tapes_active()) return;  // nothing to differentiate with respect to
-    auto r = std::make_shared<detail::OpRecord>();
+    auto r = std::make_shared<autodiff::OpRecord>();
     r->op = Op::name;
-    r->kind = &detail::op_kind<Op>;
+    r->kind = &autodiff::op_kind<Op>;
     if constexpr (!std::derived_from<Op, ops::Builtin>) r->gradient = gradient_of<Op>();
     if constexpr (!std::is_empty_v<typename Op::Attrs>) r->attrs = std::make_shared<typename Op::Attrs>(attrs);
     r->inputs.reserve(inputs.size());
-    for (const auto* in : inputs) r->inputs.push_back(detail::tape_tensor(*in));
-    for (const auto& out : outputs) r->outputs.push_back(detail::tape_tensor(out));
-    detail::record_on_tapes(std::move(r));
+    for (const auto* in : inputs) r->inputs.push_back(autodiff::tape_tensor(*in));
+    for (const auto& out : outputs) r->outputs.push_back(autodiff::tape_tensor(out));
+    autodiff::record_on_tapes(std::move(r));
   }
 }
 
@@ -213,6 +207,22 @@ template <class Out, class T>
 using output_t = std::conditional_t<std::is_void_v<Out>, T, Out>;
 
 }  // namespace op_detail
+
+namespace kernels {
+
+/// Runs Op's body over tensors that exist already, on the output's device: work that is not
+/// placed (a variable's updates run where it lives). No placement, no copies, no record.
+template <class Op, Element Out, Element T>
+void run_body_on(const typename Op::Attrs& attrs, std::span<const Tensor<T>> inputs, const Tensor<Out>& output) {
+  std::vector<ops::KernelTensor> ins;
+  ins.reserve(inputs.size());
+  for (const auto& t : inputs) ins.push_back({t.mutable_data(), &t.shape()});
+  const ops::KernelTensor outs[1] = {{output.mutable_data(), &output.shape()}};
+  if (output.num_elements() > 0) op_detail::run_body<Op, Out, T>({output.device_info(), &attrs, ins, outs});
+}
+
+}  // namespace kernels
+
 
 /// Runs op `Op` on its inputs (tensors of one element type T) and returns its one output, of
 /// element type `Out` (T unless given: Cast). @throws what the shape function, the placer, the

@@ -59,7 +59,7 @@ DEVTENSOR_DEFINITION Shape Reshape::output_shape(const Attrs& attrs, const Shape
       throw InvalidArgumentError("Size " + std::to_string(i) + " must be non-negative, not " + std::to_string(out[i]) +
                                  " [Op:Reshape]");
     } else {
-      known = detail::checked_mul(known, out[i], "the element count of the requested shape", name);
+      known = checked_mul(known, out[i], "the element count of the requested shape", name);
     }
   }
   const std::int64_t n = input.num_elements();
@@ -164,7 +164,7 @@ struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
           throw InvalidArgumentError("ConcatOp : Dimension " + std::to_string(d) +
                                      " in both shapes must be equal: shape[0] = " + first.to_string() + " vs. shape[" +
                                      std::to_string(i) + "] = " + s.to_string() + " [Op:ConcatV2]");
-      dims[ax] = detail::checked_add(dims[ax], s[ax], "the size of the concatenated dimension", name);
+      dims[ax] = checked_add(dims[ax], s[ax], "the size of the concatenated dimension", name);
     }
     return Shape(dims, name);
   }
@@ -199,7 +199,7 @@ struct Split : OpTable<AllTypes, AllTypes>, Builtin {
       else if (sizes[i] < 0)
         throw InvalidArgumentError("Split sizes must be >= 0 (one may be -1), got " + shape_detail::dims_string(sizes) +
                                    " [Op:SplitV]");
-      else total = detail::checked_add(total, sizes[i], "the sum of the split sizes", name);
+      else total = checked_add(total, sizes[i], "the sum of the split sizes", name);
     }
     if (inferred >= 0 && total <= s[ax]) sizes[static_cast<std::size_t>(inferred)] = s[ax] - total;
     else if (inferred >= 0 || total != s[ax])
@@ -317,7 +317,7 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
       if (before < 0 || after < 0)
         throw InvalidArgumentError("Paddings must be non-negative: " + std::to_string(before) + " " +
                                    std::to_string(after) + " [Op:Pad]");
-      dims[d] = detail::checked_add(detail::checked_add(dims[d], before, "the padded size of a dimension", name), after,
+      dims[d] = checked_add(checked_add(dims[d], before, "the padded size of a dimension", name), after,
                                     "the padded size of a dimension", name);
     }
     return Shape(dims, name);
@@ -348,7 +348,7 @@ struct Cast : OpTable<AllTypes, AllTypes>, Builtin {
   template <class T>
   static void cuda(const KernelContext& ctx);
   /// The output gradient cast back to the input's type (float <-> double).
-  static std::vector<detail::TapeTensor> erased_gradient(const detail::OpRecord& r, const std::vector<detail::TapeTensor>& dy);
+  static std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy);
 };
 
 using ShapeOps = TypeList<Reshape, Identity, Transpose, ConcatV2, Split, Slice, BroadcastTo, Pad, Cast>;
@@ -438,11 +438,11 @@ Tensor<T> identity(const Tensor<T>& t, const OpOptions& options = {}) {
 template <Element U, Element T>
 Tensor<U> cast(const Tensor<T>& t, const OpOptions& options = {}) {
   // A tape may cross this cast back into T: T's gradients must be in the program even when it
-  // only differentiates U targets (detail::GradientInstaller, defined by autodiff/gradients.hpp;
+  // only differentiates U targets (autodiff::GradientInstaller, defined by autodiff/gradients.hpp;
   // without that header in this file, a tape that crosses it says so).
   if constexpr (Floating<T> && Floating<U> && !std::is_same_v<T, U>) {
-    if constexpr (requires { detail::GradientInstaller<T>::install(); })
-      if (autodiff::tapes_active()) detail::GradientInstaller<T>::install();
+    if constexpr (requires { autodiff::GradientInstaller<T>::install(); })
+      if (autodiff::tapes_active()) autodiff::GradientInstaller<T>::install();
   }
   return run_op<ops::Cast, U>(options, {dtype_enum<U>()}, t);
 }
@@ -453,15 +453,15 @@ Tensor<U> Tensor<T>::cast() const {
   return devtensor::cast<U>(*this);
 }
 
-inline std::vector<detail::TapeTensor> ops::Cast::erased_gradient(const detail::OpRecord& r,
-                                                                 const std::vector<detail::TapeTensor>& dy) {
+inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodiff::OpRecord& r,
+                                                                 const std::vector<autodiff::TapeTensor>& dy) {
   const auto& g = dy.at(0);
   if (g.dtype == r.inputs.at(0).dtype) return {g};
   // run_op, not cast(): the cast that recorded r installed its input type's gradients already, and
   // cast() here would make every gradient table instantiate the other type's
   if (r.inputs[0].dtype == DType::DT_DOUBLE)
-    return {detail::tape_tensor(run_op<Cast, double>({DType::DT_DOUBLE}, g.as<float>()))};
-  return {detail::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
+    return {autodiff::tape_tensor(run_op<Cast, double>({DType::DT_DOUBLE}, g.as<float>()))};
+  return {autodiff::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
 }
 
 }  // namespace devtensor

@@ -60,7 +60,9 @@ using TrainingOps = TypeList<VarHandleOp, ApplyGradientDescent, ApplyKerasMoment
 
 }  // namespace devtensor::ops
 
-namespace devtensor::op_detail {
+// kernels::: running bodies over buffers and tensors that exist already — work that is not placed
+// (a variable's updates run where it lives, an optimizer's slots are made beside their variable).
+namespace devtensor::kernels {
 
 /// Runs `update(i)` for i in [0, n) over host copies of its buffers, and copies the written ones
 /// back: a real GPU whose program lacks the GPU body (a host-compiled program's mirrored
@@ -78,12 +80,12 @@ void run_update_staged(const Device& device, Update update, std::int64_t n) {
   update.visit_buffers([&](auto*& buffer, bool written) {
     auto& s = staged.emplace_back(Staged{std::vector<T>(static_cast<std::size_t>(n)),
                                          const_cast<void*>(static_cast<const void*>(buffer)), written});
-    detail::copy_bytes(s.host.data(), detail::host_buffer_device(), buffer, device, bytes);
+    copy_bytes(s.host.data(), host_buffer_device(), buffer, device, bytes);
     buffer = s.host.data();
   });
   for (std::int64_t i = 0; i < n; ++i) update(i);
   for (const auto& s : staged)
-    if (s.written) detail::copy_bytes(s.on_device, device, s.host.data(), detail::host_buffer_device(), bytes);
+    if (s.written) copy_bytes(s.on_device, device, s.host.data(), host_buffer_device(), bytes);
 }
 
 /// The CPU loop of a fused update over [begin, end): `update(i)` element by element.
@@ -160,7 +162,7 @@ Tensor<T> filled_on(const Device& device, const Shape& shape, T value, std::stri
   return out;
 }
 
-}  // namespace devtensor::op_detail
+}  // namespace devtensor::kernels
 
 #if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
 #include "devtensor/ops/cuda/kernels.cuh"

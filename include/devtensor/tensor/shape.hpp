@@ -147,9 +147,9 @@ DEVTENSOR_DEFINITION void Shape::throw_bad_axis(std::int64_t a, std::string_view
 DEVTENSOR_DEFINITION void Shape::throw_invalid(std::int64_t dim, std::string_view op) const {
   if (dim < 0)
     throw InvalidArgumentError("Dimension " + std::to_string(dim) + " must be >= 0 in shape " + to_string() +
-                               detail::op_suffix(op));
+                               op_suffix(op));
   throw InvalidArgumentError("Shape " + to_string() + " would have more than 2**63 - 1 elements" +
-                             detail::op_suffix(op));
+                             op_suffix(op));
 }
 
 DEVTENSOR_DEFINITION Shape broadcast_different_shapes(const Shape& a, const Shape& b, std::string_view op) {

@@ -27,7 +27,7 @@
 
 namespace devtensor {
 
-namespace detail {
+// --- buffers on devices: what ops, variables and collectives build tensors from -----------------
 
 /// A buffer on one logical device; freed into that device's allocator when the last tensor using
 /// it goes away.
@@ -62,8 +62,7 @@ const Device& host_buffer_device();
 
 /// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
 /// platform's stream-ordered copy otherwise; a copy to the host waits for the device's stream).
-void copy_bytes(void* dst, const Device& dst_device, const void* src,
-                       const Device& src_device, std::size_t bytes);
+void copy_bytes(void* dst, const Device& dst_device, const void* src, const Device& src_device, std::size_t bytes);
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(const Device& device, std::size_t bytes,
@@ -137,8 +136,6 @@ inline std::uint64_t next_tensor_id() noexcept {
   return block | ++count;
 }
 
-}  // namespace detail
-
 template <Element T>
 class Tensor {
  public:
@@ -150,17 +147,17 @@ class Tensor {
   Tensor() = default;
 
   /// Internal: a new tensor value over existing storage (a new identity for GradientTape).
-  Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape)
-      : storage_(std::move(storage)), shape_(std::move(shape)), id_(detail::next_tensor_id()) {}
+  Tensor(std::shared_ptr<TensorStorage> storage, Shape shape)
+      : storage_(std::move(storage)), shape_(std::move(shape)), id_(next_tensor_id()) {}
   /// Internal: the tensor with a known identity (the tape rebuilding what it recorded).
-  Tensor(std::shared_ptr<detail::TensorStorage> storage, Shape shape, std::uint64_t id)
+  Tensor(std::shared_ptr<TensorStorage> storage, Shape shape, std::uint64_t id)
       : storage_(std::move(storage)), shape_(std::move(shape)), id_(id) {}
 
   /// A new, uninitialised tensor on `device` (ops use this for outputs).
   /// @throws InvalidArgumentError when the byte size overflows, ResourceExhaustedError (OOM).
   static Tensor empty(const Shape& shape, const Device& device, std::string_view op) {
-    const std::size_t bytes = detail::checked_byte_count(shape.num_elements(), sizeof(T), op);
-    return Tensor(detail::allocate_storage(device, bytes, shape, dtype_string<T>(), op), shape);
+    const std::size_t bytes = checked_byte_count(shape.num_elements(), sizeof(T), op);
+    return Tensor(allocate_storage(device, bytes, shape, dtype_string<T>(), op), shape);
   }
 
   [[nodiscard]] bool defined() const noexcept { return storage_ != nullptr; }
@@ -195,7 +192,7 @@ class Tensor {
   [[nodiscard]] T* mutable_data() const noexcept {
     return storage_ ? static_cast<T*>(storage_->data) : nullptr;
   }
-  [[nodiscard]] const std::shared_ptr<detail::TensorStorage>& storage() const noexcept { return storage_; }
+  [[nodiscard]] const std::shared_ptr<TensorStorage>& storage() const noexcept { return storage_; }
   /// The tensor's identity: copies of a handle share it; every op output gets a new one.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
@@ -246,7 +243,7 @@ class Tensor {
   [[nodiscard]] Tensor<U> cast() const;
 
  private:
-  std::shared_ptr<detail::TensorStorage> storage_;
+  std::shared_ptr<TensorStorage> storage_;
   Shape shape_;
   std::uint64_t id_ = 0;
 
@@ -257,14 +254,14 @@ class Tensor {
   }
 
   void copy_to_host(void* out) const {
-    detail::copy_bytes(out, detail::host_buffer_device(), storage_->data, *storage_->device,
+    copy_bytes(out, host_buffer_device(), storage_->data, *storage_->device,
                        static_cast<std::size_t>(num_elements()) * sizeof(T));
   }
 
   T element(std::int64_t offset) const {
     T value{};
     if (storage_->device->host_memory()) return data()[offset];
-    detail::copy_bytes(&value, detail::host_buffer_device(), data() + offset, *storage_->device, sizeof(T));
+    copy_bytes(&value, host_buffer_device(), data() + offset, *storage_->device, sizeof(T));
     return value;
   }
 };

@@ -3,7 +3,7 @@
 /// @brief Variable<T>: a named, mutable tensor that GradientTape differentiates with respect to.
 ///
 /// A Variable is a handle (copies share the state) over an implementation:
-/// - a **local variable** (`detail::LocalVariable`, TensorFlow's ResourceVariable): one immutable
+/// - a **local variable** (`LocalVariable`, TensorFlow's ResourceVariable): one immutable
 ///   Tensor on one device that assignments replace, so a tensor read from a variable never changes
 ///   afterwards (TensorFlow's copy-on-write reads). It lives on the device its creation was placed
 ///   on (VarHandleOp: the innermost DeviceScope, else the preferred device);
@@ -78,6 +78,9 @@ inline constexpr KernelSupport var_handle_support{"VarHandleOp",
                                                   nullptr,
                                                   &kernel_slot<ops::VarHandleOp, gpu_t, T>,
                                                   false};
+}  // namespace detail
+
+// --- a variable's implementations: what strategies plug in through a variable creator ----------
 
 /// A borrowed callable: the optimizers' per-component kernels cross the implementations' virtual
 /// interface without a std::function (no allocation on the training step's path).
@@ -159,11 +162,11 @@ Tensor<T> variable_copy(const Tensor<T>& value, const Device& device, std::strin
   if (here && op != "VarHandleOp" && op != "AssignVariableOp") return value;
   auto out = Tensor<T>::empty(value.shape(), device, op);
   if (here)  // a copy within one real GPU: VarHandleOp's device body
-    if (auto* body = op_detail::optional_gpu_body<ops::VarHandleOp, T>(out.device_info())) {
+    if (auto* body = kernels::optional_gpu_body<ops::VarHandleOp, T>(out.device_info())) {
       body(out.device_info(), out.mutable_data(), value.data(), value.num_elements());
       return out;
     }
-  detail::copy_bytes(out.mutable_data(), out.device_info(), value.data(), value.device_info(),
+  copy_bytes(out.mutable_data(), out.device_info(), value.data(), value.device_info(),
                      static_cast<std::size_t>(value.num_elements()) * sizeof(T));
   return out;
 }
@@ -175,9 +178,9 @@ Tensor<T> tensor_from_host(const std::vector<T>& values, const Shape& shape, con
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no contiguous data()
     std::vector<unsigned char> bytes(values.begin(), values.end());
     static_assert(sizeof(bool) == 1);
-    detail::copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), detail::host_buffer_device(), bytes.size());
+    copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), host_buffer_device(), bytes.size());
   } else {
-    detail::copy_bytes(out.mutable_data(), out.device_info(), values.data(), detail::host_buffer_device(),
+    copy_bytes(out.mutable_data(), out.device_info(), values.data(), host_buffer_device(),
                        values.size() * sizeof(T));
   }
   return out;
@@ -245,7 +248,7 @@ class LocalVariable final : public VariableImpl<T> {
     std::lock_guard lock(mutex_);
     auto next = Tensor<T>::empty(value_.shape(), *device_, op);
     const Tensor<T> inputs[2] = {value_, d};
-    op_detail::run_body_on<Op, T, T>({}, inputs, next);
+    kernels::run_body_on<Op, T, T>({}, inputs, next);
     value_ = std::move(next);
   }
 };
@@ -269,7 +272,6 @@ inline const VariableCreator*& current_variable_creator() noexcept {
   thread_local const VariableCreator* creator = nullptr;
   return creator;
 }
-}  // namespace detail
 
 template <Element T>
 class Variable {
@@ -291,20 +293,20 @@ class Variable {
       throw InvalidArgumentError(
           "Synchronization value can be set to VariableSynchronization.ON_READ only for non-trainable "
           "variables. You have specified trainable=True and synchronization=VariableSynchronization.ON_READ.");
-    detail::VariableInfo info{options.name + ":0",
+    VariableInfo info{options.name + ":0",
                               options.name,
                               options.trainable.value_or(options.synchronization != VariableSynchronization::ON_READ),
                               options.synchronization,
                               options.aggregation,
-                              detail::next_tensor_id()};
-    if (const auto* creator = detail::current_variable_creator())
+                              next_tensor_id()};
+    if (const auto* creator = current_variable_creator())
       impl_ = creator->create(std::move(info), initial_value, options);
     else
-      impl_ = std::make_shared<detail::LocalVariable<T>>(std::move(info), initial_value,
+      impl_ = std::make_shared<LocalVariable<T>>(std::move(info), initial_value,
                                                          place_op(detail::var_handle_support<T>));
   }
   /// Internal (variable creators): a handle over `implementation`.
-  explicit Variable(std::shared_ptr<detail::VariableImpl<T>> implementation) : impl_(std::move(implementation)) {}
+  explicit Variable(std::shared_ptr<VariableImpl<T>> implementation) : impl_(std::move(implementation)) {}
 
   [[nodiscard]] bool defined() const noexcept { return impl_ != nullptr; }
   /// "<name>:0", as TensorFlow prints variable names.
@@ -345,9 +347,9 @@ class Variable {
     if constexpr (Floating<T>) {
       if (autodiff::tapes_active()) {
         Tensor<T> read(current.storage(), current.shape());  // a new tensor value per read
-        detail::TapeTensor handle = detail::tape_tensor(current);
+        autodiff::TapeTensor handle = autodiff::tape_tensor(current);
         handle.id = impl().info().handle_id;
-        detail::record_variable_read(handle, detail::tape_tensor(read), impl().info().trainable);
+        autodiff::record_variable_read(handle, autodiff::tape_tensor(read), impl().info().trainable);
         return read;
       }
     }
@@ -373,14 +375,14 @@ class Variable {
     requires Numeric<T>
   {
     check_shape(delta, "AssignAddVariableOp");
-    impl().update(detail::VariableUpdate::add, delta);
+    impl().update(VariableUpdate::add, delta);
     return *this;
   }
   const Variable& assign_sub(const Tensor<T>& delta) const
     requires Numeric<T>
   {
     check_shape(delta, "AssignSubVariableOp");
-    impl().update(detail::VariableUpdate::sub, delta);
+    impl().update(VariableUpdate::sub, delta);
     return *this;
   }
 
@@ -397,12 +399,12 @@ class Variable {
   }
 
   /// Internal: the implementation (distribute::as_distributed looks through it).
-  [[nodiscard]] detail::VariableImpl<T>& implementation() const { return impl(); }
+  [[nodiscard]] VariableImpl<T>& implementation() const { return impl(); }
 
  private:
-  std::shared_ptr<detail::VariableImpl<T>> impl_;
+  std::shared_ptr<VariableImpl<T>> impl_;
 
-  detail::VariableImpl<T>& impl() const {
+  VariableImpl<T>& impl() const {
     if (!impl_) throw FailedPreconditionError("This Variable is empty (default-constructed)");
     return *impl_;
   }

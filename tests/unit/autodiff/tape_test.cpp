@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(tapes_record_only_their_own_thread) {
   std::size_t recorded_by_other = 99;
   std::thread other([&] {
     auto y = dt::mul(x, x);  // another thread: no tape there
-    recorded_by_other = dt::detail::active_tapes().size();
+    recorded_by_other = dt::autodiff::active_tapes().size();
     (void)y;
   });
   other.join();
@@ -248,13 +248,13 @@ BOOST_AUTO_TEST_CASE(a_tape_that_reaches_gradients_the_program_lacks_says_which)
   // onto a float tape through a cast, whose public function installs the double ones. Simulate a
   // program without them (hidden for this test, restored after) and reach Mul on doubles through
   // a Cast run without that function.
-  auto& installed = dt::detail::gradients_installed[1];
-  auto& mul_double = dt::detail::op_kind<dt::ops::Mul>.gradient[1];
+  auto& installed = dt::autodiff::gradients_installed[1];
+  auto& mul_double = dt::autodiff::op_kind<dt::ops::Mul>.gradient[1];
   struct Restore {
     std::atomic<bool>& installed;
-    std::atomic<dt::detail::ErasedGradient*>& slot;
+    std::atomic<dt::autodiff::ErasedGradient*>& slot;
     bool was;
-    dt::detail::ErasedGradient* gradient;
+    dt::autodiff::ErasedGradient* gradient;
     ~Restore() {
       installed.store(was);
       slot.store(gradient);

@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(copies_name_the_streams_of_their_devices) {
   // Device to device: the platform gets both ordinals and both streams.
   auto on_gpu1 = dt::Tensor<float>::empty({3}, devices[static_cast<std::size_t>(gpu1_logical_index)], "test");
   BOOST_TEST_REQUIRE(on_gpu1.device_info().stream == gpu1_stream);
-  dt::detail::copy_bytes(on_gpu1.mutable_data(), on_gpu1.device_info(), on0.data(), gpu0, 3 * sizeof(float));
+  dt::copy_bytes(on_gpu1.mutable_data(), on_gpu1.device_info(), on0.data(), gpu0, 3 * sizeof(float));
   const auto& d2d = recorder.copies.back();
   BOOST_TEST(d2d.src_stream == gpu0.stream);
   BOOST_TEST(d2d.dst_stream == gpu1_stream);

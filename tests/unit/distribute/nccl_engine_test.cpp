@@ -37,7 +37,7 @@ void sum_into(std::size_t count, std::span<const void* const> send, std::span<vo
     for (std::size_t i = 0; i < count; ++i) static_cast<T*>(r)[i] = total[i];
 }
 
-const dt::detail::GpuAllReduceKernel stand_in{
+const dt::GpuAllReduceKernel stand_in{
     "stand-in", [](std::string_view dtype, std::size_t count, std::span<const void* const> send,
                    std::span<void* const> recv, std::span<const int> ordinals, std::span<void* const> streams) {
       kernel_calls.push_back({std::string(dtype), count, {ordinals.begin(), ordinals.end()}, {streams.begin(), streams.end()}});
@@ -48,15 +48,15 @@ const dt::detail::GpuAllReduceKernel stand_in{
 
 /// Two fake GPUs; the stand-in kernel is installed by `install()` and always removed afterwards.
 struct TwoGpus : dt::test::FakeGpuPlatform {
-  const dt::detail::GpuAllReduceKernel* previous = dt::detail::gpu_all_reduce_kernel();
+  const dt::GpuAllReduceKernel* previous = dt::gpu_all_reduce_kernel();
   TwoGpus() : FakeGpuPlatform(2) {
     kernel_calls.clear();
-    dt::detail::register_gpu_all_reduce_kernel(nullptr);
+    dt::register_gpu_all_reduce_kernel(nullptr);
   }
   TwoGpus(const TwoGpus&) = delete;
   TwoGpus& operator=(const TwoGpus&) = delete;
-  ~TwoGpus() { dt::detail::register_gpu_all_reduce_kernel(previous); }
-  static void install() { dt::detail::register_gpu_all_reduce_kernel(&stand_in); }
+  ~TwoGpus() { dt::register_gpu_all_reduce_kernel(previous); }
+  static void install() { dt::register_gpu_all_reduce_kernel(&stand_in); }
 };
 
 template <class T>
@@ -303,7 +303,7 @@ BOOST_AUTO_TEST_CASE(all_reduce_across_workers_refuses_what_it_cannot_do) {
   const ds::Destinations devices{&values[0].values[0].device_info(), &values[0].values[1].device_info()};
   DEVTENSOR_CHECK_THROW_WITH((void)ds::CollectiveAllReduce{}.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),
                              dt::FailedPreconditionError, "has no NCCL clique across workers");
-  auto clique = std::make_shared<dt::detail::GpuCliqueAcrossProcesses>();
+  auto clique = std::make_shared<dt::GpuCliqueAcrossProcesses>();
   clique->num_ranks = 4;
   const ds::CollectiveAllReduce across(ds::CommunicationOptions(), clique);
   BOOST_TEST(across.spans_workers());

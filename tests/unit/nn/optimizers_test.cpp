@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(adam_matches_kerass_formulas_on_cpu_and_simulated_gpu) {
 }
 
 BOOST_AUTO_TEST_CASE(the_cpu_loops_simd_packs_compute_exactly_what_the_functors_do) {
-  // op_detail::cpu_update runs packs of 16 bytes, then the tail with the functor: for every length
+  // kernels::cpu_update runs packs of 16 bytes, then the tail with the functor: for every length
   // (packs only, tail only, both) and element type, the same bits as the functor element by element.
   const auto check = [](auto tag) {
     using T = typename decltype(tag)::type;
@@ -126,14 +126,14 @@ BOOST_AUTO_TEST_CASE(the_cpu_loops_simd_packs_compute_exactly_what_the_functors_
         const auto var = values(0.7, 0.1), grad = values(1.3, -0.2);
         std::vector<T> out_a(var.size()), out_b(var.size());
         // SGD
-        dt::op_detail::cpu_update(dt::ops::GradientDescentUpdate<T>{var.data(), grad.data(), out_a.data(), T(0.3)}, 0, n);
+        dt::kernels::cpu_update(dt::ops::GradientDescentUpdate<T>{var.data(), grad.data(), out_a.data(), T(0.3)}, 0, n);
         const dt::ops::GradientDescentUpdate<T> sgd{var.data(), grad.data(), out_b.data(), T(0.3)};
         for (std::int64_t i = 0; i < n; ++i) sgd(i);
         BOOST_TEST(out_a == out_b, boost::test_tools::per_element());
         // Momentum and Nesterov
         for (const bool nesterov : {false, true}) {
           auto vel_a = values(0.4, 0.0), vel_b = vel_a;
-          dt::op_detail::cpu_update(
+          dt::kernels::cpu_update(
               dt::ops::KerasMomentumUpdate<T>{var.data(), grad.data(), vel_a.data(), out_a.data(), T(0.1), T(0.9), nesterov}, 0, n);
           const dt::ops::KerasMomentumUpdate<T> momentum{var.data(), grad.data(), vel_b.data(), out_b.data(), T(0.1), T(0.9), nesterov};
           for (std::int64_t i = 0; i < n; ++i) momentum(i);
@@ -144,7 +144,7 @@ BOOST_AUTO_TEST_CASE(the_cpu_loops_simd_packs_compute_exactly_what_the_functors_
         auto w_a = var, w_b = var;
         auto m_a = values(0.2, 0.05), m_b = m_a;
         auto v_a = values(0.5, 1.5), v_b = v_a;
-        dt::op_detail::cpu_update(dt::ops::AdamUpdate<T>{w_a.data(), grad.data(), m_a.data(), v_a.data(), nullptr, w_a.data(),
+        dt::kernels::cpu_update(dt::ops::AdamUpdate<T>{w_a.data(), grad.data(), m_a.data(), v_a.data(), nullptr, w_a.data(),
                                                          T(0.01), T(0.1), T(0.001), T(1e-7)},
                                   0, n);
         const dt::ops::AdamUpdate<T> adam{w_b.data(), grad.data(), m_b.data(), v_b.data(), nullptr, w_b.data(),

@@ -44,22 +44,22 @@ BOOST_FIXTURE_TEST_SUITE(edge_values, dt::test::FreshContext)
 // --- 1. checked arithmetic -----------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(checked_helpers_name_the_values_and_the_op) {
-  BOOST_TEST(dt::detail::checked_add(kMax - 1, 1, "x") == kMax);
-  BOOST_TEST(dt::detail::checked_mul(k2p32, k2p32 / 4, "x") == std::int64_t{1} << 62);
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_add(kMax, 1, "the size", "Pad"), InvalidArgumentError,
+  BOOST_TEST(dt::checked_add(kMax - 1, 1, "x") == kMax);
+  BOOST_TEST(dt::checked_mul(k2p32, k2p32 / 4, "x") == std::int64_t{1} << 62);
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::checked_add(kMax, 1, "the size", "Pad"), InvalidArgumentError,
                              "Encountered overflow when adding 9223372036854775807 and 1 computing the size: "
                              "the result does not fit in int64 (max 9223372036854775807) [Op:Pad]");
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_mul(k2p32, k2p32, "the count"), InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::checked_mul(k2p32, k2p32, "the count"), InvalidArgumentError,
                              "multiplying 4294967296 and 4294967296 computing the count");
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_add(kMin, -1, "the size"), InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::checked_add(kMin, -1, "the size"), InvalidArgumentError,
                              "adding -9223372036854775808 and -1");
-  BOOST_TEST(dt::detail::checked_byte_count(kMax / 8, 8) == static_cast<std::size_t>(kMax / 8 * 8));
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::detail::checked_byte_count(kMax / 4, 8, "Fill"), InvalidArgumentError,
+  BOOST_TEST(dt::checked_byte_count(kMax / 8, 8) == static_cast<std::size_t>(kMax / 8 * 8));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::checked_byte_count(kMax / 4, 8, "Fill"), InvalidArgumentError,
                              "A tensor of 2305843009213693951 elements of 8 bytes has a byte size that does "
                              "not fit in int64 [Op:Fill]");
-  BOOST_TEST(dt::detail::number_string(0.1) == "0.1");
-  BOOST_TEST(dt::detail::number_string(1e300) == "1e+300");
-  BOOST_TEST(dt::detail::number_string(-kInf) == "-inf");
+  BOOST_TEST(dt::number_string(0.1) == "0.1");
+  BOOST_TEST(dt::number_string(1e300) == "1e+300");
+  BOOST_TEST(dt::number_string(-kInf) == "-inf");
 }
 
 BOOST_AUTO_TEST_CASE(shapes_whose_element_count_overflows_are_rejected_in_any_order) {

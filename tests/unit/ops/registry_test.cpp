@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(an_op_without_any_registered_body_is_refused) {
   BOOST_TEST((!support<UnregisteredOp, float>().cpu_present()));
   DEVTENSOR_CHECK_THROW_WITH(dt::place_op(support<UnregisteredOp, float>()), dt::InvalidArgumentError,
                              "No supported device found in available devices");
-  const auto unregistered_body = [] { return dt::kernel_for<UnregisteredOp, float>(dt::detail::host_buffer_device()); };
+  const auto unregistered_body = [] { return dt::kernel_for<UnregisteredOp, float>(dt::host_buffer_device()); };
   DEVTENSOR_CHECK_THROW_WITH(unregistered_body(),
                              dt::InternalError, "register one with DEVTENSOR_REGISTER_KERNEL");
 }

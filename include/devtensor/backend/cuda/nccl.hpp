@@ -154,7 +154,7 @@ class NcclProcessComms {
  public:
   /// @throws InvalidArgumentError for ranks outside the clique or a GPU named twice;
   ///         DeadlineExceededError when the other workers do not join in time.
-  NcclProcessComms(const ::devtensor::detail::GpuCliqueAcrossProcesses& clique, std::vector<int> ordinals)
+  NcclProcessComms(const ::devtensor::GpuCliqueAcrossProcesses& clique, std::vector<int> ordinals)
       : ordinals_(std::move(ordinals)), clique_(clique) {
     const int n = static_cast<int>(ordinals_.size());
     if (n == 0 || clique.first_rank < 0 || clique.first_rank + n > clique.num_ranks)
@@ -166,7 +166,7 @@ class NcclProcessComms {
         if (ordinals_[i] == ordinals_[j])
           throw InvalidArgumentError("GPU " + std::to_string(ordinals_[i]) + " appears twice among this worker's NCCL ranks");
     ncclUniqueId id;
-    static_assert(sizeof(id.internal) == ::devtensor::detail::GpuCliqueAcrossProcesses::unique_id_bytes);
+    static_assert(sizeof(id.internal) == ::devtensor::GpuCliqueAcrossProcesses::unique_id_bytes);
     std::memcpy(id.internal, clique.unique_id.data(), sizeof(id.internal));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
@@ -231,7 +231,7 @@ class NcclProcessComms {
 
  private:
   std::vector<int> ordinals_;
-  ::devtensor::detail::GpuCliqueAcrossProcesses clique_;
+  ::devtensor::GpuCliqueAcrossProcesses clique_;
   std::vector<ncclComm_t> comms_;
   std::optional<std::string> aborted_;
 
@@ -289,7 +289,7 @@ class NcclProcessComms {
 };
 
 /// A new communicator id (ncclGetUniqueId), made by one worker and sent to the others.
-inline void nccl_new_unique_id(std::span<std::byte, ::devtensor::detail::GpuCliqueAcrossProcesses::unique_id_bytes> out) {
+inline void nccl_new_unique_id(std::span<std::byte, ::devtensor::GpuCliqueAcrossProcesses::unique_id_bytes> out) {
   ncclUniqueId id;
   DEVTENSOR_NCCL_CHECK(ncclGetUniqueId(&id));
   std::memcpy(out.data(), id.internal, out.size());
@@ -297,7 +297,7 @@ inline void nccl_new_unique_id(std::span<std::byte, ::devtensor::detail::GpuCliq
 
 /// The registered cross-process kernel: one NcclProcessComms per (unique id, local GPUs), created
 /// on first use and kept for the process, like the cliques above.
-inline void nccl_all_reduce_sum_across_processes(const ::devtensor::detail::GpuCliqueAcrossProcesses& clique,
+inline void nccl_all_reduce_sum_across_processes(const ::devtensor::GpuCliqueAcrossProcesses& clique,
                                                  std::string_view what, std::string_view dtype, std::size_t count,
                                                  std::span<const void* const> send, std::span<void* const> recv,
                                                  std::span<const int> ordinals, std::span<void* const> streams) {
@@ -335,12 +335,12 @@ inline void nccl_all_reduce_sum_across_processes(const ::devtensor::detail::GpuC
   entry->comms->all_reduce(send, recv, count, type, cuda_streams, what);
 }
 
-inline constexpr ::devtensor::detail::GpuAllReduceKernel nccl_kernel{"NCCL", &nccl_all_reduce_sum, &nccl_new_unique_id,
+inline constexpr ::devtensor::GpuAllReduceKernel nccl_kernel{"NCCL", &nccl_all_reduce_sum, &nccl_new_unique_id,
                                                                     &nccl_all_reduce_sum_across_processes};
 
 /// Registers the NCCL kernel once per program, from whichever NCCL TU initialises first.
 inline const bool nccl_kernel_registered = [] {
-  ::devtensor::detail::register_gpu_all_reduce_kernel(&nccl_kernel);
+  ::devtensor::register_gpu_all_reduce_kernel(&nccl_kernel);
   return true;
 }();
 

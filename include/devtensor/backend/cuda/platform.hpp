@@ -33,7 +33,7 @@ inline int platform_device_count(std::string* why_none) {
   return count;
 }
 
-inline bool platform_describe(int ordinal, ::devtensor::detail::GpuPlatformDevice* out, std::string* error) {
+inline bool platform_describe(int ordinal, ::devtensor::GpuPlatformDevice* out, std::string* error) {
   try {
     cudaDeviceProp prop{};
     DEVTENSOR_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
@@ -182,7 +182,7 @@ inline bool platform_copy(void* dst, int dst_ordinal, void* dst_stream_ptr, cons
   }
 }
 
-inline constexpr ::devtensor::detail::GpuPlatform platform{
+inline constexpr ::devtensor::GpuPlatform platform{
     "CUDA",           &platform_device_count,  &platform_describe,        &platform_allocate,
     &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
     &platform_synchronize, &platform_copy};

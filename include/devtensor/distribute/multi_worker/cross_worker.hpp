@@ -37,12 +37,12 @@ concept ReducesAcrossWorkers = requires(const Ops& ops, ReduceOp op, const std::
 class CrossWorker {
  public:
   /// `group`: every worker of the job (more than one); `options`: how values cross them.
-  CrossWorker(std::shared_ptr<detail::WorkerGroup> group, CommunicationOptions options)
+  CrossWorker(std::shared_ptr<distribute::WorkerGroup> group, CommunicationOptions options)
       : group_(std::move(group)), options_(options) {}
 
   [[nodiscard]] int num_workers() const { return group_->num_workers(); }
   [[nodiscard]] int worker_index() const { return group_->worker_index(); }
-  [[nodiscard]] detail::WorkerGroup& group() const noexcept { return *group_; }
+  [[nodiscard]] distribute::WorkerGroup& group() const noexcept { return *group_; }
 
   /// `values` (this worker's replicas on `devices`) reduced over every replica of every worker;
   /// MEAN divides by `replicas_in_sync`. Each result is on every one of `devices`.
@@ -97,7 +97,7 @@ class CrossWorker {
         const auto& t = pack[0];
         auto result = Tensor<T>::empty(t.shape(), t.device_info(), "CollectiveReduceV2");
         const auto count = static_cast<std::size_t>(t.num_elements());
-        group_->all_reduce(dtype_enum<T>(), t.data(), result.mutable_data(), count, detail::CollectiveReduction::sum, what);
+        group_->all_reduce(dtype_enum<T>(), t.data(), result.mutable_data(), count, distribute::CollectiveReduction::sum, what);
         out.push_back(std::move(result));
         continue;
       }
@@ -108,15 +108,15 @@ class CrossWorker {
       std::size_t at = 0;
       for (const auto& t : pack) {
         const auto count = static_cast<std::size_t>(t.num_elements());
-        detail::copy_bytes(host.get() + at, detail::host_buffer_device(), t.data(), t.device_info(), count * sizeof(T));
+        copy_bytes(host.get() + at, host_buffer_device(), t.data(), t.device_info(), count * sizeof(T));
         at += count;
       }
-      group_->all_reduce(dtype_enum<T>(), host.get(), total, detail::CollectiveReduction::sum, what);
+      group_->all_reduce(dtype_enum<T>(), host.get(), total, distribute::CollectiveReduction::sum, what);
       at = 0;
       for (const auto& t : pack) {
         auto result = Tensor<T>::empty(t.shape(), t.device_info(), "CollectiveReduceV2");
         const auto count = static_cast<std::size_t>(t.num_elements());
-        detail::copy_bytes(result.mutable_data(), result.device_info(), host.get() + at, detail::host_buffer_device(),
+        copy_bytes(result.mutable_data(), result.device_info(), host.get() + at, host_buffer_device(),
                            count * sizeof(T));
         at += count;
         out.push_back(std::move(result));
@@ -128,12 +128,12 @@ class CrossWorker {
 
   /// A count summed across the workers (strategy.reduce's element count along an axis).
   [[nodiscard]] std::int64_t sum(std::int64_t count, std::string_view what) {
-    group_->all_reduce(DType::DT_INT64, &count, 1, detail::CollectiveReduction::sum, what);
+    group_->all_reduce(DType::DT_INT64, &count, 1, distribute::CollectiveReduction::sum, what);
     return count;
   }
 
  private:
-  std::shared_ptr<detail::WorkerGroup> group_;
+  std::shared_ptr<distribute::WorkerGroup> group_;
   CommunicationOptions options_;
 
   static logging::FirstN& logs() {

@@ -102,7 +102,7 @@ struct GpuSurvey {
 /// (RING; or AUTO/NCCL where NCCL cannot run). Every worker calls this at start-up with the
 /// same options and decides alike from the same survey.
 /// @throws InvalidArgumentError when NCCL is asked for but two ranks would share a GPU.
-inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup& group, const Destinations& replicas,
+inline std::shared_ptr<const GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup& group, const Destinations& replicas,
                                                                           const CommunicationOptions& options) {
   const auto requested = options.implementation();
   if (requested == CommunicationImplementation::RING) return nullptr;
@@ -150,18 +150,18 @@ inline std::shared_ptr<const detail::GpuCliqueAcrossProcesses> gpu_clique(MpiWor
       }
       owners.emplace_back(gpu, static_cast<int>(w));
     }
-  auto clique = std::make_shared<detail::GpuCliqueAcrossProcesses>();
+  auto clique = std::make_shared<GpuCliqueAcrossProcesses>();
   for (std::size_t w = 0; w < workers.size(); ++w) {
     if (static_cast<int>(w) == group.worker_index()) clique->first_rank = clique->num_ranks;
     clique->num_ranks += static_cast<int>(workers[w].gpus.size());
   }
   clique->timeout_seconds = options.timeout_seconds();
   // The chief makes the id; a failure there is sent along with it, so no worker waits for ever.
-  std::array<std::byte, detail::GpuCliqueAcrossProcesses::unique_id_bytes + 1> message{};
+  std::array<std::byte, GpuCliqueAcrossProcesses::unique_id_bytes + 1> message{};
   std::string chief_error;
   if (group.worker_index() == 0) {
     try {
-      detail::gpu_all_reduce_kernel()->new_unique_id(std::span(message).first<detail::GpuCliqueAcrossProcesses::unique_id_bytes>());
+      gpu_all_reduce_kernel()->new_unique_id(std::span(message).first<GpuCliqueAcrossProcesses::unique_id_bytes>());
       message.back() = std::byte{1};
     } catch (const std::exception& e) {
       chief_error = e.what();
@@ -218,7 +218,7 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
     int id_in_cluster = 0;
     bool is_chief = true;
     std::shared_ptr<MpiWorkerGroup> group;
-    std::shared_ptr<const detail::GpuCliqueAcrossProcesses> clique;  // NCCL between the workers, or none
+    std::shared_ptr<const GpuCliqueAcrossProcesses> clique;  // NCCL between the workers, or none
 
     static std::shared_ptr<Setup> make(cluster_resolver::ClusterDescription cluster, CommunicationOptions options) {
       auto s = std::make_shared<Setup>();

@@ -26,7 +26,7 @@ void FloorDiv::cuda(const KernelContext& ctx) {
   // The kernel raises a flag in device memory, read back (a synchronisation) only here.
   auto flag = Tensor<std::int32_t>::empty(Shape{}, ctx.device, name);
   const std::int32_t zero = 0;
-  detail::copy_bytes(flag.mutable_data(), ctx.device, &zero, detail::host_buffer_device(), sizeof zero);
+  copy_bytes(flag.mutable_data(), ctx.device, &zero, host_buffer_device(), sizeof zero);
   cuda::zip(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
             ctx.output_shape(), name, Functor<int>{flag.mutable_data()});
   if (flag.item() != 0) throw_by_zero();

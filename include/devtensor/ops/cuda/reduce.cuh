@@ -70,10 +70,10 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
   if (outer == 0) return;
 
   // Move the reduced axes last when they are not already (a strided copy on the device).
-  std::shared_ptr<detail::TensorStorage> moved;
+  std::shared_ptr<TensorStorage> moved;
   const T* src = in;
   if (layout.needs_move) {
-    moved = detail::allocate_storage(device, detail::checked_byte_count(outer * inner, sizeof(T), op), shape,
+    moved = allocate_storage(device, checked_byte_count(outer * inner, sizeof(T), op), shape,
                                      dtype_string<T>(), op);
     const auto strides = shape.strides();
     std::vector<std::int64_t> dims(rank);
@@ -110,7 +110,7 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
       return;
     }
     const std::int64_t chunk = (inner + chunks - 1) / chunks;
-    auto partials = detail::allocate_storage(device, detail::checked_byte_count(outer * chunks, sizeof(Acc), op),
+    auto partials = allocate_storage(device, checked_byte_count(outer * chunks, sizeof(Acc), op),
                                              Shape{outer, chunks}, dtype_string<T>(), op);
     auto* partial = static_cast<Acc*>(partials->data);
     reduce_rows_kernel<T, Acc, Acc><<<static_cast<unsigned>(outer * chunks), kThreads, 0, launch.stream>>>(
