@@ -391,7 +391,8 @@ BOOST_AUTO_TEST_CASE(oom_error_for_a_tensor) {
 
 // TensorFlow 2.21's tf.device upper-cases the type tokens `cpu` and `gpu` after `/device:` (checked
 // with soft placement off: '/device:gpu:0' is reported as '.../device:GPU:0', '/device:cpu:0' runs
-// on CPU:0, '/device:Cpu:0' fails: tests/reference/device_case.py); DeviceSpec::parse keeps the C++ grammar's case.
+// on CPU:0, '/device:Cpu:0' fails: tests/reference/device_case.py); DeviceSpec::parse keeps the
+// C++ grammar's case.
 BOOST_AUTO_TEST_CASE(scopes_upper_case_cpu_and_gpu_as_tf_device_does) {
   two_gpus();
   dt::config::set_soft_device_placement(false);
