@@ -1,2 +1,2 @@
 #pragma once
-// A fixture for the test headers.layering_catches_back_edges: the header memory/ must not include.
+// A fixture for the test headers.layering_caught: the header memory/ must not include.

@@ -1,3 +1,3 @@
 #pragma once
-// A fixture for the test headers.layering_catches_back_edges: memory/ may not include device/.
+// A fixture for the test headers.layering_caught: memory/ may not include device/.
 #include "devtensor/device/above.hpp"
