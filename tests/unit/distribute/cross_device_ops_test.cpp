@@ -36,13 +36,8 @@ ds::Destinations first(int n) {
   for (int i = 0; i < n; ++i) out.push_back(&devices[static_cast<std::size_t>(i)]);
   return out;
 }
-/// Logical devices by position.
-ds::Destinations at(std::initializer_list<int> indices) {
-  std::vector<const dt::Device*> out;
-  const auto& devices = dt::Context::global().devices();
-  for (int i : indices) out.push_back(&devices[static_cast<std::size_t>(i)]);
-  return out;
-}
+using dt::test::devices_at;
+
 
 }  // namespace
 
@@ -86,9 +81,9 @@ BOOST_AUTO_TEST_CASE(distributed_values_print_as_tensorflow) {
 BOOST_AUTO_TEST_CASE(reduction_to_one_device_shortcut_and_errors) {
   virtual_cpus(2);
   auto single = values_on(1, 0, 3);
-  auto same = ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, single, at({0}));
+  auto same = ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, single, devices_at({0}));
   BOOST_TEST(same[0].storage() == single[0].storage());  // returned unchanged
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, single, at({})),
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, single, devices_at({})),
                              dt::InvalidArgumentError, "destinations can not be empty");
   ds::PerReplica<dt::Tensor<float>> ragged{{dt::constant<float>({1}), dt::constant<float>({1, 2})}};
   DEVTENSOR_CHECK_THROW_WITH((void)ds::ReductionToOneDevice{}.reduce(ds::ReduceOp::SUM, ragged, first(2)),
@@ -159,7 +154,7 @@ BOOST_AUTO_TEST_CASE(collective_all_reduce_destinations_int32_and_simulated_gpus
   const ds::CollectiveAllReduce collective;
   BOOST_TEST(ds::CollectiveAllReduce::name == "CollectiveAllReduce");
   // Other destinations: the components on them, else a copy of the primary.
-  const auto elsewhere = collective.reduce(ds::ReduceOp::SUM, values_on(2, 0, 4), at({2, 1}));
+  const auto elsewhere = collective.reduce(ds::ReduceOp::SUM, values_on(2, 0, 4), devices_at({2, 1}));
   BOOST_TEST_REQUIRE(elsewhere.size() == 2u);
   BOOST_TEST(elsewhere[0].device_index() == 2);
   BOOST_TEST(elsewhere[1].device_index() == 1);
@@ -171,10 +166,10 @@ BOOST_AUTO_TEST_CASE(collective_all_reduce_destinations_int32_and_simulated_gpus
     dt::DeviceScope scope("/cpu:" + std::to_string(d));
     ints.values.push_back(dt::constant<std::int32_t>({d + 1, 10}));
   }
-  const auto int_sum = collective.reduce(ds::ReduceOp::SUM, ints, at({0, 1}));
+  const auto int_sum = collective.reduce(ds::ReduceOp::SUM, ints, devices_at({0, 1}));
   BOOST_TEST(int_sum[1].to_vector() == (std::vector<std::int32_t>{3, 20}), boost::test_tools::per_element());
   BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:0 then broadcast to") == 1u);
-  DEVTENSOR_CHECK_THROW_WITH((void)collective.reduce(ds::ReduceOp::SUM, values_on(2, 0, 4), at({})),
+  DEVTENSOR_CHECK_THROW_WITH((void)collective.reduce(ds::ReduceOp::SUM, values_on(2, 0, 4), devices_at({})),
                              dt::InvalidArgumentError, "destinations can not be empty");
   // Simulated GPUs: host memory, so the parallel ring; each GPU gets its own copy of the sum.
   dt::testing::reset_context();
@@ -207,7 +202,7 @@ BOOST_AUTO_TEST_CASE(all_reduce_falls_back_when_destinations_differ) {
   virtual_cpus(3);
   dt::logging::set_verbosity(dt::LogSeverity::info);
   auto value = values_on(2, 0, 2);
-  auto out = ds::HierarchicalCopyAllReduce{}.reduce(ds::ReduceOp::SUM, value, at({2}));
+  auto out = ds::HierarchicalCopyAllReduce{}.reduce(ds::ReduceOp::SUM, value, devices_at({2}));
   BOOST_TEST(out.size() == 1u);
   BOOST_TEST(out[0].device_index() == 2);
   BOOST_TEST(out[0].to_vector() == expected_sum(2, 0, 2, false), boost::test_tools::per_element());

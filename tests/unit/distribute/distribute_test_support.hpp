@@ -1,5 +1,6 @@
 #pragma once
 // Shared by the distribution tests: n virtual CPUs (or simulated GPUs) in a fresh Context.
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ inline Tensor<float> iota(std::int64_t n, float scale = 1.0f, float offset = 0.0
   std::vector<float> v;
   for (std::int64_t i = 0; i < n; ++i) v.push_back(static_cast<float>(i) * scale + offset);
   return constant<float>(v, {n});
+}
+
+/// Logical devices by their position in the DeviceSet, as cross-device destinations.
+inline distribute::Destinations devices_at(std::initializer_list<int> indices) {
+  std::vector<const Device*> out;
+  const auto& devices = Context::global().devices();
+  for (int i : indices) out.push_back(&devices[static_cast<std::size_t>(i)]);
+  return out;
 }
 
 }  // namespace devtensor::test

@@ -13,6 +13,7 @@
 
 #include "devtensor/devtensor.hpp"
 #include "fake_gpu_kernels.hpp"
+#include "distribute_test_support.hpp"
 #include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
@@ -70,13 +71,7 @@ ds::PerReplica<dt::Tensor<T>> on_gpus(const std::vector<std::vector<T>>& values)
 }
 
 const std::vector<std::string> gpus{"/gpu:0", "/gpu:1"};
-/// Logical devices by position.
-ds::Destinations logical(std::initializer_list<int> indices) {
-  std::vector<const dt::Device*> out;
-  const auto& devices = dt::Context::global().devices();
-  for (int i : indices) out.push_back(&devices[static_cast<std::size_t>(i)]);
-  return out;
-}
+using dt::test::devices_at;
 
 }  // namespace
 
@@ -128,7 +123,7 @@ BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) 
   // Three tensors of 3 + 4 + 1 = 8 elements in 3 packs: 2, 2 and the remainder 4.
   const std::vector values{on_gpus<float>({{1, 2, 3}, {10, 20, 30}}), on_gpus<float>({{1, 1, 1, 1}, {2, 2, 2, 2}}),
                            on_gpus<float>({{5}, {6}})};
-  const auto out = ds::NcclAllReduce{.num_packs = 3}.batch_reduce(ds::ReduceOp::SUM, values, logical({1, 2}));
+  const auto out = ds::NcclAllReduce{.num_packs = 3}.batch_reduce(ds::ReduceOp::SUM, values, devices_at({1, 2}));
   BOOST_TEST_REQUIRE(kernel_calls.size() == 3u);
   BOOST_TEST(kernel_calls[0].count == 2u);
   BOOST_TEST(kernel_calls[1].count == 2u);
@@ -148,7 +143,7 @@ BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) 
   // Doubles go as DT_DOUBLE; num_packs = 0 reduces each tensor on its own.
   kernel_calls.clear();
   const auto doubles = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(
-      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})}, logical({1, 2}));
+      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})}, devices_at({1, 2}));
   BOOST_TEST_REQUIRE(kernel_calls.size() == 2u);
   BOOST_TEST(kernel_calls[0].dtype == "DT_DOUBLE");
   BOOST_TEST(doubles[0][1].item() == 0.75);
@@ -285,7 +280,7 @@ BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
     on_cpu.values = {dt::constant<float>({1}), dt::constant<float>({2})};
   }
   // Destinations that are the values' devices: NCCL would be asked to reduce host memory.
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, logical({0, 0})),
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, devices_at({0, 0})),
                              dt::InvalidArgumentError, "NcclAllReduce needs real GPUs, but a value is on /job:localhost/replica:0/task:0/device:CPU:0");
   // Destinations that differ from the values' devices: TensorFlow's fallback, no NCCL call.
   const auto out = ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), std::vector<std::string>{"/cpu:0"});
