@@ -367,10 +367,7 @@ class Context {
 /// once — the placer, strategies, cluster resolvers, input pipelines; everything below them
 /// receives Devices as values and never looks the Context up.
 inline const DeviceSet& device_set(std::string_view trigger, SourceLocation where = SourceLocation::current()) {
-  auto& context = Context::global();
-  if (!context.initialized()) [[unlikely]]
-    context.ensure_initialized(trigger, where);
-  return context.initialized_devices();
+  return Context::global().devices(trigger, where);
 }
 
 #if DEVTENSOR_HEADER_DEFINITIONS

@@ -17,10 +17,7 @@ namespace distribute {
 
 namespace cdo_detail {
 
-inline logging::FirstN& all_reduce_logs() {
-  static logging::FirstN site(10);
-  return site;
-}
+struct BatchAllReduceLines;  // log_first_10's site
 
 /// The all-reduce family's batch_reduce with `all_reduce(parts, pack_index)` as the
 /// algorithm; falls back to ReductionToOneDevice when destinations differ from the values' devices.
@@ -53,7 +50,7 @@ std::vector<Mirrored<Tensor<T>>> batch_all_reduce(ReduceOp op, const std::vector
     for (auto& p : per_device[d]) p = copy_to(p, destinations[d]);
   }
   const std::size_t groups = per_device[0].size();
-  log_first_10(all_reduce_logs(), [&] {
+  log_first_10<BatchAllReduceLines>([&] {
     return "batch_all_reduce: " + std::to_string(groups) + " all-reduces with algorithm = " + std::string(algorithm) +
            ", num_packs = " + std::to_string(num_packs);
   });

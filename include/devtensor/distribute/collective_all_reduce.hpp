@@ -23,10 +23,7 @@ namespace distribute {
 
 namespace cdo_detail {
 
-inline logging::FirstN& collective_logs() {
-  static logging::FirstN site(10);
-  return site;
-}
+struct CollectiveLines;  // log_first_10's site
 
 /// Below this many bytes a ring's share per device is too small to pay for waking a thread
 /// (~20-50 us on these VMs): the calling thread does every share.
@@ -221,7 +218,7 @@ class CollectiveAllReduce {
         for (std::size_t j = 0; j < pack.size(); ++j) packs.back().push_back(order[next++]);
       }
     }
-    cdo_detail::log_first_10(cdo_detail::collective_logs(), [&] {
+    cdo_detail::log_first_10<cdo_detail::CollectiveLines>([&] {
       return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
              std::to_string(n) + ", group_size = " + std::to_string(group_size) + ", implementation = CommunicationImplementation." +
              std::string(to_string(implementation)) + ", num_packs = " + std::to_string(packs.size());

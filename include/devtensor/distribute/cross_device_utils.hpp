@@ -111,11 +111,15 @@ inline std::string python_tuple(const Destinations& devices) {
   return python_tuple(names);
 }
 
+/// The count of one log_first_n site, one per program for each tag type.
+template <class Site>
+inline constinit logging::FirstN first_10_site{10};
+
 /// TensorFlow's `logging.log_first_n(logging.INFO, line, 10)`: a Python-logger INFO line, written
-/// on the first 10 calls of its site; `make_line` runs only when the line is shown.
-template <class MakeLine>
-void log_first_10(logging::FirstN& site, MakeLine make_line) {
-  if (site.next() && log_enabled(LogSource::python_logger, LogSeverity::info))
+/// on the first 10 calls of the site `Site` names; `make_line` runs only when the line is shown.
+template <class Site, class MakeLine>
+void log_first_10(MakeLine make_line) {
+  if (first_10_site<Site>.next() && log_enabled(LogSource::python_logger, LogSeverity::info))
     log(LogSource::python_logger, LogSeverity::info, make_line());
 }
 

@@ -51,7 +51,7 @@ class DistributedVariable : public VariableImpl<T> {
   [[nodiscard]] const Device& device() const noexcept override { return *devices_[0]; }
 
   /// The strategy whose scope created it.
-  [[nodiscard]] const distribute::StrategyInterface& strategy() const noexcept { return *strategy_; }
+  [[nodiscard]] const StrategyInterface& strategy() const noexcept { return *strategy_; }
   /// The per-device variables, in replica order (TensorFlow's `.values`).
   [[nodiscard]] const std::vector<Variable<T>>& values() const noexcept { return components_; }
 
@@ -81,7 +81,7 @@ class DistributedVariable : public VariableImpl<T> {
  protected:
   /// Component 0 from `initial_value` (across processes, the chief's: every worker starts from it),
   /// the others copied from component 0, so the replicas start equal.
-  DistributedVariable(VariableInfo info, const Tensor<T>& initial_value, const distribute::StrategyInterface& strategy)
+  DistributedVariable(VariableInfo info, const Tensor<T>& initial_value, const StrategyInterface& strategy)
       : VariableImpl<T>(std::move(info)), strategy_(&strategy), devices_(strategy.replica_devices()) {
     const auto& me = this->info();
     Tensor<T> start = initial_value;
@@ -103,11 +103,11 @@ class DistributedVariable : public VariableImpl<T> {
 
   /// This thread's replica of the variable's strategy, or -1 in cross-replica context.
   int local_replica() const {
-    const auto* ctx = distribute::current_replica_context();
+    const auto* ctx = current_replica_context();
     return ctx && ctx->strategy == strategy_ ? ctx->local_replica_id : -1;
   }
   /// The other processes of the strategy (MultiWorkerMirroredStrategy), or nullptr.
-  distribute::WorkerGroup* workers() const {
+  WorkerGroup* workers() const {
     auto* group = strategy_->worker_group();
     return group && group->num_workers() > 1 ? group : nullptr;
   }
@@ -135,7 +135,7 @@ class DistributedVariable : public VariableImpl<T> {
       for (const auto& p : parts) values.push_back({p});
       // Variables hold a const view of their strategy, which is not const: its all-reduce runs
       // the collectives (merge_call's function runs in cross-replica context, as TensorFlow's does).
-      auto& strategy = const_cast<distribute::StrategyInterface&>(*strategy_);
+      auto& strategy = const_cast<StrategyInterface&>(*strategy_);
       total = strategy.batch_all_reduce_sum(values)[0][0];
     } else {
       total = combine(parts, *devices_[0], 1, what);
@@ -201,7 +201,7 @@ class DistributedVariable : public VariableImpl<T> {
   }
 
   /// `value` as the chief process has it, in host memory, as MPI's broadcast needs.
-  Tensor<T> from_chief(const Tensor<T>& value, distribute::WorkerGroup& group, const std::string& name) const {
+  Tensor<T> from_chief(const Tensor<T>& value, WorkerGroup& group, const std::string& name) const {
     auto host = variable_copy(value, strategy_->host_device(), "VarHandleOp");
     group.broadcast(host.mutable_data(), static_cast<std::size_t>(host.num_elements()) * sizeof(T),
                     "the value of variable " + name);
@@ -209,21 +209,21 @@ class DistributedVariable : public VariableImpl<T> {
   }
 
  private:
-  const distribute::StrategyInterface* strategy_;  // strategies outlive their variables, as in TensorFlow
+  const StrategyInterface* strategy_;  // strategies outlive their variables, as in TensorFlow
   std::vector<const Device*> devices_;
   std::vector<Variable<T>> components_;  // local variables, one per replica device
 
   /// This worker's `total` summed with every other worker's, through host memory (bool: or).
-  Tensor<T> sum_across_workers(const Tensor<T>& total, distribute::WorkerGroup& group, std::string_view what) const {
+  Tensor<T> sum_across_workers(const Tensor<T>& total, WorkerGroup& group, std::string_view what) const {
     const std::string description = std::string(what) + " of " + this->info().name;
     const std::vector<T> mine = total.to_vector();
     std::vector<T> all(mine.begin(), mine.end());
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<std::int32_t> flags(mine.begin(), mine.end());
-      group.all_reduce(DType::DT_INT32, flags.data(), flags.size(), distribute::CollectiveReduction::max, description);
+      group.all_reduce(DType::DT_INT32, flags.data(), flags.size(), CollectiveReduction::max, description);
       all.assign(flags.begin(), flags.end());
     } else {
-      group.all_reduce(dtype_enum<T>(), all.data(), all.size(), distribute::CollectiveReduction::sum, description);
+      group.all_reduce(dtype_enum<T>(), all.data(), all.size(), CollectiveReduction::sum, description);
     }
     return tensor_from_host(all, total.shape(), *devices_[0], what);
   }
@@ -233,7 +233,7 @@ class DistributedVariable : public VariableImpl<T> {
 template <Element T>
 class MirroredVariable final : public DistributedVariable<T> {
  public:
-  MirroredVariable(VariableInfo info, const Tensor<T>& initial_value, const distribute::StrategyInterface& strategy)
+  MirroredVariable(VariableInfo info, const Tensor<T>& initial_value, const StrategyInterface& strategy)
       : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
 
   void assign(const Tensor<T>& value) override {
@@ -296,7 +296,7 @@ class MirroredVariable final : public DistributedVariable<T> {
 template <Element T>
 class SyncOnReadVariable final : public DistributedVariable<T> {
  public:
-  SyncOnReadVariable(VariableInfo info, const Tensor<T>& initial_value, const distribute::StrategyInterface& strategy)
+  SyncOnReadVariable(VariableInfo info, const Tensor<T>& initial_value, const StrategyInterface& strategy)
       : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
 
   /// In a replica: that replica's component. Cross-replica: every component, a SUM variable its
@@ -380,8 +380,8 @@ class StrategyVariableCreator final : public VariableCreator {
       throw InvalidArgumentError("`NONE` variable synchronization mode is not supported with tf.distribute "
                                  "strategy. Please change the `synchronization` for variable: " + options.name);
     if (options.synchronization == VariableSynchronization::ON_READ)
-      return std::make_shared<distribute::SyncOnReadVariable<T>>(std::move(info), initial, *strategy_);
-    return std::make_shared<distribute::MirroredVariable<T>>(std::move(info), initial, *strategy_);
+      return std::make_shared<SyncOnReadVariable<T>>(std::move(info), initial, *strategy_);
+    return std::make_shared<MirroredVariable<T>>(std::move(info), initial, *strategy_);
   }
 };
 

@@ -75,11 +75,11 @@ struct ReplicaContext {
 };
 /// The replica context of the calling thread, or nothing in cross-replica context.
 [[nodiscard]] inline std::optional<ReplicaContext> get_replica_context() {
-  if (const auto* ctx = distribute::current_replica_context()) return ReplicaContext{ctx->replica_id, ctx->num_replicas};
+  if (const auto* ctx = current_replica_context()) return ReplicaContext{ctx->replica_id, ctx->num_replicas};
   return std::nullopt;
 }
 /// True outside strategy.run.
-[[nodiscard]] inline bool in_cross_replica_context() { return distribute::current_replica_context() == nullptr; }
+[[nodiscard]] inline bool in_cross_replica_context() { return current_replica_context() == nullptr; }
 
 template <CrossDeviceOps Ops = AutoCrossDeviceOps>
 class MirroredStrategy {
@@ -104,10 +104,10 @@ class MirroredStrategy {
     explicit Scope(std::shared_ptr<Impl> impl) : scope_(check(std::move(impl))) {}
 
    private:
-    distribute::StrategyScope<Impl> scope_;
+    StrategyScope<Impl> scope_;
 
     static std::shared_ptr<Impl> check(std::shared_ptr<Impl> impl) {
-      const auto* current = distribute::current_distribution_scope();
+      const auto* current = current_distribution_scope();
       if (current && current->strategy.get() != impl.get())
         throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + impl->description() +
                                    " is not " + current->strategy->description());
@@ -239,7 +239,7 @@ class MirroredStrategy {
                                     "called inside strategy.run. Return the values from the replica function and "
                                     "call it afterwards.");
   }
-  class Impl final : public distribute::StrategyInterface, public std::enable_shared_from_this<Impl> {
+  class Impl final : public StrategyInterface, public std::enable_shared_from_this<Impl> {
    public:
     Impl(const std::vector<std::string>& requested, Ops cross_device_ops, std::shared_ptr<CrossWorker> processes)
         : ops(std::move(cross_device_ops)), across(std::move(processes)) {
@@ -278,21 +278,21 @@ class MirroredStrategy {
     }
 
     int num_replicas() const override { return static_cast<int>(names.size()); }
-    std::unique_ptr<distribute::StrategyScopeGuard> enter_scope() override {
-      return std::make_unique<distribute::StrategyScope<Impl>>(this->shared_from_this());
+    std::unique_ptr<StrategyScopeGuard> enter_scope() override {
+      return std::make_unique<StrategyScope<Impl>>(this->shared_from_this());
     }
     int num_replicas_in_sync() const override { return num_replicas() * num_workers(); }
     int num_workers() const { return across ? across->num_workers() : 1; }
     int worker_index() const { return across ? across->worker_index() : 0; }
-    distribute::WorkerGroup* worker_group() const override { return across ? &across->group() : nullptr; }
+    WorkerGroup* worker_group() const override { return across ? &across->group() : nullptr; }
     const std::vector<const Device*>& replica_devices() const override { return devices.devices(); }
     const Device& host_device() const override { return *host; }
     void run_replicas(const std::function<void(int)>& fn) override {
       const int n = num_replicas();
       merge_point.reset(n);
       workers->run([&](int r) {
-        const distribute::ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
-        const distribute::ScopedSet in_replica(distribute::current_replica_context(), &state);
+        const ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
+        const ScopedSet in_replica(current_replica_context(), &state);
         DeviceScope scope(devices[static_cast<std::size_t>(r)].spec);
         try {
           fn(r);
@@ -352,7 +352,7 @@ class MirroredStrategy {
     Destinations devices;
     const Device* host = nullptr;
     std::unique_ptr<strategy_detail::ReplicaWorkers> workers;
-    mutable distribute::MergePoint merge_point;
+    mutable MergePoint merge_point;
   };
 };
 

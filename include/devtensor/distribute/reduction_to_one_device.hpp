@@ -14,10 +14,7 @@ namespace devtensor {
 namespace distribute {
 
 namespace cdo_detail {
-inline logging::FirstN& reduce_to_one_logs() {
-  static logging::FirstN site(10);
-  return site;
-}
+struct ReduceToOneLines;  // log_first_10's site
 }  // namespace cdo_detail
 
 /// Copies every component to one device, adds them there (add_n), divides for MEAN, and copies
@@ -36,7 +33,7 @@ struct ReductionToOneDevice {
     cdo_detail::require_components(value);
     if (cdo_detail::already_reduced(value, destinations)) return {{value.values[0]}};
     const Device& target = reduce_to_device ? Destinations(std::vector{*reduce_to_device})[0] : destinations[0];
-    cdo_detail::log_first_10(cdo_detail::reduce_to_one_logs(), [&] {
+    cdo_detail::log_first_10<cdo_detail::ReduceToOneLines>([&] {
       return "Reduce to " + target.full_name + " then broadcast to " + cdo_detail::python_tuple(destinations) + ".";
     });
     Tensor<T> total = cdo_detail::sum_on(value.values, target);

@@ -58,7 +58,7 @@ class ReplicaWorkers {
       if (root) continue;
       try {
         std::rethrow_exception(e);
-      } catch (const distribute::MergeAbandonedError&) {
+      } catch (const MergeAbandonedError&) {
       } catch (...) {
         root = e;
       }

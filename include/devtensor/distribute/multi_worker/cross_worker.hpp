@@ -37,12 +37,12 @@ concept ReducesAcrossWorkers = requires(const Ops& ops, ReduceOp op, const std::
 class CrossWorker {
  public:
   /// `group`: every worker of the job (more than one); `options`: how values cross them.
-  CrossWorker(std::shared_ptr<distribute::WorkerGroup> group, CommunicationOptions options)
+  CrossWorker(std::shared_ptr<WorkerGroup> group, CommunicationOptions options)
       : group_(std::move(group)), options_(options) {}
 
   [[nodiscard]] int num_workers() const { return group_->num_workers(); }
   [[nodiscard]] int worker_index() const { return group_->worker_index(); }
-  [[nodiscard]] distribute::WorkerGroup& group() const noexcept { return *group_; }
+  [[nodiscard]] WorkerGroup& group() const noexcept { return *group_; }
 
   /// `values` (this worker's replicas on `devices`) reduced over every replica of every worker;
   /// MEAN divides by `replicas_in_sync`. Each result is on every one of `devices`.
@@ -85,7 +85,7 @@ class CrossWorker {
     std::vector<Tensor<T>> reversed(values.rbegin(), values.rend());
     const auto packs = group_by_size(reversed, options_.bytes_per_pack());
     if (log_enabled(LogSource::python_logger, LogSeverity::info))
-      cdo_detail::log_first_10(logs(), [&] {
+      cdo_detail::log_first_10<CrossWorker>([&] {
         return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
                std::to_string(local_replicas) + ", group_size = " + std::to_string(replicas_in_sync) +
                ", implementation = CommunicationImplementation.RING, num_packs = " + std::to_string(packs.size());
@@ -97,7 +97,7 @@ class CrossWorker {
         const auto& t = pack[0];
         auto result = Tensor<T>::empty(t.shape(), t.device_info(), "CollectiveReduceV2");
         const auto count = static_cast<std::size_t>(t.num_elements());
-        group_->all_reduce(dtype_enum<T>(), t.data(), result.mutable_data(), count, distribute::CollectiveReduction::sum, what);
+        group_->all_reduce(dtype_enum<T>(), t.data(), result.mutable_data(), count, CollectiveReduction::sum, what);
         out.push_back(std::move(result));
         continue;
       }
@@ -111,7 +111,7 @@ class CrossWorker {
         copy_bytes(host.get() + at, host_buffer_device(), t.data(), t.device_info(), count * sizeof(T));
         at += count;
       }
-      group_->all_reduce(dtype_enum<T>(), host.get(), total, distribute::CollectiveReduction::sum, what);
+      group_->all_reduce(dtype_enum<T>(), host.get(), total, CollectiveReduction::sum, what);
       at = 0;
       for (const auto& t : pack) {
         auto result = Tensor<T>::empty(t.shape(), t.device_info(), "CollectiveReduceV2");
@@ -128,18 +128,13 @@ class CrossWorker {
 
   /// A count summed across the workers (strategy.reduce's element count along an axis).
   [[nodiscard]] std::int64_t sum(std::int64_t count, std::string_view what) {
-    group_->all_reduce(DType::DT_INT64, &count, 1, distribute::CollectiveReduction::sum, what);
+    group_->all_reduce(DType::DT_INT64, &count, 1, CollectiveReduction::sum, what);
     return count;
   }
 
  private:
-  std::shared_ptr<distribute::WorkerGroup> group_;
+  std::shared_ptr<WorkerGroup> group_;
   CommunicationOptions options_;
-
-  static logging::FirstN& logs() {
-    static logging::FirstN site(10);
-    return site;
-  }
 };
 
 }  // namespace devtensor::distribute

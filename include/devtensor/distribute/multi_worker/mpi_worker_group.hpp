@@ -231,11 +231,11 @@ class Receives {
   }
   return 1;
 }
-[[nodiscard]] inline MPI_Op reduction_op(distribute::CollectiveReduction reduction) {
+[[nodiscard]] inline MPI_Op reduction_op(CollectiveReduction reduction) {
   switch (reduction) {
-    case distribute::CollectiveReduction::sum: return MPI_SUM;
-    case distribute::CollectiveReduction::max: return MPI_MAX;
-    case distribute::CollectiveReduction::min: return MPI_MIN;
+    case CollectiveReduction::sum: return MPI_SUM;
+    case CollectiveReduction::max: return MPI_MAX;
+    case CollectiveReduction::min: return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -243,7 +243,7 @@ class Receives {
 }  // namespace mpi_detail
 
 /// The workers of a job as MPI ranks of MPI_COMM_WORLD (rank = id_in_cluster; 0 is the chief).
-class MpiWorkerGroup final : public distribute::WorkerGroup {
+class MpiWorkerGroup final : public WorkerGroup {
  public:
   /// @param timeout_seconds  none: collectives wait for ever (the launcher ends a job whose rank
   ///                         died); otherwise DeadlineExceededError after this long.
@@ -292,9 +292,9 @@ class MpiWorkerGroup final : public distribute::WorkerGroup {
     return std::string(name, static_cast<std::size_t>(length));
   }
 
-  using distribute::WorkerGroup::all_reduce;
+  using WorkerGroup::all_reduce;
   void all_reduce(devtensor::DType dtype, const void* input, void* output, std::size_t count,
-                  distribute::CollectiveReduction reduction, std::string_view what) override {
+                  CollectiveReduction reduction, std::string_view what) override {
     const MPI_Datatype type = mpi_detail::datatype(dtype);
     const MPI_Op op = mpi_detail::reduction_op(reduction);
     const std::size_t element = mpi_detail::element_size(dtype);
