@@ -76,5 +76,13 @@
 #define DEVTENSOR_EXPORT
 #endif
 
+/// A rarely taken path kept out of its caller's body (graph mode's branch in run_op), so that the
+/// eager path's inlining does not change with it.
+#if defined(__GNUC__) || defined(__clang__)
+#define DEVTENSOR_COLD __attribute__((noinline, cold))
+#else
+#define DEVTENSOR_COLD
+#endif
+
 #define DEVTENSOR_STRINGIFY_IMPL(x) #x
 #define DEVTENSOR_STRINGIFY(x) DEVTENSOR_STRINGIFY_IMPL(x)

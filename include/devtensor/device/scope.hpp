@@ -39,6 +39,7 @@ struct ScopeStack {
   struct Entry {
     const DeviceScope* owner;
     DeviceSpec spec;  // the merged spec in effect while this entry is on top
+    DeviceSpec graph_spec;  // the same merged from the empty spec: a graph node's request
   };
   std::vector<Entry> entries;
   std::uint64_t generation = 0;
@@ -77,7 +78,7 @@ class [[nodiscard]] DeviceScope {
   [[nodiscard]] explicit DeviceScope(Tag) : DeviceScope(DeviceSpec().with_type(std::string(device_type_name<Tag>))) {}
 
   /// TensorFlow's tf.device(None): a scope whose requested spec is empty.
-  [[nodiscard]] explicit DeviceScope(std::nullopt_t) { push(DeviceSpec()); }
+  [[nodiscard]] explicit DeviceScope(std::nullopt_t) { push(DeviceSpec(), DeviceSpec()); }
 
   DeviceScope() = delete;
   DeviceScope(std::nullptr_t) = delete;
@@ -99,16 +100,21 @@ class [[nodiscard]] DeviceScope {
 
   /// The spec to merge into: the innermost scope's, or the context's first device.
   static DeviceSpec enclosing();
+  /// The same for graph nodes: the innermost scope's graph spec, or the empty spec (a graph's
+  /// node requests what its scopes name, as TensorFlow's graph device functions merge).
+  static DeviceSpec enclosing_for_graphs();
 
   /// DeviceSpec::parse_full_or_local (the C++ grammar keeps a type's case), then tf.device's
   /// upper-casing of the tokens `cpu` and `gpu`.
   static DeviceSpec parse(std::string_view spec);
 
-  void push(DeviceSpec merged);
+  void push(DeviceSpec merged, DeviceSpec graph_spec);
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
-DEVTENSOR_DEFINITION DeviceScope::DeviceScope(const DeviceSpec& spec) { push(enclosing().overridden_by(spec)); }
+DEVTENSOR_DEFINITION DeviceScope::DeviceScope(const DeviceSpec& spec) {
+  push(enclosing().overridden_by(spec), enclosing_for_graphs().overridden_by(spec));
+}
 
 DEVTENSOR_DEFINITION DeviceScope::~DeviceScope() {
   auto& stack = detail::scope_stack();
@@ -130,6 +136,11 @@ DEVTENSOR_DEFINITION DeviceSpec DeviceScope::enclosing() {
   return host;
 }
 
+DEVTENSOR_DEFINITION DeviceSpec DeviceScope::enclosing_for_graphs() {
+  const auto& stack = detail::scope_stack();
+  return stack.entries.empty() ? DeviceSpec() : stack.entries.back().graph_spec;
+}
+
 DEVTENSOR_DEFINITION DeviceSpec DeviceScope::parse(std::string_view spec) {
   DeviceSpec parsed = DeviceSpec::parse_full_or_local(spec);
   if (const auto& type = parsed.type(); type && (*type == "cpu" || *type == "gpu"))
@@ -137,10 +148,10 @@ DEVTENSOR_DEFINITION DeviceSpec DeviceScope::parse(std::string_view spec) {
   return parsed;
 }
 
-DEVTENSOR_DEFINITION void DeviceScope::push(DeviceSpec merged) {
+DEVTENSOR_DEFINITION void DeviceScope::push(DeviceSpec merged, DeviceSpec graph_spec) {
   spec_ = merged;
   auto& stack = detail::scope_stack();
-  stack.entries.push_back({this, std::move(merged)});
+  stack.entries.push_back({this, std::move(merged), std::move(graph_spec)});
   ++stack.generation;
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
@@ -151,6 +162,14 @@ inline const DeviceSpec& current_device_spec() noexcept {
   static const DeviceSpec any;
   const auto& stack = detail::scope_stack();
   return stack.entries.empty() ? any : stack.entries.back().spec;
+}
+
+/// What a graph node created now requests: the scopes' specs merged from the empty spec
+/// ("/device:GPU:2" under DeviceScope("/gpu:2"); empty outside every scope).
+inline const DeviceSpec& current_graph_device_spec() noexcept {
+  static const DeviceSpec any;
+  const auto& stack = detail::scope_stack();
+  return stack.entries.empty() ? any : stack.entries.back().graph_spec;
 }
 
 /// Changes whenever a scope opens or closes on this thread: a placement cached with one value

@@ -63,6 +63,18 @@ using CreationOps = TypeList<EagerConst, Fill, Range>;
 
 namespace devtensor {
 
+/// `n` elements from `values` (one value fills them all) as row-major bytes: what a graph's Const
+/// node keeps and a Session's host feed holds.
+template <Element T>
+std::vector<std::byte> host_bytes(const std::vector<T>& values, std::int64_t n) {
+  std::vector<std::byte> bytes(static_cast<std::size_t>(n) * sizeof(T));
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+    const T v = values[values.size() == 1 ? 0 : i];  // std::vector<bool> has no data()
+    std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
+  }
+  return bytes;
+}
+
 /// A tensor of `shape` from `values` in row-major order; one value fills the whole shape.
 /// Created on the requested device (TensorFlow's _EagerConst), with soft placement as for ops:
 /// place_constant() says where.
@@ -76,6 +88,8 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
                                shape.to_string() + ", which has " + std::to_string(n) +
                                " elements. Pass one value per element, or a single value to fill "
                                "the shape.");
+  if (auto* graph = graph::building()) [[unlikely]]  // a Const node keeps the values
+    return graph::add_constant(*graph, options.name, dtype_enum<T>(), shape, host_bytes(values, n)).template as<T>();
   const Device& device = place_constant(options.where);
   auto out = Tensor<T>::empty(shape, device, ops::EagerConst::name);
   // Values start on the host; a real GPU gets them by copy.

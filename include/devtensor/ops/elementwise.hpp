@@ -145,6 +145,7 @@ struct Softplus : UnaryOp<Softplus, FloatTypes>, Builtin {
 
 struct Add : BinaryOp<Add, NumericTypes>, Builtin {
   static constexpr std::string_view name = "AddV2";
+  static constexpr std::string_view node_name = "Add";  // tf.add's default node name
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::add(x, y); }
   template <Floating T>
@@ -172,6 +173,7 @@ struct Mul : BinaryOp<Mul, NumericTypes>, Builtin {
 };
 struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
   static constexpr std::string_view name = "RealDiv";
+  static constexpr std::string_view node_name = "truediv";  // tf.divide's
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x / y; }
   template <Floating T>

@@ -16,6 +16,8 @@
 /// In general an op struct has
 /// - `name`, and a kernel table (`KernelTable<CpuTypes, GpuTypes>`: which element types have a
 ///   CPU and a GPU kernel; `has_kernel_v` reads it at compile time);
+/// - optionally `node_name`: the default name of its graph nodes when TensorFlow's Python function
+///   names them otherwise than the op type (tf.add makes AddV2 nodes named `Add`);
 /// - `Attrs`: its attributes, typed, with defaults (an empty struct when it has none);
 /// - `output_shape(attrs, input shapes...)` (`output_shapes` for several outputs): the shape
 ///   function, which also validates, with TensorFlow's messages;
@@ -129,6 +131,13 @@ concept DataOp = requires {
   { Op::name } -> std::convertible_to<std::string_view>;
   requires std::same_as<typename Op::template body<float>, Kernel>;
 };
+/// The default name of Op's graph nodes: `node_name` when it has one, else the op type.
+template <class Op>
+constexpr std::string_view default_node_name() noexcept {
+  if constexpr (requires { Op::node_name; }) return Op::node_name;
+  else return Op::name;
+}
+
 template <class Op, class T>
 concept HasGradient = Floating<T> && requires(const GradArgs<T, typename Op::Attrs>& a) {
   { Op::template gradient<T>(a) } -> std::same_as<Grads<T>>;

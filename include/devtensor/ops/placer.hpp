@@ -367,6 +367,8 @@ Tensor<T> to_device(const Tensor<T>& t, const Device& device, std::string_view o
 DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> detail::copy_to_device(
     const TensorStorage& from, const Shape& shape, std::size_t bytes, std::string_view dtype, bool int32,
     const Device& target, std::string_view op, int input) {
+  if (from.symbolic) [[unlikely]]  // a graph's tensor met outside its graph
+    throw_symbolic_values(*from.symbolic, "op " + std::string(op) + " (running eagerly: no graph is being built on this thread)");
   const auto policy = config::experimental::get_device_policy();
   const bool allowed = policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN ||
                        (policy == DevicePolicy::SILENT_FOR_INT32 && int32);

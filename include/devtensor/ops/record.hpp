@@ -21,6 +21,7 @@
 
 #include "devtensor/config.hpp"
 #include "devtensor/ops/op_def.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -28,24 +29,12 @@ namespace devtensor {
 // The record format: what run_op writes and GradientTape reads (public: users' ops record too).
 namespace autodiff {
 
-/// A recorded tensor without its element type: enough to rebuild the typed handle, identity
-/// included.
-struct TapeTensor {
-  std::uint64_t id = 0;
-  DType dtype = DType::DT_FLOAT;
-  Shape shape;
-  std::shared_ptr<TensorStorage> storage;
-
-  template <Element T>
-  [[nodiscard]] Tensor<T> as() const {
-    return Tensor<T>(storage, shape, id);
-  }
-  [[nodiscard]] bool defined() const noexcept { return storage != nullptr; }
-};
+/// A recorded tensor: the handle without its element type, identity included.
+using TapeTensor = AnyTensor;
 
 template <Element T>
 TapeTensor tape_tensor(const Tensor<T>& t) {
-  return {t.id(), dtype_enum<T>(), t.shape(), t.storage()};
+  return TapeTensor(t);
 }
 
 struct OpRecord;

@@ -9,6 +9,8 @@
 ///   4. outputs allocated from the device's allocator (views share the input's buffer instead);
 ///   5. the body: the registry's GPU body on a real GPU, the CPU body on CPUs and simulated GPUs;
 ///   6. the record on active GradientTapes (floating-point ops), with the op's attributes.
+/// While a graph is being built on the thread (ops/graph.hpp) it runs step 1 only and adds a node
+/// whose kernel runs steps 3 to 6 later, on the device the graph placer chooses.
 ///
 ///     Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) { return run_op<ops::Add>({}, a, b); }
 
@@ -25,6 +27,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/kernel_context.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/placer.hpp"
@@ -206,6 +209,76 @@ Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, c
 template <class Out, class T>
 using output_t = std::conditional_t<std::is_void_v<Out>, T, Out>;
 
+// --- graph mode: the node that runs the op later ----------------------------------------------------
+
+/// Identity goes with its input in a graph (SPEC 2.2's pass-through ops).
+template <class Op>
+inline constexpr bool pass_through_v = Op::name == std::string_view("Identity");
+
+/// Op's shape function over the shapes of N typed inputs.
+template <class Op, class T, std::size_t N>
+Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>*, N>& inputs) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return Shape(Op::output_shape(attrs, inputs[I]->shape()...));
+  }(std::make_index_sequence<N>{});
+}
+
+/// Adds Op as a node of `graph` with N inputs and one output of element type O: the shape
+/// function runs now (its errors come at build time, as TensorFlow's), the kernel at run time.
+template <class Op, class O, class T, std::size_t N>
+DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, const typename Op::Attrs& attrs,
+                   const std::array<const Tensor<T>*, N>& inputs) {
+  const Shape shape = shape_of<Op, T, N>(attrs, inputs);
+  std::array<AnyTensor, N> erased;
+  for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
+  graph::NodeKernel run = [attrs](const graph::RunContext& context, std::span<const AnyTensor> in) -> std::vector<AnyTensor> {
+    std::array<Tensor<T>, N> typed;
+    std::array<const Tensor<T>*, N> pointers;
+    for (std::size_t i = 0; i < N; ++i) {
+      typed[i] = in[i].as<T>();
+      pointers[i] = &typed[i];
+    }
+    return {AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)))};
+  };
+  return graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name, &kernel_support<Op, T>, erased,
+                       {{dtype_enum<O>(), shape}}, std::move(run), pass_through_v<Op>)
+      .front()
+      .template as<O>();
+}
+
+/// The same for ops over a list of inputs (AddN: `list_input`) or with several outputs (SplitV).
+template <class Op, class T, bool list_input>
+DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::string_view name, const typename Op::Attrs& attrs,
+                                       const std::vector<const Tensor<T>*>& inputs) {
+  const auto shapes_of = [&attrs](const std::vector<const Tensor<T>*>& ins) -> std::vector<Shape> {
+    if constexpr (list_input) {
+      std::vector<Shape> in_shapes;
+      for (const auto* t : ins) in_shapes.push_back(t->shape());
+      return {Op::output_shape(attrs, std::span<const Shape>(in_shapes))};
+    } else {
+      return Op::output_shapes(attrs, ins.at(0)->shape());
+    }
+  };
+  std::vector<graph::OutputSpec> outputs;
+  for (auto& shape : shapes_of(inputs)) outputs.push_back({dtype_enum<T>(), std::move(shape)});
+  std::vector<AnyTensor> erased;
+  for (const auto* t : inputs) erased.emplace_back(*t);
+  graph::NodeKernel run = [attrs, shapes_of](const graph::RunContext& context, std::span<const AnyTensor> in) {
+    std::vector<Tensor<T>> typed;
+    typed.reserve(in.size());
+    std::vector<const Tensor<T>*> pointers;
+    for (const auto& t : in) pointers.push_back(&typed.emplace_back(t.as<T>()));
+    const auto shapes = shapes_of(pointers);
+    std::vector<AnyTensor> out;
+    for (const auto& t : execute<Op, T, T>(attrs, context.device, pointers, shapes)) out.emplace_back(t);
+    return out;
+  };
+  std::vector<Tensor<T>> out;
+  for (const auto& t : graph::add_op(graph, Op::name, name, &kernel_support<Op, T>, erased, std::move(outputs), std::move(run)))
+    out.push_back(t.template as<T>());
+  return out;
+}
+
 }  // namespace op_detail
 
 namespace kernels {
@@ -235,35 +308,53 @@ Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, cons
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]->defined()) [[unlikely]]
       throw_undefined_input(Op::name, i);
+  if (auto* graph = graph::building()) [[unlikely]]
+    return op_detail::graph_op<Op, O, T>(*graph, {}, attrs, inputs);
   const auto shape = Op::output_shape(attrs, first.shape(), rest.shape()...);
   const Device& device = place_op(kernel_support<Op, T>, small_host_int_inputs(first, rest...));
   return op_detail::execute_one<Op, O, T>(attrs, device, inputs, shape);
 }
-/// The same with TensorFlow's `name=` (kept for graph mode; eager ops ignore it).
+/// The same with TensorFlow's `name=`, which names the node in graph mode (eager ops ignore it).
 template <class Op, class Out = void, Element T, class... Rest>
   requires(std::same_as<Rest, Tensor<T>> && ...)
-Tensor<op_detail::output_t<Out, T>> run_op(const OpOptions&, const typename Op::Attrs& attrs, const Tensor<T>& first,
+Tensor<op_detail::output_t<Out, T>> run_op(const OpOptions& options, const typename Op::Attrs& attrs, const Tensor<T>& first,
                                            const Rest&... rest) {
+  if (!options.name.empty()) [[unlikely]]
+    if (auto* graph = graph::building()) {
+      const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (!inputs[i]->defined()) throw_undefined_input(Op::name, i);
+      return op_detail::graph_op<Op, op_detail::output_t<Out, T>, T>(*graph, options.name, attrs, inputs);
+    }
   return run_op<Op, Out>(attrs, first, rest...);
 }
 
 /// An op without tensor inputs (Fill, Range, the random ops): the element type is given.
 template <class Op, Element T>
 Tensor<T> run_op(const typename Op::Attrs& attrs) {
+  if (auto* graph = graph::building()) [[unlikely]]
+    return op_detail::graph_op<Op, T, T, 0>(*graph, {}, attrs, {});
   const auto shape = Op::output_shape(attrs);
   const Device& device = place_op(kernel_support<Op, T>);
   return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, shape);
 }
 template <class Op, Element T>
 Tensor<T> run_op(const OpOptions& options, const typename Op::Attrs& attrs) {
+  if (auto* graph = graph::building()) [[unlikely]]
+    return op_detail::graph_op<Op, T, T, 0>(*graph, options.name, attrs, {});
   initialize_at(kernel_support<Op, T>, options.where);
   return run_op<Op, T>(attrs);
 }
 
 /// An op over a list of inputs (AddN, ConcatV2): the shape function gets their shapes.
 template <class Op, Element T>
-Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values, const OpOptions& = {}) {
+Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values, const OpOptions& options = {}) {
   require_defined_inputs(Op::name, values);
+  if (auto* graph = graph::building()) [[unlikely]] {
+    std::vector<const Tensor<T>*> inputs;
+    for (const auto& v : values) inputs.push_back(&v);
+    return op_detail::graph_op_vector<Op, T, true>(*graph, options.name, attrs, inputs).front();
+  }
   std::vector<Shape> shapes;
   shapes.reserve(values.size());
   bool small = !values.empty();
@@ -281,8 +372,10 @@ Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<
 
 /// An op with several outputs (SplitV): the shape function returns their shapes.
 template <class Op, Element T>
-std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Tensor<T>& input, const OpOptions& = {}) {
+std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Tensor<T>& input, const OpOptions& options = {}) {
   require_defined_inputs(Op::name, input);
+  if (auto* graph = graph::building()) [[unlikely]]
+    return op_detail::graph_op_vector<Op, T, false>(*graph, options.name, attrs, {&input});
   const std::vector<Shape> shapes = Op::output_shapes(attrs, input.shape());
   const Device& device = place_op(kernel_support<Op, T>, small_host_int_inputs(input));
   const Tensor<T>* inputs[1] = {&input};

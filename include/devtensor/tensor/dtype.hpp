@@ -3,6 +3,7 @@
 /// @brief Element types: float, double, int32_t, int64_t, bool, with TensorFlow's names.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -67,6 +68,31 @@ constexpr DType dtype_enum() noexcept {
   else if constexpr (std::same_as<T, std::int32_t>) return DType::DT_INT32;
   else if constexpr (std::same_as<T, std::int64_t>) return DType::DT_INT64;
   else return DType::DT_BOOL;
+}
+
+/// The same facts for a DType known only at run time (type-erased graphs and feeds).
+constexpr std::size_t dtype_size(DType t) noexcept {
+  switch (t) {
+    case DType::DT_DOUBLE: case DType::DT_INT64: return 8;
+    case DType::DT_BOOL: return 1;
+    default: return 4;
+  }
+}
+constexpr std::string_view dtype_string(DType t) noexcept {
+  switch (t) {
+    case DType::DT_FLOAT: return "float";
+    case DType::DT_DOUBLE: return "double";
+    case DType::DT_INT32: return "int32";
+    case DType::DT_INT64: return "int64";
+    default: return "bool";
+  }
+}
+constexpr std::string_view dtype_name(DType t) noexcept {
+  switch (t) {
+    case DType::DT_FLOAT: return "float32";
+    case DType::DT_DOUBLE: return "float64";
+    default: return dtype_string(t);
+  }
 }
 
 template <class T, class... Ts>

@@ -342,10 +342,13 @@ std::string format_values(const Tensor<T>& t, const PrintOptions& options) {
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
-/// tf.Tensor(<values>, shape=(...), dtype=...), with a newline before multi-line values.
+/// tf.Tensor(<values>, shape=(...), dtype=...), with a newline before multi-line values; a
+/// symbolic tensor as TensorFlow prints a graph's: Tensor("MatMul:0", shape=(2, 2), dtype=float32).
 template <Element T>
 std::ostream& operator<<(std::ostream& os, const Tensor<T>& t) {
   if (!t.defined()) return os << "tf.Tensor(<undefined>)";
+  if (const auto* ref = t.symbolic_ref())
+    return os << "Tensor(\"" << ref->name << "\", shape=" << t.shape().to_python() << ", dtype=" << t.dtype() << ")";
   const std::string values = format_values(t);
   return os << "tf.Tensor(" << (values.find('\n') != std::string::npos ? "\n" : "") << values
             << ", shape=" << t.shape().to_python() << ", dtype=" << t.dtype() << ")";

@@ -29,6 +29,16 @@ namespace devtensor {
 
 // --- buffers on devices: what ops, variables and collectives build tensors from -----------------
 
+/// What a symbolic tensor stands for: an output of a node in a graph being built (ops/graph.hpp).
+/// It has no buffer; its values exist only when a Session or a traced function runs the graph.
+struct SymbolicRef {
+  std::uint64_t graph_id = 0;   // the graph's process-unique id (graphs may die before their tensors)
+  std::size_t node = 0;         // the node's position in its graph
+  std::size_t output = 0;       // which of the node's outputs
+  std::string name;             // TensorFlow's tensor name, "MatMul:0"
+  std::string requested_device; // the node's requested device, as TensorFlow's Tensor.device shows it
+};
+
 /// A buffer on one logical device; freed into that device's allocator when the last tensor using
 /// it goes away.
 struct TensorStorage {
@@ -37,6 +47,7 @@ struct TensorStorage {
   std::shared_ptr<memory::Allocator> allocator;  // keeps the allocator alive as long as the buffer
   const Device* device = nullptr;
   std::shared_ptr<const TensorStorage> shared_from;  // an alias: the storage that owns `data`
+  std::shared_ptr<const SymbolicRef> symbolic;        // a graph node's output: no buffer, no device
 
   TensorStorage() = default;
   TensorStorage(const TensorStorage&) = delete;
@@ -59,6 +70,16 @@ std::shared_ptr<TensorStorage> alias_storage(const std::shared_ptr<TensorStorage
 
 /// A stand-in device for host buffers that belong to no tensor (to_vector's output).
 const Device& host_buffer_device();
+
+/// The stand-in device of symbolic tensors: a storage without a buffer never matches a real
+/// device, so every eager use reaches copy_to_device, which says the tensor is symbolic.
+const Device& symbolic_device();
+
+/// The storage of a symbolic tensor (a graph node's output).
+std::shared_ptr<TensorStorage> symbolic_storage(SymbolicRef ref);
+
+/// @throws InvalidArgumentError: `what` needs the values of symbolic tensor `ref`.
+[[noreturn]] void throw_symbolic_values(const SymbolicRef& ref, std::string_view what);
 
 /// Copies `bytes` between two buffers on any devices (memcpy between host-memory devices, the GPU
 /// platform's stream-ordered copy otherwise; a copy to the host waits for the device's stream).
@@ -103,6 +124,28 @@ DEVTENSOR_DEFINITION const Device& host_buffer_device() {
     return h;
   }();
   return host;
+}
+
+DEVTENSOR_DEFINITION const Device& symbolic_device() {
+  static const Device symbolic = [] {
+    Device d;
+    d.full_name = "(symbolic: a graph node's output)";
+    return d;
+  }();
+  return symbolic;
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> symbolic_storage(SymbolicRef ref) {
+  auto storage = std::make_shared<TensorStorage>();
+  storage->device = &symbolic_device();
+  storage->symbolic = std::make_shared<const SymbolicRef>(std::move(ref));
+  return storage;
+}
+
+DEVTENSOR_DEFINITION void throw_symbolic_values(const SymbolicRef& ref, std::string_view what) {
+  throw InvalidArgumentError("Tensor '" + ref.name + "' is symbolic: it is an output of a graph node and has no values " +
+                             "while the graph is being built, so " + std::string(what) +
+                             " cannot read it. Fetch it with Session::run, or return it from the traced function.");
 }
 
 DEVTENSOR_DEFINITION void copy_bytes(void* dst, const Device& dst_device, const void* src,
@@ -168,18 +211,21 @@ class Tensor {
 
   /// The canonical full name of the tensor's device, e.g.
   /// "/job:localhost/replica:0/task:0/device:GPU:0".
+  /// A symbolic tensor's is its node's requested device ("" when none), as TensorFlow's.
   [[nodiscard]] const std::string& device() const {
     require_defined();
+    if (storage_->symbolic) [[unlikely]]
+      return storage_->symbolic->requested_device;
     return storage_->device->full_name;
   }
   /// The device's position in the DeviceSet (CPU:0 is 0).
   [[nodiscard]] int device_index() const {
-    require_defined();
+    require_values("device_index()");
     return storage_->device->logical_index;
   }
   /// The Device the buffer lives on.
   [[nodiscard]] const Device& device_info() const {
-    require_defined();
+    require_values("device_info()");
     return *storage_->device;
   }
   /// True when the buffer is in host memory (CPU or simulated GPU).
@@ -195,10 +241,14 @@ class Tensor {
   [[nodiscard]] const std::shared_ptr<TensorStorage>& storage() const noexcept { return storage_; }
   /// The tensor's identity: copies of a handle share it; every op output gets a new one.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  /// True for a graph node's output (built under a graph: ops/graph.hpp), which has no values.
+  [[nodiscard]] bool symbolic() const noexcept { return storage_ && storage_->symbolic; }
+  /// The node output a symbolic tensor stands for (nullptr for tensors with values).
+  [[nodiscard]] const SymbolicRef* symbolic_ref() const noexcept { return storage_ ? storage_->symbolic.get() : nullptr; }
 
   /// The elements in row-major order, copied to the host.
   [[nodiscard]] std::vector<T> to_vector() const {
-    require_defined();
+    require_values("to_vector()");
     const auto n = static_cast<std::size_t>(num_elements());
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<unsigned char> raw(n);
@@ -214,7 +264,7 @@ class Tensor {
   /// One element by its indices (negative indices are not accepted).
   /// @throws InvalidArgumentError for a wrong number of indices or an index out of range.
   [[nodiscard]] T at(std::initializer_list<std::int64_t> indices) const {
-    require_defined();
+    require_values("at()");
     if (indices.size() != rank())
       throw InvalidArgumentError("at() got " + std::to_string(indices.size()) + " indices for a tensor of shape " +
                                  shape_.to_string());
@@ -232,7 +282,7 @@ class Tensor {
 
   /// The value of a one-element tensor. @throws InvalidArgumentError otherwise.
   [[nodiscard]] T item() const {
-    require_defined();
+    require_values("item()");
     if (num_elements() != 1)
       throw InvalidArgumentError("item() needs a tensor with one element, got shape " + shape_.to_string());
     return element(0);
@@ -251,6 +301,11 @@ class Tensor {
     if (!storage_)
       throw FailedPreconditionError("This is an undefined tensor (default-constructed or moved from): "
                                     "assign a tensor to it before using its values or device");
+  }
+  void require_values(std::string_view what) const {
+    require_defined();
+    if (storage_->symbolic) [[unlikely]]
+      throw_symbolic_values(*storage_->symbolic, what);
   }
 
   void copy_to_host(void* out) const {

@@ -1,0 +1,469 @@
+#pragma once
+/// @file graph.hpp
+/// @brief The graph that ops build instead of running while one is being built (TensorFlow's
+/// graph half): nodes with TensorFlow's names, symbolic tensors, name scopes, the thread's
+/// current graph.
+///
+/// While a graph is current on a thread (`GraphScope`, compat::v1::Graph::as_default,
+/// compat::v1::disable_eager_execution), run_op does not run an op: it adds a node (op type,
+/// a unique name, inputs, the DeviceScope stack's request, the kernel table, the output shapes and
+/// a type-erased kernel that runs the op later on the device the graph placer chooses) and returns
+/// symbolic tensors (Tensor::symbolic()) that stand for the node's outputs. A tensor with values
+/// used by a node is captured as a Const node. graph/ places and runs graphs.
+///
+/// Note [Graph mode costs the eager path one load]
+/// run_op asks `graph::building()` first. It reads one process-wide counter of the graph scopes
+/// open on any thread (plus one while eager execution is disabled); only when it is not zero does
+/// it look at the thread's current graph.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/device/spec.hpp"
+#include "devtensor/ops/placer.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
+#include "devtensor/tensor/dtype.hpp"
+#include "devtensor/tensor/shape.hpp"
+#include "devtensor/tensor/tensor.hpp"
+
+namespace devtensor::graph {
+
+/// Where a node's input comes from: output `output` of node `node`.
+struct Edge {
+  std::size_t node = 0;
+  std::size_t output = 0;
+  friend bool operator==(const Edge&, const Edge&) = default;
+};
+
+/// The variables of a graph's run (TF1: a session's resource container): values by the variable's
+/// shared name. Thread-safe.
+class ResourceStore {
+ public:
+  [[nodiscard]] std::optional<AnyTensor> find(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    auto it = values_.find(name);
+    if (it == values_.end()) return std::nullopt;
+    return it->second;
+  }
+  void assign(const std::string& name, AnyTensor value) {
+    std::lock_guard lock(mutex_);
+    values_[name] = std::move(value);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, AnyTensor> values_;
+};
+
+/// What a node's kernel runs with: the node's device and the run's variables.
+struct RunContext {
+  const Device& device;
+  ResourceStore* resources = nullptr;
+};
+
+/// Runs a node once: its inputs (already on the context's device) in, its outputs out.
+using NodeKernel = std::function<std::vector<AnyTensor>(const RunContext& context, std::span<const AnyTensor> inputs)>;
+
+enum class NodeKind : unsigned char {
+  op,           // an op defined as data, run through its kernel
+  constant,     // Const: values kept in the node
+  placeholder,  // fed by the caller (Session::run's feeds, a traced function's arguments)
+};
+
+/// One output's type and (static) shape.
+struct OutputSpec {
+  DType dtype = DType::DT_FLOAT;
+  Shape shape;
+};
+
+/// A node: what TensorFlow's NodeDef holds, plus how to run it.
+struct Node {
+  std::string name;            // unique in its graph, "MatMul_1", "foo/add/y"
+  std::string op;              // TensorFlow's op type, "MatMul", "Const", "Placeholder"
+  NodeKind kind = NodeKind::op;
+  std::vector<Edge> inputs;
+  std::vector<std::size_t> control_inputs;  // nodes that run first (an initializer's assignments)
+  std::optional<std::size_t> colocated_with;  // a variable's handle node: placed with it (SPEC 10.2)
+  DeviceSpec requested;        // the DeviceScope stack's request when the node was made
+  const KernelSupport* kernel = nullptr;  // which device types run it
+  std::vector<OutputSpec> outputs;
+  NodeKernel run;              // nullptr for placeholders
+  bool pass_through = false;   // Identity and metadata ops: placed with their input (SPEC 2.2)
+
+  /// TensorFlow's generator: no inputs and one output (a constant): placed with its consumers.
+  [[nodiscard]] bool generator() const noexcept {
+    return inputs.empty() && control_inputs.empty() && outputs.size() == 1 && !colocated_with;
+  }
+  [[nodiscard]] std::string output_name(std::size_t i) const { return name + ":" + std::to_string(i); }
+};
+
+/// A graph: nodes in the order they were made (which is a topological order: a node's inputs
+/// exist before it), TensorFlow's unique names and name scopes. Nodes are immutable once added;
+/// adding is thread-safe, and readers work on a snapshot.
+class DEVTENSOR_EXPORT Graph {
+ public:
+  Graph() : id_(next_id()) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Process-unique: symbolic tensors name their graph by it.
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+
+  /// The nodes so far.
+  [[nodiscard]] std::vector<std::shared_ptr<const Node>> snapshot() const {
+    std::lock_guard lock(mutex_);
+    return nodes_;
+  }
+  [[nodiscard]] std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return nodes_.size();
+  }
+  /// Node `i` (i < size()).
+  [[nodiscard]] std::shared_ptr<const Node> node(std::size_t i) const {
+    std::lock_guard lock(mutex_);
+    return nodes_.at(i);
+  }
+  /// The node named `name`, or nullptr.
+  [[nodiscard]] std::shared_ptr<const Node> find(std::string_view name) const;
+
+  /// TensorFlow's Graph.unique_name: `name` under the current name scope, made unique
+  /// case-insensitively with `_1`, `_2`, ... (skipping names taken), and marked as used.
+  std::string unique_name(std::string_view name);
+
+  /// The current name scope ("" or "outer/inner").
+  [[nodiscard]] std::string name_scope() const;
+
+  /// Adds `node` (its name already unique) and returns its position.
+  std::size_t add(Node node);
+
+  /// Adds node `index` to collection `name` ("variables": what global_variables_initializer runs).
+  void add_to_collection(const std::string& name, std::size_t index) {
+    std::lock_guard lock(mutex_);
+    collections_[name].push_back(index);
+  }
+  [[nodiscard]] std::vector<std::size_t> collection(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    auto it = collections_.find(name);
+    return it == collections_.end() ? std::vector<std::size_t>{} : it->second;
+  }
+
+  /// The Const node that holds eager tensor `value` in this graph (one per tensor: TensorFlow's
+  /// captures).
+  Edge capture(const AnyTensor& value);
+
+ private:
+  friend class NameScope;
+  static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> ids{0};
+    return ids.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
+  std::string unique_name_locked(std::string_view name);
+
+  const std::uint64_t id_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<const Node>> nodes_;
+  std::unordered_map<std::string, int> names_in_use_;  // lower-cased
+  std::vector<std::string> scopes_;                    // the name-scope stack, full names
+  std::unordered_map<std::uint64_t, Edge> captures_;   // eager tensor id -> its Const node
+  std::unordered_map<std::string, std::vector<std::size_t>> collections_;
+};
+
+/// A node run for its effect (TensorFlow's Operation as a Session::run target).
+struct Operation {
+  std::uint64_t graph_id = 0;
+  std::size_t node = 0;
+  std::string name;
+};
+
+namespace detail {
+/// Graph scopes open on any thread, plus one while eager execution is disabled (Note [Graph mode
+/// costs the eager path one load]).
+inline constinit std::atomic<int> graph_users{0};
+/// The graph this thread builds (the innermost GraphScope's), or nullptr.
+DEVTENSOR_EXPORT inline std::shared_ptr<Graph>& thread_graph() noexcept {
+  thread_local std::shared_ptr<Graph> current;
+  return current;
+}
+/// The process's default graph while eager execution is disabled (compat::v1), or nullptr.
+inline std::shared_ptr<Graph>& process_graph_slot() noexcept {
+  static std::shared_ptr<Graph> graph;
+  return graph;
+}
+inline std::mutex& process_graph_mutex() noexcept {
+  static std::mutex mutex;
+  return mutex;
+}
+Graph* current_slow() noexcept;
+}  // namespace detail
+
+/// The process's default graph (TF1 with eager execution disabled): every thread without a
+/// GraphScope builds it. `graph` replaces it; nullptr drops it, and ops run eagerly again.
+void set_process_graph(std::shared_ptr<Graph> graph);
+/// The process's default graph, or nullptr while eager execution is on.
+std::shared_ptr<Graph> process_graph();
+/// The graph this thread builds: its innermost GraphScope's, else the process's, else nullptr.
+std::shared_ptr<Graph> current_graph();
+
+/// The graph being built on this thread, or nullptr (eager execution).
+inline Graph* building() noexcept {
+  if (detail::graph_users.load(std::memory_order_relaxed) == 0) [[likely]]
+    return nullptr;
+  return detail::current_slow();
+}
+
+/// Makes `graph` the thread's current graph until the scope ends (TensorFlow's
+/// `with graph.as_default():`). Scopes nest and must end in reverse order.
+class [[nodiscard]] GraphScope {
+ public:
+  explicit GraphScope(std::shared_ptr<Graph> graph) : previous_(std::move(detail::thread_graph())) {
+    if (!graph) throw InvalidArgumentError("GraphScope needs a graph, got nullptr");
+    detail::thread_graph() = std::move(graph);
+    detail::graph_users.fetch_add(1, std::memory_order_relaxed);
+  }
+  GraphScope(const GraphScope&) = delete;
+  GraphScope& operator=(const GraphScope&) = delete;
+  ~GraphScope() {
+    detail::thread_graph() = std::move(previous_);
+    detail::graph_users.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::shared_ptr<Graph> previous_;
+};
+
+/// TensorFlow's `with tf.name_scope("foo"):` in the current graph: node names made inside start
+/// with the scope's unique name ("foo/", then "foo_1/" for the next scope named foo). A name
+/// ending in '/' is taken as a full scope name, unchanged. Outside a graph it does nothing.
+class [[nodiscard]] NameScope {
+ public:
+  explicit NameScope(std::string_view name);
+  NameScope(const NameScope&) = delete;
+  NameScope& operator=(const NameScope&) = delete;
+  ~NameScope();
+  /// The scope's full name without the trailing '/' ("foo_1"): an op named so takes it exactly.
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+ private:
+  Graph* graph_;
+  std::string name_;
+};
+
+/// The name a node gets: `requested` (an explicit name=; one ending in '/' exactly, without
+/// it) or else `default_name`, made unique under the current scope.
+std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name);
+
+/// Adds an op node with the given inputs (symbolic tensors of `graph`, or tensors with values,
+/// which are captured) and returns its outputs as symbolic tensors.
+/// @throws InvalidArgumentError for a symbolic input of another graph.
+std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name, const KernelSupport* kernel,
+                              std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs, NodeKernel run,
+                              bool pass_through = false);
+
+/// Adds a Const node holding `bytes` (host values of `dtype`, row-major) and returns its output.
+AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape, std::vector<std::byte> bytes);
+
+/// Adds a Placeholder node and returns its output.
+AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape);
+
+/// The symbolic tensor for output `output` of `node` in `graph`.
+AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node, std::size_t output);
+
+/// A new tensor on `device` with `value`'s elements (any element type).
+AnyTensor copy_to(const AnyTensor& value, const Device& device, std::string_view op);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+
+DEVTENSOR_DEFINITION void set_process_graph(std::shared_ptr<Graph> graph) {
+  std::lock_guard lock(detail::process_graph_mutex());
+  auto& slot = detail::process_graph_slot();
+  const int change = (graph ? 1 : 0) - (slot ? 1 : 0);
+  slot = std::move(graph);
+  detail::graph_users.fetch_add(change, std::memory_order_relaxed);
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<Graph> process_graph() {
+  std::lock_guard lock(detail::process_graph_mutex());
+  return detail::process_graph_slot();
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<Graph> current_graph() {
+  if (auto& own = detail::thread_graph()) return own;
+  return process_graph();
+}
+
+DEVTENSOR_DEFINITION Graph* detail::current_slow() noexcept {
+  if (auto& own = thread_graph()) return own.get();
+  std::lock_guard lock(process_graph_mutex());
+  return process_graph_slot().get();
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<const Node> Graph::find(std::string_view name) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& n : nodes_)
+    if (n->name == name) return n;
+  return nullptr;
+}
+
+DEVTENSOR_DEFINITION std::string Graph::unique_name(std::string_view name) {
+  std::lock_guard lock(mutex_);
+  return unique_name_locked(name);
+}
+
+DEVTENSOR_DEFINITION std::string Graph::unique_name_locked(std::string_view base) {
+  // TensorFlow's ops.Graph.unique_name, case-insensitive.
+  std::string name = scopes_.empty() ? std::string(base) : scopes_.back() + "/" + std::string(base);
+  std::string key = name;
+  for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  int i = names_in_use_[key]++;
+  if (i == 0) return name;
+  const std::string base_key = key;
+  while (names_in_use_.contains(key)) key = base_key + "_" + std::to_string(i++);
+  names_in_use_[key] = 1;
+  return name + "_" + std::to_string(i - 1);
+}
+
+DEVTENSOR_DEFINITION std::string Graph::name_scope() const {
+  std::lock_guard lock(mutex_);
+  return scopes_.empty() ? std::string() : scopes_.back();
+}
+
+DEVTENSOR_DEFINITION std::size_t Graph::add(Node node) {
+  std::lock_guard lock(mutex_);
+  nodes_.push_back(std::make_shared<const Node>(std::move(node)));
+  return nodes_.size() - 1;
+}
+
+DEVTENSOR_DEFINITION AnyTensor copy_to(const AnyTensor& value, const Device& device, std::string_view op) {
+  const std::size_t bytes = value.bytes();
+  auto storage = allocate_storage(device, bytes, value.shape, dtype_string(value.dtype), op);
+  copy_bytes(storage->data, device, value.storage->data, *value.storage->device, bytes);
+  return AnyTensor(next_tensor_id(), value.dtype, value.shape, std::move(storage));
+}
+
+DEVTENSOR_DEFINITION Edge Graph::capture(const AnyTensor& value) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = captures_.find(value.id); it != captures_.end()) return it->second;
+  }
+  Node node;
+  node.name = unique_name("Const");
+  node.op = "Const";
+  node.kind = NodeKind::constant;
+  node.requested = current_graph_device_spec();
+  node.outputs = {{value.dtype, value.shape}};
+  node.run = [value](const RunContext& context, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
+    if (value.storage->device == &context.device)
+      return {AnyTensor(next_tensor_id(), value.dtype, value.shape, value.storage)};
+    return {copy_to(value, context.device, "Const")};
+  };
+  const Edge edge{add(std::move(node)), 0};
+  std::lock_guard lock(mutex_);
+  captures_.emplace(value.id, edge);
+  return edge;
+}
+
+DEVTENSOR_DEFINITION NameScope::NameScope(std::string_view name) : graph_(building()) {
+  if (!graph_) return;
+  std::lock_guard lock(graph_->mutex_);
+  if (!name.empty() && name.back() == '/') name_ = std::string(name.substr(0, name.size() - 1));
+  else name_ = graph_->unique_name_locked(name);
+  graph_->scopes_.push_back(name_);
+}
+
+DEVTENSOR_DEFINITION NameScope::~NameScope() {
+  if (!graph_) return;
+  std::lock_guard lock(graph_->mutex_);
+  if (!graph_->scopes_.empty()) graph_->scopes_.pop_back();
+}
+
+DEVTENSOR_DEFINITION std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name) {
+  if (!requested.empty() && requested.back() == '/') return std::string(requested.substr(0, requested.size() - 1));
+  return graph.unique_name(requested.empty() ? default_name : requested);
+}
+
+DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node,
+                                               std::size_t output) {
+  const auto& spec = node.outputs.at(output);
+  return AnyTensor(next_tensor_id(), spec.dtype, spec.shape,
+                   symbolic_storage({graph.id(), node_index, output, node.output_name(output),
+                                     node.requested.is_empty() ? std::string() : node.requested.to_string()}));
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name,
+                                                   const KernelSupport* kernel, std::span<const AnyTensor> inputs,
+                                                   std::vector<OutputSpec> outputs, NodeKernel run, bool pass_through) {
+  Node node;
+  node.op = std::string(op);
+  node.kernel = kernel;
+  node.requested = current_graph_device_spec();
+  node.outputs = std::move(outputs);
+  node.run = std::move(run);
+  node.pass_through = pass_through;
+  node.inputs.reserve(inputs.size());
+  for (const auto& in : inputs) {
+    if (const auto& ref = in.storage->symbolic) {
+      if (ref->graph_id != graph.id())
+        throw InvalidArgumentError("Tensor '" + ref->name + "' must be from the same graph as the op " + std::string(op) +
+                                   " being added: it belongs to another graph. Build each graph's ops under its own "
+                                   "GraphScope.");
+      node.inputs.push_back({ref->node, ref->output});
+    } else {
+      node.inputs.push_back(graph.capture(in));  // a tensor with values: a Const node (TF's capture)
+    }
+  }
+  node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name
+  const auto n = node.outputs.size();
+  const auto index = graph.add(std::move(node));
+  const auto added = graph.node(index);
+  std::vector<AnyTensor> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(symbolic_output(graph, index, *added, i));
+  return out;
+}
+
+DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                                            std::vector<std::byte> bytes) {
+  Node node;
+  node.name = node_name(graph, name, "Const");
+  node.op = "Const";
+  node.kind = NodeKind::constant;
+  node.requested = current_graph_device_spec();
+  node.outputs = {{dtype, shape}};
+  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context,
+                                                       std::span<const AnyTensor>) -> std::vector<AnyTensor> {
+    auto storage = allocate_storage(context.device, values.size(), shape, dtype_string(dtype), "Const");
+    copy_bytes(storage->data, context.device, values.data(), host_buffer_device(), values.size());
+    return {AnyTensor(next_tensor_id(), dtype, shape, std::move(storage))};
+  };
+  const auto index = graph.add(std::move(node));
+  return symbolic_output(graph, index, *graph.node(index), 0);
+}
+
+DEVTENSOR_DEFINITION AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape) {
+  Node node;
+  node.name = node_name(graph, name, "Placeholder");
+  node.op = "Placeholder";
+  node.kind = NodeKind::placeholder;
+  node.requested = current_graph_device_spec();
+  node.outputs = {{dtype, shape}};
+  const auto index = graph.add(std::move(node));
+  return symbolic_output(graph, index, *graph.node(index), 0);
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace devtensor::graph
