@@ -2,7 +2,7 @@
 # its own folder and the floors below it, never a floor above nor a sibling on its own floor.
 #
 #   core (and the top-level config, error, fwd, version) → memory → device → tensor | backend →
-#   ops → variables | data → autodiff → distribute → nn → testing
+#   ops → variables | data → autodiff → distribute → nn → graph → testing
 #
 # Strategies plug their variables in through a variable creator, a device's memory statistics
 # live with the devices, the TF32 switch is configuration (core). The umbrella devtensor.hpp is
@@ -21,7 +21,8 @@ set(_floor_data 5)
 set(_floor_autodiff 6)
 set(_floor_distribute 7)
 set(_floor_nn 8)
-set(_floor_testing 9)
+set(_floor_graph 9)
+set(_floor_testing 10)
 
 # The folder a path under devtensor/ belongs to: its first component, "core" for the top-level
 # files (the umbrella header is skipped by the caller).

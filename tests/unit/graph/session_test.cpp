@@ -1,0 +1,349 @@
+// v1 sessions: the graph placer (SPEC 2.2, 10.2) and its texts (SPEC 2.4), the executor, feeds,
+// pruning, the executable cache, ConfigProto. Expected texts were printed by TensorFlow 2.21 (CPU
+// build) running the seeds' TF1 programs through tf.compat.v1.
+#include <boost/test/unit_test.hpp>
+
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace v1 = devtensor::compat::v1;
+using devtensor::InvalidArgumentError;
+
+namespace {
+constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+constexpr const char* kGpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
+constexpr const char* kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
+
+/// What `work` writes to standard output (Boost.Test writes there too: nothing is checked inside).
+template <class F>
+std::string stdout_of(F&& work) {
+  std::ostringstream text;
+  auto* old = std::cout.rdbuf(text.rdbuf());
+  try {
+    work();
+  } catch (...) {
+    std::cout.rdbuf(old);
+    throw;
+  }
+  std::cout.rdbuf(old);
+  return text.str();
+}
+
+/// The seed's graph: c = a · b with a and b named.
+dt::Tensor<float> seed_matmul(const v1::Graph& g) {
+  auto scope = g.as_default();
+  auto a = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3}, {.name = "a"});
+  auto b = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2}, {.name = "b"});
+  return dt::matmul(a, b);
+}
+
+/// The seed's towers: a matmul per GPU, summed with add_n on /cpu:0.
+dt::Tensor<float> towers(const v1::Graph& g) {
+  auto scope = g.as_default();
+  std::vector<dt::Tensor<float>> parts;
+  for (const char* device : {"/gpu:0", "/gpu:1"}) {
+    dt::DeviceScope s(device);
+    auto a = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+    auto b = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+    parts.push_back(dt::matmul(a, b));
+  }
+  dt::DeviceScope cpu("/cpu:0");
+  return dt::add_n(parts);
+}
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(session, dt::test::FreshContext)
+
+// TensorFlow 2.21, CPU only: the log lists the MatMul, then the constants it deferred.
+BOOST_AUTO_TEST_CASE(placement_log_is_tensorflows_byte_for_byte) {
+  v1::Graph g;
+  const auto c = seed_matmul(g);
+  v1::Session sess(g, {.log_device_placement = true});
+  BOOST_TEST(log.count("Device mapping: no known devices.") == 1u);
+  dt::Tensor<float> value;
+  const auto printed = stdout_of([&] { value = sess.run(c); });
+  const std::string expected = std::string("MatMul: (MatMul): ") + kCpu0 + "\na: (Const): " + kCpu0 + "\nb: (Const): " + kCpu0 + "\n";
+  BOOST_TEST(printed == expected);
+  BOOST_TEST(log.count(std::string("MatMul: (MatMul): ") + kCpu0) == 1u);  // through the log sink too
+  BOOST_TEST(value.to_vector() == (std::vector<float>{22, 28, 49, 64}), boost::test_tools::per_element());
+  BOOST_TEST(value.device() == kCpu0);
+  BOOST_TEST(stdout_of([&] { (void)sess.run(c); }).empty());  // placed once: no second log
+}
+
+BOOST_AUTO_TEST_CASE(gpus_come_first_and_generators_go_with_their_consumers) {
+  dt::config::set_simulated_gpus(2, dt::kGiB);
+  v1::Graph g;
+  const auto sum = towers(g);
+  dt::Tensor<float> free_matmul, on_cpu, copied;
+  {
+    auto scope = g.as_default();
+    free_matmul = dt::matmul(dt::constant<float>({1, 2, 3, 4}, {2, 2}), dt::constant<float>({1, 0, 0, 1}, {2, 2}));
+    dt::DeviceScope cpu("/cpu:0");
+    on_cpu = dt::relu(sum);
+  }
+  {
+    auto scope = g.as_default();
+    copied = dt::identity(on_cpu);  // Identity goes with its input although a GPU would take it
+  }
+  v1::Session sess(g, {.log_device_placement = true});
+  BOOST_TEST(log.count("Device mapping:\n/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: devtensor "
+                       "simulated GPU, pci bus id: simulated:0, compute capability: 9.0\n/job:localhost/replica:0/task:0/"
+                       "device:GPU:1 -> device: 1,") == 1u);
+  dt::Tensor<float> value;
+  const auto printed = stdout_of([&] { value = sess.run(copied); });
+  BOOST_TEST(value.to_vector() == (std::vector<float>{44, 56, 98, 128}), boost::test_tools::per_element());
+  const std::string expected = std::string("MatMul: (MatMul): ") + kGpu0 + "\nMatMul_1: (MatMul): " + kGpu1 +
+                               "\nAddN: (AddN): " + kCpu0 + "\nMatMul_2: (MatMul): " + kGpu0 + "\nRelu: (Relu): " + kCpu0 +
+                               "\nIdentity: (Identity): " + kCpu0 + "\nConst: (Const): " + kGpu0 +
+                               "\nConst_1: (Const): " + kGpu0 + "\nConst_2: (Const): " + kGpu1 + "\nConst_3: (Const): " +
+                               kGpu1 + "\nConst_4: (Const): " + kGpu0 + "\nConst_5: (Const): " + kGpu0 + "\n";
+  BOOST_TEST(printed == expected);
+}
+
+BOOST_AUTO_TEST_CASE(a_generator_with_consumers_on_two_devices_takes_its_own_first_candidate) {
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  v1::Graph g;
+  dt::Tensor<float> x, y;
+  {
+    auto scope = g.as_default();
+    auto c = dt::constant<float>({1, 2}, {2}, {.name = "c"});
+    {
+      dt::DeviceScope cpu("/cpu:0");
+      x = dt::relu(c);
+    }
+    y = dt::relu(c);  // GPU:0
+  }
+  v1::Session sess(g, {.log_device_placement = true});
+  const auto printed = stdout_of([&] { (void)sess.run(std::vector<dt::AnyTensor>{x, y}); });
+  BOOST_TEST(printed.find(std::string("c: (Const): ") + kGpu0) != std::string::npos);
+  BOOST_TEST(printed.find(std::string("Relu: (Relu): ") + kCpu0) != std::string::npos);
+  BOOST_TEST(printed.find(std::string("Relu_1: (Relu): ") + kGpu0) != std::string::npos);
+}
+
+// TensorFlow 2.21 (CPU build): "Cannot assign a device for operation MatMul: {{node MatMul}} was
+// explicitly assigned to /device:GPU:2 but available devices are [ /job:localhost/replica:0/
+// task:0/device:CPU:0 ]. Make sure the device specification refers to a valid device. The
+// requested device appears to be a GPU, but CUDA is not enabled."
+BOOST_AUTO_TEST_CASE(a_missing_device_fails_at_the_first_run_without_soft_placement) {
+  v1::Graph g;
+  dt::Tensor<float> c;
+  {
+    dt::DeviceScope gpu2("/gpu:2");
+    c = seed_matmul(g);
+  }
+  v1::Session hard(g);
+  DEVTENSOR_CHECK_THROW_WITH((void)hard.run(c), InvalidArgumentError,
+                             "Cannot assign a device for operation MatMul: {{node MatMul}} was explicitly assigned to "
+                             "/device:GPU:2 but available devices are [ /job:localhost/replica:0/task:0/device:CPU:0 ]. "
+                             "Make sure the device specification refers to a valid device.");
+  // This test program has no GPU kernels (no devtensor::cuda): TensorFlow's CPU build says so too.
+  DEVTENSOR_CHECK_THROW_WITH((void)hard.run(c), InvalidArgumentError,
+                             "The requested device appears to be a GPU, but CUDA is not enabled.");
+  v1::Session soft(g, {.log_device_placement = true, .allow_soft_placement = true});
+  dt::Tensor<float> value;
+  const auto printed = stdout_of([&] { value = soft.run(c); });
+  BOOST_TEST(value.to_vector() == (std::vector<float>{22, 28, 49, 64}), boost::test_tools::per_element());
+  BOOST_TEST(printed == std::string("MatMul: (MatMul): ") + kCpu0 + "\na: (Const): " + kCpu0 + "\nb: (Const): " + kCpu0 + "\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_device_without_the_kernel_and_an_op_without_kernels) {
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  v1::Graph g;
+  dt::Tensor<std::int32_t> c;
+  {
+    auto scope = g.as_default();
+    dt::DeviceScope gpu("/gpu:0");
+    auto a = dt::constant<std::int32_t>({1, 2, 3, 4}, {2, 2});
+    c = dt::matmul(a, a);  // MatMul has no GPU kernel for int32
+  }
+  v1::Session hard(g);
+  DEVTENSOR_CHECK_THROW_WITH((void)hard.run(c), InvalidArgumentError,
+                             "Cannot assign a device for operation MatMul: Could not satisfy explicit device "
+                             "specification '/device:GPU:0' because no supported kernel for GPU devices is available.");
+  v1::Session soft(g, {.allow_soft_placement = true});
+  BOOST_TEST(soft.run(c).device() == kCpu0);
+  BOOST_TEST(soft.run(c).to_vector() == (std::vector<std::int32_t>{7, 10, 15, 22}), boost::test_tools::per_element());
+
+  static constexpr dt::KernelSupport nowhere{"Nowhere", "DT_FLOAT", false, false, nullptr, nullptr, false};
+  v1::Graph h;
+  dt::AnyTensor out;
+  {
+    auto scope = h.as_default();
+    const dt::AnyTensor in = dt::constant<float>({1});
+    out = dt::graph::add_op(*h.impl(), "Nowhere", "", &nowhere, std::span(&in, 1), {{dt::DType::DT_FLOAT, dt::Shape{1}}},
+                            nullptr)
+              .front();
+  }
+  v1::Session none(h, {.allow_soft_placement = true});
+  DEVTENSOR_CHECK_THROW_WITH((void)none.run(std::vector{out}), InvalidArgumentError,
+                             "Cannot assign a device for operation Nowhere: No OpKernel was registered to support Op "
+                             "'Nowhere' used by {{node Nowhere}} with these attrs: [T=DT_FLOAT]");
+}
+
+BOOST_AUTO_TEST_CASE(feeds_and_placeholders) {
+  v1::Graph g;
+  dt::Tensor<float> x, doubled, y;
+  {
+    auto scope = g.as_default();
+    x = v1::placeholder<float>({2}, {.name = "x"});
+    doubled = x * 2.0f;
+    y = doubled + 1.0f;
+  }
+  v1::Session sess(g);
+  // TensorFlow 2.21's texts.
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(y), InvalidArgumentError,
+                             "You must feed a value for placeholder tensor 'x' with dtype float and shape [2]");
+  BOOST_TEST(sess.run(y, {{x, std::vector<float>{1, 2}}}).to_vector() == (std::vector<float>{3, 5}),
+             boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(y, {{x, std::vector<float>{1, 2, 3}}}), InvalidArgumentError,
+                             "Cannot feed value of shape (3,) for Tensor x:0, which has shape (2,)");
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(y, {{x, dt::constant<float>({1, 2, 3, 4}, {2, 2})}}), InvalidArgumentError,
+                             "Cannot feed value of shape (2, 2) for Tensor x:0");
+  BOOST_TEST(sess.run(y, {{x, dt::constant<float>({5, 6})}}).to_vector() == (std::vector<float>{11, 13}),
+             boost::test_tools::per_element());
+  // Any tensor of the graph may be fed: its producers (and the unfed placeholder) are not run.
+  BOOST_TEST(sess.run(y, {{doubled, std::vector<float>{0, 10}}}).to_vector() == (std::vector<float>{1, 11}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_run_computes_only_what_the_fetches_need) {
+  v1::Graph g;
+  dt::Tensor<std::int32_t> bad, good;
+  {
+    auto scope = g.as_default();
+    auto unfed = v1::placeholder<std::int32_t>({2}, {.name = "unfed"});
+    auto zero = dt::constant<std::int32_t>({0, 0});
+    bad = dt::div(unfed + 1, zero);                         // would need a feed, and divides by zero
+    auto broken = dt::div(dt::constant<std::int32_t>({1, 2}), zero);  // fails when run
+    (void)broken;
+    good = dt::constant<std::int32_t>({4, 6}) / 2;
+  }
+  v1::Session sess(g);
+  BOOST_TEST(sess.run(good).to_vector() == (std::vector<std::int32_t>{2, 3}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(bad), InvalidArgumentError, "You must feed a value for placeholder tensor 'unfed'");
+}
+
+BOOST_AUTO_TEST_CASE(results_equal_eager_execution) {
+  const std::vector<float> xs{-1.5f, 0.25f, 2, 3.5f, -0.75f, 1};
+  const auto compute = [&](const dt::Tensor<float>& x) {
+    auto w = dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2});
+    auto h = dt::relu(dt::matmul(x, w) + 0.5f);
+    return dt::tanh(h * h - dt::sigmoid(h)) / 3.0f;
+  };
+  const auto eager = compute(dt::constant<float>(xs, {2, 3})).to_vector();
+  v1::Graph g;
+  dt::Tensor<float> x, y;
+  {
+    auto scope = g.as_default();
+    x = v1::placeholder<float>({2, 3}, {.name = "x"});
+    y = compute(x);
+  }
+  v1::Session sess(g);
+  BOOST_TEST(sess.run(y, {{x, xs}}).to_vector() == eager, boost::test_tools::per_element());  // bitwise
+}
+
+BOOST_AUTO_TEST_CASE(nodes_added_after_a_run_are_placed_at_the_next) {
+  v1::Graph g;
+  const auto c = seed_matmul(g);
+  v1::Session sess(g, {.log_device_placement = true});
+  (void)stdout_of([&] { (void)sess.run(c); });
+  dt::Tensor<float> d;
+  {
+    auto scope = g.as_default();
+    d = c + c;
+  }
+  dt::Tensor<float> value;
+  const auto printed = stdout_of([&] { value = sess.run(d); });
+  BOOST_TEST(value.to_vector() == (std::vector<float>{44, 56, 98, 128}), boost::test_tools::per_element());
+  // TensorFlow re-places the whole graph and logs it again.
+  BOOST_TEST(printed.find(std::string("add: (AddV2): ") + kCpu0 + "\na: (Const)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(fetches_must_be_tensors_of_the_graph) {
+  v1::Graph g, other;
+  const auto c = seed_matmul(g);
+  const auto elsewhere = seed_matmul(other);
+  v1::Session sess(g);
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(elsewhere), InvalidArgumentError, "is not an element of this graph");
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(dt::constant<float>({1})), InvalidArgumentError, "has values already");
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(dt::Tensor<float>()), InvalidArgumentError, "undefined tensor");
+  BOOST_TEST(sess.run(c).num_elements() == 4);  // nothing was corrupted
+}
+
+BOOST_AUTO_TEST_CASE(several_threads_run_one_session) {
+  v1::Graph g;
+  dt::Tensor<float> x, y;
+  {
+    auto scope = g.as_default();
+    x = v1::placeholder<float>({3}, {.name = "x"});
+    y = dt::relu(x) * 2.0f;
+  }
+  v1::Session sess(g);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const float v = static_cast<float>(t * 100 + i);
+        const auto r = sess.run(y, {{x, std::vector<float>{v, -v, 1}}}).to_vector();
+        ok[static_cast<std::size_t>(t)] += r == std::vector<float>{2 * v, 0, 2} ? 1 : 0;
+      }
+    });
+  for (auto& t : threads) t.join();
+  BOOST_TEST(ok == (std::vector<int>{50, 50, 50, 50}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(config_proto_gpu_options_configure_the_process) {
+  dt::config::set_simulated_gpus(2, dt::kGiB);
+  v1::Graph g;
+  const auto c = seed_matmul(g);
+  v1::Session sess(g, {.gpu_options = {.allow_growth = true, .visible_device_list = "1"}});
+  const auto& devices = dt::Context::global().devices();
+  BOOST_TEST(devices.size() == 2u);  // CPU:0 and the one visible GPU
+  BOOST_TEST(devices[1].allow_growth);
+  BOOST_TEST(sess.run(c).device() == kGpu0);
+  // Once the devices exist, a different value is section 3.2's error; the same is accepted.
+  v1::Session same(g, {.gpu_options = {.allow_growth = true}});
+  DEVTENSOR_CHECK_THROW_WITH(v1::Session(g, {.gpu_options = {.per_process_gpu_memory_fraction = 0.5}}),
+                             dt::FailedPreconditionError, "cannot be modified after being initialized");
+  DEVTENSOR_CHECK_THROW_WITH(v1::Session(g, {.gpu_options = {.visible_device_list = "0,7"}}), InvalidArgumentError,
+                             "'visible_device_list' listed an invalid GPU id '7'");
+  DEVTENSOR_CHECK_THROW_WITH(v1::Session(g, {.device_count = {{"TPU", 1}}}), InvalidArgumentError, "device_count");
+}
+
+BOOST_AUTO_TEST_CASE(device_count_hides_gpus) {
+  dt::config::set_simulated_gpus(2, dt::kGiB);
+  v1::Graph g;
+  const auto c = seed_matmul(g);
+  v1::Session sess(g, {.device_count = {{"GPU", 0}}});
+  BOOST_TEST(dt::Context::global().devices().size() == 1u);
+  BOOST_TEST(sess.run(c).device() == kCpu0);
+}
+
+BOOST_AUTO_TEST_CASE(disable_eager_execution_builds_the_process_default_graph) {
+  v1::Graph before = v1::get_default_graph();
+  v1::disable_eager_execution();
+  BOOST_TEST(!v1::executing_eagerly());
+  auto c = dt::matmul(dt::constant<float>({1, 2, 3, 4}, {2, 2}), dt::constant<float>({1, 0, 0, 1}, {2, 2}));
+  BOOST_TEST(c.symbolic());
+  v1::Session sess;  // the default graph
+  BOOST_TEST(sess.run(c).to_vector() == (std::vector<float>{1, 2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(!(v1::get_default_graph() == before));
+  v1::reset_default_graph();
+  BOOST_TEST(v1::get_default_graph().node_names().empty());
+  bool other_thread_eager = true;  // the process graph is every thread's without a GraphScope
+  std::thread([&] { other_thread_eager = v1::executing_eagerly(); }).join();
+  BOOST_TEST(!other_thread_eager);
+  v1::enable_eager_execution();
+  BOOST_TEST(v1::executing_eagerly());
+  BOOST_TEST(dt::relu(dt::constant<float>({-1, 1})).to_vector() == (std::vector<float>{0, 1}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
