@@ -152,3 +152,40 @@ static void BM_StreamAdd10M(benchmark::State& state) {
 }
 BENCHMARK(BM_Add10M)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StreamAdd10M)->Unit(benchmark::kMillisecond);
+
+// Graph mode (issue 29): ten elementwise ops on 1-element tensors, eager and as a v1 graph run by
+// a Session (placed once, executable cached; each run feeds the placeholder and fetches the end).
+namespace {
+template <class T>
+dt::Tensor<T> ten_ops(const dt::Tensor<T>& x) {
+  auto y = dt::relu(x);
+  y = dt::add(y, x);
+  y = dt::mul(y, x);
+  y = dt::sub(y, x);
+  y = dt::square(y);
+  y = dt::add(y, x);
+  y = dt::abs(y);
+  y = dt::mul(y, x);
+  y = dt::neg(y);
+  return dt::add(y, x);
+}
+}  // namespace
+static void BM_Eager10Ops(benchmark::State& state) {
+  auto x = dt::constant<float>({1.5f});
+  for (auto _ : state) benchmark::DoNotOptimize(ten_ops(x));
+}
+static void BM_Session10Ops(benchmark::State& state) {
+  namespace v1 = dt::compat::v1;
+  auto x = dt::constant<float>({1.5f});
+  v1::Graph graph;
+  dt::Tensor<float> in, out;
+  {
+    auto scope = graph.as_default();
+    in = v1::placeholder<float>({1}, {.name = "x"});
+    out = ten_ops(in);
+  }
+  v1::Session session(graph, {.allow_soft_placement = true});
+  for (auto _ : state) benchmark::DoNotOptimize(session.run(out, {{in, x}}));
+}
+BENCHMARK(BM_Eager10Ops);
+BENCHMARK(BM_Session10Ops);

@@ -2,7 +2,8 @@
 // element type, a pool of tensors (shapes and values drawn from small numbers and from the edges
 // of int64 and float: 2^31, 2^40, 2^62, INT64_MAX/MIN, -1, NaN, ±inf, denormals, empty and
 // undefined tensors), then up to 12 ops on the pool, each on the CPU, on a simulated GPU or
-// wherever the placer puts it, sometimes under a GradientTape. Every result is read back. The ops
+// wherever the placer puts it, sometimes under a GradientTape, sometimes traced into a v1 graph and
+// compared with its eager run. Every result is read back. The ops
 // are those of the op list (ops/op_list.hpp), picked by their index there: a new op is fuzzed
 // from the day it joins the list (fuzz_op refuses to compile until it knows how to call it).
 //
@@ -10,6 +11,7 @@
 // with the op's name; ASan, UBSan (float-cast-overflow included) and signals abort by
 // themselves. Memory is capped (host 16 MiB, simulated GPU 16 MiB, no allocation retry), so a
 // request that can never fit fails fast rather than paging, and each op's work stays small.
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -308,8 +310,75 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
   }
 }
 
-/// Actions besides the ops of the op list: host reads and input pipelines.
-constexpr std::size_t kExtraActions = 2;
+/// Actions besides the ops of the op list: host reads, input pipelines, a traced op.
+constexpr std::size_t kExtraActions = 3;
+
+/// Same values, NaN equal to NaN (bitwise for the kernels that both paths run).
+template <class T>
+bool same_values(const dt::Tensor<T>& x, const dt::Tensor<T>& y) {
+  if (x.shape() != y.shape()) return false;
+  if (x.num_elements() > kMaxReadBack) return true;
+  const auto a = x.to_vector();
+  const auto b = y.to_vector();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    }
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+/// One op of the op list run eagerly and traced into a v1 graph on the same attributes, fed the
+/// same operands: when both succeed, the values agree (graph mode runs the same kernels).
+template <class T>
+void traced_op(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
+  namespace v1 = dt::compat::v1;
+  using Ops = dt::ops::BuiltinOps;
+  if (!a.defined() || !b.defined()) return;
+  const std::size_t pick = in.pick(Ops::size);
+  Reader replay = in;  // the graph's op reads the same attributes
+  const char* name = "?";
+  bool random = false;
+  std::optional<dt::Tensor<T>> eager;
+  try {
+    std::size_t i = 0;
+    dt::ops::for_each_op(Ops{}, [&]<class Op>() {
+      if (i++ != pick) return;
+      name = Op::name.data();
+      random = Op::name.starts_with("Random");
+      eager = fuzz_op<Op, T>(replay, a, b);
+    });
+  } catch (const dt::Error&) {
+    eager.reset();
+  }
+  v1::Graph graph;
+  dt::Tensor<T> pa, pb;
+  std::optional<dt::Tensor<T>> symbolic;
+  {
+    auto scope = graph.as_default();
+    pa = v1::placeholder<T>(a.shape(), {.name = "a"});
+    pb = v1::placeholder<T>(b.shape(), {.name = "b"});
+    try {
+      std::size_t i = 0;
+      dt::ops::for_each_op(Ops{}, [&]<class Op>() {
+        if (i++ == pick) symbolic = fuzz_op<Op, T>(in, pa, pb);
+      });
+    } catch (const dt::Error&) {
+      return;  // refused while building (a shape function, an op that needs values)
+    }
+  }
+  if (!symbolic || !symbolic->symbolic()) return;
+  dt::Tensor<T> traced;
+  try {
+    v1::Session session(graph, {.allow_soft_placement = true});
+    traced = session.run(*symbolic, {{pa, a}, {pb, b}});
+  } catch (const dt::Error&) {
+    return;  // the graph keeps its feeds alive: it may run out of the fuzzer's small memory first
+  }
+  read_back(traced, name);
+  if (eager && !random && !same_values(*eager, traced)) violated("the traced op's values differ from eager execution", name);
+}
 
 /// One op of the op list (or an extra action) on the pool; its result joins the pool.
 template <class T>
@@ -341,6 +410,9 @@ void run_op(Reader& in, Pool<T>& pool) {
         default: (void)a.at({index[0], index[1], index[2]}); break;
       }
     }
+  } else if (pick == Ops::size + 2) {
+    name = "traced op";
+    traced_op(in, a, b);
   } else {
     name = "dataset";
     using Dataset = dt::data::Dataset<T>;
