@@ -27,6 +27,7 @@
 #include "devtensor/distribute/mirrored_strategy.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/graph/executor.hpp"
+#include "devtensor/graph/function.hpp"
 #include "devtensor/graph/placer.hpp"
 #include "devtensor/graph/session.hpp"
 #include "devtensor/graph/variables.hpp"

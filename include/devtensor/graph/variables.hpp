@@ -144,16 +144,6 @@ DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(graph::Graph
 }
 
 namespace variable_detail {
-/// The edge of `t` in `graph` (a tensor with values is captured).
-DEVTENSOR_DEFINITION graph::Edge edge_in(graph::Graph& graph, const AnyTensor& t) {
-  if (const auto& ref = t.storage->symbolic) {
-    if (ref->graph_id != graph.id())
-      throw InvalidArgumentError("Tensor '" + ref->name + "' must be from the same graph as the variable");
-    return {ref->node, ref->output};
-  }
-  return graph.capture(t);
-}
-
 DEVTENSOR_DEFINITION graph::NodeKernel read_kernel(std::string shared_name, std::string node_name) {
   return [shared_name, node_name](const graph::RunContext& context, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
     auto value = context.resources ? context.resources->find(shared_name) : std::nullopt;
@@ -178,7 +168,7 @@ DEVTENSOR_DEFINITION graph::NodeKernel assign_kernel(std::string shared_name) {
 
 DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variable(graph::Graph& graph, const std::string& scope,
                                                                                    const AnyTensor& initial) {
-  const graph::Edge value = edge_in(graph, initial);
+  const graph::Edge value = graph.input_edge(initial, "AssignVariableOp");
   VariableNodes out;
   out.handle = add_variable_node(
       graph, scope, "VarHandleOp", {}, {{DType::DT_INT64, Shape{}}},
@@ -226,7 +216,7 @@ DEVTENSOR_DEFINITION graph::Operation variable_detail::assign(graph::Graph& grap
   if (graph::building() != &graph)
     throw FailedPreconditionError("Variable " + shared_name + ":0 is assigned while its graph is not current: make it "
                                   "current (Graph::as_default) to add the assignment");
-  const graph::Edge edge = edge_in(graph, value);
+  const graph::Edge edge = graph.input_edge(value, "AssignVariableOp");
   const std::string node_name = graph::node_name(graph, name, "AssignVariableOp");
   const auto index =
       add_variable_node(graph, node_name, "AssignVariableOp", {{handle, 0}, edge}, {}, assign_kernel(shared_name), handle);

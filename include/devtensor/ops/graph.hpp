@@ -103,10 +103,13 @@ struct Node {
   std::vector<OutputSpec> outputs;
   NodeKernel run;              // nullptr for placeholders
   bool pass_through = false;   // Identity and metadata ops: placed with their input (SPEC 2.2)
+  bool stateful = false;       // changes state (a variable's assignment): a traced function runs it
+                               // at every call even when no output depends on it
 
   /// TensorFlow's generator: no inputs and one output (a constant): placed with its consumers.
+  /// A function's arguments (_Arg) are placed first, as TensorFlow's.
   [[nodiscard]] bool generator() const noexcept {
-    return inputs.empty() && control_inputs.empty() && outputs.size() == 1 && !colocated_with;
+    return inputs.empty() && control_inputs.empty() && outputs.size() == 1 && !colocated_with && op != "_Arg";
   }
   [[nodiscard]] std::string output_name(std::size_t i) const { return name + ":" + std::to_string(i); }
 };
@@ -164,6 +167,10 @@ class DEVTENSOR_EXPORT Graph {
   /// The Const node that holds eager tensor `value` in this graph (one per tensor: TensorFlow's
   /// captures).
   Edge capture(const AnyTensor& value);
+
+  /// Where a node input `t` comes from: its node when it is a symbolic tensor of this graph, a
+  /// capture when it has values. @throws InvalidArgumentError for a tensor of another graph.
+  Edge input_edge(const AnyTensor& t, std::string_view op);
 
  private:
   friend class NameScope;
@@ -276,8 +283,9 @@ std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_vie
 /// Adds a Const node holding `bytes` (host values of `dtype`, row-major) and returns its output.
 AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape, std::vector<std::byte> bytes);
 
-/// Adds a Placeholder node and returns its output.
-AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape);
+/// Adds a Placeholder node (`_Arg` for a traced function's argument) and returns its output.
+AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                          std::string_view op = "Placeholder");
 
 /// The symbolic tensor for output `output` of `node` in `graph`.
 AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node, std::size_t output);
@@ -376,6 +384,17 @@ DEVTENSOR_DEFINITION Edge Graph::capture(const AnyTensor& value) {
   return edge;
 }
 
+DEVTENSOR_DEFINITION Edge Graph::input_edge(const AnyTensor& t, std::string_view op) {
+  if (const auto& ref = t.storage->symbolic) {
+    if (ref->graph_id != id_)
+      throw InvalidArgumentError("Tensor '" + ref->name + "' must be from the same graph as the op " + std::string(op) +
+                                 " being added: it belongs to another graph. Build each graph's ops under its own "
+                                 "GraphScope.");
+    return {ref->node, ref->output};
+  }
+  return capture(t);  // a tensor with values: a Const node (TF's capture)
+}
+
 DEVTENSOR_DEFINITION NameScope::NameScope(std::string_view name) : graph_(building()) {
   if (!graph_) return;
   std::lock_guard lock(graph_->mutex_);
@@ -414,17 +433,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
   node.run = std::move(run);
   node.pass_through = pass_through;
   node.inputs.reserve(inputs.size());
-  for (const auto& in : inputs) {
-    if (const auto& ref = in.storage->symbolic) {
-      if (ref->graph_id != graph.id())
-        throw InvalidArgumentError("Tensor '" + ref->name + "' must be from the same graph as the op " + std::string(op) +
-                                   " being added: it belongs to another graph. Build each graph's ops under its own "
-                                   "GraphScope.");
-      node.inputs.push_back({ref->node, ref->output});
-    } else {
-      node.inputs.push_back(graph.capture(in));  // a tensor with values: a Const node (TF's capture)
-    }
-  }
+  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
   node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name
   const auto n = node.outputs.size();
   const auto index = graph.add(std::move(node));
@@ -453,10 +462,11 @@ DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name,
   return symbolic_output(graph, index, *graph.node(index), 0);
 }
 
-DEVTENSOR_DEFINITION AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape) {
+DEVTENSOR_DEFINITION AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                                               std::string_view op) {
   Node node;
-  node.name = node_name(graph, name, "Placeholder");
-  node.op = "Placeholder";
+  node.name = node_name(graph, name, op);
+  node.op = std::string(op);
   node.kind = NodeKind::placeholder;
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/elementwise.hpp"
+#include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/ops/training_ops.hpp"
@@ -342,7 +344,11 @@ class Variable {
   /// A distributed variable reads the replica's component inside strategy.run; outside, a
   /// mirrored one the component on the current device scope's device (else the first), a
   /// sync-on-read one its components aggregated.
+  /// While a graph is being built (a traced function), a ReadVariableOp node that reads the
+  /// variable when the graph runs (captured by handle: later assignments are seen).
   [[nodiscard]] Tensor<T> value() const {
+    if (auto* graph = graph::building()) [[unlikely]]
+      return graph_read(*graph);
     Tensor<T> current = impl().read();
     if constexpr (Floating<T>) {
       if (autodiff::tapes_active()) {
@@ -368,6 +374,8 @@ class Variable {
   /// (or with MEAN on an integer variable).
   const Variable& assign(const Tensor<T>& value) const {
     check_shape(value, "AssignVariableOp");
+    if (auto* graph = graph::building()) [[unlikely]]
+      return graph_update(*graph, "AssignVariableOp", value);
     impl().assign(value);
     return *this;
   }
@@ -375,6 +383,8 @@ class Variable {
     requires Numeric<T>
   {
     check_shape(delta, "AssignAddVariableOp");
+    if (auto* graph = graph::building()) [[unlikely]]
+      return graph_update(*graph, "AssignAddVariableOp", delta);
     impl().update(VariableUpdate::add, delta);
     return *this;
   }
@@ -382,6 +392,8 @@ class Variable {
     requires Numeric<T>
   {
     check_shape(delta, "AssignSubVariableOp");
+    if (auto* graph = graph::building()) [[unlikely]]
+      return graph_update(*graph, "AssignSubVariableOp", delta);
     impl().update(VariableUpdate::sub, delta);
     return *this;
   }
@@ -409,6 +421,43 @@ class Variable {
     return *impl_;
   }
   const Device& read_device_info() const { return impl().read_device(); }
+  // Graph mode: nodes that hold the variable's implementation (TensorFlow's capture by handle).
+  Tensor<T> graph_read(graph::Graph& graph) const {
+    graph::Node node;
+    node.name = graph.unique_name("ReadVariableOp");
+    node.op = "ReadVariableOp";
+    node.requested = read_device_info().spec;  // where the variable is read: placed there exactly
+    node.outputs = {{dtype_enum<T>(), shape()}};
+    // The kernel reads as an eager value() does: a tape around the graph's run records the read.
+    node.run = [variable = impl_](const graph::RunContext&, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
+      return {AnyTensor(Variable<T>(variable).value())};
+    };
+    const auto index = graph.add(std::move(node));
+    return graph::symbolic_output(graph, index, *graph.node(index), 0).template as<T>();
+  }
+  const Variable& graph_update(graph::Graph& graph, std::string_view op, const Tensor<T>& value) const {
+    graph::Node node;
+    node.inputs = {graph.input_edge(value, op)};
+    node.name = graph.unique_name(op);
+    node.op = std::string(op);
+    node.requested = impl().device().spec;
+    node.stateful = true;
+    const bool add = op == "AssignAddVariableOp", sub = op == "AssignSubVariableOp";
+    node.run = [variable = impl_, add, sub](const graph::RunContext&, std::span<const AnyTensor> in) -> std::vector<AnyTensor> {
+      const auto delta = in[0].as<T>();
+      if constexpr (Numeric<T>) {
+        if (add || sub) {
+          variable->update(add ? VariableUpdate::add : VariableUpdate::sub, delta);
+          return {};
+        }
+      }
+      variable->assign(delta);
+      return {};
+    };
+    graph.add(std::move(node));
+    return *this;
+  }
+
   void check_shape(const Tensor<T>& value, std::string_view op) const {
     if (!value.defined()) throw InvalidArgumentError("Cannot assign an undefined tensor to variable " + name());
     const Shape current = shape();
