@@ -154,7 +154,8 @@ BENCHMARK(BM_Add10M)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StreamAdd10M)->Unit(benchmark::kMillisecond);
 
 // Graph mode (issue 29): ten elementwise ops on 1-element tensors, eager and as a v1 graph run by
-// a Session (placed once, executable cached; each run feeds the placeholder and fetches the end).
+// a Session (placed once, executable cached; each run feeds the placeholder and fetches the end),
+// and as a traced function (issue 29's goal: replay <= 0.5x eager).
 namespace {
 template <class T>
 dt::Tensor<T> ten_ops(const dt::Tensor<T>& x) {
@@ -187,5 +188,11 @@ static void BM_Session10Ops(benchmark::State& state) {
   v1::Session session(graph, {.allow_soft_placement = true});
   for (auto _ : state) benchmark::DoNotOptimize(session.run(out, {{in, x}}));
 }
+static void BM_Function10Ops(benchmark::State& state) {
+  auto x = dt::constant<float>({1.5f});
+  auto f = dt::function([](const dt::Tensor<float>& t) { return ten_ops(t); });
+  for (auto _ : state) benchmark::DoNotOptimize(f(x));
+}
 BENCHMARK(BM_Eager10Ops);
 BENCHMARK(BM_Session10Ops);
+BENCHMARK(BM_Function10Ops);
