@@ -25,6 +25,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/distribute/distributed_variable.hpp"
+#include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
 
@@ -157,6 +158,35 @@ void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<f
   });
 }
 
+/// apply_gradients while a graph is being built (a traced train step): one stateful node whose
+/// kernel runs the optimizer's update with the gradients' values of each run (its fused kernels,
+/// its slots and step count shared with the optimizer). Gradients that are undefined stay so.
+template <class O>
+void add_apply_node(graph::Graph& graph, const O& optimizer, const std::vector<Tensor<float>>& grads,
+                    const std::vector<Variable<float>>& vars, std::string_view op) {
+  if (grads.size() != vars.size())
+    throw InvalidArgumentError("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
+                               std::to_string(vars.size()) + " variables");
+  graph::Node node;
+  std::vector<bool> present;
+  for (const auto& g : grads) {
+    present.push_back(g.defined());
+    if (g.defined()) node.inputs.push_back(graph.input_edge(g, op));
+  }
+  node.name = graph.unique_name(std::string(O::name) + "/" + std::string(op));
+  node.op = std::string(op);
+  node.stateful = true;
+  if (!vars.empty() && vars.front().defined()) node.requested = vars.front().implementation().device().spec;
+  node.run = [optimizer, vars, present](const graph::RunContext&, std::span<const AnyTensor> in) -> std::vector<AnyTensor> {
+    std::vector<Tensor<float>> values;
+    std::size_t next = 0;
+    for (bool p : present) values.push_back(p ? in[next++].as<float>() : Tensor<float>());
+    optimizer.apply_gradients(values, vars);
+    return {};
+  };
+  graph.add(std::move(node));
+}
+
 }  // namespace optimizer_detail
 
 namespace optimizers {
@@ -269,6 +299,9 @@ class Optimizer {
 DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
     const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
   validate();
+  if (auto* graph = graph::building()) [[unlikely]]
+    return optimizer_detail::add_apply_node(*graph, *this, grads, vars,
+                                            momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name);
   const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
   optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
     const auto lr = static_cast<float>(learning_rate);
@@ -302,6 +335,8 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
 DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
     const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
   validate();
+  if (auto* graph = graph::building()) [[unlikely]]
+    return optimizer_detail::add_apply_node(*graph, *this, grads, vars, ops::ApplyAdam::name);
   optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
     std::lock_guard lock(slots->mutex);
     const double t = static_cast<double>(slots->iterations + 1);

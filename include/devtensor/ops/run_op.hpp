@@ -240,10 +240,14 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
     }
     return {AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)))};
   };
-  return graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name, &kernel_support<Op, T>, erased,
-                       {{dtype_enum<O>(), shape}}, std::move(run), pass_through_v<Op>)
-      .front()
-      .template as<O>();
+  const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
+                                      &kernel_support<Op, T>, erased, {{dtype_enum<O>(), shape}}, std::move(run),
+                                      pass_through_v<Op>)
+                           .front()
+                           .template as<O>();
+  // A tape inside a trace records the symbolic op: its gradient then adds the gradient's nodes.
+  record<Op, O, T>(attrs, std::span<const Tensor<T>* const>(inputs.data(), N), std::span<const Tensor<O>>(&out, 1));
+  return out;
 }
 
 /// The same for ops over a list of inputs (AddN: `list_input`) or with several outputs (SplitV).
@@ -276,6 +280,7 @@ DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::
   std::vector<Tensor<T>> out;
   for (const auto& t : graph::add_op(graph, Op::name, name, &kernel_support<Op, T>, erased, std::move(outputs), std::move(run)))
     out.push_back(t.template as<T>());
+  record<Op, T, T>(attrs, std::span<const Tensor<T>* const>(inputs), std::span<const Tensor<T>>(out));
   return out;
 }
 

@@ -433,7 +433,15 @@ class Variable {
       return {AnyTensor(Variable<T>(variable).value())};
     };
     const auto index = graph.add(std::move(node));
-    return graph::symbolic_output(graph, index, *graph.node(index), 0).template as<T>();
+    const auto read = graph::symbolic_output(graph, index, *graph.node(index), 0).template as<T>();
+    if constexpr (Floating<T>) {
+      if (autodiff::tapes_active()) {  // a tape inside the trace watches the variable, as eager
+        autodiff::TapeTensor handle = autodiff::tape_tensor(read);
+        handle.id = impl().info().handle_id;
+        autodiff::record_variable_read(handle, autodiff::tape_tensor(read), impl().info().trainable);
+      }
+    }
+    return read;
   }
   const Variable& graph_update(graph::Graph& graph, std::string_view op, const Tensor<T>& value) const {
     graph::Node node;

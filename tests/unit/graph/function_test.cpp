@@ -199,3 +199,40 @@ BOOST_AUTO_TEST_CASE(several_threads_call_one_function) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(traced_training, dt::test::FreshContext)
+
+// A train step traced once: a tape inside the trace, the optimizer's update as a node. Its losses
+// and weights equal the eager step's over several calls (the same kernels in the same order).
+BOOST_AUTO_TEST_CASE(a_traced_train_step_equals_the_eager_one) {
+  const auto run = [](bool traced) {
+    dt::Variable<float> w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2}));
+    dt::Variable<float> b(dt::constant<float>({0.1f, -0.2f}));
+    const dt::nn::optimizers::SGD sgd{.learning_rate = 0.1, .momentum = 0.9};
+    const auto step = [&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+      dt::GradientTape tape;
+      const auto prediction = dt::matmul(x, w.value()) + b.value();
+      const auto loss = dt::reduce_mean(dt::square(prediction - y));
+      const auto grads = tape.gradient(loss, std::vector{w, b});
+      sgd.apply_gradients(grads, {w, b});
+      return loss;
+    };
+    auto traced_step = dt::function(step, {.name = "train_step"});
+    const auto x = dt::constant<float>({-1.5f, 0.25f, 2, 3.5f, -0.75f, 1}, {2, 3});
+    const auto y = dt::constant<float>({1, 0, 0, 1}, {2, 2});
+    std::vector<float> losses;
+    for (int i = 0; i < 4; ++i) losses.push_back((traced ? traced_step(x, y) : step(x, y)).item());
+    if (traced) BOOST_TEST(traced_step.experimental_get_tracing_count() == 1);
+    BOOST_TEST(sgd.iterations() == 4);
+    auto weights = w.to_vector();
+    for (float v : b.to_vector()) weights.push_back(v);
+    return std::pair{losses, weights};
+  };
+  const auto eager = run(false);
+  const auto traced = run(true);
+  BOOST_TEST(traced.first == eager.first, boost::test_tools::per_element());
+  BOOST_TEST(traced.second == eager.second, boost::test_tools::per_element());
+  BOOST_TEST(traced.first.back() < traced.first.front());  // it trains
+}
+
+BOOST_AUTO_TEST_SUITE_END()
