@@ -1,7 +1,8 @@
 // One training step of a small MLP (32 -> 64 -> 64 -> 1, ReLU, MSE, SGD) three ways, same run:
 //   BM_TrainStep_Manual  the forward pass, hand-derived gradients and the update, written with ops;
 //   BM_TrainStep_Tape    the same forward pass and update, gradients from GradientTape;
-//   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step.
+//   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step;
+//   BM_TrainStep_Traced  BM_TrainStep_Tape's step traced by dt::function (issue 29: not slower).
 // Tape / Manual is the tape's overhead; Keras / Manual adds the layer and loss machinery.
 // The optimizer update alone, one variable of N floats, three ways:
 //   BM_AdamUpdate_Loop      the reference: Keras's Adam formulas as one plain C++ loop over vectors;
@@ -69,6 +70,24 @@ void BM_TrainStep_Manual(benchmark::State& state) {
                dt::reduce_sum(dz2, 0), dt::matmul(h2, dp, true, false), dt::reduce_sum(dp, 0)});
     benchmark::DoNotOptimize(loss.data());
   }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
+void BM_TrainStep_Traced(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  Mlp mlp(10);
+  Batch batch(state.range(0));
+  const auto& v = mlp.vars;
+  auto step = dt::function([&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+    dt::GradientTape tape;
+    const auto h1 = dt::relu(dt::add(dt::matmul(x, v[0].value()), v[1].value()));
+    const auto h2 = dt::relu(dt::add(dt::matmul(h1, v[2].value()), v[3].value()));
+    const auto p = dt::add(dt::matmul(h2, v[4].value()), v[5].value());
+    const auto loss = dt::reduce_mean(dt::square(dt::sub(p, y)));
+    update(v, tape.gradient(loss, v));
+    return loss;
+  });
+  for (auto _ : state) benchmark::DoNotOptimize(step(batch.x, batch.y));
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
@@ -160,3 +179,4 @@ BENCHMARK(BM_AdamUpdate_Composed)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_TrainStep_Manual)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
+BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
