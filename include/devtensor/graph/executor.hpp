@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,12 +47,27 @@ class DEVTENSOR_EXPORT Executable {
   [[nodiscard]] const std::vector<std::size_t>& schedule() const noexcept { return schedule_; }
 
  private:
+  /// Where a value comes from: a feed (its position) or a node output's slot.
+  struct Source {
+    bool feed = false;
+    std::size_t index = 0;
+  };
+  struct Step {
+    const Node* node;
+    const Device* device;
+    std::size_t first_input;  // into inputs_
+    std::size_t first_slot;   // the node's outputs: slots first_slot ..
+  };
+
   std::vector<std::shared_ptr<const Node>> nodes_;
   Placement placement_;
-  std::vector<Edge> fetches_;
-  std::vector<Edge> feeds_;
   std::vector<std::size_t> schedule_;
-  std::vector<std::vector<int>> uses_;  // per node output: how many reads a run makes (inputs and fetches)
+  std::vector<Step> steps_;       // the schedule, resolved
+  std::vector<Source> inputs_;    // every step's inputs, consecutive
+  std::vector<Source> fetches_;
+  std::vector<int> uses_;         // per slot: how many reads a run makes (inputs and fetches)
+  std::size_t slots_ = 0;
+  std::size_t max_inputs_ = 0;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -58,22 +75,26 @@ class DEVTENSOR_EXPORT Executable {
 DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const Node>> nodes, Placement placement,
                                             std::vector<Edge> fetches, std::vector<Edge> feeds,
                                             std::vector<std::size_t> targets)
-    : nodes_(std::move(nodes)), placement_(std::move(placement)), fetches_(std::move(fetches)), feeds_(std::move(feeds)) {
-  const auto fed = [this](const Edge& e) { return std::find(feeds_.begin(), feeds_.end(), e) != feeds_.end(); };
+    : nodes_(std::move(nodes)), placement_(std::move(placement)) {
+  const auto feed_of = [&feeds](const Edge& e) -> std::optional<std::size_t> {
+    for (std::size_t f = 0; f < feeds.size(); ++f)
+      if (feeds[f] == e) return f;
+    return std::nullopt;
+  };
   std::vector<bool> needed(nodes_.size(), false);
   std::vector<std::size_t> stack = std::move(targets);
-  for (const auto& f : fetches_)
-    if (!fed(f)) stack.push_back(f.node);
+  for (const auto& f : fetches)
+    if (!feed_of(f)) stack.push_back(f.node);
   while (!stack.empty()) {
     const auto i = stack.back();
     stack.pop_back();
     if (needed.at(i)) continue;
     needed[i] = true;
     for (const auto& e : nodes_[i]->inputs)
-      if (!fed(e)) stack.push_back(e.node);
+      if (!feed_of(e)) stack.push_back(e.node);
     for (auto c : nodes_[i]->control_inputs) stack.push_back(c);
   }
-  uses_.resize(nodes_.size());
+  std::vector<std::size_t> first_slot(nodes_.size(), 0);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!needed[i]) continue;
     const Node& node = *nodes_[i];
@@ -82,47 +103,54 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
                                  std::string(dtype_string(node.outputs[0].dtype)) + " and shape " +
                                  node.outputs[0].shape.to_string() + "\n\t [[{{node " + node.name + "}}]]");
     schedule_.push_back(i);
-    uses_[i].assign(node.outputs.size(), 0);
+    first_slot[i] = slots_;
+    slots_ += node.outputs.size();
   }
-  for (auto i : schedule_)
-    for (const auto& e : nodes_[i]->inputs)
-      if (!fed(e)) ++uses_[e.node][e.output];
-  for (const auto& f : fetches_)
-    if (!fed(f)) ++uses_[f.node][f.output];
+  uses_.assign(slots_, 0);
+  const auto source = [&](const Edge& e) -> Source {
+    if (auto f = feed_of(e)) return {true, *f};
+    const std::size_t slot = first_slot[e.node] + e.output;
+    ++uses_[slot];
+    return {false, slot};
+  };
+  for (auto i : schedule_) {
+    const Node& node = *nodes_[i];
+    steps_.push_back({&node, placement_.at(i), inputs_.size(), first_slot[i]});
+    for (const auto& e : node.inputs) inputs_.push_back(source(e));
+    max_inputs_ = std::max(max_inputs_, node.inputs.size());
+  }
+  for (const auto& f : fetches) fetches_.push_back(source(f));
 }
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<AnyTensor>& feeds,
                                                             ResourceStore* resources) const {
-  std::vector<std::vector<AnyTensor>> values(nodes_.size());
-  std::vector<std::vector<int>> left = uses_;
-  const auto value_of = [&](const Edge& e) -> AnyTensor {
-    for (std::size_t f = 0; f < feeds_.size(); ++f)
-      if (feeds_[f] == e) return feeds[f];
-    AnyTensor v = values[e.node][e.output];
-    if (--left[e.node][e.output] == 0) values[e.node][e.output] = AnyTensor();  // its last use
-    return v;
+  std::vector<AnyTensor> values(slots_);
+  std::vector<int> left = uses_;
+  const auto take = [&](const Source& s) -> AnyTensor {
+    if (s.feed) return feeds[s.index];
+    if (--left[s.index] == 0) return std::move(values[s.index]);  // its last use frees it
+    return values[s.index];
   };
-  for (auto i : schedule_) {
-    const Node& node = *nodes_[i];
-    const Device& device = *placement_[i];
-    std::vector<AnyTensor> inputs;
-    inputs.reserve(node.inputs.size());
-    for (const auto& e : node.inputs) {
-      AnyTensor v = value_of(e);
+  std::vector<AnyTensor> inputs;
+  inputs.reserve(max_inputs_);
+  for (const auto& step : steps_) {
+    const Node& node = *step.node;
+    const Device& device = *step.device;
+    inputs.clear();
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      AnyTensor v = take(inputs_[step.first_input + k]);
       // An edge between devices is a copy (TensorFlow's _Send/_Recv pair), stream-ordered on GPUs.
       // A variable's handle carries no tensor (undefined): its readers are on its device.
       inputs.push_back(!v.defined() || v.storage->device == &device ? std::move(v) : copy_to(v, device, "_Recv"));
     }
-    values[i] = node.run({device, resources}, inputs);
-    if (values[i].size() != node.outputs.size())
-      throw InternalError("Node " + node.name + " produced " + std::to_string(values[i].size()) + " outputs, expected " +
-                          std::to_string(node.outputs.size()));
-    for (std::size_t k = 0; k < values[i].size(); ++k)
-      if (left[i][k] == 0) values[i][k] = AnyTensor();  // an output nobody reads
+    const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
+    node.run({device, resources}, inputs, outputs);
+    for (std::size_t k = 0; k < outputs.size(); ++k)
+      if (left[step.first_slot + k] == 0) outputs[k] = AnyTensor();  // an output nobody reads
   }
   std::vector<AnyTensor> out;
   out.reserve(fetches_.size());
-  for (const auto& f : fetches_) out.push_back(value_of(f));
+  for (const auto& f : fetches_) out.push_back(take(f));
   return out;
 }
 

@@ -371,7 +371,7 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     identity.pass_through = true;
     // The output keeps its producer's identity, so that a tape around the call differentiates
     // through the ops the graph ran (they record as eager ops do).
-    identity.run = [](const graph::RunContext&, std::span<const AnyTensor> in) -> std::vector<AnyTensor> { return {in[0]}; };
+    identity.run = [](const graph::RunContext&, std::span<const AnyTensor> in, std::span<AnyTensor> result) { result[0] = in[0]; };
     const auto index = graph.add(std::move(identity));
     edges.push_back({index, 0});
     std::string retval = name;
@@ -381,7 +381,7 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     ret.op = "_Retval";
     ret.inputs = {{index, 0}};
     ret.pass_through = true;
-    ret.run = [](const graph::RunContext&, std::span<const AnyTensor>) -> std::vector<AnyTensor> { return {}; };
+    ret.run = [](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor>) {};
     graph.add(std::move(ret));
   }
   return edges;

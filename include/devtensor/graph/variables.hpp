@@ -145,7 +145,7 @@ DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(graph::Graph
 
 namespace variable_detail {
 DEVTENSOR_DEFINITION graph::NodeKernel read_kernel(std::string shared_name, std::string node_name) {
-  return [shared_name, node_name](const graph::RunContext& context, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
+  return [shared_name, node_name](const graph::RunContext& context, std::span<const AnyTensor>, std::span<AnyTensor> out) {
     auto value = context.resources ? context.resources->find(shared_name) : std::nullopt;
     if (!value)
       throw FailedPreconditionError("Could not find variable " + shared_name +
@@ -153,15 +153,14 @@ DEVTENSOR_DEFINITION graph::NodeKernel read_kernel(std::string shared_name, std:
                                     "variable is uninitialized. Debug info: container=localhost, status error "
                                     "message=Container localhost does not exist. (Could not find resource: localhost/" +
                                     shared_name + ")\n\t [[{{node " + node_name + "}}]]");
-    return {AnyTensor(next_tensor_id(), value->dtype, value->shape, value->storage)};
+    out[0] = AnyTensor(next_tensor_id(), value->dtype, value->shape, value->storage);
   };
 }
 
 DEVTENSOR_DEFINITION graph::NodeKernel assign_kernel(std::string shared_name) {
-  return [shared_name](const graph::RunContext& context, std::span<const AnyTensor> in) -> std::vector<AnyTensor> {
+  return [shared_name](const graph::RunContext& context, std::span<const AnyTensor> in, std::span<AnyTensor>) {
     if (!context.resources) throw InternalError("AssignVariableOp ran without a session's variables");
     context.resources->assign(shared_name, in[1]);  // tensors are immutable: sharing is a copy
-    return {};
   };
 }
 }  // namespace variable_detail
@@ -172,18 +171,18 @@ DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variab
   VariableNodes out;
   out.handle = add_variable_node(
       graph, scope, "VarHandleOp", {}, {{DType::DT_INT64, Shape{}}},
-      [](const graph::RunContext&, std::span<const AnyTensor>) -> std::vector<AnyTensor> { return {AnyTensor()}; },
+      [](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor>) {},  // the handle: no tensor
       std::nullopt);
   {
     graph::NameScope is_initialized("IsInitialized");
     const std::string shared = scope;
     add_variable_node(graph, graph.unique_name("VarIsInitializedOp"), "VarIsInitializedOp", {{out.handle, 0}},
                       {{DType::DT_BOOL, Shape{}}},
-                      [shared](const graph::RunContext& context, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
+                      [shared](const graph::RunContext& context, std::span<const AnyTensor>, std::span<AnyTensor> result) {
                         const bool found = context.resources && context.resources->find(shared).has_value();
                         auto storage = allocate_storage(context.device, 1, Shape{}, "bool", "VarIsInitializedOp");
                         copy_bytes(storage->data, context.device, &found, host_buffer_device(), 1);
-                        return {AnyTensor(next_tensor_id(), DType::DT_BOOL, Shape{}, std::move(storage))};
+                        result[0] = AnyTensor(next_tensor_id(), DType::DT_BOOL, Shape{}, std::move(storage));
                       },
                       out.handle);
   }
@@ -230,7 +229,7 @@ DEVTENSOR_DEFINITION graph::Operation global_variables_initializer() {
   node.op = "NoOp";
   node.control_inputs = graph.collection("variables");
   node.requested = current_graph_device_spec();
-  node.run = [](const graph::RunContext&, std::span<const AnyTensor>) -> std::vector<AnyTensor> { return {}; };
+  node.run = [](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor>) {};
   const std::string name = node.name;
   const auto index = graph.add(std::move(node));
   return {graph.id(), index, name};

@@ -75,8 +75,10 @@ struct RunContext {
   ResourceStore* resources = nullptr;
 };
 
-/// Runs a node once: its inputs (already on the context's device) in, its outputs out.
-using NodeKernel = std::function<std::vector<AnyTensor>(const RunContext& context, std::span<const AnyTensor> inputs)>;
+/// Runs a node once: its inputs (already on the context's device) in, its outputs written to
+/// `outputs` (one slot per output; the executor owns them, so a run allocates no vectors per node).
+using NodeKernel =
+    std::function<void(const RunContext& context, std::span<const AnyTensor> inputs, std::span<AnyTensor> outputs)>;
 
 enum class NodeKind : unsigned char {
   op,           // an op defined as data, run through its kernel
@@ -373,10 +375,9 @@ DEVTENSOR_DEFINITION Edge Graph::capture(const AnyTensor& value) {
   node.kind = NodeKind::constant;
   node.requested = current_graph_device_spec();
   node.outputs = {{value.dtype, value.shape}};
-  node.run = [value](const RunContext& context, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
-    if (value.storage->device == &context.device)
-      return {AnyTensor(next_tensor_id(), value.dtype, value.shape, value.storage)};
-    return {copy_to(value, context.device, "Const")};
+  node.run = [value](const RunContext& context, std::span<const AnyTensor>, std::span<AnyTensor> out) {
+    out[0] = value.storage->device == &context.device ? AnyTensor(next_tensor_id(), value.dtype, value.shape, value.storage)
+                                                      : copy_to(value, context.device, "Const");
   };
   const Edge edge{add(std::move(node)), 0};
   std::lock_guard lock(mutex_);
@@ -452,11 +453,11 @@ DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name,
   node.kind = NodeKind::constant;
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};
-  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context,
-                                                       std::span<const AnyTensor>) -> std::vector<AnyTensor> {
+  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context, std::span<const AnyTensor>,
+                                                       std::span<AnyTensor> out) {
     auto storage = allocate_storage(context.device, values.size(), shape, dtype_string(dtype), "Const");
     copy_bytes(storage->data, context.device, values.data(), host_buffer_device(), values.size());
-    return {AnyTensor(next_tensor_id(), dtype, shape, std::move(storage))};
+    out[0] = AnyTensor(next_tensor_id(), dtype, shape, std::move(storage));
   };
   const auto index = graph.add(std::move(node));
   return symbolic_output(graph, index, *graph.node(index), 0);

@@ -231,14 +231,14 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
   const Shape shape = shape_of<Op, T, N>(attrs, inputs);
   std::array<AnyTensor, N> erased;
   for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
-  graph::NodeKernel run = [attrs](const graph::RunContext& context, std::span<const AnyTensor> in) -> std::vector<AnyTensor> {
+  graph::NodeKernel run = [attrs](const graph::RunContext& context, std::span<const AnyTensor> in, std::span<AnyTensor> out) {
     std::array<Tensor<T>, N> typed;
     std::array<const Tensor<T>*, N> pointers;
     for (std::size_t i = 0; i < N; ++i) {
       typed[i] = in[i].as<T>();
       pointers[i] = &typed[i];
     }
-    return {AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)))};
+    out[0] = AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)));
   };
   const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
                                       &kernel_support<Op, T>, erased, {{dtype_enum<O>(), shape}}, std::move(run),
@@ -254,28 +254,28 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
 template <class Op, class T, bool list_input>
 DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::string_view name, const typename Op::Attrs& attrs,
                                        const std::vector<const Tensor<T>*>& inputs) {
-  const auto shapes_of = [&attrs](const std::vector<const Tensor<T>*>& ins) -> std::vector<Shape> {
+  // Captures nothing: the node's kernel keeps its own copy of the attributes.
+  const auto shapes_of = [](const typename Op::Attrs& a, const std::vector<const Tensor<T>*>& ins) -> std::vector<Shape> {
     if constexpr (list_input) {
       std::vector<Shape> in_shapes;
       for (const auto* t : ins) in_shapes.push_back(t->shape());
-      return {Op::output_shape(attrs, std::span<const Shape>(in_shapes))};
+      return {Op::output_shape(a, std::span<const Shape>(in_shapes))};
     } else {
-      return Op::output_shapes(attrs, ins.at(0)->shape());
+      return Op::output_shapes(a, ins.at(0)->shape());
     }
   };
   std::vector<graph::OutputSpec> outputs;
-  for (auto& shape : shapes_of(inputs)) outputs.push_back({dtype_enum<T>(), std::move(shape)});
+  for (auto& shape : shapes_of(attrs, inputs)) outputs.push_back({dtype_enum<T>(), std::move(shape)});
   std::vector<AnyTensor> erased;
   for (const auto* t : inputs) erased.emplace_back(*t);
-  graph::NodeKernel run = [attrs, shapes_of](const graph::RunContext& context, std::span<const AnyTensor> in) {
+  graph::NodeKernel run = [attrs, shapes_of](const graph::RunContext& context, std::span<const AnyTensor> in,
+                                             std::span<AnyTensor> out) {
     std::vector<Tensor<T>> typed;
     typed.reserve(in.size());
     std::vector<const Tensor<T>*> pointers;
     for (const auto& t : in) pointers.push_back(&typed.emplace_back(t.as<T>()));
-    const auto shapes = shapes_of(pointers);
-    std::vector<AnyTensor> out;
-    for (const auto& t : execute<Op, T, T>(attrs, context.device, pointers, shapes)) out.emplace_back(t);
-    return out;
+    const auto results = execute<Op, T, T>(attrs, context.device, pointers, shapes_of(attrs, pointers));
+    for (std::size_t i = 0; i < results.size(); ++i) out[i] = AnyTensor(results[i]);
   };
   std::vector<Tensor<T>> out;
   for (const auto& t : graph::add_op(graph, Op::name, name, &kernel_support<Op, T>, erased, std::move(outputs), std::move(run)))

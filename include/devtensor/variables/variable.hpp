@@ -429,8 +429,8 @@ class Variable {
     node.requested = read_device_info().spec;  // where the variable is read: placed there exactly
     node.outputs = {{dtype_enum<T>(), shape()}};
     // The kernel reads as an eager value() does: a tape around the graph's run records the read.
-    node.run = [variable = impl_](const graph::RunContext&, std::span<const AnyTensor>) -> std::vector<AnyTensor> {
-      return {AnyTensor(Variable<T>(variable).value())};
+    node.run = [variable = impl_](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor> out) {
+      out[0] = AnyTensor(Variable<T>(variable).value());
     };
     const auto index = graph.add(std::move(node));
     const auto read = graph::symbolic_output(graph, index, *graph.node(index), 0).template as<T>();
@@ -451,16 +451,15 @@ class Variable {
     node.requested = impl().device().spec;
     node.stateful = true;
     const bool add = op == "AssignAddVariableOp", sub = op == "AssignSubVariableOp";
-    node.run = [variable = impl_, add, sub](const graph::RunContext&, std::span<const AnyTensor> in) -> std::vector<AnyTensor> {
+    node.run = [variable = impl_, add, sub](const graph::RunContext&, std::span<const AnyTensor> in, std::span<AnyTensor>) {
       const auto delta = in[0].as<T>();
       if constexpr (Numeric<T>) {
         if (add || sub) {
           variable->update(add ? VariableUpdate::add : VariableUpdate::sub, delta);
-          return {};
+          return;
         }
       }
       variable->assign(delta);
-      return {};
     };
     graph.add(std::move(node));
     return *this;
