@@ -51,6 +51,7 @@
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/print_op.hpp"
 #include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/reduction.hpp"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -233,6 +234,37 @@ BOOST_AUTO_TEST_CASE(a_traced_train_step_equals_the_eager_one) {
   BOOST_TEST(traced.first == eager.first, boost::test_tools::per_element());
   BOOST_TEST(traced.second == eager.second, boost::test_tools::per_element());
   BOOST_TEST(traced.first.back() < traced.first.front());  // it trains
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(print_op, dt::test::FreshContext)
+
+// tf.print's formatting, checked with TensorFlow 2.21.
+BOOST_AUTO_TEST_CASE(print_formats_as_tensorflow) {
+  std::ostringstream out;
+  const dt::PrintOpOptions to_out{.output_stream = &out};
+  dt::print({dt::constant<float>({1.0f, 2.5f, -3.0f})}, to_out);
+  dt::print({"loss:", dt::scalar<float>(0.25f), dt::constant<std::int32_t>({1, 2, 3, 4}, {2, 2})}, to_out);
+  dt::print({dt::range<std::int32_t>(0, 10)}, to_out);
+  dt::print({dt::constant<double>({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2})}, to_out);
+  BOOST_TEST(out.str() == "[1 2.5 -3]\nloss: 0.25 [[1 2]\n [3 4]]\n[0 1 2 ... 7 8 9]\n[[[1 2]\n  [3 4]]\n\n [[5 6]\n  [7 8]]]\n");
+  DEVTENSOR_CHECK_THROW_WITH(dt::print(dt::Tensor<float>()), InvalidArgumentError, "undefined tensor");
+}
+
+// TensorFlow 2.21: Python's print runs while tracing, tf.print at every call.
+BOOST_AUTO_TEST_CASE(print_is_a_node_in_a_trace) {
+  std::ostringstream out;
+  int traces = 0;
+  auto f = dt::function([&](const dt::Tensor<float>& x) {
+    ++traces;
+    dt::print({"x =", x}, {.output_stream = &out});
+    return x + 1.0f;
+  });
+  (void)f(dt::constant<float>({1}));
+  (void)f(dt::constant<float>({2}));
+  BOOST_TEST(out.str() == "x = [1]\nx = [2]\n");
+  BOOST_TEST(traces == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
