@@ -132,12 +132,17 @@ DEVTENSOR_DEFINITION Placement place(const std::vector<std::shared_ptr<const Nod
     if (members[root].empty()) continue;
     auto shared = candidates(*nodes[root], devices, options.soft_placement);
     for (auto m : members[root]) {
-      const auto own = candidates(*nodes[m], devices, options.soft_placement);
+      // With soft placement a member's own request yields to the group (TensorFlow drops it).
+      Node any = *nodes[m];
+      if (options.soft_placement) any.requested = DeviceSpec();
+      const auto own = candidates(any, devices, options.soft_placement);
       std::erase_if(shared, [&](const Device* d) { return !in(d, own); });
       if (shared.empty())
-        throw InvalidArgumentError("Cannot assign a device for operation " + nodes[m]->name + ": Cannot colocate nodes {{colocation_node " +
-                                   nodes[m]->name + "}} and {{colocation_node " + nodes[root]->name +
-                                   "}}: no device supports both of those nodes and the other nodes colocated with them.");
+        throw InvalidArgumentError(
+            "Cannot assign a device for operation " + nodes[m]->name + ": Could not satisfy explicit device specification '" +
+            nodes[m]->requested.to_string() + "' because the node {{colocation_node " + nodes[m]->name +
+            "}} was colocated with a group of nodes that required incompatible device '" + nodes[root]->requested.to_string() +
+            "'. All available devices [" + device_list(devices, ", ") + "].");
     }
     group_device[root] = shared.front();
     for (auto m : members[root]) group_device[m] = shared.front();

@@ -111,6 +111,35 @@ BOOST_AUTO_TEST_CASE(a_variable_and_its_readers_share_its_device) {
     BOOST_TEST(std::count(lines.begin(), lines.end(), line + kGpu1) == 1, line);
 }
 
+// TensorFlow 2.21 (SPEC 2.4): a reader that asks for another device than its variable's group.
+BOOST_AUTO_TEST_CASE(a_reader_requesting_another_device_than_its_variable) {
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  v1::Graph g;
+  dt::Tensor<float> read;
+  dt::graph::Operation init;
+  {
+    auto scope = g.as_default();
+    std::optional<v1::Variable<float>> v;
+    {
+      dt::DeviceScope gpu("/gpu:0");
+      v.emplace(std::vector<float>{1, 2}, dt::Shape{2}, dt::OpOptions{.name = "v"});
+    }
+    dt::DeviceScope cpu("/cpu:0");
+    read = v->read_value();
+    init = v1::global_variables_initializer();
+  }
+  v1::Session hard(g);
+  DEVTENSOR_CHECK_THROW_WITH(hard.run(init), dt::InvalidArgumentError,
+                             "Cannot assign a device for operation ReadVariableOp: Could not satisfy explicit device "
+                             "specification '/device:CPU:0' because the node {{colocation_node ReadVariableOp}} was "
+                             "colocated with a group of nodes that required incompatible device '/device:GPU:0'. All "
+                             "available devices [/job:localhost/replica:0/task:0/device:CPU:0, "
+                             "/job:localhost/replica:0/task:0/device:GPU:0].");
+  v1::Session soft(g, {.allow_soft_placement = true});  // the request yields to the variable
+  soft.run(init);
+  BOOST_TEST(soft.run(read).device() == "/job:localhost/replica:0/task:0/device:GPU:0");
+}
+
 BOOST_AUTO_TEST_CASE(variables_need_a_graph_and_matching_shapes) {
   DEVTENSOR_CHECK_THROW_WITH(v1::Variable<float>({1}, {1}), dt::FailedPreconditionError, "builds graph nodes");
   DEVTENSOR_CHECK_THROW_WITH((void)v1::global_variables_initializer(), dt::FailedPreconditionError, "builds graph nodes");
