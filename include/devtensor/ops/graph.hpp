@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -186,7 +187,13 @@ class DEVTENSOR_EXPORT Graph {
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<const Node>> nodes_;
   std::unordered_map<std::string, int> names_in_use_;  // lower-cased
-  std::vector<std::string> scopes_;                    // the name-scope stack, full names
+  // Each thread's name-scope stack (full names): threads build one graph with their own scopes,
+  // as TensorFlow's graph keeps them thread-local.
+  std::unordered_map<std::thread::id, std::vector<std::string>> scopes_;
+  [[nodiscard]] const std::string* scope_locked() const {
+    auto it = scopes_.find(std::this_thread::get_id());
+    return it == scopes_.end() || it->second.empty() ? nullptr : &it->second.back();
+  }
   std::unordered_map<std::uint64_t, Edge> captures_;   // eager tensor id -> its Const node
   std::unordered_map<std::string, std::vector<std::size_t>> collections_;
 };
@@ -335,7 +342,8 @@ DEVTENSOR_DEFINITION std::string Graph::unique_name(std::string_view name) {
 
 DEVTENSOR_DEFINITION std::string Graph::unique_name_locked(std::string_view base) {
   // TensorFlow's ops.Graph.unique_name, case-insensitive.
-  std::string name = scopes_.empty() ? std::string(base) : scopes_.back() + "/" + std::string(base);
+  const std::string* scope = scope_locked();
+  std::string name = scope ? *scope + "/" + std::string(base) : std::string(base);
   std::string key = name;
   for (auto& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   int i = names_in_use_[key]++;
@@ -348,7 +356,8 @@ DEVTENSOR_DEFINITION std::string Graph::unique_name_locked(std::string_view base
 
 DEVTENSOR_DEFINITION std::string Graph::name_scope() const {
   std::lock_guard lock(mutex_);
-  return scopes_.empty() ? std::string() : scopes_.back();
+  const std::string* scope = scope_locked();
+  return scope ? *scope : std::string();
 }
 
 DEVTENSOR_DEFINITION std::size_t Graph::add(Node node) {
@@ -401,13 +410,16 @@ DEVTENSOR_DEFINITION NameScope::NameScope(std::string_view name) : graph_(buildi
   std::lock_guard lock(graph_->mutex_);
   if (!name.empty() && name.back() == '/') name_ = std::string(name.substr(0, name.size() - 1));
   else name_ = graph_->unique_name_locked(name);
-  graph_->scopes_.push_back(name_);
+  graph_->scopes_[std::this_thread::get_id()].push_back(name_);
 }
 
 DEVTENSOR_DEFINITION NameScope::~NameScope() {
   if (!graph_) return;
   std::lock_guard lock(graph_->mutex_);
-  if (!graph_->scopes_.empty()) graph_->scopes_.pop_back();
+  auto it = graph_->scopes_.find(std::this_thread::get_id());
+  if (it == graph_->scopes_.end()) return;
+  if (!it->second.empty()) it->second.pop_back();
+  if (it->second.empty()) graph_->scopes_.erase(it);
 }
 
 DEVTENSOR_DEFINITION std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name) {

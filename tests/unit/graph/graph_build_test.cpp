@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -151,6 +152,28 @@ BOOST_AUTO_TEST_CASE(graph_scopes_are_per_thread_and_nest) {
   std::thread([&] { other_thread_eager = v1::executing_eagerly(); }).join();
   BOOST_TEST(other_thread_eager);
   BOOST_TEST(!v1::executing_eagerly());
+}
+
+BOOST_AUTO_TEST_CASE(threads_build_one_graph_with_their_own_name_scopes) {
+  v1::Graph g;
+  const auto build = [&](const char* scope_name, bool relu) {
+    auto scope = g.as_default();
+    dt::graph::NameScope name_scope(scope_name);
+    auto x = dt::constant<float>({1, 2});
+    for (int i = 0; i < 50; ++i) x = relu ? dt::relu(x) : dt::neg(x);
+  };
+  std::thread a(build, "a", true), b(build, "b", false);
+  a.join();
+  b.join();
+  const auto nodes = g.nodes();
+  BOOST_TEST(nodes.size() == 102u);
+  std::set<std::string> names;
+  for (const auto& n : nodes) {
+    names.insert(n->name);
+    if (n->op == "Relu") BOOST_TEST(n->name.starts_with("a/Relu"), n->name);
+    if (n->op == "Neg") BOOST_TEST(n->name.starts_with("b/Neg"), n->name);
+  }
+  BOOST_TEST(names.size() == nodes.size());  // unique
 }
 
 BOOST_AUTO_TEST_CASE(placeholders_need_a_graph) {
