@@ -28,6 +28,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -102,59 +103,119 @@ class DEVTENSOR_EXPORT ConcreteFunction {
 
 namespace function_detail {
 
-/// One argument's part of the signature, and the traced graph's stand-in for it.
-template <class A>
-struct Arg {
-  static std::string key(const A& value) {
-    if constexpr (std::is_arithmetic_v<A>) return std::to_string(value);
-    else if constexpr (std::is_same_v<A, std::string>) return "'" + value + "'";
-    else static_assert(sizeof(A) == 0, "function arguments are tensors, variables, numbers or strings");
+/// Makes the traced graph's stand-ins: a placeholder (`_Arg`) per tensor, in argument order.
+class ArgMaker {
+ public:
+  ArgMaker(graph::Graph& graph, const std::vector<std::string>& names) : graph_(graph), names_(names) {}
+  template <Element T>
+  Tensor<T> placeholder(const Tensor<T>& like) {
+    const std::string name = edges_.size() < names_.size() ? names_[edges_.size()] : "x";
+    auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), like.shape(), "_Arg");
+    edges_.push_back({p.storage->symbolic->node, p.storage->symbolic->output});
+    return p.template as<T>();
   }
-};
-template <Element T>
-struct Arg<Tensor<T>> {
-  static std::string key(const Tensor<T>& t) {
-    if (!t.defined()) throw InvalidArgumentError("A traced function was called with an undefined tensor");
-    if (t.symbolic()) return "symbolic";  // a call inside another trace: inlined
-    return std::string(dtype_name<T>()) + t.shape().to_string() + "@" + t.device();
-  }
-};
-template <Element T>
-struct Arg<Variable<T>> {
-  static std::string key(const Variable<T>& v) { return "variable " + std::to_string(v.handle_id()); }
+  [[nodiscard]] std::vector<graph::Edge> take_edges() { return std::move(edges_); }
+
+ private:
+  graph::Graph& graph_;
+  const std::vector<std::string>& names_;
+  std::vector<graph::Edge> edges_;
 };
 
-/// The outputs a callable may return: a tensor, a vector of tensors, a tuple of tensors, nothing.
-template <class R>
-struct Outputs;
-template <>
-struct Outputs<void> {
-  static std::vector<AnyTensor> flatten() { return {}; }
-  static void rebuild(const std::vector<AnyTensor>&) {}
+/// A function's arguments and results as nested structures (TensorFlow's tf.nest): tensors are
+/// the leaves that become placeholders (arguments) and fetches (results); tuples, pairs and
+/// vectors nest; variables count by identity; numbers and strings by value.
+template <class X>
+struct Nest {
+  static void key(const X& x, std::string& k) {
+    if constexpr (std::is_arithmetic_v<X>) k += std::to_string(x) + ";";
+    else if constexpr (std::is_same_v<X, std::string>) k += "'" + x + "';";
+    else static_assert(sizeof(X) == 0, "traced function arguments are tensors, variables, numbers, strings and tuples, "
+                                       "pairs or vectors of them");
+  }
+  static void flatten(const X&, std::vector<AnyTensor>&) {}
+  static X stand_in(const X& x, ArgMaker&) { return x; }
+  static X rebuild(const X& like, const std::vector<AnyTensor>&, std::size_t&) { return like; }
 };
 template <Element T>
-struct Outputs<Tensor<T>> {
-  static std::vector<AnyTensor> flatten(const Tensor<T>& t) { return {AnyTensor(t)}; }
-  static Tensor<T> rebuild(const std::vector<AnyTensor>& v) { return v.at(0).template as<T>(); }
+struct Nest<Tensor<T>> {
+  static void key(const Tensor<T>& t, std::string& k) {
+    if (!t.defined()) throw InvalidArgumentError("A traced function was called with an undefined tensor");
+    k += std::string(dtype_name<T>()) + t.shape().to_string() + "@" + t.device() + ";";
+  }
+  static void flatten(const Tensor<T>& t, std::vector<AnyTensor>& out) { out.emplace_back(t); }
+  static Tensor<T> stand_in(const Tensor<T>& t, ArgMaker& make) { return make.placeholder(t); }
+  static Tensor<T> rebuild(const Tensor<T>&, const std::vector<AnyTensor>& values, std::size_t& i) {
+    return values.at(i++).template as<T>();
+  }
 };
 template <Element T>
-struct Outputs<std::vector<Tensor<T>>> {
-  static std::vector<AnyTensor> flatten(const std::vector<Tensor<T>>& ts) { return {ts.begin(), ts.end()}; }
-  static std::vector<Tensor<T>> rebuild(const std::vector<AnyTensor>& v) {
-    std::vector<Tensor<T>> out;
-    for (const auto& t : v) out.push_back(t.template as<T>());
+struct Nest<Variable<T>> {
+  static void key(const Variable<T>& v, std::string& k) { k += "variable " + std::to_string(v.handle_id()) + ";"; }
+  static void flatten(const Variable<T>&, std::vector<AnyTensor>&) {}
+  static Variable<T> stand_in(const Variable<T>& v, ArgMaker&) { return v; }  // captured by handle
+  static Variable<T> rebuild(const Variable<T>& like, const std::vector<AnyTensor>&, std::size_t&) { return like; }
+};
+template <class... Xs>
+struct Nest<std::tuple<Xs...>> {
+  using X = std::tuple<Xs...>;
+  static void key(const X& x, std::string& k) {
+    k += "(";
+    std::apply([&](const auto&... e) { (Nest<std::decay_t<decltype(e)>>::key(e, k), ...); }, x);
+    k += ")";
+  }
+  static void flatten(const X& x, std::vector<AnyTensor>& out) {
+    std::apply([&](const auto&... e) { (Nest<std::decay_t<decltype(e)>>::flatten(e, out), ...); }, x);
+  }
+  static X stand_in(const X& x, ArgMaker& make) {
+    return std::apply([&](const auto&... e) { return X{Nest<std::decay_t<decltype(e)>>::stand_in(e, make)...}; }, x);
+  }
+  static X rebuild(const X& like, const std::vector<AnyTensor>& values, std::size_t& i) {
+    return std::apply([&](const auto&... e) { return X{Nest<std::decay_t<decltype(e)>>::rebuild(e, values, i)...}; }, like);
+  }
+};
+template <class A, class B>
+struct Nest<std::pair<A, B>> {
+  using X = std::pair<A, B>;
+  static void key(const X& x, std::string& k) {
+    k += "(";
+    Nest<A>::key(x.first, k);
+    Nest<B>::key(x.second, k);
+    k += ")";
+  }
+  static void flatten(const X& x, std::vector<AnyTensor>& out) {
+    Nest<A>::flatten(x.first, out);
+    Nest<B>::flatten(x.second, out);
+  }
+  static X stand_in(const X& x, ArgMaker& make) {
+    A first = Nest<A>::stand_in(x.first, make);  // in order: first, then second
+    return X{std::move(first), Nest<B>::stand_in(x.second, make)};
+  }
+  static X rebuild(const X& like, const std::vector<AnyTensor>& values, std::size_t& i) {
+    A first = Nest<A>::rebuild(like.first, values, i);
+    return X{std::move(first), Nest<B>::rebuild(like.second, values, i)};
+  }
+};
+template <class E>
+struct Nest<std::vector<E>> {
+  using X = std::vector<E>;
+  static void key(const X& x, std::string& k) {
+    k += "[";
+    for (const auto& e : x) Nest<E>::key(e, k);
+    k += "]";
+  }
+  static void flatten(const X& x, std::vector<AnyTensor>& out) {
+    for (const auto& e : x) Nest<E>::flatten(e, out);
+  }
+  static X stand_in(const X& x, ArgMaker& make) {
+    X out;
+    for (const auto& e : x) out.push_back(Nest<E>::stand_in(e, make));
     return out;
   }
-};
-template <Element... Ts>
-struct Outputs<std::tuple<Tensor<Ts>...>> {
-  static std::vector<AnyTensor> flatten(const std::tuple<Tensor<Ts>...>& ts) {
-    return std::apply([](const auto&... t) { return std::vector<AnyTensor>{AnyTensor(t)...}; }, ts);
-  }
-  static std::tuple<Tensor<Ts>...> rebuild(const std::vector<AnyTensor>& v) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::tuple<Tensor<Ts>...>{v.at(I).template as<Ts>()...};
-    }(std::index_sequence_for<Ts...>{});
+  static X rebuild(const X& like, const std::vector<AnyTensor>& values, std::size_t& i) {
+    X out;
+    for (const auto& e : like) out.push_back(Nest<E>::rebuild(e, values, i));
+    return out;
   }
 };
 
@@ -194,23 +255,25 @@ class Function {
   auto operator()(const Args&... args) {
     using R = std::invoke_result_t<F&, const Args&...>;
     if (graph::building()) return f_(args...);  // a call inside a trace: its ops join that graph
-    bool traced = false;
-    auto concrete = concrete_for(traced, args...);
+    const Entry entry = entry_for(args...);
     std::vector<AnyTensor> inputs;
-    (collect(inputs, args), ...);
-    concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
+    (function_detail::Nest<Args>::flatten(args, inputs), ...);
+    entry.concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
     if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
-      log(LogSeverity::info, "Executing op " + concrete->name() + " in device " + call_device().full_name);
-    const auto outputs = concrete->call(inputs);
-    if constexpr (std::is_void_v<R>) return;
-    else return function_detail::Outputs<R>::rebuild(outputs);
+      log(LogSeverity::info, "Executing op " + entry.concrete->name() + " in device " + call_device().full_name);
+    const auto outputs = entry.concrete->call(inputs);
+    if constexpr (std::is_void_v<R>) {
+      return;
+    } else {
+      std::size_t next = 0;  // the traced result's structure, its tensors replaced by this run's
+      return function_detail::Nest<R>::rebuild(*static_cast<const R*>(entry.result.get()), outputs, next);
+    }
   }
 
   /// The concrete function for these arguments' signature, traced if new.
   template <class... Args>
   std::shared_ptr<const ConcreteFunction> get_concrete_function(const Args&... args) {
-    bool traced = false;
-    return concrete_for(traced, args...);
+    return entry_for(args...).concrete;
   }
 
   /// How many times the callable was traced (TensorFlow's experimental_get_tracing_count).
@@ -222,32 +285,33 @@ class Function {
  private:
   F f_;
   FunctionOptions options_;
+  /// A trace: its concrete function and the callable's traced result (its structure, for
+  /// rebuilding each call's result; a `const R`).
+  struct Entry {
+    std::shared_ptr<const ConcreteFunction> concrete;
+    std::shared_ptr<const void> result;
+  };
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const ConcreteFunction>> concrete_;
+  std::map<std::string, Entry> traces_by_signature_;
   int traces_ = 0;
   function_detail::RetracingDetector retracing_;
-
-  template <class A>
-  static void collect(std::vector<AnyTensor>& out, const A& a) {
-    if constexpr (requires { typename A::value_type; requires std::same_as<A, Tensor<typename A::value_type>>; })
-      out.emplace_back(a);
-  }
 
   static const Device& call_device() { return place_constant(); }
 
   template <class... Args>
-  std::shared_ptr<const ConcreteFunction> concrete_for(bool& traced, const Args&... args) {
-    std::string key;
-    ((key += function_detail::Arg<Args>::key(args) + ";"), ...);
+  Entry entry_for(const Args&... args) {
+    std::string key = typeid(std::tuple<Args...>).name();  // the argument types, then their values
+    key += ":";
+    (function_detail::Nest<Args>::key(args, key), ...);
     check_signature(args...);
     std::lock_guard lock(mutex_);
-    auto& slot = concrete_[key];
-    traced = slot == nullptr;
+    auto& slot = traces_by_signature_[key];
+    const bool traced = slot.concrete == nullptr;
     if (traced) {
       try {
         slot = trace(args...);
       } catch (...) {
-        concrete_.erase(key);
+        traces_by_signature_.erase(key);
         throw;
       }
       ++traces_;
@@ -260,7 +324,7 @@ class Function {
   void check_signature(const Args&... args) const {
     if (!options_.input_signature) return;
     std::vector<AnyTensor> tensors;
-    (collect(tensors, args), ...);
+    (function_detail::Nest<Args>::flatten(args, tensors), ...);
     const auto& specs = *options_.input_signature;
     std::string why;
     if (tensors.size() != specs.size())
@@ -277,36 +341,27 @@ class Function {
   }
 
   template <class... Args>
-  std::shared_ptr<const ConcreteFunction> trace(const Args&... args) {
+  Entry trace(const Args&... args) {
+    using R = std::invoke_result_t<F&, const Args&...>;
     auto graph = std::make_shared<graph::Graph>();
-    std::vector<graph::Edge> arg_edges;
+    graph::GraphScope scope(graph);
+    function_detail::ArgMaker make(*graph, options_.arg_names);
+    // Braces: the stand-ins are made left to right, so placeholders take the names in order.
+    std::tuple<Args...> stand_ins{function_detail::Nest<Args>::stand_in(args, make)...};
     std::vector<AnyTensor> outputs;
-    {
-      graph::GraphScope scope(graph);
-      std::size_t tensor_index = 0;
-      const auto stand_in = [&]<class A>(const A& a) -> A {
-        if constexpr (requires { typename A::value_type; requires std::same_as<A, Tensor<typename A::value_type>>; }) {
-          using T = typename A::value_type;
-          const std::string name = tensor_index < options_.arg_names.size() ? options_.arg_names[tensor_index] : "x";
-          ++tensor_index;
-          auto placeholder = graph::add_placeholder(*graph, name, dtype_enum<T>(), a.shape(), "_Arg");
-          const auto& ref = *placeholder.storage->symbolic;
-          arg_edges.push_back({ref.node, ref.output});
-          return placeholder.template as<T>();
-        } else {
-          return a;
-        }
-      };
-      using R = std::invoke_result_t<F&, const Args&...>;
-      std::tuple<Args...> stand_ins{stand_in(args)...};  // braces: made left to right, as named
-      if constexpr (std::is_void_v<R>) std::apply(f_, stand_ins);
-      else outputs = function_detail::Outputs<R>::flatten(std::apply(f_, stand_ins));
-      arg_edges.shrink_to_fit();
-      auto out_edges = function_detail::add_outputs(*graph, outputs);
-      return std::make_shared<const ConcreteFunction>(
-          graph, std::move(arg_edges), std::move(out_edges),
-          "__inference_" + options_.name + "_" + std::to_string(function_detail::next_function_id()));
+    std::shared_ptr<const void> result;
+    if constexpr (std::is_void_v<R>) {
+      std::apply(f_, stand_ins);
+    } else {
+      auto traced = std::make_shared<const R>(std::apply(f_, stand_ins));
+      function_detail::Nest<R>::flatten(*traced, outputs);
+      result = std::move(traced);
     }
+    auto out_edges = function_detail::add_outputs(*graph, outputs);
+    auto concrete = std::make_shared<const ConcreteFunction>(
+        graph, make.take_edges(), std::move(out_edges),
+        "__inference_" + options_.name + "_" + std::to_string(function_detail::next_function_id()));
+    return {std::move(concrete), std::move(result)};
   }
 };
 

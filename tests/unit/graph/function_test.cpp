@@ -165,6 +165,28 @@ BOOST_AUTO_TEST_CASE(a_tape_around_a_call_differentiates_through_it) {
   BOOST_TEST(through.second == eager.second, boost::test_tools::per_element());
 }
 
+// Structures of tensors in and out (tf.nest): a dataset's (x, y) tuple, a (loss, gradients) pair.
+BOOST_AUTO_TEST_CASE(nested_arguments_and_results) {
+  auto f = dt::function(
+      [](const std::tuple<dt::Tensor<float>, dt::Tensor<float>>& batch, const std::vector<dt::Tensor<float>>& extra) {
+        const auto& [x, y] = batch;
+        return std::pair{dt::reduce_sum(x * y), std::vector{x + extra.at(0), y - extra.at(1)}};
+      },
+      {.arg_names = {"x", "y", "e0", "e1"}});
+  const auto x = dt::constant<float>({1, 2}), y = dt::constant<float>({3, 4});
+  const std::vector extra{dt::constant<float>({10, 10}), dt::constant<float>({1, 1})};
+  const auto [total, parts] = f(std::tuple{x, y}, extra);
+  BOOST_TEST(total.item() == 11.0f);
+  BOOST_TEST_REQUIRE(parts.size() == 2u);
+  BOOST_TEST(parts[0].to_vector() == (std::vector<float>{11, 12}), boost::test_tools::per_element());
+  BOOST_TEST(parts[1].to_vector() == (std::vector<float>{2, 3}), boost::test_tools::per_element());
+  const auto names = f.get_concrete_function(std::tuple{x, y}, extra)->node_names();
+  BOOST_TEST(std::vector<std::string>(names.begin(), names.begin() + 4) == (std::vector<std::string>{"x", "y", "e0", "e1"}),
+             boost::test_tools::per_element());
+  (void)f(std::tuple{x, y}, std::vector{extra[0], extra[1], extra[0]});  // a longer vector: a new signature
+  BOOST_TEST(f.experimental_get_tracing_count() == 2);
+}
+
 BOOST_AUTO_TEST_CASE(reading_values_while_tracing_is_an_error) {
   auto f = dt::function([](const dt::Tensor<float>& x) { return dt::scalar<float>(x.to_vector()[0]); },
                         {.arg_names = {"x"}});
