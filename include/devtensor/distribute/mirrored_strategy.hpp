@@ -30,6 +30,7 @@
 #include "devtensor/distribute/multi_worker/cross_worker.hpp"
 #include "devtensor/distribute/replica_workers.hpp"
 #include "devtensor/distribute/values.hpp"
+#include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -125,12 +126,22 @@ class MirroredStrategy {
     const auto n = static_cast<std::size_t>(impl_->num_replicas());
     (strategy_detail::check_replicas(args, n), ...);
     using R = std::invoke_result_t<F&, decltype(strategy_detail::unwrap(args, 0))...>;
+    // While tracing, every replica builds the caller's graph (replica r > 0 under the name scope
+    // `replica_<r>`, as TensorFlow's MirroredStrategy names them).
+    const auto graph = graph::current_graph();
+    const auto in_graph = [&graph](int r, auto&& body) {
+      if (!graph) return body();
+      graph::GraphScope scope(graph);
+      std::optional<graph::NameScope> replica;
+      if (r > 0) replica.emplace("replica_" + std::to_string(r));
+      return body();
+    };
     if constexpr (std::is_void_v<R>) {
-      impl_->run_replicas([&]([[maybe_unused]] int r) { fn(strategy_detail::unwrap(args, r)...); });
+      impl_->run_replicas([&]([[maybe_unused]] int r) { in_graph(r, [&] { fn(strategy_detail::unwrap(args, r)...); }); });
     } else {
       std::vector<std::optional<R>> results(n);
       impl_->run_replicas([&]([[maybe_unused]] int r) {
-        results[static_cast<std::size_t>(r)].emplace(fn(strategy_detail::unwrap(args, r)...));
+        in_graph(r, [&] { results[static_cast<std::size_t>(r)].emplace(fn(strategy_detail::unwrap(args, r)...)); });
       });
       PerReplica<R> out;
       for (auto& result : results) out.values.push_back(std::move(*result));
@@ -146,6 +157,21 @@ class MirroredStrategy {
   [[nodiscard]] Tensor<T> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
     require_cross_replica("reduce");
     if (value.values.empty()) throw InvalidArgumentError("reduce: the PerReplica value has no components");
+    if (auto* graph = graph::building()) [[unlikely]] {  // a traced step: one node that reduces at each run
+      const DeviceSpec destination = scope_device_or_host("strategy.reduce").spec;
+      const Shape shape = axis ? ops::reduced_shape({std::vector<std::int64_t>{*axis}, false}, value.values[0].shape(), "Sum")
+                               : value.values[0].shape();
+      const std::vector<AnyTensor> inputs(value.values.begin(), value.values.end());
+      return graph::add_eager_node(*graph, "StrategyReduce", inputs, {{dtype_enum<T>(), shape}},
+                                   [strategy = *this, op, axis, destination](std::span<const AnyTensor> in) {
+                                     PerReplica<Tensor<T>> values;
+                                     for (const auto& t : in) values.values.push_back(t.as<T>());
+                                     DeviceScope scope(destination);
+                                     return std::vector<AnyTensor>{strategy.reduce(op, values, axis)};
+                                   })
+          .front()
+          .template as<T>();
+    }
     const Device& destination = scope_device_or_host("strategy.reduce");
     if (!axis) {
       cdo_detail::require_components(value);
@@ -221,6 +247,8 @@ class MirroredStrategy {
   template <Numeric T>
   [[nodiscard]] std::vector<Mirrored<Tensor<T>>> batch_reduce_to(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
     require_cross_replica("batch_reduce_to");
+    if (auto* graph = graph::building()) [[unlikely]]
+      return graph_batch_reduce(*graph, op, values);
     return impl_->batch_reduce_all_workers(op, values);
   }
 
@@ -232,6 +260,38 @@ class MirroredStrategy {
 
  private:
   std::shared_ptr<Impl> impl_;
+
+  /// batch_reduce_to in a traced step: one node (its inputs every replica's value, its outputs
+  /// every reduced value's copy per replica device) running the cross-device ops at each run.
+  template <Numeric T>
+  std::vector<Mirrored<Tensor<T>>> graph_batch_reduce(graph::Graph& graph, ReduceOp op,
+                                                      const std::vector<PerReplica<Tensor<T>>>& values) const {
+    const std::size_t replicas = static_cast<std::size_t>(impl_->num_replicas());
+    std::vector<AnyTensor> inputs;
+    std::vector<graph::OutputSpec> outputs;
+    std::vector<std::size_t> sizes;
+    for (const auto& v : values) {
+      strategy_detail::check_replicas(v, replicas);
+      sizes.push_back(v.values.size());
+      for (const auto& t : v.values) inputs.emplace_back(t);
+      for (std::size_t d = 0; d < replicas; ++d) outputs.push_back({dtype_enum<T>(), v.values.at(0).shape()});
+    }
+    const auto symbolic = graph::add_eager_node(
+        graph, "BatchAllReduce", inputs, std::move(outputs), [strategy = *this, op, sizes](std::span<const AnyTensor> in) {
+          std::vector<PerReplica<Tensor<T>>> per_replica(sizes.size());
+          std::size_t next = 0;
+          for (std::size_t k = 0; k < sizes.size(); ++k)
+            for (std::size_t r = 0; r < sizes[k]; ++r) per_replica[k].values.push_back(in[next++].as<T>());
+          std::vector<AnyTensor> out;
+          for (const auto& mirrored : strategy.impl_->batch_reduce_all_workers(op, per_replica))
+            for (const auto& t : mirrored.values) out.emplace_back(t);
+          return out;
+        });
+    std::vector<Mirrored<Tensor<T>>> out(values.size());
+    for (std::size_t k = 0, next = 0; k < values.size(); ++k)
+      for (std::size_t d = 0; d < replicas; ++d) out[k].values.push_back(symbolic[next++].template as<T>());
+    return out;
+  }
 
   static void require_cross_replica(std::string_view method) {
     if (!in_cross_replica_context())

@@ -141,7 +141,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<An
       AnyTensor v = take(inputs_[step.first_input + k]);
       // An edge between devices is a copy (TensorFlow's _Send/_Recv pair), stream-ordered on GPUs.
       // A variable's handle carries no tensor (undefined): its readers are on its device.
-      inputs.push_back(!v.defined() || v.storage->device == &device ? std::move(v) : copy_to(v, device, "_Recv"));
+      const bool stays = !v.defined() || node.inputs_stay || v.storage->device == &device;
+      inputs.push_back(stays ? std::move(v) : copy_to(v, device, "_Recv"));
     }
     const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
     node.run({device, resources}, inputs, outputs);

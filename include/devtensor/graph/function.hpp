@@ -36,6 +36,8 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/device/context.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/distribute/values.hpp"
 #include "devtensor/graph/executor.hpp"
 #include "devtensor/graph/placer.hpp"
 #include "devtensor/ops/graph.hpp"
@@ -110,6 +112,9 @@ class ArgMaker {
   template <Element T>
   Tensor<T> placeholder(const Tensor<T>& like) {
     const std::string name = edges_.size() < names_.size() ? names_[edges_.size()] : "x";
+    // On the argument's device (part of the signature), as TensorFlow places a function's _Arg.
+    std::optional<DeviceScope> on_its_device;
+    if (!like.symbolic()) on_its_device.emplace(like.device_info().spec);
     auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), like.shape(), "_Arg");
     edges_.push_back({p.storage->symbolic->node, p.storage->symbolic->output});
     return p.template as<T>();
@@ -196,6 +201,32 @@ struct Nest<std::pair<A, B>> {
     return X{std::move(first), Nest<B>::rebuild(like.second, values, i)};
   }
 };
+/// PerReplica and Mirrored values (a distributed dataset's batches, strategy.run's results): their
+/// components, one per replica.
+template <template <class> class Distributed, class E>
+  requires std::same_as<Distributed<E>, distribute::PerReplica<E>> || std::same_as<Distributed<E>, distribute::Mirrored<E>>
+struct Nest<Distributed<E>> {
+  using X = Distributed<E>;
+  static void key(const X& x, std::string& k) {
+    k += "<";
+    for (const auto& e : x.values) Nest<E>::key(e, k);
+    k += ">";
+  }
+  static void flatten(const X& x, std::vector<AnyTensor>& out) {
+    for (const auto& e : x.values) Nest<E>::flatten(e, out);
+  }
+  static X stand_in(const X& x, ArgMaker& make) {
+    X out;
+    for (const auto& e : x.values) out.values.push_back(Nest<E>::stand_in(e, make));
+    return out;
+  }
+  static X rebuild(const X& like, const std::vector<AnyTensor>& values, std::size_t& i) {
+    X out;
+    for (const auto& e : like.values) out.values.push_back(Nest<E>::rebuild(e, values, i));
+    return out;
+  }
+};
+
 template <class E>
 struct Nest<std::vector<E>> {
   using X = std::vector<E>;

@@ -108,6 +108,7 @@ struct Node {
   bool pass_through = false;   // Identity and metadata ops: placed with their input (SPEC 2.2)
   bool stateful = false;       // changes state (a variable's assignment): a traced function runs it
                                // at every call even when no output depends on it
+  bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
 
   /// TensorFlow's generator: no inputs and one output (a constant): placed with its consumers.
   /// A function's arguments (_Arg) are placed first, as TensorFlow's.
@@ -289,6 +290,14 @@ std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_vie
                               std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs, NodeKernel run,
                               bool pass_through = false);
 
+/// Adds a node whose kernel runs `body` eagerly on its inputs' values at every run, the inputs
+/// where they are (a strategy's reduction across replicas, a collective): code that already moves
+/// data between devices joins a graph as one node. Returns the outputs as symbolic tensors.
+std::vector<AnyTensor> add_eager_node(Graph& graph, std::string_view op, std::span<const AnyTensor> inputs,
+                                      std::vector<OutputSpec> outputs,
+                                      std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body,
+                                      bool stateful = false);
+
 /// Adds a Const node holding `bytes` (host values of `dtype`, row-major) and returns its output.
 AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape, std::vector<std::byte> bytes);
 
@@ -455,6 +464,34 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) out.push_back(symbolic_output(graph, index, *added, i));
   return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> add_eager_node(
+    Graph& graph, std::string_view op, std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs,
+    std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body, bool stateful) {
+  Node node;
+  node.op = std::string(op);
+  node.requested = current_graph_device_spec();
+  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
+  node.outputs = std::move(outputs);
+  node.stateful = stateful;
+  node.inputs_stay = true;
+  node.name = graph.unique_name(op);
+  const std::size_t expected = node.outputs.size();
+  node.run = [body = std::move(body), expected, op = std::string(op)](const RunContext&, std::span<const AnyTensor> in,
+                                                                      std::span<AnyTensor> out) {
+    auto results = body(in);
+    if (results.size() != expected)
+      throw InternalError(op + " produced " + std::to_string(results.size()) + " values, its node has " +
+                          std::to_string(expected) + " outputs");
+    for (std::size_t i = 0; i < results.size(); ++i) out[i] = std::move(results[i]);
+  };
+  const auto n = node.outputs.size();
+  const auto index = graph.add(std::move(node));
+  const auto added = graph.node(index);
+  std::vector<AnyTensor> symbolic;
+  for (std::size_t i = 0; i < n; ++i) symbolic.push_back(symbolic_output(graph, index, *added, i));
+  return symbolic;
 }
 
 DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape,

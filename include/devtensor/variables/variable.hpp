@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "devtensor/core/error.hpp"
+#include "devtensor/device/scope.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/graph.hpp"
@@ -428,8 +429,12 @@ class Variable {
     node.op = "ReadVariableOp";
     node.requested = read_device_info().spec;  // where the variable is read: placed there exactly
     node.outputs = {{dtype_enum<T>(), shape()}};
-    // The kernel reads as an eager value() does: a tape around the graph's run records the read.
-    node.run = [variable = impl_](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor> out) {
+    // The kernel reads as an eager value() does (a tape around the graph's run records the read),
+    // under the read's device: a distributed variable read in a replica context reads that
+    // replica's component when the graph runs.
+    node.run = [variable = impl_, where = node.requested](const graph::RunContext&, std::span<const AnyTensor>,
+                                                          std::span<AnyTensor> out) {
+      DeviceScope scope(where);
       out[0] = AnyTensor(Variable<T>(variable).value());
     };
     const auto index = graph.add(std::move(node));
