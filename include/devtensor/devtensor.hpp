@@ -47,6 +47,7 @@
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/functors.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/grad_ops.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"

@@ -31,6 +31,7 @@
 #include "devtensor/distribute/replica_workers.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/variables/variable.hpp"

@@ -39,6 +39,7 @@
 #include "devtensor/graph/variables.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 
 namespace devtensor::compat::v1 {

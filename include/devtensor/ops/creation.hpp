@@ -16,6 +16,7 @@
 #include "devtensor/core/arith.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/ops/functors.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/run_op.hpp"
 

@@ -28,6 +28,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/kernel_context.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/placer.hpp"

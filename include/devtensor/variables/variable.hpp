@@ -30,6 +30,7 @@
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/ops/training_ops.hpp"

@@ -1,0 +1,152 @@
+#pragma once
+/// @file graph_nodes.hpp
+/// @brief Adding nodes to a graph (ops/graph.hpp): op nodes with their type-erased kernels, Const
+/// and Placeholder nodes, nodes that run eager code (a strategy's reduction), and the symbolic
+/// tensors that stand for their outputs.
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/placer.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
+#include "devtensor/tensor/dtype.hpp"
+#include "devtensor/tensor/shape.hpp"
+#include "devtensor/tensor/tensor.hpp"
+
+namespace devtensor::graph {
+
+/// The name a node gets: `requested` (an explicit name=; one ending in '/' exactly, without
+/// it) or else `default_name`, made unique under the current scope.
+std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name);
+
+/// Adds an op node with the given inputs (symbolic tensors of `graph`, or tensors with values,
+/// which are captured) and returns its outputs as symbolic tensors.
+/// @throws InvalidArgumentError for a symbolic input of another graph.
+std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name, const KernelSupport* kernel,
+                              std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs, NodeKernel run,
+                              bool pass_through = false);
+
+/// Adds a node whose kernel runs `body` eagerly on its inputs' values at every run, the inputs
+/// where they are (a strategy's reduction across replicas, a collective): code that already moves
+/// data between devices joins a graph as one node. Returns the outputs as symbolic tensors.
+std::vector<AnyTensor> add_eager_node(Graph& graph, std::string_view op, std::span<const AnyTensor> inputs,
+                                      std::vector<OutputSpec> outputs,
+                                      std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body,
+                                      bool stateful = false);
+
+/// Adds a Const node holding `bytes` (host values of `dtype`, row-major) and returns its output.
+AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape, std::vector<std::byte> bytes);
+
+/// Adds a Placeholder node (`_Arg` for a traced function's argument) and returns its output.
+AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                          std::string_view op = "Placeholder");
+
+/// The symbolic tensor for output `output` of `node` in `graph`.
+AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node, std::size_t output);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+
+DEVTENSOR_DEFINITION std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name) {
+  if (!requested.empty() && requested.back() == '/') return std::string(requested.substr(0, requested.size() - 1));
+  return graph.unique_name(requested.empty() ? default_name : requested);
+}
+
+DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node,
+                                               std::size_t output) {
+  const auto& spec = node.outputs.at(output);
+  return AnyTensor(next_tensor_id(), spec.dtype, spec.shape,
+                   symbolic_storage({graph.id(), node_index, output, node.output_name(output),
+                                     node.requested.is_empty() ? std::string() : node.requested.to_string()}));
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name,
+                                                   const KernelSupport* kernel, std::span<const AnyTensor> inputs,
+                                                   std::vector<OutputSpec> outputs, NodeKernel run, bool pass_through) {
+  Node node;
+  node.op = std::string(op);
+  node.kernel = kernel;
+  node.requested = current_graph_device_spec();
+  node.outputs = std::move(outputs);
+  node.run = std::move(run);
+  node.pass_through = pass_through;
+  node.inputs.reserve(inputs.size());
+  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
+  node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name
+  const auto n = node.outputs.size();
+  const auto index = graph.add(std::move(node));
+  const auto added = graph.node(index);
+  std::vector<AnyTensor> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(symbolic_output(graph, index, *added, i));
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> add_eager_node(
+    Graph& graph, std::string_view op, std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs,
+    std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body, bool stateful) {
+  Node node;
+  node.op = std::string(op);
+  node.requested = current_graph_device_spec();
+  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
+  node.outputs = std::move(outputs);
+  node.stateful = stateful;
+  node.inputs_stay = true;
+  node.name = graph.unique_name(op);
+  const std::size_t expected = node.outputs.size();
+  node.run = [body = std::move(body), expected, op = std::string(op)](const RunContext&, std::span<const AnyTensor> in,
+                                                                      std::span<AnyTensor> out) {
+    auto results = body(in);
+    if (results.size() != expected)
+      throw InternalError(op + " produced " + std::to_string(results.size()) + " values, its node has " +
+                          std::to_string(expected) + " outputs");
+    for (std::size_t i = 0; i < results.size(); ++i) out[i] = std::move(results[i]);
+  };
+  const auto n = node.outputs.size();
+  const auto index = graph.add(std::move(node));
+  const auto added = graph.node(index);
+  std::vector<AnyTensor> symbolic;
+  for (std::size_t i = 0; i < n; ++i) symbolic.push_back(symbolic_output(graph, index, *added, i));
+  return symbolic;
+}
+
+DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                                            std::vector<std::byte> bytes) {
+  Node node;
+  node.name = node_name(graph, name, "Const");
+  node.op = "Const";
+  node.kind = NodeKind::constant;
+  node.requested = current_graph_device_spec();
+  node.outputs = {{dtype, shape}};
+  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context, std::span<const AnyTensor>,
+                                                       std::span<AnyTensor> out) {
+    auto storage = allocate_storage(context.device, values.size(), shape, dtype_string(dtype), "Const");
+    copy_bytes(storage->data, context.device, values.data(), host_buffer_device(), values.size());
+    out[0] = AnyTensor(next_tensor_id(), dtype, shape, std::move(storage));
+  };
+  const auto index = graph.add(std::move(node));
+  return symbolic_output(graph, index, *graph.node(index), 0);
+}
+
+DEVTENSOR_DEFINITION AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                                               std::string_view op) {
+  Node node;
+  node.name = node_name(graph, name, op);
+  node.op = std::string(op);
+  node.kind = NodeKind::placeholder;
+  node.requested = current_graph_device_spec();
+  node.outputs = {{dtype, shape}};
+  const auto index = graph.add(std::move(node));
+  return symbolic_output(graph, index, *graph.node(index), 0);
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace devtensor::graph
