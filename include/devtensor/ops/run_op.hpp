@@ -231,14 +231,16 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
                    const std::array<const Tensor<T>*, N>& inputs) {
   const Shape shape = shape_of<Op, T, N>(attrs, inputs);
   std::array<AnyTensor, N> erased;
-  for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
+  if constexpr (N > 0)  // nvcc warns on `i < 0`
+    for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
   graph::NodeKernel run = [attrs](const graph::RunContext& context, std::span<const AnyTensor> in, std::span<AnyTensor> out) {
     std::array<Tensor<T>, N> typed;
     std::array<const Tensor<T>*, N> pointers;
-    for (std::size_t i = 0; i < N; ++i) {
-      typed[i] = in[i].as<T>();
-      pointers[i] = &typed[i];
-    }
+    if constexpr (N > 0)
+      for (std::size_t i = 0; i < N; ++i) {
+        typed[i] = in[i].as<T>();
+        pointers[i] = &typed[i];
+      }
     out[0] = AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)));
   };
   const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
