@@ -178,14 +178,24 @@ class GradientTape {
     return autodiff::tape_tensor(add(a.as<float>(), b.as<float>()));
   }
   static autodiff::TapeTensor zeros_like(const autodiff::TapeTensor& t) {
+    if (!t.shape.is_fully_defined()) [[unlikely]]  // a graph's unknown dimension: shaped when it runs
+      return filled_like(t, 0.0);
     DeviceScope scope(t.storage->device->spec);
     if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(zeros<double>(t.shape));
     return autodiff::tape_tensor(zeros<float>(t.shape));
   }
   static autodiff::TapeTensor ones_like(const autodiff::TapeTensor& t) {
+    if (!t.shape.is_fully_defined()) [[unlikely]]
+      return filled_like(t, 1.0);
     DeviceScope scope(t.storage->device->spec);
     if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(ones<double>(t.shape));
     return autodiff::tape_tensor(ones<float>(t.shape));
+  }
+  /// `value` in the shape symbolic tensor `t` has when its graph runs.
+  static autodiff::TapeTensor filled_like(const autodiff::TapeTensor& t, double value) {
+    if (t.dtype == DType::DT_DOUBLE)
+      return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<double>()), scalar<double>(value)));
+    return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<float>()), scalar<float>(static_cast<float>(value))));
   }
 
   template <Floating T>

@@ -6,8 +6,19 @@
 ///
 /// An Executable is built once per (fetches, feeds) and placement and is immutable, so several
 /// threads may run it at once; each run keeps its values to itself.
+///
+/// Note [Replays reuse small buffers]
+/// A run keeps its values in a RunState that the next run of the same executable reuses (one is
+/// cached; concurrent runs make their own). Values of at most kKeptBytes stay in their slots after
+/// the run, and a node's kernel writes the next run's value into the same buffer when nobody else
+/// holds it (graph::reusable): a replay of small ops allocates nothing, its results included when
+/// the caller let go of the previous ones (a result still held gets a new buffer). Larger values
+/// are freed at their last use, so a run's memory stays at its peak. Slots of pass-through nodes
+/// (Identity) are emptied after each run: they alias their input's buffer, which would otherwise
+/// never be free for reuse.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -38,6 +49,13 @@ class DEVTENSOR_EXPORT Executable {
   /// dtype <dtype> and shape <shape>" when a needed placeholder is not fed.
   Executable(std::vector<std::shared_ptr<const Node>> nodes, Placement placement, std::vector<Edge> fetches,
              std::vector<Edge> feeds, std::vector<std::size_t> targets = {});
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  ~Executable() { delete cached_.exchange(nullptr); }
+
+  /// Values up to this size stay in a run's slots for the next run (Note [Replays reuse small
+  /// buffers]).
+  static constexpr std::size_t kKeptBytes = 16 * 1024;
 
   /// Runs with `feeds` (in the order of the constructor's feeds) and the variables in
   /// `resources`, and returns the fetches' values.
@@ -66,8 +84,20 @@ class DEVTENSOR_EXPORT Executable {
   std::vector<Source> inputs_;    // every step's inputs, consecutive
   std::vector<Source> fetches_;
   std::vector<int> uses_;         // per slot: how many reads a run makes (inputs and fetches)
+  std::vector<std::size_t> alias_slots_;  // outputs of pass-through nodes: emptied after each run
   std::size_t slots_ = 0;
   std::size_t max_inputs_ = 0;
+
+  /// One run's values and scratch (Note [Replays reuse small buffers]).
+  struct RunState {
+    std::vector<AnyTensor> values;            // per slot
+    std::vector<int> left;                    // per slot: reads still to come in this run
+    std::vector<const AnyTensor*> inputs;     // the running node's inputs
+    std::vector<AnyTensor> copies;            // the running node's inputs copied to its device
+  };
+  mutable std::atomic<RunState*> cached_{nullptr};
+  [[nodiscard]] std::unique_ptr<RunState> acquire() const;
+  void release(std::unique_ptr<RunState> state) const noexcept;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -116,42 +146,77 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
   for (auto i : schedule_) {
     const Node& node = *nodes_[i];
     steps_.push_back({&node, placement_.at(i), inputs_.size(), first_slot[i]});
+    if (node.pass_through)
+      for (std::size_t k = 0; k < node.outputs.size(); ++k) alias_slots_.push_back(first_slot[i] + k);
     for (const auto& e : node.inputs) inputs_.push_back(source(e));
     max_inputs_ = std::max(max_inputs_, node.inputs.size());
   }
   for (const auto& f : fetches) fetches_.push_back(source(f));
 }
 
+DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::acquire() const {
+  if (RunState* cached = cached_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<RunState>(cached);
+  auto state = std::make_unique<RunState>();
+  state->values.resize(slots_);
+  state->left.resize(slots_);
+  state->inputs.resize(max_inputs_);
+  state->copies.resize(max_inputs_);
+  return state;
+}
+
+DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) const noexcept {
+  // Keep what the next run may reuse: small values.
+  for (auto& v : state->values)
+    if (v.storage && v.storage->bytes > kKeptBytes) v = AnyTensor();
+  for (auto slot : alias_slots_) state->values[slot] = AnyTensor();
+  for (auto& c : state->copies) c = AnyTensor();
+  delete cached_.exchange(state.release(), std::memory_order_acq_rel);  // a concurrent run's state, if any, goes
+}
+
 DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<AnyTensor>& feeds,
                                                             ResourceStore* resources) const {
-  std::vector<AnyTensor> values(slots_);
-  std::vector<int> left = uses_;
-  const auto take = [&](const Source& s) -> AnyTensor {
-    if (s.feed) return feeds[s.index];
-    if (--left[s.index] == 0) return std::move(values[s.index]);  // its last use frees it
-    return values[s.index];
-  };
-  std::vector<AnyTensor> inputs;
-  inputs.reserve(max_inputs_);
-  for (const auto& step : steps_) {
-    const Node& node = *step.node;
-    const Device& device = *step.device;
-    inputs.clear();
-    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-      AnyTensor v = take(inputs_[step.first_input + k]);
-      // An edge between devices is a copy (TensorFlow's _Send/_Recv pair), stream-ordered on GPUs.
-      // A variable's handle carries no tensor (undefined): its readers are on its device.
-      const bool stays = !v.defined() || node.inputs_stay || v.storage->device == &device;
-      inputs.push_back(stays ? std::move(v) : copy_to(v, device, "_Recv"));
+  auto state = acquire();
+  auto& values = state->values;
+  std::copy(uses_.begin(), uses_.end(), state->left.begin());
+  try {
+    for (const auto& step : steps_) {
+      const Node& node = *step.node;
+      const Device& device = *step.device;
+      const std::size_t n = node.inputs.size();
+      for (std::size_t k = 0; k < n; ++k) {
+        const Source& s = inputs_[step.first_input + k];
+        const AnyTensor* v = s.feed ? &feeds[s.index] : &values[s.index];
+        // An edge between devices is a copy (TensorFlow's _Send/_Recv pair), stream-ordered on GPUs.
+        // A variable's handle carries no tensor (undefined): its readers are on its device.
+        if (v->defined() && !node.inputs_stay && v->storage->device != &device) {
+          state->copies[k] = copy_to(*v, device, "_Recv");
+          v = &state->copies[k];
+        }
+        state->inputs[k] = v;
+      }
+      const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
+      node.run({device, resources}, NodeInputs(state->inputs.data(), n), outputs);
+      for (std::size_t k = 0; k < n; ++k) {
+        state->copies[k] = AnyTensor();
+        const Source& s = inputs_[step.first_input + k];
+        // Its last read frees a large value; a small one stays for the next run.
+        if (!s.feed && --state->left[s.index] == 0 && values[s.index].defined() &&
+            values[s.index].storage->bytes > kKeptBytes)
+          values[s.index] = AnyTensor();
+      }
+      for (std::size_t k = 0; k < outputs.size(); ++k)
+        if (uses_[step.first_slot + k] == 0 && outputs[k].defined() && outputs[k].storage->bytes > kKeptBytes)
+          outputs[k] = AnyTensor();  // an output nobody reads
     }
-    const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
-    node.run({device, resources}, inputs, outputs);
-    for (std::size_t k = 0; k < outputs.size(); ++k)
-      if (left[step.first_slot + k] == 0) outputs[k] = AnyTensor();  // an output nobody reads
+  } catch (...) {
+    for (auto& v : values) v = AnyTensor();  // a failed run leaves nothing behind
+    release(std::move(state));
+    throw;
   }
   std::vector<AnyTensor> out;
   out.reserve(fetches_.size());
-  for (const auto& f : fetches_) out.push_back(take(f));
+  for (const auto& f : fetches_) out.push_back(f.feed ? feeds[f.index] : values[f.index]);
+  release(std::move(state));
   return out;
 }
 

@@ -10,7 +10,9 @@
 ///     auto d = f(a, b);   // same signature: replays the placed graph
 ///
 /// The signature is, per argument: a tensor's dtype, shape and device; a variable's identity; any
-/// other value by equality (a new value traces again). Host code in the callable runs only while
+/// other value by equality (a new value traces again). A trace whose shapes have unknown
+/// dimensions (`input_signature` with kUnknownDim, or `reduce_retracing`) serves every call whose
+/// shapes are compatible. Host code in the callable runs only while
 /// tracing. Variables are read and assigned through nodes that hold them (captured by handle):
 /// assignments persist and later calls see them. Results equal eager execution of the callable
 /// (the same kernels in the same order). A Function may be called from several threads.
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,7 +52,8 @@
 
 namespace devtensor {
 
-/// A tensor argument's type and shape (TensorFlow's tf.TensorSpec), for `input_signature`.
+/// A tensor argument's type and shape (TensorFlow's tf.TensorSpec), for `input_signature`. The
+/// shape may have unknown dimensions (kUnknownDim, TensorFlow's None).
 struct TensorSpec {
   Shape shape;
   DType dtype = DType::DT_FLOAT;
@@ -58,6 +62,11 @@ struct TensorSpec {
   template <Element T>
   static TensorSpec of(Shape shape, std::string name = {}) {
     return {std::move(shape), dtype_enum<T>(), std::move(name)};
+  }
+  /// `TensorSpec::of<float>({-1, 3})`: any number of rows of 3 (tf.TensorSpec([None, 3])).
+  template <Element T>
+  static TensorSpec of(std::initializer_list<std::int64_t> dims, std::string name = {}) {
+    return {Shape::partial(dims), dtype_enum<T>(), std::move(name)};
   }
   /// TensorSpec(shape=(2,), dtype=tf.float32, name=None), as TensorFlow prints it.
   [[nodiscard]] std::string to_string() const {
@@ -74,6 +83,10 @@ struct FunctionOptions {
   /// Fixes the tensor arguments' dtypes and shapes: one trace; a call that does not match is
   /// InvalidArgumentError.
   std::optional<std::vector<TensorSpec>> input_signature{};
+  /// On a call whose shapes differ from an earlier trace's (same ranks), trace once with the
+  /// dimensions that differ unknown, so that later shapes reuse that trace (TensorFlow's
+  /// reduce_retracing=True).
+  bool reduce_retracing = false;
 };
 
 /// A traced graph for one signature, placed, with its executable (TensorFlow's ConcreteFunction).
@@ -110,6 +123,38 @@ namespace function_detail {
 /// Checks one tensor argument against its TensorSpec (TensorFlow's binding error, as text).
 std::string mismatch(const AnyTensor& t, const TensorSpec& spec);
 
+/// The trace among `traces` whose shapes the call's `tensors` have: one with exactly those shapes
+/// first, else the first whose unknown dimensions cover them; nullptr when none.
+template <class Entry>
+const Entry* match(const std::vector<Entry>& traces, const std::vector<AnyTensor>& tensors) {
+  const auto matches = [&](const Entry& e, bool exactly) {
+    if (e.shapes.size() != tensors.size()) return false;
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      if (exactly ? e.shapes[i] != tensors[i].shape : !tensors[i].shape.is_compatible_with(e.shapes[i])) return false;
+    return true;
+  };
+  for (bool exactly : {true, false})
+    for (const auto& e : traces)
+      if (matches(e, exactly)) return &e;
+  return nullptr;
+}
+
+/// The shapes a new trace takes: the input_signature's; under reduce_retracing, the latest
+/// trace's with the dimensions that differ from the call's unknown; else the call's.
+std::vector<Shape> relaxed_shapes(const std::vector<Shape>& traced, const std::vector<AnyTensor>& tensors);
+template <class Entry>
+std::vector<Shape> trace_shapes(const std::vector<Entry>& traces, const std::vector<AnyTensor>& tensors,
+                                const FunctionOptions& options) {
+  std::vector<Shape> shapes;
+  if (options.input_signature) {
+    for (const auto& spec : *options.input_signature) shapes.push_back(spec.shape);
+    return shapes;
+  }
+  if (options.reduce_retracing && !traces.empty()) return relaxed_shapes(traces.back().shapes, tensors);
+  for (const auto& t : tensors) shapes.push_back(t.shape);
+  return shapes;
+}
+
 /// Adds the output Identity nodes and their _Retval nodes: the outputs' edges.
 std::vector<graph::Edge> add_outputs(graph::Graph& graph, const std::vector<AnyTensor>& outputs);
 
@@ -129,6 +174,12 @@ class RetracingDetector {
 /// A process-unique number for `__inference_<name>_<id>`.
 std::uint64_t next_function_id();
 
+/// The value of symbolic tensor `value` of the graph this thread builds: the nodes it needs,
+/// placed and run once, eagerly (a variable's initial value in a trace).
+/// @throws InvalidArgumentError when it depends on the function's arguments.
+AnyTensor evaluate_now(const AnyTensor& value);
+inline const bool evaluate_now_installed = graph::set_evaluate_now(&evaluate_now);
+
 }  // namespace function_detail
 
 /// tf.function: `f` traced once per signature, its graph replayed afterwards.
@@ -143,9 +194,9 @@ class Function {
   auto operator()(const Args&... args) {
     using R = std::invoke_result_t<F&, const Args&...>;
     if (graph::building()) return f_(args...);  // a call inside a trace: its ops join that graph
-    const Entry entry = entry_for(args...);
     std::vector<AnyTensor> inputs;
     (function_detail::Nest<Args>::flatten(args, inputs), ...);
+    const Trace entry = entry_for(inputs, args...);
     entry.concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
     if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
       log(LogSeverity::info, "Executing op " + entry.concrete->name() + " in device " + call_device().full_name);
@@ -161,7 +212,9 @@ class Function {
   /// The concrete function for these arguments' signature, traced if new.
   template <class... Args>
   std::shared_ptr<const ConcreteFunction> get_concrete_function(const Args&... args) {
-    return entry_for(args...).concrete;
+    std::vector<AnyTensor> inputs;
+    (function_detail::Nest<Args>::flatten(args, inputs), ...);
+    return entry_for(inputs, args...).concrete;
   }
 
   /// How many times the callable was traced (TensorFlow's experimental_get_tracing_count).
@@ -175,44 +228,63 @@ class Function {
   FunctionOptions options_;
   /// A trace: its concrete function and the callable's traced result (its structure, for
   /// rebuilding each call's result; a `const R`).
-  struct Entry {
+  struct Trace {
     std::shared_ptr<const ConcreteFunction> concrete;
     std::shared_ptr<const void> result;
   };
+  /// A trace with its tensor arguments' shapes (unknown dimensions match any).
+  struct Entry {
+    std::vector<Shape> shapes;
+    Trace trace;
+  };
   mutable std::mutex mutex_;
-  std::map<std::string, Entry> traces_by_signature_;
+  // By the signature without the tensors' shapes (types, values, dtypes, ranks, devices); the
+  // traces of one key in the order they were made.
+  std::map<std::string, std::vector<Entry>> traces_by_signature_;
   int traces_ = 0;
   function_detail::RetracingDetector retracing_;
 
   static const Device& call_device() { return place_constant(); }
 
   template <class... Args>
-  Entry entry_for(const Args&... args) {
-    std::string key = typeid(std::tuple<Args...>).name();  // the argument types, then their values
-    key += ":";
+  Trace entry_for(const std::vector<AnyTensor>& tensors, const Args&... args) {
+    // The argument types, then their values; built in the thread's buffer (no allocation per call).
+    thread_local std::string key;
+    key.assign(typeid(std::tuple<Args...>).name());
+    key += ':';
     (function_detail::Nest<Args>::key(args, key), ...);
-    check_signature(args...);
+    check_signature(tensors);
     std::lock_guard lock(mutex_);
-    auto& slot = traces_by_signature_[key];
-    const bool traced = slot.concrete == nullptr;
-    if (traced) {
-      try {
-        slot = trace(args...);
-      } catch (...) {
-        traces_by_signature_.erase(key);
-        throw;
+    if (auto it = traces_by_signature_.find(key); it != traces_by_signature_.end())
+      if (const Entry* found = function_detail::match(it->second, tensors)) {
+        retracing_.called(false, options_.name);
+        return found->trace;
       }
-      ++traces_;
+    const std::string signature = key;  // the buffer is the thread's: a trace may call other functions
+    auto& traces = traces_by_signature_[signature];
+    Entry entry{function_detail::trace_shapes(traces, tensors, options_), {}};
+    try {
+      const int variables_before = graph::variables_created_on_this_thread();
+      entry.trace = trace(entry.shapes, args...);
+      if (graph::variables_created_on_this_thread() != variables_before) {
+        // As TensorFlow: a trace that created variables is traced again, and that trace (like
+        // every later one) may not create any; the variables are the first trace's.
+        ++traces_;
+        graph::RefuseVariableCreation refuse;
+        entry.trace = trace(entry.shapes, args...);
+      }
+    } catch (...) {
+      if (traces.empty()) traces_by_signature_.erase(signature);
+      throw;
     }
-    retracing_.called(traced, options_.name);
-    return slot;
+    traces.push_back(entry);
+    ++traces_;
+    retracing_.called(true, options_.name);
+    return entry.trace;
   }
 
-  template <class... Args>
-  void check_signature(const Args&... args) const {
+  void check_signature(const std::vector<AnyTensor>& tensors) const {
     if (!options_.input_signature) return;
-    std::vector<AnyTensor> tensors;
-    (function_detail::Nest<Args>::flatten(args, tensors), ...);
     const auto& specs = *options_.input_signature;
     std::string why;
     if (tensors.size() != specs.size())
@@ -229,11 +301,11 @@ class Function {
   }
 
   template <class... Args>
-  Entry trace(const Args&... args) {
+  Trace trace(const std::vector<Shape>& shapes, const Args&... args) {
     using R = std::invoke_result_t<F&, const Args&...>;
     auto graph = std::make_shared<graph::Graph>();
     graph::GraphScope scope(graph);
-    function_detail::ArgMaker make(*graph, options_.arg_names);
+    function_detail::ArgMaker make(*graph, options_.arg_names, shapes);
     // Braces: the stand-ins are made left to right, so placeholders take the names in order.
     std::tuple<Args...> stand_ins{function_detail::Nest<Args>::stand_in(args, make)...};
     std::vector<AnyTensor> outputs;
@@ -292,8 +364,23 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> ConcreteFunction::call(const std::ve
   return executable_->run(args);
 }
 
+DEVTENSOR_DEFINITION std::vector<Shape> function_detail::relaxed_shapes(const std::vector<Shape>& traced,
+                                                                       const std::vector<AnyTensor>& tensors) {
+  std::vector<Shape> shapes;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const Shape& now = tensors[i].shape;
+    // Ranks are part of the signature's key, so a trace of the same key has the same rank.
+    std::vector<std::int64_t> dims = now.dims_vector();
+    if (i < traced.size() && traced[i].rank() == now.rank())
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        if (traced[i][d] != dims[d]) dims[d] = kUnknownDim;
+    shapes.push_back(Shape::partial(dims));
+  }
+  return shapes;
+}
+
 DEVTENSOR_DEFINITION std::string function_detail::mismatch(const AnyTensor& t, const TensorSpec& spec) {
-  if (t.dtype == spec.dtype && t.shape == spec.shape) return {};
+  if (t.dtype == spec.dtype && t.shape.is_compatible_with(spec.shape)) return {};
   return "Can not cast " + TensorSpec{t.shape, t.dtype, {}}.to_string() + " to " + spec.to_string();
 }
 
@@ -314,7 +401,7 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     identity.pass_through = true;
     // The output keeps its producer's identity, so that a tape around the call differentiates
     // through the ops the graph ran (they record as eager ops do).
-    identity.run = [](const graph::RunContext&, std::span<const AnyTensor> in, std::span<AnyTensor> result) { result[0] = in[0]; };
+    identity.run = [](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor> result) { result[0] = in[0]; };
     const auto index = graph.add(std::move(identity));
     edges.push_back({index, 0});
     std::string retval = name;
@@ -324,7 +411,7 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     ret.op = "_Retval";
     ret.inputs = {{index, 0}};
     ret.pass_through = true;
-    ret.run = [](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor>) {};
+    ret.run = [](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor>) {};
     graph.add(std::move(ret));
   }
   return edges;
@@ -354,6 +441,31 @@ DEVTENSOR_DEFINITION void function_detail::RetracingDetector::called(bool traced
           "@tf.function has reduce_retracing=True option that can avoid unnecessary retracing. For (3), please refer to "
           "https://www.tensorflow.org/guide/function#controlling_retracing and "
           "https://www.tensorflow.org/api_docs/python/tf/function for  more details.");
+}
+
+DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& value) {
+  graph::Graph* graph = graph::building();
+  const auto& ref = value.storage->symbolic;
+  if (!graph || !ref || ref->graph_id != graph->id())
+    throw InvalidArgumentError("evaluate_now: '" + (ref ? ref->name : std::string("a tensor")) +
+                               "' is not a symbolic tensor of the graph being built");
+  auto nodes = graph->snapshot();
+  nodes.resize(ref->node + 1);  // what it needs was made before it
+  graph::InitScope eagerly;
+  auto& context = Context::global();
+  const DeviceSet& devices = context.devices("a variable created in a trace");
+  auto placement = graph::place(nodes, devices, {/*soft=*/true, /*log=*/false});
+  try {
+    const graph::Executable executable(std::move(nodes), std::move(placement), {{ref->node, ref->output}}, {});
+    return executable.run({}).front();
+  } catch (const InvalidArgumentError& e) {
+    const std::string what = e.what();
+    if (what.find("You must feed a value for placeholder") == std::string::npos) throw;
+    throw InvalidArgumentError("The initial value of a variable created in a traced function depends on the function's "
+                               "arguments (" + what.substr(0, what.find('\n')) + "). Variables are created once, "
+                               "outside the graph (TensorFlow's tf.init_scope): give it a value that does not depend on "
+                               "the arguments, or create it outside the function");
+  }
 }
 
 DEVTENSOR_DEFINITION std::uint64_t function_detail::next_function_id() {

@@ -23,17 +23,20 @@
 
 namespace devtensor::function_detail {
 
-/// Makes the traced graph's stand-ins: a placeholder (`_Arg`) per tensor, in argument order.
+/// Makes the traced graph's stand-ins: a placeholder (`_Arg`) per tensor, in argument order, of
+/// the trace's shapes (which may have unknown dimensions).
 class ArgMaker {
  public:
-  ArgMaker(graph::Graph& graph, const std::vector<std::string>& names) : graph_(graph), names_(names) {}
+  ArgMaker(graph::Graph& graph, const std::vector<std::string>& names, const std::vector<Shape>& shapes)
+      : graph_(graph), names_(names), shapes_(shapes) {}
   template <Element T>
   Tensor<T> placeholder(const Tensor<T>& like) {
     const std::string name = edges_.size() < names_.size() ? names_[edges_.size()] : "x";
     // On the argument's device (part of the signature), as TensorFlow places a function's _Arg.
     std::optional<DeviceScope> on_its_device;
     if (!like.symbolic()) on_its_device.emplace(like.device_info().spec);
-    auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), like.shape(), "_Arg");
+    const Shape& shape = edges_.size() < shapes_.size() ? shapes_[edges_.size()] : like.shape();
+    auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), shape, "_Arg");
     edges_.push_back({p.storage->symbolic->node, p.storage->symbolic->output});
     return p.template as<T>();
   }
@@ -42,6 +45,7 @@ class ArgMaker {
  private:
   graph::Graph& graph_;
   const std::vector<std::string>& names_;
+  const std::vector<Shape>& shapes_;
   std::vector<graph::Edge> edges_;
 };
 
@@ -64,7 +68,14 @@ template <Element T>
 struct Nest<Tensor<T>> {
   static void key(const Tensor<T>& t, std::string& k) {
     if (!t.defined()) throw InvalidArgumentError("A traced function was called with an undefined tensor");
-    k += std::string(dtype_name<T>()) + t.shape().to_string() + "@" + t.device() + ";";
+    // The shape is matched apart (it may be relaxed: reduce_retracing, input_signature); its rank
+    // is part of the key.
+    k += dtype_name<T>();
+    k += '/';
+    k += std::to_string(t.rank());
+    k += '@';
+    k += t.device();
+    k += ';';
   }
   static void flatten(const Tensor<T>& t, std::vector<AnyTensor>& out) { out.emplace_back(t); }
   static Tensor<T> stand_in(const Tensor<T>& t, ArgMaker& make) { return make.placeholder(t); }

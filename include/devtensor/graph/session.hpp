@@ -109,6 +109,12 @@ Tensor<T> placeholder(const Shape& shape, const OpOptions& options = {}) {
         "compat::v1::disable_eager_execution at the start of the program)");
   return graph::add_placeholder(*graph, options.name, dtype_enum<T>(), shape).template as<T>();
 }
+/// The same with dimensions that may be kUnknownDim (-1, TensorFlow's None): `placeholder<float>({-1, 3})`
+/// is fed any number of rows of 3.
+template <Element T>
+Tensor<T> placeholder(std::initializer_list<std::int64_t> dims, const OpOptions& options = {}) {
+  return placeholder<T>(Shape::partial(dims), options);
+}
 
 /// One entry of a feed_dict: a placeholder (or any tensor of the graph) and its value, from host
 /// values or a tensor with values.
@@ -320,7 +326,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
   for (std::size_t i = 0; i < feeds.size(); ++i) {
     const auto& ref = *feeds[i].target().storage->symbolic;
     const auto& expected = feeds[i].target().shape;
-    if (feeds[i].shape() != expected)
+    if (!feeds[i].shape().is_compatible_with(expected))
       throw InvalidArgumentError("Cannot feed value of shape " + feeds[i].shape().to_python() + " for Tensor " + ref.name +
                                  ", which has shape " + expected.to_python());
     feed_values.push_back(feeds[i].value(devices.host_cpu()));

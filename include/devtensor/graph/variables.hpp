@@ -146,7 +146,7 @@ DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(graph::Graph
 
 namespace variable_detail {
 DEVTENSOR_DEFINITION graph::NodeKernel read_kernel(std::string shared_name, std::string node_name) {
-  return [shared_name, node_name](const graph::RunContext& context, std::span<const AnyTensor>, std::span<AnyTensor> out) {
+  return [shared_name, node_name](const graph::RunContext& context, graph::NodeInputs, std::span<AnyTensor> out) {
     auto value = context.resources ? context.resources->find(shared_name) : std::nullopt;
     if (!value)
       throw FailedPreconditionError("Could not find variable " + shared_name +
@@ -159,7 +159,7 @@ DEVTENSOR_DEFINITION graph::NodeKernel read_kernel(std::string shared_name, std:
 }
 
 DEVTENSOR_DEFINITION graph::NodeKernel assign_kernel(std::string shared_name) {
-  return [shared_name](const graph::RunContext& context, std::span<const AnyTensor> in, std::span<AnyTensor>) {
+  return [shared_name](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor>) {
     if (!context.resources) throw InternalError("AssignVariableOp ran without a session's variables");
     context.resources->assign(shared_name, in[1]);  // tensors are immutable: sharing is a copy
   };
@@ -172,14 +172,14 @@ DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variab
   VariableNodes out;
   out.handle = add_variable_node(
       graph, scope, "VarHandleOp", {}, {{DType::DT_INT64, Shape{}}},
-      [](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor>) {},  // the handle: no tensor
+      [](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor>) {},  // the handle: no tensor
       std::nullopt);
   {
     graph::NameScope is_initialized("IsInitialized");
     const std::string shared = scope;
     add_variable_node(graph, graph.unique_name("VarIsInitializedOp"), "VarIsInitializedOp", {{out.handle, 0}},
                       {{DType::DT_BOOL, Shape{}}},
-                      [shared](const graph::RunContext& context, std::span<const AnyTensor>, std::span<AnyTensor> result) {
+                      [shared](const graph::RunContext& context, graph::NodeInputs, std::span<AnyTensor> result) {
                         const bool found = context.resources && context.resources->find(shared).has_value();
                         auto storage = allocate_storage(context.device, 1, Shape{}, "bool", "VarIsInitializedOp");
                         copy_bytes(storage->data, context.device, &found, host_buffer_device(), 1);
@@ -230,7 +230,7 @@ DEVTENSOR_DEFINITION graph::Operation global_variables_initializer() {
   node.op = "NoOp";
   node.control_inputs = graph.collection("variables");
   node.requested = current_graph_device_spec();
-  node.run = [](const graph::RunContext&, std::span<const AnyTensor>, std::span<AnyTensor>) {};
+  node.run = [](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor>) {};
   const std::string name = node.name;
   const auto index = graph.add(std::move(node));
   return {graph.id(), index, name};

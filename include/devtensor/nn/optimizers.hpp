@@ -177,7 +177,7 @@ void add_apply_node(graph::Graph& graph, const O& optimizer, const std::vector<T
   node.op = std::string(op);
   node.stateful = true;
   if (!vars.empty() && vars.front().defined()) node.requested = vars.front().implementation().device().spec;
-  node.run = [optimizer, vars, present](const graph::RunContext&, std::span<const AnyTensor> in, std::span<AnyTensor>) {
+  node.run = [optimizer, vars, present](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
     std::vector<Tensor<float>> values;
     std::size_t next = 0;
     for (bool p : present) values.push_back(p ? in[next++].as<float>() : Tensor<float>());

@@ -58,7 +58,20 @@ struct Range : OpTable<NumericTypes, NumericTypes>, Builtin {
   static void cuda(const KernelContext& ctx);
 };
 
-using CreationOps = TypeList<EagerConst, Fill, Range>;
+/// Ones in the shape of the input, whatever its shape is when the op runs (TensorFlow's
+/// OnesLike): what a gradient uses where a graph does not know a dimension.
+struct OnesLike : OpTable<NumericTypes, NumericTypes>, Builtin {
+  static constexpr std::string_view name = "OnesLike";
+  static constexpr bool handles_unknown_dims = true;
+  struct Attrs {};
+  static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+using CreationOps = TypeList<EagerConst, Fill, Range, OnesLike>;
 
 }  // namespace devtensor::ops
 
@@ -155,6 +168,11 @@ template <Element T>
 Tensor<T> ones(const Shape& shape, const OpOptions& options = {}) {
   return fill<T>(shape, T{1}, options);
 }
+/// Ones in x's shape (TensorFlow's ones_like; in a graph, the shape x has when the graph runs).
+template <Numeric T>
+Tensor<T> ones_like(const Tensor<T>& x, const OpOptions& options = {}) {
+  return run_op<ops::OnesLike>(options, {}, x);
+}
 
 namespace op_detail {
 /// Range's element count, computed in long double (exact for every int64 difference) and checked
@@ -221,6 +239,11 @@ void Fill::cpu(const KernelContext& ctx) {
   for (std::int64_t i = 0, n = ctx.output_shape().num_elements(); i < n; ++i) o[i] = value;
 }
 template <class T>
+void OnesLike::cpu(const KernelContext& ctx) {
+  T* o = ctx.output<T>();
+  for (std::int64_t i = 0, n = ctx.output_shape().num_elements(); i < n; ++i) o[i] = T{1};
+}
+template <class T>
 void Range::cpu(const KernelContext& ctx) {
   const auto& attrs = ctx.attr<Attrs>();
   const T start = attrs.start.as<T>();
@@ -238,6 +261,10 @@ namespace devtensor::ops {
 template <class T>
 void Fill::cuda(const KernelContext& ctx) {
   cuda::fill(ctx.device, ctx.output<T>(), ctx.output_shape().num_elements(), ctx.attr<Attrs>().value.as<T>());
+}
+template <class T>
+void OnesLike::cuda(const KernelContext& ctx) {
+  cuda::fill(ctx.device, ctx.output<T>(), ctx.output_shape().num_elements(), T{1});
 }
 template <class T>
 struct RangeValue {

@@ -31,6 +31,7 @@ namespace devtensor::ops {
 /// Elementwise unary ops: out[i] = Self{}(in[i]), same shape.
 template <class Self, class Types>
 struct UnaryOp : OpTable<Types, Types> {
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
   template <class T>
@@ -42,6 +43,7 @@ struct UnaryOp : OpTable<Types, Types> {
 /// Elementwise binary ops: out = Self{}(a, b) with NumPy broadcasting.
 template <class Self, class Types>
 struct BinaryOp : OpTable<Types, Types> {
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {};
   static Shape output_shape(const Attrs&, const Shape& a, const Shape& b) { return broadcast_shapes(a, b, Self::name); }
   template <class T>
@@ -295,15 +297,20 @@ struct Equal : BinaryOp<Equal, NumericTypes>, Builtin {
 /// The elementwise sum of a list of same-shaped tensors.
 struct AddN : OpTable<NumericTypes, NumericTypes>, Builtin {
   static constexpr std::string_view name = "AddN";
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {};
   static Shape output_shape(const Attrs&, std::span<const Shape> inputs) {
     if (inputs.empty()) throw InvalidArgumentError("add_n needs at least one input [Op:AddN]");
-    for (std::size_t i = 1; i < inputs.size(); ++i)
-      if (inputs[i] != inputs[0])
+    std::vector<std::int64_t> merged = inputs[0].dims_vector();  // unknown dimensions filled in where known
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      if (!inputs[i].is_compatible_with(inputs[0]))
         throw InvalidArgumentError("Shapes of all inputs must match: values[0].shape = " + inputs[0].to_string() +
                                    " != values[" + std::to_string(i) + "].shape = " + inputs[i].to_string() +
                                    " [Op:AddN]");
-    return inputs[0];
+      for (std::size_t d = 0; d < merged.size(); ++d)
+        if (merged[d] < 0) merged[d] = inputs[i][d];
+    }
+    return Shape::partial(merged);
   }
   template <class T>
   static void cpu(const KernelContext& ctx);

@@ -77,10 +77,44 @@ struct RunContext {
   ResourceStore* resources = nullptr;
 };
 
+/// A node's inputs for its kernel: the values where the executor keeps them (no copies).
+class NodeInputs {
+ public:
+  NodeInputs(const AnyTensor* const* values, std::size_t size) noexcept : values_(values), size_(size) {}
+  [[nodiscard]] const AnyTensor& operator[](std::size_t i) const noexcept { return *values_[i]; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  struct Iterator {
+    const AnyTensor* const* at;
+    const AnyTensor& operator*() const noexcept { return **at; }
+    Iterator& operator++() noexcept {
+      ++at;
+      return *this;
+    }
+    friend bool operator==(const Iterator&, const Iterator&) = default;
+  };
+  [[nodiscard]] Iterator begin() const noexcept { return {values_}; }
+  [[nodiscard]] Iterator end() const noexcept { return {values_ + size_}; }
+
+ private:
+  const AnyTensor* const* values_;
+  std::size_t size_;
+};
+
 /// Runs a node once: its inputs (already on the context's device) in, its outputs written to
 /// `outputs` (one slot per output; the executor owns them, so a run allocates no vectors per node).
-using NodeKernel =
-    std::function<void(const RunContext& context, std::span<const AnyTensor> inputs, std::span<AnyTensor> outputs)>;
+/// A slot may hold the previous run's value: a kernel may write into its buffer when nobody else
+/// holds it (graph::reusable; Note [Replays reuse small buffers] in graph/executor.hpp).
+using NodeKernel = std::function<void(const RunContext& context, NodeInputs inputs, std::span<AnyTensor> outputs)>;
+
+/// Whether `slot` (a node output's previous value) can take a new value of `dtype` and `shape` on
+/// `device` in place: its buffer has that size, is on that device, is not a view of another, and
+/// nothing else holds it.
+inline bool reusable(const AnyTensor& slot, DType dtype, const Shape& shape, const Device& device) noexcept {
+  const auto& s = slot.storage;
+  return s != nullptr && s.use_count() == 1 && slot.dtype == dtype && s->device == &device && !s->shared_from &&
+         s->bytes == static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype) && s->bytes > 0;
+}
 
 enum class NodeKind : unsigned char {
   op,           // an op defined as data, run through its kernel
@@ -225,6 +259,9 @@ inline std::mutex& process_graph_mutex() noexcept {
   static std::mutex mutex;
   return mutex;
 }
+/// True inside an InitScope (ops/graph_nodes.hpp): this thread runs ops eagerly whatever graph is
+/// current.
+inline thread_local bool eager_forced = false;
 Graph* current_slow() noexcept;
 }  // namespace detail
 
@@ -299,11 +336,13 @@ DEVTENSOR_DEFINITION std::shared_ptr<Graph> process_graph() {
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Graph> current_graph() {
+  if (detail::eager_forced) return nullptr;
   if (auto& own = detail::thread_graph()) return own;
   return process_graph();
 }
 
 DEVTENSOR_DEFINITION Graph* detail::current_slow() noexcept {
+  if (eager_forced) return nullptr;
   if (auto& own = thread_graph()) return own.get();
   std::lock_guard lock(process_graph_mutex());
   return process_graph_slot().get();
@@ -365,7 +404,7 @@ DEVTENSOR_DEFINITION Edge Graph::capture(const AnyTensor& value) {
   node.kind = NodeKind::constant;
   node.requested = current_graph_device_spec();
   node.outputs = {{value.dtype, value.shape}};
-  node.run = [value](const RunContext& context, std::span<const AnyTensor>, std::span<AnyTensor> out) {
+  node.run = [value](const RunContext& context, NodeInputs, std::span<AnyTensor> out) {
     out[0] = value.storage->device == &context.device ? AnyTensor(next_tensor_id(), value.dtype, value.shape, value.storage)
                                                       : copy_to(value, context.device, "Const");
   };

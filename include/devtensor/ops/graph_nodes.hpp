@@ -49,6 +49,61 @@ AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const S
 AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
                           std::string_view op = "Placeholder");
 
+/// For ops whose shape functions need every dimension (not marked `handles_unknown_dims`): `shape`
+/// (`what`: "input 0", "output") must be fully defined.
+/// @throws InvalidArgumentError naming the op and the shape, and what to do.
+void require_fully_defined(std::string_view op, const Shape& shape, std::string_view what);
+
+/// TensorFlow's tf.init_scope: ops run eagerly on this thread until the scope ends, even while a
+/// graph is being built (how a variable created in a trace is made).
+class [[nodiscard]] InitScope {
+ public:
+  InitScope() noexcept : previous_(detail::eager_forced) { detail::eager_forced = true; }
+  InitScope(const InitScope&) = delete;
+  InitScope& operator=(const InitScope&) = delete;
+  ~InitScope() { detail::eager_forced = previous_; }
+
+ private:
+  bool previous_;
+};
+
+namespace detail {
+/// Runs the nodes symbolic tensor `value` of the current graph needs, once, and returns its value:
+/// a variable created in a trace takes its initial value so (TensorFlow lifts initializers out of
+/// the function). Set by graph/function.hpp; nullptr in a program without traced functions.
+inline AnyTensor (*evaluate_now)(const AnyTensor& value) = nullptr;
+/// Variables this thread created while building a graph (a trace that creates some traces again
+/// without, as TensorFlow's tf.function), and whether creating one is refused now.
+inline thread_local int variables_created = 0;
+inline thread_local bool variable_creation_refused = false;
+}  // namespace detail
+
+/// A variable being created while `graph::building()`: counts it, refuses it on a trace that may
+/// not create variables (TensorFlow's text), and returns its initial value with values (evaluated
+/// now when symbolic). @throws InvalidArgumentError.
+AnyTensor variable_initial_value(const AnyTensor& initial);
+
+/// How many variables this thread has created while building graphs.
+inline int variables_created_on_this_thread() noexcept { return detail::variables_created; }
+/// While it lives, creating a variable in a graph on this thread is refused (a retrace).
+class [[nodiscard]] RefuseVariableCreation {
+ public:
+  RefuseVariableCreation() noexcept : previous_(detail::variable_creation_refused) {
+    detail::variable_creation_refused = true;
+  }
+  RefuseVariableCreation(const RefuseVariableCreation&) = delete;
+  RefuseVariableCreation& operator=(const RefuseVariableCreation&) = delete;
+  ~RefuseVariableCreation() { detail::variable_creation_refused = previous_; }
+
+ private:
+  bool previous_;
+};
+/// Installs what evaluates a symbolic initial value (graph/function.hpp does).
+inline bool set_evaluate_now(AnyTensor (*evaluate)(const AnyTensor&)) noexcept {
+  detail::evaluate_now = evaluate;
+  return true;
+}
+
 /// The symbolic tensor for output `output` of `node` in `graph`.
 AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node, std::size_t output);
 
@@ -57,6 +112,28 @@ AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node
 DEVTENSOR_DEFINITION std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name) {
   if (!requested.empty() && requested.back() == '/') return std::string(requested.substr(0, requested.size() - 1));
   return graph.unique_name(requested.empty() ? default_name : requested);
+}
+
+DEVTENSOR_DEFINITION void require_fully_defined(std::string_view op, const Shape& shape, std::string_view what) {
+  if (shape.is_fully_defined()) return;
+  throw InvalidArgumentError(std::string(op) + " needs fully defined shapes in a graph, but its " + std::string(what) +
+                             " has shape " + shape.to_python() +
+                             ". Give the function fully defined shapes (an input_signature or placeholder without None, "
+                             "or no reduce_retracing) [Op:" + std::string(op) + "]");
+}
+
+DEVTENSOR_DEFINITION AnyTensor variable_initial_value(const AnyTensor& initial) {
+  if (detail::variable_creation_refused)
+    throw InvalidArgumentError(
+        "tf.function only supports singleton tf.Variables created on the first call. Make sure the tf.Variable is only "
+        "created once or created outside tf.function. See https://www.tensorflow.org/guide/function#creating_tfvariables "
+        "for more information.");
+  ++detail::variables_created;
+  if (!initial.storage->symbolic) return initial;
+  if (!detail::evaluate_now)
+    throw InvalidArgumentError("A variable created while a graph is built needs its initial value's nodes run now: "
+                               "include devtensor/graph/function.hpp (devtensor.hpp does)");
+  return detail::evaluate_now(initial);
 }
 
 DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node,
@@ -101,9 +178,12 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_eager_node(
   node.inputs_stay = true;
   node.name = graph.unique_name(op);
   const std::size_t expected = node.outputs.size();
-  node.run = [body = std::move(body), expected, op = std::string(op)](const RunContext&, std::span<const AnyTensor> in,
+  node.run = [body = std::move(body), expected, op = std::string(op)](const RunContext&, NodeInputs in,
                                                                       std::span<AnyTensor> out) {
-    auto results = body(in);
+    std::vector<AnyTensor> values;  // the eager code takes its inputs as a span of values
+    values.reserve(in.size());
+    for (const auto& v : in) values.push_back(v);
+    auto results = body(values);
     if (results.size() != expected)
       throw InternalError(op + " produced " + std::to_string(results.size()) + " values, its node has " +
                           std::to_string(expected) + " outputs");
@@ -125,7 +205,7 @@ DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name,
   node.kind = NodeKind::constant;
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};
-  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context, std::span<const AnyTensor>,
+  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context, NodeInputs,
                                                        std::span<AnyTensor> out) {
     auto storage = allocate_storage(context.device, values.size(), shape, dtype_string(dtype), "Const");
     copy_bytes(storage->data, context.device, values.data(), host_buffer_device(), values.size());

@@ -19,6 +19,7 @@ namespace devtensor::ops {
 
 struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "MatMul";
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {
     bool transpose_a = false;
     bool transpose_b = false;
@@ -62,19 +63,23 @@ DEVTENSOR_DEFINITION Shape MatMul::output_shape(const Attrs& attrs, const Shape&
     throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " +
                                as.to_string() + " and " + bs.to_string() + " [Op:MatMul]");
   const std::size_t r = as.rank();
+  // An unknown dimension (a graph's static shape) matches any: the kernel checks at run time.
+  const auto differ = [](std::int64_t a, std::int64_t b) { return a != b && a >= 0 && b >= 0; };
   for (std::size_t d = 0; d + 2 < r; ++d)
-    if (as[d] != bs[d])
+    if (differ(as[d], bs[d]))
       throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " + as.to_string() +
                                  " vs. " + bs.to_string() + " [Op:MatMul]");
   const std::int64_t kb = attrs.transpose_b ? bs[r - 1] : bs[r - 2];
   const Dims d = dims(attrs, as, bs);
-  if (d.k != kb)
+  if (differ(d.k, kb))
     throw InvalidArgumentError("Matrix size-incompatible: In[0]: " + as.to_string() + ", In[1]: " + bs.to_string() +
                                " [Op:MatMul]");
   std::vector<std::int64_t> out(as.dims().begin(), as.dims().end() - 2);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] < 0) out[i] = bs[i];
   out.push_back(d.m);
   out.push_back(d.n);
-  return Shape(out, name);
+  return Shape::partial(out, name);
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

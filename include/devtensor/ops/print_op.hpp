@@ -172,7 +172,7 @@ DEVTENSOR_DEFINITION void print(std::initializer_list<PrintArgument> arguments, 
   node.op = "PrintV2";
   node.stateful = true;
   node.requested = DeviceSpec::parse(kHostCpuDeviceName);  // TensorFlow's PrintV2 runs on the CPU
-  node.run = [args, is_tensor, write](const graph::RunContext&, std::span<const AnyTensor> in, std::span<AnyTensor>) {
+  node.run = [args, is_tensor, write](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
     std::vector<PrintArgument> values = args;
     std::size_t next = 0;
     for (std::size_t i = 0; i < values.size(); ++i)

@@ -48,7 +48,7 @@ DEVTENSOR_DEFINITION Shape reduced_shape(const ReduceAttrs& attrs, const Shape& 
     if (!reduce[d]) dims.push_back(input[d]);
     else if (attrs.keepdims) dims.push_back(1);
   }
-  return Shape(dims);
+  return Shape::partial(dims);  // an unknown dimension kept stays unknown
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
@@ -56,6 +56,7 @@ DEVTENSOR_DEFINITION Shape reduced_shape(const ReduceAttrs& attrs, const Shape& 
 template <class Self, Reduction Kind>
 struct ReduceOp : OpTable<NumericTypes, NumericTypes>, Builtin {
   static constexpr Reduction kind = Kind;
+  static constexpr bool handles_unknown_dims = true;
   using Attrs = ReduceAttrs;
   static std::vector<bool> reduced(const Attrs& attrs, const Shape& input) {
     return reduced_dims(attrs, input, Self::name);
@@ -80,7 +81,11 @@ struct Sum : ReduceOp<Sum, Reduction::sum> {
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& x = a.x[0];
-    return {broadcast_to(with_kept_dims(a.dy[0], x.shape(), reduced_axes(a.attrs, x.shape())), x.shape())};
+    const auto kept = with_kept_dims(a.dy[0], x.shape(), reduced_axes(a.attrs, x.shape()));
+    // A dimension a graph does not know: spread by broadcasting against x's shape when it runs.
+    if (!x.shape().is_fully_defined()) [[unlikely]]
+      return {mul(kept, ones_like(x))};
+    return {broadcast_to(kept, x.shape())};
   }
 };
 /// The mean; integer types divide with truncation, as TensorFlow does, and the mean of nothing is
@@ -91,6 +96,10 @@ struct Mean : ReduceOp<Mean, Reduction::mean> {
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& x = a.x[0];
     const auto axes = reduced_axes(a.attrs, x.shape());
+    if (!x.shape().is_fully_defined()) [[unlikely]] {  // a graph's unknown dimension: counted when it runs
+      const auto ones = ones_like(x);
+      return {div(mul(with_kept_dims(a.dy[0], x.shape(), axes), ones), reduce_sum(ones, axes, /*keepdims=*/true))};
+    }
     std::int64_t count = 1;
     for (auto axis : axes) count *= x.shape()[static_cast<std::size_t>(axis)];
     const auto spread = broadcast_to(with_kept_dims(a.dy[0], x.shape(), axes), x.shape());

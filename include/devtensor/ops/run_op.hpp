@@ -216,6 +216,10 @@ using output_t = std::conditional_t<std::is_void_v<Out>, T, Out>;
 template <class Op>
 inline constexpr bool pass_through_v = Op::name == std::string_view("Identity");
 
+/// Whether Op's shape function accepts unknown dimensions (a graph's partial shapes).
+template <class Op>
+inline constexpr bool handles_unknown_dims_v = requires { requires Op::handles_unknown_dims; };
+
 /// Op's shape function over the shapes of N typed inputs.
 template <class Op, class T, std::size_t N>
 Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>*, N>& inputs) {
@@ -229,11 +233,31 @@ Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>
 template <class Op, class O, class T, std::size_t N>
 DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, const typename Op::Attrs& attrs,
                    const std::array<const Tensor<T>*, N>& inputs) {
+  if constexpr (!handles_unknown_dims_v<Op> && N > 0)
+    for (std::size_t i = 0; i < N; ++i) graph::require_fully_defined(Op::name, inputs[i]->shape(), "input " + std::to_string(i));
   const Shape shape = shape_of<Op, T, N>(attrs, inputs);
+  if constexpr (!handles_unknown_dims_v<Op>) graph::require_fully_defined(Op::name, shape, "output");
   std::array<AnyTensor, N> erased;
   if constexpr (N > 0)  // nvcc warns on `i < 0`
     for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
-  graph::NodeKernel run = [attrs](const graph::RunContext& context, std::span<const AnyTensor> in, std::span<AnyTensor> out) {
+  graph::NodeKernel run = [attrs](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
+    if constexpr (!requires { requires Op::is_view; }) {
+      // A replay writes into the previous run's buffer when nobody else holds it (Note [Replays
+      // reuse small buffers]); a tape around the call records fresh tensors instead.
+      const Shape now = [&]<std::size_t... I>(std::index_sequence<I...>) {  // this run's shape
+        return Shape(Op::output_shape(attrs, in[I].shape...));
+      }(std::make_index_sequence<N>{});
+      if (graph::reusable(out[0], dtype_enum<O>(), now, context.device) && !autodiff::tapes_active()) {
+        std::array<ops::KernelTensor, N> ins;
+        if constexpr (N > 0)
+          for (std::size_t i = 0; i < N; ++i) ins[i] = {in[i].storage->data, &in[i].shape};
+        out[0].id = next_tensor_id();
+        out[0].shape = now;
+        const ops::KernelTensor outs[1] = {{out[0].storage->data, &out[0].shape}};
+        run_body<Op, O, T>({context.device, &attrs, ins, outs});
+        return;
+      }
+    }
     std::array<Tensor<T>, N> typed;
     std::array<const Tensor<T>*, N> pointers;
     if constexpr (N > 0)
@@ -267,11 +291,14 @@ DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::
       return Op::output_shapes(a, ins.at(0)->shape());
     }
   };
+  if constexpr (!handles_unknown_dims_v<Op>)
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      graph::require_fully_defined(Op::name, inputs[i]->shape(), "input " + std::to_string(i));
   std::vector<graph::OutputSpec> outputs;
   for (auto& shape : shapes_of(attrs, inputs)) outputs.push_back({dtype_enum<T>(), std::move(shape)});
   std::vector<AnyTensor> erased;
   for (const auto* t : inputs) erased.emplace_back(*t);
-  graph::NodeKernel run = [attrs, shapes_of](const graph::RunContext& context, std::span<const AnyTensor> in,
+  graph::NodeKernel run = [attrs, shapes_of](const graph::RunContext& context, graph::NodeInputs in,
                                              std::span<AnyTensor> out) {
     std::vector<Tensor<T>> typed;
     typed.reserve(in.size());

@@ -34,6 +34,7 @@ inline std::string dims_string(const std::vector<std::int64_t>& dims) {
 /// shares the input's buffer, as TensorFlow's reshape does.
 struct Reshape : KernelTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Reshape";
+  static constexpr bool handles_unknown_dims = true;
   static constexpr bool is_view = true;
   struct Attrs {
     std::vector<std::int64_t> shape;
@@ -63,6 +64,9 @@ DEVTENSOR_DEFINITION Shape Reshape::output_shape(const Attrs& attrs, const Shape
     }
   }
   const std::int64_t n = input.num_elements();
+  if (n < 0) {  // an unknown input dimension (a graph's static shape): the -1 stays unknown
+    return Shape::partial(out, name);
+  }
   if (inferred >= 0) {
     if (known == 0 || n % known != 0)
       throw InvalidArgumentError("Input to reshape is a tensor with " + std::to_string(n) +
@@ -81,6 +85,7 @@ DEVTENSOR_DEFINITION Shape Reshape::output_shape(const Attrs& attrs, const Shape
 /// buffer otherwise.
 struct Identity : KernelTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Identity";
+  static constexpr bool handles_unknown_dims = true;
   static constexpr bool is_view = true;
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
@@ -91,6 +96,7 @@ struct Identity : KernelTable<AllTypes, AllTypes>, Builtin {
 /// Permutes the dimensions; no permutation reverses them.
 struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Transpose";
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {
     std::vector<std::int64_t> perm;
   };
@@ -118,7 +124,7 @@ struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& s) {
     std::vector<std::int64_t> dims;
     for (auto p : permutation(attrs, s.rank())) dims.push_back(s[static_cast<std::size_t>(p)]);
-    return Shape(dims);
+    return Shape::partial(dims);
   }
   /// The input's strides in the output's dimension order.
   static std::vector<std::int64_t> source_strides(const Attrs& attrs, const Shape& s) {
@@ -144,6 +150,7 @@ struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
 /// Joins a list of tensors along `axis`.
 struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "ConcatV2";
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {
     std::int64_t axis = 0;
   };
@@ -159,14 +166,17 @@ struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
       if (s.rank() != first.rank())
         throw InvalidArgumentError("ConcatOp : Ranks of all input tensors should match: shape[0] = " + first.to_string() +
                                    " vs. shape[" + std::to_string(i) + "] = " + s.to_string() + " [Op:ConcatV2]");
-      for (std::size_t d = 0; d < s.rank(); ++d)
-        if (d != ax && s[d] != first[d])
+      for (std::size_t d = 0; d < s.rank(); ++d) {
+        if (d != ax && s[d] != first[d] && s[d] >= 0 && first[d] >= 0)
           throw InvalidArgumentError("ConcatOp : Dimension " + std::to_string(d) +
                                      " in both shapes must be equal: shape[0] = " + first.to_string() + " vs. shape[" +
                                      std::to_string(i) + "] = " + s.to_string() + " [Op:ConcatV2]");
-      dims[ax] = checked_add(dims[ax], s[ax], "the size of the concatenated dimension", name);
+        if (d != ax && dims[d] < 0) dims[d] = s[d];  // unknown (a graph's static shape): filled in where known
+      }
+      if (dims[ax] >= 0)
+        dims[ax] = s[ax] < 0 ? kUnknownDim : checked_add(dims[ax], s[ax], "the size of the concatenated dimension", name);
     }
-    return Shape(dims, name);
+    return Shape::partial(dims, name);
   }
   template <class T>
   static void cpu(const KernelContext& ctx);
@@ -339,6 +349,7 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
 /// true for bool; int64 -> int32 wraps.
 struct Cast : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Cast";
+  static constexpr bool handles_unknown_dims = true;
   struct Attrs {
     DType to = DType::DT_FLOAT;
   };

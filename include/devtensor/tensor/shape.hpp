@@ -1,6 +1,7 @@
 #pragma once
 /// @file shape.hpp
-/// @brief Shape: dimensions, element counts, NumPy broadcasting, printing.
+/// @brief Shape: dimensions, element counts, NumPy broadcasting, printing; unknown dimensions in
+/// graphs.
 
 #include <algorithm>
 #include <array>
@@ -16,10 +17,16 @@
 
 namespace devtensor {
 
+/// A dimension not known while a graph is built (TensorFlow's None): only symbolic tensors have
+/// one (Shape::partial); every tensor with values has a fully defined shape.
+inline constexpr std::int64_t kUnknownDim = -1;
+
 /// Dimensions of a tensor. Every Shape is valid: no negative dimension, and the product of its
 /// nonzero dimensions fits in int64, so its element count and every row-major stride do too.
 /// (Stricter than TensorFlow, which checks the running product in order and so accepts
-/// [0, 2^40, 2^40] but not [2^40, 2^40, 0]; here neither order is accepted.)
+/// [0, 2^40, 2^40] but not [2^40, 2^40, 0]; here neither order is accepted.) The one exception is
+/// a partial shape (Shape::partial), the static shape of a symbolic tensor, whose unknown
+/// dimensions are kUnknownDim.
 class Shape {
  public:
   Shape() = default;  // a scalar
@@ -30,6 +37,33 @@ class Shape {
   /// An op's output shape: errors end with " [Op:<op>]".
   Shape(std::span<const std::int64_t> dims, std::string_view op) { assign(dims.data(), dims.size(), op); }
 
+  /// A shape whose dimensions may be kUnknownDim (a graph's static shape, TensorFlow's
+  /// TensorShape([None, 3])). @throws InvalidArgumentError for another negative dimension.
+  [[nodiscard]] static Shape partial(std::span<const std::int64_t> dims, std::string_view op = {}) {
+    Shape s;
+    s.assign(dims.data(), dims.size(), op, /*unknown_allowed=*/true);
+    return s;
+  }
+  [[nodiscard]] static Shape partial(std::initializer_list<std::int64_t> dims) {
+    return partial(std::span<const std::int64_t>(dims.begin(), dims.size()));
+  }
+  /// No unknown dimension.
+  [[nodiscard]] bool is_fully_defined() const noexcept {
+    for (auto d : dims())
+      if (d < 0) return false;
+    return true;
+  }
+  /// TensorFlow's is_compatible_with: the same rank, and every pair of dimensions equal or one of
+  /// them unknown.
+  [[nodiscard]] bool is_compatible_with(const Shape& other) const noexcept {
+    if (rank_ != other.rank_) return false;
+    for (std::size_t i = 0; i < rank_; ++i) {
+      const auto a = data()[i], b = other.data()[i];
+      if (a != b && a >= 0 && b >= 0) return false;
+    }
+    return true;
+  }
+
   [[nodiscard]] std::size_t rank() const noexcept { return rank_; }
   [[nodiscard]] std::int64_t operator[](std::size_t i) const {
     if (i >= rank_) [[unlikely]]
@@ -39,9 +73,14 @@ class Shape {
   /// The dimensions (valid while the Shape lives).
   [[nodiscard]] std::span<const std::int64_t> dims() const noexcept { return {data(), rank_}; }
   [[nodiscard]] std::vector<std::int64_t> dims_vector() const { return {data(), data() + rank_}; }
+  /// The element count; -1 for a partial shape.
   [[nodiscard]] std::int64_t num_elements() const noexcept {
     std::int64_t n = 1;
-    for (auto d : dims()) n *= d;
+    for (auto d : dims()) {
+      if (d < 0) [[unlikely]]
+        return -1;
+      n *= d;
+    }
     return n;
   }
   friend bool operator==(const Shape& a, const Shape& b) noexcept {
@@ -56,9 +95,9 @@ class Shape {
     return os << s.to_string();
   }
 
-  /// "[2,3]", as TensorFlow's OOM messages print shapes.
+  /// "[2,3]", as TensorFlow's OOM messages print shapes ("[?,3]" with an unknown dimension).
   [[nodiscard]] std::string to_string() const;
-  /// "(2, 3)", as Python prints them ("()" for a scalar, "(3,)" for a vector).
+  /// "(2, 3)", as Python prints them ("()" for a scalar, "(3,)" for a vector, "(None, 3)").
   [[nodiscard]] std::string to_python() const;
 
   /// Row-major strides in elements.
@@ -88,15 +127,17 @@ class Shape {
     return rank_ <= kInlineRank ? inline_.data() : heap_.data();
   }
 
-  void assign(const std::int64_t* dims, std::size_t rank, std::string_view op) {
+  void assign(const std::int64_t* dims, std::size_t rank, std::string_view op, bool unknown_allowed = false) {
     rank_ = rank;
     if (rank <= kInlineRank) std::copy(dims, dims + rank, inline_.begin());
     else heap_.assign(dims, dims + rank);
     std::int64_t product = 1;  // of the nonzero dimensions
     bool overflow = false;
     for (std::size_t i = 0; i < rank; ++i) {
-      if (dims[i] < 0) [[unlikely]]
+      if (dims[i] < 0) [[unlikely]] {
+        if (unknown_allowed && dims[i] == kUnknownDim) continue;
         throw_invalid(dims[i], op);
+      }
       if (dims[i] != 0) overflow = overflow || __builtin_mul_overflow(product, dims[i], &product);
     }
     if (overflow) [[unlikely]]
@@ -123,13 +164,13 @@ inline Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view o
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION std::string Shape::to_string() const {
   std::string s = "[";
-  for (std::size_t i = 0; i < rank_; ++i) s += (i ? "," : "") + std::to_string(data()[i]);
+  for (std::size_t i = 0; i < rank_; ++i) s += (i ? "," : "") + (data()[i] < 0 ? "?" : std::to_string(data()[i]));
   return s + "]";
 }
 
 DEVTENSOR_DEFINITION std::string Shape::to_python() const {
   std::string s = "(";
-  for (std::size_t i = 0; i < rank_; ++i) s += (i ? ", " : "") + std::to_string(data()[i]);
+  for (std::size_t i = 0; i < rank_; ++i) s += (i ? ", " : "") + (data()[i] < 0 ? "None" : std::to_string(data()[i]));
   return s + (rank_ == 1 ? ",)" : ")");
 }
 
@@ -157,14 +198,22 @@ DEVTENSOR_DEFINITION Shape broadcast_different_shapes(const Shape& a, const Shap
   std::array<std::int64_t, 16> small{};
   std::vector<std::int64_t> large(rank > small.size() ? rank : 0);
   std::int64_t* out = rank > small.size() ? large.data() : small.data();
+  bool partial = false;
   for (std::size_t i = 0; i < rank; ++i) {
     const std::int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
     const std::int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
+    if (da < 0 || db < 0) {  // unknown (a graph's static shape): TensorFlow's inference rules
+      const std::int64_t known = da < 0 ? db : da;
+      out[i] = known > 1 ? known : kUnknownDim;  // unknown with 1 or unknown stays unknown
+      partial = partial || out[i] < 0;
+      continue;
+    }
     if (da != db && da != 1 && db != 1) [[unlikely]]
       throw_incompatible_shapes(a, b, op);
     out[i] = da == 1 ? db : da;
   }
-  return Shape(std::span<const std::int64_t>(out, rank), op);
+  const std::span<const std::int64_t> dims(out, rank);
+  return partial ? Shape::partial(dims, op) : Shape(dims, op);
 }
 
 DEVTENSOR_DEFINITION void throw_incompatible_shapes(const Shape& a, const Shape& b, std::string_view op) {

@@ -290,9 +290,17 @@ class Variable {
   /// variable with one component per replica).
   /// @throws InvalidArgumentError for an undefined initial value or trainable ON_READ variables;
   /// the creator's errors (a strategy refuses synchronization NONE).
+  /// Created while a function is traced (TensorFlow: on its first trace only), the variable is
+  /// made eagerly, from its initial value's nodes run once (tf.init_scope).
   explicit Variable(const Tensor<T>& initial_value, VariableOptions options = {}) {
     if (!initial_value.defined())
       throw InvalidArgumentError("Variable '" + options.name + "': the initial value is an undefined tensor (default-constructed or moved from)");
+    if (graph::building()) [[unlikely]] {
+      const Tensor<T> lifted = graph::variable_initial_value(initial_value).template as<T>();
+      graph::InitScope eagerly;
+      *this = Variable(lifted, std::move(options));
+      return;
+    }
     if (options.synchronization == VariableSynchronization::ON_READ && options.trainable.value_or(false))
       throw InvalidArgumentError(
           "Synchronization value can be set to VariableSynchronization.ON_READ only for non-trainable "
@@ -433,7 +441,7 @@ class Variable {
     // The kernel reads as an eager value() does (a tape around the graph's run records the read),
     // under the read's device: a distributed variable read in a replica context reads that
     // replica's component when the graph runs.
-    node.run = [variable = impl_, where = node.requested](const graph::RunContext&, std::span<const AnyTensor>,
+    node.run = [variable = impl_, where = node.requested](const graph::RunContext&, graph::NodeInputs,
                                                           std::span<AnyTensor> out) {
       DeviceScope scope(where);
       out[0] = AnyTensor(Variable<T>(variable).value());
@@ -457,7 +465,7 @@ class Variable {
     node.requested = impl().device().spec;
     node.stateful = true;
     const bool add = op == "AssignAddVariableOp", sub = op == "AssignSubVariableOp";
-    node.run = [variable = impl_, add, sub](const graph::RunContext&, std::span<const AnyTensor> in, std::span<AnyTensor>) {
+    node.run = [variable = impl_, add, sub](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
       const auto delta = in[0].as<T>();
       if constexpr (Numeric<T>) {
         if (add || sub) {

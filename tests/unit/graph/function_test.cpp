@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -219,6 +220,42 @@ BOOST_AUTO_TEST_CASE(several_threads_call_one_function) {
   for (auto& t : threads) t.join();
   BOOST_TEST(ok.load() == 200);
   BOOST_TEST(f.experimental_get_tracing_count() == 1);
+}
+
+// TensorFlow 2.21: a variable created on the first call (guarded by host state) is made once,
+// from its initial value's ops run eagerly; the first call traces twice (the second trace may not
+// create variables) and later calls replay. A function that creates a variable at every trace
+// gets TensorFlow's singleton error.
+BOOST_AUTO_TEST_CASE(variables_created_on_the_first_trace) {
+  std::optional<dt::Variable<float>> v;
+  auto f = dt::function([&](const dt::Tensor<float>& x) {
+    if (!v) v.emplace(dt::ones<float>({2}) * 3.0f);
+    v->assign_add(x);
+    return v->read_value();
+  });
+  BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{4, 5}), boost::test_tools::per_element());
+  BOOST_TEST(f.experimental_get_tracing_count() == 2);
+  BOOST_TEST(!v->value().symbolic());
+  BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{5, 7}), boost::test_tools::per_element());
+  BOOST_TEST(f.experimental_get_tracing_count() == 2);
+  BOOST_TEST(v->to_vector() == (std::vector<float>{5, 7}), boost::test_tools::per_element());
+
+  auto every_trace = dt::function([](const dt::Tensor<float>& x) {
+    dt::Variable<float> w(dt::ones<float>({1}));
+    return w.read_value() + x;
+  });
+  DEVTENSOR_CHECK_THROW_WITH((void)every_trace(dt::constant<float>({1})), InvalidArgumentError,
+                             "tf.function only supports singleton tf.Variables created on the first call. Make sure the "
+                             "tf.Variable is only created once or created outside tf.function.");
+  std::optional<dt::Variable<float>> from_argument;
+  auto g = dt::function([&](const dt::Tensor<float>& x) {
+    if (!from_argument) from_argument.emplace(x * 2.0f);
+    return from_argument->read_value();
+  });
+  DEVTENSOR_CHECK_THROW_WITH((void)g(dt::constant<float>({1})), InvalidArgumentError,
+                             "The initial value of a variable created in a traced function depends on the function's "
+                             "arguments (You must feed a value for placeholder tensor 'x'");
+  BOOST_TEST(!from_argument.has_value());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
