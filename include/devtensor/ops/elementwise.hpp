@@ -152,7 +152,7 @@ struct Add : BinaryOp<Add, NumericTypes>, Builtin {
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::add(x, y); }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
-    return {unbroadcast(a.dy[0], a.x[0].shape()), unbroadcast(a.dy[0], a.x[1].shape())};
+    return {unbroadcast(a.dy[0], a.x[0]), unbroadcast(a.dy[0], a.x[1])};
   }
 };
 struct Sub : BinaryOp<Sub, NumericTypes>, Builtin {
@@ -161,7 +161,7 @@ struct Sub : BinaryOp<Sub, NumericTypes>, Builtin {
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::sub(x, y); }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
-    return {unbroadcast(a.dy[0], a.x[0].shape()), unbroadcast(neg(a.dy[0]), a.x[1].shape())};
+    return {unbroadcast(a.dy[0], a.x[0]), unbroadcast(neg(a.dy[0]), a.x[1])};
   }
 };
 struct Mul : BinaryOp<Mul, NumericTypes>, Builtin {
@@ -170,7 +170,7 @@ struct Mul : BinaryOp<Mul, NumericTypes>, Builtin {
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::mul(x, y); }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
-    return {unbroadcast(mul(a.dy[0], a.x[1]), a.x[0].shape()), unbroadcast(mul(a.x[0], a.dy[0]), a.x[1].shape())};
+    return {unbroadcast(mul(a.dy[0], a.x[1]), a.x[0]), unbroadcast(mul(a.x[0], a.dy[0]), a.x[1])};
   }
 };
 struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
@@ -180,8 +180,8 @@ struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x / y; }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // d(x/z)/dz = -(x/z)/z
-    return {unbroadcast(div(a.dy[0], a.x[1]), a.x[0].shape()),
-            unbroadcast(neg(mul(a.dy[0], div(a.y[0], a.x[1]))), a.x[1].shape())};
+    return {unbroadcast(div(a.dy[0], a.x[1]), a.x[0]),
+            unbroadcast(neg(mul(a.dy[0], div(a.y[0], a.x[1]))), a.x[1])};
   }
 };
 struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
@@ -191,7 +191,7 @@ struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // ties send the gradient to the first input
     const auto to_first = mul(a.dy[0], run_op<GreaterEqual>({}, a.x[0], a.x[1]));
-    return {unbroadcast(to_first, a.x[0].shape()), unbroadcast(sub(a.dy[0], to_first), a.x[1].shape())};
+    return {unbroadcast(to_first, a.x[0]), unbroadcast(sub(a.dy[0], to_first), a.x[1])};
   }
 };
 struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
@@ -201,7 +201,7 @@ struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto to_first = mul(a.dy[0], run_op<GreaterEqual>({}, a.x[1], a.x[0]));
-    return {unbroadcast(to_first, a.x[0].shape()), unbroadcast(sub(a.dy[0], to_first), a.x[1].shape())};
+    return {unbroadcast(to_first, a.x[0]), unbroadcast(sub(a.dy[0], to_first), a.x[1])};
   }
 };
 /// Python's floor division for integers (INT_MIN // -1 wraps to INT_MIN, as NumPy gives). A zero

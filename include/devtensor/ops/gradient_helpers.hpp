@@ -6,8 +6,13 @@
 /// ops are placed and are themselves differentiable (nested tapes give higher derivatives).
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "devtensor/config.hpp"
+#include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/shape.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -23,6 +28,29 @@ Tensor<T> unbroadcast(const Tensor<T>& g, const Shape& shape) {
     if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1)) axes.push_back(static_cast<std::int64_t>(d));
   const Tensor<T> summed = axes.empty() ? g : reduce_sum(g, axes);
   return reshape(summed, shape.dims_vector());
+}
+
+/// unbroadcast as a graph node that runs it on the values (their shapes known then).
+template <Floating T>
+DEVTENSOR_COLD Tensor<T> unbroadcast_when_run(const Tensor<T>& g, const Tensor<T>& like) {
+  auto* graph = graph::building();
+  if (!graph) return unbroadcast(g, like.shape());  // tensors with values have known shapes
+  const AnyTensor inputs[2] = {AnyTensor(g), AnyTensor(like)};
+  return graph::add_eager_node(*graph, "Unbroadcast", inputs, {{dtype_enum<T>(), like.shape()}},
+                               [](std::span<const AnyTensor> in) {
+                                 return std::vector<AnyTensor>{AnyTensor(unbroadcast(in[0].as<T>(), in[1].shape))};
+                               })
+      .front()
+      .template as<T>();
+}
+
+/// The same to the shape `like` has. In a graph with unknown dimensions the broadcast axes are
+/// found when the graph runs (TensorFlow's BroadcastGradientArgs): `(None, 3)` may be 1 or 5.
+template <Floating T>
+Tensor<T> unbroadcast(const Tensor<T>& g, const Tensor<T>& like) {
+  if (g.shape().is_fully_defined() && like.shape().is_fully_defined()) [[likely]]
+    return unbroadcast(g, like.shape());
+  return unbroadcast_when_run(g, like);
 }
 
 /// `dy` of a reduction reshaped so that it broadcasts against the input (reduced axes as 1).

@@ -193,6 +193,32 @@ BOOST_AUTO_TEST_CASE(gradients_over_an_unknown_batch_equal_eager_ones) {
   for (std::size_t i = 0; i < eager.second.size(); ++i) BOOST_TEST(std::abs(traced.second[i] - eager.second[i]) <= 1e-6f);
 }
 
+// (None, 3) * (None, 3) may broadcast when the graph runs ([1, 3] against [5, 3]): the gradients'
+// shapes and values come from the values' shapes then, as TensorFlow's BroadcastGradientArgs.
+BOOST_AUTO_TEST_CASE(gradients_of_broadcasts_found_when_the_graph_runs) {
+  const auto grads = [](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+    dt::GradientTape tape({.persistent = true});
+    tape.watch(x);
+    tape.watch(y);
+    const auto loss = dt::reduce_sum(x * y + x / (y * y + 1.0f) - y);
+    return std::pair{tape.gradient(loss, x), tape.gradient(loss, y)};
+  };
+  const auto spec = dt::TensorSpec::of<float>({-1, 3});
+  auto traced = dt::function(grads, {.input_signature = std::vector{spec, spec}});
+  for (const auto& [xs, ys] : {std::pair{dt::Shape{1, 3}, dt::Shape{5, 3}}, std::pair{dt::Shape{4, 3}, dt::Shape{1, 3}},
+                               std::pair{dt::Shape{2, 3}, dt::Shape{2, 3}}}) {
+    const auto x = ramp(xs), y = ramp(ys) * 2.0f;
+    const auto [gx, gy] = traced(x, y);
+    const auto [ex, ey] = grads(x, y);
+    BOOST_TEST(gx.shape() == xs);
+    BOOST_TEST(gy.shape() == ys);
+    const auto gxv = gx.to_vector(), exv = ex.to_vector(), gyv = gy.to_vector(), eyv = ey.to_vector();
+    for (std::size_t i = 0; i < exv.size(); ++i) BOOST_TEST(std::abs(gxv[i] - exv[i]) <= 1e-5f);
+    for (std::size_t i = 0; i < eyv.size(); ++i) BOOST_TEST(std::abs(gyv[i] - eyv[i]) <= 1e-5f);
+  }
+  BOOST_TEST(traced.experimental_get_tracing_count() == 1);
+}
+
 // d/dx of reductions over an unknown dimension: sum and mean (all axes, one axis).
 BOOST_AUTO_TEST_CASE(reduction_gradients_over_unknown_dimensions) {
   const auto grads = [](const auto& f, const dt::Tensor<float>& x) {
