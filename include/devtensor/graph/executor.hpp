@@ -11,11 +11,11 @@
 /// A run keeps its values in a RunState that the next run of the same executable reuses (one is
 /// cached; concurrent runs make their own). Values of at most kKeptBytes stay in their slots after
 /// the run, and a node's kernel writes the next run's value into the same buffer when nobody else
-/// holds it (graph::reusable): a replay of small ops allocates nothing, its results included when
-/// the caller let go of the previous ones (a result still held gets a new buffer). Larger values
-/// are freed at their last use, so a run's memory stays at its peak. Slots of pass-through nodes
-/// (Identity) are emptied after each run: they alias their input's buffer, which would otherwise
-/// never be free for reuse.
+/// holds it (graph::reusable): a replay of small ops allocates only its results. A value still
+/// shared when the run ends (a result, a variable's value) is let go, so a kept buffer was only
+/// ever touched by runs of this executable, which the cache's exchange orders one after another.
+/// Larger values are freed at their last use, so a run's memory stays at its peak. Slots of
+/// pass-through nodes (Identity) are emptied after each run: they alias their input's buffer.
 
 #include <algorithm>
 #include <atomic>
@@ -165,11 +165,17 @@ DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::acquire()
 }
 
 DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) const noexcept {
-  // Keep what the next run may reuse: small values.
+  // Keep what the next run may reuse: small values that nothing else holds. A value shared now (a
+  // result, a variable's value, a captured tensor) may be read on other threads later, and those
+  // reads would not be ordered before the next run's writes (use_count() is a relaxed load); a
+  // view would keep the buffer it views alive.
   for (auto& v : state->values)
-    if (v.storage && v.storage->bytes > kKeptBytes) v = AnyTensor();
-  for (auto slot : alias_slots_) state->values[slot] = AnyTensor();
-  for (auto& c : state->copies) c = AnyTensor();
+    if (v.storage && (v.storage.use_count() > 1 || v.storage->bytes > kKeptBytes || v.storage->shared_from))
+      v = AnyTensor();
+  for (auto slot : alias_slots_)
+    if (state->values[slot].storage) state->values[slot] = AnyTensor();
+  for (auto& c : state->copies)
+    if (c.storage) c = AnyTensor();
   delete cached_.exchange(state.release(), std::memory_order_acq_rel);  // a concurrent run's state, if any, goes
 }
 
@@ -197,7 +203,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<An
       const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
       node.run({device, resources}, NodeInputs(state->inputs.data(), n), outputs);
       for (std::size_t k = 0; k < n; ++k) {
-        state->copies[k] = AnyTensor();
+        if (state->copies[k].storage) state->copies[k] = AnyTensor();
         const Source& s = inputs_[step.first_input + k];
         // Its last read frees a large value; a small one stays for the next run.
         if (!s.feed && --state->left[s.index] == 0 && values[s.index].defined() &&

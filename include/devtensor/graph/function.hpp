@@ -125,8 +125,9 @@ std::string mismatch(const AnyTensor& t, const TensorSpec& spec);
 
 /// The trace among `traces` whose shapes the call's `tensors` have: one with exactly those shapes
 /// first, else the first whose unknown dimensions cover them; nullptr when none.
-template <class Entry>
-const Entry* match(const std::vector<Entry>& traces, const std::vector<AnyTensor>& tensors) {
+template <class Traces>
+const typename Traces::value_type* match(const Traces& traces, const std::vector<AnyTensor>& tensors) {
+  using Entry = typename Traces::value_type;
   const auto matches = [&](const Entry& e, bool exactly) {
     if (e.shapes.size() != tensors.size()) return false;
     for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -142,9 +143,8 @@ const Entry* match(const std::vector<Entry>& traces, const std::vector<AnyTensor
 /// The shapes a new trace takes: the input_signature's; under reduce_retracing, the latest
 /// trace's with the dimensions that differ from the call's unknown; else the call's.
 std::vector<Shape> relaxed_shapes(const std::vector<Shape>& traced, const std::vector<AnyTensor>& tensors);
-template <class Entry>
-std::vector<Shape> trace_shapes(const std::vector<Entry>& traces, const std::vector<AnyTensor>& tensors,
-                                const FunctionOptions& options) {
+template <class Traces>
+std::vector<Shape> trace_shapes(const Traces& traces, const std::vector<AnyTensor>& tensors, const FunctionOptions& options) {
   std::vector<Shape> shapes;
   if (options.input_signature) {
     for (const auto& spec : *options.input_signature) shapes.push_back(spec.shape);
@@ -196,7 +196,7 @@ class Function {
     if (graph::building()) return f_(args...);  // a call inside a trace: its ops join that graph
     std::vector<AnyTensor> inputs;
     (function_detail::Nest<Args>::flatten(args, inputs), ...);
-    const Trace entry = entry_for(inputs, args...);
+    const Trace& entry = entry_for(inputs, args...);  // stays valid: traces are never removed
     entry.concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
     if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
       log(LogSeverity::info, "Executing op " + entry.concrete->name() + " in device " + call_device().full_name);
@@ -239,15 +239,16 @@ class Function {
   };
   mutable std::mutex mutex_;
   // By the signature without the tensors' shapes (types, values, dtypes, ranks, devices); the
-  // traces of one key in the order they were made.
-  std::map<std::string, std::vector<Entry>> traces_by_signature_;
+  // traces of one key in the order they were made (a deque: a call keeps a reference to its entry
+  // while another thread adds one).
+  std::map<std::string, std::deque<Entry>> traces_by_signature_;
   int traces_ = 0;
   function_detail::RetracingDetector retracing_;
 
   static const Device& call_device() { return place_constant(); }
 
   template <class... Args>
-  Trace entry_for(const std::vector<AnyTensor>& tensors, const Args&... args) {
+  const Trace& entry_for(const std::vector<AnyTensor>& tensors, const Args&... args) {
     // The argument types, then their values; built in the thread's buffer (no allocation per call).
     thread_local std::string key;
     key.assign(typeid(std::tuple<Args...>).name());
@@ -277,10 +278,10 @@ class Function {
       if (traces.empty()) traces_by_signature_.erase(signature);
       throw;
     }
-    traces.push_back(entry);
+    traces.push_back(std::move(entry));
     ++traces_;
     retracing_.called(true, options_.name);
-    return entry.trace;
+    return traces.back().trace;
   }
 
   void check_signature(const std::vector<AnyTensor>& tensors) const {
