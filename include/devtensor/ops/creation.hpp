@@ -102,8 +102,8 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
                                shape.to_string() + ", which has " + std::to_string(n) +
                                " elements. Pass one value per element, or a single value to fill "
                                "the shape.");
-  if (auto* graph = graph::building()) [[unlikely]]  // a Const node keeps the values
-    return graph::add_constant(*graph, options.name, dtype_enum<T>(), shape, host_bytes(values, n)).template as<T>();
+  if (auto* graph = graph::building()) [[unlikely]]  // a Const node keeps the values (one value: a splat)
+    return graph::add_constant(*graph, options.name, dtype_enum<T>(), shape, host_bytes(values, count)).template as<T>();
   const Device& device = place_constant(options.where);
   auto out = Tensor<T>::empty(shape, device, ops::EagerConst::name);
   // Values start on the host; a real GPU gets them by copy.

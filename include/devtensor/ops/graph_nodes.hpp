@@ -4,6 +4,7 @@
 /// and Placeholder nodes, nodes that run eager code (a strategy's reduction), and the symbolic
 /// tensors that stand for their outputs.
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <span>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/ops/graph.hpp"
@@ -42,7 +44,9 @@ std::vector<AnyTensor> add_eager_node(Graph& graph, std::string_view op, std::sp
                                       std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body,
                                       bool stateful = false);
 
-/// Adds a Const node holding `bytes` (host values of `dtype`, row-major) and returns its output.
+/// Adds a Const node holding `bytes` (host values of `dtype`, row-major; one value fills the shape,
+/// expanded when the node runs, as TensorFlow's TensorProto keeps one value) and returns its
+/// output. @throws InvalidArgumentError for a shape of more than 2^63 - 1 bytes.
 AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape, std::vector<std::byte> bytes);
 
 /// Adds a Placeholder node (`_Arg` for a traced function's argument) and returns its output.
@@ -205,10 +209,22 @@ DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name,
   node.kind = NodeKind::constant;
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};
-  node.run = [dtype, shape, values = std::move(bytes)](const RunContext& context, NodeInputs,
-                                                       std::span<AnyTensor> out) {
-    auto storage = allocate_storage(context.device, values.size(), shape, dtype_string(dtype), "Const");
-    copy_bytes(storage->data, context.device, values.data(), host_buffer_device(), values.size());
+  const std::size_t total = checked_byte_count(shape.num_elements(), dtype_size(dtype), "Const");
+  node.run = [dtype, shape, total, values = std::move(bytes)](const RunContext& context, NodeInputs,
+                                                              std::span<AnyTensor> out) {
+    // The device's allocator first: its limit, not the host's memory, bounds a large splat.
+    auto storage = allocate_storage(context.device, total, shape, dtype_string(dtype), "Const");
+    if (values.size() == total) {
+      copy_bytes(storage->data, context.device, values.data(), host_buffer_device(), total);
+    } else if (total > 0) {  // one value: copied in chunks of up to 1 MiB of repeats
+      std::vector<std::byte> chunk;
+      const std::size_t width = values.size();
+      chunk.reserve(std::min<std::size_t>(total, std::size_t{1} << 20) / width * width);
+      while (chunk.size() + width <= chunk.capacity()) chunk.insert(chunk.end(), values.begin(), values.end());
+      for (std::size_t at = 0; at < total; at += chunk.size())
+        copy_bytes(static_cast<std::byte*>(storage->data) + at, context.device, chunk.data(), host_buffer_device(),
+                   std::min(chunk.size(), total - at));
+    }
     out[0] = AnyTensor(next_tensor_id(), dtype, shape, std::move(storage));
   };
   const auto index = graph.add(std::move(node));

@@ -2,6 +2,7 @@
 // as_graph_def()), symbolic tensors that refuse to be read, name scopes, captures, requests.
 #include <boost/test/unit_test.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -184,6 +185,24 @@ BOOST_AUTO_TEST_CASE(placeholders_need_a_graph) {
   auto x = v1::placeholder<float>({2}, {.name = "x"});
   BOOST_TEST(x.symbolic_ref()->name == "x:0");
   BOOST_TEST(g.nodes().front()->op == "Placeholder");
+}
+
+// A constant of one value and a shape is a splat (TensorFlow's TensorProto keeps one value): the
+// node expands it when it runs, through the device's allocator, so its size is bounded by the
+// device's memory and a shape too large to address is an error when the graph is built.
+BOOST_AUTO_TEST_CASE(constants_of_one_value_fill_their_shape_when_run) {
+  v1::Graph g;
+  dt::Tensor<double> small, large;
+  {
+    auto scope = g.as_default();
+    small = dt::constant<double>({2.5}, {3, 2});
+    large = dt::constant<double>({1.0}, {std::int64_t{1} << 40});  // 8 TiB
+    DEVTENSOR_CHECK_THROW_WITH((void)dt::constant<double>({1.0}, {std::int64_t{1} << 40, std::int64_t{1} << 30}),
+                               dt::InvalidArgumentError, "");
+  }
+  v1::Session sess(g);
+  BOOST_TEST(sess.run(small).to_vector() == std::vector<double>(6, 2.5), boost::test_tools::per_element());
+  BOOST_CHECK_THROW((void)sess.run(large), dt::ResourceExhaustedError);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
