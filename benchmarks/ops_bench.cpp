@@ -196,3 +196,67 @@ static void BM_Function10Ops(benchmark::State& state) {
 BENCHMARK(BM_Eager10Ops);
 BENCHMARK(BM_Session10Ops);
 BENCHMARK(BM_Function10Ops);
+
+// Graph optimisations (issue 30): a chain of 8 elementwise ops on 2^24 floats, eager (8 passes
+// over memory), traced and fused into one pass, and traced with fusion off, beside one STREAM
+// triad pass (a = b + s c: two reads and a write, the chain reads one array and writes one);
+// MatMul + bias + Relu at 1024 traced (one _FusedMatMul) beside the bare cblas_sgemm above.
+namespace {
+constexpr std::int64_t kChainElements = std::int64_t{1} << 24;
+dt::Tensor<float> eight_ops(const dt::Tensor<float>& x) {
+  auto y = x * 1.5f;
+  y = y + 0.5f;
+  y = dt::abs(y);
+  y = dt::maximum(y, x);
+  y = y - 0.25f;
+  y = dt::square(y);
+  y = dt::neg(y);
+  return dt::relu(y);
+}
+void set_remapping(bool on) { dt::config::optimizer::set_experimental_options({.remapping = on}); }
+}  // namespace
+static void BM_Chain8_Eager(benchmark::State& state) {
+  auto x = dt::random_uniform<float>({kChainElements}, {.seed = 3});
+  for (auto _ : state) benchmark::DoNotOptimize(eight_ops(x));
+  state.SetBytesProcessed(state.iterations() * kChainElements * 8);
+}
+static void BM_Chain8_Traced(benchmark::State& state) {
+  set_remapping(state.range(0) != 0);
+  auto x = dt::random_uniform<float>({kChainElements}, {.seed = 3});
+  auto f = dt::function(eight_ops);
+  benchmark::DoNotOptimize(f(x));  // traced and optimised before the timing
+  set_remapping(true);
+  for (auto _ : state) benchmark::DoNotOptimize(f(x));
+  state.SetBytesProcessed(state.iterations() * kChainElements * 8);
+}
+static void BM_StreamTriad(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(kChainElements);
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const float s = 3.0f;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kChainElements * 12);
+}
+BENCHMARK(BM_Chain8_Eager)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Chain8_Traced)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);  // 1: fused, 0: remapping off
+BENCHMARK(BM_StreamTriad)->Unit(benchmark::kMillisecond);
+
+namespace {
+dt::Tensor<float> dense_relu(const dt::Tensor<float>& x, const dt::Tensor<float>& w, const dt::Tensor<float>& b) {
+  return dt::relu(dt::matmul(x, w) + b);
+}
+}  // namespace
+static void BM_DenseRelu(benchmark::State& state) {  // 0: eager, 1: traced (_FusedMatMul)
+  const std::int64_t n = 1024;
+  auto x = dt::random_uniform<float>({n, n}, {.seed = 1});
+  auto w = dt::random_uniform<float>({n, n}, {.seed = 2});
+  auto b = dt::random_uniform<float>({n}, {.seed = 4});
+  auto f = dt::function(dense_relu);
+  for (auto _ : state) benchmark::DoNotOptimize(state.range(0) != 0 ? f(x, w, b) : dense_relu(x, w, b));
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_DenseRelu)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

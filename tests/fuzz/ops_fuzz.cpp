@@ -2,8 +2,8 @@
 // element type, a pool of tensors (shapes and values drawn from small numbers and from the edges
 // of int64 and float: 2^31, 2^40, 2^62, INT64_MAX/MIN, -1, NaN, ±inf, denormals, empty and
 // undefined tensors), then up to 12 ops on the pool, each on the CPU, on a simulated GPU or
-// wherever the placer puts it, sometimes under a GradientTape, sometimes traced into a v1 graph and
-// compared with its eager run. Every result is read back. The ops
+// wherever the placer puts it, sometimes under a GradientTape, sometimes a chain of them traced
+// into a v1 graph (optimised: fused) and compared with its eager run. Every result is read back. The ops
 // are those of the op list (ops/op_list.hpp), picked by their index there: a new op is fuzzed
 // from the day it joins the list (fuzz_op refuses to compile until it knows how to call it).
 //
@@ -329,26 +329,40 @@ bool same_values(const dt::Tensor<T>& x, const dt::Tensor<T>& y) {
   return true;
 }
 
-/// One op of the op list run eagerly and traced into a v1 graph on the same attributes, fed the
-/// same operands: when both succeed, the values agree (graph mode runs the same kernels).
+/// A chain of 1 to 4 ops of the op list, each on the previous result and on `b` or that result
+/// again, run eagerly and traced into a v1 graph on the same attributes, fed the same operands:
+/// when both succeed, the values agree (graph mode runs the same kernels; its optimiser fuses
+/// elementwise chains into nodes that apply the same scalar functions: graph/optimizer.hpp).
 template <class T>
 void traced_op(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
   namespace v1 = dt::compat::v1;
   using Ops = dt::ops::BuiltinOps;
   if (!a.defined() || !b.defined()) return;
-  const std::size_t pick = in.pick(Ops::size);
-  Reader replay = in;  // the graph's op reads the same attributes
-  const char* name = "?";
+  const std::size_t steps = 1 + in.pick(4);
+  // Applies the chain to (x, y), reading picks and attributes from `reader`.
+  std::string names;
   bool random = false;
+  const auto chain = [&](Reader& reader, const dt::Tensor<T>& x, const dt::Tensor<T>& y) -> std::optional<dt::Tensor<T>> {
+    std::optional<dt::Tensor<T>> value = x;
+    names.clear();
+    for (std::size_t s = 0; s < steps && value; ++s) {
+      const std::size_t pick = reader.pick(Ops::size);
+      const dt::Tensor<T> second = reader.flip() ? y : *value;
+      const dt::Tensor<T> first = *value;
+      std::size_t i = 0;
+      dt::ops::for_each_op(Ops{}, [&]<class Op>() {
+        if (i++ != pick) return;
+        names += (names.empty() ? "" : " -> ") + std::string(Op::name);
+        random = random || Op::name.starts_with("Random");
+        value = fuzz_op<Op, T>(reader, first, second);
+      });
+    }
+    return value;
+  };
+  Reader replay = in;  // the graph's ops read the same picks and attributes
   std::optional<dt::Tensor<T>> eager;
   try {
-    std::size_t i = 0;
-    dt::ops::for_each_op(Ops{}, [&]<class Op>() {
-      if (i++ != pick) return;
-      name = Op::name.data();
-      random = Op::name.starts_with("Random");
-      eager = fuzz_op<Op, T>(replay, a, b);
-    });
+    eager = chain(replay, a, b);
   } catch (const dt::Error&) {
     eager.reset();
   }
@@ -360,10 +374,7 @@ void traced_op(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
     pa = v1::placeholder<T>(a.shape(), {.name = "a"});
     pb = v1::placeholder<T>(b.shape(), {.name = "b"});
     try {
-      std::size_t i = 0;
-      dt::ops::for_each_op(Ops{}, [&]<class Op>() {
-        if (i++ == pick) symbolic = fuzz_op<Op, T>(in, pa, pb);
-      });
+      symbolic = chain(in, pa, pb);
     } catch (const dt::Error&) {
       return;  // refused while building (a shape function, an op that needs values)
     }
@@ -376,8 +387,9 @@ void traced_op(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
   } catch (const dt::Error&) {
     return;  // the graph keeps its feeds alive: it may run out of the fuzzer's small memory first
   }
-  read_back(traced, name);
-  if (eager && !random && !same_values(*eager, traced)) violated("the traced op's values differ from eager execution", name);
+  read_back(traced, names.c_str());
+  if (eager && !random && !same_values(*eager, traced))
+    violated("the traced chain's values differ from eager execution", names.c_str());
 }
 
 /// One op of the op list (or an extra action) on the pool; its result joins the pool.

@@ -29,7 +29,9 @@
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/graph/optimizer.hpp"
 #include "devtensor/graph/placer.hpp"
+#include "devtensor/ops/record.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 
@@ -47,8 +49,11 @@ class DEVTENSOR_EXPORT Executable {
   /// and targets, stopping at fed outputs.
   /// @throws InvalidArgumentError "You must feed a value for placeholder tensor '<name>' with
   /// dtype <dtype> and shape <shape>" when a needed placeholder is not fed.
+  /// With `optimizer`, the graph is rewritten so first (graph/optimizer.hpp), and a run under a
+  /// GradientTape runs the graph as it was, so that the tape records its ops.
   Executable(std::vector<std::shared_ptr<const Node>> nodes, Placement placement, std::vector<Edge> fetches,
-             std::vector<Edge> feeds, std::vector<std::size_t> targets = {});
+             std::vector<Edge> feeds, std::vector<std::size_t> targets = {},
+             const OptimizerOptions* optimizer = nullptr);
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
   ~Executable() { delete cached_.exchange(nullptr); }
@@ -63,6 +68,12 @@ class DEVTENSOR_EXPORT Executable {
 
   /// The nodes a run executes, in order.
   [[nodiscard]] const std::vector<std::size_t>& schedule() const noexcept { return schedule_; }
+  /// The op types a run executes, in order (fused nodes: `_FusedElementwise`, `_FusedMatMul`).
+  [[nodiscard]] std::vector<std::string> scheduled_ops() const {
+    std::vector<std::string> out;
+    for (const auto& step : steps_) out.push_back(step.node->op);
+    return out;
+  }
 
  private:
   /// Where a value comes from: a feed (its position) or a node output's slot.
@@ -87,6 +98,7 @@ class DEVTENSOR_EXPORT Executable {
   std::vector<std::size_t> alias_slots_;  // outputs of pass-through nodes: emptied after each run
   std::size_t slots_ = 0;
   std::size_t max_inputs_ = 0;
+  std::unique_ptr<const Executable> unoptimized_;  // for runs under a tape; null when nothing was rewritten
 
   /// One run's values and scratch (Note [Replays reuse small buffers]).
   struct RunState {
@@ -104,26 +116,21 @@ class DEVTENSOR_EXPORT Executable {
 
 DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const Node>> nodes, Placement placement,
                                             std::vector<Edge> fetches, std::vector<Edge> feeds,
-                                            std::vector<std::size_t> targets)
+                                            std::vector<std::size_t> targets, const OptimizerOptions* optimizer)
     : nodes_(std::move(nodes)), placement_(std::move(placement)) {
+  if (optimizer) {  // the optimised graph, and the plain one for runs under a tape
+    auto optimized = optimize(nodes_, placement_, fetches, feeds, targets, *optimizer);
+    if (!optimized.empty()) {
+      unoptimized_ = std::make_unique<const Executable>(nodes_, placement_, fetches, feeds, targets);
+      nodes_ = std::move(optimized);
+    }
+  }
   const auto feed_of = [&feeds](const Edge& e) -> std::optional<std::size_t> {
     for (std::size_t f = 0; f < feeds.size(); ++f)
       if (feeds[f] == e) return f;
     return std::nullopt;
   };
-  std::vector<bool> needed(nodes_.size(), false);
-  std::vector<std::size_t> stack = std::move(targets);
-  for (const auto& f : fetches)
-    if (!feed_of(f)) stack.push_back(f.node);
-  while (!stack.empty()) {
-    const auto i = stack.back();
-    stack.pop_back();
-    if (needed.at(i)) continue;
-    needed[i] = true;
-    for (const auto& e : nodes_[i]->inputs)
-      if (!feed_of(e)) stack.push_back(e.node);
-    for (auto c : nodes_[i]->control_inputs) stack.push_back(c);
-  }
+  const std::vector<bool> needed = needed_nodes(nodes_, fetches, feeds, std::move(targets));
   std::vector<std::size_t> first_slot(nodes_.size(), 0);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (!needed[i]) continue;
@@ -181,6 +188,7 @@ DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) c
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<AnyTensor>& feeds,
                                                             ResourceStore* resources) const {
+  if (unoptimized_ && autodiff::tapes_active()) return unoptimized_->run(feeds, resources);
   auto state = acquire();
   auto& values = state->values;
   std::copy(uses_.begin(), uses_.end(), state->left.begin());

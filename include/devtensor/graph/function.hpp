@@ -105,6 +105,12 @@ class DEVTENSOR_EXPORT ConcreteFunction {
   [[nodiscard]] const graph::Graph& graph() const noexcept { return *graph_; }
   /// The nodes' names in graph order.
   [[nodiscard]] std::vector<std::string> node_names() const;
+  /// The op types a call runs, in order, after the graph's optimisations (graph/optimizer.hpp):
+  /// fused nodes are `_FusedElementwise` and `_FusedMatMul`. Places the graph first.
+  [[nodiscard]] std::vector<std::string> optimized_ops() const {
+    prepare();
+    return executable_->scheduled_ops();
+  }
 
  private:
   std::shared_ptr<graph::Graph> graph_;
@@ -353,7 +359,9 @@ DEVTENSOR_DEFINITION void ConcreteFunction::place() const {
   std::vector<std::size_t> stateful;  // run at every call (TensorFlow's automatic control dependencies)
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i]->stateful) stateful.push_back(i);
-  executable_ = std::make_shared<const graph::Executable>(std::move(nodes), std::move(placement), outputs_, args_, stateful);
+  const auto optimizer = config::optimizer::get_experimental_options();
+  executable_ = std::make_shared<const graph::Executable>(std::move(nodes), std::move(placement), outputs_, args_, stateful,
+                                                          &optimizer);
 }
 
 DEVTENSOR_DEFINITION void ConcreteFunction::prepare() const {

@@ -343,7 +343,9 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
     auto& cached = executables_[key];
     if (!cached) {
       try {
-        cached = std::make_shared<const graph::Executable>(placed_nodes_, placement_, fetch_edges, feed_edges, target_nodes);
+        const auto optimizer = config::optimizer::get_experimental_options();
+        cached = std::make_shared<const graph::Executable>(placed_nodes_, placement_, fetch_edges, feed_edges, target_nodes,
+                                                           &optimizer);
       } catch (...) {
         executables_.erase(key);
         throw;

@@ -32,6 +32,7 @@ namespace devtensor::ops {
 template <class Self, class Types>
 struct UnaryOp : OpTable<Types, Types> {
   static constexpr bool handles_unknown_dims = true;
+  static constexpr int pointwise_arity = 1;  // a graph may fuse it with its neighbours (graph/optimizer.hpp)
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
   template <class T>
@@ -44,6 +45,7 @@ struct UnaryOp : OpTable<Types, Types> {
 template <class Self, class Types>
 struct BinaryOp : OpTable<Types, Types> {
   static constexpr bool handles_unknown_dims = true;
+  static constexpr int pointwise_arity = 2;
   struct Attrs {};
   static Shape output_shape(const Attrs&, const Shape& a, const Shape& b) { return broadcast_shapes(a, b, Self::name); }
   template <class T>
@@ -208,6 +210,7 @@ struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
 /// divisor raises InvalidArgumentError after the kernel ran (its outputs are then discarded).
 struct FloorDiv : BinaryOp<FloorDiv, IntegerTypes>, Builtin {
   static constexpr std::string_view name = "FloorDiv";
+  static constexpr int pointwise_arity = 0;  // its division-by-zero flag is not a scalar function
   /// The scalar function; a zero divisor gives 0 and raises the flag the body reads (a host flag
   /// on the CPU, device memory on a GPU; every writer stores 1, so the race is benign).
   template <class Flag>

@@ -122,6 +122,15 @@ enum class NodeKind : unsigned char {
   placeholder,  // fed by the caller (Session::run's feeds, a traced function's arguments)
 };
 
+/// An elementwise node's scalar function over `n` elements of equal-length buffers (inputs and
+/// output of its one element type; the output may be an input): what a fused node runs per block
+/// (graph/optimizer.hpp). `arity` 0: not elementwise.
+struct Pointwise {
+  using Block = void (*)(const void* const* inputs, void* output, std::size_t n);
+  Block block = nullptr;
+  int arity = 0;
+};
+
 /// One output's type and (static) shape.
 struct OutputSpec {
   DType dtype = DType::DT_FLOAT;
@@ -144,6 +153,7 @@ struct Node {
   bool stateful = false;       // changes state (a variable's assignment): a traced function runs it
                                // at every call even when no output depends on it
   bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
+  Pointwise pointwise;         // elementwise ops of one element type: their scalar function
 
   /// TensorFlow's generator: no inputs and one output (a constant): placed with its consumers.
   /// A function's arguments (_Arg) are placed first, as TensorFlow's.

@@ -34,7 +34,7 @@ std::string node_name(Graph& graph, std::string_view requested, std::string_view
 /// @throws InvalidArgumentError for a symbolic input of another graph.
 std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name, const KernelSupport* kernel,
                               std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs, NodeKernel run,
-                              bool pass_through = false);
+                              bool pass_through = false, Pointwise pointwise = {});
 
 /// Adds a node whose kernel runs `body` eagerly on its inputs' values at every run, the inputs
 /// where they are (a strategy's reduction across replicas, a collective): code that already moves
@@ -150,7 +150,8 @@ DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t n
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name,
                                                    const KernelSupport* kernel, std::span<const AnyTensor> inputs,
-                                                   std::vector<OutputSpec> outputs, NodeKernel run, bool pass_through) {
+                                                   std::vector<OutputSpec> outputs, NodeKernel run, bool pass_through,
+                                                   Pointwise pointwise) {
   Node node;
   node.op = std::string(op);
   node.kernel = kernel;
@@ -158,6 +159,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
   node.outputs = std::move(outputs);
   node.run = std::move(run);
   node.pass_through = pass_through;
+  node.pointwise = pointwise;
   node.inputs.reserve(inputs.size());
   for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
   node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name

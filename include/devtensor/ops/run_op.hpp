@@ -220,6 +220,28 @@ inline constexpr bool pass_through_v = Op::name == std::string_view("Identity");
 template <class Op>
 inline constexpr bool handles_unknown_dims_v = requires { requires Op::handles_unknown_dims; };
 
+/// Op's scalar function over n elements (graph::Pointwise::Block).
+template <class Op, class T>
+DEVTENSOR_VECTORIZE void pointwise_block(const void* const* inputs, void* output, std::size_t n) {
+  // Never in place (a fused node stages a value it overwrites), so the loops vectorise.
+  T* __restrict out = static_cast<T*>(output);
+  const T* __restrict a = static_cast<const T*>(inputs[0]);
+  if constexpr (Op::pointwise_arity == 1) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i]);
+  } else {
+    const T* __restrict b = static_cast<const T*>(inputs[1]);
+    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i], b[i]);
+  }
+}
+/// What a fusion pass knows of Op's node: its scalar function when it is elementwise over one type.
+template <class Op, class O, class T>
+constexpr graph::Pointwise pointwise_of() noexcept {
+  if constexpr (std::is_same_v<O, T> && requires { requires Op::pointwise_arity > 0; })
+    return {&pointwise_block<Op, T>, Op::pointwise_arity};
+  else
+    return {};
+}
+
 /// Op's shape function over the shapes of N typed inputs.
 template <class Op, class T, std::size_t N>
 Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>*, N>& inputs) {
@@ -268,7 +290,7 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
   };
   const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
                                       &kernel_support<Op, T>, erased, {{dtype_enum<O>(), shape}}, std::move(run),
-                                      pass_through_v<Op>)
+                                      pass_through_v<Op>, pointwise_of<Op, O, T>())
                            .front()
                            .template as<O>();
   // A tape inside a trace records the symbolic op: its gradient then adds the gradient's nodes.

@@ -1,0 +1,304 @@
+// How the executor replays a graph, one suite each:
+// - replay_buffers: replays reuse small buffers (Note [Replays reuse small buffers], graph/executor.hpp): a
+//   kernel writes into the previous run's buffer only when nothing else holds it. These tests hold on to
+//   every kind of reference a buffer can have (a result, a variable's value, a tape's record, a session's
+//   variable) and check that the next replay leaves it alone; large values are still freed at their last use.
+// - optimizer: graph optimisations (graph/optimizer.hpp), elementwise chains and MatMul epilogues fused into
+//   one node. Every fused op applies the same scalar function to the same values as the unfused graph, so
+//   results are compared bitwise with eager execution (Note [Fused elementwise chains]).
+// One translation unit: each graph test file costs CI a compile of devtensor.hpp in three build trees.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace v1 = devtensor::compat::v1;
+
+namespace {
+dt::Tensor<float> chain(const dt::Tensor<float>& x) {
+  auto y = dt::relu(x) + x;
+  y = dt::square(y * x - x);
+  return dt::neg(dt::abs(y + x) * x) + x;
+}
+std::vector<float> values_of(float v) { return chain(dt::constant<float>({v, -v})).to_vector(); }
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(replay_buffers, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(results_the_caller_holds_keep_their_values) {
+  auto f = dt::function(chain);
+  const auto a = f(dt::constant<float>({1.5f, -1.5f}));
+  const auto b = f(dt::constant<float>({2.5f, -2.5f}));
+  { (void)f(dt::constant<float>({7, -7})); }  // dropped: its buffers are free for the next call
+  const auto c = f(dt::constant<float>({-0.5f, 0.5f}));
+  BOOST_TEST(a.to_vector() == values_of(1.5f), boost::test_tools::per_element());
+  BOOST_TEST(b.to_vector() == values_of(2.5f), boost::test_tools::per_element());
+  BOOST_TEST(c.to_vector() == values_of(-0.5f), boost::test_tools::per_element());
+  BOOST_TEST(a.storage() != b.storage());
+  BOOST_TEST(f.experimental_get_tracing_count() == 1);
+}
+
+// A variable assigned a node's output holds that buffer: the next call must not write into it.
+BOOST_AUTO_TEST_CASE(a_variable_keeps_the_value_it_was_assigned) {
+  dt::Variable<float> v(dt::constant<float>({0, 0}));
+  auto f = dt::function([&](const dt::Tensor<float>& x) {
+    v.assign(x * 2.0f);
+    return x + 1.0f;
+  });
+  (void)f(dt::constant<float>({1, 2}));
+  const auto held = v.value();
+  (void)f(dt::constant<float>({5, 6}));
+  BOOST_TEST(held.to_vector() == (std::vector<float>{2, 4}), boost::test_tools::per_element());
+  BOOST_TEST(v.to_vector() == (std::vector<float>{10, 12}), boost::test_tools::per_element());
+}
+
+// A tape around a call records fresh tensors; replays before and after it reuse buffers.
+BOOST_AUTO_TEST_CASE(a_tape_around_a_replay_differentiates_it) {
+  auto f = dt::function(chain);
+  const auto x = dt::constant<float>({1.5f, -0.5f});
+  (void)f(x);
+  (void)f(x);
+  const auto gradient = [&](auto& g) {
+    dt::GradientTape tape;
+    tape.watch(x);
+    return tape.gradient(dt::reduce_sum(g(x)), x).to_vector();
+  };
+  auto eager = chain;
+  BOOST_TEST(gradient(f) == gradient(eager), boost::test_tools::per_element());
+  (void)f(x);
+  BOOST_TEST(gradient(f) == gradient(eager), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(session_results_and_variables_keep_their_values) {
+  v1::Graph g;
+  dt::Tensor<float> x, y, total_value;
+  dt::graph::Operation init, add_to_total;
+  {
+    auto scope = g.as_default();
+    x = v1::placeholder<float>({2}, {.name = "x"});
+    y = dt::square(x) + 1.0f;
+    const v1::Variable<float> total(dt::constant<float>({0, 0}), {.name = "total"});
+    add_to_total = total.assign(y * 2.0f);  // the variable holds the buffer mul wrote
+    total_value = total.read_value();
+    init = v1::global_variables_initializer();
+  }
+  v1::Session sess(g);
+  sess.run(init);
+  const auto first = sess.run(y, {{x, std::vector<float>{1, 2}}});
+  sess.run(add_to_total, {{x, std::vector<float>{1, 2}}});
+  const auto assigned = sess.run(total_value);
+  const auto second = sess.run(y, {{x, std::vector<float>{3, 4}}});
+  BOOST_TEST(first.to_vector() == (std::vector<float>{2, 5}), boost::test_tools::per_element());
+  BOOST_TEST(assigned.to_vector() == (std::vector<float>{4, 10}), boost::test_tools::per_element());
+  BOOST_TEST(sess.run(total_value).to_vector() == (std::vector<float>{4, 10}), boost::test_tools::per_element());
+  sess.run(add_to_total, {{x, std::vector<float>{3, 4}}});
+  BOOST_TEST(second.to_vector() == (std::vector<float>{10, 17}), boost::test_tools::per_element());
+  BOOST_TEST(assigned.to_vector() == (std::vector<float>{4, 10}), boost::test_tools::per_element());
+  BOOST_TEST(sess.run(total_value).to_vector() == (std::vector<float>{20, 34}), boost::test_tools::per_element());
+}
+
+// Values above Executable::kKeptBytes are not kept between calls: once the caller drops the
+// result, the device's memory is back where it was. (Bytes in use count whole allocator chunks,
+// so a peak is not compared here: it varies with the free list's fragmentation.)
+BOOST_AUTO_TEST_CASE(large_values_are_not_kept_between_calls) {
+  dt::config::set_simulated_gpus(1, dt::kGiB);
+  constexpr std::int64_t n = 1 << 20;
+  const auto x = dt::ones<float>({n});  // on GPU:0
+  auto f = dt::function([](const dt::Tensor<float>& t) { return (t * 2.0f + 1.0f) * 3.0f; });
+  (void)f(x);
+  const auto base = dt::config::experimental::get_memory_info("GPU:0").current;
+  for (int call = 0; call < 3; ++call) {
+    {
+      const auto out = f(x);
+      BOOST_TEST(out.to_vector()[7] == 9.0f);
+      BOOST_TEST(dt::config::experimental::get_memory_info("GPU:0").current - base >= n * 4);
+    }
+    BOOST_TEST(dt::config::experimental::get_memory_info("GPU:0").current == base);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+/// Eight elementwise ops over x ([rows, cols]) with a scalar and a bias ([cols]) broadcast.
+dt::Tensor<float> eight_ops(const dt::Tensor<float>& x, const dt::Tensor<float>& bias) {
+  auto y = x * 1.5f + bias;                 // Mul, AddV2
+  y = dt::maximum(y - 0.25f, x);            // Sub, Maximum
+  y = dt::square(dt::neg(y)) * x;           // Neg, Square, Mul
+  return dt::relu(y - bias);                // Sub, Relu (the eighth and ninth)
+}
+
+std::vector<float> ramp(std::int64_t n, float step) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<std::int64_t>(i % 97) - 48) * step;
+  return v;
+}
+
+std::ptrdiff_t count(const std::vector<std::string>& ops, const std::string& op) {
+  return std::count(ops.begin(), ops.end(), op);
+}
+
+/// Restores the process's optimizer options when it goes.
+struct OptimizerOptionsGuard {
+  dt::graph::OptimizerOptions saved = dt::config::optimizer::get_experimental_options();
+  ~OptimizerOptionsGuard() { dt::config::optimizer::set_experimental_options(saved); }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(optimizer, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(an_elementwise_chain_runs_as_one_fused_node) {
+  const auto x = dt::constant<float>(ramp(15, 0.3f), {3, 5});
+  const auto bias = dt::constant<float>({0.5f, -1, 2, 0, 0.25f});
+  auto f = dt::function(eight_ops);
+  const auto ops = f.get_concrete_function(x, bias)->optimized_ops();
+  BOOST_TEST(count(ops, "_FusedElementwise") == 1);
+  for (const char* op : {"Mul", "AddV2", "Sub", "Maximum", "Neg", "Square", "Relu"}) BOOST_TEST(count(ops, op) == 0, op);
+  // Bitwise: the same scalar functions on the same values.
+  BOOST_TEST(f(x, bias).to_vector() == eight_ops(x, bias).to_vector(), boost::test_tools::per_element());
+  const auto y = dt::constant<float>(ramp(15, -0.7f), {3, 5});
+  BOOST_TEST(f(y, bias).to_vector() == eight_ops(y, bias).to_vector(), boost::test_tools::per_element());
+}
+
+// Above 2^19 elements the fused loop is split over threads, blocks straddle the bias's rows.
+BOOST_AUTO_TEST_CASE(a_large_chain_is_split_into_blocks_and_threads) {
+  const auto x = dt::constant<float>(ramp(700 * 1001, 0.01f), {700, 1001});
+  const auto bias = dt::constant<float>(ramp(1001, 0.02f));
+  auto f = dt::function(eight_ops);
+  BOOST_TEST(count(f.get_concrete_function(x, bias)->optimized_ops(), "_FusedElementwise") == 1);
+  const auto fused = f(x, bias).to_vector();
+  const auto eager = eight_ops(x, bias).to_vector();
+  BOOST_TEST(fused.size() == eager.size());
+  BOOST_TEST((fused == eager));
+}
+
+BOOST_AUTO_TEST_CASE(integers_fuse_too) {
+  auto g = [](const dt::Tensor<std::int32_t>& x) { return dt::abs(x * 3 - 7) + x; };
+  auto f = dt::function(g);
+  const auto x = dt::constant<std::int32_t>({-4, 0, 9, 2147483647});
+  BOOST_TEST(count(f.get_concrete_function(x)->optimized_ops(), "_FusedElementwise") == 1);
+  BOOST_TEST(f(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
+}
+
+// A value with two readers, or one the caller fetches, must exist: the chain is cut there.
+BOOST_AUTO_TEST_CASE(values_read_twice_or_returned_are_kept) {
+  auto g = [](const dt::Tensor<float>& x) {
+    const auto shared = dt::exp(x * 0.5f);        // read by two ops
+    const auto returned = dt::tanh(x) - 1.0f;     // returned as well as read
+    return std::vector{shared * 2.0f + shared * 3.0f, returned * returned + 1.0f, returned};
+  };
+  auto f = dt::function(g);
+  const auto x = dt::constant<float>({-2, -0.5f, 0, 1, 3});
+  const auto ops = f.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(ops, "Exp") + count(ops, "Sub") == 0);  // each is the root of its own group
+  BOOST_TEST(count(ops, "_FusedElementwise") >= 3);
+  const auto got = f(x);
+  const auto want = g(x);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    BOOST_TEST(got[i].to_vector() == want[i].to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(matmul_with_bias_and_relu_is_one_fused_matmul) {
+  const auto x = dt::constant<float>(ramp(4 * 6, 0.1f), {4, 6});
+  const auto w = dt::constant<float>(ramp(6 * 3, -0.2f), {6, 3});
+  const auto b = dt::constant<float>({0.1f, -0.4f, 2});
+  auto dense = [](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& shift) {
+    return dt::relu(dt::matmul(in, kernel) + shift);
+  };
+  auto f = dt::function(dense);
+  const auto ops = f.get_concrete_function(x, w, b)->optimized_ops();
+  BOOST_TEST(count(ops, "_FusedMatMul") == 1);
+  BOOST_TEST(count(ops, "MatMul") + count(ops, "AddV2") + count(ops, "Relu") == 0);
+  BOOST_TEST(f(x, w, b).to_vector() == dense(x, w, b).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(f(x * 2.0f, w, b).to_vector() == dense(x * 2.0f, w, b).to_vector(), boost::test_tools::per_element());
+
+  // A product that is also returned stays a MatMul; its readers still fuse.
+  auto both = dt::function([](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& shift) {
+    const auto z = dt::matmul(in, kernel);
+    return std::vector{z, dt::relu(z + shift) * 2.0f};
+  });
+  const auto kept = both.get_concrete_function(x, w, b)->optimized_ops();
+  BOOST_TEST(count(kept, "MatMul") == 1);
+  BOOST_TEST(count(kept, "_FusedMatMul") == 0);
+  BOOST_TEST(both(x, w, b)[1].to_vector() == (dense(x, w, b) * 2.0f).to_vector(), boost::test_tools::per_element());
+}
+
+// A tape records ops: a call under one runs the unfused graph, and gradients are eager's.
+BOOST_AUTO_TEST_CASE(a_tape_around_a_call_differentiates_the_unfused_graph) {
+  const auto x = dt::constant<float>(ramp(4 * 6, 0.1f), {4, 6});
+  dt::Variable<float> w(dt::constant<float>(ramp(6 * 3, -0.2f), {6, 3}));
+  dt::Variable<float> b(dt::constant<float>({0.1f, -0.4f, 2}));
+  auto loss = [&](const dt::Tensor<float>& in) {
+    return dt::reduce_sum(dt::square(dt::relu(dt::matmul(in, w.value()) + b.value())));
+  };
+  auto f = dt::function(loss);
+  BOOST_TEST(count(f.get_concrete_function(x)->optimized_ops(), "_FusedMatMul") == 1);
+  const auto grads_of = [&](auto&& callable) {
+    dt::GradientTape tape;
+    const auto y = callable(x);
+    return tape.gradient(y, std::vector{w, b});
+  };
+  const auto traced = grads_of(f);
+  const auto eager = grads_of(loss);
+  for (std::size_t i = 0; i < 2; ++i)
+    BOOST_TEST(traced[i].to_vector() == eager[i].to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(f(x).to_vector() == loss(x).to_vector(), boost::test_tools::per_element());  // and fused again
+}
+
+// What a fused node cannot read, it leaves alone: a column broadcast, unknown dimensions.
+BOOST_AUTO_TEST_CASE(shapes_a_fused_node_cannot_read_are_left_alone) {
+  auto column = [](const dt::Tensor<float>& x, const dt::Tensor<float>& c) { return dt::relu(x + c) * 2.0f; };
+  auto f = dt::function(column);
+  const auto x = dt::constant<float>(ramp(6, 1), {2, 3});
+  const auto c = dt::constant<float>({1, -100}, {2, 1});
+  const auto ops = f.get_concrete_function(x, c)->optimized_ops();
+  BOOST_TEST(count(ops, "AddV2") == 1);  // [2, 1] against [2, 3]: not fused, its readers are
+  BOOST_TEST(count(ops, "_FusedElementwise") == 1);
+  BOOST_TEST(f(x, c).to_vector() == column(x, c).to_vector(), boost::test_tools::per_element());
+
+  auto partial = dt::function([](const dt::Tensor<float>& in) { return dt::relu(in * 2.0f) + 1.0f; },
+                              {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
+  const auto ops2 = partial.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(ops2, "_FusedElementwise") == 0);
+  BOOST_TEST(partial(x).to_vector() == (dt::relu(x * 2.0f) + 1.0f).to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(remapping_off_keeps_every_op) {
+  OptimizerOptionsGuard guard;
+  dt::config::optimizer::set_experimental_options({.remapping = false});
+  BOOST_TEST(!dt::config::optimizer::get_experimental_options().remapping);
+  const auto x = dt::constant<float>(ramp(15, 0.3f), {3, 5});
+  const auto bias = dt::constant<float>({0.5f, -1, 2, 0, 0.25f});
+  auto f = dt::function(eight_ops);
+  const auto ops = f.get_concrete_function(x, bias)->optimized_ops();
+  BOOST_TEST(count(ops, "_FusedElementwise") == 0);
+  BOOST_TEST(count(ops, "Relu") == 1);
+  BOOST_TEST(f(x, bias).to_vector() == eight_ops(x, bias).to_vector(), boost::test_tools::per_element());
+}
+
+// v1 sessions optimise too; a fed intermediate cuts the chain, and its producers do not run.
+BOOST_AUTO_TEST_CASE(sessions_fuse_and_feeds_cut_chains) {
+  v1::Graph g;
+  dt::Tensor<float> x, doubled, y;
+  {
+    auto scope = g.as_default();
+    x = v1::placeholder<float>({3}, {.name = "x"});
+    doubled = x * 2.0f;
+    y = dt::relu(doubled + 1.0f) - 3.0f;
+  }
+  v1::Session sess(g);
+  BOOST_TEST(sess.run(y, {{x, std::vector<float>{-1, 1, 2}}}).to_vector() == (std::vector<float>{-3, 0, 2}),
+             boost::test_tools::per_element());
+  BOOST_TEST(sess.run(y, {{doubled, std::vector<float>{-4, 0, 10}}}).to_vector() == (std::vector<float>{-3, -2, 8}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
