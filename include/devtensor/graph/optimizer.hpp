@@ -22,17 +22,16 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "devtensor/backend/cpu/parallel.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/graph/fused_kernel.hpp"
 #include "devtensor/graph/placer.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
@@ -40,13 +39,28 @@
 
 namespace devtensor::graph {
 
-/// Which rewrites graphs get before they first run (TensorFlow's grappler options, by its names).
+/// Which rewrites graphs get before they first run (TensorFlow's grappler options, by its names),
+/// in this order. Each keeps results bitwise (Note [Fused elementwise chains]).
 struct OptimizerOptions {
+  /// Nodes whose inputs are all constants run once, when the graph is optimised, and become
+  /// constants (outputs up to kMaxFoldedBytes; a node that fails then is left to fail when run).
+  bool constant_folding = true;
+  /// Common subexpressions: an elementwise op applied twice to the same inputs is computed once,
+  /// equal small constants are one.
+  bool arithmetic_optimization = true;
+  /// Identity nodes between two nodes of one device are bypassed (not a fetched one).
+  bool dependency_optimization = true;
   /// Fusion (grappler's remapper): elementwise chains into one pass, MatMul with its epilogue.
   bool remapping = true;
 };
 
+/// TensorFlow's default cap on a folded constant (max_constant_size_in_bytes).
+inline constexpr std::size_t kMaxFoldedBytes = std::size_t{10} << 20;
+
 namespace detail {
+inline std::atomic<bool> constant_folding{true};
+inline std::atomic<bool> arithmetic_optimization{true};
+inline std::atomic<bool> dependency_optimization{true};
 inline std::atomic<bool> remapping{true};
 }  // namespace detail
 
@@ -55,46 +69,16 @@ inline std::atomic<bool> remapping{true};
 std::vector<bool> needed_nodes(const std::vector<std::shared_ptr<const Node>>& nodes, const std::vector<Edge>& fetches,
                                const std::vector<Edge>& feeds, std::vector<std::size_t> targets);
 
-/// `nodes` rewritten as `options` allows (Note [Fused elementwise chains]): each fused group's root
-/// replaced by the fused node (same position, name and device; op `_FusedElementwise` or
-/// `_FusedMatMul`), the group's other nodes left without readers. Empty when nothing changed.
+/// `nodes` rewritten as `options` allows: folded nodes become `Const` nodes, readers of duplicates
+/// and of bypassed Identity nodes read the kept node, and each fused group's root is replaced by
+/// the fused node (Note [Fused elementwise chains]; op `_FusedElementwise` or `_FusedMatMul`).
+/// A rewritten node keeps its position, name and device; nodes nothing reads any more are left in
+/// place (the executor does not run them). Empty when nothing changed.
 std::vector<std::shared_ptr<const Node>> optimize(const std::vector<std::shared_ptr<const Node>>& nodes,
                                                   const Placement& placement, const std::vector<Edge>& fetches,
                                                   const std::vector<Edge>& feeds, const std::vector<std::size_t>& targets,
                                                   const OptimizerOptions& options);
 
-/// How a fused node reads an input from outside its group.
-struct FusedInput {
-  enum class Kind : unsigned char { full, scalar, suffix } kind = Kind::full;
-  std::int64_t period = 0;  // suffix: the input's elements, repeated along S
-};
-
-/// One op of a fused group: its scalar function over registers (the group's inputs first, then
-/// each op's result).
-struct FusedStep {
-  Pointwise::Block block = nullptr;
-  int arity = 0;
-  std::array<int, 2> args{};
-};
-
-/// The kernel of a fused node (Note [Fused elementwise chains]).
-class FusedKernel {
- public:
-  static constexpr std::int64_t kBlock = 256;       // elements a register holds
-  static constexpr std::size_t kMaxRegisters = 32;  // inputs and steps of one group
-
-  NodeKernel producer;               // a MatMul's kernel (its inputs are the node's first two), or empty
-  std::vector<FusedInput> inputs;    // registers 0..: with a producer, register 0 is its product
-  std::vector<FusedStep> steps;      // step j's result is register inputs.size() + j; the last is the output
-  DType dtype = DType::DT_FLOAT;
-  Shape shape;                       // S
-  std::string op;
-
-  void operator()(const RunContext& context, NodeInputs in, std::span<AnyTensor> out) const;
-
- private:
-  void run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin, std::int64_t end) const;
-};
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 
@@ -138,21 +122,180 @@ inline std::optional<FusedInput> fused_input(const Shape& input, const Shape& s)
 
 }  // namespace optimizer_detail
 
+namespace optimizer_detail {
+
+/// Who reads what in the part of a graph a run needs.
+struct Uses {
+  std::vector<bool> needed;
+  std::vector<int> readers;   // input edges from needed nodes
+  std::vector<bool> pinned;   // its value must exist as it is: fetched, fed, or a control input
+  std::vector<bool> fed;
+  std::vector<bool> fetched;
+};
+
+inline Uses uses_of(const std::vector<std::shared_ptr<const Node>>& nodes, const std::vector<Edge>& fetches,
+                    const std::vector<Edge>& feeds, const std::vector<std::size_t>& targets) {
+  const std::size_t count = nodes.size();
+  Uses uses{needed_nodes(nodes, fetches, feeds, targets), std::vector<int>(count, 0), std::vector<bool>(count, false),
+            std::vector<bool>(count, false), std::vector<bool>(count, false)};
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!uses.needed[i]) continue;
+    for (const auto& e : nodes[i]->inputs) ++uses.readers[e.node];
+    for (auto c : nodes[i]->control_inputs) uses.pinned[c] = true;
+  }
+  for (const auto& f : fetches) uses.pinned[f.node] = uses.fetched[f.node] = true;
+  for (const auto& f : feeds) uses.pinned[f.node] = uses.fed[f.node] = true;
+  return uses;
+}
+
+/// Constant folding: runs each needed op node whose inputs are all constants (of its device, not
+/// fed) once, and replaces those that unfolded nodes read, or that are fetched, by constants.
+inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses) {
+  const std::size_t count = nodes.size();
+  std::vector<std::vector<AnyTensor>> values(count);  // computed when a foldable reader needs them
+  std::vector<bool> known(count, false);             // values[i] holds node i's outputs
+  std::vector<bool> folded(count, false);
+  const auto constant = [&](std::size_t c) {
+    if (known[c]) return true;
+    const Node& node = *nodes[c];
+    if (node.kind != NodeKind::constant || uses.fed[c] || !node.run) return false;
+    values[c].resize(node.outputs.size());
+    node.run({*placement[c], nullptr}, NodeInputs(nullptr, 0), values[c]);
+    known[c] = true;
+    return true;
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    const Node& node = *nodes[i];
+    if (!uses.needed[i] || uses.fed[i] || node.kind != NodeKind::op || !node.run || node.stateful || node.inputs_stay ||
+        !node.control_inputs.empty() || node.inputs.empty() || placement.at(i) == nullptr)
+      continue;
+    const bool foldable = std::all_of(node.inputs.begin(), node.inputs.end(), [&](const Edge& e) {
+      return placement[e.node] == placement[i] && (folded[e.node] || constant(e.node));
+    });
+    if (!foldable) continue;
+    std::vector<const AnyTensor*> in;
+    for (const auto& e : node.inputs) in.push_back(&values[e.node].at(e.output));
+    std::vector<AnyTensor> out(node.outputs.size());
+    try {
+      node.run({*placement[i], nullptr}, NodeInputs(in.data(), in.size()), out);
+    } catch (const Error&) {
+      continue;  // it fails again when the graph runs, where its error has a context
+    }
+    std::size_t bytes = 0;
+    bool defined = true;
+    for (const auto& v : out) {
+      defined = defined && v.defined();
+      if (v.defined()) bytes += v.storage->bytes;
+    }
+    if (!defined || bytes > kMaxFoldedBytes) continue;
+    values[i] = std::move(out);
+    known[i] = folded[i] = true;
+  }
+  std::vector<bool> read(count, false);  // by a needed node that stays
+  for (std::size_t j = 0; j < count; ++j)
+    if (uses.needed[j] && !folded[j])
+      for (const auto& e : nodes[j]->inputs) read[e.node] = true;
+  bool changed = false;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!folded[i] || (!read[i] && !uses.fetched[i])) continue;
+    Node c;
+    c.name = nodes[i]->name;
+    c.op = "Const";
+    c.kind = NodeKind::constant;
+    c.requested = nodes[i]->requested;
+    c.kernel = nodes[i]->kernel;
+    c.outputs = nodes[i]->outputs;
+    // Readers never write into it: the node holds it, so it is never reusable (graph::reusable).
+    c.run = [held = std::move(values[i])](const RunContext&, NodeInputs, std::span<AnyTensor> out) {
+      for (std::size_t k = 0; k < held.size(); ++k) out[k] = held[k];
+    };
+    nodes[i] = std::make_shared<const Node>(std::move(c));
+    changed = true;
+  }
+  return changed;
+}
+
+/// Common subexpressions (`dedupe`) and Identity bypasses (`bypass`): readers of a duplicate or of
+/// a bypassed Identity read the node it stands for.
+inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses,
+                          bool dedupe, bool bypass) {
+  const std::size_t count = nodes.size();
+  std::vector<std::optional<Edge>> forward(count);  // single-output nodes only
+  const auto resolve = [&](Edge e) {
+    while (forward[e.node]) e = *forward[e.node];
+    return e;
+  };
+  // An elementwise op's value is its scalar function (which names op and type) of its inputs; a
+  // constant's is its literal on its device.
+  std::map<std::array<std::uintptr_t, 6>, std::size_t> seen;
+  std::map<std::tuple<const Device*, DType, std::string, std::vector<std::byte>>, std::size_t> literals;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Node& node = *nodes[i];
+    if (dedupe && uses.needed[i] && !uses.pinned[i] && node.kind == NodeKind::constant && node.literal &&
+        node.outputs.size() == 1 && node.literal->size() <= 64) {  // scalars and small vectors
+      auto [it, added] = literals.emplace(
+          std::tuple{placement.at(i), node.outputs[0].dtype, node.outputs[0].shape.to_string(), *node.literal}, i);
+      if (!added) forward[i] = Edge{it->second, 0};
+      continue;
+    }
+    if (!uses.needed[i] || uses.pinned[i] || node.kind != NodeKind::op || !node.run || node.stateful ||
+        !node.control_inputs.empty() || node.outputs.size() != 1)
+      continue;
+    if (dedupe && node.pointwise.arity > 0 && node.inputs.size() <= 2) {
+      std::array<std::uintptr_t, 6> key{reinterpret_cast<std::uintptr_t>(node.pointwise.block),
+                                        reinterpret_cast<std::uintptr_t>(placement.at(i)), 0, 0, 0, 0};
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        const Edge e = resolve(node.inputs[k]);
+        key[2 + 2 * k] = e.node + 1;
+        key[3 + 2 * k] = e.output;
+      }
+      auto [it, added] = seen.emplace(key, i);
+      if (!added) forward[i] = Edge{it->second, 0};
+    } else if (bypass && node.op == "Identity" && node.pass_through && node.inputs.size() == 1) {
+      const Edge in = resolve(node.inputs[0]);
+      if (placement.at(in.node) == placement.at(i)) forward[i] = in;
+    }
+  }
+  bool changed = false;
+  for (std::size_t j = 0; j < count; ++j) {
+    if (!uses.needed[j] || forward[j]) continue;
+    const Node& node = *nodes[j];
+    if (std::none_of(node.inputs.begin(), node.inputs.end(), [&](const Edge& e) { return forward[e.node].has_value(); }))
+      continue;
+    auto rewired = std::make_shared<Node>(node);
+    for (auto& e : rewired->inputs) e = resolve(e);
+    nodes[j] = std::move(rewired);
+    changed = true;
+  }
+  return changed;
+}
+
+/// Fusion (Note [Fused elementwise chains]).
+inline bool fuse(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses);
+
+}  // namespace optimizer_detail
+
 DEVTENSOR_DEFINITION std::vector<std::shared_ptr<const Node>> optimize(
     const std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const std::vector<Edge>& fetches,
     const std::vector<Edge>& feeds, const std::vector<std::size_t>& targets, const OptimizerOptions& options) {
-  if (!options.remapping) return {};
+  using namespace optimizer_detail;
+  std::vector<std::shared_ptr<const Node>> out = nodes;
+  bool changed = false;
+  if (options.constant_folding) changed |= fold_constants(out, placement, uses_of(out, fetches, feeds, targets));
+  if (options.arithmetic_optimization || options.dependency_optimization)
+    changed |= forward_edges(out, placement, uses_of(out, fetches, feeds, targets), options.arithmetic_optimization,
+                             options.dependency_optimization);
+  if (options.remapping) changed |= fuse(out, placement, uses_of(out, fetches, feeds, targets));
+  if (!changed) return {};
+  return out;
+}
+
+inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement,
+                                   const Uses& uses) {
   const std::size_t count = nodes.size();
-  const auto needed = needed_nodes(nodes, fetches, feeds, targets);
-  std::vector<int> readers(count, 0);
-  std::vector<bool> pinned(count, false);  // its value must exist: fetched, fed, or a control input
-  for (std::size_t i = 0; i < count; ++i) {
-    if (!needed[i]) continue;
-    for (const auto& e : nodes[i]->inputs) ++readers[e.node];
-    for (auto c : nodes[i]->control_inputs) pinned[c] = true;
-  }
-  for (const auto& f : fetches) pinned[f.node] = true;
-  for (const auto& f : feeds) pinned[f.node] = true;
+  const auto& needed = uses.needed;
+  const auto& readers = uses.readers;
+  const auto& pinned = uses.pinned;
   const auto shape_of = [&](const Edge& e) -> const Shape& { return nodes[e.node]->outputs.at(e.output).shape; };
   // An elementwise node a fused kernel can run: on host memory, fully defined, its inputs readable.
   const auto fusable = [&](std::size_t i) {
@@ -169,7 +312,7 @@ DEVTENSOR_DEFINITION std::vector<std::shared_ptr<const Node>> optimize(
     });
   };
 
-  std::vector<std::shared_ptr<const Node>> out = nodes;
+  std::vector<std::shared_ptr<const Node>>& out = nodes;
   bool changed = false;
   std::vector<bool> grouped(count, false);
   for (std::size_t root = count; root-- > 0;) {
@@ -245,96 +388,7 @@ DEVTENSOR_DEFINITION std::vector<std::shared_ptr<const Node>> optimize(
     out[root] = std::make_shared<const Node>(std::move(fused));
     changed = true;
   }
-  if (!changed) return {};
-  return out;
-}
-
-DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, NodeInputs in,
-                                                  std::span<AnyTensor> out) const {
-  const std::int64_t n = shape.num_elements();
-  const std::size_t width = dtype_size(dtype);
-  std::array<const std::byte*, kMaxRegisters> sources{};
-  std::size_t first = 0;  // the node's first input that is a register
-  if (producer) {
-    // The product goes to the output slot (reusing the last run's buffer when nobody holds it);
-    // the chain then runs over it there.
-    const AnyTensor* operands[2] = {&in[0], &in[1]};
-    producer(context, NodeInputs(operands, 2), out.first(1));
-    first = 2;
-  } else if (!reusable(out[0], dtype, shape, context.device)) {
-    out[0] = AnyTensor(next_tensor_id(), dtype, shape,
-                       allocate_storage(context.device, static_cast<std::size_t>(n) * width, shape, dtype_string(dtype), op));
-  }
-  if (!out[0].defined() || out[0].storage->bytes != static_cast<std::size_t>(n) * width)
-    throw InternalError(op + " " + out[0].shape.to_string() + ": its output must have shape " + shape.to_string());
-  for (std::size_t k = producer ? 1 : 0; k < inputs.size(); ++k) {
-    const AnyTensor& value = in[first + k - (producer ? 1 : 0)];
-    const std::int64_t expected = inputs[k].kind == FusedInput::Kind::full ? n : inputs[k].period;
-    if (value.shape.num_elements() != expected)
-      throw InternalError(op + ": input " + value.shape.to_string() + " does not fit " + shape.to_string());
-    sources[k] = static_cast<const std::byte*>(value.storage->data);
-  }
-  auto* output = static_cast<std::byte*>(out[0].storage->data);
-  if (producer) sources[0] = output;
-  backend::cpu::parallel_for(n, std::int64_t{1} << 18, [&](std::int64_t begin, std::int64_t end) {
-    run_blocks(sources.data(), output, begin, end);
-  });
-}
-
-DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin,
-                                                  std::int64_t end) const {
-  const std::size_t width = dtype_size(dtype);
-  const std::size_t registers = inputs.size() + steps.size();
-  const std::size_t register_bytes = static_cast<std::size_t>(kBlock) * width;
-  thread_local std::vector<std::byte> scratch;  // the registers, kept per thread
-  if (scratch.size() < registers * register_bytes) scratch.resize(registers * register_bytes);
-  const auto reg = [&](std::size_t r) { return scratch.data() + r * register_bytes; };
-  std::array<const void*, kMaxRegisters> at{};
-  const std::int64_t first_block = std::min(kBlock, end - begin);
-  for (std::size_t k = 0; k < inputs.size(); ++k)
-    if (inputs[k].kind == FusedInput::Kind::scalar)  // the value repeated, once
-      for (std::size_t i = 0; i < static_cast<std::size_t>(first_block); ++i) std::memcpy(reg(k) + i * width, sources[k], width);
-  for (std::int64_t start = begin; start < end; start += kBlock) {
-    const std::int64_t len = std::min(kBlock, end - start);
-    const std::size_t offset = static_cast<std::size_t>(start) * width;
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      switch (inputs[k].kind) {
-        case FusedInput::Kind::full:
-          // The product is staged: the last step writes where it reads.
-          if (k == 0 && producer) {
-            std::memcpy(reg(0), sources[0] + offset, static_cast<std::size_t>(len) * width);
-            at[0] = reg(0);
-          } else {
-            at[k] = sources[k] + offset;
-          }
-          break;
-        case FusedInput::Kind::scalar:
-          at[k] = reg(k);
-          break;
-        case FusedInput::Kind::suffix: {  // the period's elements from start % period on
-          const std::int64_t period = inputs[k].period;
-          std::int64_t phase = start % period;
-          for (std::int64_t done = 0; done < len;) {
-            const std::int64_t take = std::min(period - phase, len - done);
-            std::memcpy(reg(k) + static_cast<std::size_t>(done) * width, sources[k] + static_cast<std::size_t>(phase) * width,
-                        static_cast<std::size_t>(take) * width);
-            done += take;
-            phase = 0;
-          }
-          at[k] = reg(k);
-          break;
-        }
-      }
-    }
-    for (std::size_t j = 0; j < steps.size(); ++j) {
-      const FusedStep& step = steps[j];
-      const void* operands[2] = {at[static_cast<std::size_t>(step.args[0])],
-                                 step.arity > 1 ? at[static_cast<std::size_t>(step.args[1])] : nullptr};
-      void* result = j + 1 == steps.size() ? static_cast<void*>(output + offset) : reg(inputs.size() + j);
-      step.block(operands, result, static_cast<std::size_t>(len));
-      at[inputs.size() + j] = result;
-    }
-  }
+  return changed;
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
@@ -345,11 +399,15 @@ namespace devtensor::config::optimizer {
 
 /// TensorFlow's tf.config.optimizer.set_experimental_options: applies to graphs placed afterwards.
 inline void set_experimental_options(const graph::OptimizerOptions& options) noexcept {
+  graph::detail::constant_folding.store(options.constant_folding);
+  graph::detail::arithmetic_optimization.store(options.arithmetic_optimization);
+  graph::detail::dependency_optimization.store(options.dependency_optimization);
   graph::detail::remapping.store(options.remapping);
 }
 /// TensorFlow's tf.config.optimizer.get_experimental_options.
 [[nodiscard]] inline graph::OptimizerOptions get_experimental_options() noexcept {
-  return {graph::detail::remapping.load()};
+  return {graph::detail::constant_folding.load(), graph::detail::arithmetic_optimization.load(),
+          graph::detail::dependency_optimization.load(), graph::detail::remapping.load()};
 }
 
 }  // namespace devtensor::config::optimizer

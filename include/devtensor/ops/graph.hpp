@@ -154,6 +154,9 @@ struct Node {
                                // at every call even when no output depends on it
   bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
   Pointwise pointwise;         // elementwise ops of one element type: their scalar function
+  /// A Const's host values as the graph was given them (one value: a splat): equal constants
+  /// are one (graph/optimizer.hpp). Null for captured tensors, which are kept by identity.
+  std::shared_ptr<const std::vector<std::byte>> literal;
 
   /// TensorFlow's generator: no inputs and one output (a constant): placed with its consumers.
   /// A function's arguments (_Arg) are placed first, as TensorFlow's.

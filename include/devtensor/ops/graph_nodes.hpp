@@ -212,8 +212,10 @@ DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name,
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};
   const std::size_t total = checked_byte_count(shape.num_elements(), dtype_size(dtype), "Const");
-  node.run = [dtype, shape, total, values = std::move(bytes)](const RunContext& context, NodeInputs,
-                                                              std::span<AnyTensor> out) {
+  node.literal = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+  node.run = [dtype, shape, total, literal = node.literal](const RunContext& context, NodeInputs,
+                                                           std::span<AnyTensor> out) {
+    const std::vector<std::byte>& values = *literal;
     // The device's allocator first: its limit, not the host's memory, bounds a large splat.
     auto storage = allocate_storage(context.device, total, shape, dtype_string(dtype), "Const");
     if (values.size() == total) {

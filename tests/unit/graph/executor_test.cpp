@@ -301,4 +301,52 @@ BOOST_AUTO_TEST_CASE(sessions_fuse_and_feeds_cut_chains) {
              boost::test_tools::per_element());
 }
 
+// Constant folding: what depends only on constants runs once, when the graph is optimised.
+BOOST_AUTO_TEST_CASE(constants_are_folded_and_failures_wait_for_the_run) {
+  auto g = [](const dt::Tensor<float>& x) {
+    const auto c = dt::constant<float>({1, 2, 3}) * 2.0f + 1.0f;  // Mul, AddV2 of constants
+    return x * c;
+  };
+  auto f = dt::function(g);
+  const auto x = dt::constant<float>({0.5f, -1, 4});
+  const auto ops = f.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(ops, "AddV2") == 0);
+  BOOST_TEST(count(ops, "Mul") == 1);  // x * c: x is an argument
+  BOOST_TEST(f(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(f(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());  // the constant is intact
+
+  // A constant op that fails is not folded: the call fails with the op's own error.
+  auto h = dt::function([](const dt::Tensor<std::int32_t>& v) {
+    return v + dt::constant<std::int32_t>({7}) / dt::constant<std::int32_t>({0});
+  });
+  DEVTENSOR_CHECK_THROW_WITH((void)h(dt::constant<std::int32_t>({1})), dt::InvalidArgumentError,
+                             "Integer division by zero");
+}
+
+// Common subexpressions and Identity nodes, seen with fusion off (which would hide them).
+BOOST_AUTO_TEST_CASE(duplicates_are_computed_once_and_identities_bypassed) {
+  OptimizerOptionsGuard guard;
+  dt::config::optimizer::set_experimental_options({.remapping = false});
+  auto g = [](const dt::Tensor<float>& x) {
+    const auto a = dt::exp(x) * 2.0f;
+    const auto b = dt::exp(x) * 2.0f;  // the same ops on the same values: computed once
+    return dt::identity(dt::identity(a) + b);
+  };
+  auto f = dt::function(g);
+  const auto x = dt::constant<float>({0.5f, -1, 2});
+  const auto ops = f.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(ops, "Exp") == 1);
+  BOOST_TEST(count(ops, "Mul") == 1);
+  BOOST_TEST(count(ops, "Identity") == 1);  // the function's output, which is fetched
+  BOOST_TEST(f(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
+
+  dt::config::optimizer::set_experimental_options(
+      {.constant_folding = false, .arithmetic_optimization = false, .dependency_optimization = false, .remapping = false});
+  auto plain = dt::function(g);
+  const auto all = plain.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(all, "Exp") == 2);
+  BOOST_TEST(count(all, "Identity") == 3);
+  BOOST_TEST(plain(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
