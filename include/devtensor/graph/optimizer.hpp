@@ -149,7 +149,8 @@ inline Uses uses_of(const std::vector<std::shared_ptr<const Node>>& nodes, const
 }
 
 /// Constant folding: runs each needed op node whose inputs are all constants (of its device, not
-/// fed) once, and replaces those that unfolded nodes read, or that are fetched, by constants.
+/// fed) once, and replaces those that unfolded nodes read, or that are fetched, by constants that
+/// hold the value; literal Consts hold theirs too, so a replay copies no constant.
 inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses) {
   const std::size_t count = nodes.size();
   std::vector<std::vector<AnyTensor>> values(count);  // computed when a foldable reader needs them
@@ -158,9 +159,19 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
   const auto constant = [&](std::size_t c) {
     if (known[c]) return true;
     const Node& node = *nodes[c];
-    if (node.kind != NodeKind::constant || uses.fed[c] || !node.run) return false;
-    values[c].resize(node.outputs.size());
-    node.run({*placement[c], nullptr}, NodeInputs(nullptr, 0), values[c]);
+    if (node.kind != NodeKind::constant || uses.fed[c] || !node.run || placement.at(c) == nullptr) return false;
+    const Shape& shape = node.outputs.at(0).shape;
+    if (node.outputs.size() != 1 || !shape.is_fully_defined() ||
+        static_cast<double>(shape.num_elements()) * static_cast<double>(dtype_size(node.outputs[0].dtype)) >
+            static_cast<double>(kMaxFoldedBytes))
+      return false;  // a large splat is expanded when it runs, as before
+    values[c].resize(1);
+    try {
+      node.run({*placement[c], nullptr}, NodeInputs(nullptr, 0), values[c]);
+    } catch (const Error&) {
+      values[c].clear();
+      return false;
+    }
     known[c] = true;
     return true;
   };
@@ -197,7 +208,9 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
       for (const auto& e : nodes[j]->inputs) read[e.node] = true;
   bool changed = false;
   for (std::size_t i = 0; i < count; ++i) {
-    if (!folded[i] || (!read[i] && !uses.fetched[i])) continue;
+    // A literal Const runs once too (its node copied its values into a new buffer at every run).
+    const bool literal = uses.needed[i] && nodes[i]->literal && constant(i);
+    if (!(folded[i] || literal) || (!read[i] && !uses.fetched[i])) continue;
     Node c;
     c.name = nodes[i]->name;
     c.op = "Const";
@@ -205,6 +218,7 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
     c.requested = nodes[i]->requested;
     c.kernel = nodes[i]->kernel;
     c.outputs = nodes[i]->outputs;
+    c.literal = nodes[i]->literal;  // equal literals are still one (forward_edges)
     // Readers never write into it: the node holds it, so it is never reusable (graph::reusable).
     c.run = [held = std::move(values[i])](const RunContext&, NodeInputs, std::span<AnyTensor> out) {
       for (std::size_t k = 0; k < held.size(); ++k) out[k] = held[k];
