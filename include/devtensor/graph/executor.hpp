@@ -14,8 +14,21 @@
 /// holds it (graph::reusable): a replay of small ops allocates only its results. A value still
 /// shared when the run ends (a result, a variable's value) is let go, so a kept buffer was only
 /// ever touched by runs of this executable, which the cache's exchange orders one after another.
-/// Larger values are freed at their last use, so a run's memory stays at its peak. Slots of
-/// pass-through nodes (Identity) are emptied after each run: they alias their input's buffer.
+/// Larger values follow the memory plan (Note [A replay's memory plan]). Slots of pass-through
+/// nodes (Identity) are emptied after each run: they alias their input's buffer.
+///
+/// Note [A replay's memory plan]
+/// Values above kKeptBytes whose static shape is known and that are not results get a buffer of
+/// the plan when the executable is built: walking the schedule, a value takes a free buffer of its
+/// device and size, and its buffer is free again after its last read, so values whose lifetimes do
+/// not overlap share one (the run's peak, not the sum). A run puts the buffer into the value's slot
+/// before its node runs, and the node's kernel writes into it (graph::reusable); after the value's
+/// last read the buffer goes back to the run's pool when nothing else holds it, and the pool stays
+/// with the RunState for the next run. So a replay allocates its results and nothing else, once the
+/// first run has filled the pool. A value something else still holds (a variable assigned it, a
+/// view of it) is let go instead, and the next run allocates that buffer anew (the kernels' own
+/// check, graph::reusable, would refuse it too). A plan holds at most kMaxPlannedBytes between
+/// runs; beyond that, values are freed at their last use.
 
 #include <algorithm>
 #include <atomic>
@@ -61,6 +74,8 @@ class DEVTENSOR_EXPORT Executable {
   /// Values up to this size stay in a run's slots for the next run (Note [Replays reuse small
   /// buffers]).
   static constexpr std::size_t kKeptBytes = 16 * 1024;
+  /// The most a memory plan keeps between runs (Note [A replay's memory plan]).
+  static constexpr std::size_t kMaxPlannedBytes = std::size_t{256} << 20;
 
   /// Runs with `feeds` (in the order of the constructor's feeds) and the variables in
   /// `resources`, and returns the fetches' values.
@@ -68,6 +83,8 @@ class DEVTENSOR_EXPORT Executable {
 
   /// The nodes a run executes, in order.
   [[nodiscard]] const std::vector<std::size_t>& schedule() const noexcept { return schedule_; }
+  /// The bytes the memory plan keeps between runs (Note [A replay's memory plan]).
+  [[nodiscard]] std::size_t planned_bytes() const noexcept { return planned_bytes_; }
   /// The op types a run executes, in order (fused nodes: `_FusedElementwise`, `_FusedMatMul`).
   [[nodiscard]] std::vector<std::string> scheduled_ops() const {
     std::vector<std::string> out;
@@ -99,6 +116,10 @@ class DEVTENSOR_EXPORT Executable {
   std::size_t slots_ = 0;
   std::size_t max_inputs_ = 0;
   std::unique_ptr<const Executable> unoptimized_;  // for runs under a tape; null when nothing was rewritten
+  std::vector<int> buffer_of_;    // per slot: its buffer in the memory plan, -1 for none
+  std::size_t buffers_ = 0;
+  std::size_t planned_bytes_ = 0;
+  void plan_memory();
 
   /// One run's values and scratch (Note [Replays reuse small buffers]).
   struct RunState {
@@ -106,6 +127,7 @@ class DEVTENSOR_EXPORT Executable {
     std::vector<int> left;                    // per slot: reads still to come in this run
     std::vector<const AnyTensor*> inputs;     // the running node's inputs
     std::vector<AnyTensor> copies;            // the running node's inputs copied to its device
+    std::vector<std::shared_ptr<TensorStorage>> pool;  // per plan buffer: free between its values
   };
   mutable std::atomic<RunState*> cached_{nullptr};
   [[nodiscard]] std::unique_ptr<RunState> acquire() const;
@@ -159,6 +181,51 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
     max_inputs_ = std::max(max_inputs_, node.inputs.size());
   }
   for (const auto& f : fetches) fetches_.push_back(source(f));
+  plan_memory();
+}
+
+DEVTENSOR_DEFINITION void Executable::plan_memory() {
+  buffer_of_.assign(slots_, -1);
+  std::vector<bool> result(slots_, false);
+  for (const auto& f : fetches_)
+    if (!f.feed) result[f.index] = true;
+  struct Buffer {
+    const Device* device;
+    std::size_t bytes;
+  };
+  std::vector<Buffer> buffers;
+  std::vector<int> free;  // buffers free at this point of the schedule
+  std::vector<int> left = uses_;
+  for (const auto& step : steps_) {
+    const Node& node = *step.node;
+    const bool plannable = node.kind == NodeKind::op && node.run && !node.inputs_stay && !node.pass_through;
+    for (std::size_t k = 0; plannable && k < node.outputs.size(); ++k) {
+      const std::size_t slot = step.first_slot + k;
+      const OutputSpec& spec = node.outputs[k];
+      if (result[slot] || uses_[slot] == 0 || !spec.shape.is_fully_defined()) continue;
+      const auto bytes = static_cast<std::size_t>(spec.shape.num_elements()) * dtype_size(spec.dtype);
+      if (bytes <= kKeptBytes) continue;
+      const auto fits = std::find_if(free.begin(), free.end(), [&](int b) {
+        return buffers[static_cast<std::size_t>(b)].device == step.device &&
+               buffers[static_cast<std::size_t>(b)].bytes == bytes;
+      });
+      if (fits != free.end()) {
+        buffer_of_[slot] = *fits;
+        free.erase(fits);
+      } else if (planned_bytes_ + bytes <= kMaxPlannedBytes) {
+        buffer_of_[slot] = static_cast<int>(buffers.size());
+        buffers.push_back({step.device, bytes});
+        planned_bytes_ += bytes;
+      }
+    }
+    // The node's inputs are read now: those read for the last time free their buffers, after
+    // the outputs took theirs (a kernel never writes over its inputs).
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const Source& s = inputs_[step.first_input + k];
+      if (!s.feed && --left[s.index] == 0 && buffer_of_[s.index] >= 0) free.push_back(buffer_of_[s.index]);
+    }
+  }
+  buffers_ = buffers.size();
 }
 
 DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::acquire() const {
@@ -168,6 +235,7 @@ DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::acquire()
   state->left.resize(slots_);
   state->inputs.resize(max_inputs_);
   state->copies.resize(max_inputs_);
+  state->pool.resize(buffers_);
   return state;
 }
 
@@ -209,14 +277,23 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<An
         state->inputs[k] = v;
       }
       const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
+      for (std::size_t k = 0; k < outputs.size(); ++k)  // the plan's buffers, for the kernel to write into
+        if (const int b = buffer_of_[step.first_slot + k]; b >= 0 && state->pool[static_cast<std::size_t>(b)])
+          outputs[k] = AnyTensor(next_tensor_id(), node.outputs[k].dtype, node.outputs[k].shape,
+                                 std::move(state->pool[static_cast<std::size_t>(b)]));
       node.run({device, resources}, NodeInputs(state->inputs.data(), n), outputs);
       for (std::size_t k = 0; k < n; ++k) {
         if (state->copies[k].storage) state->copies[k] = AnyTensor();
         const Source& s = inputs_[step.first_input + k];
-        // Its last read frees a large value; a small one stays for the next run.
+        // Its last read returns a planned buffer to the pool when nothing else holds it, and frees
+        // another large value; a small one stays for the next run.
         if (!s.feed && --state->left[s.index] == 0 && values[s.index].defined() &&
-            values[s.index].storage->bytes > kKeptBytes)
+            values[s.index].storage->bytes > kKeptBytes) {
+          auto storage = std::move(values[s.index].storage);
           values[s.index] = AnyTensor();
+          if (const int b = buffer_of_[s.index]; b >= 0 && storage.use_count() == 1 && !storage->shared_from)
+            state->pool[static_cast<std::size_t>(b)] = std::move(storage);
+        }
       }
       for (std::size_t k = 0; k < outputs.size(); ++k)
         if (uses_[step.first_slot + k] == 0 && outputs[k].defined() && outputs[k].storage->bytes > kKeptBytes)

@@ -349,4 +349,49 @@ BOOST_AUTO_TEST_CASE(duplicates_are_computed_once_and_identities_bypassed) {
   BOOST_TEST(plain(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
 }
 
+// The memory plan (Note [A replay's memory plan]): values above 16 KiB share the plan's buffers,
+// which stay with the executable, so a replay allocates only its results.
+BOOST_AUTO_TEST_CASE(a_replay_allocates_only_its_results) {
+  OptimizerOptionsGuard guard;
+  dt::config::optimizer::set_experimental_options({.remapping = false});  // keep the intermediates
+  auto g = [](const dt::Tensor<float>& x) {
+    const auto a = dt::exp(x * 0.01f);                 // 4 values of 64 KiB before the sum
+    return dt::reduce_sum(dt::square(a - 1.0f) + a);
+  };
+  auto f = dt::function(g);
+  const auto x = dt::constant<float>(ramp(128 * 128, 0.5f), {128, 128});
+  const auto& cpu = x.device_info();
+  const auto concrete = f.get_concrete_function(x);
+  const auto ops = concrete->optimized_ops();
+  for (const char* op : {"Mul", "Exp", "Sub", "Square", "AddV2", "Sum"}) BOOST_TEST(count(ops, op) == 1, op);
+  (void)f(x);  // fills the plan's buffers
+  const auto before = cpu.allocator->stats().num_allocs;
+  dt::Tensor<float> last;
+  for (int i = 0; i < 3; ++i) last = f(x);
+  BOOST_TEST(cpu.allocator->stats().num_allocs - before == 3);  // one result per call
+  BOOST_TEST(last.to_vector() == g(x).to_vector(), boost::test_tools::per_element());
+}
+
+// A planned value that something still holds after its last read keeps its buffer: a view of it
+// returned to the caller, a variable assigned it.
+BOOST_AUTO_TEST_CASE(planned_buffers_something_holds_are_not_reused) {
+  OptimizerOptionsGuard guard;
+  dt::config::optimizer::set_experimental_options({.remapping = false});
+  dt::Variable<float> kept(dt::zeros<float>(dt::Shape({64, 128})));
+  auto f = dt::function([&](const dt::Tensor<float>& x) {
+    const auto doubled = x * 2.0f;  // 32 KiB, planned
+    kept.assign(doubled + 1.0f);    // the variable holds this one
+    return dt::reshape(doubled - 3.0f, {-1});  // a view of a planned value, returned
+  });
+  const auto x1 = dt::constant<float>(ramp(64 * 128, 1), {64, 128});
+  const auto x2 = dt::constant<float>(ramp(64 * 128, -2), {64, 128});
+  const auto r1 = f(x1);
+  const auto k1 = kept.value();
+  const auto r2 = f(x2);
+  (void)f(x2 * 3.0f);
+  BOOST_TEST(r1.to_vector() == dt::reshape(x1 * 2.0f - 3.0f, {-1}).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(r2.to_vector() == dt::reshape(x2 * 2.0f - 3.0f, {-1}).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(k1.to_vector() == (x1 * 2.0f + 1.0f).to_vector(), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
