@@ -40,6 +40,7 @@ class FusedKernel {
  public:
   static constexpr std::int64_t kBlock = 256;       // elements a register holds
   static constexpr std::size_t kMaxRegisters = 32;  // inputs and steps of one group
+  static constexpr std::size_t kLine = 64;            // a cache line
 
   NodeKernel producer;               // a MatMul's kernel (its inputs are the node's first two), or empty
   std::vector<FusedInput> inputs;    // registers 0..: with a producer, register 0 is its product
@@ -92,10 +93,14 @@ DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* source
                                                   std::int64_t end) const {
   const std::size_t width = dtype_size(dtype);
   const std::size_t registers = inputs.size() + steps.size();
-  const std::size_t register_bytes = static_cast<std::size_t>(kBlock) * width;
+  // Registers start on cache lines, and a line apart from a multiple of 4 KiB: a load whose
+  // address matches an earlier store's modulo 4 KiB waits for it (4K aliasing), and each op
+  // reads registers the previous one just wrote.
+  const std::size_t register_bytes = static_cast<std::size_t>(kBlock) * width + kLine;
   thread_local std::vector<std::byte> scratch;  // the registers, kept per thread
-  if (scratch.size() < registers * register_bytes) scratch.resize(registers * register_bytes);
-  const auto reg = [&](std::size_t r) { return scratch.data() + r * register_bytes; };
+  if (scratch.size() < registers * register_bytes + kLine) scratch.resize(registers * register_bytes + kLine);
+  std::byte* const base = scratch.data() + (kLine - reinterpret_cast<std::uintptr_t>(scratch.data()) % kLine) % kLine;
+  const auto reg = [&](std::size_t r) { return base + r * register_bytes; };
   std::array<const void*, kMaxRegisters> at{};
   const std::int64_t first_block = std::min(kBlock, end - begin);
   for (std::size_t k = 0; k < inputs.size(); ++k)
