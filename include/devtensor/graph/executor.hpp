@@ -1,8 +1,9 @@
 #pragma once
 /// @file executor.hpp
-/// @brief The executor: runs the part of a placed graph that some fetches need, node by node in
-/// graph order through the nodes' kernels (the registry's bodies, as eager ops), each buffer freed
-/// after its last use and each edge between devices a copy.
+/// @brief The executor: runs the part of a placed graph that some fetches need, optimised
+/// (graph/optimizer.hpp), node by node in graph order through the nodes' kernels (the registry's
+/// bodies, as eager ops, or fused kernels), each buffer reused or freed after its last use and
+/// each edge between devices a copy.
 ///
 /// An Executable is built once per (fetches, feeds) and placement and is immutable, so several
 /// threads may run it at once; each run keeps its values to itself.

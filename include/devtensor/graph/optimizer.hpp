@@ -1,9 +1,10 @@
 #pragma once
 /// @file optimizer.hpp
-/// @brief Rewrites of a placed graph before it runs (TensorFlow's grappler, SPEC 10.5): chains of
-/// elementwise ops fused into one pass over memory, and a MatMul fused with the elementwise ops
-/// that read its product (its epilogue: bias, activation), on devices whose buffers are host
-/// memory. The options are TensorFlow's names (tf.config.optimizer.set_experimental_options).
+/// @brief Rewrites of a placed graph before it runs (TensorFlow's grappler, SPEC 10.5), in this
+/// order: constant folding, common subexpressions and Identity bypasses, then fusion of chains of
+/// elementwise ops into one pass over memory and of a MatMul with the elementwise ops that read
+/// its product (its epilogue: bias, activation), on devices whose buffers are host memory. The
+/// options are TensorFlow's names (tf.config.optimizer.set_experimental_options).
 ///
 /// Note [Fused elementwise chains]
 /// A group is an elementwise node (its root) and the elementwise producers whose only reader is in
@@ -79,7 +80,6 @@ std::vector<std::shared_ptr<const Node>> optimize(const std::vector<std::shared_
                                                   const std::vector<Edge>& feeds, const std::vector<std::size_t>& targets,
                                                   const OptimizerOptions& options);
 
-
 #if DEVTENSOR_HEADER_DEFINITIONS
 
 DEVTENSOR_DEFINITION std::vector<bool> needed_nodes(const std::vector<std::shared_ptr<const Node>>& nodes,
@@ -120,10 +120,6 @@ inline std::optional<FusedInput> fused_input(const Shape& input, const Shape& s)
   return FusedInput{FusedInput::Kind::suffix, n};
 }
 
-}  // namespace optimizer_detail
-
-namespace optimizer_detail {
-
 /// Who reads what in the part of a graph a run needs.
 struct Uses {
   std::vector<bool> needed;
@@ -160,8 +156,9 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
     if (known[c]) return true;
     const Node& node = *nodes[c];
     if (node.kind != NodeKind::constant || uses.fed[c] || !node.run || placement.at(c) == nullptr) return false;
-    const Shape& shape = node.outputs.at(0).shape;
-    if (node.outputs.size() != 1 || !shape.is_fully_defined() ||
+    if (node.outputs.size() != 1) return false;
+    const Shape& shape = node.outputs[0].shape;
+    if (!shape.is_fully_defined() ||
         static_cast<double>(shape.num_elements()) * static_cast<double>(dtype_size(node.outputs[0].dtype)) >
             static_cast<double>(kMaxFoldedBytes))
       return false;  // a large splat is expanded when it runs, as before
