@@ -1,7 +1,8 @@
 // One training step of a small MLP (32 -> 64 -> 64 -> 1, ReLU, MSE, SGD) three ways, same run:
 //   BM_TrainStep_Manual  the forward pass, hand-derived gradients and the update, written with ops;
 //   BM_TrainStep_Tape    the same forward pass and update, gradients from GradientTape;
-//   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step;
+//   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step (op by op);
+//   BM_TrainStep_KerasTraced  the same, train_on_batch: the step fit runs, traced (issue 30);
 //   BM_TrainStep_Traced  BM_TrainStep_Tape's step traced by dt::function (issue 29: not slower).
 // Tape / Manual is the tape's overhead; Keras / Manual adds the layer and loss machinery.
 // The optimizer update alone, one variable of N floats, three ways:
@@ -118,6 +119,17 @@ void BM_TrainStep_Keras(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
+void BM_TrainStep_KerasTraced(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  dt::nn::Sequential model({dt::nn::Dense(kHidden, {.input_dim = kIn, .activation = dt::nn::Activation::relu}),
+                            dt::nn::Dense(kHidden, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
+  model.compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = kLearningRate});
+  Batch batch(state.range(0));
+  benchmark::DoNotOptimize(model.train_on_batch(batch.x, batch.y));  // traced before the timing
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(batch.x, batch.y));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
 constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-7;
 
 void BM_AdamUpdate_Loop(benchmark::State& state) {
@@ -179,4 +191,5 @@ BENCHMARK(BM_AdamUpdate_Composed)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_TrainStep_Manual)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
+BENCHMARK(BM_TrainStep_KerasTraced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);

@@ -127,22 +127,12 @@ class MirroredStrategy {
     const auto n = static_cast<std::size_t>(impl_->num_replicas());
     (strategy_detail::check_replicas(args, n), ...);
     using R = std::invoke_result_t<F&, decltype(strategy_detail::unwrap(args, 0))...>;
-    // While tracing, every replica builds the caller's graph (replica r > 0 under the name scope
-    // `replica_<r>`, as TensorFlow's MirroredStrategy names them).
-    const auto graph = graph::current_graph();
-    const auto in_graph = [&graph](int r, auto&& body) {
-      if (!graph) return body();
-      graph::GraphScope scope(graph);
-      std::optional<graph::NameScope> replica;
-      if (r > 0) replica.emplace("replica_" + std::to_string(r));
-      return body();
-    };
     if constexpr (std::is_void_v<R>) {
-      impl_->run_replicas([&]([[maybe_unused]] int r) { in_graph(r, [&] { fn(strategy_detail::unwrap(args, r)...); }); });
+      impl_->run_replicas([&]([[maybe_unused]] int r) { fn(strategy_detail::unwrap(args, r)...); });
     } else {
       std::vector<std::optional<R>> results(n);
       impl_->run_replicas([&]([[maybe_unused]] int r) {
-        in_graph(r, [&] { results[static_cast<std::size_t>(r)].emplace(fn(strategy_detail::unwrap(args, r)...)); });
+        results[static_cast<std::size_t>(r)].emplace(fn(strategy_detail::unwrap(args, r)...));
       });
       PerReplica<R> out;
       for (auto& result : results) out.values.push_back(std::move(*result));
@@ -351,10 +341,17 @@ class MirroredStrategy {
     void run_replicas(const std::function<void(int)>& fn) override {
       const int n = num_replicas();
       merge_point.reset(n);
+      // While tracing, every replica builds the caller's graph (replica r > 0 under the name scope
+      // `replica_<r>`, as TensorFlow's MirroredStrategy names them).
+      const auto graph = graph::current_graph();
       workers->run([&](int r) {
         const ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
         const ScopedSet in_replica(current_replica_context(), &state);
         DeviceScope scope(devices[static_cast<std::size_t>(r)].spec);
+        std::optional<graph::GraphScope> into_graph;
+        std::optional<graph::NameScope> replica_names;
+        if (graph) into_graph.emplace(graph);
+        if (graph && r > 0) replica_names.emplace("replica_" + std::to_string(r));
         try {
           fn(r);
         } catch (...) {
@@ -369,6 +366,9 @@ class MirroredStrategy {
       merge_point.arrive(replica_id, std::move(contribution), combine);
     }
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
+      if (auto* graph = graph::building()) [[unlikely]]
+        return cross_replica_node(*graph, "BatchAllReduce", values, values.empty() ? 0 : values[0].size(),
+                        [](Impl& self, const auto& v) { return self.batch_all_reduce_sum(v); });
       const std::size_t replicas = values.size();
       const std::size_t count = replicas ? values[0].size() : 0;
       std::vector<PerReplica<Tensor<float>>> items(count);
@@ -386,7 +386,45 @@ class MirroredStrategy {
       return distribute::local_batch(global, global, num_workers(), num_replicas(), worker_index());
     }
     Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica, std::string_view what) override {
+      if (auto* graph = graph::building()) [[unlikely]] {
+        const std::vector<std::vector<Tensor<float>>> values{per_replica};
+        return cross_replica_node(*graph, "StrategyReduce", values, 1, [what = std::string(what)](Impl& self, const auto& v) {
+                 return std::vector<std::vector<Tensor<float>>>{{self.reduce_sum_to_first_replica(v[0], what)}};
+               })[0][0];
+      }
       return across_workers(cdo_detail::sum_on(per_replica, devices[0]), what);
+    }
+    /// A cross-replica step of fit's traced train step: one node whose kernel runs `eager(self,
+    /// values)` at every run (values[r][k] in, `outputs_per_row` results per row of values out).
+    template <class Eager>
+    std::vector<std::vector<Tensor<float>>> cross_replica_node(graph::Graph& graph, std::string_view op,
+                                                     const std::vector<std::vector<Tensor<float>>>& values,
+                                                     std::size_t outputs_per_row, Eager eager) {
+      std::vector<AnyTensor> inputs;
+      std::vector<std::size_t> row_sizes;
+      std::vector<graph::OutputSpec> outputs;
+      for (const auto& row : values) {
+        row_sizes.push_back(row.size());
+        for (const auto& t : row) inputs.emplace_back(t);
+        for (std::size_t k = 0; k < outputs_per_row; ++k) outputs.push_back({DType::DT_FLOAT, row.at(k).shape()});
+      }
+      const auto symbolic = graph::add_eager_node(
+          graph, op, inputs, std::move(outputs),
+          [self = this->shared_from_this(), row_sizes, eager](std::span<const AnyTensor> in) {
+            std::vector<std::vector<Tensor<float>>> rows(row_sizes.size());
+            for (std::size_t r = 0, next = 0; r < rows.size(); ++r)
+              for (std::size_t k = 0; k < row_sizes[r]; ++k) rows[r].push_back(in[next++].as<float>());
+            std::vector<AnyTensor> out;
+            for (const auto& row : eager(*self, rows))
+              for (const auto& t : row) out.emplace_back(t);
+            return out;
+          });
+      std::vector<std::vector<Tensor<float>>> out;
+      for (std::size_t next = 0; next < symbolic.size(); next += outputs_per_row) {
+        out.emplace_back();
+        for (std::size_t k = 0; k < outputs_per_row; ++k) out.back().push_back(symbolic[next + k].template as<float>());
+      }
+      return out;
     }
 
     /// The cross-device ops' reduction over this process's replicas; across processes, every

@@ -186,6 +186,10 @@ std::uint64_t next_function_id();
 AnyTensor evaluate_now(const AnyTensor& value);
 inline const bool evaluate_now_installed = graph::set_evaluate_now(&evaluate_now);
 
+/// A step of a layer below the graph floor (Keras's fit) as a Function (graph::traced_step).
+graph::TracedStep trace_step(graph::TracedStep step, std::string name);
+inline const bool step_tracer_installed = graph::set_step_tracer(&trace_step);
+
 }  // namespace function_detail
 
 /// tf.function: `f` traced once per signature, its graph replayed afterwards.
@@ -475,6 +479,11 @@ DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& va
                                "outside the graph (TensorFlow's tf.init_scope): give it a value that does not depend on "
                                "the arguments, or create it outside the function");
   }
+}
+
+DEVTENSOR_DEFINITION graph::TracedStep function_detail::trace_step(graph::TracedStep step, std::string name) {
+  auto traced = std::make_shared<Function<graph::TracedStep>>(std::move(step), FunctionOptions{.name = std::move(name)});
+  return [traced](const std::vector<Tensor<float>>& tensors, std::int64_t count) { return (*traced)(tensors, count); };
 }
 
 DEVTENSOR_DEFINITION std::uint64_t function_detail::next_function_id() {

@@ -5,9 +5,12 @@
 /// The model builds when its input shape is known: at construction when the first layer declares
 /// an input_dim, else on the first call. fit() runs, per batch, the forward pass under a
 /// GradientTape, the loss, its gradients and the optimizer's update; an epoch's loss is the mean of
-/// the batches' losses weighted by their sizes (Keras's loss tracker). Distribution strategies
-/// replace `train_step` (see distribute/). The loops are training_loop.hpp's, the loss tracker
-/// metrics.hpp's, fit(x, y)'s batching data_adapter.hpp's.
+/// the batches' losses weighted by their sizes (Keras's loss tracker). Under a distribution
+/// strategy each replica takes its share of the batch (see distribute/). As Keras, fit, evaluate
+/// and predict trace their step into a graph (graph::traced_step) once per batch shape unless
+/// compiled with run_eagerly; the graph runs the same kernels, so the results are the same bits.
+/// The loops are training_loop.hpp's, the loss tracker metrics.hpp's, fit(x, y)'s batching
+/// data_adapter.hpp's.
 
 #include <algorithm>
 #include <iomanip>
@@ -27,6 +30,7 @@
 #include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/training_loop.hpp"
 #include "devtensor/nn/training_options.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
@@ -59,10 +63,13 @@ class Sequential {
   /// Keras's summary table. @throws FailedPreconditionError before the model is built.
   void summary(std::ostream& out = std::cout) const;
 
-  /// Sets the loss and optimizer for fit and evaluate. @throws InvalidArgumentError for an
-  /// invalid optimizer configuration.
-  void compile(Loss loss, Optimizer optimizer);
+  /// Sets the loss and optimizer for fit and evaluate, and whether their steps run eagerly.
+  /// @throws InvalidArgumentError for an invalid optimizer configuration.
+  void compile(Loss loss, Optimizer optimizer, CompileOptions options = {});
   [[nodiscard]] bool compiled() const noexcept { return loss_.has_value(); }
+  /// Whether fit, evaluate and predict run their steps op by op (Keras's model.run_eagerly).
+  [[nodiscard]] bool run_eagerly() const noexcept { return run_eagerly_; }
+  void set_run_eagerly(bool run_eagerly) noexcept { run_eagerly_ = run_eagerly; }
 
   /// Trains on a batched dataset of (x, y). @throws FailedPreconditionError before compile();
   /// InvalidArgumentError for negative epochs, an infinite dataset without steps_per_epoch, or
@@ -90,7 +97,14 @@ class Sequential {
   /// strategy the batch is split across the replicas, each computes its gradients concurrently,
   /// the gradients are summed by the strategy's cross-device ops, and the update is applied to
   /// every replica's variables alike.
+  /// Runs op by op, as Keras's train_step; train_on_batch runs it as fit does.
   std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y);
+
+  /// One training step on a batch as fit runs it (traced unless run_eagerly): the batch's loss.
+  double train_on_batch(const Tensor<float>& x, const Tensor<float>& y) {
+    require_compiled();
+    return static_cast<double>(fit_step(x, y).first.item());
+  }
 
   [[nodiscard]] const Loss& loss() const {
     require_compiled();
@@ -108,6 +122,33 @@ class Sequential {
   std::optional<std::vector<std::int64_t>> input_shape_;
   std::optional<Loss> loss_;
   std::optional<Optimizer> optimizer_;
+  bool run_eagerly_ = false;
+
+  /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
+  /// changes (compile, add). A copy of the model starts without: the steps call their own model.
+  struct TracedSteps {
+    graph::TracedStep train, test, predict;
+    TracedSteps() = default;
+    TracedSteps(const TracedSteps&) noexcept {}
+    TracedSteps& operator=(const TracedSteps&) noexcept {
+      train = test = predict = nullptr;
+      return *this;
+    }
+  };
+  TracedSteps traced_;
+  /// `slot`, made from `step` on first use; nullptr when the model runs eagerly or no tracer is
+  /// linked in.
+  const graph::TracedStep* traced(graph::TracedStep& slot, graph::TracedStep step, const char* name) {
+    if (run_eagerly_) return nullptr;
+    if (!slot) slot = graph::traced_step(std::move(step), name);
+    return slot ? &slot : nullptr;
+  }
+
+  /// fit's step: the batch's loss (not read) and its number of examples.
+  std::pair<Tensor<float>, std::int64_t> fit_step(const Tensor<float>& x, const Tensor<float>& y);
+  /// Builds the layers for inputs like x, eagerly and in the strategy's scope (a traced step
+  /// must not create the variables).
+  void build_for(const Tensor<float>& x);
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss is not
   /// read (fit decides when).
@@ -115,7 +156,15 @@ class Sequential {
 
   void capture_strategy();
 
-  std::pair<Tensor<float>, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y);
+  /// Splits the batch across the replicas and runs replicated_train_step, traced when
+  /// `may_trace` and the model does not run eagerly.
+  std::pair<Tensor<float>, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y,
+                                                                bool may_trace);
+
+  /// Each replica's forward and backward pass on its rows, the gradients summed across the
+  /// replicas, the update; returns the global loss. `global`: the examples of every process.
+  Tensor<float> replicated_train_step(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
+                                      std::int64_t global);
   void require_compiled() const {
     if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
   }
@@ -185,15 +234,19 @@ DEVTENSOR_DEFINITION void Sequential::summary(std::ostream& out) const {
 
 DEVTENSOR_DEFINITION History Sequential::fit(const Dataset& dataset, FitOptions options) {
   require_compiled();
-  return training_loop::fit(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) {
-    return strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
-  });
+  return training_loop::fit(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) { return fit_step(x, y); });
 }
 
 DEVTENSOR_DEFINITION double Sequential::evaluate(const Dataset& dataset, EvaluateOptions options) {
   require_compiled();
   return training_loop::evaluate(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) {
-    return std::pair{(*loss_)(y, (*this)(x)), x.rank() > 0 ? x.shape()[0] : std::int64_t{1}};
+    const std::int64_t n = x.rank() > 0 ? x.shape()[0] : 1;
+    build_for(x);
+    const auto* traced_step = traced(
+        traced_.test,
+        [this](const std::vector<Tensor<float>>& xy, std::int64_t) { return std::vector{(*loss_)(xy[1], (*this)(xy[0]))}; },
+        "test_function");
+    return std::pair{traced_step ? (*traced_step)({x, y}, 0)[0] : (*loss_)(y, (*this)(x)), n};
   });
 }
 
@@ -201,14 +254,21 @@ DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, P
   if (options.batch_size < 1) throw InvalidArgumentError("predict: batch_size must be >= 1");
   if (!x.defined() || x.rank() == 0) throw InvalidArgumentError("predict: x must be a tensor of rank >= 1 (examples first)");
   const std::int64_t n = x.shape()[0];
-  if (n <= options.batch_size) return (*this)(x);
+  build_for(x);
+  const auto* traced_step = traced(
+      traced_.predict, [this](const std::vector<Tensor<float>>& in, std::int64_t) { return std::vector{(*this)(in[0])}; },
+      "predict_function");
+  const auto predict_step = [&](const Tensor<float>& batch) {
+    return traced_step ? (*traced_step)({batch}, 0)[0] : (*this)(batch);
+  };
+  if (n <= options.batch_size) return predict_step(x);
   std::vector<Tensor<float>> parts;
   for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
     std::vector<std::int64_t> start(x.rank(), 0);
     std::vector<std::int64_t> size(x.rank(), -1);
     start[0] = begin;
     size[0] = std::min(options.batch_size, n - begin);
-    parts.push_back((*this)(slice(x, start, size)));
+    parts.push_back(predict_step(slice(x, start, size)));
   }
   return concat(parts, 0);
 }
@@ -216,8 +276,36 @@ DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, P
 DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Sequential::train_step(
     const Tensor<float>& x, const Tensor<float>& y) {
   require_compiled();
-  const auto [loss, n] = strategy_ ? distributed_train_step(x, y) : local_train_step(x, y);
+  const auto [loss, n] = strategy_ ? distributed_train_step(x, y, false) : local_train_step(x, y);
   return {static_cast<double>(loss.item()), n};
+}
+
+DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::fit_step(const Tensor<float>& x,
+                                                                                 const Tensor<float>& y) {
+  if (strategy_) return distributed_train_step(x, y, true);
+  build_for(x);
+  const auto* traced_step = traced(
+      traced_.train,
+      [this](const std::vector<Tensor<float>>& xy, std::int64_t) { return std::vector{local_train_step(xy[0], xy[1]).first}; },
+      "train_function");
+  if (!traced_step) return local_train_step(x, y);
+  return {(*traced_step)({x, y}, 0)[0], x.rank() > 0 ? x.shape()[0] : 1};
+}
+
+DEVTENSOR_DEFINITION void Sequential::build_for(const Tensor<float>& x) {
+  if (built() || layers_.empty() || !x.defined()) return;  // operator() reports an empty model
+  std::unique_ptr<distribute::StrategyScopeGuard> scope;
+  if (strategy_) scope = strategy_->enter_scope();  // so that the variables are mirrored
+  if (!input_shape_) {
+    auto dims = x.shape().dims_vector();
+    if (!dims.empty()) dims[0] = -1;
+    input_shape_ = dims;
+  }
+  std::vector<std::int64_t> shape = *input_shape_;
+  for (auto& layer : layers_) {
+    layer->ensure_built(batch_shape(shape));
+    shape = layer->output_shape(shape);
+  }
 }
 
 DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_train_step(
@@ -231,23 +319,34 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_tr
 }
 
 DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distributed_train_step(
-    const Tensor<float>& x, const Tensor<float>& y) {
+    const Tensor<float>& x, const Tensor<float>& y, bool may_trace) {
   if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
     throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
                                " and " + y.shape().to_string());
   const std::int64_t global = x.shape()[0];
-  if (!built()) {  // build here, in the strategy's scope, so that the variables are mirrored
-    const auto scope = strategy_->enter_scope();
-    std::vector<std::int64_t> start(x.rank(), 0), size = x.shape().dims_vector();
-    size[0] = std::min<std::int64_t>(1, global);
-    (void)(*this)(slice(x, start, size));
-  }
-  // strategy.run: each replica's share of the batch on its device, its gradients on its tape.
+  build_for(x);
+  // Each replica's share of the batch on its device (this process's share: DATA auto-shard),
+  // split before the traced step as Keras distributes its dataset.
+  const auto& devices = strategy_->replica_devices();
+  const auto batch = strategy_->local_batch(global);
+  auto xs = distribute::split_rows(x, batch, devices);
+  const auto ys = distribute::split_rows(y, batch, devices);
+  const auto replicated = [this](const std::vector<Tensor<float>>& xs_then_ys, std::int64_t examples) {
+    const auto half = xs_then_ys.begin() + static_cast<std::ptrdiff_t>(xs_then_ys.size() / 2);
+    return std::vector{replicated_train_step({xs_then_ys.begin(), half}, {half, xs_then_ys.end()}, examples)};
+  };
+  const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function") : nullptr;
+  if (!traced_step) return {replicated_train_step(xs, ys, global), global};
+  xs.insert(xs.end(), ys.begin(), ys.end());
+  return {(*traced_step)(xs, global)[0], global};
+}
+
+DEVTENSOR_DEFINITION Tensor<float> Sequential::replicated_train_step(const std::vector<Tensor<float>>& xs,
+                                                                     const std::vector<Tensor<float>>& ys,
+                                                                     std::int64_t global) {
+  // strategy.run: each replica's forward and backward pass on its tape.
   const auto vars = trainable_variables();
   const auto& devices = strategy_->replica_devices();
-  const auto batch = strategy_->local_batch(global);  // this process's share (DATA auto-shard)
-  const auto xs = distribute::split_rows(x, batch, devices);
-  const auto ys = distribute::split_rows(y, batch, devices);
   std::vector<std::vector<Tensor<float>>> grads(devices.size());
   std::vector<Tensor<float>> losses(devices.size());
   strategy_->run_replicas([&](int r) {
@@ -267,8 +366,7 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
   optimizer_->apply_gradients(summed[0], vars);
   // strategy.reduce(SUM) of the replicas' losses (each already divided by the global batch), on
   // the first replica's device: every process gets the global loss.
-  const Tensor<float> total = strategy_->reduce_sum_to_first_replica(losses, "the step's loss");
-  return {total, global};
+  return strategy_->reduce_sum_to_first_replica(losses, "the step's loss");
 }
 
 DEVTENSOR_DEFINITION void Sequential::capture_strategy() {
@@ -281,6 +379,7 @@ DEVTENSOR_DEFINITION void Sequential::capture_strategy() {
 }
 
 DEVTENSOR_DEFINITION void Sequential::add(Layer layer) {
+  traced_ = {};
   if (layers_.empty()) {
     if (auto declared = layer->declared_input_shape()) input_shape_ = *declared;
   } else if (input_shape_) {
@@ -321,7 +420,7 @@ DEVTENSOR_DEFINITION std::int64_t Sequential::count_params() const {
   return n;
 }
 
-DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer) {
+DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer, CompileOptions options) {
   // A model whose variables exist already must have created them in the strategy's scope: plain
   // variables would train on one device while the strategy splits the batch (Keras's check).
   // Checked before anything changes, so a refused compile leaves the model as it was.
@@ -341,6 +440,8 @@ DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer) {
   capture_strategy();
   loss_ = std::move(loss);
   optimizer_ = std::move(optimizer);
+  run_eagerly_ = options.run_eagerly;
+  traced_ = {};  // Keras makes its train_function again
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

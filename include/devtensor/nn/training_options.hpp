@@ -1,7 +1,7 @@
 #pragma once
 /// @file training_options.hpp
-/// @brief What Keras's fit, evaluate and predict take (FitOptions, EvaluateOptions, PredictOptions)
-/// and what fit returns (History).
+/// @brief What Keras's compile, fit, evaluate and predict take (CompileOptions, FitOptions,
+/// EvaluateOptions, PredictOptions) and what fit returns (History).
 
 #include <cstdint>
 #include <optional>
@@ -10,6 +10,14 @@
 
 namespace devtensor {
 namespace nn {
+
+/// What compile() takes besides the loss and the optimizer.
+struct CompileOptions {
+  /// Run fit's, evaluate's and predict's steps op by op. By default (false, as Keras) each step is
+  /// traced into a graph once per batch shape and replayed (graph/function.hpp; a program that
+  /// does not include it runs them eagerly): the same results, bit for bit, from fused kernels.
+  bool run_eagerly = false;
+};
 
 struct FitOptions {
   int epochs = 1;

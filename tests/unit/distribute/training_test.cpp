@@ -273,6 +273,32 @@ BOOST_AUTO_TEST_CASE(fit_across_replicas_matches_one_device_and_keeps_replicas_i
   }
 }
 
+// fit traces the replicated step by default (strategy.run, the gradients' all-reduce, the update
+// and the loss's reduction as nodes of one graph): the same bits as the eager step, including a
+// replica with an empty share of the batch.
+BOOST_AUTO_TEST_CASE(a_traced_fit_across_replicas_gives_the_eager_fits_bits) {
+  const auto names = virtual_cpus(3);
+  ds::MirroredStrategy strategy(names, ds::HierarchicalCopyAllReduce{});
+  const auto train = [&](bool run_eagerly) {
+    nn::clear_session();
+    auto model = make_model(&strategy);
+    model.set_run_eagerly(run_eagerly);
+    auto [x, y] = data(22);
+    auto losses = model.fit(x, y, {.epochs = 3, .batch_size = 8, .verbose = 0, .shuffle = false}).loss;
+    auto [x2, y2] = data(2);
+    losses.push_back(model.fit(x2, y2, {.epochs = 1, .batch_size = 2, .verbose = 0, .shuffle = false}).loss[0]);
+    std::vector<float> weights;
+    for (const auto& v : model.trainable_variables())
+      for (const auto& component : strategy.experimental_local_results(v))
+        for (float w : component.to_vector()) weights.push_back(w);
+    return std::pair{losses, weights};
+  };
+  const auto [eager_losses, eager_weights] = train(true);
+  const auto [traced_losses, traced_weights] = train(false);
+  BOOST_TEST(traced_losses == eager_losses, boost::test_tools::per_element());
+  BOOST_TEST(traced_weights == eager_weights, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_simulated_gpus) {
   dt::config::set_simulated_gpus(2);
   ds::MirroredStrategy strategy;

@@ -3,6 +3,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -227,6 +229,97 @@ BOOST_AUTO_TEST_CASE(trains_on_simulated_gpus_where_the_variables_live) {
   auto history = model.fit(seeds_dataset(), {.epochs = 2, .verbose = 0});
   BOOST_TEST(history.loss[1] < history.loss[0]);
   BOOST_TEST(dt::config::experimental::get_memory_info("GPU:0").peak > 0u);
+}
+
+// fit, evaluate and predict trace their steps by default (Keras's run_eagerly=False): the graph
+// runs the same kernels, fused, so every number equals the eager run's bit for bit.
+namespace {
+struct Trained {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> weights;
+  double evaluated = 0;
+  std::vector<float> predicted;
+};
+Trained train_mlp(bool run_eagerly) {
+  nn::Sequential model({nn::Dense(8, {.input_dim = 1, .activation = nn::Activation::relu,
+                                      .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}}),
+                        nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}})});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.05}, {.run_eagerly = run_eagerly});
+  auto [x, y] = line_data();
+  Trained out;
+  // Batches of 10 and a last one of 4: two traces of the train step.
+  out.losses = model.fit(x, y, {.epochs = 3, .batch_size = 10, .verbose = 0, .seed = 5}).loss;
+  for (const auto& v : model.trainable_variables()) out.weights.push_back(v.to_vector());
+  out.evaluated = model.evaluate(x, y, {.batch_size = 10, .verbose = 0});
+  out.predicted = model.predict(x, {.batch_size = 10}).to_vector();
+  return out;
+}
+/// The distinct traced functions named `name` that the placement log shows being called.
+std::set<std::string> functions_called(const std::vector<std::string>& lines, const std::string& name) {
+  std::set<std::string> out;
+  for (const auto& l : lines)
+    if (const auto at = l.find("Executing op __inference_" + name + "_"); at != std::string::npos)
+      out.insert(l.substr(at, l.find(' ', at + 13) - at));
+  return out;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(traced_steps_give_the_eager_steps_bits) {
+  const auto eager = train_mlp(true);
+  const auto traced = train_mlp(false);
+  BOOST_TEST(traced.losses == eager.losses, boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(traced.weights.size() == 4u);
+  for (std::size_t i = 0; i < traced.weights.size(); ++i)
+    BOOST_TEST(traced.weights[i] == eager.weights[i], boost::test_tools::per_element());
+  BOOST_TEST(traced.evaluated == eager.evaluated);
+  BOOST_TEST(traced.predicted == eager.predicted, boost::test_tools::per_element());
+  BOOST_TEST(traced.losses.back() < traced.losses.front());
+}
+
+BOOST_AUTO_TEST_CASE(steps_are_traced_once_per_batch_shape_unless_run_eagerly) {
+  auto model = seeds_model();
+  BOOST_TEST(!model.run_eagerly());
+  auto [x, y] = line_data();
+  dt::debugging::set_log_device_placement(true);
+  (void)model.fit(x, y, {.epochs = 2, .batch_size = 10, .verbose = 0});  // 6 batches of 10, one of 4
+  (void)model.evaluate(x, y, {.batch_size = 32, .verbose = 0});
+  (void)model.predict(x, {.batch_size = 64});
+  auto lines = log.lines();
+  BOOST_TEST(functions_called(lines, "train_function").size() == 2u);
+  BOOST_TEST(functions_called(lines, "test_function").size() == 1u);
+  BOOST_TEST(functions_called(lines, "predict_function").size() == 1u);
+  BOOST_TEST(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+               return l.find("Executing op __inference_train_function_") != std::string::npos;
+             }) == 14);
+  // train_on_batch runs the step fit runs; train_step runs op by op, as Keras's.
+  log.clear();
+  const double loss = model.train_on_batch(x, y);
+  BOOST_TEST(functions_called(log.lines(), "train_function").size() == 1u);
+  log.clear();
+  BOOST_TEST(model.train_step(x, y).first < loss);
+  BOOST_TEST(functions_called(log.lines(), "train_function").empty());
+  // Eagerly: no traced function, each op on its own.
+  model.set_run_eagerly(true);
+  log.clear();
+  (void)model.fit(x, y, {.epochs = 1, .batch_size = 32, .verbose = 0});
+  lines = log.lines();
+  BOOST_TEST(functions_called(lines, "train_function").empty());
+  BOOST_TEST(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("Executing op MatMul"); }));
+  // compile() starts again, with its own run_eagerly.
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
+  BOOST_TEST(!model.run_eagerly());
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_of_a_model_traces_its_own_steps) {
+  // The traced steps call the model they belong to: a copy must not call the original (gone here;
+  // ASan would see the use after free).
+  auto [x, y] = line_data();
+  std::optional<nn::Sequential> original(seeds_model());
+  (void)original->fit(x, y, {.batch_size = 16, .verbose = 0});
+  nn::Sequential copy = *original;
+  original.reset();
+  const auto history = copy.fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0});
+  BOOST_TEST(history.loss[1] < history.loss[0]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
