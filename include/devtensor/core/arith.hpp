@@ -63,15 +63,19 @@ DEVTENSOR_HOST_DEVICE constexpr T mul(T x, T y) {
   }
 }
 
+/// −x. Floats flip the sign bit, zeros included (−(+0) is −0, as TensorFlow's Neg; 0 − x would
+/// give +0 for both).
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T neg(T x) {
-  return sub(T{0}, x);
+  if constexpr (std::is_floating_point_v<T>) return -x;
+  else return sub(T{0}, x);
 }
 
-/// |x|; |INT_MIN| wraps to INT_MIN, as TensorFlow's Abs returns.
+/// |x|; |INT_MIN| wraps to INT_MIN, as TensorFlow's Abs returns; |−0| is +0.
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T abs(T x) {
-  return x < T{0} ? neg(x) : x;
+  if constexpr (std::is_floating_point_v<T>) return x < T{0} ? -x : (x == T{0} ? T{0} : x);
+  else return x < T{0} ? neg(x) : x;
 }
 
 /// Python's x // y for integers with y != 0 (the caller reports division by zero).

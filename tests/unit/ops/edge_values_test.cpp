@@ -239,6 +239,21 @@ BOOST_AUTO_TEST_CASE(float_to_integer_casts_truncate_and_saturate) {
   static_assert(dt::arith::convert<std::int32_t>(-2147483904.f) == kMin32);
 }
 
+// Neg flips the sign bit and Abs clears it, zeros included, as TensorFlow 2.21's tf.negative and
+// tf.abs (checked there): -(+0) is -0, |-0| is +0.
+BOOST_AUTO_TEST_CASE(negation_and_absolute_value_of_signed_zeros) {
+  on_cpu_and_simulated_gpu([](const char*) {
+    const auto zeros = dt::constant<float>({-0.0f, 0.0f});
+    const auto negated = dt::neg(zeros).to_vector();
+    BOOST_TEST(!std::signbit(negated[0]));
+    BOOST_TEST(std::signbit(negated[1]));
+    for (float v : dt::abs(zeros).to_vector()) BOOST_TEST(!std::signbit(v));
+    const auto d = dt::neg(dt::constant<double>({0.0})).to_vector();
+    BOOST_TEST(std::signbit(d[0]));
+  });
+  static_assert(dt::arith::neg(std::int32_t{-2147483647 - 1}) == kMin32);  // still wraps
+}
+
 BOOST_AUTO_TEST_CASE(range_rejects_non_finite_arguments_by_name) {
   on_cpu_and_simulated_gpu([](const char*) {
     DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(kNaN, 1, 1), InvalidArgumentError, "Requires start to be finite, got nan [Op:Range]");
