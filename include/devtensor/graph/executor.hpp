@@ -246,7 +246,7 @@ DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) c
   // reads would not be ordered before the next run's writes (use_count() is a relaxed load); a
   // view would keep the buffer it views alive.
   for (auto& v : state->values)
-    if (v.storage && (v.storage.use_count() > 1 || v.storage->bytes > kKeptBytes || v.storage->shared_from))
+    if (v.storage && (!exclusively_held(v.storage) || v.storage->bytes > kKeptBytes))
       v = AnyTensor();
   for (auto slot : alias_slots_)
     if (state->values[slot].storage) state->values[slot] = AnyTensor();
@@ -292,7 +292,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<An
             values[s.index].storage->bytes > kKeptBytes) {
           auto storage = std::move(values[s.index].storage);
           values[s.index] = AnyTensor();
-          if (const int b = buffer_of_[s.index]; b >= 0 && storage.use_count() == 1 && !storage->shared_from)
+          if (const int b = buffer_of_[s.index]; b >= 0 && exclusively_held(storage))
             state->pool[static_cast<std::size_t>(b)] = std::move(storage);
         }
       }

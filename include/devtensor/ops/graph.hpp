@@ -107,12 +107,17 @@ class NodeInputs {
 /// holds it (graph::reusable; Note [Replays reuse small buffers] in graph/executor.hpp).
 using NodeKernel = std::function<void(const RunContext& context, NodeInputs inputs, std::span<AnyTensor> outputs)>;
 
+/// Whether `storage` alone holds its buffer: nothing else shares it and it is not a view of
+/// another's. Only then may a run write into it again (Note [Replays reuse small buffers]).
+inline bool exclusively_held(const std::shared_ptr<TensorStorage>& storage) noexcept {
+  return storage != nullptr && storage.use_count() == 1 && !storage->shared_from;
+}
+
 /// Whether `slot` (a node output's previous value) can take a new value of `dtype` and `shape` on
-/// `device` in place: its buffer has that size, is on that device, is not a view of another, and
-/// nothing else holds it.
+/// `device` in place: exclusively held, on that device, of that size.
 inline bool reusable(const AnyTensor& slot, DType dtype, const Shape& shape, const Device& device) noexcept {
   const auto& s = slot.storage;
-  return s != nullptr && s.use_count() == 1 && slot.dtype == dtype && s->device == &device && !s->shared_from &&
+  return exclusively_held(s) && slot.dtype == dtype && s->device == &device &&
          s->bytes == static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype) && s->bytes > 0;
 }
 
