@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,7 +48,8 @@ struct OptimizerOptions {
   /// constants (outputs up to kMaxFoldedBytes; a node that fails then is left to fail when run).
   bool constant_folding = true;
   /// Common subexpressions: an elementwise op applied twice to the same inputs is computed once,
-  /// equal small constants are one.
+  /// equal small constants are one. Arithmetic that returns an input unchanged is skipped: x·1,
+  /// 1·x, x/1, x − 0, −(−x), and x + 0 for integers (for floats −0 + 0 is +0).
   bool arithmetic_optimization = true;
   /// Identity nodes between two nodes of one device are bypassed (not a fetched one).
   bool dependency_optimization = true;
@@ -144,6 +146,19 @@ inline Uses uses_of(const std::vector<std::shared_ptr<const Node>>& nodes, const
   return uses;
 }
 
+/// Ops without inputs whose value is fixed by their attributes (not a random op nor a variable's
+/// read): constant folding runs them (a gradient's Fill of ones).
+inline bool deterministic_source(const Node& node) {
+  return node.inputs.empty() && (node.op == "Fill" || node.op == "Range");
+}
+
+/// A folded node's small host values as its literal (for CSE and the arithmetic rewrites).
+inline std::shared_ptr<const std::vector<std::byte>> small_literal(const std::vector<AnyTensor>& values, const Device& device) {
+  if (values.size() != 1 || !values[0].defined() || !device.host_memory() || values[0].storage->bytes > 64) return nullptr;
+  const auto* bytes = static_cast<const std::byte*>(values[0].storage->data);
+  return std::make_shared<const std::vector<std::byte>>(bytes, bytes + values[0].storage->bytes);
+}
+
 /// Constant folding: runs each needed op node whose inputs are all constants (of its device, not
 /// fed) once, and replaces those that unfolded nodes read, or that are fetched, by constants that
 /// hold the value; literal Consts hold theirs too, so a replay copies no constant.
@@ -175,7 +190,7 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
   for (std::size_t i = 0; i < count; ++i) {
     const Node& node = *nodes[i];
     if (!uses.needed[i] || uses.fed[i] || node.kind != NodeKind::op || !node.run || node.stateful || node.inputs_stay ||
-        !node.control_inputs.empty() || node.inputs.empty() || placement.at(i) == nullptr)
+        !node.control_inputs.empty() || (node.inputs.empty() && !deterministic_source(node)) || placement.at(i) == nullptr)
       continue;
     const bool foldable = std::all_of(node.inputs.begin(), node.inputs.end(), [&](const Edge& e) {
       return placement[e.node] == placement[i] && (folded[e.node] || constant(e.node));
@@ -215,7 +230,7 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
     c.requested = nodes[i]->requested;
     c.kernel = nodes[i]->kernel;
     c.outputs = nodes[i]->outputs;
-    c.literal = nodes[i]->literal;  // equal literals are still one (forward_edges)
+    c.literal = folded[i] ? small_literal(values[i], *placement[i]) : nodes[i]->literal;  // see forward_edges
     // Readers never write into it: the node holds it, so it is never reusable (graph::reusable).
     c.run = [held = std::move(values[i])](const RunContext&, NodeInputs, std::span<AnyTensor> out) {
       for (std::size_t k = 0; k < held.size(); ++k) out[k] = held[k];
@@ -226,8 +241,64 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
   return changed;
 }
 
-/// Common subexpressions (`dedupe`) and Identity bypasses (`bypass`): readers of a duplicate or of
-/// a bypassed Identity read the node it stands for.
+/// Whether `node` is a constant whose every element has the bits of `value` (float, double, int32, int64).
+inline bool literal_equals(const Node& node, double value) {
+  if (node.kind != NodeKind::constant || !node.literal || node.outputs.size() != 1 || node.literal->empty()) return false;
+  std::vector<std::byte> want;
+  const auto as = [&want](auto v) {
+    want.resize(sizeof v);
+    std::memcpy(want.data(), &v, sizeof v);
+  };
+  switch (node.outputs[0].dtype) {
+    case DType::DT_FLOAT: as(static_cast<float>(value)); break;
+    case DType::DT_DOUBLE: as(value); break;
+    case DType::DT_INT32: as(static_cast<std::int32_t>(value)); break;
+    case DType::DT_INT64: as(static_cast<std::int64_t>(value)); break;
+    default: return false;
+  }
+  const auto& bytes = *node.literal;
+  if (bytes.size() % want.size() != 0) return false;
+  for (std::size_t at = 0; at < bytes.size(); at += want.size())
+    if (!std::equal(want.begin(), want.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at))) return false;
+  return true;
+}
+
+/// The input arithmetic `node` returns unchanged, bit for bit (OptimizerOptions), with the output's
+/// shape and type; `input(k)`: input k after earlier rewrites. Not kept: a signalling NaN · 1 is quiet.
+template <class Input>
+std::optional<Edge> unchanged_operand(const std::vector<std::shared_ptr<const Node>>& nodes, const Node& node, Input input) {
+  if (node.outputs.size() != 1) return std::nullopt;
+  const auto keeps = [&](const Edge& e) {
+    const OutputSpec& out = nodes[e.node]->outputs.at(e.output);
+    return out.dtype == node.outputs[0].dtype && out.shape == node.outputs[0].shape;
+  };
+  const auto is = [&](std::size_t k, double value) { return literal_equals(*nodes[input(k).node], value); };
+  const auto pick = [&](std::size_t k) { return keeps(input(k)) ? std::optional<Edge>(input(k)) : std::nullopt; };
+  const bool integer = node.outputs[0].dtype == DType::DT_INT32 || node.outputs[0].dtype == DType::DT_INT64;
+  if (node.op == "Neg" && node.inputs.size() == 1) {
+    const Node& inner = *nodes[input(0).node];
+    if (inner.op == "Neg" && inner.kind == NodeKind::op && inner.inputs.size() == 1 && keeps(inner.inputs[0]))
+      return inner.inputs[0];
+    return std::nullopt;
+  }
+  if (node.inputs.size() != 2) return std::nullopt;
+  if (node.op == "Mul") {
+    if (is(1, 1)) return pick(0);
+    if (is(0, 1)) return pick(1);
+  } else if (node.op == "RealDiv" && is(1, 1)) {
+    return pick(0);
+  } else if (node.op == "Sub" && is(1, 0)) {  // +0 exactly: x − (+0) is x, −0 included
+    return pick(0);
+  } else if (node.op == "AddV2" && integer) {
+    if (is(1, 0)) return pick(0);
+    if (is(0, 0)) return pick(1);
+  }
+  return std::nullopt;
+}
+
+/// Common subexpressions (`dedupe`), arithmetic that returns an input (`dedupe` too: TensorFlow's
+/// arithmetic optimizer) and Identity bypasses (`bypass`): readers of a duplicate, of such
+/// arithmetic or of a bypassed Identity read the node it stands for.
 inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses,
                           bool dedupe, bool bypass) {
   const std::size_t count = nodes.size();
@@ -253,6 +324,11 @@ inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const
         !node.control_inputs.empty() || node.outputs.size() != 1)
       continue;
     if (dedupe && node.pointwise.arity > 0 && node.inputs.size() <= 2) {
+      const auto input = [&](std::size_t k) { return resolve(node.inputs[k]); };
+      if (const auto kept = unchanged_operand(nodes, node, input); kept && placement.at(kept->node) == placement.at(i)) {
+        forward[i] = *kept;
+        continue;
+      }
       std::array<std::uintptr_t, 6> key{reinterpret_cast<std::uintptr_t>(node.pointwise.block),
                                         reinterpret_cast<std::uintptr_t>(placement.at(i)), 0, 0, 0, 0};
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {

@@ -10,7 +10,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -347,6 +350,63 @@ BOOST_AUTO_TEST_CASE(duplicates_are_computed_once_and_identities_bypassed) {
   BOOST_TEST(count(all, "Exp") == 2);
   BOOST_TEST(count(all, "Identity") == 3);
   BOOST_TEST(plain(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
+}
+
+// Arithmetic that returns an input (TensorFlow's arithmetic optimizer), seen with fusion off: it is
+// skipped where that keeps every bit, -0 and NaN included; x + 0.0f stays (-0 + 0 is +0), and so
+// does arithmetic whose result has another shape than the input.
+BOOST_AUTO_TEST_CASE(arithmetic_that_returns_an_input_is_skipped_where_exact) {
+  OptimizerOptionsGuard guard;
+  dt::config::optimizer::set_experimental_options({.remapping = false});
+  const auto bits = [](const dt::Tensor<float>& t) {
+    std::vector<std::uint32_t> out;
+    for (float v : t.to_vector()) out.push_back(std::bit_cast<std::uint32_t>(v));
+    return out;
+  };
+  auto skipped = [](const dt::Tensor<float>& x) { return -(-((1.0f * (x * 1.0f)) / 1.0f - 0.0f)); };
+  auto kept = [](const dt::Tensor<float>& x) { return (x + 0.0f) - -0.0f; };
+  auto f = dt::function(skipped);
+  auto h = dt::function(kept);
+  const auto x = dt::constant<float>({-0.0f, 0.0f, std::numeric_limits<float>::quiet_NaN(), -2.5f, 1e-40f});
+  const auto skipped_ops = f.get_concrete_function(x)->optimized_ops();
+  for (const char* op : {"Mul", "RealDiv", "Sub", "Neg"}) BOOST_TEST(count(skipped_ops, op) == 0, op);
+  BOOST_TEST(bits(f(x)) == bits(skipped(x)), boost::test_tools::per_element());
+  const auto kept_ops = h.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(kept_ops, "AddV2") == 1);
+  BOOST_TEST(count(kept_ops, "Sub") == 1);
+  BOOST_TEST(bits(h(x)) == bits(kept(x)), boost::test_tools::per_element());
+  BOOST_TEST(h(x).to_vector()[0] == 0.0f);
+  BOOST_TEST(!std::signbit(h(x).to_vector()[0]));  // +0: the AddV2 ran
+  // A scalar times ones of another shape is those ones' shape: the Mul stays.
+  auto broadcast = dt::function([](const dt::Tensor<float>& s) { return s * dt::constant<float>({1, 1, 1}); });
+  BOOST_TEST(count(broadcast.get_concrete_function(dt::scalar<float>(2))->optimized_ops(), "Mul") == 1);
+  BOOST_TEST(broadcast(dt::scalar<float>(2)).to_vector() == (std::vector<float>{2, 2, 2}), boost::test_tools::per_element());
+  // Integers: x + 0 and 0 + x are x.
+  auto ints = dt::function([](const dt::Tensor<std::int32_t>& i) { return (0 + (i + 0)) * 1; });
+  const auto i = dt::constant<std::int32_t>({-3, 0, 7});
+  const auto int_ops = ints.get_concrete_function(i)->optimized_ops();
+  BOOST_TEST(count(int_ops, "AddV2") + count(int_ops, "Mul") == 0);
+  BOOST_TEST(ints(i).to_vector() == i.to_vector(), boost::test_tools::per_element());
+  // Off with arithmetic_optimization.
+  dt::config::optimizer::set_experimental_options({.arithmetic_optimization = false, .remapping = false});
+  auto plain = dt::function(skipped);
+  BOOST_TEST(count(plain.get_concrete_function(x)->optimized_ops(), "Neg") == 2);
+}
+
+// A gradient's seed (Fill of ones) and what it goes through fold into constants.
+BOOST_AUTO_TEST_CASE(a_gradients_fills_are_folded) {
+  const auto w = dt::Variable<float>(dt::constant<float>({0.5f, -1, 2}));
+  auto g = [&](const dt::Tensor<float>& x) {
+    dt::GradientTape tape;
+    const auto loss = dt::reduce_mean(dt::square(x * w.value()));
+    return tape.gradient(loss, std::vector{w})[0];
+  };
+  auto f = dt::function(g);
+  const auto x = dt::constant<float>({1, 2, 3});
+  const auto ops = f.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(ops, "Fill") == 0);
+  BOOST_TEST(count(ops, "BroadcastTo") == 0);
+  BOOST_TEST(f(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
 }
 
 // The memory plan (Note [A replay's memory plan]): values above 16 KiB share the plan's buffers,
