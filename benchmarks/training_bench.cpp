@@ -109,11 +109,17 @@ void BM_TrainStep_Tape(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
-void BM_TrainStep_Keras(benchmark::State& state) {
-  dt::DeviceScope cpu("/cpu:0");
+/// The same MLP as a Keras model.
+dt::nn::Sequential keras_mlp() {
   dt::nn::Sequential model({dt::nn::Dense(kHidden, {.input_dim = kIn, .activation = dt::nn::Activation::relu}),
                             dt::nn::Dense(kHidden, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
   model.compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = kLearningRate});
+  return model;
+}
+
+void BM_TrainStep_Keras(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  auto model = keras_mlp();
   Batch batch(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(model.train_step(batch.x, batch.y).first);
   state.SetItemsProcessed(state.iterations() * state.range(0));
@@ -121,9 +127,7 @@ void BM_TrainStep_Keras(benchmark::State& state) {
 
 void BM_TrainStep_KerasTraced(benchmark::State& state) {
   dt::DeviceScope cpu("/cpu:0");
-  dt::nn::Sequential model({dt::nn::Dense(kHidden, {.input_dim = kIn, .activation = dt::nn::Activation::relu}),
-                            dt::nn::Dense(kHidden, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
-  model.compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = kLearningRate});
+  auto model = keras_mlp();
   Batch batch(state.range(0));
   benchmark::DoNotOptimize(model.train_on_batch(batch.x, batch.y));  // traced before the timing
   for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(batch.x, batch.y));

@@ -22,6 +22,7 @@
 #include "fake_gpu_kernels.hpp"
 #include "fake_gpu_platform.hpp"
 #include "fit_equivalence.hpp"
+#include "seed_loop.hpp"
 
 namespace dt = devtensor;
 namespace ds = devtensor::distribute;
@@ -347,51 +348,10 @@ BOOST_AUTO_TEST_CASE(apply_gradients_inside_run_sums_across_workers) {
 BOOST_AUTO_TEST_CASE(a_traced_distributed_step_equals_the_eager_one) {
   const auto train = [](bool traced) {
     ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
-    std::optional<nn::Dense> layer;
-    {
-      auto guard = strategy.scope();
-      layer.emplace(1, nn::DenseOptions{.input_dim = 2, .kernel_initializer = nn::initializers::Zeros{}});
-    }
-    const auto variables = layer->trainable_variables();
-    std::vector<float> xs, ys;
-    for (int i = 0; i < 48; ++i) {
-      const float a = static_cast<float>(i % 8) / 8, b = static_cast<float>(i / 8) / 8;
-      xs.insert(xs.end(), {a, b});
-      ys.push_back(3 * a - b + 1);
-    }
-    auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {48, 2}),
-                                                                    dt::constant<float>(ys, {48, 1}))
-                    .batch(12);
-    const auto loss_fn = nn::losses::MeanSquaredError{.reduction = nn::Reduction::NONE};
-    const nn::optimizers::SGD sgd{.learning_rate = 0.5};
-    const auto train_step = [&](const std::tuple<dt::Tensor<float>, dt::Tensor<float>>& batch) {
-      const auto& [x, y] = batch;
-      dt::GradientTape tape;
-      auto loss = nn::compute_average_loss(loss_fn(y, (*layer)(x)), 12);
-      return std::pair{loss, tape.gradient(loss, variables)};
-    };
-    const auto distributed_step = [&](const ds::PerReplica<std::tuple<dt::Tensor<float>, dt::Tensor<float>>>& batch) {
-      auto results = strategy.run(train_step, batch);
-      ds::PerReplica<dt::Tensor<float>> losses;
-      std::vector<ds::PerReplica<dt::Tensor<float>>> grads(variables.size());
-      for (const auto& [loss, g] : results.values) {
-        losses.values.push_back(loss);
-        for (std::size_t k = 0; k < g.size(); ++k) grads[k].values.push_back(g[k]);
-      }
-      std::vector<dt::Tensor<float>> update;
-      for (const auto& summed : strategy.batch_reduce_to(ds::ReduceOp::SUM, grads)) update.push_back(summed.primary());
-      sgd.apply_gradients(update, variables);
-      return strategy.reduce(ds::ReduceOp::SUM, losses, std::nullopt);
-    };
-    auto traced_step = dt::function(distributed_step, {.name = "distributed_train_step"});
-    std::vector<float> out;
-    for (int epoch = 0; epoch < 3; ++epoch)
-      for (const auto& batch : strategy.experimental_distribute_dataset(data))
-        out.push_back((traced ? traced_step(batch) : distributed_step(batch)).item());
-    if (traced) BOOST_TEST(traced_step.experimental_get_tracing_count() == 1);
-    for (float w : layer->kernel().to_vector()) out.push_back(w);
-    out.push_back(layer->bias().value().item());
-    return out;
+    auto result = dt::test::run_seed_loop(strategy, traced, {.examples = 48, .batch = 12, .epochs = 3, .shuffle = false});
+    if (traced) BOOST_TEST(result.traces == 1);
+    result.losses.insert(result.losses.end(), result.weights.begin(), result.weights.end());
+    return result.losses;
   };
   const auto eager = train(false);
   const auto traced = train(true);
