@@ -244,6 +244,48 @@ BENCHMARK(BM_Chain8_Eager)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Chain8_Traced)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);  // 1: fused, 0: remapping off
 BENCHMARK(BM_StreamTriad)->Unit(benchmark::kMillisecond);
 
+// A reduction over the trailing axis of a chain's result: sum((x - y)^2) over each row of 4096,
+// 4096 rows (2^24 floats in x and in y): eager (Sub, Square, Sum: three passes over memory),
+// traced with fusion off, traced (one _FusedReduction pass), beside the same arithmetic as one
+// plain loop (a double sum per row, as the reduction kernel keeps it).
+namespace {
+constexpr std::int64_t kDistanceRows = 4096, kDistanceCols = 4096;
+dt::Tensor<float> squared_distance(const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+  return dt::reduce_sum(dt::square(x - y), 1);
+}
+}  // namespace
+static void BM_SquaredDistance(benchmark::State& state) {  // 0: eager, 1: traced, fusion off, 2: traced
+  const auto mode = state.range(0);
+  auto x = dt::random_uniform<float>({kDistanceRows, kDistanceCols}, {.seed = 3});
+  auto y = dt::random_uniform<float>({kDistanceRows, kDistanceCols}, {.seed = 4});
+  set_remapping(mode == 2);
+  auto f = dt::function(squared_distance);
+  if (mode > 0) benchmark::DoNotOptimize(f(x, y));  // traced and optimised before the timing
+  set_remapping(true);
+  for (auto _ : state) benchmark::DoNotOptimize(mode == 0 ? squared_distance(x, y) : f(x, y));
+  state.SetBytesProcessed(state.iterations() * kDistanceRows * kDistanceCols * 8);
+}
+static void BM_SquaredDistanceLoop(benchmark::State& state) {
+  const auto x = dt::random_uniform<float>({kDistanceRows, kDistanceCols}, {.seed = 3}).to_vector();
+  const auto y = dt::random_uniform<float>({kDistanceRows, kDistanceCols}, {.seed = 4}).to_vector();
+  std::vector<float> out(static_cast<std::size_t>(kDistanceRows));
+  for (auto _ : state) {
+    for (std::size_t r = 0, i = 0; r < out.size(); ++r) {
+      double sum = 0;
+      for (std::int64_t c = 0; c < kDistanceCols; ++c, ++i) {
+        const float d = x[i] - y[i];
+        sum += static_cast<double>(d * d);
+      }
+      out[r] = static_cast<float>(sum);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kDistanceRows * kDistanceCols * 8);
+}
+BENCHMARK(BM_SquaredDistance)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SquaredDistanceLoop)->Unit(benchmark::kMillisecond);
+
 namespace {
 dt::Tensor<float> dense_relu(const dt::Tensor<float>& x, const dt::Tensor<float>& w, const dt::Tensor<float>& b) {
   return dt::relu(dt::matmul(x, w) + b);

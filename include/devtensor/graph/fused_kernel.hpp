@@ -2,8 +2,9 @@
 /// @file fused_kernel.hpp
 /// @brief The kernel of a fused node (Note [Fused elementwise chains] in graph/optimizer.hpp): a
 /// group of elementwise ops run block by block over registers that stay in cache, after the
-/// MatMul whose product they read, when there is one.
+/// MatMul whose product they read, when there is one, or before the Sum or Mean that reads them.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "devtensor/backend/cpu/parallel.hpp"
 #include "devtensor/config.hpp"
+#include "devtensor/core/arith.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
@@ -48,12 +50,41 @@ class FusedKernel {
   DType dtype = DType::DT_FLOAT;
   Shape shape;                       // S
   std::string op;
+  /// A Sum or Mean of each row of the last step's results (float or double), which are then never
+  /// written: the output holds one value per row, in `reduced_shape`.
+  RowReduction reduction;
+  Shape reduced_shape;
 
   void operator()(const RunContext& context, NodeInputs in, std::span<AnyTensor> out) const;
 
  private:
+  /// Elements [begin, end) of S; `output` is where element `begin`'s result goes, or with a
+  /// reduction, row begin / reduction.row's (begin is a row's first element then).
   void run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin, std::int64_t end) const;
 };
+
+namespace fused_detail {
+/// A row sum in progress: the same double accumulation, in the same order, as the CPU reduction
+/// kernel (ops/cpu/reduce.hpp), so the fused result has the unfused graph's bits.
+struct RowSum {
+  double sum = 0;
+  std::int64_t count = 0;  // elements of the current row added so far
+  std::byte* out = nullptr;
+};
+template <class T>
+void add_to_rows(const void* values, std::int64_t n, const RowReduction& reduction, RowSum& row) {
+  const T* v = static_cast<const T*>(values);
+  for (std::int64_t i = 0; i < n; ++i) {
+    row.sum = arith::add(row.sum, static_cast<double>(v[i]));
+    if (++row.count < reduction.row) continue;
+    const T result = static_cast<T>(reduction.mean ? arith::divide_by_count(row.sum, reduction.row) : row.sum);
+    std::memcpy(row.out, &result, sizeof result);
+    row.out += sizeof result;
+    row.sum = 0;
+    row.count = 0;
+  }
+}
+}  // namespace fused_detail
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 
@@ -62,6 +93,9 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
   const std::int64_t n = shape.num_elements();
   const std::size_t width = dtype_size(dtype);
   std::array<const std::byte*, kMaxRegisters> sources{};
+  const bool reduces = reduction.row > 0;
+  const Shape& result_shape = reduces ? reduced_shape : shape;
+  const std::int64_t results = reduces ? n / reduction.row : n;
   std::size_t first = 0;  // the node's first input that is a register
   if (producer) {
     // The product goes to the output slot (reusing the last run's buffer when nobody holds it);
@@ -69,12 +103,13 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
     const AnyTensor* operands[2] = {&in[0], &in[1]};
     producer(context, NodeInputs(operands, 2), out.first(1));
     first = 2;
-  } else if (!reusable(out[0], dtype, shape, context.device)) {
-    out[0] = AnyTensor(next_tensor_id(), dtype, shape,
-                       allocate_storage(context.device, static_cast<std::size_t>(n) * width, shape, dtype_string(dtype), op));
+  } else if (!reusable(out[0], dtype, result_shape, context.device)) {
+    out[0] = AnyTensor(next_tensor_id(), dtype, result_shape,
+                       allocate_storage(context.device, static_cast<std::size_t>(results) * width, result_shape,
+                                        dtype_string(dtype), op));
   }
-  if (!out[0].defined() || out[0].storage->bytes != static_cast<std::size_t>(n) * width)
-    throw InternalError(op + " " + out[0].shape.to_string() + ": its output must have shape " + shape.to_string());
+  if (!out[0].defined() || out[0].storage->bytes != static_cast<std::size_t>(results) * width)
+    throw InternalError(op + " " + out[0].shape.to_string() + ": its output must have shape " + result_shape.to_string());
   for (std::size_t k = producer ? 1 : 0; k < inputs.size(); ++k) {
     const AnyTensor& value = in[first + k - (producer ? 1 : 0)];
     const std::int64_t expected = inputs[k].kind == FusedInput::Kind::full ? n : inputs[k].period;
@@ -84,6 +119,14 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
   }
   auto* output = static_cast<std::byte*>(out[0].storage->data);
   if (producer) sources[0] = output;
+  if (reduces) {  // whole rows per task, as the reduction kernel splits them
+    const std::int64_t row = reduction.row;
+    backend::cpu::parallel_for(results, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / row),
+                               [&](std::int64_t begin, std::int64_t end) {
+                                 run_blocks(sources.data(), output + static_cast<std::size_t>(begin) * width, begin * row, end * row);
+                               });
+    return;
+  }
   backend::cpu::parallel_for(n, std::int64_t{1} << 18, [&](std::int64_t begin, std::int64_t end) {
     run_blocks(sources.data(), output, begin, end);
   });
@@ -102,6 +145,7 @@ DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* source
   std::byte* const base = scratch.data() + (kLine - reinterpret_cast<std::uintptr_t>(scratch.data()) % kLine) % kLine;
   const auto reg = [&](std::size_t r) { return base + r * register_bytes; };
   std::array<const void*, kMaxRegisters> at{};
+  fused_detail::RowSum row{0, 0, output};
   const std::int64_t first_block = std::min(kBlock, end - begin);
   for (std::size_t k = 0; k < inputs.size(); ++k)
     if (inputs[k].kind == FusedInput::Kind::scalar)  // the value repeated, once
@@ -142,10 +186,14 @@ DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* source
       const FusedStep& step = steps[j];
       const void* operands[2] = {at[static_cast<std::size_t>(step.args[0])],
                                  step.arity > 1 ? at[static_cast<std::size_t>(step.args[1])] : nullptr};
-      void* result = j + 1 == steps.size() ? static_cast<void*>(output + offset) : reg(inputs.size() + j);
+      const bool to_output = j + 1 == steps.size() && reduction.row == 0;
+      void* result = to_output ? static_cast<void*>(output + offset) : reg(inputs.size() + j);
       step.block(operands, result, static_cast<std::size_t>(len));
       at[inputs.size() + j] = result;
     }
+    if (reduction.row == 0) continue;
+    if (dtype == DType::DT_DOUBLE) fused_detail::add_to_rows<double>(at[registers - 1], len, reduction, row);
+    else fused_detail::add_to_rows<float>(at[registers - 1], len, reduction, row);
   }
 }
 

@@ -15,8 +15,12 @@
 /// stay in cache-sized registers between the ops, so the chain reads its inputs and writes its
 /// result once instead of once per op. A MatMul whose only reader is the group joins it: the
 /// product is written to the fused node's output and the chain runs over it there, block by
-/// block (TensorFlow's _FusedMatMul with BiasAdd and Relu). Every op applies the same scalar
-/// function to the same values as the unfused graph, so results are bitwise equal.
+/// block (TensorFlow's _FusedMatMul with BiasAdd and Relu). A Sum or Mean over trailing axes
+/// whose input is the group's result, on a CPU, joins it at the end (`_FusedReduction`): each
+/// block's results are added to their rows' sums as the CPU reduction kernel adds them (one double
+/// per row, element by element), so the chain's result is never written to memory. Every op
+/// applies the same scalar function to the same values as the unfused graph, so results are
+/// bitwise equal.
 /// A run under a GradientTape runs the unfused graph, whose ops the tape records (executor.hpp).
 
 #include <algorithm>
@@ -64,7 +68,8 @@ inline std::atomic<bool> remapping{true};
 
 /// `nodes` rewritten as `options` allows: folded nodes become `Const` nodes, readers of duplicates
 /// and of bypassed Identity nodes read the kept node, and each fused group's root is replaced by
-/// the fused node (Note [Fused elementwise chains]; op `_FusedElementwise` or `_FusedMatMul`).
+/// the fused node (Note [Fused elementwise chains]; `_FusedElementwise`, `_FusedMatMul`,
+/// `_FusedReduction`, which replaces the reduction instead).
 /// A rewritten node keeps its position, name and device; nodes nothing reads any more are left in
 /// place (the executor does not run them). Empty when nothing changed.
 std::vector<std::shared_ptr<const Node>> optimize(const std::vector<std::shared_ptr<const Node>>& nodes,
@@ -134,6 +139,24 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     });
   };
 
+  // A node's reader, when it has one (readers[i] == 1).
+  std::vector<std::size_t> reader_of(count, count);
+  for (std::size_t j = 0; j < count; ++j)
+    if (needed[j])
+      for (const auto& e : nodes[j]->inputs) reader_of[e.node] = j;
+  // A Sum or Mean over trailing axes that reads only the group's result, on the CPU (whose
+  // reduction kernel the fused node repeats bit for bit).
+  const auto reduces = [&](std::size_t root, std::size_t q) {
+    if (q == count || pinned[root] || readers[root] != 1) return false;
+    const Node& r = *nodes[q];
+    const Shape& s = nodes[root]->outputs[0].shape;
+    const DType dtype = nodes[root]->outputs[0].dtype;
+    return r.row_reduction.row > 0 && r.kind == NodeKind::op && r.run && !r.stateful && r.control_inputs.empty() &&
+           r.inputs.size() == 1 && r.inputs[0] == Edge{root, 0} && r.outputs.size() == 1 && r.outputs[0].dtype == dtype &&
+           (dtype == DType::DT_FLOAT || dtype == DType::DT_DOUBLE) && placement[q] == placement[root] &&
+           !placement[root]->is_gpu && s.num_elements() % r.row_reduction.row == 0;
+  };
+
   std::vector<std::shared_ptr<const Node>>& out = nodes;
   bool changed = false;
   std::vector<bool> grouped(count, false);
@@ -174,19 +197,27 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
           outside.push_back(e);
         }
       }
-    if ((members.size() < 2 && !producer) || outside.size() + members.size() > FusedKernel::kMaxRegisters) continue;
+    std::optional<std::size_t> reducer;
+    if (!producer && reduces(root, reader_of[root])) reducer = reader_of[root];
+    if ((members.size() < 2 && !producer && !reducer) || outside.size() + members.size() > FusedKernel::kMaxRegisters)
+      continue;
     if (producer) grouped[*producer] = true;
 
     FusedKernel kernel;
     kernel.dtype = dtype;
     kernel.shape = s;
-    kernel.op = producer ? "_FusedMatMul" : "_FusedElementwise";
+    kernel.op = producer ? "_FusedMatMul" : reducer ? "_FusedReduction" : "_FusedElementwise";
+    const Node& replaced = *nodes[reducer.value_or(root)];  // a reduction's node holds the group
     Node fused;
-    fused.name = top.name;
+    fused.name = replaced.name;
     fused.op = kernel.op;
-    fused.requested = top.requested;
-    fused.kernel = top.kernel;
-    fused.outputs = top.outputs;
+    fused.requested = replaced.requested;
+    fused.kernel = replaced.kernel;
+    fused.outputs = replaced.outputs;
+    if (reducer) {
+      kernel.reduction = replaced.row_reduction;
+      kernel.reduced_shape = replaced.outputs[0].shape;
+    }
     if (producer) {
       kernel.producer = nodes[*producer]->run;
       fused.inputs = nodes[*producer]->inputs;
@@ -207,7 +238,7 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       kernel.steps.push_back(step);
     }
     fused.run = std::move(kernel);
-    out[root] = std::make_shared<const Node>(std::move(fused));
+    out[reducer.value_or(root)] = std::make_shared<const Node>(std::move(fused));
     changed = true;
   }
   return changed;

@@ -136,6 +136,14 @@ struct Pointwise {
   int arity = 0;
 };
 
+/// A Sum or Mean over each run of `row` consecutive elements of its input: a reduction over the
+/// trailing axes of a float or double input of fully defined shape, which a fused node can run
+/// over the blocks of the chain that produces its input (graph/optimizer.hpp). `row` 0: not one.
+struct RowReduction {
+  std::int64_t row = 0;
+  bool mean = false;
+};
+
 /// One output's type and (static) shape.
 struct OutputSpec {
   DType dtype = DType::DT_FLOAT;
@@ -159,6 +167,7 @@ struct Node {
                                // at every call even when no output depends on it
   bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
   Pointwise pointwise;         // elementwise ops of one element type: their scalar function
+  RowReduction row_reduction;  // a Sum or Mean over trailing axes
   /// A Const's host values as the graph was given them (one value: a splat): equal constants
   /// are one (graph/optimizer.hpp). Null for captured tensors, which are kept by identity.
   std::shared_ptr<const std::vector<std::byte>> literal;

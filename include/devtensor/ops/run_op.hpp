@@ -14,7 +14,9 @@
 ///
 ///     Tensor<T> add(const Tensor<T>& a, const Tensor<T>& b) { return run_op<ops::Add>({}, a, b); }
 
+#include <algorithm>
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -242,6 +244,28 @@ constexpr graph::Pointwise pointwise_of() noexcept {
     return {};
 }
 
+/// What a fusion pass knows of a reduction's node: its rows, when it sums or averages the trailing
+/// axes of a fully defined float or double input (graph::RowReduction).
+template <class Op, class O, class T>
+graph::RowReduction row_reduction_of([[maybe_unused]] const typename Op::Attrs& attrs, [[maybe_unused]] const Shape& input) {
+  if constexpr (requires { { Op::kind } -> std::convertible_to<ops::Reduction>; } && std::is_same_v<O, T> &&
+                std::is_floating_point_v<T>) {
+    if ((Op::kind != ops::Reduction::sum && Op::kind != ops::Reduction::mean) || !input.is_fully_defined() ||
+        input.num_elements() <= 0)
+      return {};
+    const std::vector<bool> reduced = Op::reduced(attrs, input);
+    std::size_t first = reduced.size();  // the trailing reduced axes start here
+    while (first > 0 && reduced[first - 1]) --first;
+    if (first == reduced.size() || std::find(reduced.begin(), reduced.begin() + static_cast<std::ptrdiff_t>(first), true) !=
+                                       reduced.begin() + static_cast<std::ptrdiff_t>(first))
+      return {};
+    std::int64_t row = 1;
+    for (std::size_t d = first; d < reduced.size(); ++d) row *= input[d];
+    return {row, Op::kind == ops::Reduction::mean};
+  }
+  return {};
+}
+
 /// Op's shape function over the shapes of N typed inputs.
 template <class Op, class T, std::size_t N>
 Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>*, N>& inputs) {
@@ -259,6 +283,8 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
     for (std::size_t i = 0; i < N; ++i) graph::require_fully_defined(Op::name, inputs[i]->shape(), "input " + std::to_string(i));
   const Shape shape = shape_of<Op, T, N>(attrs, inputs);
   if constexpr (!handles_unknown_dims_v<Op>) graph::require_fully_defined(Op::name, shape, "output");
+  graph::RowReduction row_reduction;
+  if constexpr (N == 1) row_reduction = row_reduction_of<Op, O, T>(attrs, inputs[0]->shape());
   std::array<AnyTensor, N> erased;
   if constexpr (N > 0)  // nvcc warns on `i < 0`
     for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
@@ -290,7 +316,7 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
   };
   const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
                                       &kernel_support<Op, T>, erased, {{dtype_enum<O>(), shape}}, std::move(run),
-                                      pass_through_v<Op>, pointwise_of<Op, O, T>())
+                                      pass_through_v<Op>, pointwise_of<Op, O, T>(), row_reduction)
                            .front()
                            .template as<O>();
   // A tape inside a trace records the symbolic op: its gradient then adds the gradient's nodes.

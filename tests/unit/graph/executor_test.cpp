@@ -393,6 +393,43 @@ BOOST_AUTO_TEST_CASE(arithmetic_that_returns_an_input_is_skipped_where_exact) {
   BOOST_TEST(count(plain.get_concrete_function(x)->optimized_ops(), "Neg") == 2);
 }
 
+// A Sum or Mean over trailing axes runs over the blocks of the chain that produces its input (one
+// pass; the chain's result is never written), with the unfused graph's sums bit for bit: rows that
+// cross blocks, a whole-tensor sum, rows split over threads. A reduction over leading axes is left.
+BOOST_AUTO_TEST_CASE(reductions_run_over_their_producers_blocks) {
+  const auto rows = [](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+    return dt::reduce_mean(dt::square(x - y), 1, /*keepdims=*/true);
+  };
+  const auto whole = [](const dt::Tensor<float>& x) { return dt::reduce_sum(dt::relu(x * 0.5f + 1.0f)); };
+  const auto columns = [](const dt::Tensor<float>& x) { return dt::reduce_sum(dt::exp(x * 0.1f), 0); };
+  auto f_rows = dt::function(rows);
+  auto f_whole = dt::function(whole);
+  auto f_columns = dt::function(columns);
+  const auto x = dt::constant<float>(ramp(300 * 7, 0.37f), {300, 7});
+  const auto y = dt::constant<float>(ramp(300 * 7, -0.11f), {300, 7});
+  const auto row_ops = f_rows.get_concrete_function(x, y)->optimized_ops();
+  BOOST_TEST(count(row_ops, "_FusedReduction") == 1);
+  BOOST_TEST(count(row_ops, "Mean") + count(row_ops, "Square") + count(row_ops, "Sub") == 0);
+  BOOST_TEST(f_rows(x, y).shape() == dt::Shape({300, 1}));
+  BOOST_TEST(f_rows(x, y).to_vector() == rows(x, y).to_vector(), boost::test_tools::per_element());
+  const auto flat = dt::constant<float>(ramp(1000, 0.013f));
+  BOOST_TEST(count(f_whole.get_concrete_function(flat)->optimized_ops(), "_FusedReduction") == 1);
+  BOOST_TEST(f_whole(flat).item() == whole(flat).item());
+  BOOST_TEST(f_whole(flat).item() == whole(flat).item());  // a replay reuses the output's buffer
+  const auto column_ops = f_columns.get_concrete_function(x)->optimized_ops();
+  BOOST_TEST(count(column_ops, "Sum") == 1);
+  BOOST_TEST(f_columns(x).to_vector() == columns(x).to_vector(), boost::test_tools::per_element());
+  // 2048 rows of 1024: tasks of whole rows on the thread pool.
+  const auto big_x = dt::constant<float>(ramp(std::int64_t{2048} * 1024, 0.001f), {2048, 1024});
+  const auto big_y = dt::constant<float>(ramp(std::int64_t{2048} * 1024, 0.003f), {2048, 1024});
+  BOOST_TEST(f_rows(big_x, big_y).to_vector() == rows(big_x, big_y).to_vector(), boost::test_tools::per_element());
+  // Doubles too.
+  auto f_double = dt::function([](const dt::Tensor<double>& d) { return dt::reduce_sum(dt::square(d) - 1.0); });
+  const auto d = dt::constant<double>({0.5, -1.5, 3.25, 1e-3});
+  BOOST_TEST(count(f_double.get_concrete_function(d)->optimized_ops(), "_FusedReduction") == 1);
+  BOOST_TEST(f_double(d).item() == dt::reduce_sum(dt::square(d) - 1.0).item());
+}
+
 // A gradient's seed (Fill of ones) and what it goes through fold into constants.
 BOOST_AUTO_TEST_CASE(a_gradients_fills_are_folded) {
   const auto w = dt::Variable<float>(dt::constant<float>({0.5f, -1, 2}));
