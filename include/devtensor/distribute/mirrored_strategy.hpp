@@ -368,7 +368,7 @@ class MirroredStrategy {
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
       if (auto* graph = graph::building()) [[unlikely]]
         return cross_replica_node(*graph, "BatchAllReduce", values, values.empty() ? 0 : values[0].size(),
-                        [](Impl& self, const auto& v) { return self.batch_all_reduce_sum(v); });
+                                  [](Impl& self, const auto& v) { return self.batch_all_reduce_sum(v); });
       const std::size_t replicas = values.size();
       const std::size_t count = replicas ? values[0].size() : 0;
       std::vector<PerReplica<Tensor<float>>> items(count);
@@ -398,8 +398,8 @@ class MirroredStrategy {
     /// values)` at every run (values[r][k] in, `outputs_per_row` results per row of values out).
     template <class Eager>
     std::vector<std::vector<Tensor<float>>> cross_replica_node(graph::Graph& graph, std::string_view op,
-                                                     const std::vector<std::vector<Tensor<float>>>& values,
-                                                     std::size_t outputs_per_row, Eager eager) {
+                                                               const std::vector<std::vector<Tensor<float>>>& values,
+                                                               std::size_t outputs_per_row, Eager eager) {
       std::vector<AnyTensor> inputs;
       std::vector<std::size_t> row_sizes;
       std::vector<graph::OutputSpec> outputs;
