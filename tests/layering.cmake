@@ -2,10 +2,11 @@
 # its own folder and the floors below it, never a floor above nor a sibling on its own floor.
 #
 #   core (and the top-level config, error, fwd, version) → memory → device → tensor | backend →
-#   ops → variables | data → autodiff → distribute → nn → graph → testing
+#   ops → variables | data → autodiff → distribute → graph → nn → testing
 #
 # Strategies plug their variables in through a variable creator, a device's memory statistics
-# live with the devices, the TF32 switch is configuration (core). The umbrella devtensor.hpp is
+# live with the devices, the TF32 switch is configuration (core). Keras's models sit above the
+# traced functions their fit runs, as keras sits above tf.function. The umbrella devtensor.hpp is
 # the top. Usage: cmake -DINCLUDE_DIR=<repo>/include -P layering.cmake
 if(NOT INCLUDE_DIR)
   message(FATAL_ERROR "layering.cmake: pass -DINCLUDE_DIR=<repository>/include")
@@ -20,8 +21,8 @@ set(_floor_variables 5)
 set(_floor_data 5)
 set(_floor_autodiff 6)
 set(_floor_distribute 7)
-set(_floor_nn 8)
-set(_floor_graph 9)
+set(_floor_graph 8)
+set(_floor_nn 9)
 set(_floor_testing 10)
 
 # The folder a path under devtensor/ belongs to: its first component, "core" for the top-level

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -185,11 +186,6 @@ std::uint64_t next_function_id();
 /// @throws InvalidArgumentError when it depends on the function's arguments.
 AnyTensor evaluate_now(const AnyTensor& value);
 inline const bool evaluate_now_installed = graph::set_evaluate_now(&evaluate_now);
-
-/// A step of a layer below the graph floor (Keras's fit) as a Function (graph::traced_step).
-graph::TracedStep trace_step(graph::TracedStep step, std::string name);
-inline const bool step_tracer_installed = graph::set_step_tracer(&trace_step);
-
 }  // namespace function_detail
 
 /// tf.function: `f` traced once per signature, its graph replayed afterwards.
@@ -342,6 +338,13 @@ Function<F> function(F f, FunctionOptions options = {}) {
   return Function<F>(std::move(f), std::move(options));
 }
 
+namespace graph {
+/// A step of float tensors and a count (a batch's examples): Keras's fit, evaluate and predict.
+using TracedStep = std::function<std::vector<Tensor<float>>(const std::vector<Tensor<float>>&, std::int64_t)>;
+/// `step` as a Function named `name` (nn/sequential.hpp traces its steps so).
+TracedStep traced_step(TracedStep step, std::string name);
+}  // namespace graph
+
 #if DEVTENSOR_HEADER_DEFINITIONS
 
 DEVTENSOR_DEFINITION ConcreteFunction::ConcreteFunction(std::shared_ptr<graph::Graph> graph, std::vector<graph::Edge> args,
@@ -481,8 +484,8 @@ DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& va
   }
 }
 
-DEVTENSOR_DEFINITION graph::TracedStep function_detail::trace_step(graph::TracedStep step, std::string name) {
-  auto traced = std::make_shared<Function<graph::TracedStep>>(std::move(step), FunctionOptions{.name = std::move(name)});
+DEVTENSOR_DEFINITION graph::TracedStep graph::traced_step(TracedStep step, std::string name) {
+  auto traced = std::make_shared<Function<TracedStep>>(std::move(step), FunctionOptions{.name = std::move(name)});
   return [traced](const std::vector<Tensor<float>>& tensors, std::int64_t count) { return (*traced)(tensors, count); };
 }
 

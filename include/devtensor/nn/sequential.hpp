@@ -24,6 +24,7 @@
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/distributed_dataset.hpp"
+#include "devtensor/graph/function.hpp"
 #include "devtensor/nn/layers.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/optimizers.hpp"
@@ -136,12 +137,11 @@ class Sequential {
     }
   };
   TracedSteps traced_;
-  /// `slot`, made from `step` on first use; nullptr when the model runs eagerly or no tracer is
-  /// linked in.
+  /// `slot`, made from `step` on first use; nullptr when the model runs eagerly.
   const graph::TracedStep* traced(graph::TracedStep& slot, graph::TracedStep step, const char* name) {
     if (run_eagerly_) return nullptr;
     if (!slot) slot = graph::traced_step(std::move(step), name);
-    return slot ? &slot : nullptr;
+    return &slot;
   }
 
   /// fit's step: the batch's loss (not read) and its number of examples.

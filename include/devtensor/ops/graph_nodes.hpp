@@ -109,24 +109,6 @@ inline bool set_evaluate_now(AnyTensor (*evaluate)(const AnyTensor&)) noexcept {
   return true;
 }
 
-/// A step of float tensors and a count (a batch's examples) that layers below the graph floor
-/// run as a traced function: Keras's fit, evaluate and predict trace theirs (nn/sequential.hpp).
-using TracedStep = std::function<std::vector<Tensor<float>>(const std::vector<Tensor<float>>&, std::int64_t)>;
-namespace detail {
-/// Makes `step` a dt::function named `name` (traced once per signature, replayed after). Set by
-/// graph/function.hpp; nullptr in a program without traced functions, whose steps run eagerly.
-inline TracedStep (*trace_step)(TracedStep step, std::string name) = nullptr;
-}  // namespace detail
-/// Installs what traces steps (graph/function.hpp does).
-inline bool set_step_tracer(TracedStep (*tracer)(TracedStep, std::string)) noexcept {
-  detail::trace_step = tracer;
-  return true;
-}
-/// `step` as a traced function, or an empty one when no tracer is linked in.
-inline TracedStep traced_step(TracedStep step, std::string name) {
-  return detail::trace_step ? detail::trace_step(std::move(step), std::move(name)) : TracedStep();
-}
-
 /// The symbolic tensor for output `output` of `node` in `graph`.
 AnyTensor symbolic_output(const Graph& graph, std::size_t node_index, const Node& node, std::size_t output);
 
