@@ -74,6 +74,14 @@ template Tensor<float> nn::losses::BinaryCrossentropy::per_example<float>(const 
                                                                           const Tensor<float>&) const;
 template Tensor<double> nn::losses::BinaryCrossentropy::per_example<double>(const Tensor<double>&,
                                                                             const Tensor<double>&) const;
+template Tensor<float> nn::losses::CategoricalCrossentropy::per_example<float>(const Tensor<float>&,
+                                                                               const Tensor<float>&) const;
+template Tensor<double> nn::losses::CategoricalCrossentropy::per_example<double>(const Tensor<double>&,
+                                                                                 const Tensor<double>&) const;
+template Tensor<float> nn::losses::SparseCategoricalCrossentropy::per_example<float>(const Tensor<float>&,
+                                                                                     const Tensor<float>&) const;
+template Tensor<double> nn::losses::SparseCategoricalCrossentropy::per_example<double>(const Tensor<double>&,
+                                                                                       const Tensor<double>&) const;
 
 // The gradient tables, installed by the first GradientTape::gradient of each type.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();

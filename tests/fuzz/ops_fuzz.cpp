@@ -218,6 +218,11 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
     if constexpr (std::is_same_v<Op, ops::Sum>) return dt::reduce_sum(a, axes, keep);
     else if constexpr (std::is_same_v<Op, ops::Mean>) return dt::reduce_mean(a, axes, keep);
     else return in.flip() ? dt::reduce_max(a, axes, keep) : dt::reduce_max(a, in.size_like_minus(2), keep);
+  } else if constexpr (std::is_same_v<Op, ops::Softmax> || std::is_same_v<Op, ops::LogSoftmax>) {
+    if (in.flip()) return dt::run_op<Op>({}, a);
+    const std::int64_t axis = in.size_like_minus(2);  // any axis: out of range too
+    if constexpr (std::is_same_v<Op, ops::Softmax>) return dt::softmax(a, axis);
+    else return dt::log_softmax(a, axis);
   } else if constexpr (std::is_same_v<Op, ops::EagerConst> || std::is_same_v<Op, ops::Fill> ||
                        std::is_same_v<Op, ops::RandomUniform> || std::is_same_v<Op, ops::RandomStandardNormal>) {
     return make_tensor<T>(in);  // constant, fill, random_uniform, random_normal by the input

@@ -20,6 +20,7 @@
 #include "devtensor/nn/initializers.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
+#include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
@@ -41,13 +42,15 @@ std::string unique_name(const std::string& base);
 /// Restarts layer and model names (Keras's clear_session).
 void clear_session();
 
-enum class Activation { linear, relu, sigmoid, tanh };
+/// A layer's activation (Keras's `activation=`); softmax is over the last axis.
+enum class Activation { linear, relu, sigmoid, tanh, softmax };
 
 [[nodiscard]] inline Tensor<float> activate(Activation a, const Tensor<float>& x) {
   switch (a) {
     case Activation::relu: return relu(x);
     case Activation::sigmoid: return sigmoid(x);
     case Activation::tanh: return tanh(x);
+    case Activation::softmax: return softmax(x);
     case Activation::linear: break;
   }
   return x;

@@ -1,21 +1,26 @@
 #pragma once
 /// @file losses.hpp
-/// @brief Losses (Keras's): MeanSquaredError and BinaryCrossentropy, with Keras's reductions, and
-/// the type-erased Loss that Sequential::compile takes.
+/// @brief Losses (Keras's): MeanSquaredError, BinaryCrossentropy, CategoricalCrossentropy and
+/// SparseCategoricalCrossentropy, with Keras's reductions, and the type-erased Loss that
+/// Sequential::compile takes (also by Keras's names: "mse", "categorical_crossentropy", ...).
 ///
-/// A loss first computes one value per example (the mean over the last axis), then reduces:
+/// A loss first computes one value per example (over the last axis), then reduces:
 /// NONE keeps the per-example values, SUM adds them, SUM_OVER_BATCH_SIZE (and AUTO) divides the
 /// sum by their number. Labels of rank one less than the predictions get a trailing axis, as
 /// Keras does; other shape differences are errors rather than silent broadcasts.
 
+#include <cmath>
 #include <functional>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/math.hpp"
+#include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 
@@ -108,6 +113,45 @@ struct BinaryCrossentropy {
   }
 };
 
+/// Categorical cross-entropy over the last axis; y_true holds one-hot rows (or distributions) of
+/// y_pred's shape. With `from_logits` the predictions are logits: −Σ y·log_softmax(x), computed
+/// stably. Otherwise they are probabilities, scaled to sum 1 per row and clipped to
+/// [1e-7, 1 − 1e-7] before the log, as Keras does. `label_smoothing` s replaces y_true by
+/// y·(1 − s) + s / classes.
+struct CategoricalCrossentropy {
+  bool from_logits = false;
+  double label_smoothing = 0.0;
+  Reduction reduction = Reduction::AUTO;
+  static constexpr std::string_view name = "categorical_crossentropy";
+  static constexpr double epsilon = 1e-7;
+
+  template <Floating T>
+  [[nodiscard]] Tensor<T> per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const;
+  template <Floating T>
+  [[nodiscard]] Tensor<T> operator()(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
+    return loss_detail::reduce(per_example(y_true, y_pred), reduction);
+  }
+};
+
+/// Categorical cross-entropy with y_true holding class indices: [batch] (or [batch, 1]) for
+/// y_pred [batch, classes]. The indices are floats (datasets here are float) that must be whole
+/// numbers in [0, classes): eagerly on the CPU anything else raises TensorFlow's error; on a GPU
+/// or in a traced step it gives a NaN loss for that example, as TensorFlow's GPU kernel does.
+/// Probabilities are clipped to [1e-7, 1 − 1e-7], as Keras does, and not rescaled.
+struct SparseCategoricalCrossentropy {
+  bool from_logits = false;
+  Reduction reduction = Reduction::AUTO;
+  static constexpr std::string_view name = "sparse_categorical_crossentropy";
+  static constexpr double epsilon = 1e-7;
+
+  template <Floating T>
+  [[nodiscard]] Tensor<T> per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const;
+  template <Floating T>
+  [[nodiscard]] Tensor<T> operator()(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
+    return loss_detail::reduce(per_example(y_true, y_pred), reduction);
+  }
+};
+
 #if DEVTENSOR_HEADER_DEFINITIONS
 template <Floating T>
 Tensor<T> MeanSquaredError::per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
@@ -134,6 +178,83 @@ Tensor<T> BinaryCrossentropy::per_example(const Tensor<T>& y_true, const Tensor<
     elementwise = neg(add(mul(z, log(add(p, eps))), mul(sub(one, z), log(add(sub(one, p), eps)))));
   }
   return reduce_mean(elementwise, -1);
+}
+
+template <Floating T>
+Tensor<T> CategoricalCrossentropy::per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
+  if (label_smoothing < 0 || label_smoothing > 1)
+    throw InvalidArgumentError("CategoricalCrossentropy: label_smoothing must be in [0, 1], got " +
+                               std::to_string(label_smoothing));
+  if (!y_true.defined() || !y_pred.defined() || y_true.shape() != y_pred.shape() || y_pred.rank() == 0)
+    throw InvalidArgumentError(
+        "CategoricalCrossentropy: arguments `target` and `output` must have the same shape of rank >= 1. Received: "
+        "target.shape=" + (y_true.defined() ? y_true.shape().to_string() : "undefined") +
+        ", output.shape=" + (y_pred.defined() ? y_pred.shape().to_string() : "undefined"));
+  Tensor<T> target = y_true;
+  if (label_smoothing > 0) {
+    const auto classes = static_cast<double>(y_pred.shape()[y_pred.rank() - 1]);
+    target = add(mul(target, scalar<T>(static_cast<T>(1 - label_smoothing))),
+                 scalar<T>(static_cast<T>(label_smoothing / classes)));
+  }
+  if (from_logits) return neg(reduce_sum(mul(target, log_softmax(y_pred)), -1));
+  const auto eps = scalar<T>(static_cast<T>(epsilon));
+  const auto scaled = div(y_pred, reduce_sum(y_pred, -1, /*keepdims=*/true));
+  const auto clipped = minimum(maximum(scaled, eps), sub(scalar<T>(1), eps));
+  return neg(reduce_sum(mul(target, log(clipped)), -1));
+}
+
+namespace loss_detail {
+/// Raises TensorFlow's error when a class index of `labels` is not a whole number in
+/// [0, classes); only for values on the host, outside a trace (elsewhere they give NaN).
+template <Floating T>
+void check_class_indices(const Tensor<T>& labels, std::int64_t classes) {
+  if (labels.symbolic() || !labels.host_memory()) return;
+  const auto values = labels.to_vector();
+  for (const T v : values) {
+    if (v >= 0 && v < static_cast<T>(classes) && v == std::floor(v)) continue;
+    std::string listed;
+    for (std::size_t i = 0; i < values.size() && i < 32; ++i) {
+      std::ostringstream text;
+      text << values[i];
+      listed += (i ? " " : "") + text.str();
+    }
+    std::ostringstream bad;
+    bad << v;
+    throw InvalidArgumentError("Received a label value of " + bad.str() + " which is outside the valid range of [0, " +
+                               std::to_string(classes) + ").  Label values: " + listed);
+  }
+}
+}  // namespace loss_detail
+
+template <Floating T>
+Tensor<T> SparseCategoricalCrossentropy::per_example(const Tensor<T>& y_true, const Tensor<T>& y_pred) const {
+  if (!y_true.defined() || !y_pred.defined())
+    throw InvalidArgumentError("SparseCategoricalCrossentropy: y_true and y_pred must be non-empty tensors");
+  Tensor<T> labels = y_true;
+  if (labels.rank() == y_pred.rank() && labels.rank() > 0 && labels.shape()[labels.rank() - 1] == 1) {
+    auto dims = labels.shape().dims_vector();
+    dims.pop_back();
+    labels = reshape(labels, dims);
+  }
+  bool leading_match = y_pred.rank() >= 1 && labels.rank() + 1 == y_pred.rank();
+  for (std::size_t d = 0; leading_match && d < labels.rank(); ++d) leading_match = labels.shape()[d] == y_pred.shape()[d];
+  if (!leading_match)
+    throw InvalidArgumentError("SparseCategoricalCrossentropy: argument `output` must have rank `target.ndim + 1` and "
+                               "`target`'s leading dimensions (class indices for rows of class scores). Received: "
+                               "target.shape=" + y_true.shape().to_string() + ", output.shape=" + y_pred.shape().to_string());
+  const std::int64_t classes = y_pred.shape()[y_pred.rank() - 1];
+  loss_detail::check_class_indices(labels, classes);
+  Tensor<T> logits = y_pred;
+  if (!from_logits) {
+    const auto eps = scalar<T>(static_cast<T>(epsilon));
+    logits = log(minimum(maximum(y_pred, eps), sub(scalar<T>(1), eps)));
+  }
+  // One-hot rows by comparing each index with 0 … classes − 1; a row without a 1 (an invalid
+  // index) divides 0 by 0: NaN, where a valid row divides by exactly 1.
+  auto dims = labels.shape().dims_vector();
+  dims.push_back(1);
+  const auto one_hot = grad_ops::equal(reshape(labels, dims), range<T>(0, static_cast<T>(classes), 1));
+  return div(neg(reduce_sum(mul(one_hot, log_softmax(logits)), -1)), reduce_sum(one_hot, -1));
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
@@ -193,6 +314,13 @@ class Loss {
         reduction_(loss.reduction),
         name_(L::name) {}
 
+  /// A loss by its Keras identifier, with its defaults: "mse" / "MSE" / "mean_squared_error" /
+  /// "MeanSquaredError", "bce" / "BCE" / "binary_crossentropy" / "BinaryCrossentropy",
+  /// "categorical_crossentropy" / "CategoricalCrossentropy", "sparse_categorical_crossentropy" /
+  /// "SparseCategoricalCrossentropy". @throws InvalidArgumentError for another name.
+  Loss(const char* identifier) : Loss(by_name(identifier)) {}  // NOLINT: compile("mse", "sgd")
+  Loss(const std::string& identifier) : Loss(by_name(identifier)) {}  // NOLINT
+
   /// The per-example values (before reduction).
   [[nodiscard]] Tensor<float> per_example(const Tensor<float>& y_true, const Tensor<float>& y_pred) const {
     return per_example_(y_true, y_pred);
@@ -205,10 +333,27 @@ class Loss {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
+  static Loss by_name(std::string_view identifier);
+
   std::function<Tensor<float>(const Tensor<float>&, const Tensor<float>&)> per_example_;
   Reduction reduction_;
   std::string name_;
 };
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Loss Loss::by_name(std::string_view id) {
+  if (id == "mse" || id == "MSE" || id == "mean_squared_error" || id == "MeanSquaredError")
+    return losses::MeanSquaredError{};
+  if (id == "bce" || id == "BCE" || id == "binary_crossentropy" || id == "BinaryCrossentropy")
+    return losses::BinaryCrossentropy{};
+  if (id == "categorical_crossentropy" || id == "CategoricalCrossentropy") return losses::CategoricalCrossentropy{};
+  if (id == "sparse_categorical_crossentropy" || id == "SparseCategoricalCrossentropy")
+    return losses::SparseCategoricalCrossentropy{};
+  throw InvalidArgumentError("Could not interpret loss identifier: " + std::string(id) +
+                             " (known here: mse, mean_squared_error, bce, binary_crossentropy, categorical_crossentropy, "
+                             "sparse_categorical_crossentropy and their class names; or pass a loss object)");
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn
 }  // namespace devtensor

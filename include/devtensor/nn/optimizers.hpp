@@ -14,11 +14,13 @@
 /// strategy's all-reduce, and the update runs once, each component with the sum on its device.
 
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -282,18 +284,34 @@ class Optimizer {
         name_(O::name) {
     optimizer.validate();
   }
+  /// An optimizer by its Keras identifier, with Keras's defaults: "sgd" (learning rate 0.01),
+  /// "adam" (0.001), in any case. @throws InvalidArgumentError for another name.
+  Optimizer(const char* identifier) : Optimizer(by_name(identifier)) {}  // NOLINT: compile("mse", "sgd")
+  Optimizer(const std::string& identifier) : Optimizer(by_name(identifier)) {}  // NOLINT
+
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
     apply_(grads, vars);
   }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
+  static Optimizer by_name(std::string_view identifier);
+
   std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> apply_;
   std::string name_;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION Optimizer Optimizer::by_name(std::string_view id) {
+  std::string lower(id);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "sgd") return optimizers::SGD{};
+  if (lower == "adam") return optimizers::Adam{};
+  throw InvalidArgumentError("Could not interpret optimizer identifier: " + std::string(id) +
+                             " (known here: sgd, adam; or pass an optimizer object)");
+}
 
 DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
     const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "devtensor/config.hpp"
@@ -29,14 +30,26 @@ using TrainStep = std::function<std::pair<Tensor<float>, std::int64_t>(const Ten
 using TestStep = TrainStep;
 
 /// Keras's fit over a batched dataset. @throws InvalidArgumentError for negative epochs, a
-/// steps_per_epoch below 1, or an infinite dataset without steps_per_epoch; what the step throws.
+/// steps_per_epoch below 1, an infinite dataset without steps_per_epoch, or a dataset without a
+/// batch (before training, or after a first epoch that found none); what the step throws.
 History fit(const Dataset& dataset, const FitOptions& options, const TrainStep& train_step);
 
 /// Keras's evaluate: the loss over the dataset, weighted by batch sizes.
-/// @throws InvalidArgumentError for a dataset that repeats forever; what the step throws.
+/// @throws InvalidArgumentError for a dataset that repeats forever or has no batch; what the step
+/// throws.
 double evaluate(const Dataset& dataset, const EvaluateOptions& options, const TestStep& test_step);
 
+/// The error for data without an example: Keras's text, then what to do.
+InvalidArgumentError empty_data_error(std::string_view what);
+
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION InvalidArgumentError empty_data_error(std::string_view what) {
+  // Keras 3.15 itself warns "Your input ran out of data" and returns empty logs here; a loss of
+  // nothing is not a number a caller should read, so this is an error, with Keras's older text.
+  return InvalidArgumentError("Expected input data to be non-empty. " + std::string(what) +
+                              " got a dataset without a batch; pass at least one example");
+}
+
 DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& options, const TrainStep& train_step) {
   if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
   if (options.steps_per_epoch && *options.steps_per_epoch < 1)
@@ -46,6 +59,7 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
     throw InvalidArgumentError(
         "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
         "be determined.");
+  if (card == 0 && options.epochs > 0) throw empty_data_error("fit");
   const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
   std::ostream& out = options.out ? *options.out : std::cout;
   History history;
@@ -77,6 +91,7 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
     } else {
       for (const auto& [x, y] : dataset) step(x, y);
     }
+    if (steps == 0 && epoch == 0) throw empty_data_error("fit");  // a dataset whose size was unknown
     if (steps == 0 && ran_out) {
       log(LogSource::python_logger, LogSeverity::warning,
           "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
@@ -99,6 +114,7 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
 DEVTENSOR_DEFINITION double evaluate(const Dataset& dataset, const EvaluateOptions& options, const TestStep& test_step) {
   if (dataset.cardinality() == data::INFINITE_CARDINALITY)
     throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
+  if (dataset.cardinality() == 0) throw empty_data_error("evaluate");
   std::ostream& out = options.out ? *options.out : std::cout;
   ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
   LossTracker mean;
@@ -108,6 +124,7 @@ DEVTENSOR_DEFINITION double evaluate(const Dataset& dataset, const EvaluateOptio
     mean.add(loss, n);
     if (bar.will_draw(++steps)) bar.update(steps, mean.result());
   }
+  if (steps == 0) throw empty_data_error("evaluate");  // a dataset whose size was unknown
   const double result = mean.result();
   bar.finish(steps, result);
   return result;

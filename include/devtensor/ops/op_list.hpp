@@ -12,6 +12,7 @@
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/matmul.hpp"
+#include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/record.hpp"
@@ -22,7 +23,7 @@
 namespace devtensor::ops {
 
 using BuiltinOps =
-    Join<CreationOps, ElementwiseOps, LinalgOps, ReductionOps, ShapeOps, RandomOps, TrainingOps>::type;
+    Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ReductionOps, ShapeOps, RandomOps, TrainingOps>::type;
 
 static_assert([]<class... Ops>(TypeList<Ops...>) { return (std::derived_from<Ops, Builtin> && ...); }(BuiltinOps{}),
               "every op of the list is marked ops::Builtin (GradientTape installs their gradients from it)");

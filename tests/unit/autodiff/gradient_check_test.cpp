@@ -134,6 +134,27 @@ BOOST_AUTO_TEST_CASE(unary_ops) {
   check_gradient("Identity", unary(&dt::identity<double>), {random_tensor(s, 12)});
 }
 
+BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_over_every_axis) {
+  const dt::Shape s({2, 3, 4});
+  for (std::int64_t axis : {-1, 0, 1}) {
+    check_gradient("Softmax: axis " + std::to_string(axis),
+                   [axis](const std::vector<Tensor>& x) { return dt::softmax(x[0], axis); }, {random_tensor(s, 14)});
+    check_gradient("LogSoftmax: axis " + std::to_string(axis),
+                   [axis](const std::vector<Tensor>& x) { return dt::log_softmax(x[0], axis); }, {random_tensor(s, 15)});
+  }
+  // Large logits: the shift by the row's maximum keeps the gradient finite and right.
+  check_gradient("Softmax: logits near 500", unary([](const Tensor& x, const dt::OpOptions&) { return dt::softmax(x); }),
+                 {random_tensor(dt::Shape({3, 5}), 16, 495.0, 505.0)});
+  check_gradient("LogSoftmax, Softmax: second derivative",
+                 [](const std::vector<Tensor>& x) {
+                   dt::GradientTape inner;
+                   inner.watch(x[0]);
+                   const auto y = dt::reduce_sum(dt::mul(dt::log_softmax(x[0]), dt::softmax(x[0])));
+                   return inner.gradient(y, x[0]);
+                 },
+                 {random_tensor(dt::Shape({2, 3}), 17)}, 1e-5);
+}
+
 BOOST_AUTO_TEST_CASE(add_n_and_a_tensor_used_twice) {
   const dt::Shape s({2, 3});
   check_gradient("AddN", [](const std::vector<Tensor>& x) { return dt::add_n(std::vector{x[0], x[1], x[2], x[0]}); },
@@ -227,6 +248,7 @@ BOOST_AUTO_TEST_CASE(gradient_kernels_have_gradients_for_second_derivatives) {
 BOOST_AUTO_TEST_CASE(every_differentiable_op_has_its_gradient_checked,
                      *boost::unit_test::depends_on("gradient_check/binary_ops_with_broadcasting") *
                          boost::unit_test::depends_on("gradient_check/unary_ops") *
+                         boost::unit_test::depends_on("gradient_check/softmax_and_log_softmax_over_every_axis") *
                          boost::unit_test::depends_on("gradient_check/add_n_and_a_tensor_used_twice") *
                          boost::unit_test::depends_on("gradient_check/matmul_every_transpose_and_batches") *
                          boost::unit_test::depends_on("gradient_check/reductions_over_axes_with_and_without_keepdims") *

@@ -1,0 +1,128 @@
+#pragma once
+/// @file nn_ops.hpp
+/// @brief The neural-network ops (TensorFlow's nn_ops), each defined once (ops/op_def.hpp):
+/// Softmax and LogSoftmax over the last axis; softmax, log_softmax over any axis.
+///
+/// Both are numerically stable: each row is shifted by its maximum before the exponential, and
+/// the row's sum of exponentials is accumulated in double (as the reductions accumulate), so a
+/// row of logits 1000 and 1001 gives 0.2689…, 0.7310…, not NaN. A row with a NaN gives NaN, a
+/// row of -inf gives NaN, as TensorFlow's. The gradients are TensorFlow's (_SoftmaxGrad,
+/// _LogSoftmaxGrad), written with ops, so they are differentiable again.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/elementwise.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/run_op.hpp"
+#include "devtensor/ops/shape_ops.hpp"
+
+namespace devtensor::ops {
+
+/// Softmax (or its log, `Log`) over the last axis of logits of rank >= 1.
+template <class Self, bool Log>
+struct SoftmaxOp : OpTable<FloatTypes, FloatTypes>, Builtin {
+  static constexpr bool handles_unknown_dims = true;
+  static constexpr bool log = Log;
+  struct Attrs {};
+  /// @throws InvalidArgumentError for a scalar (TensorFlow's text).
+  static const Shape& output_shape(const Attrs&, const Shape& logits) {
+    if (logits.rank() < 1)
+      throw InvalidArgumentError("logits must have >= 1 dimension, got " + logits.to_string() + " [Op:" +
+                                 std::string(Self::name) + "]");
+    return logits;
+  }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+struct Softmax : SoftmaxOp<Softmax, false> {
+  static constexpr std::string_view name = "Softmax";
+  /// (dy − Σ dy·y) · y, the sum over the last axis.
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    const auto& y = a.y[0];
+    return {mul(sub(a.dy[0], reduce_sum(mul(a.dy[0], y), -1, /*keepdims=*/true)), y)};
+  }
+};
+struct LogSoftmax : SoftmaxOp<LogSoftmax, true> {
+  static constexpr std::string_view name = "LogSoftmax";
+  /// dy − Σ dy · exp(y), the sum over the last axis.
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {sub(a.dy[0], mul(reduce_sum(a.dy[0], -1, /*keepdims=*/true), exp(a.y[0])))};
+  }
+};
+
+using NnOps = TypeList<Softmax, LogSoftmax>;
+
+}  // namespace devtensor::ops
+
+namespace devtensor {
+
+namespace nn_ops_detail {
+/// Op over `axis` of x: the last axis directly; another by swapping it last and back (TensorFlow
+/// transposes so too). @throws InvalidArgumentError for an axis out of range.
+template <class Op, Floating T>
+Tensor<T> over_axis(const Tensor<T>& x, std::int64_t axis, const OpOptions& options) {
+  const auto rank = static_cast<std::int64_t>(x.rank());
+  if (rank == 0 || axis == -1 || axis == rank - 1) return run_op<Op>(options, {}, x);
+  if (axis < -rank || axis >= rank)
+    throw InvalidArgumentError("axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                               std::to_string(rank) + " [Op:" + std::string(Op::name) + "]");
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(rank));
+  for (std::int64_t d = 0; d < rank; ++d) perm[static_cast<std::size_t>(d)] = d;
+  std::swap(perm[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)], perm.back());
+  return transpose(run_op<Op>(options, {}, transpose(x, perm)), perm);  // the swap is its own inverse
+}
+}  // namespace nn_ops_detail
+
+/// exp(x) / Σ exp(x) over `axis` (the last by default), computed stably.
+/// @throws InvalidArgumentError for a scalar or an axis out of range.
+template <Floating T>
+Tensor<T> softmax(const Tensor<T>& logits, std::int64_t axis = -1, const OpOptions& options = {}) {
+  return nn_ops_detail::over_axis<ops::Softmax>(logits, axis, options);
+}
+/// x − log Σ exp(x) over `axis` (the last by default), computed stably.
+/// @throws InvalidArgumentError for a scalar or an axis out of range.
+template <Floating T>
+Tensor<T> log_softmax(const Tensor<T>& logits, std::int64_t axis = -1, const OpOptions& options = {}) {
+  return nn_ops_detail::over_axis<ops::LogSoftmax>(logits, axis, options);
+}
+
+}  // namespace devtensor
+
+#if DEVTENSOR_CPU_KERNEL_BODIES
+#include "devtensor/ops/cpu/softmax.hpp"
+
+namespace devtensor::ops {
+template <class Self, bool Log>
+template <class T>
+void SoftmaxOp<Self, Log>::cpu(const KernelContext& ctx) {
+  const Shape& shape = ctx.input_shape(0);
+  const std::int64_t classes = shape[shape.rank() - 1];
+  cpu::softmax_rows(ctx.input<T>(0), classes > 0 ? shape.num_elements() / classes : 0, classes, Log, ctx.output<T>());
+}
+}  // namespace devtensor::ops
+#endif
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/softmax.cuh"
+
+namespace devtensor::ops {
+template <class Self, bool Log>
+template <class T>
+void SoftmaxOp<Self, Log>::cuda(const KernelContext& ctx) {
+  const Shape& shape = ctx.input_shape(0);
+  const std::int64_t classes = shape[shape.rank() - 1];
+  cuda::softmax_rows(ctx.device, ctx.input<T>(0), classes > 0 ? shape.num_elements() / classes : 0, classes, Log,
+                     ctx.output<T>(), Self::name);
+}
+}  // namespace devtensor::ops
+#endif
