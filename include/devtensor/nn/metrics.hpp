@@ -1,15 +1,24 @@
 #pragma once
 /// @file metrics.hpp
-/// @brief LossTracker: the batch-size-weighted mean of the batches' losses that fit and evaluate
-/// report (Keras's loss tracker, a keras.metrics.Mean).
+/// @brief LossTracker: the batch-size-weighted mean of the batches' losses (and metrics) that fit
+/// and evaluate report (Keras's loss tracker, a keras.metrics.Mean); the accuracy metrics
+/// compile takes by Keras's names, as per-example matches.
 ///
 /// A loss in host memory is read at once (a read costs nothing there); a loss on a GPU is summed on
 /// the GPU, one fused launch per step (AccumulateWeighted: total += loss · n, in place), and read
 /// only by result(), so a training step on a GPU never waits for the host.
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/grad_ops.hpp"
+#include "devtensor/ops/math.hpp"
+#include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/shape_ops.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -57,6 +66,97 @@ DEVTENSOR_DEFINITION void LossTracker::read_device_total() {
   if (!device_total_.defined()) return;
   host_total_ += static_cast<double>(device_total_.item());
   device_total_ = Tensor<float>();
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+/// A compiled metric (Keras's `metrics=[...]`): its name as reported, and which accuracy it is.
+/// "accuracy" and "acc" become binary, categorical or sparse categorical accuracy on the first
+/// batch, by Keras's rule (resolve_accuracy).
+struct Metric {
+  enum class Kind { accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy };
+  std::string name;
+  Kind kind = Kind::accuracy;
+  /// binary_accuracy's: a prediction above it counts as 1.
+  double threshold = 0.5;
+};
+
+/// The metric Keras names `identifier`: "accuracy" / "acc", "binary_accuracy",
+/// "categorical_accuracy", "sparse_categorical_accuracy" (or their class names).
+/// @throws InvalidArgumentError for another name.
+Metric metric_by_name(std::string_view identifier);
+
+/// Keras's choice for "accuracy": binary when the predictions' last axis is 1; sparse categorical
+/// when the labels have a lower rank or a last axis of 1; categorical otherwise.
+Metric::Kind resolve_accuracy(const Shape& y_true, const Shape& y_pred);
+
+/// 1 where an example is right and 0 where it is wrong, per example (binary accuracy: per
+/// output). Their mean over a batch is the batch's accuracy; ties in the predictions pick the
+/// first class, as argmax does. @throws InvalidArgumentError for shapes the metric cannot pair.
+Tensor<float> metric_matches(const Metric& metric, const Tensor<float>& y_true, const Tensor<float>& y_pred);
+
+namespace metrics_detail {
+/// The index of each row's largest value (the first when several are equal), as floats.
+inline Tensor<float> argmax_last(const Tensor<float>& x) {
+  const auto classes = static_cast<float>(x.shape()[x.rank() - 1]);
+  const auto is_max = grad_ops::equal(x, reduce_max(x, -1, /*keepdims=*/true));
+  // classes − i for class i: the first maximum gives the largest product.
+  const auto first_is_largest = sub(scalar<float>(classes), range<float>(0, classes, 1));
+  return sub(scalar<float>(classes), reduce_max(mul(is_max, first_is_largest), -1));
+}
+inline Tensor<float> without_trailing_one(const Tensor<float>& labels, std::size_t rank) {
+  if (labels.rank() != rank || rank == 0 || labels.shape()[rank - 1] != 1) return labels;
+  auto dims = labels.shape().dims_vector();
+  dims.pop_back();
+  return reshape(labels, dims);
+}
+}  // namespace metrics_detail
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Metric metric_by_name(std::string_view id) {
+  if (id == "accuracy" || id == "acc") return {std::string(id), Metric::Kind::accuracy};
+  if (id == "binary_accuracy" || id == "BinaryAccuracy") return {"binary_accuracy", Metric::Kind::binary_accuracy};
+  if (id == "categorical_accuracy" || id == "CategoricalAccuracy")
+    return {"categorical_accuracy", Metric::Kind::categorical_accuracy};
+  if (id == "sparse_categorical_accuracy" || id == "SparseCategoricalAccuracy")
+    return {"sparse_categorical_accuracy", Metric::Kind::sparse_categorical_accuracy};
+  throw InvalidArgumentError("Could not interpret metric identifier: " + std::string(id) +
+                             " (known here: accuracy, acc, binary_accuracy, categorical_accuracy, "
+                             "sparse_categorical_accuracy)");
+}
+
+DEVTENSOR_DEFINITION Metric::Kind resolve_accuracy(const Shape& y_true, const Shape& y_pred) {
+  const std::int64_t pred_last = y_pred.rank() > 0 ? y_pred[y_pred.rank() - 1] : 1;
+  const std::int64_t true_last = y_true.rank() > 0 ? y_true[y_true.rank() - 1] : 1;
+  if (pred_last == 1) return Metric::Kind::binary_accuracy;
+  if (y_true.rank() < y_pred.rank() || (true_last == 1 && pred_last > 1)) return Metric::Kind::sparse_categorical_accuracy;
+  return Metric::Kind::categorical_accuracy;
+}
+
+DEVTENSOR_DEFINITION Tensor<float> metric_matches(const Metric& metric, const Tensor<float>& y_true,
+                                                  const Tensor<float>& y_pred) {
+  const auto kind = metric.kind == Metric::Kind::accuracy ? resolve_accuracy(y_true.shape(), y_pred.shape()) : metric.kind;
+  const auto mismatch = [&](const char* want) {
+    return InvalidArgumentError("metric " + metric.name + ": labels of shape " + y_true.shape().to_string() +
+                                " and predictions of shape " + y_pred.shape().to_string() + " do not pair (" + want + ")");
+  };
+  if (kind == Metric::Kind::binary_accuracy) {
+    Tensor<float> t = y_true;
+    Tensor<float> p = y_pred;
+    if (t.rank() + 1 == p.rank()) t = reshape(t, [&] { auto d = t.shape().dims_vector(); d.push_back(1); return d; }());
+    if (t.shape() != p.shape()) throw mismatch("equal shapes, or labels without the predictions' last axis of 1");
+    // y_pred > threshold, as 1 or 0: 1 − (threshold >= y_pred).
+    const auto predicted = sub(scalar<float>(1), grad_ops::greater_equal(scalar<float>(static_cast<float>(metric.threshold)), p));
+    return grad_ops::equal(t, predicted);
+  }
+  if (y_pred.rank() == 0 || y_pred.shape()[y_pred.rank() - 1] == 0) throw mismatch("predictions need classes");
+  const auto predicted = metrics_detail::argmax_last(y_pred);
+  if (kind == Metric::Kind::categorical_accuracy) {
+    if (y_true.shape() != y_pred.shape()) throw mismatch("one-hot labels of the predictions' shape");
+    return grad_ops::equal(metrics_detail::argmax_last(y_true), predicted);
+  }
+  const auto labels = metrics_detail::without_trailing_one(y_true, y_pred.rank());
+  if (labels.shape() != predicted.shape()) throw mismatch("a class index per row of predictions");
+  return grad_ops::equal(labels, predicted);
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

@@ -7,14 +7,19 @@
 ///   `10/10 [==============================] - 0s 2ms/step - loss: 0.1234`.
 /// verbose = 1 elsewhere (a file, a pipe, CI logs): only the final line of each epoch.
 /// verbose = 2: one line per epoch: `10/10 - 0s - loss: 0.1234 - 20ms/epoch - 2ms/step`.
+/// Metrics join the loss in the order of their names, as Keras 3 prints them:
+/// `- accuracy: 0.9500 - loss: 0.1234`.
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <algorithm>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -22,6 +27,9 @@
 
 namespace devtensor {
 namespace nn {
+
+/// What a progress line reports (Keras's logs): (name, value) pairs, the loss among them.
+using Logs = std::vector<std::pair<std::string, double>>;
 
 namespace progress_detail {
 inline std::string format(const char* fmt, double value) {
@@ -35,6 +43,13 @@ inline std::string per_step(double seconds) {
   if (seconds >= 1) return format("%.0fs/step", seconds);
   if (seconds >= 1e-3) return format("%.0fms/step", seconds * 1e3);
   return format("%.0fus/step", seconds * 1e6);
+}
+/// " - accuracy: 0.9500 - loss: 0.1234": sorted by name.
+inline std::string logs(Logs values) {
+  std::sort(values.begin(), values.end());
+  std::string s;
+  for (const auto& [name, value] : values) s += " - " + name + ": " + metric(value);
+  return s;
 }
 inline std::string eta(double seconds) {
   const auto s = static_cast<long>(seconds);
@@ -66,7 +81,9 @@ class ProgressBar {
 
   /// After step `current` (1-based) with the running mean loss. The last step of a known target
   /// draws nothing: finish() writes the final line, once.
-  void update(std::int64_t current, double loss) {
+  void update(std::int64_t current, double loss) { update(current, Logs{{"loss", loss}}); }
+  /// The same with the running metrics too.
+  void update(std::int64_t current, const Logs& values) {
     if (verbose_ != 1 || !interactive_) return;
     if (target_ > 0 && current >= target_) return;
     const double elapsed = seconds();
@@ -75,7 +92,7 @@ class ProgressBar {
     std::string line = bar(current) + " - ";
     if (target_ > 0 && current < target_) line += "ETA: " + progress_detail::eta(elapsed / static_cast<double>(current) * static_cast<double>(target_ - current));
     else line += progress_detail::format("%.0fs ", elapsed) + progress_detail::per_step(elapsed / static_cast<double>(current));
-    line += " - loss: " + progress_detail::metric(loss);
+    line += progress_detail::logs(values);
     const std::size_t width = line.size();
     if (width < last_width_) line += std::string(last_width_ - width, ' ');
     last_width_ = width;
@@ -83,20 +100,21 @@ class ProgressBar {
   }
 
   /// The end of the epoch after `steps` steps.
-  void finish(std::int64_t steps, double loss) {
+  void finish(std::int64_t steps, double loss) { finish(steps, Logs{{"loss", loss}}); }
+  void finish(std::int64_t steps, const Logs& values) {
     if (verbose_ == 0) return;
     const double elapsed = seconds();
     const double step_time = steps > 0 ? elapsed / static_cast<double>(steps) : 0.0;
     if (verbose_ == 2) {
       *out_ << steps << "/" << (target_ > 0 ? target_ : steps) << " - " << progress_detail::format("%.0fs", elapsed)
-            << " - loss: " << progress_detail::metric(loss) << " - "
+            << progress_detail::logs(values) << " - "
             << progress_detail::format("%.0fms/epoch", elapsed * 1e3) << " - " << progress_detail::per_step(step_time)
             << "\n";
       return;
     }
     if (target_ <= 0) target_ = steps;
     std::string line = bar(steps) + " - " + progress_detail::format("%.0fs ", elapsed) +
-                       progress_detail::per_step(step_time) + " - loss: " + progress_detail::metric(loss);
+                       progress_detail::per_step(step_time) + progress_detail::logs(values);
     if (interactive_ && line.size() < last_width_) line += std::string(last_width_ - line.size(), ' ');
     *out_ << (interactive_ ? "\r" : "") << line << "\n" << std::flush;
   }

@@ -27,6 +27,7 @@
 #include "devtensor/graph/function.hpp"
 #include "devtensor/nn/layers.hpp"
 #include "devtensor/nn/losses.hpp"
+#include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/optimizers.hpp"
 #include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/training_loop.hpp"
@@ -64,8 +65,9 @@ class Sequential {
   /// Keras's summary table. @throws FailedPreconditionError before the model is built.
   void summary(std::ostream& out = std::cout) const;
 
-  /// Sets the loss and optimizer for fit and evaluate, and whether their steps run eagerly.
-  /// @throws InvalidArgumentError for an invalid optimizer configuration.
+  /// Sets the loss and optimizer for fit and evaluate, the metrics they report, and whether their
+  /// steps run eagerly. @throws InvalidArgumentError for an invalid optimizer configuration or a
+  /// metric name Keras does not know.
   void compile(Loss loss, Optimizer optimizer, CompileOptions options = {});
   [[nodiscard]] bool compiled() const noexcept { return loss_.has_value(); }
   /// Whether fit, evaluate and predict run their steps op by op (Keras's model.run_eagerly).
@@ -84,9 +86,9 @@ class Sequential {
     return fit(data_adapter::from_arrays(x, y, options.batch_size, options.shuffle, options.seed), options);
   }
 
-  /// The loss over a dataset (weighted by batch sizes), without training.
-  double evaluate(const Dataset& dataset, EvaluateOptions options = {});
-  double evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
+  /// The loss and the compiled metrics over a dataset (weighted by batch sizes), without training.
+  Evaluation evaluate(const Dataset& dataset, EvaluateOptions options = {});
+  Evaluation evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
     require_compiled();
     return evaluate(data_adapter::from_arrays(x, y, options.batch_size, false, std::nullopt), options);
   }
@@ -104,7 +106,7 @@ class Sequential {
   /// One training step on a batch as fit runs it (traced unless run_eagerly): the batch's loss.
   double train_on_batch(const Tensor<float>& x, const Tensor<float>& y) {
     require_compiled();
-    return static_cast<double>(fit_step(x, y).first.item());
+    return static_cast<double>(fit_step(x, y).loss.item());
   }
 
   [[nodiscard]] const Loss& loss() const {
@@ -123,6 +125,8 @@ class Sequential {
   std::optional<std::vector<std::int64_t>> input_shape_;
   std::optional<Loss> loss_;
   std::optional<Optimizer> optimizer_;
+  std::vector<Metric> metrics_;
+  std::vector<std::string> metric_names_;
   bool run_eagerly_ = false;
 
   /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
@@ -144,27 +148,29 @@ class Sequential {
     return &slot;
   }
 
-  /// fit's step: the batch's loss (not read) and its number of examples.
-  std::pair<Tensor<float>, std::int64_t> fit_step(const Tensor<float>& x, const Tensor<float>& y);
+  /// fit's step: the batch's loss and metrics (not read) and its number of examples.
+  training_loop::StepResult fit_step(const Tensor<float>& x, const Tensor<float>& y);
+  /// The compiled metrics' values on a batch (means over its examples).
+  std::vector<Tensor<float>> batch_metrics(const Tensor<float>& y, const Tensor<float>& prediction) const;
   /// Builds the layers for inputs like x, eagerly and in the strategy's scope (a traced step
   /// must not create the variables).
   void build_for(const Tensor<float>& x);
 
-  /// One step of the tape, the loss and the optimizer on this process's devices; the loss is not
-  /// read (fit decides when).
-  std::pair<Tensor<float>, std::int64_t> local_train_step(const Tensor<float>& x, const Tensor<float>& y);
+  /// One step of the tape, the loss and the optimizer on this process's devices; the loss and the
+  /// metrics are not read (fit decides when).
+  training_loop::StepResult local_train_step(const Tensor<float>& x, const Tensor<float>& y);
 
   void capture_strategy();
 
   /// Splits the batch across the replicas and runs replicated_train_step, traced when
   /// `may_trace` and the model does not run eagerly.
-  std::pair<Tensor<float>, std::int64_t> distributed_train_step(const Tensor<float>& x, const Tensor<float>& y,
-                                                                bool may_trace);
+  training_loop::StepResult distributed_train_step(const Tensor<float>& x, const Tensor<float>& y, bool may_trace);
 
   /// Each replica's forward and backward pass on its rows, the gradients summed across the
-  /// replicas, the update; returns the global loss. `global`: the examples of every process.
-  Tensor<float> replicated_train_step(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
-                                      std::int64_t global);
+  /// replicas, the update; returns the global loss, then the metrics over the global batch.
+  /// `global`: the examples of every process.
+  std::vector<Tensor<float>> replicated_train_step(const std::vector<Tensor<float>>& xs,
+                                                   const std::vector<Tensor<float>>& ys, std::int64_t global);
   void require_compiled() const {
     if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
   }
@@ -234,20 +240,32 @@ DEVTENSOR_DEFINITION void Sequential::summary(std::ostream& out) const {
 
 DEVTENSOR_DEFINITION History Sequential::fit(const Dataset& dataset, FitOptions options) {
   require_compiled();
-  return training_loop::fit(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) { return fit_step(x, y); });
+  return training_loop::fit(dataset, options, metric_names_,
+                            [this](const Tensor<float>& x, const Tensor<float>& y) { return fit_step(x, y); });
 }
 
-DEVTENSOR_DEFINITION double Sequential::evaluate(const Dataset& dataset, EvaluateOptions options) {
+DEVTENSOR_DEFINITION Evaluation Sequential::evaluate(const Dataset& dataset, EvaluateOptions options) {
   require_compiled();
-  return training_loop::evaluate(dataset, options, [this](const Tensor<float>& x, const Tensor<float>& y) {
+  return training_loop::evaluate(dataset, options, metric_names_, [this](const Tensor<float>& x, const Tensor<float>& y) {
     const std::int64_t n = x.rank() > 0 ? x.shape()[0] : 1;
     build_for(x);
-    const auto* traced_step = traced(
-        traced_.test,
-        [this](const std::vector<Tensor<float>>& xy, std::int64_t) { return std::vector{(*loss_)(xy[1], (*this)(xy[0]))}; },
-        "test_function");
-    return std::pair{traced_step ? (*traced_step)({x, y}, 0)[0] : (*loss_)(y, (*this)(x)), n};
+    const auto test_step = [this](const std::vector<Tensor<float>>& xy, std::int64_t) {
+      const Tensor<float> prediction = (*this)(xy[0]);
+      std::vector<Tensor<float>> out{(*loss_)(xy[1], prediction)};
+      for (auto& m : batch_metrics(xy[1], prediction)) out.push_back(std::move(m));
+      return out;
+    };
+    const auto* traced_step = traced(traced_.test, test_step, "test_function");
+    auto values = traced_step ? (*traced_step)({x, y}, 0) : test_step({x, y}, 0);
+    return training_loop::StepResult{values[0], n, {values.begin() + 1, values.end()}};
   });
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Sequential::batch_metrics(const Tensor<float>& y,
+                                                                           const Tensor<float>& prediction) const {
+  std::vector<Tensor<float>> out;
+  for (const auto& metric : metrics_) out.push_back(reduce_mean(metric_matches(metric, y, prediction)));
+  return out;
 }
 
 DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, PredictOptions options) {
@@ -276,20 +294,24 @@ DEVTENSOR_DEFINITION Tensor<float> Sequential::predict(const Tensor<float>& x, P
 DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Sequential::train_step(
     const Tensor<float>& x, const Tensor<float>& y) {
   require_compiled();
-  const auto [loss, n] = strategy_ ? distributed_train_step(x, y, false) : local_train_step(x, y);
-  return {static_cast<double>(loss.item()), n};
+  const auto step = strategy_ ? distributed_train_step(x, y, false) : local_train_step(x, y);
+  return {static_cast<double>(step.loss.item()), step.examples};
 }
 
-DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::fit_step(const Tensor<float>& x,
-                                                                                 const Tensor<float>& y) {
+DEVTENSOR_DEFINITION training_loop::StepResult Sequential::fit_step(const Tensor<float>& x, const Tensor<float>& y) {
   if (strategy_) return distributed_train_step(x, y, true);
   build_for(x);
   const auto* traced_step = traced(
       traced_.train,
-      [this](const std::vector<Tensor<float>>& xy, std::int64_t) { return std::vector{local_train_step(xy[0], xy[1]).first}; },
+      [this](const std::vector<Tensor<float>>& xy, std::int64_t) {
+        auto step = local_train_step(xy[0], xy[1]);
+        step.metrics.insert(step.metrics.begin(), std::move(step.loss));
+        return std::move(step.metrics);
+      },
       "train_function");
   if (!traced_step) return local_train_step(x, y);
-  return {(*traced_step)({x, y}, 0)[0], x.rank() > 0 ? x.shape()[0] : 1};
+  auto values = (*traced_step)({x, y}, 0);
+  return {values[0], x.rank() > 0 ? x.shape()[0] : 1, {values.begin() + 1, values.end()}};
 }
 
 DEVTENSOR_DEFINITION void Sequential::build_for(const Tensor<float>& x) {
@@ -308,18 +330,23 @@ DEVTENSOR_DEFINITION void Sequential::build_for(const Tensor<float>& x) {
   }
 }
 
-DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::local_train_step(
-    const Tensor<float>& x, const Tensor<float>& y) {
-  GradientTape tape;
-  const Tensor<float> prediction = (*this)(x);
-  Tensor<float> loss = (*loss_)(y, prediction);
+DEVTENSOR_DEFINITION training_loop::StepResult Sequential::local_train_step(const Tensor<float>& x,
+                                                                            const Tensor<float>& y) {
+  Tensor<float> prediction;
+  Tensor<float> loss;
   const auto vars = trainable_variables();
-  optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
-  return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1};
+  {
+    GradientTape tape;
+    prediction = (*this)(x);
+    loss = (*loss_)(y, prediction);
+    optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
+  }
+  return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1, batch_metrics(y, prediction)};
 }
 
-DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distributed_train_step(
-    const Tensor<float>& x, const Tensor<float>& y, bool may_trace) {
+DEVTENSOR_DEFINITION training_loop::StepResult Sequential::distributed_train_step(const Tensor<float>& x,
+                                                                                  const Tensor<float>& y,
+                                                                                  bool may_trace) {
   if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
     throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
                                " and " + y.shape().to_string());
@@ -333,26 +360,33 @@ DEVTENSOR_DEFINITION std::pair<Tensor<float>, std::int64_t> Sequential::distribu
   const auto ys = distribute::split_rows(y, batch, devices);
   const auto replicated = [this](const std::vector<Tensor<float>>& xs_then_ys, std::int64_t examples) {
     const auto half = xs_then_ys.begin() + static_cast<std::ptrdiff_t>(xs_then_ys.size() / 2);
-    return std::vector{replicated_train_step({xs_then_ys.begin(), half}, {half, xs_then_ys.end()}, examples)};
+    return replicated_train_step({xs_then_ys.begin(), half}, {half, xs_then_ys.end()}, examples);
   };
   const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function") : nullptr;
-  if (!traced_step) return {replicated_train_step(xs, ys, global), global};
-  xs.insert(xs.end(), ys.begin(), ys.end());
-  return {(*traced_step)(xs, global)[0], global};
+  std::vector<Tensor<float>> values;
+  if (traced_step) {
+    xs.insert(xs.end(), ys.begin(), ys.end());
+    values = (*traced_step)(xs, global);
+  } else {
+    values = replicated_train_step(xs, ys, global);
+  }
+  return {values[0], global, {values.begin() + 1, values.end()}};
 }
 
-DEVTENSOR_DEFINITION Tensor<float> Sequential::replicated_train_step(const std::vector<Tensor<float>>& xs,
-                                                                     const std::vector<Tensor<float>>& ys,
-                                                                     std::int64_t global) {
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Sequential::replicated_train_step(
+    const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys, std::int64_t global) {
   // strategy.run: each replica's forward and backward pass on its tape.
   const auto vars = trainable_variables();
   const auto& devices = strategy_->replica_devices();
   std::vector<std::vector<Tensor<float>>> grads(devices.size());
   std::vector<Tensor<float>> losses(devices.size());
+  // metrics[m][replica]: the replica's matches summed and divided by the global batch's.
+  std::vector<std::vector<Tensor<float>>> metrics(metrics_.size(), std::vector<Tensor<float>>(devices.size()));
   strategy_->run_replicas([&](int r) {
     const auto i = static_cast<std::size_t>(r);
     GradientTape tape;
-    const Tensor<float> per_example = loss_->per_example(ys[i], (*this)(xs[i]));
+    const Tensor<float> prediction = (*this)(xs[i]);
+    const Tensor<float> per_example = loss_->per_example(ys[i], prediction);
     // Each replica divides by the global batch, so the all-reduced SUM is the global mean.
     const std::int64_t elements_per_example = per_example.shape()[0] > 0 ? per_example.num_elements() / per_example.shape()[0] : 1;
     const Tensor<float> loss = loss_->reduction() == Reduction::SUM
@@ -360,13 +394,21 @@ DEVTENSOR_DEFINITION Tensor<float> Sequential::replicated_train_step(const std::
                                    : compute_average_loss(per_example, global * elements_per_example);
     grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
     losses[i] = loss;  // not read: fit reads the sum when it displays it
+    for (std::size_t m = 0; m < metrics_.size(); ++m) {
+      const auto matches = metric_matches(metrics_[m], ys[i], prediction);
+      const std::int64_t per_row = matches.shape()[0] > 0 ? matches.num_elements() / matches.shape()[0] : 1;
+      metrics[m][i] = div(reduce_sum(matches), scalar<float>(static_cast<float>(global * per_row)));
+    }
   });
   // batch_reduce_to(SUM), then the update in cross-replica context: every component gets it.
   const auto summed = strategy_->batch_all_reduce_sum(grads);
   optimizer_->apply_gradients(summed[0], vars);
   // strategy.reduce(SUM) of the replicas' losses (each already divided by the global batch), on
   // the first replica's device: every process gets the global loss.
-  return strategy_->reduce_sum_to_first_replica(losses, "the step's loss");
+  std::vector<Tensor<float>> out{strategy_->reduce_sum_to_first_replica(losses, "the step's loss")};
+  for (std::size_t m = 0; m < metrics_.size(); ++m)
+    out.push_back(strategy_->reduce_sum_to_first_replica(metrics[m], "the step's " + metric_names_[m]));
+  return out;
 }
 
 DEVTENSOR_DEFINITION void Sequential::capture_strategy() {
@@ -437,9 +479,13 @@ DEVTENSOR_DEFINITION void Sequential::compile(Loss loss, Optimizer optimizer, Co
             "distribution strategy scope. Try to make sure your code looks similar to the following.\n"
             "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
     }
+  std::vector<Metric> metrics;
+  for (const auto& name : options.metrics) metrics.push_back(metric_by_name(name));
   capture_strategy();
   loss_ = std::move(loss);
   optimizer_ = std::move(optimizer);
+  metrics_ = std::move(metrics);
+  metric_names_ = options.metrics;
   run_eagerly_ = options.run_eagerly;
   traced_ = {};  // Keras makes its train_function again
 }

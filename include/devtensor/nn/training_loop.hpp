@@ -1,8 +1,8 @@
 #pragma once
 /// @file training_loop.hpp
 /// @brief Keras's fit and evaluate loops, for any model: epochs, steps (steps_per_epoch continuing
-/// one pass across epochs), the progress output, the loss tracker and the warnings when the input
-/// runs out. The model supplies the step.
+/// one pass across epochs), the progress output, the loss and metric trackers and the warnings
+/// when the input runs out. The model supplies the step.
 
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
@@ -24,20 +25,52 @@ namespace devtensor {
 namespace nn::training_loop {
 
 using Dataset = data::Dataset<float, float>;
-/// One step on a batch (x, y): its loss (not yet read: the tracker decides when) and its number
-/// of examples.
-using TrainStep = std::function<std::pair<Tensor<float>, std::int64_t>(const Tensor<float>&, const Tensor<float>&)>;
+/// What one step on a batch gives: its loss and its metrics' values (means over the batch, in
+/// compile's order; not read yet: the trackers decide when) and its number of examples.
+struct StepResult {
+  Tensor<float> loss;
+  std::int64_t examples = 0;
+  std::vector<Tensor<float>> metrics;
+};
+using TrainStep = std::function<StepResult(const Tensor<float>&, const Tensor<float>&)>;
 using TestStep = TrainStep;
 
-/// Keras's fit over a batched dataset. @throws InvalidArgumentError for negative epochs, a
-/// steps_per_epoch below 1, an infinite dataset without steps_per_epoch, or a dataset without a
-/// batch (before training, or after a first epoch that found none); what the step throws.
-History fit(const Dataset& dataset, const FitOptions& options, const TrainStep& train_step);
+/// Keras's fit over a batched dataset, reporting the loss and the metrics named `metric_names`
+/// (the steps' StepResult::metrics, in that order). @throws InvalidArgumentError for negative
+/// epochs, a steps_per_epoch below 1, an infinite dataset without steps_per_epoch, or a dataset
+/// without a batch (before training, or after a first epoch that found none); what the step
+/// throws.
+History fit(const Dataset& dataset, const FitOptions& options, const std::vector<std::string>& metric_names,
+            const TrainStep& train_step);
 
-/// Keras's evaluate: the loss over the dataset, weighted by batch sizes.
+/// Keras's evaluate: the loss and the metrics over the dataset, weighted by batch sizes.
 /// @throws InvalidArgumentError for a dataset that repeats forever or has no batch; what the step
 /// throws.
-double evaluate(const Dataset& dataset, const EvaluateOptions& options, const TestStep& test_step);
+Evaluation evaluate(const Dataset& dataset, const EvaluateOptions& options, const std::vector<std::string>& metric_names,
+                    const TestStep& test_step);
+
+/// The running means of a loss and of metrics, each weighted by its batches' examples.
+class Trackers {
+ public:
+  explicit Trackers(const std::vector<std::string>& metric_names) : names_(metric_names), metrics_(names_.size()) {}
+  void add(const StepResult& step) {
+    loss_.add(step.loss, step.examples);
+    for (std::size_t i = 0; i < metrics_.size() && i < step.metrics.size(); ++i)
+      metrics_[i].add(step.metrics[i], step.examples);
+  }
+  [[nodiscard]] double loss() { return loss_.result(); }
+  /// The loss and the metrics, as a progress line reports them.
+  [[nodiscard]] Logs logs() {
+    Logs out{{"loss", loss_.result()}};
+    for (std::size_t i = 0; i < metrics_.size(); ++i) out.emplace_back(names_[i], metrics_[i].result());
+    return out;
+  }
+
+ private:
+  const std::vector<std::string>& names_;
+  LossTracker loss_;
+  std::vector<LossTracker> metrics_;
+};
 
 /// The error for data without an example: Keras's text, then what to do.
 InvalidArgumentError empty_data_error(std::string_view what);
@@ -50,7 +83,8 @@ DEVTENSOR_DEFINITION InvalidArgumentError empty_data_error(std::string_view what
                               " got a dataset without a batch; pass at least one example");
 }
 
-DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& options, const TrainStep& train_step) {
+DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& options,
+                                 const std::vector<std::string>& metric_names, const TrainStep& train_step) {
   if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
   if (options.steps_per_epoch && *options.steps_per_epoch < 1)
     throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
@@ -69,14 +103,13 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
     if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
     ProgressBar bar(target, options.verbose, &out, options.interactive);
-    LossTracker mean;
+    Trackers mean(metric_names);
     std::int64_t steps = 0;
     bool ran_out = false;
     auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
-      const auto [loss, n] = train_step(x, y);
-      mean.add(loss, n);
+      mean.add(train_step(x, y));
       ++steps;
-      if (bar.will_draw(steps)) bar.update(steps, mean.result());
+      if (bar.will_draw(steps)) bar.update(steps, mean.logs());
     };
     if (shared) {
       for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
@@ -99,10 +132,11 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
           "your dataset.");
       break;
     }
-    const double epoch_loss = mean.result();
-    bar.finish(steps, epoch_loss);
+    const Logs logs = mean.logs();
+    bar.finish(steps, logs);
     history.epoch.push_back(epoch);
-    history.loss.push_back(epoch_loss);
+    history.loss.push_back(logs[0].second);
+    for (std::size_t i = 1; i < logs.size(); ++i) history.metrics[logs[i].first].push_back(logs[i].second);
     if (ran_out) {
       log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
       break;
@@ -111,22 +145,24 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
   return history;
 }
 
-DEVTENSOR_DEFINITION double evaluate(const Dataset& dataset, const EvaluateOptions& options, const TestStep& test_step) {
+DEVTENSOR_DEFINITION Evaluation evaluate(const Dataset& dataset, const EvaluateOptions& options,
+                                        const std::vector<std::string>& metric_names, const TestStep& test_step) {
   if (dataset.cardinality() == data::INFINITE_CARDINALITY)
     throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
   if (dataset.cardinality() == 0) throw empty_data_error("evaluate");
   std::ostream& out = options.out ? *options.out : std::cout;
   ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
-  LossTracker mean;
+  Trackers mean(metric_names);
   std::int64_t steps = 0;
   for (const auto& [x, y] : dataset) {
-    const auto [loss, n] = test_step(x, y);
-    mean.add(loss, n);
-    if (bar.will_draw(++steps)) bar.update(steps, mean.result());
+    mean.add(test_step(x, y));
+    if (bar.will_draw(++steps)) bar.update(steps, mean.logs());
   }
   if (steps == 0) throw empty_data_error("evaluate");  // a dataset whose size was unknown
-  const double result = mean.result();
-  bar.finish(steps, result);
+  const Logs logs = mean.logs();
+  bar.finish(steps, logs);
+  Evaluation result{.loss = logs[0].second, .metrics = {}};
+  for (std::size_t i = 1; i < logs.size(); ++i) result.metrics[logs[i].first] = logs[i].second;
   return result;
 }
 

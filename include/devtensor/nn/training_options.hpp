@@ -1,11 +1,13 @@
 #pragma once
 /// @file training_options.hpp
 /// @brief What Keras's compile, fit, evaluate and predict take (CompileOptions, FitOptions,
-/// EvaluateOptions, PredictOptions) and what fit returns (History).
+/// EvaluateOptions, PredictOptions) and what fit and evaluate return (History, Evaluation).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
 namespace devtensor {
@@ -13,6 +15,10 @@ namespace nn {
 
 /// What compile() takes besides the loss and the optimizer.
 struct CompileOptions {
+  /// Metrics fit and evaluate report besides the loss, by Keras's names: "accuracy" (or "acc":
+  /// binary, categorical or sparse categorical accuracy, chosen from the first batch's shapes as
+  /// Keras chooses), "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy".
+  std::vector<std::string> metrics = {};
   /// Run fit's, evaluate's and predict's steps op by op. By default (false, as Keras) each step is
   /// traced into a graph once per batch shape and replayed (graph/function.hpp; a program that
   /// does not include it runs them eagerly): the same results, bit for bit, from fused kernels.
@@ -46,10 +52,26 @@ struct PredictOptions {
   std::int64_t batch_size = 32;
 };
 
-/// What fit returns: the loss of every epoch (Keras's history.history["loss"]).
+/// What fit returns: the loss of every epoch (Keras's history.history["loss"]) and each compiled
+/// metric's (history.history["accuracy"]: `metrics.at("accuracy")`).
 struct History {
   std::vector<int> epoch;
   std::vector<double> loss;
+  std::map<std::string, std::vector<double>> metrics = {};
+};
+
+/// What evaluate returns: the loss, and each compiled metric's value (Keras's
+/// `evaluate(return_dict=True)`). Converts to the loss, so `double loss = model.evaluate(...)`.
+struct Evaluation {
+  double loss = 0.0;
+  std::map<std::string, double> metrics = {};
+  operator double() const noexcept { return loss; }  // NOLINT: the loss, as before metrics
+  /// "loss: 0.0123 - accuracy: 0.9500".
+  friend std::ostream& operator<<(std::ostream& out, const Evaluation& e) {
+    out << "loss: " << e.loss;
+    for (const auto& [name, value] : e.metrics) out << " - " << name << ": " << value;
+    return out;
+  }
 };
 
 }  // namespace nn

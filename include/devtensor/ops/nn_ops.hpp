@@ -5,8 +5,9 @@
 ///
 /// Both are numerically stable: each row is shifted by its maximum before the exponential, and
 /// the row's sum of exponentials is accumulated in double (as the reductions accumulate), so a
-/// row of logits 1000 and 1001 gives 0.2689…, 0.7310…, not NaN. A row with a NaN gives NaN, a
-/// row of -inf gives NaN, as TensorFlow's. The gradients are TensorFlow's (_SoftmaxGrad,
+/// row of logits 1000 and 1001 gives 0.2689…, 0.7310…, not NaN. A row of -inf gives NaN, as
+/// TensorFlow's; so does a row holding NaN or +inf, throughout (TensorFlow 2.21's CPU kernel
+/// leaves that row's finite entries at 0). The gradients are TensorFlow's (_SoftmaxGrad,
 /// _LogSoftmaxGrad), written with ops, so they are differentiable again.
 
 #include <cstdint>

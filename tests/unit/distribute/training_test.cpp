@@ -1,4 +1,4 @@
-// Distributed variables (mirrored and sync-on-read) and Keras fit across replicas.
+// Distributed variables (mirrored and sync-on-read) and Keras fit (loss and metrics) across replicas.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -297,6 +297,43 @@ BOOST_AUTO_TEST_CASE(a_traced_fit_across_replicas_gives_the_eager_fits_bits) {
   const auto [traced_losses, traced_weights] = train(false);
   BOOST_TEST(traced_losses == eager_losses, boost::test_tools::per_element());
   BOOST_TEST(traced_weights == eager_weights, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(accuracy_across_replicas_equals_one_devices) {
+  // Three virtual CPUs, 7 examples per batch: shares of 3, 2 and 2 rows; the metric is summed over
+  // the replicas and divided by the global batch, traced as eagerly.
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 21; ++i) {
+    const float x = static_cast<float>(i % 5) - 2.0f;  // class 0 below -0.5, 1 up to 0.5, 2 above
+    xs.push_back(x);
+    ys.push_back(x < -0.5f ? 0.0f : x < 0.5f ? 1.0f : 2.0f);
+  }
+  const auto run = [&](bool distributed, bool eager) {
+    dt::test::FreshContext fresh;
+    nn::clear_session();
+    const auto names = virtual_cpus(3);
+    const auto train = [&] {
+      nn::Sequential model({nn::Dense(3, {.input_dim = 1, .activation = nn::Activation::softmax,
+                                          .kernel_initializer = nn::initializers::Zeros{}})});
+      model.compile("sparse_categorical_crossentropy", nn::optimizers::SGD{.learning_rate = 0.5},
+                    {.metrics = {"accuracy"}, .run_eagerly = eager});
+      return model.fit(dt::constant<float>(xs, {21, 1}), dt::constant<float>(ys, {21}),
+                       {.epochs = 3, .batch_size = 7, .verbose = 0, .shuffle = false}).metrics.at("accuracy");
+    };
+    if (!distributed) return train();
+    ds::MirroredStrategy strategy(names);
+    const auto scope = strategy.scope();
+    return train();
+  };
+  const auto one_device = run(false, true);
+  BOOST_TEST_MESSAGE("accuracy per epoch: " << one_device[0] << " " << one_device[1] << " " << one_device[2]);
+  BOOST_TEST(one_device.front() != one_device.back());  // it learns: a metric that moves
+  for (bool eager : {true, false}) {
+    const auto replicas = run(true, eager);
+    BOOST_TEST_REQUIRE(replicas.size() == one_device.size());
+    for (std::size_t i = 0; i < replicas.size(); ++i)
+      BOOST_TEST(replicas[i] == one_device[i], boost::test_tools::tolerance(1e-6));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_simulated_gpus) {

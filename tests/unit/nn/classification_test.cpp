@@ -1,10 +1,14 @@
 // Classification: softmax and log-softmax, the categorical cross-entropies, a softmax Dense layer
-// trained by fit, losses and optimizers by Keras's names, and the error for empty data. Expected
-// numbers are TensorFlow 2.21 / Keras 3.15's (printed by a TF run; the values are in the comments).
+// trained by fit, accuracy metrics, losses and optimizers by Keras's names, and the error for
+// empty data. Expected numbers are TensorFlow 2.21 / Keras 3.15's: tests/reference/classification.py
+// prints them. Accuracy across replicas: tests/unit/distribute/training_test.cpp.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <limits>
+#include <regex>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
@@ -222,6 +226,106 @@ BOOST_AUTO_TEST_CASE(empty_data_is_an_error) {
   BOOST_TEST(model.trainable_variables()[0].value().to_vector() == weights_before, boost::test_tools::per_element());
   BOOST_TEST(model.fit(empty, {.epochs = 0, .verbose = 0}).loss.empty());  // nothing asked, nothing wrong
   BOOST_TEST(model.predict(none).shape() == dt::Shape({0, 1}));            // no examples, no predictions
+}
+
+namespace {
+/// Four examples of one feature, as the reference script trains them (no shuffling, batch 2).
+struct TinyClassification {
+  dt::Tensor<float> x = dt::constant<float>({0, 1, 2, 3}, {4, 1});
+  dt::Tensor<float> classes = dt::constant<float>({0, 1, 2, 1}, {4});
+  dt::Tensor<float> one_hot = dt::constant<float>({1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0}, {4, 3});
+  dt::Tensor<float> binary = dt::constant<float>({0, 1, 1, 0}, {4, 1});
+};
+nn::Sequential zero_softmax_model() {
+  return nn::Sequential({nn::Dense(3, {.input_dim = 1, .activation = nn::Activation::softmax,
+                                       .kernel_initializer = nn::initializers::Zeros{}})});
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(accuracy_in_fit_and_evaluate_matches_keras) {
+  const TinyClassification data;
+  const nn::FitOptions two_epochs{.epochs = 2, .batch_size = 2, .verbose = 0, .shuffle = false};
+  for (bool eager : {false, true}) {
+    BOOST_TEST_CONTEXT("run_eagerly " << eager) {
+      // Keras: fit history {accuracy: [0.5, 0.5], loss: [1.0973762, 1.0868309]}, evaluate
+      // {accuracy: 0.5, loss: 1.0779145}, for sparse labels and for one-hot labels alike.
+      for (bool sparse : {true, false}) {
+        nn::clear_session();
+        auto model = zero_softmax_model();
+        model.compile(sparse ? "sparse_categorical_crossentropy" : "categorical_crossentropy", "sgd",
+                      {.metrics = {"accuracy"}, .run_eagerly = eager});
+        const auto& y = sparse ? data.classes : data.one_hot;
+        const auto history = model.fit(data.x, y, two_epochs);
+        BOOST_TEST(history.loss[0] == 1.0973762, boost::test_tools::tolerance(1e-6));
+        BOOST_TEST(history.loss[1] == 1.0868309, boost::test_tools::tolerance(1e-6));
+        BOOST_TEST(history.metrics.at("accuracy") == std::vector<double>({0.5, 0.5}), boost::test_tools::per_element());
+        const nn::Evaluation evaluation = model.evaluate(data.x, y, {.verbose = 0});
+        BOOST_TEST(evaluation.loss == 1.0779145, boost::test_tools::tolerance(1e-6));
+        BOOST_TEST(evaluation.metrics.at("accuracy") == 0.5);
+        const double loss = model.evaluate(data.x, y, {.verbose = 0});  // converts to the loss
+        BOOST_TEST(loss == evaluation.loss);
+      }
+      // One sigmoid output: "accuracy" is binary accuracy. Keras: {accuracy: [0.75, 0.75],
+      // loss: [1.0461209, 1.0378387]}.
+      nn::clear_session();
+      nn::Sequential model({nn::Dense(1, {.input_dim = 1, .activation = nn::Activation::sigmoid,
+                                          .kernel_initializer = nn::initializers::Ones{}})});
+      model.compile("binary_crossentropy", "sgd", {.metrics = {"accuracy"}, .run_eagerly = eager});
+      const auto history = model.fit(data.x, data.binary, two_epochs);
+      BOOST_TEST(history.loss[0] == 1.0461209, boost::test_tools::tolerance(1e-6));
+      BOOST_TEST(history.loss[1] == 1.0378387, boost::test_tools::tolerance(1e-6));
+      BOOST_TEST(history.metrics.at("accuracy") == std::vector<double>({0.75, 0.75}), boost::test_tools::per_element());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(metrics_are_printed_in_the_order_of_their_names) {
+  const TinyClassification data;
+  auto model = zero_softmax_model();
+  model.compile("sparse_categorical_crossentropy", "sgd", {.metrics = {"sparse_categorical_accuracy", "acc"}});
+  std::ostringstream out;
+  const auto history = model.fit(data.x, data.classes, {.batch_size = 2, .verbose = 2, .shuffle = false, .out = &out});
+  BOOST_TEST(std::regex_search(out.str(), std::regex(R"(2/2 - \d+s - acc: 0\.5000 - loss: 1\.0974 - sparse_categorical_accuracy: 0\.5000 - )")),
+             "output was: " << out.str());
+  BOOST_TEST(history.metrics.size() == 2u);
+  std::ostringstream evaluated;
+  const nn::Evaluation e = model.evaluate(data.x, data.classes, {.verbose = 0});
+  evaluated << e;
+  BOOST_TEST(std::regex_match(evaluated.str(), std::regex(R"(loss: 1\.0\d+ - acc: 0\.5 - sparse_categorical_accuracy: 0\.5)")),
+             "printed: " << evaluated.str());
+}
+
+BOOST_AUTO_TEST_CASE(accuracy_metrics_on_fixed_inputs) {
+  // Keras: categorical accuracy of one_hot vs probabilities 0.5, sparse accuracy of [1, 0] 0.5,
+  // binary accuracy of [1, 0, 1] vs [0.7, 0.6, 0.2] 0.33333334.
+  const auto mean_of = [](const nn::Metric& metric, const dt::Tensor<float>& t, const dt::Tensor<float>& p) {
+    return dt::reduce_mean(nn::metric_matches(metric, t, p)).item();
+  };
+  BOOST_TEST(mean_of(nn::metric_by_name("categorical_accuracy"), one_hot, probabilities) == 0.5f);
+  BOOST_TEST(mean_of(nn::metric_by_name("SparseCategoricalAccuracy"), dt::constant<float>({1, 0}, {2}), probabilities) == 0.5f);
+  BOOST_TEST(mean_of(nn::metric_by_name("binary_accuracy"), dt::constant<float>({1, 0, 1}, {3, 1}),
+                     dt::constant<float>({0.7f, 0.6f, 0.2f}, {3, 1})) == 1.0f / 3.0f);
+  // Ties pick the first class, as argmax does: a row of equal scores predicts class 0.
+  const auto ties = dt::constant<float>({0.25f, 0.25f, 0.25f, 0.25f, 0.1f, 0.4f, 0.4f, 0.1f}, {2, 4});
+  check_values(nn::metric_matches(nn::metric_by_name("sparse_categorical_accuracy"), dt::constant<float>({0, 2}, {2}), ties),
+               {1, 0}, 0);
+  // "accuracy" by the shapes, as Keras picks it.
+  using Kind = nn::Metric::Kind;
+  BOOST_TEST((nn::resolve_accuracy(dt::Shape({8, 1}), dt::Shape({8, 1})) == Kind::binary_accuracy));
+  BOOST_TEST((nn::resolve_accuracy(dt::Shape({8}), dt::Shape({8, 3})) == Kind::sparse_categorical_accuracy));
+  BOOST_TEST((nn::resolve_accuracy(dt::Shape({8, 1}), dt::Shape({8, 3})) == Kind::sparse_categorical_accuracy));
+  BOOST_TEST((nn::resolve_accuracy(dt::Shape({8, 3}), dt::Shape({8, 3})) == Kind::categorical_accuracy));
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::metric_matches(nn::metric_by_name("categorical_accuracy"), class_indices, probabilities),
+                             dt::InvalidArgumentError, "metric categorical_accuracy: labels of shape [2] and predictions of shape [2,3]");
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::metric_by_name("f1_score"), dt::InvalidArgumentError,
+                             "Could not interpret metric identifier: f1_score");
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_metric_leaves_the_model_as_it_was) {
+  auto model = zero_softmax_model();
+  DEVTENSOR_CHECK_THROW_WITH(model.compile("mse", "sgd", {.metrics = {"accuracy", "auc"}}), dt::InvalidArgumentError,
+                             "Could not interpret metric identifier: auc");
+  BOOST_TEST(!model.compiled());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 
 #include <cub/block/block_reduce.cuh>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -43,17 +44,17 @@ softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t 
   shift = row_max;
 
   Acc sum = 0;
-  for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) sum += static_cast<Acc>(exp(x[i] - shift));
+  for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) sum += static_cast<Acc>(std::exp(x[i] - shift));
   sum = SumReduce(temp.sum).Sum(sum);
   if (threadIdx.x == 0) row_sum = sum;
   __syncthreads();
 
   if (log) {
-    const T log_sum = static_cast<T>(::log(row_sum));
+    const T log_sum = static_cast<T>(std::log(row_sum));
     for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) y[i] = (x[i] - shift) - log_sum;
   } else {
     const T total = static_cast<T>(row_sum);
-    for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) y[i] = exp(x[i] - shift) / total;
+    for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) y[i] = std::exp(x[i] - shift) / total;
   }
 }
 
