@@ -4,10 +4,12 @@
 //   a placement decision alone           vs  an unordered_map<string,int> lookup
 //   matmul fp32/fp64 n = 64 .. 2048      vs  cblas_sgemm/dgemm on preallocated buffers
 //   add at n = 10^7                      vs  the STREAM add loop
+//   softmax over 512 rows of 1000        vs  a loop writing exp(x) once (TensorFlow: RESULTS.md)
 // Run with OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX DEVTENSOR_CPU_THREADS=1 for 1-thread
 // ratios (benchmarks/RESULTS.md); the OpenBLAS core in use is recorded in the JSON context.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -302,3 +304,26 @@ static void BM_DenseRelu(benchmark::State& state) {  // 0: eager, 1: traced (_Fu
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_DenseRelu)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// Softmax over rows of `classes` (a classifier's output layer), beside the floor of any softmax
+// that takes one exp per element: a loop writing exp(x) once. Ours reads each row three times
+// (max; exp and sum; divide) and the ratio is the cost of the stable algorithm's extra passes.
+static void BM_Softmax(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), classes = state.range(1);
+  auto x = dt::random_normal<float>({rows, classes}, {.seed = 5});
+  for (auto _ : state) benchmark::DoNotOptimize(dt::softmax(x));
+  state.SetItemsProcessed(state.iterations() * rows * classes);
+}
+static void BM_ExpLoop(benchmark::State& state) {
+  const std::int64_t rows = state.range(0), classes = state.range(1);
+  const auto input = dt::random_normal<float>({rows, classes}, {.seed = 5}).to_vector();
+  std::vector<float> out(input.size());
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < input.size(); ++i) out[i] = std::exp(input[i]);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * rows * classes);
+}
+BENCHMARK(BM_Softmax)->Args({32, 10})->Args({512, 1000})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ExpLoop)->Args({32, 10})->Args({512, 1000})->Unit(benchmark::kMicrosecond);
