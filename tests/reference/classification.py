@@ -56,6 +56,19 @@ model.compile(loss="binary_crossentropy", optimizer="sgd", metrics=["accuracy"])
 history = model.fit(x, np.array([[0], [1], [1], [0]], np.float32), epochs=2, batch_size=2, verbose=0, shuffle=False)
 print("binary_crossentropy", {k: [float(v) for v in vs] for k, vs in history.history.items()})
 
+# validation_split=0.25 of 10 examples (the first 7 train, the last 3 validate), and the same as validation_data.
+xv = np.arange(10, dtype=np.float32).reshape(10, 1) / 10
+yv = (xv > 0.45).astype(np.float32)
+for kwargs, (xt, yt_) in (({"validation_split": 0.25}, (xv, yv)), ({"validation_data": (xv[7:], yv[7:])}, (xv[:7], yv[:7]))):
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, activation="sigmoid", kernel_initializer="ones")])
+    model.compile(loss="binary_crossentropy", optimizer="sgd", metrics=["accuracy"])
+    history = model.fit(xt, yt_, epochs=2, batch_size=4, verbose=2, shuffle=False, **kwargs)
+    print(list(kwargs), {k: [float(v) for v in vs] for k, vs in history.history.items()})
+try:
+    model.fit(xv, yv, epochs=1, verbose=0, validation_split=1.0)
+except Exception as e:
+    print(type(e).__name__, e)
+
 # Keras 3.15 warns and returns empty logs for empty data (devtensor raises: see training_loop.hpp).
 model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
 model.compile(loss="mse", optimizer="sgd")

@@ -79,11 +79,12 @@ class Sequential {
   /// batches the model or the loss cannot take.
   History fit(const Dataset& dataset, FitOptions options = {});
 
-  /// Trains on examples x [n, features] and targets y [n, ...], batched (and shuffled each epoch)
-  /// here. @throws InvalidArgumentError when x and y hold different numbers of examples.
+  /// Trains on examples x [n, ...] and targets y [n, ...], batched (shuffled each epoch) here, the
+  /// last validation_split of them held out. @throws InvalidArgumentError for different counts.
   History fit(const Tensor<float>& x, const Tensor<float>& y, FitOptions options = {}) {
     require_compiled();
-    return fit(data_adapter::from_arrays(x, y, options.batch_size, options.shuffle, options.seed), options);
+    const auto [train_x, train_y] = data_adapter::split_validation(x, y, options);
+    return fit(data_adapter::from_arrays(train_x, train_y, options.batch_size, options.shuffle, options.seed), options);
   }
 
   /// The loss and the compiled metrics over a dataset (weighted by batch sizes), without training.
@@ -240,8 +241,9 @@ DEVTENSOR_DEFINITION void Sequential::summary(std::ostream& out) const {
 
 DEVTENSOR_DEFINITION History Sequential::fit(const Dataset& dataset, FitOptions options) {
   require_compiled();
-  return training_loop::fit(dataset, options, metric_names_,
-                            [this](const Tensor<float>& x, const Tensor<float>& y) { return fit_step(x, y); });
+  return training_loop::fit(
+      dataset, options, metric_names_, [this](const Tensor<float>& x, const Tensor<float>& y) { return fit_step(x, y); },
+      [this](const Dataset& validation) { return evaluate(validation, {.verbose = 0}); });
 }
 
 DEVTENSOR_DEFINITION Evaluation Sequential::evaluate(const Dataset& dataset, EvaluateOptions options) {

@@ -17,6 +17,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/progress.hpp"
 #include "devtensor/nn/training_options.hpp"
@@ -34,14 +35,17 @@ struct StepResult {
 };
 using TrainStep = std::function<StepResult(const Tensor<float>&, const Tensor<float>&)>;
 using TestStep = TrainStep;
+/// The model's evaluate, silent: what fit runs on its validation data after every epoch.
+using Validate = std::function<Evaluation(const Dataset&)>;
 
 /// Keras's fit over a batched dataset, reporting the loss and the metrics named `metric_names`
-/// (the steps' StepResult::metrics, in that order). @throws InvalidArgumentError for negative
-/// epochs, a steps_per_epoch below 1, an infinite dataset without steps_per_epoch, or a dataset
-/// without a batch (before training, or after a first epoch that found none); what the step
-/// throws.
+/// (the steps' StepResult::metrics, in that order), and after every epoch `validate`'s results on
+/// options.validation_data as "val_loss", "val_<metric>". @throws InvalidArgumentError for
+/// negative epochs, a steps_per_epoch below 1, an infinite dataset without steps_per_epoch, a
+/// dataset without a batch (before training, or after a first epoch that found none), or a
+/// validation_split (fit(x, y) only); what the step throws.
 History fit(const Dataset& dataset, const FitOptions& options, const std::vector<std::string>& metric_names,
-            const TrainStep& train_step);
+            const TrainStep& train_step, const Validate& validate);
 
 /// Keras's evaluate: the loss and the metrics over the dataset, weighted by batch sizes.
 /// @throws InvalidArgumentError for a dataset that repeats forever or has no batch; what the step
@@ -84,7 +88,14 @@ DEVTENSOR_DEFINITION InvalidArgumentError empty_data_error(std::string_view what
 }
 
 DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& options,
-                                 const std::vector<std::string>& metric_names, const TrainStep& train_step) {
+                                 const std::vector<std::string>& metric_names, const TrainStep& train_step,
+                                 const Validate& validate) {
+  if (options.validation_split != 0.0)
+    throw InvalidArgumentError("Argument `validation_split` is only supported for tensors (fit(x, y)); with a "
+                               "dataset, pass validation_data");
+  std::optional<Dataset> validation;
+  if (const auto& v = options.validation_data; !v.empty())
+    validation = v.dataset ? *v.dataset : data_adapter::from_arrays(v.x, v.y, options.batch_size, false, std::nullopt);
   if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
   if (options.steps_per_epoch && *options.steps_per_epoch < 1)
     throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
@@ -132,7 +143,12 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
           "your dataset.");
       break;
     }
-    const Logs logs = mean.logs();
+    Logs logs = mean.logs();
+    if (validation) {
+      const Evaluation evaluation = validate(*validation);
+      logs.emplace_back("val_loss", evaluation.loss);
+      for (const auto& [name, value] : evaluation.metrics) logs.emplace_back("val_" + name, value);
+    }
     bar.finish(steps, logs);
     history.epoch.push_back(epoch);
     history.loss.push_back(logs[0].second);

@@ -8,7 +8,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "devtensor/data/dataset.hpp"
+#include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
 namespace nn {
@@ -25,6 +29,18 @@ struct CompileOptions {
   bool run_eagerly = false;
 };
 
+/// What fit evaluates at the end of every epoch (Keras's validation_data): examples and targets,
+/// batched by fit's batch_size, or a batched dataset. Empty by default.
+struct ValidationData {
+  ValidationData() = default;
+  ValidationData(Tensor<float> examples, Tensor<float> targets) : x(std::move(examples)), y(std::move(targets)) {}
+  ValidationData(data::Dataset<float, float> batches) : dataset(std::move(batches)) {}  // NOLINT: implicit
+  [[nodiscard]] bool empty() const noexcept { return !dataset && !x.defined(); }
+
+  Tensor<float> x, y;
+  std::optional<data::Dataset<float, float>> dataset;
+};
+
 struct FitOptions {
   int epochs = 1;
   /// For fit(x, y): examples per batch (a dataset is batched already).
@@ -39,6 +55,12 @@ struct FitOptions {
   /// Where progress goes (default std::cout) and whether it is a terminal (default: detected).
   std::ostream* out = nullptr;
   std::optional<bool> interactive = std::nullopt;
+  /// Evaluated after every epoch; its loss and metrics join the logs and the history as
+  /// "val_loss", "val_accuracy", ... `fit(x, y, {.validation_data = {x_val, y_val}})`.
+  ValidationData validation_data = {};
+  /// For fit(x, y) without validation_data: the last fraction of the examples (before any
+  /// shuffling) is held out as validation data, as Keras does.
+  double validation_split = 0.0;
 };
 
 struct EvaluateOptions {

@@ -328,4 +328,79 @@ BOOST_AUTO_TEST_CASE(a_refused_metric_leaves_the_model_as_it_was) {
   BOOST_TEST(!model.compiled());
 }
 
+BOOST_AUTO_TEST_CASE(validation_split_and_validation_data_match_keras) {
+  // Keras: x = 0, 0.1, ..., 0.9, y = x > 0.45, Dense(1, sigmoid, ones), SGD, batch 4, no shuffling,
+  // validation_split 0.25 (the first 7 train, the last 3 validate) or the same split given as
+  // validation_data: loss [0.7022116, 0.7007943], accuracy 3/7, val_loss [0.3734133, 0.3750094],
+  // val_accuracy 1.
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 10; ++i) {
+    xs.push_back(static_cast<float>(i) / 10.0f);
+    ys.push_back(xs.back() > 0.45f ? 1.0f : 0.0f);
+  }
+  const auto x = dt::constant<float>(xs, {10, 1});
+  const auto y = dt::constant<float>(ys, {10, 1});
+  const auto rows = [](const dt::Tensor<float>& t, std::int64_t begin, std::int64_t count) {
+    return dt::slice(t, {begin, 0}, {count, -1});
+  };
+  const auto model = [] {
+    nn::clear_session();
+    nn::Sequential m({nn::Dense(1, {.input_dim = 1, .activation = nn::Activation::sigmoid,
+                                    .kernel_initializer = nn::initializers::Ones{}})});
+    m.compile("binary_crossentropy", "sgd", {.metrics = {"accuracy"}});
+    return m;
+  };
+  const nn::FitOptions options{.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false};
+  std::vector<nn::History> histories;
+  std::ostringstream out;
+  {
+    auto split = options;
+    split.validation_split = 0.25;
+    split.verbose = 2;
+    split.out = &out;
+    histories.push_back(model().fit(x, y, split));
+  }
+  {
+    auto given = options;
+    given.validation_data = {rows(x, 7, 3), rows(y, 7, 3)};
+    histories.push_back(model().fit(rows(x, 0, 7), rows(y, 0, 7), given));
+  }
+  {
+    auto dataset = options;
+    dataset.validation_data = nn::Sequential::Dataset::from_tensor_slices(rows(x, 7, 3), rows(y, 7, 3)).batch(2);
+    histories.push_back(model().fit(nn::Sequential::Dataset::from_tensor_slices(rows(x, 0, 7), rows(y, 0, 7)).batch(4),
+                                    dataset));
+  }
+  for (const auto& h : histories) {
+    BOOST_TEST(h.loss[0] == 0.7022116, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(h.loss[1] == 0.7007943, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(h.metrics.at("accuracy")[1] == 3.0 / 7.0, boost::test_tools::tolerance(1e-6));  // float batch means
+    BOOST_TEST(h.metrics.at("val_loss")[0] == 0.3734133, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(h.metrics.at("val_loss")[1] == 0.3750094, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(h.metrics.at("val_accuracy") == std::vector<double>({1.0, 1.0}), boost::test_tools::per_element());
+  }
+  BOOST_TEST(std::regex_search(out.str(), std::regex(R"(2/2 - \d+s - accuracy: 0\.4286 - loss: 0\.7022 - val_accuracy: 1\.0000 - val_loss: 0\.3734 - )")),
+             "output was: " << out.str());
+}
+
+BOOST_AUTO_TEST_CASE(validation_errors) {
+  auto model = zero_softmax_model();
+  model.compile("sparse_categorical_crossentropy", "sgd");
+  const TinyClassification data;
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(data.x, data.classes, {.verbose = 0, .validation_split = 1.0}),
+                             dt::InvalidArgumentError, "validation_split must be in [0, 1), got 1");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(data.x, data.classes, {.verbose = 0, .validation_split = -0.1}),
+                             dt::InvalidArgumentError, "validation_split must be in [0, 1)");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(data.x, data.classes, {.verbose = 0, .validation_split = 0.9}),
+                             dt::InvalidArgumentError,
+                             "Training data contains 4 samples, which is not sufficient to split it into a validation and "
+                             "training set as specified by `validation_split=0.9");
+  const auto batches = nn::Sequential::Dataset::from_tensor_slices(data.x, data.classes).batch(2);
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(batches, {.verbose = 0, .validation_split = 0.5}), dt::InvalidArgumentError,
+                             "Argument `validation_split` is only supported for tensors");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit(data.x, data.classes, {.verbose = 0, .validation_data = {data.x, dt::zeros<float>(dt::Shape{3})}}),
+      dt::InvalidArgumentError, "Data cardinality is ambiguous");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
