@@ -3,7 +3,8 @@
 //   BM_TrainStep_Tape    the same forward pass and update, gradients from GradientTape;
 //   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step (op by op);
 //   BM_TrainStep_KerasTraced  the same, train_on_batch: the step fit runs, traced (issue 30);
-//   BM_TrainStep_Traced  BM_TrainStep_Tape's step traced by dt::function (issue 29: not slower).
+//   BM_TrainStep_Traced  BM_TrainStep_Tape's step traced by dt::function (issue 29: not slower);
+//   BM_TrainStep_Classifier  a softmax classifier's train_on_batch with "accuracy" (issue 31).
 // Tape / Manual is the tape's overhead; Keras / Manual adds the layer and loss machinery.
 // The optimizer update alone, one variable of N floats, three ways:
 //   BM_AdamUpdate_Loop      the reference: Keras's Adam formulas as one plain C++ loop over vectors;
@@ -134,6 +135,25 @@ void BM_TrainStep_KerasTraced(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
+// A classifier's step (issue 31): 64 features -> Dense(128, relu) -> Dense(10, softmax), sparse
+// categorical cross-entropy, SGD, "accuracy" computed every step, as Keras's train_on_batch does;
+// range(1): 1 traced (fit's default), 0 op by op. TensorFlow's numbers: benchmarks/RESULTS.md.
+void BM_TrainStep_Classifier(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  dt::nn::Sequential model({dt::nn::Dense(128, {.input_dim = 64, .activation = dt::nn::Activation::relu}),
+                            dt::nn::Dense(10, {.activation = dt::nn::Activation::softmax})});
+  model.compile("sparse_categorical_crossentropy", dt::nn::optimizers::SGD{.learning_rate = kLearningRate},
+                {.metrics = {"accuracy"}, .run_eagerly = state.range(1) == 0});
+  const auto n = state.range(0);
+  const auto x = dt::random_normal<float>(dt::Shape({n, 64}), {.seed = 1});
+  std::vector<float> classes(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < classes.size(); ++i) classes[i] = static_cast<float>((i * 7) % 10);
+  const auto labels = dt::constant<float>(classes, dt::Shape({n}));
+  benchmark::DoNotOptimize(model.train_on_batch(x, labels));  // traced before the timing
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, labels));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-7;
 
 void BM_AdamUpdate_Loop(benchmark::State& state) {
@@ -197,3 +217,4 @@ BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_KerasTraced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
+BENCHMARK(BM_TrainStep_Classifier)->ArgsProduct({{8, 64, 512}, {0, 1}});
