@@ -62,7 +62,6 @@ class Trackers {
     for (std::size_t i = 0; i < metrics_.size() && i < step.metrics.size(); ++i)
       metrics_[i].add(step.metrics[i], step.examples);
   }
-  [[nodiscard]] double loss() { return loss_.result(); }
   /// The loss and the metrics, as a progress line reports them.
   [[nodiscard]] Logs logs() {
     Logs out{{"loss", loss_.result()}};
