@@ -103,6 +103,11 @@ inline Tensor<float> argmax_last(const Tensor<float>& x) {
   const auto first_is_largest = sub(scalar<float>(classes), range<float>(0, classes, 1));
   return sub(scalar<float>(classes), reduce_max(mul(is_max, first_is_largest), -1));
 }
+inline Tensor<float> with_trailing_one(const Tensor<float>& labels) {
+  auto dims = labels.shape().dims_vector();
+  dims.push_back(1);
+  return reshape(labels, dims);
+}
 inline Tensor<float> without_trailing_one(const Tensor<float>& labels, std::size_t rank) {
   if (labels.rank() != rank || rank == 0 || labels.shape()[rank - 1] != 1) return labels;
   auto dims = labels.shape().dims_vector();
@@ -140,13 +145,11 @@ DEVTENSOR_DEFINITION Tensor<float> metric_matches(const Metric& metric, const Te
                                 " and predictions of shape " + y_pred.shape().to_string() + " do not pair (" + want + ")");
   };
   if (kind == Metric::Kind::binary_accuracy) {
-    Tensor<float> t = y_true;
-    Tensor<float> p = y_pred;
-    if (t.rank() + 1 == p.rank()) t = reshape(t, [&] { auto d = t.shape().dims_vector(); d.push_back(1); return d; }());
-    if (t.shape() != p.shape()) throw mismatch("equal shapes, or labels without the predictions' last axis of 1");
+    const auto labels = y_true.rank() + 1 == y_pred.rank() ? metrics_detail::with_trailing_one(y_true) : y_true;
+    if (labels.shape() != y_pred.shape()) throw mismatch("equal shapes, or labels without the predictions' last axis of 1");
     // y_pred > threshold, as 1 or 0: 1 − (threshold >= y_pred).
-    const auto predicted = sub(scalar<float>(1), grad_ops::greater_equal(scalar<float>(static_cast<float>(metric.threshold)), p));
-    return grad_ops::equal(t, predicted);
+    const auto threshold = scalar<float>(static_cast<float>(metric.threshold));
+    return grad_ops::equal(labels, sub(scalar<float>(1), grad_ops::greater_equal(threshold, y_pred)));
   }
   if (y_pred.rank() == 0 || y_pred.shape()[y_pred.rank() - 1] == 0) throw mismatch("predictions need classes");
   const auto predicted = metrics_detail::argmax_last(y_pred);
