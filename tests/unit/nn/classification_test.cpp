@@ -13,15 +13,7 @@
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
 
-// GCC 12 reports a false -Wmaybe-uninitialized inside libstdc++'s std::regex at -O1 with ASan.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <regex>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "regex.hpp"  // std::regex, past a false GCC 12 warning under ASan
 
 namespace dt = devtensor;
 namespace nn = dt::nn;
