@@ -1,16 +1,8 @@
 #pragma once
 /// @file layers.hpp
-/// @brief Layers: the LayerBase interface, the Layer handle Sequential holds, and Dense.
-///
-/// Layers are handles: `Dense d(4); model.add(d);` and `d` then name the same layer, so its
-/// variables can be inspected after training. A layer builds (creates its variables) on its first
-/// call, or at once when constructed with `input_dim`; variables are created under whatever
-/// DeviceScope (or distribution scope) is current at that moment. Names follow Keras: "dense",
-/// "dense_1", ... per process until nn::clear_session().
+/// @brief Dense, the fully connected layer (layer.hpp says what every layer is).
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,106 +10,14 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/nn/initializers.hpp"
+#include "devtensor/nn/keras_tensor.hpp"
+#include "devtensor/nn/layer.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
-#include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
 namespace nn {
-
-namespace layer_detail {
-inline std::mutex& names_mutex() {
-  static std::mutex m;
-  return m;
-}
-inline std::map<std::string, int>& name_counts() {
-  static std::map<std::string, int> counts;
-  return counts;
-}
-}  // namespace layer_detail
-
-/// A fresh Keras-style name: "dense", then "dense_1", "dense_2", ...
-std::string unique_name(const std::string& base);
-/// Restarts layer and model names (Keras's clear_session).
-void clear_session();
-
-/// A layer's activation (Keras's `activation=`); softmax is over the last axis.
-enum class Activation { linear, relu, sigmoid, tanh, softmax };
-
-[[nodiscard]] inline Tensor<float> activate(Activation a, const Tensor<float>& x) {
-  switch (a) {
-    case Activation::relu: return relu(x);
-    case Activation::sigmoid: return sigmoid(x);
-    case Activation::tanh: return tanh(x);
-    case Activation::softmax: return softmax(x);
-    case Activation::linear: break;
-  }
-  return x;
-}
-
-/// What every layer implements. Shapes use -1 for the batch dimension ("None" in summaries).
-class LayerBase {
- public:
-  virtual ~LayerBase() = default;
-  LayerBase() = default;
-  LayerBase(const LayerBase&) = delete;
-  LayerBase& operator=(const LayerBase&) = delete;
-
-  /// Creates the variables for inputs of `input_shape` (batch dimension included).
-  virtual void build(const Shape& input_shape) = 0;
-  /// The forward computation (the layer is built).
-  [[nodiscard]] virtual Tensor<float> call(const Tensor<float>& x) = 0;
-  /// The output shape for an input shape (dimension 0 may be -1: unknown batch).
-  [[nodiscard]] virtual std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& input_shape) const = 0;
-  [[nodiscard]] virtual std::string type_name() const = 0;
-  [[nodiscard]] virtual std::vector<Variable<float>> variables() const = 0;
-  /// The input shape the layer was declared with (batch dimension -1), when it was.
-  [[nodiscard]] virtual std::optional<std::vector<std::int64_t>> declared_input_shape() const { return std::nullopt; }
-
-  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
-  [[nodiscard]] bool built() const noexcept { return built_; }
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
-
-  /// Builds on the first call, then runs `call`.
-  Tensor<float> operator()(const Tensor<float>& x) {
-    if (!built_) {
-      build(x.shape());
-      built_ = true;
-    }
-    return call(x);
-  }
-  void ensure_built(const Shape& input_shape) {
-    if (!built_) {
-      build(input_shape);
-      built_ = true;
-    }
-  }
-
- protected:
-  std::string name_;
-  bool built_ = false;
-};
-
-/// A handle to any layer (what Sequential holds).
-class Layer {
- public:
-  explicit Layer(std::shared_ptr<LayerBase> impl) : impl_(std::move(impl)) {
-    if (!impl_) throw InvalidArgumentError("Layer: null layer");
-  }
-  /// From a layer handle such as Dense.
-  template <class L>
-    requires requires(const L& l) { { l.impl() } -> std::convertible_to<std::shared_ptr<LayerBase>>; }
-  Layer(const L& layer) : Layer(std::shared_ptr<LayerBase>(layer.impl())) {}  // NOLINT: implicit by design
-
-  Tensor<float> operator()(const Tensor<float>& x) const { return (*impl_)(x); }
-  [[nodiscard]] LayerBase& get() const noexcept { return *impl_; }
-  [[nodiscard]] LayerBase* operator->() const noexcept { return impl_.get(); }
-  [[nodiscard]] std::shared_ptr<LayerBase> impl() const noexcept { return impl_; }
-
- private:
-  std::shared_ptr<LayerBase> impl_;
-};
 
 struct DenseOptions {
   /// The input's last dimension; when given, the layer (and a Sequential starting with it) builds
@@ -139,10 +39,10 @@ class DenseLayer final : public LayerBase {
 
   DEVTENSOR_HEADER_INLINE void build(const Shape& input_shape) override;
 
-  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x) override;
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
 
-  std::vector<std::int64_t> output_shape(const std::vector<std::int64_t>& input_shape) const override {
-    std::vector<std::int64_t> out = input_shape;
+  PartialShape output_shape(const PartialShape& input_shape) const override {
+    PartialShape out = input_shape;
     if (!out.empty()) out.back() = units_;
     return out;
   }
@@ -153,9 +53,9 @@ class DenseLayer final : public LayerBase {
     if (bias_.defined()) out.push_back(bias_);
     return out;
   }
-  std::optional<std::vector<std::int64_t>> declared_input_shape() const override {
+  std::optional<PartialShape> declared_input_shape() const override {
     if (!options_.input_dim) return std::nullopt;
-    return std::vector<std::int64_t>{-1, *options_.input_dim};
+    return PartialShape{-1, *options_.input_dim};
   }
 
   std::int64_t units() const noexcept { return units_; }
@@ -175,23 +75,15 @@ class DenseLayer final : public LayerBase {
 }  // namespace layer_detail
 
 /// A fully connected layer: activation(x · kernel + bias), kernel [in, units].
-class Dense {
+class Dense : public LayerHandle<layer_detail::DenseLayer> {
  public:
   explicit Dense(std::int64_t units, DenseOptions options = {})
-      : impl_(std::make_shared<layer_detail::DenseLayer>(units, std::move(options))) {}
+      : LayerHandle(std::make_shared<layer_detail::DenseLayer>(units, std::move(options))) {}
 
-  Tensor<float> operator()(const Tensor<float>& x) const { return (*impl_)(x); }
-  [[nodiscard]] std::shared_ptr<LayerBase> impl() const { return impl_; }
-  [[nodiscard]] const std::string& name() const noexcept { return impl_->name(); }
   [[nodiscard]] std::int64_t units() const noexcept { return impl_->units(); }
-  [[nodiscard]] bool built() const noexcept { return impl_->built(); }
   /// The variables (empty handles before the layer is built).
   [[nodiscard]] const Variable<float>& kernel() const noexcept { return impl_->kernel(); }
   [[nodiscard]] const Variable<float>& bias() const noexcept { return impl_->bias(); }
-  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const { return impl_->trainable_variables(); }
-
- private:
-  std::shared_ptr<layer_detail::DenseLayer> impl_;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -220,7 +112,7 @@ DEVTENSOR_DEFINITION void layer_detail::DenseLayer::build(const Shape& input_sha
   in_features_ = in;
 }
 
-DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::call(const Tensor<float>& x) {
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::call(const Tensor<float>& x, bool /*training*/) {
   if (x.rank() != 2 || x.shape()[1] != in_features_)
     throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected axis -1 "
                                "of input shape to have value " + std::to_string(in_features_) +
@@ -240,23 +132,6 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::initial(
   return value;
 }
 
-DEVTENSOR_DEFINITION std::string unique_name(const std::string& base) {
-  std::lock_guard lock(layer_detail::names_mutex());
-  const int n = layer_detail::name_counts()[base]++;
-  return n == 0 ? base : base + "_" + std::to_string(n);
-}
-
-DEVTENSOR_DEFINITION void clear_session() {
-  std::lock_guard lock(layer_detail::names_mutex());
-  layer_detail::name_counts().clear();
-}
-
-DEVTENSOR_DEFINITION std::vector<Variable<float>> LayerBase::trainable_variables() const {
-  std::vector<Variable<float>> out;
-  for (auto& v : variables())
-    if (v.trainable()) out.push_back(v);
-  return out;
-}
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace nn

@@ -1,0 +1,204 @@
+#pragma once
+/// @file layer.hpp
+/// @brief What every layer is: the LayerBase interface, the Layer handle models hold, Keras's
+/// default names, and the activations layers apply.
+///
+/// Layers are handles: `Dense d(4); model.add(d);` and `d` then name the same layer, so its
+/// variables can be inspected after training. A layer builds (creates its variables) on its first
+/// call, real or symbolic (keras_tensor.hpp), or at once when constructed with `input_dim`;
+/// variables are created under whatever DeviceScope (or distribution scope) is current at that
+/// moment. Names follow Keras: "dense", "dense_1", ... per process until nn::clear_session().
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/math.hpp"
+#include "devtensor/ops/nn_ops.hpp"
+#include "devtensor/variables/variable.hpp"
+
+namespace devtensor {
+namespace nn {
+
+namespace layer_detail {
+inline std::mutex& names_mutex() {
+  static std::mutex m;
+  return m;
+}
+inline std::map<std::string, int>& name_counts() {
+  static std::map<std::string, int> counts;
+  return counts;
+}
+}  // namespace layer_detail
+
+/// A fresh Keras-style name: "dense", then "dense_1", "dense_2", ...
+std::string unique_name(const std::string& base);
+/// Restarts layer and model names (Keras's clear_session).
+void clear_session();
+
+/// A layer's activation (Keras's `activation=`); softmax is over the last axis.
+enum class Activation { linear, relu, sigmoid, tanh, softmax };
+
+[[nodiscard]] inline Tensor<float> activate(Activation a, const Tensor<float>& x) {
+  switch (a) {
+    case Activation::relu: return relu(x);
+    case Activation::sigmoid: return sigmoid(x);
+    case Activation::tanh: return tanh(x);
+    case Activation::softmax: return softmax(x);
+    case Activation::linear: break;
+  }
+  return x;
+}
+
+/// A shape with -1 for unknown dimensions (the batch: "None" in summaries).
+using PartialShape = std::vector<std::int64_t>;
+
+/// "(None, 4)": a shape as Keras prints it (a 1-tuple with its comma).
+[[nodiscard]] inline std::string python_shape(const PartialShape& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("None") : std::to_string(shape[i]));
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// What every layer implements. A layer of one input implements build, call and output_shape; a
+/// layer of several (Add, Concatenate, a model) overrides the `_inputs` forms instead.
+class LayerBase {
+ public:
+  virtual ~LayerBase() = default;
+  LayerBase() = default;
+  LayerBase(const LayerBase&) = delete;
+  LayerBase& operator=(const LayerBase&) = delete;
+
+  /// Creates the variables for inputs of `input_shape` (batch dimension included).
+  virtual void build(const Shape& input_shape) = 0;
+  /// The forward computation (the layer is built); `training` as Keras's `training=` argument.
+  [[nodiscard]] virtual Tensor<float> call(const Tensor<float>& x, bool training) = 0;
+  /// The output shape for an input shape (dimension 0 may be -1: unknown batch).
+  [[nodiscard]] virtual PartialShape output_shape(const PartialShape& input_shape) const = 0;
+  [[nodiscard]] virtual std::string type_name() const = 0;
+  [[nodiscard]] virtual std::vector<Variable<float>> variables() const = 0;
+  /// The input shape the layer was declared with (batch dimension -1), when it was.
+  [[nodiscard]] virtual std::optional<PartialShape> declared_input_shape() const { return std::nullopt; }
+
+  /// Several inputs and outputs; by default exactly one of each, through the forms above.
+  virtual void build_inputs(const std::vector<Shape>& input_shapes) { build(only_input(input_shapes)); }
+  [[nodiscard]] virtual std::vector<Tensor<float>> call_inputs(const std::vector<Tensor<float>>& xs, bool training) {
+    return {call(only_input(xs), training)};
+  }
+  [[nodiscard]] virtual std::vector<PartialShape> output_shapes(const std::vector<PartialShape>& input_shapes) const {
+    return {output_shape(only_input(input_shapes))};
+  }
+
+  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
+  [[nodiscard]] std::int64_t count_params() const;
+  [[nodiscard]] bool built() const noexcept { return built_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  /// Builds on the first call, then runs `call`.
+  Tensor<float> operator()(const Tensor<float>& x, bool training = false) {
+    ensure_built(x.shape());
+    return call(x, training);
+  }
+  /// Builds on the first call, then runs `call_inputs`.
+  std::vector<Tensor<float>> invoke(const std::vector<Tensor<float>>& xs, bool training) {
+    if (!built_) {
+      std::vector<Shape> shapes;
+      for (const auto& x : xs) shapes.push_back(x.shape());
+      build_inputs(shapes);
+      built_ = true;
+    }
+    return call_inputs(xs, training);
+  }
+  void ensure_built(const Shape& input_shape) {
+    if (!built_) {
+      build(input_shape);
+      built_ = true;
+    }
+  }
+  void ensure_built(const std::vector<Shape>& input_shapes) {
+    if (!built_) {
+      build_inputs(input_shapes);
+      built_ = true;
+    }
+  }
+
+  /// The index the layer's next symbolic call gets (Keras's node index, "dense[1][0]").
+  int take_node_index() noexcept { return calls_++; }
+  /// The output shapes of the layer's latest symbolic call (what summaries print).
+  [[nodiscard]] const std::vector<PartialShape>& last_output_shapes() const noexcept { return last_output_shapes_; }
+  void set_last_output_shapes(std::vector<PartialShape> shapes) { last_output_shapes_ = std::move(shapes); }
+
+ protected:
+  std::string name_;
+  bool built_ = false;
+
+  template <class T>
+  const T& only_input(const std::vector<T>& inputs) const {
+    if (inputs.size() != 1)
+      throw InvalidArgumentError("Layer \"" + name_ + "\" (" + type_name() + ") expects 1 input, but it received " +
+                                 std::to_string(inputs.size()) + " input tensors.");
+    return inputs[0];
+  }
+
+ private:
+  int calls_ = 0;
+  std::vector<PartialShape> last_output_shapes_;
+};
+
+/// A handle to any layer (what models hold).
+class Layer {
+ public:
+  explicit Layer(std::shared_ptr<LayerBase> impl) : impl_(std::move(impl)) {
+    if (!impl_) throw InvalidArgumentError("Layer: null layer");
+  }
+  /// From a layer handle such as Dense, or a model.
+  template <class L>
+    requires requires(const L& l) { { l.impl() } -> std::convertible_to<std::shared_ptr<LayerBase>>; }
+  Layer(const L& layer) : Layer(std::shared_ptr<LayerBase>(layer.impl())) {}  // NOLINT: implicit by design
+
+  Tensor<float> operator()(const Tensor<float>& x, bool training = false) const { return (*impl_)(x, training); }
+  [[nodiscard]] LayerBase& get() const noexcept { return *impl_; }
+  [[nodiscard]] LayerBase* operator->() const noexcept { return impl_.get(); }
+  [[nodiscard]] std::shared_ptr<LayerBase> impl() const noexcept { return impl_; }
+
+ private:
+  std::shared_ptr<LayerBase> impl_;
+};
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION std::string unique_name(const std::string& base) {
+  std::lock_guard lock(layer_detail::names_mutex());
+  const int n = layer_detail::name_counts()[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+DEVTENSOR_DEFINITION void clear_session() {
+  std::lock_guard lock(layer_detail::names_mutex());
+  layer_detail::name_counts().clear();
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> LayerBase::trainable_variables() const {
+  std::vector<Variable<float>> out;
+  for (auto& v : variables())
+    if (v.trainable()) out.push_back(v);
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::int64_t LayerBase::count_params() const {
+  std::int64_t n = 0;
+  for (const auto& v : variables()) n += v.shape().num_elements();
+  return n;
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace nn
+}  // namespace devtensor

@@ -1,0 +1,416 @@
+#pragma once
+/// @file model.hpp
+/// @brief Model: Keras's model of layer calls between inputs and outputs (functional.hpp), with
+/// compile / fit / evaluate / predict / summary. Sequential (sequential.hpp) is a Model whose graph
+/// is a chain it makes itself.
+///
+///     auto inputs = nn::Input({1});
+///     auto predictions = nn::Dense(1)(inputs);
+///     nn::Model model(inputs, predictions);            // "functional"
+///     model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{0.2});
+///     model.fit(x, y, {.epochs = 2, .batch_size = 10});
+///
+/// fit() runs, per batch, the forward pass under a
+/// GradientTape, the loss, its gradients and the optimizer's update; an epoch's loss is the mean of
+/// the batches' losses weighted by their sizes (Keras's loss tracker). Under a distribution
+/// strategy each replica takes its share of the batch (see distribute/). As Keras, fit, evaluate
+/// and predict trace their step into a graph (graph::traced_step) once per batch shape unless
+/// compiled with run_eagerly; the graph runs the same kernels, so the results are the same bits.
+/// The loops are training_loop.hpp's, the loss tracker metrics.hpp's, fit(x, y)'s batching
+/// data_adapter.hpp's.
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "devtensor/autodiff/gradient_tape.hpp"
+#include "devtensor/data/dataset.hpp"
+#include "devtensor/distribute/context.hpp"
+#include "devtensor/distribute/distributed_dataset.hpp"
+#include "devtensor/graph/function.hpp"
+#include "devtensor/nn/functional.hpp"
+#include "devtensor/nn/keras_tensor.hpp"
+#include "devtensor/nn/layer.hpp"
+#include "devtensor/nn/losses.hpp"
+#include "devtensor/nn/metrics.hpp"
+#include "devtensor/nn/optimizers.hpp"
+#include "devtensor/nn/data_adapter.hpp"
+#include "devtensor/nn/summary.hpp"
+#include "devtensor/nn/training_loop.hpp"
+#include "devtensor/nn/training_options.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
+#include "devtensor/ops/shape_ops.hpp"
+
+namespace devtensor {
+namespace nn {
+
+struct ModelOptions {
+  /// Default: "functional", "functional_1", ...
+  std::string name{};
+};
+
+class Model {
+ public:
+  using Dataset = data::Dataset<float, float>;
+
+  /// The model of the layer calls between `inputs` (tensors nn::Input returned) and `outputs`.
+  /// Made inside a distribution strategy's scope (its layers called there too), it trains across
+  /// the strategy's replicas. @throws InvalidArgumentError when an input is not an Input's, or an
+  /// output depends on an Input that is not among `inputs` ("Graph disconnected").
+  Model(const KerasTensor& inputs, const KerasTensor& outputs, ModelOptions options = {})
+      : Model(std::vector{inputs}, std::vector{outputs}, std::move(options)) {}
+  Model(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, ModelOptions options = {});
+  Model(std::vector<KerasTensor> inputs, const KerasTensor& outputs, ModelOptions options = {})
+      : Model(std::move(inputs), std::vector{outputs}, std::move(options)) {}
+  Model(const KerasTensor& inputs, std::vector<KerasTensor> outputs, ModelOptions options = {})
+      : Model(std::vector{inputs}, std::move(outputs), std::move(options)) {}
+  virtual ~Model() = default;
+  Model(const Model&) = default;
+  Model& operator=(const Model&) = default;
+  Model(Model&&) noexcept = default;
+  Model& operator=(Model&&) noexcept = default;
+
+  /// Runs the model on a batch; `training` as Keras's `training=` (Dropout is active only then).
+  /// @throws InvalidArgumentError for a model of several inputs or outputs, or inputs of the wrong shape.
+  Tensor<float> operator()(const Tensor<float>& x, bool training = false);
+  /// Runs a model of several inputs or outputs: its outputs, in order.
+  std::vector<Tensor<float>> operator()(const std::vector<Tensor<float>>& xs, bool training = false);
+  /// Records a call of the model on symbolic tensors: a model inside another model.
+  KerasTensor operator()(const KerasTensor& x);
+  std::vector<KerasTensor> operator()(const std::vector<KerasTensor>& xs);
+  /// The model as a layer (Layer(model), Sequential::add(model)). @throws FailedPreconditionError
+  /// before it is built.
+  [[nodiscard]] std::shared_ptr<LayerBase> impl() const;
+
+  [[nodiscard]] virtual bool built() const { return graph_ != nullptr; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The layers in Keras's order, its InputLayers included (a Sequential lists only its own).
+  [[nodiscard]] std::vector<Layer> layers() const;
+  [[nodiscard]] const std::vector<KerasTensor>& inputs() const;
+  [[nodiscard]] const std::vector<KerasTensor>& outputs() const;
+
+  [[nodiscard]] std::vector<Variable<float>> variables() const;
+  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
+  [[nodiscard]] std::int64_t count_params() const;
+
+  /// Keras 3's summary table (summary.hpp). @throws FailedPreconditionError before the model is built.
+  void summary(std::ostream& out = std::cout, SummaryOptions options = {}) const;
+
+  /// Sets the loss and optimizer for fit and evaluate, the metrics they report, and whether their
+  /// steps run eagerly. @throws InvalidArgumentError for an invalid optimizer configuration or a
+  /// metric name Keras does not know.
+  void compile(Loss loss, Optimizer optimizer, CompileOptions options = {});
+  [[nodiscard]] bool compiled() const noexcept { return loss_.has_value(); }
+  /// Whether fit, evaluate and predict run their steps op by op (Keras's model.run_eagerly).
+  [[nodiscard]] bool run_eagerly() const noexcept { return run_eagerly_; }
+  void set_run_eagerly(bool run_eagerly) noexcept { run_eagerly_ = run_eagerly; }
+
+  /// Trains on a batched dataset of (x, y): a model of one input and one output. @throws
+  /// FailedPreconditionError before compile(); InvalidArgumentError for negative epochs, an
+  /// infinite dataset without steps_per_epoch, batches the model or the loss cannot take, or a
+  /// model of several inputs or outputs.
+  History fit(const Dataset& dataset, FitOptions options = {});
+
+  /// Trains on examples x [n, ...] and targets y [n, ...], batched (shuffled each epoch) here, the
+  /// last validation_split of them held out. @throws InvalidArgumentError for different counts.
+  History fit(const Tensor<float>& x, const Tensor<float>& y, FitOptions options = {}) {
+    require_compiled();
+    const auto [train_x, train_y] = data_adapter::split_validation(x, y, options);
+    return fit(data_adapter::from_arrays(train_x, train_y, options.batch_size, options.shuffle, options.seed), options);
+  }
+
+  /// The loss and the compiled metrics over a dataset (weighted by batch sizes), without training.
+  Evaluation evaluate(const Dataset& dataset, EvaluateOptions options = {});
+  Evaluation evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
+    require_compiled();
+    return evaluate(data_adapter::from_arrays(x, y, options.batch_size, false, std::nullopt), options);
+  }
+
+  /// The model's outputs for x [n, ...], computed batch_size examples at a time.
+  Tensor<float> predict(const Tensor<float>& x, PredictOptions options = {}) { return predict(std::vector{x}, options).front(); }
+  /// A model of several inputs (each [n, ...]) or outputs.
+  std::vector<Tensor<float>> predict(const std::vector<Tensor<float>>& xs, PredictOptions options = {});
+
+  /// One training step on a batch: returns the batch's loss and its number of examples. Under a
+  /// strategy the batch is split across the replicas, each computes its gradients concurrently,
+  /// the gradients are summed by the strategy's cross-device ops, and the update is applied to
+  /// every replica's variables alike.
+  /// Runs op by op, as Keras's train_step; train_on_batch runs it as fit does.
+  std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y);
+
+  /// One training step on a batch as fit runs it (traced unless run_eagerly): the batch's loss.
+  double train_on_batch(const Tensor<float>& x, const Tensor<float>& y) {
+    require_compiled();
+    return static_cast<double>(fit_step(x, y).loss.item());
+  }
+
+  [[nodiscard]] const Loss& loss() const {
+    require_compiled();
+    return *loss_;
+  }
+  [[nodiscard]] const Optimizer& optimizer() const {
+    require_compiled();
+    return *optimizer_;
+  }
+
+ protected:
+  /// A model without a graph yet (Sequential).
+  explicit Model(std::string name);
+
+  /// Makes the graph for inputs of `input_shape` (batch first) if the model has none: Sequential
+  /// builds when it first sees its input. Called in the strategy's scope.
+  virtual void build_graph(const Shape& /*input_shape*/) {}
+  /// What summary lists, and whether with "Connected to".
+  [[nodiscard]] virtual std::vector<std::shared_ptr<LayerBase>> summary_layers() const;
+  [[nodiscard]] virtual bool summary_connections() const;
+  /// Builds the model for inputs like x, eagerly and in the strategy's scope (a traced step must
+  /// not create the variables).
+  void build_for(const Tensor<float>& x);
+  /// A change of the model's layers: the traced steps are made again.
+  void forget_traced_steps() noexcept { traced_ = {}; }
+
+  std::string name_;
+  std::shared_ptr<distribute::StrategyInterface> strategy_;
+  std::shared_ptr<layer_detail::FunctionalGraph> graph_;
+
+ private:
+  std::optional<Loss> loss_;
+  std::optional<Optimizer> optimizer_;
+  std::vector<Metric> metrics_;
+  std::vector<std::string> metric_names_;
+  bool run_eagerly_ = false;
+
+  /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
+  /// changes (compile, add). A copy of the model starts without: the steps call their own model.
+  struct TracedSteps {
+    graph::TracedStep train, test, predict;
+    TracedSteps() = default;
+    TracedSteps(const TracedSteps&) noexcept {}
+    TracedSteps& operator=(const TracedSteps&) noexcept {
+      train = test = predict = nullptr;
+      return *this;
+    }
+    TracedSteps(TracedSteps&&) noexcept {}
+    TracedSteps& operator=(TracedSteps&&) noexcept {
+      train = test = predict = nullptr;
+      return *this;
+    }
+  };
+  TracedSteps traced_;
+  /// `slot`, made from `step` on first use; nullptr when the model runs eagerly.
+  const graph::TracedStep* traced(graph::TracedStep& slot, graph::TracedStep step, const char* name) {
+    if (run_eagerly_) return nullptr;
+    if (!slot) slot = graph::traced_step(std::move(step), name);
+    return &slot;
+  }
+
+  /// The forward pass of a built model.
+  std::vector<Tensor<float>> forward(const std::vector<Tensor<float>>& xs, bool training);
+  Tensor<float> forward(const Tensor<float>& x, bool training);
+  /// @throws InvalidArgumentError unless the model has one input and one output.
+  void require_one_input_and_output(const char* what) const;
+
+  /// fit's step: the batch's loss and metrics (not read) and its number of examples.
+  training_loop::StepResult fit_step(const Tensor<float>& x, const Tensor<float>& y);
+  /// The compiled metrics' values on a batch (means over its examples).
+  std::vector<Tensor<float>> batch_metrics(const Tensor<float>& y, const Tensor<float>& prediction) const;
+
+  /// One step of the tape, the loss and the optimizer on this process's devices; the loss and the
+  /// metrics are not read (fit decides when).
+  training_loop::StepResult local_train_step(const Tensor<float>& x, const Tensor<float>& y);
+
+  void capture_strategy();
+
+  /// Splits the batch across the replicas and runs replicated_train_step, traced when
+  /// `may_trace` and the model does not run eagerly.
+  training_loop::StepResult distributed_train_step(const Tensor<float>& x, const Tensor<float>& y, bool may_trace);
+
+  /// Each replica's forward and backward pass on its rows, the gradients summed across the
+  /// replicas, the update; returns the global loss, then the metrics over the global batch.
+  /// `global`: the examples of every process.
+  std::vector<Tensor<float>> replicated_train_step(const std::vector<Tensor<float>>& xs,
+                                                   const std::vector<Tensor<float>>& ys, std::int64_t global);
+  void require_compiled() const {
+    if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
+  }
+  void require_built() const {
+    if (!built())
+      throw FailedPreconditionError(
+          "This model has not yet been built. Build the model first by calling it on a batch of data, or give the "
+          "first layer an `input_dim`.");
+  }
+};
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION Model::Model(std::string name) : name_(std::move(name)) { capture_strategy(); }
+
+DEVTENSOR_DEFINITION Model::Model(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, ModelOptions options)
+    : name_(options.name.empty() ? unique_name("functional") : std::move(options.name)) {
+  graph_ = std::make_shared<layer_detail::FunctionalGraph>(std::move(inputs), std::move(outputs), name_);
+  capture_strategy();
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::operator()(const std::vector<Tensor<float>>& xs, bool training) {
+  if (xs.size() == 1) build_for(xs[0]);
+  require_built();
+  return forward(xs, training);
+}
+
+DEVTENSOR_DEFINITION Tensor<float> Model::operator()(const Tensor<float>& x, bool training) {
+  build_for(x);
+  require_built();
+  return forward(x, training);
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::forward(const std::vector<Tensor<float>>& xs, bool training) {
+  require_built();
+  return graph_->call_inputs(xs, training);
+}
+
+DEVTENSOR_DEFINITION Tensor<float> Model::forward(const Tensor<float>& x, bool training) {
+  require_built();
+  require_one_input_and_output("calling it on one tensor");
+  return graph_->call_inputs({x}, training).front();
+}
+
+DEVTENSOR_DEFINITION void Model::require_one_input_and_output(const char* what) const {
+  if (graph_->inputs().size() != 1 || graph_->outputs().size() != 1)
+    throw InvalidArgumentError("Model \"" + name_ + "\" has " + std::to_string(graph_->inputs().size()) + " inputs and " +
+                               std::to_string(graph_->outputs().size()) + " outputs; " + what +
+                               " needs one of each (call it on a vector of tensors, or predict on one)");
+}
+
+DEVTENSOR_DEFINITION std::vector<KerasTensor> Model::operator()(const std::vector<KerasTensor>& xs) {
+  if (!built() && xs.size() == 1) {
+    PartialShape dims = xs[0].shape();
+    for (auto& d : dims)
+      if (d < 0) d = 1;
+    std::unique_ptr<distribute::StrategyScopeGuard> scope;
+    if (strategy_) scope = strategy_->enter_scope();
+    build_graph(Shape(dims));
+  }
+  require_built();
+  return call_symbolic(graph_, xs);
+}
+
+DEVTENSOR_DEFINITION KerasTensor Model::operator()(const KerasTensor& x) {
+  auto out = (*this)(std::vector{x});
+  if (out.size() != 1) require_one_input_and_output("a symbolic call on one tensor");
+  return out.front();
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<LayerBase> Model::impl() const {
+  require_built();
+  return graph_;
+}
+
+DEVTENSOR_DEFINITION void Model::build_for(const Tensor<float>& x) {
+  if (built() || !x.defined()) return;
+  std::unique_ptr<distribute::StrategyScopeGuard> scope;
+  if (strategy_) scope = strategy_->enter_scope();  // so that the variables are mirrored
+  build_graph(x.shape());
+}
+
+DEVTENSOR_DEFINITION std::vector<Layer> Model::layers() const {
+  std::vector<Layer> out;
+  if (graph_)
+    for (const auto& l : graph_->layers()) out.emplace_back(l);
+  return out;
+}
+
+DEVTENSOR_DEFINITION const std::vector<KerasTensor>& Model::inputs() const {
+  require_built();
+  return graph_->inputs();
+}
+
+DEVTENSOR_DEFINITION const std::vector<KerasTensor>& Model::outputs() const {
+  require_built();
+  return graph_->outputs();
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> Model::variables() const {
+  return graph_ ? graph_->variables() : std::vector<Variable<float>>{};
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> Model::trainable_variables() const {
+  return graph_ ? graph_->trainable_variables() : std::vector<Variable<float>>{};
+}
+
+DEVTENSOR_DEFINITION std::int64_t Model::count_params() const { return graph_ ? graph_->count_params() : 0; }
+
+DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Model::summary_layers() const { return graph_->layers(); }
+
+DEVTENSOR_DEFINITION bool Model::summary_connections() const { return !graph_->sequential_like(); }
+
+DEVTENSOR_DEFINITION void Model::summary(std::ostream& out, SummaryOptions options) const {
+  require_built();
+  summary_detail::SummaryTable table;
+  table.model_name = name_;
+  table.connected_to = summary_connections();
+  for (const auto& layer : summary_layers()) {
+    const auto& shapes = layer->last_output_shapes();
+    std::string shape = shapes.size() == 1 ? python_shape(shapes[0]) : "?";
+    if (shapes.size() > 1) {
+      shape = "[";
+      for (std::size_t i = 0; i < shapes.size(); ++i) shape += (i ? ", " : "") + python_shape(shapes[i]);
+      shape += "]";
+    }
+    std::vector<std::string> row{layer->name() + " (" + layer->type_name() + ")", shape,
+                                 layer->built() ? summary_detail::with_thousands(layer->count_params()) : "0 (unbuilt)"};
+    if (table.connected_to) row.push_back(graph_->connections(*layer));
+    table.rows.push_back(std::move(row));
+  }
+  for (const auto& v : variables()) (v.trainable() ? table.trainable : table.non_trainable) += v.shape().num_elements();
+  summary_detail::print(out, table, options);
+}
+
+DEVTENSOR_DEFINITION void Model::capture_strategy() {
+  if (const auto* scope = distribute::current_distribution_scope()) {
+    if (strategy_ && strategy_ != scope->strategy)
+      throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: model \"" + name_ +
+                                 "\" belongs to " + strategy_->description());
+    strategy_ = scope->strategy;
+  }
+}
+
+
+DEVTENSOR_DEFINITION void Model::compile(Loss loss, Optimizer optimizer, CompileOptions options) {
+  // A model whose variables exist already must have created them in the strategy's scope: plain
+  // variables would train on one device while the strategy splits the batch (Keras's check).
+  // Checked before anything changes, so a refused compile leaves the model as it was.
+  const auto* scope = distribute::current_distribution_scope();
+  const distribute::StrategyInterface* strategy = scope ? scope->strategy.get() : strategy_.get();
+  if (strategy && built())
+    for (const auto& v : variables()) {
+      const auto* distributed = distribute::as_distributed(v);
+      if (!distributed || &distributed->strategy() != strategy)
+        throw InvalidArgumentError(
+            "Variable (" + v.name() + ", shape " + v.shape().to_python() +
+            ") was not created in the distribution strategy scope of (" + strategy->description() +
+            "). It is most likely due to not all layers or the model or optimizer being created outside the "
+            "distribution strategy scope. Try to make sure your code looks similar to the following.\n"
+            "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
+    }
+  std::vector<Metric> metrics;
+  for (const auto& name : options.metrics) metrics.push_back(metric_by_name(name));
+  capture_strategy();
+  loss_ = std::move(loss);
+  optimizer_ = std::move(optimizer);
+  metrics_ = std::move(metrics);
+  metric_names_ = options.metrics;
+  run_eagerly_ = options.run_eagerly;
+  traced_ = {};  // Keras makes its train_function again
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace nn
+}  // namespace devtensor
+
+// fit's, evaluate's and predict's steps: Model's other definitions.
+#include "devtensor/nn/model_training.hpp"

@@ -1,0 +1,349 @@
+// Keras's functional API: Input, layer calls on symbolic tensors, Model with branches, merges, shared
+// layers, several inputs and outputs and models inside models; Sequential as a chain of the same
+// calls; Keras 3's summary table. Expected texts and messages are TensorFlow 2.21 / Keras 3.15's:
+// tests/reference/functional.py prints them. The seeds' functional model under a strategy:
+// tests/unit/distribute/functional_strategy_test.cpp.
+#include <boost/test/unit_test.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "devtensor/devtensor.hpp"
+#include "devtensor_test.hpp"
+
+namespace dt = devtensor;
+namespace nn = dt::nn;
+
+namespace {
+struct FunctionalFixture : dt::test::FreshContext {
+  FunctionalFixture() { nn::clear_session(); }
+};
+
+std::string summary_of(const nn::Model& model, int line_length) {
+  std::ostringstream out;
+  model.summary(out, {.line_length = line_length});
+  return out.str();
+}
+
+std::vector<std::string> layer_names(const nn::Model& model) {
+  std::vector<std::string> names;
+  for (const auto& layer : model.layers()) names.push_back(layer->name());
+  return names;
+}
+
+/// x -> hidden (relu) and skip, added, concatenated with x, then Dense(1): tests/reference/functional.py's.
+struct Branches {
+  nn::Dense hidden{8, {.activation = nn::Activation::relu, .name = "hidden"}};
+  nn::Dense skip{8, {.name = "skip"}};
+  nn::Dense head{1};
+  nn::Model model;
+  explicit Branches(const nn::KerasTensor& x)
+      : model(x, head(nn::Concatenate()({nn::Add()({hidden(x), skip(x)}), x}))) {}
+};
+
+void check_close(const dt::Tensor<float>& got, const dt::Tensor<float>& want, float tol = 1e-6f) {
+  BOOST_TEST_REQUIRE(got.shape() == want.shape());
+  const auto g = got.to_vector();
+  const auto w = want.to_vector();
+  for (std::size_t i = 0; i < g.size(); ++i) BOOST_TEST(g[i] == w[i], boost::test_tools::tolerance(tol));
+}
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(functional, FunctionalFixture)
+
+BOOST_AUTO_TEST_CASE(summaries_and_layer_orders_match_keras) {
+  const auto x = nn::Input({4}, {.name = "x"});
+  Branches branches(x);
+  BOOST_TEST(branches.model.name() == "functional");
+  BOOST_TEST(layer_names(branches.model) == std::vector<std::string>({"x", "hidden", "skip", "add", "concatenate", "dense"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(summary_of(branches.model, 108) == std::string(R"(Model: "functional"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                  ┃ Output Shape              ┃         Param # ┃ Connected to               ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩
+│ x (InputLayer)                │ (None, 4)                 │               0 │ -                          │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ hidden (Dense)                │ (None, 8)                 │              40 │ x[0][0]                    │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ skip (Dense)                  │ (None, 8)                 │              40 │ x[0][0]                    │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ add (Add)                     │ (None, 8)                 │               0 │ hidden[0][0], skip[0][0]   │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ concatenate (Concatenate)     │ (None, 12)                │               0 │ add[0][0], x[0][0]         │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ dense (Dense)                 │ (None, 1)                 │              13 │ concatenate[0][0]          │
+└───────────────────────────────┴───────────────────────────┴─────────────────┴────────────────────────────┘
+ Total params: 93 (372.00 B)
+ Trainable params: 93 (372.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  BOOST_TEST(summary_of(branches.model, 76) == std::string(R"(Model: "functional"
+┏━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)        ┃ Output Shape      ┃    Param # ┃ Connected to      ┃
+┡━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━┩
+│ x (InputLayer)      │ (None, 4)         │          0 │ -                 │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ hidden (Dense)      │ (None, 8)         │         40 │ x[0][0]           │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ skip (Dense)        │ (None, 8)         │         40 │ x[0][0]           │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ add (Add)           │ (None, 8)         │          0 │ hidden[0][0],     │
+│                     │                   │            │ skip[0][0]        │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ concatenate         │ (None, 12)        │          0 │ add[0][0],        │
+│ (Concatenate)       │                   │            │ x[0][0]           │
+├─────────────────────┼───────────────────┼────────────┼───────────────────┤
+│ dense (Dense)       │ (None, 1)         │         13 │ concatenate[0][0] │
+└─────────────────────┴───────────────────┴────────────┴───────────────────┘
+ Total params: 93 (372.00 B)
+ Trainable params: 93 (372.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+
+  // Two inputs, one layer called on both, two outputs.
+  const auto a = nn::Input({3});
+  const auto b = nn::Input({3});
+  nn::Dense shared(2);
+  const auto ya = shared(a);
+  const auto yb = shared(b);
+  nn::Model two({a, b}, {ya, nn::Add()({ya, yb})});
+  BOOST_TEST(layer_names(two) == std::vector<std::string>({"input_layer", "input_layer_1", "dense_1", "add_1"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(summary_of(two, 108) == std::string(R"(Model: "functional_1"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                  ┃ Output Shape              ┃         Param # ┃ Connected to               ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━┩
+│ input_layer (InputLayer)      │ (None, 3)                 │               0 │ -                          │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ input_layer_1 (InputLayer)    │ (None, 3)                 │               0 │ -                          │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ dense_1 (Dense)               │ (None, 2)                 │               8 │ input_layer[0][0],         │
+│                               │                           │                 │ input_layer_1[0][0]        │
+├───────────────────────────────┼───────────────────────────┼─────────────────┼────────────────────────────┤
+│ add_1 (Add)                   │ (None, 2)                 │               0 │ dense_1[0][0],             │
+│                               │                           │                 │ dense_1[1][0]              │
+└───────────────────────────────┴───────────────────────────┴─────────────────┴────────────────────────────┘
+ Total params: 8 (32.00 B)
+ Trainable params: 8 (32.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  BOOST_TEST(two.trainable_variables().size() == 2u);  // the shared layer's, once
+  // The same shared layer, one call of it in this model: a chain, without "Connected to".
+  BOOST_TEST(summary_of(nn::Model(a, ya), 88) == std::string(R"(Model: "functional_2"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                         ┃ Output Shape                ┃         Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━┩
+│ input_layer (InputLayer)             │ (None, 3)                   │               0 │
+├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤
+│ dense_1 (Dense)                      │ (None, 2)                   │               8 │
+└──────────────────────────────────────┴─────────────────────────────┴─────────────────┘
+ Total params: 8 (32.00 B)
+ Trainable params: 8 (32.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+
+  // A model called inside another is one layer of it.
+  const auto inner_in = nn::Input({2});
+  nn::Model inner(inner_in, nn::Dense(3)(inner_in), {.name = "inner"});
+  const auto outer_in = nn::Input({2});
+  nn::Model outer(outer_in, nn::Dense(1)(inner(outer_in)));
+  BOOST_TEST(summary_of(outer, 88) == std::string(R"(Model: "functional_3"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                         ┃ Output Shape                ┃         Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━┩
+│ input_layer_3 (InputLayer)           │ (None, 2)                   │               0 │
+├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤
+│ inner (Functional)                   │ (None, 3)                   │               9 │
+├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤
+│ dense_3 (Dense)                      │ (None, 1)                   │               4 │
+└──────────────────────────────────────┴─────────────────────────────┴─────────────────┘
+ Total params: 13 (52.00 B)
+ Trainable params: 13 (52.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  BOOST_TEST(outer.count_params() == 13);
+}
+
+BOOST_AUTO_TEST_CASE(sequential_and_other_layers_summarise_as_keras) {
+  nn::Sequential model({nn::Dense(4, {.input_dim = 3, .activation = nn::Activation::tanh}), nn::Dense(1)});
+  BOOST_TEST(summary_of(model, 88) == std::string(R"(Model: "sequential"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┓
+┃ Layer (type)                         ┃ Output Shape                ┃         Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━┩
+│ dense (Dense)                        │ (None, 4)                   │              16 │
+├──────────────────────────────────────┼─────────────────────────────┼─────────────────┤
+│ dense_1 (Dense)                      │ (None, 1)                   │               5 │
+└──────────────────────────────────────┴─────────────────────────────┴─────────────────┘
+ Total params: 21 (84.00 B)
+ Trainable params: 21 (84.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  nn::clear_session();
+  // A fixed batch, a name too long for its cell, a thousands separator, Flatten and Activation.
+  const auto i = nn::Input({2, 3}, {.batch_size = 5});
+  const auto d = nn::Dense(1000, {.name = "a_rather_long_layer_name_for_the_column"})(nn::Flatten()(i));
+  nn::Model m(i, nn::ActivationLayer(nn::Activation::softmax)(d));
+  BOOST_TEST(summary_of(m, 76) == std::string(R"(Model: "functional"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┓
+┃ Layer (type)                    ┃ Output Shape           ┃       Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩
+│ input_layer (InputLayer)        │ (5, 2, 3)              │             0 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ flatten (Flatten)               │ (5, 6)                 │             0 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ a_rather_long_layer_name_for_t… │ (5, 1000)              │         7,000 │
+│ (Dense)                         │                        │               │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ activation (Activation)         │ (5, 1000)              │             0 │
+└─────────────────────────────────┴────────────────────────┴───────────────┘
+ Total params: 7,000 (27.34 KB)
+ Trainable params: 7,000 (27.34 KB)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  // Keras's default width: 88 (108 with "Connected to") or the terminal's width less 4.
+  {
+    dt::test::ScopedEnv columns("COLUMNS", "200");
+    std::ostringstream out;
+    m.summary(out);
+    BOOST_TEST(out.str() == summary_of(m, 88));
+  }
+  {
+    dt::test::ScopedEnv columns("COLUMNS", "80");
+    std::ostringstream out;
+    m.summary(out);
+    BOOST_TEST(out.str() == summary_of(m, 76));
+  }
+  DEVTENSOR_CHECK_THROW_WITH(summary_of(m, 10), dt::InvalidArgumentError, "Insufficient console width to print summary.");
+}
+
+BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
+  const auto x_in = nn::Input({4}, {.name = "x"});
+  Branches branches(x_in);
+  const auto x = dt::constant<float>({0.5f, -1, 2, 0.25f, -0.5f, 1, 0, 3}, {2, 4});
+  // By hand, with the layers' variables.
+  const auto h = dt::relu(dt::matmul(x, branches.hidden.kernel().value()) + branches.hidden.bias().value());
+  const auto s = dt::matmul(x, branches.skip.kernel().value()) + branches.skip.bias().value();
+  const auto want = dt::matmul(dt::concat<float>({h + s, x}, 1), branches.head.kernel().value()) + branches.head.bias().value();
+  check_close(branches.model(x), want);
+  check_close(branches.model.predict(x, {.batch_size = 1}), want);
+  BOOST_TEST(branches.model.trainable_variables().size() == 6u);
+  BOOST_TEST(branches.model.trainable_variables()[0].name() == "hidden/kernel:0");
+  BOOST_TEST(branches.model.trainable_variables()[5].name() == "dense/bias:0");
+
+  // Several inputs and outputs: called and predicted on vectors.
+  const auto a = nn::Input({3});
+  const auto b = nn::Input({3});
+  nn::Dense shared(2);
+  nn::Model two({a, b}, {shared(a), nn::Add()({shared(a), shared(b)})});
+  const auto xa = dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const auto xb = dt::constant<float>({-1, 0, 1, 0, 1, 0}, {2, 3});
+  const auto outs = two({xa, xb});
+  BOOST_TEST_REQUIRE(outs.size() == 2u);
+  check_close(outs[0], shared(xa));
+  check_close(outs[1], shared(xa) + shared(xb));
+  const auto predicted = two.predict({xa, xb}, {.batch_size = 1});
+  check_close(predicted[1], outs[1]);
+  DEVTENSOR_CHECK_THROW_WITH(two(xa), dt::InvalidArgumentError, "has 2 inputs and 2 outputs");
+  DEVTENSOR_CHECK_THROW_WITH(two({xa, dt::ones<float>(dt::Shape({2, 4}))}), dt::InvalidArgumentError,
+                             "Input 1 with name 'input_layer_1' of layer 'functional_1' is incompatible with the layer: "
+                             "expected shape=(None, 3), found shape=(2, 4)");
+  DEVTENSOR_CHECK_THROW_WITH(two(std::vector{xa}), dt::InvalidArgumentError, "expects 2 input(s), but it received 1");
+
+  // A model inside a model, and a Sequential inside a functional model.
+  const auto inner_in = nn::Input({3});
+  nn::Dense inner_dense(2);
+  nn::Model inner(inner_in, inner_dense(inner_in));
+  nn::Sequential tail({nn::Dense(1)});
+  const auto outer_in = nn::Input({3});
+  nn::Model outer(outer_in, tail(inner(outer_in)));
+  check_close(outer(xa), tail(inner(xa)));
+  BOOST_TEST(outer.trainable_variables().size() == 4u);
+  BOOST_TEST(layer_names(outer)[2] == tail.name());
+}
+
+BOOST_AUTO_TEST_CASE(a_functional_model_trains_as_a_sequential_does) {
+  const auto x = dt::constant<float>({0.5f, -1, 2, 0.25f, -0.5f, 1, 0, 3, 1, 1, -2, 0.5f, 0, 0, 1, -1}, {4, 4});
+  const auto y = dt::constant<float>({1, -1, 0.5f, 2}, {4, 1});
+  const auto make = [] {
+    const auto in = nn::Input({4});
+    const auto h = nn::Dense(3, {.activation = nn::Activation::tanh, .kernel_initializer = nn::initializers::Constant{0.1f}})(in);
+    const auto s = nn::Dense(3, {.kernel_initializer = nn::initializers::Constant{-0.2f}})(in);
+    nn::Model model(in, nn::Dense(1, {.kernel_initializer = nn::initializers::Constant{0.3f}})(nn::Add()({h, s})));
+    model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.1});
+    return model;
+  };
+  auto traced = make();
+  auto eager = make();
+  eager.set_run_eagerly(true);
+  const auto a = traced.fit(x, y, {.epochs = 5, .batch_size = 2, .verbose = 0, .shuffle = false});
+  const auto b = eager.fit(x, y, {.epochs = 5, .batch_size = 2, .verbose = 0, .shuffle = false});
+  BOOST_TEST(a.loss.back() < a.loss.front());
+  BOOST_TEST(a.loss == b.loss, boost::test_tools::per_element());  // the same kernels: the same bits
+  for (std::size_t i = 0; i < traced.variables().size(); ++i)
+    BOOST_TEST(traced.variables()[i].value().to_vector() == eager.variables()[i].value().to_vector(),
+               boost::test_tools::per_element());
+  BOOST_TEST(traced.evaluate(x, y, {.verbose = 0}).loss == eager.evaluate(x, y, {.verbose = 0}).loss);
+
+  // A model of several inputs does not fit (yet): said, not guessed.
+  const auto p = nn::Input({1});
+  const auto q = nn::Input({1});
+  nn::Model two({p, q}, nn::Add()({p, q}));
+  two.compile(nn::Loss("mse"), nn::Optimizer("sgd"));
+  DEVTENSOR_CHECK_THROW_WITH((void)two.fit(x, y, {.verbose = 0}), dt::InvalidArgumentError,
+                             "has 2 inputs and 1 outputs; fit needs one of each");
+}
+
+BOOST_AUTO_TEST_CASE(bad_graphs_and_merges_raise_keras_errors) {
+  const auto a = nn::Input({2});
+  const auto b = nn::Input({2});
+  nn::Dense dense(2);
+  const auto ya = dense(a);
+  DEVTENSOR_CHECK_THROW_WITH(nn::Add()(ya), dt::InvalidArgumentError,
+                             "A merge layer should be called on a list of inputs. Received: input_shape=(None, 2) "
+                             "(not a list of shapes)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Add()({ya, nn::Input({4})}), dt::InvalidArgumentError,
+                             "Inputs have incompatible shapes. Received shapes (2,) and (4,)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Concatenate()({nn::Input({3, 2}), nn::Input({4, 3})}), dt::InvalidArgumentError,
+                             "A `Concatenate` layer requires inputs with matching shapes except for the concatenation "
+                             "axis. Received: input_shape=[(None, 3, 2), (None, 4, 3)]");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Add()(std::vector{ya}), dt::InvalidArgumentError, "should be called on a list of at least 2 inputs. Received: 1");
+  // An output that needs an input the model was not given.
+  DEVTENSOR_CHECK_THROW_WITH(nn::Model(a, nn::Add(nn::MergeOptions{.name = "sum"})({ya, dense(b)})), dt::InvalidArgumentError,
+                             "Graph disconnected: the output sum[0][0] of model \"functional\" depends on the Input "
+                             "\"input_layer_1\"");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Model(ya, ya), dt::InvalidArgumentError, "its inputs must be tensors that nn::Input returned");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Input({-2}), dt::InvalidArgumentError, "must be >= 0 (or -1: unknown)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Input({2}, {.batch_size = 0}), dt::InvalidArgumentError, "batch_size must be positive");
+  // A layer that cannot take the input it is called on.
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dense(1)(nn::Input({2, 3})), dt::InvalidArgumentError, "expected ndim=2, found ndim=3");
+  // Eager merges check their tensors too.
+  DEVTENSOR_CHECK_THROW_WITH(nn::Add()({dt::ones<float>(dt::Shape({1, 2})), dt::ones<float>(dt::Shape({1, 3}))}),
+                             dt::InvalidArgumentError, "Inputs have incompatible shapes. Received shapes (2,) and (3,)");
+  nn::Sequential empty;
+  DEVTENSOR_CHECK_THROW_WITH((void)empty(a), dt::InvalidArgumentError, "has no layers");
+  DEVTENSOR_CHECK_THROW_WITH((void)empty.impl(), dt::FailedPreconditionError, "This model has not yet been built");
+}
+
+BOOST_AUTO_TEST_CASE(flatten_and_activation_layers) {
+  const auto x = dt::constant<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 2, 3});
+  nn::Flatten flatten;
+  BOOST_TEST(flatten.name() == "flatten");
+  const auto flat = flatten(x);
+  BOOST_TEST(flat.shape() == dt::Shape({2, 6}));
+  BOOST_TEST(flat.to_vector() == x.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(nn::Flatten()(dt::constant<float>({1, 2}, {2})).shape() == dt::Shape({2, 1}));
+  BOOST_TEST(nn::Flatten()(nn::Input({-1, 3})).shape() == nn::PartialShape({-1, -1}), boost::test_tools::per_element());
+  nn::ActivationLayer softmax(nn::Activation::softmax);
+  BOOST_TEST(softmax.name() == "activation");
+  check_close(softmax(flat), dt::softmax(flat));
+  // Training through Flatten.
+  const auto in = nn::Input({2, 3});
+  nn::Model m(in, nn::Dense(1)(flatten(in)));
+  m.compile(nn::Loss("mse"), nn::Optimizer("sgd"));
+  const auto before = m.trainable_variables()[0].value().to_vector();
+  (void)m.train_on_batch(x, dt::ones<float>(dt::Shape({2, 1})));
+  BOOST_TEST(m.trainable_variables()[0].value().to_vector() != before);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
