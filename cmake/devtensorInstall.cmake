@@ -29,4 +29,5 @@ install(FILES
   cmake/devtensorCompiledComponent.cmake
   cmake/devtensorCudaComponent.cmake
   cmake/devtensorMultiWorkerComponent.cmake
+  cmake/devtensorHdf5Component.cmake
   DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")

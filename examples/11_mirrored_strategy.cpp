@@ -1,5 +1,6 @@
-// Walkthrough 11: data parallelism with MirroredStrategy. The seeds' model is built inside the
-// strategy's scope, so its variables are mirrored on every replica device; fit() splits each
+// Walkthrough 11: data parallelism with MirroredStrategy. The seeds' model, written as they write
+// it (Keras's functional API: Input, Dense(1), Model), is built inside the strategy's scope, so
+// its variables are mirrored on every replica device; fit() splits each
 // global batch across the replicas, runs them concurrently, sums their gradients with the chosen
 // cross-device ops and updates every replica alike. On two virtual CPUs here, or on whatever
 // GPUs exist (simulated ones with DEVTENSOR_SIMULATED_GPUS=2; real ones with NCCL when built as
@@ -18,12 +19,15 @@ int main() {
   std::cout << "replicas: " << strategy.num_replicas_in_sync() << ", cross-device ops: "
             << strategy.cross_device_ops().chosen_name() << "\n";
 
-  std::optional<dt::nn::Sequential> model;
+  std::optional<dt::nn::Model> model;
   {
     auto guard = strategy.scope();  // variables created here are mirrored
-    model.emplace(std::vector<dt::nn::Layer>{dt::nn::Dense(1, {.input_dim = 1})});
-    model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.2});
+    auto inputs = dt::nn::Input({1});
+    auto predictions = dt::nn::Dense(1)(inputs);
+    model.emplace(inputs, predictions);
+    model->compile("mse", dt::nn::optimizers::SGD{.learning_rate = 0.2});
   }
+  model->summary();
   auto x = dt::constant<float>({1});
   auto y = dt::constant<float>({1});
   auto ds_ = dt::data::Dataset<float, float>::from_tensors(x, y).repeat(100).batch(10);

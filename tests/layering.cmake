@@ -2,7 +2,7 @@
 # its own folder and the floors below it, never a floor above nor a sibling on its own floor.
 #
 #   core (and the top-level config, error, fwd, version) → memory → device → tensor | backend →
-#   ops → variables | data → autodiff → distribute → graph → nn → testing
+#   ops → variables | data → autodiff → distribute → graph → nn → testing | hdf5
 #
 # Strategies plug their variables in through a variable creator, a device's memory statistics
 # live with the devices, the TF32 switch is configuration (core). Keras's models sit above the
@@ -24,11 +24,12 @@ set(_floor_distribute 7)
 set(_floor_graph 8)
 set(_floor_nn 9)
 set(_floor_testing 10)
+set(_floor_hdf5 10)
 
 # The folder a path under devtensor/ belongs to: its first component, "core" for the top-level
 # files (the umbrella header is skipped by the caller).
 function(_layer_of path out)
-  if(path MATCHES "^([a-z_]+)/")
+  if(path MATCHES "^([a-z0-9_]+)/")
     set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
   else()
     set(${out} "core" PARENT_SCOPE)

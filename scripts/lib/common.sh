@@ -14,6 +14,7 @@ DEVTENSOR_PACKAGES=(
   nlohmann-json3-dev     # TF_CONFIG parsing (the cluster_resolver component)
   python3                # the header checks that need more than CMake (tests/detail_privacy.py)
   openmpi-bin libopenmpi-dev  # multi-process training (the mpi component) and its mpiexec tests
+  libhdf5-dev            # Keras weights files (the hdf5 component)
 )
 
 log() { printf '\n==> %s\n' "$*"; }

@@ -297,6 +297,13 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
       return vars[0].value();
     }
     return std::nullopt;
+  } else if constexpr (std::is_same_v<Op, ops::StatelessRandomUniform>) {
+    // Its seed is a (one-element) int64 tensor; its output float or double.
+    const dt::Shape shape(in.dims());
+    const auto seed = static_cast<std::uint64_t>(in.value<std::int64_t>());
+    if (in.flip()) read_back(dt::stateless_random_uniform<float>(shape, a, seed), "StatelessRandomUniform");
+    else read_back(dt::stateless_random_uniform<double>(shape, a, seed), "StatelessRandomUniform");
+    return std::nullopt;
   } else if constexpr (std::is_same_v<Op, ops::AccumulateWeighted>) {
     return std::nullopt;  // fit's loss tracker only: not reachable from the public API
   } else if constexpr (std::is_empty_v<Attrs> && unary) {

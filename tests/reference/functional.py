@@ -1,5 +1,5 @@
 """Keras 3 (TensorFlow 2.21) reference for tests/unit/nn/functional_test.cpp and
-tests/unit/distribute/functional_strategy_test.cpp: the seeds' functional model under
+tests/unit/distribute/training_test.cpp: the seeds' functional model under
 MirroredStrategy, summaries of functional models, layer orders and error messages.
 
 Run: COLUMNS=200 python3 tests/reference/functional.py   (needs tensorflow-cpu==2.21.0)

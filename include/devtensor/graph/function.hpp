@@ -12,9 +12,8 @@
 /// The signature is, per argument: a tensor's dtype, shape and device; a variable's identity; any
 /// other value by equality (a new value traces again). A trace whose shapes have unknown
 /// dimensions (`input_signature` with kUnknownDim, or `reduce_retracing`) serves every call whose
-/// shapes are compatible. Host code in the callable runs only while
-/// tracing. Variables are read and assigned through nodes that hold them (captured by handle):
-/// assignments persist and later calls see them. Results equal eager execution of the callable
+/// shapes are compatible. Host code in the callable runs only while tracing. Variables are read
+/// and assigned through nodes that hold them (captured by handle): assignments persist. Results equal eager execution of the callable
 /// (the same kernels in the same order). A Function may be called from several threads.
 
 #include <algorithm>
@@ -339,9 +338,11 @@ Function<F> function(F f, FunctionOptions options = {}) {
 }
 
 namespace graph {
-/// A step of float tensors and a count (a batch's examples): Keras's fit, evaluate and predict.
-using TracedStep = std::function<std::vector<Tensor<float>>(const std::vector<Tensor<float>>&, std::int64_t)>;
-/// `step` as a Function named `name` (nn/sequential.hpp traces its steps so).
+/// A step of float tensors, a seed (one int64, new every step: what Dropout draws from) and a
+/// count (a batch's examples): Keras's fit, evaluate and predict.
+using TracedStep = std::function<std::vector<Tensor<float>>(const std::vector<Tensor<float>>&,
+                                                            const Tensor<std::int64_t>&, std::int64_t)>;
+/// `step` as a Function named `name` (nn/model_training.hpp traces its steps so).
 TracedStep traced_step(TracedStep step, std::string name);
 }  // namespace graph
 
@@ -486,7 +487,7 @@ DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& va
 
 DEVTENSOR_DEFINITION graph::TracedStep graph::traced_step(TracedStep step, std::string name) {
   auto traced = std::make_shared<Function<TracedStep>>(std::move(step), FunctionOptions{.name = std::move(name)});
-  return [traced](const std::vector<Tensor<float>>& tensors, std::int64_t count) { return (*traced)(tensors, count); };
+  return [traced](const auto& tensors, const auto& seed, std::int64_t count) { return (*traced)(tensors, seed, count); };
 }
 
 DEVTENSOR_DEFINITION std::uint64_t function_detail::next_function_id() {

@@ -1,10 +1,12 @@
 #pragma once
 /// @file core_layers.hpp
-/// @brief Layers without variables that reshape or transform: Flatten and ActivationLayer (Keras's
-/// `Activation` layer; `nn::Activation` is the enum a Dense takes).
+/// @brief Layers without variables that reshape, transform or regularise: Flatten, ActivationLayer
+/// (Keras's `Activation` layer; `nn::Activation` is the enum a Dense takes) and Dropout.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/layer.hpp"
+#include "devtensor/ops/elementwise.hpp"
+#include "devtensor/ops/random.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 
 namespace devtensor {
@@ -27,7 +31,30 @@ struct ActivationLayerOptions {
   std::string name{};
 };
 
+struct DropoutOptions {
+  /// The layer's seed; by default a fresh one.
+  std::optional<std::uint64_t> seed = std::nullopt;
+  /// Default: "dropout", "dropout_1", ...
+  std::string name{};
+};
+
 namespace layer_detail {
+
+class DropoutLayer final : public LayerBase {
+ public:
+  DEVTENSOR_HEADER_INLINE DropoutLayer(double rate, DropoutOptions options);
+  void build(const Shape&) override {}
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
+  PartialShape output_shape(const PartialShape& input_shape) const override { return input_shape; }
+  std::string type_name() const override { return "Dropout"; }
+  std::vector<Variable<float>> variables() const override { return {}; }
+  double rate() const noexcept { return rate_; }
+
+ private:
+  double rate_;
+  std::uint64_t seed_;
+  std::atomic<std::int64_t> calls_{0};  // the seed of a call outside a model's step
+};
 
 class FlattenLayer final : public LayerBase {
  public:
@@ -73,8 +100,41 @@ class ActivationLayer : public LayerHandle<layer_detail::ActivationLayer> {
       : LayerHandle(std::make_shared<layer_detail::ActivationLayer>(activation, std::move(options))) {}
 };
 
+/// Keras's Dropout: while training, each element is zeroed with probability `rate` and the others
+/// are scaled by 1 / (1 - rate); otherwise the identity. In a model's training step the mask is
+/// drawn from the step's seed (new every step, traced or not; each replica its own), so a traced
+/// fit and an eager one drop the same elements.
+class Dropout : public LayerHandle<layer_detail::DropoutLayer> {
+ public:
+  /// @throws InvalidArgumentError unless 0 <= rate <= 1.
+  explicit Dropout(double rate, DropoutOptions options = {})
+      : LayerHandle(std::make_shared<layer_detail::DropoutLayer>(rate, std::move(options))) {}
+  [[nodiscard]] double rate() const noexcept { return impl_->rate(); }
+};
+
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION layer_detail::DropoutLayer::DropoutLayer(double rate, DropoutOptions options)
+    : rate_(rate), seed_(options.seed.value_or(next_seed())) {
+  if (!(rate >= 0.0 && rate <= 1.0))
+    throw InvalidArgumentError("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                               "Received: rate=" + number_string(rate));
+  name_ = options.name.empty() ? unique_name("dropout") : std::move(options.name);
+}
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::DropoutLayer::call(const Tensor<float>& x, bool training) {
+  if (!training || rate_ == 0.0) return x;
+  if (rate_ == 1.0) return mul(x, scalar<float>(0.0f));
+  const StepSeed& step = current_step_seed();
+  const Tensor<std::int64_t> own = step.seed ? Tensor<std::int64_t>() : scalar<std::int64_t>(calls_.fetch_add(1));
+  const Tensor<std::int64_t>& seed = step.seed ? *step.seed : own;
+  // Each layer and each replica its own stream.
+  const std::uint64_t stream = splitmix64(seed_ ^ splitmix64(static_cast<std::uint64_t>(step.replica)));
+  const Tensor<float> uniform = stateless_random_uniform<float>(x.shape(), seed, stream);
+  const Tensor<float> keep = grad_ops::greater_equal(uniform, scalar<float>(static_cast<float>(rate_)));  // 1 or 0
+  return mul(mul(x, scalar<float>(static_cast<float>(1.0 / (1.0 - rate_)))), keep);
+}
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::FlattenLayer::output_shape(const PartialShape& input_shape) const {
   if (input_shape.empty())

@@ -81,6 +81,17 @@ class FunctionalGraph final : public LayerBase {
 
 }  // namespace layer_detail
 
+/// The layers `layer` tracks when it is a model called inside another (Keras's order; a
+/// Sequential's without its Input); empty for any other layer.
+[[nodiscard]] inline std::vector<std::shared_ptr<LayerBase>> tracked_sublayers(const LayerBase& layer) {
+  const auto* graph = dynamic_cast<const layer_detail::FunctionalGraph*>(&layer);
+  if (!graph) return {};
+  std::vector<std::shared_ptr<LayerBase>> out;
+  for (const auto& l : graph->layers())
+    if (graph->type_name() != "Sequential" || !dynamic_cast<const layer_detail::InputLayer*>(l.get())) out.push_back(l);
+  return out;
+}
+
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 

@@ -56,6 +56,35 @@ enum class Activation { linear, relu, sigmoid, tanh, softmax };
   return x;
 }
 
+/// What random layers (Dropout) draw from during a model's training step: the step's seed (a
+/// one-element int64 tensor, a traced step's argument) and the replica's index. The model sets it
+/// on each replica's thread for the step; outside a step there is none and a layer counts its
+/// own calls.
+struct StepSeed {
+  const Tensor<std::int64_t>* seed = nullptr;
+  int replica = 0;
+};
+
+namespace layer_detail {
+inline thread_local StepSeed step_seed_of_thread;
+}  // namespace layer_detail
+
+[[nodiscard]] inline const StepSeed& current_step_seed() noexcept { return layer_detail::step_seed_of_thread; }
+
+/// Sets the step's seed on this thread while it lives.
+class StepSeedScope {
+ public:
+  StepSeedScope(const Tensor<std::int64_t>& seed, int replica) : previous_(layer_detail::step_seed_of_thread) {
+    layer_detail::step_seed_of_thread = {&seed, replica};
+  }
+  ~StepSeedScope() { layer_detail::step_seed_of_thread = previous_; }
+  StepSeedScope(const StepSeedScope&) = delete;
+  StepSeedScope& operator=(const StepSeedScope&) = delete;
+
+ private:
+  StepSeed previous_;
+};
+
 /// A shape with -1 for unknown dimensions (the batch: "None" in summaries).
 using PartialShape = std::vector<std::int64_t>;
 

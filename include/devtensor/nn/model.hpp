@@ -48,6 +48,22 @@
 namespace devtensor {
 namespace nn {
 
+class Model;
+
+namespace weights_io {
+/// Where Model::save_weights and load_weights find the weights-file code: set by
+/// <devtensor/hdf5/weights.hpp> (the devtensor::hdf5 component), so that models without it need
+/// no HDF5.
+struct Hooks {
+  void (*save)(const Model&, const std::string&) = nullptr;
+  void (*load)(Model&, const std::string&) = nullptr;
+};
+inline Hooks& hooks() noexcept {
+  static Hooks installed;
+  return installed;
+}
+}  // namespace weights_io
+
 struct ModelOptions {
   /// Default: "functional", "functional_1", ...
   std::string name{};
@@ -96,6 +112,18 @@ class Model {
   [[nodiscard]] std::vector<Variable<float>> variables() const;
   [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
   [[nodiscard]] std::int64_t count_params() const;
+
+  /// The layers Keras tracks, in order: what summary lists and weights files hold (a functional
+  /// model's InputLayers included, a Sequential's not).
+  [[nodiscard]] virtual std::vector<std::shared_ptr<LayerBase>> tracked_layers() const;
+
+  /// Writes every layer's variables to a Keras 3 weights file (`x.weights.h5`) that TensorFlow's
+  /// `model.load_weights` reads; load_weights reads one (TensorFlow's or devtensor's) into the
+  /// variables, all or nothing. Both need the devtensor::hdf5 component and
+  /// <devtensor/hdf5/weights.hpp> (which documents the layout and the errors); without them they
+  /// raise UnimplementedError.
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path);
 
   /// Keras 3's summary table (summary.hpp). @throws FailedPreconditionError before the model is built.
   void summary(std::ostream& out = std::cout, SummaryOptions options = {}) const;
@@ -164,8 +192,7 @@ class Model {
   /// Makes the graph for inputs of `input_shape` (batch first) if the model has none: Sequential
   /// builds when it first sees its input. Called in the strategy's scope.
   virtual void build_graph(const Shape& /*input_shape*/) {}
-  /// What summary lists, and whether with "Connected to".
-  [[nodiscard]] virtual std::vector<std::shared_ptr<LayerBase>> summary_layers() const;
+  /// Whether summary has the "Connected to" column.
   [[nodiscard]] virtual bool summary_connections() const;
   /// Builds the model for inputs like x, eagerly and in the strategy's scope (a traced step must
   /// not create the variables).
@@ -221,7 +248,11 @@ class Model {
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss and the
   /// metrics are not read (fit decides when).
-  training_loop::StepResult local_train_step(const Tensor<float>& x, const Tensor<float>& y);
+  training_loop::StepResult local_train_step(const Tensor<float>& x, const Tensor<float>& y,
+                                             const Tensor<std::int64_t>& seed);
+  /// The seed of the next training step's random layers: the optimizer's iterations, so that a
+  /// run resumed from a checkpoint draws as the uninterrupted one.
+  Tensor<std::int64_t> step_seed() const { return scalar<std::int64_t>(optimizer_->iterations()); }
 
   void capture_strategy();
 
@@ -233,7 +264,8 @@ class Model {
   /// replicas, the update; returns the global loss, then the metrics over the global batch.
   /// `global`: the examples of every process.
   std::vector<Tensor<float>> replicated_train_step(const std::vector<Tensor<float>>& xs,
-                                                   const std::vector<Tensor<float>>& ys, std::int64_t global);
+                                                   const std::vector<Tensor<float>>& ys,
+                                                   const Tensor<std::int64_t>& seed, std::int64_t global);
   void require_compiled() const {
     if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
   }
@@ -344,7 +376,23 @@ DEVTENSOR_DEFINITION std::vector<Variable<float>> Model::trainable_variables() c
 
 DEVTENSOR_DEFINITION std::int64_t Model::count_params() const { return graph_ ? graph_->count_params() : 0; }
 
-DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Model::summary_layers() const { return graph_->layers(); }
+DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Model::tracked_layers() const {
+  return graph_ ? graph_->layers() : std::vector<std::shared_ptr<LayerBase>>{};
+}
+
+DEVTENSOR_DEFINITION void Model::save_weights(const std::string& path) const {
+  if (!weights_io::hooks().save)
+    throw UnimplementedError("save_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
+                             "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
+  weights_io::hooks().save(*this, path);
+}
+
+DEVTENSOR_DEFINITION void Model::load_weights(const std::string& path) {
+  if (!weights_io::hooks().load)
+    throw UnimplementedError("load_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
+                             "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
+  weights_io::hooks().load(*this, path);
+}
 
 DEVTENSOR_DEFINITION bool Model::summary_connections() const { return !graph_->sequential_like(); }
 
@@ -353,7 +401,7 @@ DEVTENSOR_DEFINITION void Model::summary(std::ostream& out, SummaryOptions optio
   summary_detail::SummaryTable table;
   table.model_name = name_;
   table.connected_to = summary_connections();
-  for (const auto& layer : summary_layers()) {
+  for (const auto& layer : tracked_layers()) {
     const auto& shapes = layer->last_output_shapes();
     std::string shape = shapes.size() == 1 ? python_shape(shapes[0]) : "?";
     if (shapes.size() > 1) {

@@ -38,14 +38,15 @@ DEVTENSOR_DEFINITION Evaluation Model::evaluate(const Dataset& dataset, Evaluate
   return training_loop::evaluate(dataset, options, metric_names_, [this](const Tensor<float>& x, const Tensor<float>& y) {
     const std::int64_t n = x.rank() > 0 ? x.shape()[0] : 1;
     build_for(x);
-    const auto test_step = [this](const std::vector<Tensor<float>>& xy, std::int64_t) {
+    const auto test_step = [this](const std::vector<Tensor<float>>& xy, const Tensor<std::int64_t>&, std::int64_t) {
       const Tensor<float> prediction = forward(xy[0], false);
       std::vector<Tensor<float>> out{(*loss_)(xy[1], prediction)};
       for (auto& m : batch_metrics(xy[1], prediction)) out.push_back(std::move(m));
       return out;
     };
     const auto* traced_step = traced(traced_.test, test_step, "test_function");
-    auto values = traced_step ? (*traced_step)({x, y}, 0) : test_step({x, y}, 0);
+    const auto no_seed = scalar<std::int64_t>(0);  // nothing random runs outside training
+    auto values = traced_step ? (*traced_step)({x, y}, no_seed, 0) : test_step({x, y}, no_seed, 0);
     return training_loop::StepResult{values[0], n, {values.begin() + 1, values.end()}};
   });
 }
@@ -69,10 +70,11 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
   build_for(xs[0]);
   require_built();
   const auto* traced_step = traced(
-      traced_.predict, [this](const std::vector<Tensor<float>>& in, std::int64_t) { return forward(in, false); },
+      traced_.predict,
+      [this](const std::vector<Tensor<float>>& in, const Tensor<std::int64_t>&, std::int64_t) { return forward(in, false); },
       "predict_function");
   const auto predict_step = [&](const std::vector<Tensor<float>>& batch) {
-    return traced_step ? (*traced_step)(batch, 0) : forward(batch, false);
+    return traced_step ? (*traced_step)(batch, scalar<std::int64_t>(0), 0) : forward(batch, false);
   };
   if (n <= options.batch_size) return predict_step(xs);
   std::vector<std::vector<Tensor<float>>> parts;  // [output][batch]
@@ -100,7 +102,7 @@ DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Model::train_step(
   build_for(x);
   require_built();
   require_one_input_and_output("train_step");
-  const auto step = strategy_ ? distributed_train_step(x, y, false) : local_train_step(x, y);
+  const auto step = strategy_ ? distributed_train_step(x, y, false) : local_train_step(x, y, step_seed());
   return {static_cast<double>(step.loss.item()), step.examples};
 }
 
@@ -109,19 +111,20 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const Tensor<floa
   build_for(x);
   const auto* traced_step = traced(
       traced_.train,
-      [this](const std::vector<Tensor<float>>& xy, std::int64_t) {
-        auto step = local_train_step(xy[0], xy[1]);
+      [this](const std::vector<Tensor<float>>& xy, const Tensor<std::int64_t>& seed, std::int64_t) {
+        auto step = local_train_step(xy[0], xy[1], seed);
         step.metrics.insert(step.metrics.begin(), std::move(step.loss));
         return std::move(step.metrics);
       },
       "train_function");
-  if (!traced_step) return local_train_step(x, y);
-  auto values = (*traced_step)({x, y}, 0);
+  if (!traced_step) return local_train_step(x, y, step_seed());
+  auto values = (*traced_step)({x, y}, step_seed(), 0);
   return {values[0], x.rank() > 0 ? x.shape()[0] : 1, {values.begin() + 1, values.end()}};
 }
 
-DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const Tensor<float>& x,
-                                                                            const Tensor<float>& y) {
+DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const Tensor<float>& x, const Tensor<float>& y,
+                                                                       const Tensor<std::int64_t>& seed) {
+  const StepSeedScope seeded(seed, 0);
   Tensor<float> prediction;
   Tensor<float> loss;
   const auto vars = trainable_variables();
@@ -148,25 +151,31 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(con
   const auto batch = strategy_->local_batch(global);
   auto xs = distribute::split_rows(x, batch, devices);
   const auto ys = distribute::split_rows(y, batch, devices);
-  const auto replicated = [this](const std::vector<Tensor<float>>& xs_then_ys, std::int64_t examples) {
+  const auto replicated = [this](const std::vector<Tensor<float>>& xs_then_ys, const Tensor<std::int64_t>& seed,
+                                 std::int64_t examples) {
     const auto half = xs_then_ys.begin() + static_cast<std::ptrdiff_t>(xs_then_ys.size() / 2);
-    return replicated_train_step({xs_then_ys.begin(), half}, {half, xs_then_ys.end()}, examples);
+    return replicated_train_step({xs_then_ys.begin(), half}, {half, xs_then_ys.end()}, seed, examples);
   };
   const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function") : nullptr;
   std::vector<Tensor<float>> values;
   if (traced_step) {
     xs.insert(xs.end(), ys.begin(), ys.end());
-    values = (*traced_step)(xs, global);
+    values = (*traced_step)(xs, step_seed(), global);
   } else {
-    values = replicated_train_step(xs, ys, global);
+    values = replicated_train_step(xs, ys, step_seed(), global);
   }
   return {values[0], global, {values.begin() + 1, values.end()}};
 }
 
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
-    const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys, std::int64_t global) {
+    const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys, const Tensor<std::int64_t>& seed,
+    std::int64_t global) {
   // strategy.run: each replica's forward and backward pass on its tape.
   const auto vars = trainable_variables();
+  // Each replica's random stream: its first row's index in the global batch (unique across workers).
+  const auto batch = strategy_->local_batch(global);
+  std::vector<int> first_rows{static_cast<int>(batch.offset)};
+  for (const auto size : batch.sizes) first_rows.push_back(first_rows.back() + static_cast<int>(size));
   const auto& devices = strategy_->replica_devices();
   std::vector<std::vector<Tensor<float>>> grads(devices.size());
   std::vector<Tensor<float>> losses(devices.size());
@@ -174,6 +183,7 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
   std::vector<std::vector<Tensor<float>>> metrics(metrics_.size(), std::vector<Tensor<float>>(devices.size()));
   strategy_->run_replicas([&](int r) {
     const auto i = static_cast<std::size_t>(r);
+    const StepSeedScope seeded(seed, first_rows[i]);
     GradientTape tape;
     const Tensor<float> prediction = forward(xs[i], true);
     const Tensor<float> per_example = loss_->per_example(ys[i], prediction);

@@ -56,6 +56,55 @@ struct SlotTable {
   }
 };
 
+/// Which slots Keras saves, in its order: for each group, every variable's slots of that group
+/// in turn (Adam: m and v interleaved per variable, then AMSGrad's v_hat per variable).
+using SlotGroups = std::vector<std::vector<std::size_t>>;
+
+/// The slots of `vars` in Keras's order (component 0's: a mirrored variable's are all equal);
+/// zeros for a variable the optimizer has not updated yet, as Keras builds them.
+template <std::size_t K>
+std::vector<Tensor<float>> export_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars,
+                                        const SlotGroups& groups) {
+  std::lock_guard lock(table.mutex);
+  std::vector<Tensor<float>> out;
+  for (const auto& group : groups)
+    for (const auto& v : vars)
+      for (const std::size_t k : group) {
+        const auto it = table.slots.find(v.handle_id());
+        const bool has = it != table.slots.end() && !it->second.empty() && it->second[0][k].defined();
+        out.push_back(has ? it->second[0][k] : kernels::filled_on<float>(v.component(0).device_info(), v.shape(), 0.0f, "ZerosLike"));
+      }
+  return out;
+}
+
+/// Sets the step count and the slots of `vars` (Keras's order) on every component's device.
+template <std::size_t K>
+void import_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars, const SlotGroups& groups,
+                  std::int64_t iterations, const std::vector<Tensor<float>>& slots) {
+  std::size_t count = 0;
+  for (const auto& group : groups) count += group.size() * vars.size();
+  if (slots.size() != count)
+    throw InvalidArgumentError("the optimizer keeps " + std::to_string(count) + " slot variables for these " +
+                               std::to_string(vars.size()) + " variables, but " + std::to_string(slots.size()) +
+                               " were given");
+  std::lock_guard lock(table.mutex);
+  std::size_t i = 0;
+  for (const auto& group : groups)
+    for (const auto& v : vars)
+      for (const std::size_t k : group) {
+        if (slots[i].shape() != v.shape())
+          throw InvalidArgumentError("slot " + std::to_string(i) + " has shape " + slots[i].shape().to_string() +
+                                     ", but variable " + v.name() + " has shape " + v.shape().to_string());
+        for (std::size_t c = 0; c < v.num_components(); ++c) {
+          auto& mine = table.of(v, c, v.component(c), k + 1);  // on the component's device
+          // A buffer of its own (updates write slots in place), through the host.
+          mine[k] = to_device(constant<float>(slots[i].to_vector(), v.shape()), *mine[k].storage()->device, "Identity");
+        }
+        ++i;
+      }
+  table.iterations = iterations;
+}
+
 /// The (gradient, variable) pairs that have a gradient, after Keras's checks.
 inline std::vector<std::pair<Tensor<float>, Variable<float>>> pairs(const std::vector<Tensor<float>>& grads,
                                                                     const std::vector<Variable<float>>& vars) {
@@ -212,6 +261,16 @@ struct SGD {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
   }
+  /// The velocities (with momentum) of `vars` in Keras's order; restore sets them and the count.
+  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const {
+    return optimizer_detail::export_slots(*slots, vars, groups());
+  }
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const {
+    optimizer_detail::import_slots(*slots, vars, groups(), steps, values);
+  }
+
+ private:
+  [[nodiscard]] optimizer_detail::SlotGroups groups() const { return momentum != 0.0 ? optimizer_detail::SlotGroups{{0}} : optimizer_detail::SlotGroups{}; }
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -247,6 +306,18 @@ struct Adam {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
   }
+  /// The moments of `vars` in Keras's order (m, v per variable; then v_hat); restore sets them.
+  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const {
+    return optimizer_detail::export_slots(*slots, vars, groups());
+  }
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const {
+    optimizer_detail::import_slots(*slots, vars, groups(), steps, values);
+  }
+
+ private:
+  [[nodiscard]] optimizer_detail::SlotGroups groups() const {
+    return amsgrad ? optimizer_detail::SlotGroups{{0, 1}, {2}} : optimizer_detail::SlotGroups{{0, 1}};
+  }
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -281,6 +352,20 @@ class Optimizer {
       : apply_([optimizer](const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
           optimizer.apply_gradients(g, v);
         }),
+        iterations_([optimizer]() -> std::int64_t {
+          if constexpr (requires { optimizer.iterations(); }) return optimizer.iterations();
+          else return 0;
+        }),
+        slot_values_([optimizer](const std::vector<Variable<float>>& vars) -> std::vector<Tensor<float>> {
+          if constexpr (requires { optimizer.slot_values(vars); }) return optimizer.slot_values(vars);
+          else return {};
+        }),
+        restore_([optimizer](const std::vector<Variable<float>>& vars, std::int64_t steps,
+                             const std::vector<Tensor<float>>& values) {
+          if constexpr (requires { optimizer.restore(vars, steps, values); }) optimizer.restore(vars, steps, values);
+          else throw UnimplementedError(std::string(O::name) + " cannot restore a saved state");
+        }),
+        learning_rate_(static_cast<double>(optimizer.learning_rate)),
         name_(O::name) {
     optimizer.validate();
   }
@@ -293,11 +378,27 @@ class Optimizer {
     apply_(grads, vars);
   }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The updates applied so far (Keras's optimizer.iterations; 0 for an optimizer that does not count).
+  [[nodiscard]] std::int64_t iterations() const { return iterations_(); }
+  [[nodiscard]] double learning_rate() const noexcept { return learning_rate_; }
+  /// The optimizer's slots for `vars` in Keras's order (what Keras saves after iterations and the
+  /// learning rate); `restore` sets them and the step count (a checkpoint's resumption).
+  /// @throws InvalidArgumentError for values of other counts or shapes (nothing changes then).
+  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const {
+    return slot_values_(vars);
+  }
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const {
+    restore_(vars, steps, values);
+  }
 
  private:
   static Optimizer by_name(std::string_view identifier);
 
   std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> apply_;
+  std::function<std::int64_t()> iterations_;
+  std::function<std::vector<Tensor<float>>(const std::vector<Variable<float>>&)> slot_values_;
+  std::function<void(const std::vector<Variable<float>>&, std::int64_t, const std::vector<Tensor<float>>&)> restore_;
+  double learning_rate_;
   std::string name_;
 };
 

@@ -34,11 +34,11 @@ class Sequential : public Model {
   [[nodiscard]] bool built() const override { return graph_ != nullptr && graph_->built(); }
   /// The layers, in order (without the Input Keras keeps inside).
   [[nodiscard]] const std::vector<Layer>& layers() const noexcept { return layers_; }
+  [[nodiscard]] std::vector<std::shared_ptr<LayerBase>> tracked_layers() const override;
 
  protected:
   /// @throws InvalidArgumentError for an empty model.
   void build_graph(const Shape& input_shape) override;
-  std::vector<std::shared_ptr<LayerBase>> summary_layers() const override;
   bool summary_connections() const override { return false; }
 
  private:
@@ -112,7 +112,7 @@ DEVTENSOR_DEFINITION void Sequential::build_graph(const Shape& input_shape) {
   }
 }
 
-DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Sequential::summary_layers() const {
+DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Sequential::tracked_layers() const {
   std::vector<std::shared_ptr<LayerBase>> out;
   for (const auto& l : layers_) out.push_back(l.impl());
   return out;

@@ -107,7 +107,33 @@ struct RandomStandardNormal : RandomOp<RandomStandardNormal, detail::NormalValue
   static constexpr std::string_view name = "RandomStandardNormal";
 };
 
-using RandomOps = TypeList<RandomUniform, RandomStandardNormal>;
+/// Uniform values in [0, 1) of element type `dtype`, a function of the attribute seed and of the
+/// int64 seed tensor (one element) it takes as input: the same inputs give the same values, and a
+/// graph fed a new seed tensor per run draws anew (what Dropout uses in traced training steps;
+/// TensorFlow's StatelessRandomUniform with the seed as data). T is the seed's element type.
+struct StatelessRandomUniform : OpTable<TypeList<std::int64_t>, TypeList<std::int64_t>>, Builtin {
+  static constexpr std::string_view name = "StatelessRandomUniform";
+  static constexpr bool never_pin_to_host = true;
+  static constexpr bool differentiable = false;
+  struct Attrs {
+    Shape shape;
+    std::uint64_t seed = 0;
+    DType dtype = DType::DT_FLOAT;
+  };
+  /// @throws InvalidArgumentError unless the seed tensor has one element.
+  static const Shape& output_shape(const Attrs& attrs, const Shape& seed) {
+    if (seed.num_elements() != 1)
+      throw InvalidArgumentError("seed must have exactly one element, got shape " + seed.to_string() +
+                                 " [Op:StatelessRandomUniform]");
+    return attrs.shape;
+  }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
+};
+
+using RandomOps = TypeList<RandomUniform, RandomStandardNormal, StatelessRandomUniform>;
 
 }  // namespace ops
 
@@ -138,6 +164,15 @@ Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const Op
   return run_op<ops::RandomStandardNormal, T>(op_options, {shape, seed, options.mean, options.stddev});  // the CPU's, to rounding
 }
 
+/// Uniform values in [0, 1) drawn from `seed` (a one-element int64 tensor, possibly a graph's
+/// argument) mixed with `attr_seed`: a stateless op, so a traced graph fed a new seed draws anew.
+/// @throws InvalidArgumentError for a seed of more than one element.
+template <Floating T>
+Tensor<T> stateless_random_uniform(const Shape& shape, const Tensor<std::int64_t>& seed, std::uint64_t attr_seed,
+                                   const OpOptions& op_options = {}) {
+  return run_op<ops::StatelessRandomUniform, T>(op_options, {shape, attr_seed, dtype_enum<T>()}, seed);
+}
+
 }  // namespace devtensor
 
 #if DEVTENSOR_CPU_KERNEL_BODIES
@@ -149,6 +184,18 @@ void RandomOp<Self, Value>::cpu(const KernelContext& ctx) {
   const Value<T> value{a.seed, a.p0, a.p1};
   T* o = ctx.output<T>();
   for (std::int64_t i = 0, n = a.shape.num_elements(); i < n; ++i) o[i] = value(i);
+}
+
+template <class T>
+void StatelessRandomUniform::cpu(const KernelContext& ctx) {
+  const auto& a = ctx.attr<Attrs>();
+  const std::uint64_t seed = splitmix64(a.seed ^ splitmix64(static_cast<std::uint64_t>(ctx.input<T>(0)[0])));
+  const auto fill = [&]<class U>(U* o) {
+    const detail::UniformValue<U> value{seed, 0.0, 1.0};
+    for (std::int64_t i = 0, n = a.shape.num_elements(); i < n; ++i) o[i] = value(i);
+  };
+  if (a.dtype == DType::DT_DOUBLE) fill(ctx.output<double>());
+  else fill(ctx.output<float>());
 }
 }  // namespace devtensor::ops
 #endif
@@ -162,6 +209,29 @@ template <class T>
 void RandomOp<Self, Value>::cuda(const KernelContext& ctx) {
   const auto& a = ctx.attr<Attrs>();
   cuda::generate(ctx.device, ctx.output<T>(), a.shape.num_elements(), Value<T>{a.seed, a.p0, a.p1});
+}
+
+namespace random_detail {
+/// Element i of StatelessRandomUniform: the seed tensor is read on the device.
+template <class U>
+struct StatelessUniformValue {
+  const std::int64_t* seed_tensor;
+  std::uint64_t seed;
+  __device__ U operator()(std::int64_t i) const {
+    const std::uint64_t mixed = splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(*seed_tensor)));
+    return detail::UniformValue<U>{mixed, 0.0, 1.0}(i);
+  }
+};
+}  // namespace random_detail
+
+template <class T>
+void StatelessRandomUniform::cuda(const KernelContext& ctx) {
+  const auto& a = ctx.attr<Attrs>();
+  const std::int64_t n = a.shape.num_elements();
+  if (a.dtype == DType::DT_DOUBLE)
+    cuda::generate(ctx.device, ctx.output<double>(), n, random_detail::StatelessUniformValue<double>{ctx.input<T>(0), a.seed});
+  else
+    cuda::generate(ctx.device, ctx.output<float>(), n, random_detail::StatelessUniformValue<float>{ctx.input<T>(0), a.seed});
 }
 }  // namespace devtensor::ops
 #endif

@@ -2,9 +2,10 @@
 // layers, several inputs and outputs and models inside models; Sequential as a chain of the same
 // calls; Keras 3's summary table. Expected texts and messages are TensorFlow 2.21 / Keras 3.15's:
 // tests/reference/functional.py prints them. The seeds' functional model under a strategy:
-// tests/unit/distribute/functional_strategy_test.cpp.
+// tests/unit/distribute/training_test.cpp.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -322,6 +323,11 @@ BOOST_AUTO_TEST_CASE(bad_graphs_and_merges_raise_keras_errors) {
                              dt::InvalidArgumentError, "Inputs have incompatible shapes. Received shapes (2,) and (3,)");
   nn::Sequential empty;
   DEVTENSOR_CHECK_THROW_WITH((void)empty(a), dt::InvalidArgumentError, "has no layers");
+  // Weights files need the hdf5 component (tests/unit/nn/weights_test.cpp): this program has not it.
+  nn::Model small(a, ya);
+  DEVTENSOR_CHECK_THROW_WITH(small.save_weights("x.weights.h5"), dt::UnimplementedError,
+                             "save_weights needs the HDF5 component: link devtensor::hdf5");
+  DEVTENSOR_CHECK_THROW_WITH(small.load_weights("x.weights.h5"), dt::UnimplementedError, "include <devtensor/hdf5/weights.hpp>");
   DEVTENSOR_CHECK_THROW_WITH((void)empty.impl(), dt::FailedPreconditionError, "This model has not yet been built");
 }
 
@@ -344,6 +350,57 @@ BOOST_AUTO_TEST_CASE(flatten_and_activation_layers) {
   const auto before = m.trainable_variables()[0].value().to_vector();
   (void)m.train_on_batch(x, dt::ones<float>(dt::Shape({2, 1})));
   BOOST_TEST(m.trainable_variables()[0].value().to_vector() != before);
+}
+
+BOOST_AUTO_TEST_CASE(dropout_drops_only_while_training) {
+  const auto x = dt::ones<float>(dt::Shape({20, 50}));
+  nn::Dropout dropout(0.3, {.seed = 3});
+  BOOST_TEST(dropout.name() == "dropout");
+  BOOST_TEST(dropout(x).to_vector() == x.to_vector(), boost::test_tools::per_element());  // inference: the identity
+  const auto first = dropout(x, true).to_vector();
+  std::size_t zeros = 0;
+  for (const float v : first) {
+    BOOST_TEST((v == 0.0f || v == static_cast<float>(1.0 / 0.7)));
+    zeros += v == 0.0f;
+  }
+  BOOST_TEST(std::abs(static_cast<double>(zeros) / 1000 - 0.3) < 0.05);
+  // Every call draws anew; the same seed draws the same sequence.
+  const auto second = dropout(x, true).to_vector();
+  BOOST_TEST(second != first);
+  nn::Dropout again(0.3, {.seed = 3});
+  BOOST_TEST(again(x, true).to_vector() == first, boost::test_tools::per_element());
+  BOOST_TEST(nn::Dropout(0.0)(x, true).to_vector() == x.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(dt::reduce_sum(nn::Dropout(1.0)(x, true)).item() == 0.0f);
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dropout(1.5), dt::InvalidArgumentError,
+                             "Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                             "Received: rate=1.5");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dropout(-0.1), dt::InvalidArgumentError, "Received: rate=-0.1");
+}
+
+BOOST_AUTO_TEST_CASE(dropout_draws_a_new_mask_every_training_step_traced_or_not) {
+  // in -> Dropout(0.5) -> Dense(1, kernel of ones, no bias), a tiny learning rate: the loss of the
+  // same batch changes from step to step only because the mask does.
+  const auto x = dt::ones<float>(dt::Shape({4, 16}));
+  const auto y = dt::zeros<float>(dt::Shape({4, 1}));
+  const auto make = [] {
+    const auto in = nn::Input({16});
+    const auto dropped = nn::Dropout(0.5, {.seed = 11})(in);
+    nn::Model model(in, nn::Dense(1, {.use_bias = false, .kernel_initializer = nn::initializers::Ones{}})(dropped));
+    model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 1e-30});
+    return model;
+  };
+  auto traced = make();
+  auto eager = make();
+  eager.set_run_eagerly(true);
+  const auto a = traced.fit(x, y, {.epochs = 4, .batch_size = 4, .verbose = 0, .shuffle = false});
+  const auto b = eager.fit(x, y, {.epochs = 4, .batch_size = 4, .verbose = 0, .shuffle = false});
+  BOOST_TEST(a.loss == b.loss, boost::test_tools::per_element());  // the same masks, step by step
+  BOOST_TEST(a.loss[0] != a.loss[1]);                              // a new mask every step
+  BOOST_TEST(a.loss[1] != a.loss[2]);
+  // Without training the layer is the identity: 16 per row.
+  const auto predicted = traced.predict(x).to_vector();
+  for (const float v : predicted) BOOST_TEST(v == 16.0f);
+  BOOST_TEST(traced.evaluate(x, y, {.verbose = 0}).loss == 256.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -409,6 +409,23 @@ BOOST_AUTO_TEST_CASE(random_is_seeded_and_distributed) {
   DEVTENSOR_CHECK_THROW_WITH(dt::random_normal<float>({2}, {.stddev = -1}), InvalidArgumentError, "stddev");
 }
 
+BOOST_AUTO_TEST_CASE(stateless_random_uniform_is_a_function_of_its_seeds) {
+  // The seed tensor and the attribute seed determine the values; either changes them.
+  const auto seven = dt::scalar<std::int64_t>(7);
+  const auto a = dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 1).to_vector();
+  BOOST_TEST(a == dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 1).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(a != dt::stateless_random_uniform<float>(dt::Shape({4000}), dt::scalar<std::int64_t>(8), 1).to_vector());
+  BOOST_TEST(a != dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 2).to_vector());
+  BOOST_TEST(*std::min_element(a.begin(), a.end()) >= 0.0f);
+  BOOST_TEST(*std::max_element(a.begin(), a.end()) < 1.0f);
+  BOOST_TEST(std::abs(std::accumulate(a.begin(), a.end(), 0.0) / 4000 - 0.5) < 0.02);
+  const auto d = dt::stateless_random_uniform<double>(dt::Shape({2, 3}), dt::constant<std::int64_t>({7}, {1}), 1);
+  BOOST_TEST(d.shape() == dt::Shape({2, 3}));
+  BOOST_TEST(d.to_vector()[0] == static_cast<double>(a[0]), boost::test_tools::tolerance(1e-6));  // the same stream
+  DEVTENSOR_CHECK_THROW_WITH(dt::stateless_random_uniform<float>(dt::Shape({2}), dt::constant<std::int64_t>({1, 2}), 1),
+                             InvalidArgumentError, "seed must have exactly one element, got shape [2]");
+}
+
 BOOST_AUTO_TEST_CASE(reductions_over_leading_axes_of_wide_rows) {
   // Kept axes after the reduced block, wider than one accumulator block (512): several tasks per
   // row, a partial last block (276 columns: groups of 8 and 4 single columns), before > 1, and

@@ -1,0 +1,262 @@
+#pragma once
+/// @file weights.hpp
+/// @brief Keras 3's weights files (`model.save_weights("x.weights.h5")` / `load_weights`) for
+/// devtensor's models, through the HDF5 C library. Include it (and link devtensor::hdf5) to give
+/// Model::save_weights and load_weights their bodies.
+///
+/// The layout is Keras 3's (SPEC 11), which TensorFlow 2.21 writes and reads:
+///
+///     /layers/<key>/vars/0, /1, ...   a layer's variables (Dense: kernel, bias), float32
+///     /layers/<key>/vars @name        the layer's own name ("hidden")
+///     /layers/<key>/layers/...        a model inside the model, the same way down
+///     /vars @name                     the model's name
+///
+/// <key> is the layer class's default name (dense, input_layer, concatenate, ...) made unique in
+/// the order of the model's tracked layers (dense, dense_1, ...), whatever names the user gave.
+/// Loading checks the whole file against the model before it changes anything: a missing or extra
+/// layer or variable, a shape or a type that differs is an InvalidArgumentError naming the first
+/// path that does not match (and the shapes); a file that is not HDF5, truncated or damaged is an
+/// InvalidArgumentError; a missing file a NotFoundError.
+///
+/// A compiled model whose optimizer has run also saves the optimizer's state, as Keras does:
+///
+///     /optimizer/vars @name           "sgd", "adam"
+///     /optimizer/vars/0               iterations (int64 scalar)
+///     /optimizer/vars/1               the learning rate (float32 scalar)
+///     /optimizer/vars/2, ...          the slots (Adam: m, v of each variable in turn; then v_hat)
+///
+/// so the file is a checkpoint: loading it into a model compiled alike restores the step count and
+/// the slots (not the learning rate: the compiled optimizer's is kept), and training resumes as if
+/// uninterrupted, bit for bit. A model that is not compiled skips the optimizer's state, as Keras.
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/hdf5/file.hpp"
+#include "devtensor/nn/functional.hpp"
+#include "devtensor/nn/layer.hpp"
+#include "devtensor/nn/model.hpp"
+#include "devtensor/ops/creation.hpp"
+
+namespace devtensor::nn::weights_io {
+
+/// "InputLayer" -> "input_layer": Keras's default name of a layer class.
+inline std::string snake_case(const std::string& type) {
+  std::string out;
+  for (std::size_t i = 0; i < type.size(); ++i) {
+    const auto c = static_cast<unsigned char>(type[i]);
+    if (std::isupper(c) && i > 0) out += '_';
+    out += static_cast<char>(std::tolower(c));
+  }
+  return out;
+}
+
+/// A variable the file holds, where it holds it.
+struct Entry {
+  std::string group;  // "/layers/dense/vars"
+  std::string index;  // "0"
+  Variable<float> variable;
+};
+
+/// Keys for `layers`, in order: the class's default name, then _1, _2, ... for the next ones.
+inline std::vector<std::string> keys_of(const std::vector<std::shared_ptr<LayerBase>>& layers) {
+  std::map<std::string, int> seen;
+  std::vector<std::string> keys;
+  for (const auto& layer : layers) {
+    const std::string base = snake_case(layer->type_name());
+    const int n = seen[base]++;
+    keys.push_back(n == 0 ? base : base + "_" + std::to_string(n));
+  }
+  return keys;
+}
+
+/// Every variable of `layers` under `prefix` ("" for the root), as the file lays them out.
+inline void collect(const std::vector<std::shared_ptr<LayerBase>>& layers, const std::string& prefix,
+                    std::vector<Entry>& out, std::vector<std::pair<std::string, const LayerBase*>>& groups) {
+  const auto keys = keys_of(layers);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string path = prefix + "/layers/" + keys[i];
+    groups.emplace_back(path, layers[i].get());
+    const auto nested = tracked_sublayers(*layers[i]);
+    if (!nested.empty()) {
+      collect(nested, path, out, groups);
+      continue;  // a model's variables are its layers'
+    }
+    const auto vars = layers[i]->variables();
+    for (std::size_t v = 0; v < vars.size(); ++v) out.push_back({path + "/vars", std::to_string(v), vars[v]});
+  }
+}
+
+/// The group at an absolute path ("/layers/dense/vars"), opened from the root.
+inline hdf5::Group open_path(const hdf5::Group& root, const std::string& path) {
+  hdf5::Group group = root.group(path.substr(1, path.find('/', 1) - 1));
+  std::size_t start = path.find('/', 1);
+  while (start != std::string::npos) {
+    const std::size_t end = path.find('/', start + 1);
+    group = group.group(path.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1));
+    start = end;
+  }
+  return group;
+}
+
+inline void write_layers(hdf5::Group& parent, const std::vector<std::shared_ptr<LayerBase>>& layers) {
+  hdf5::Group container = parent.create_group("layers");
+  const auto keys = keys_of(layers);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    hdf5::Group group = container.create_group(keys[i]);
+    const auto nested = tracked_sublayers(*layers[i]);
+    if (!nested.empty()) write_layers(group, nested);
+    hdf5::Group vars = group.create_group("vars");
+    vars.set_string_attribute("name", layers[i]->name());
+    if (!nested.empty()) continue;
+    const auto variables = layers[i]->variables();
+    for (std::size_t v = 0; v < variables.size(); ++v) {
+      const Tensor<float> value = variables[v].value();
+      vars.write_floats(std::to_string(v), value.shape().dims_vector(), value.to_vector());
+    }
+  }
+}
+
+inline void save(const Model& model, const std::string& path) {
+  if (!model.built())
+    throw FailedPreconditionError("save_weights: the model \"" + model.name() + "\" has not been built yet, so it has "
+                                  "no variables to save. Call it on a batch of data first.");
+  hdf5::Group root = hdf5::create_file(path);
+  write_layers(root, model.tracked_layers());
+  root.create_group("vars").set_string_attribute("name", model.name());
+  if (model.compiled() && model.optimizer().iterations() > 0) {
+    const Optimizer& optimizer = model.optimizer();
+    hdf5::Group vars = root.create_group("optimizer").create_group("vars");
+    std::string name = optimizer.name();
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    vars.set_string_attribute("name", name);
+    vars.write_int64("0", optimizer.iterations());
+    vars.write_floats("1", {}, {static_cast<float>(optimizer.learning_rate())});
+    const auto slots = optimizer.slot_values(model.trainable_variables());
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      vars.write_floats(std::to_string(i + 2), slots[i].shape().dims_vector(), slots[i].to_vector());
+  }
+}
+
+inline void load(Model& model, const std::string& path) {
+  if (!model.built())
+    throw FailedPreconditionError("load_weights: the model \"" + model.name() + "\" has not been built yet; build it "
+                                  "(call it on a batch of data) so that its variables exist, then load.");
+  std::vector<Entry> entries;
+  std::vector<std::pair<std::string, const LayerBase*>> groups;
+  collect(model.tracked_layers(), "", entries, groups);
+  const hdf5::Group root = hdf5::open_file(path);
+  const auto mismatch = [&](const std::string& what) {
+    return InvalidArgumentError("load_weights: " + path + " does not match model \"" + model.name() + "\": " + what +
+                                ". Nothing was loaded.");
+  };
+  // The layout first: every layer group of the model, no other, each with as many variables.
+  std::map<std::string, std::vector<std::string>> layer_children;
+  const auto check_layers = [&](const std::string& prefix) {
+    std::vector<std::string> expected;
+    for (const auto& [group_path, layer] : groups)
+      if (group_path.rfind(prefix + "/layers/", 0) == 0 && group_path.find('/', prefix.size() + 8) == std::string::npos)
+        expected.push_back(group_path.substr(prefix.size() + 8));
+    if (expected.empty()) return;
+    hdf5::Group container = [&] {
+      try {
+        return open_path(root, prefix + "/layers");
+      } catch (const InvalidArgumentError&) {
+        throw mismatch("it has no group " + prefix + "/layers");
+      }
+    }();
+    for (const auto& child : container.children())
+      if (std::find(expected.begin(), expected.end(), child) == expected.end())
+        throw mismatch("it has a layer " + prefix + "/layers/" + child + " that the model does not have");
+  };
+  check_layers("");
+  for (const auto& [group_path, layer] : groups) {
+    if (!tracked_sublayers(*layer).empty()) {
+      check_layers(group_path);
+      continue;
+    }
+    const auto variables = layer->variables();
+    hdf5::Group vars = [&] {
+      try {
+        return open_path(root, group_path + "/vars");
+      } catch (const InvalidArgumentError&) {
+        throw mismatch("it has no group " + group_path + "/vars (for layer \"" + layer->name() + "\")");
+      }
+    }();
+    const auto stored = vars.children();
+    if (stored.size() != variables.size())
+      throw mismatch("Layer '" + layer->name() + "' expected " + std::to_string(variables.size()) +
+                     " variables, but received " + std::to_string(stored.size()) + " variables during loading (" +
+                     group_path + "/vars)");
+  }
+  // Then the values, read and checked before any variable changes.
+  std::vector<Tensor<float>> values;
+  for (const auto& entry : entries) {
+    const hdf5::Group vars = open_path(root, entry.group);
+    const std::string where = entry.group + "/" + entry.index;
+    std::pair<std::vector<std::int64_t>, std::vector<float>> data;
+    try {
+      data = vars.read_floats(entry.index);
+    } catch (const InvalidArgumentError& e) {
+      throw mismatch(e.what());
+    }
+    const Shape expected = entry.variable.shape();
+    if (data.first != expected.dims_vector())
+      throw mismatch(where + " has shape " + Shape::partial(data.first).to_python() + ", but variable " +
+                     entry.variable.name() + " has shape " + expected.to_python());
+    values.push_back(constant<float>(data.second, expected));
+  }
+  // The optimizer's state, checked as well before anything changes.
+  std::optional<std::pair<std::int64_t, std::vector<Tensor<float>>>> optimizer_state;
+  if (model.compiled() && root.has("optimizer")) {
+    const auto trainable = model.trainable_variables();
+    const auto expected = model.optimizer().slot_values(trainable);
+    const hdf5::Group vars = [&] {
+      try {
+        return open_path(root, "/optimizer/vars");
+      } catch (const InvalidArgumentError&) {
+        throw mismatch("it has an /optimizer group without /optimizer/vars");
+      }
+    }();
+    if (vars.children().size() != expected.size() + 2)
+      throw mismatch("/optimizer/vars holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
+                     model.optimizer().name() + " keeps " + std::to_string(expected.size() + 2) +
+                     " (iterations, learning rate, slots) for its " + std::to_string(trainable.size()) +
+                     " trainable variables");
+    std::vector<Tensor<float>> slots;
+    try {
+      const std::int64_t iterations = vars.read_int64("0");
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        auto [shape, data] = vars.read_floats(std::to_string(i + 2));
+        if (shape != expected[i].shape().dims_vector())
+          throw InvalidArgumentError("/optimizer/vars/" + std::to_string(i + 2) + " has shape " +
+                                     Shape::partial(shape).to_python() + ", but the slot it restores has shape " +
+                                     expected[i].shape().to_python());
+        slots.push_back(constant<float>(data, expected[i].shape()));
+      }
+      optimizer_state.emplace(iterations, std::move(slots));
+    } catch (const InvalidArgumentError& e) {
+      throw mismatch(e.what());
+    }
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) entries[i].variable.assign(values[i]);
+  if (optimizer_state)
+    model.optimizer().restore(model.trainable_variables(), optimizer_state->first, optimizer_state->second);
+}
+
+/// Installs save and load as Model::save_weights and load_weights (once per program, at start-up).
+inline const bool installed = [] {
+  hooks().save = &save;
+  hooks().load = &load;
+  return true;
+}();
+
+}  // namespace devtensor::nn::weights_io
