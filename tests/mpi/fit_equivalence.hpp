@@ -6,7 +6,7 @@
 
 #include <cstddef>
 #include <functional>
-#include <optional>
+#include <memory>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
@@ -23,29 +23,40 @@ struct FitCase {
   std::function<nn::Optimizer()> optimizer;  // one per model: optimizers share state between copies
   double loss_tolerance = 1e-4;
   float weight_tolerance = 1e-5f;
+  /// The same layers written with Keras's functional API (Input, layer calls, Model) instead of
+  /// as a Sequential.
+  bool functional = false;
 };
 
 /// Trains both models and checks them; returns the distributed model's trainable variables (for
 /// checks of where they live).
 template <class Strategy>
 std::vector<Variable<float>> check_fit_matches_one_process(Strategy& strategy, const FitCase& c) {
-  auto build = [&] {
-    nn::Sequential model({nn::Dense(c.hidden, {.input_dim = c.features, .activation = c.activation,
-                                               .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
-                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
-    model.compile(nn::losses::MeanSquaredError{}, c.optimizer());
+  auto build = [&]() -> std::unique_ptr<nn::Model> {
+    const nn::DenseOptions hidden{.activation = c.activation, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}};
+    const nn::DenseOptions out{.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}};
+    if (c.functional) {
+      const auto inputs = nn::Input({c.features});
+      auto model = std::make_unique<nn::Model>(inputs, nn::Dense(1, out)(nn::Dense(c.hidden, hidden)(inputs)));
+      model->compile(nn::losses::MeanSquaredError{}, c.optimizer());
+      return model;
+    }
+    auto first = hidden;
+    first.input_dim = c.features;
+    auto model = std::make_unique<nn::Sequential>(std::vector<nn::Layer>{nn::Dense(c.hidden, first), nn::Dense(1, out)});
+    model->compile(nn::losses::MeanSquaredError{}, c.optimizer());
     return model;
   };
   nn::clear_session();
-  std::optional<nn::Sequential> single, distributed, distributed_eagerly;
+  std::unique_ptr<nn::Model> single, distributed, distributed_eagerly;
   {
     DeviceScope cpu("/cpu:0");
-    single.emplace(build());
+    single = build();
   }
   {
     auto guard = strategy.scope();
-    distributed.emplace(build());
-    distributed_eagerly.emplace(build());
+    distributed = build();
+    distributed_eagerly = build();
     distributed_eagerly->set_run_eagerly(true);
   }
   std::vector<float> xs, ys;

@@ -262,18 +262,23 @@ struct SGD {
     return slots->iterations;
   }
   /// The velocities (with momentum) of `vars` in Keras's order; restore sets them and the count.
-  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const {
-    return optimizer_detail::export_slots(*slots, vars, groups());
-  }
-  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const {
-    optimizer_detail::import_slots(*slots, vars, groups(), steps, values);
-  }
+  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const;
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const;
 
  private:
   [[nodiscard]] optimizer_detail::SlotGroups groups() const { return momentum != 0.0 ? optimizer_detail::SlotGroups{{0}} : optimizer_detail::SlotGroups{}; }
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: the state's export and import are compiled once.
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> SGD::slot_values(const std::vector<Variable<float>>& vars) const {
+  return optimizer_detail::export_slots(*slots, vars, groups());
+}
+DEVTENSOR_DEFINITION void SGD::restore(const std::vector<Variable<float>>& vars, std::int64_t steps,
+                                       const std::vector<Tensor<float>>& values) const {
+  optimizer_detail::import_slots(*slots, vars, groups(), steps, values);
+}
+
 DEVTENSOR_DEFINITION void SGD::validate() const {
   if (!(learning_rate > 0))
     throw InvalidArgumentError("SGD: learning_rate must be positive, got " + std::to_string(learning_rate));
@@ -307,12 +312,8 @@ struct Adam {
     return slots->iterations;
   }
   /// The moments of `vars` in Keras's order (m, v per variable; then v_hat); restore sets them.
-  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const {
-    return optimizer_detail::export_slots(*slots, vars, groups());
-  }
-  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const {
-    optimizer_detail::import_slots(*slots, vars, groups(), steps, values);
-  }
+  [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const;
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const;
 
  private:
   [[nodiscard]] optimizer_detail::SlotGroups groups() const {
@@ -321,6 +322,14 @@ struct Adam {
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Adam::slot_values(const std::vector<Variable<float>>& vars) const {
+  return optimizer_detail::export_slots(*slots, vars, groups());
+}
+DEVTENSOR_DEFINITION void Adam::restore(const std::vector<Variable<float>>& vars, std::int64_t steps,
+                                        const std::vector<Tensor<float>>& values) const {
+  optimizer_detail::import_slots(*slots, vars, groups(), steps, values);
+}
+
 DEVTENSOR_DEFINITION void Adam::validate() const {
   if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
     throw InvalidArgumentError("Adam: `learning_rate` must be a non-negative number. Received: learning_rate=" +
