@@ -180,7 +180,7 @@ std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& 
 /// The same for a fixed number of inputs and one output, without heap work beyond the output.
 template <class Op, Element Out, Element T, std::size_t N>
 Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, const std::array<const Tensor<T>*, N>& inputs,
-                        const Shape& shape) {
+                        Shape shape) {
   // Inputs already on `device` are used in place (no Tensor copy: two reference counts and a
   // Shape per input on the 1-element op's path); the others are copied there.
   std::array<const Tensor<T>*, N> local = inputs;
@@ -194,9 +194,9 @@ Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, c
   Tensor<Out> out;
   if constexpr (requires { requires Op::is_view; }) {
     static_assert(N == 1 && std::is_same_v<Out, T>, "a view has one input of the output's type");
-    out = Tensor<Out>(local[0]->storage(), shape);  // the input's buffer, a new tensor value
+    out = Tensor<Out>(local[0]->storage(), std::move(shape));  // the input's buffer, a new tensor value
   } else {
-    out = Tensor<Out>::empty(shape, device, Op::name);
+    out = Tensor<Out>::empty(std::move(shape), device, Op::name);
     if (out.num_elements() > 0) {
       std::array<ops::KernelTensor, N> ins;
       if constexpr (N > 0)
@@ -392,9 +392,9 @@ Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, cons
       throw_undefined_input(Op::name, i);
   if (auto* graph = graph::building()) [[unlikely]]
     return op_detail::graph_op<Op, O, T>(*graph, {}, attrs, inputs);
-  const auto shape = Op::output_shape(attrs, first.shape(), rest.shape()...);
+  Shape shape = Op::output_shape(attrs, first.shape(), rest.shape()...);
   const Device& device = place_op(kernel_support<Op, T>, small_host_int_inputs(first, rest...));
-  return op_detail::execute_one<Op, O, T>(attrs, device, inputs, shape);
+  return op_detail::execute_one<Op, O, T>(attrs, device, inputs, std::move(shape));
 }
 /// The same with TensorFlow's `name=`, which names the node in graph mode (eager ops ignore it).
 template <class Op, class Out = void, Element T, class... Rest>
@@ -416,9 +416,9 @@ template <class Op, Element T>
 Tensor<T> run_op(const typename Op::Attrs& attrs) {
   if (auto* graph = graph::building()) [[unlikely]]
     return op_detail::graph_op<Op, T, T, 0>(*graph, {}, attrs, {});
-  const auto shape = Op::output_shape(attrs);
+  Shape shape = Op::output_shape(attrs);
   const Device& device = place_op(kernel_support<Op, T>);
-  return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, shape);
+  return op_detail::execute_one<Op, T, T, 0>(attrs, device, {}, std::move(shape));
 }
 template <class Op, Element T>
 Tensor<T> run_op(const OpOptions& options, const typename Op::Attrs& attrs) {

@@ -30,6 +30,21 @@ inline constexpr std::int64_t kUnknownDim = -1;
 class Shape {
  public:
   Shape() = default;  // a scalar
+  // Copies touch the vector only for the rare shape beyond kInlineRank: an op's dispatch copies
+  // shapes, and a call to vector's copy constructor, even of an empty one, is not inlined.
+  Shape(const Shape& other) : rank_(other.rank_), inline_(other.inline_) {
+    if (other.rank_ > kInlineRank) heap_ = other.heap_;
+  }
+  Shape& operator=(const Shape& other) {
+    rank_ = other.rank_;
+    inline_ = other.inline_;
+    if (other.rank_ > kInlineRank) heap_ = other.heap_;
+    else heap_.clear();
+    return *this;
+  }
+  Shape(Shape&&) noexcept = default;
+  Shape& operator=(Shape&&) noexcept = default;
+  ~Shape() = default;
   /// @throws InvalidArgumentError for a negative dimension or too many elements.
   Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.size(), {}); }
   explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.data(), dims.size(), {}); }

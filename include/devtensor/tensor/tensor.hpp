@@ -199,8 +199,14 @@ class Tensor {
   /// A new, uninitialised tensor on `device` (ops use this for outputs).
   /// @throws InvalidArgumentError when the byte size overflows, ResourceExhaustedError (OOM).
   static Tensor empty(const Shape& shape, const Device& device, std::string_view op) {
+    return empty(Shape(shape), device, op);
+  }
+  /// The same, taking the shape over (an op's output shape: no copy on the eager path). Always
+  /// inlined: in a TU with much else GCC stops inlining it into every op's dispatch.
+  [[gnu::always_inline]] static Tensor empty(Shape&& shape, const Device& device, std::string_view op) {
     const std::size_t bytes = checked_byte_count(shape.num_elements(), sizeof(T), op);
-    return Tensor(allocate_storage(device, bytes, shape, dtype_string<T>(), op), shape);
+    auto storage = allocate_storage(device, bytes, shape, dtype_string<T>(), op);
+    return Tensor(std::move(storage), std::move(shape));
   }
 
   [[nodiscard]] bool defined() const noexcept { return storage_ != nullptr; }
