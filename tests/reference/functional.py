@@ -80,3 +80,45 @@ for make in [
         make()
     except Exception as e:
         print(type(e).__name__, str(e).splitlines()[0])
+
+print("== two inputs, two outputs: per-output losses, loss_weights, per-output metrics")
+
+
+def two_heads():
+    a = keras.Input((3,), name="a")
+    b = keras.Input((2,), name="b")
+    h = keras.layers.Concatenate()([a, b])
+    reg = keras.layers.Dense(1, name="reg", kernel_initializer="ones")(h)
+    cls = keras.layers.Dense(3, activation="softmax", name="cls", kernel_initializer="ones")(h)
+    model = keras.Model([a, b], [reg, cls])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=["mse", "categorical_crossentropy"],
+                  loss_weights=[1.0, 0.5], metrics=[[], ["accuracy"]])
+    return model
+
+
+rows = np.arange(12)
+xa = np.array([[((i * 3 + j) % 7 - 3) / 4 for j in range(3)] for i in rows], "float32")
+xb = np.array([[((i * 2 + j) % 5 - 2) / 3 for j in range(2)] for i in rows], "float32")
+y1 = np.array([[(i % 4 - 1.5) / 2] for i in rows], "float32")
+y2 = np.eye(3, dtype="float32")[rows % 3]
+for where in ["one device", "MirroredStrategy over two CPUs"]:
+    if where == "one device":
+        model = two_heads()
+    else:
+        with strategy.scope():
+            model = two_heads()
+    history = model.fit([xa, xb], [y1, y2], epochs=2, batch_size=4, shuffle=False, verbose=0)
+    print(where)
+    for key in sorted(history.history):
+        print("  history", key, ["%.7f" % v for v in history.history[key]])
+    print("  evaluate", {k: "%.7f" % v for k, v in model.evaluate([xa, xb], [y1, y2], verbose=0, return_dict=True).items()})
+    reg, cls = model.predict([xa[:2], xb[:2]], verbose=0)
+    print("  predict reg", reg.ravel().tolist(), "cls", cls.ravel().tolist())
+
+print("== summary after training: Keras's Optimizer params line")
+for optimizer in [keras.optimizers.SGD(0.2), keras.optimizers.SGD(0.2, momentum=0.9), keras.optimizers.Adam(0.01)]:
+    i = keras.Input((3,))
+    model = keras.Model(i, keras.layers.Dense(2)(i))
+    model.compile(loss="mse", optimizer=optimizer)
+    model.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0)
+    model.summary(line_length=76)

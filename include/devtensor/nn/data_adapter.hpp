@@ -1,13 +1,19 @@
 #pragma once
 /// @file data_adapter.hpp
-/// @brief Keras's data adapter for arrays: fit(x, y) and evaluate(x, y) turn examples into a
-/// batched (and, for training, shuffled) dataset of (x, y); fit's validation_split holds out the
-/// last examples.
+/// @brief Keras's data adapters: what fit and evaluate iterate. Batches is a re-iterable source of
+/// (inputs, targets) batches; it comes from arrays (fit(x, y): batched here and, for training,
+/// shuffled every pass, validation_split holding out the last examples) or from a batched dataset
+/// whose components are the model's inputs, then its targets.
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
@@ -19,61 +25,177 @@
 namespace devtensor {
 namespace nn::data_adapter {
 
-/// Examples x [n, ...] and targets y [n, ...], batched by `batch_size` (shuffled every pass with
-/// `shuffle`). @throws InvalidArgumentError for tensors without an examples dimension, different
-/// numbers of examples, or a batch size below 1.
-data::Dataset<float, float> from_arrays(const Tensor<float>& x, const Tensor<float>& y, std::int64_t batch_size,
-                                        bool shuffle, std::optional<std::uint64_t> seed);
+/// One batch as a step takes it: a tensor per model input, then one per output.
+struct Batch {
+  std::vector<Tensor<float>> xs, ys;
+  /// The batch's examples (its first input's first dimension).
+  [[nodiscard]] std::int64_t examples() const { return xs.empty() || xs[0].rank() == 0 ? 1 : xs[0].shape()[0]; }
+};
 
-/// For fit(x, y): the examples to train on, after `options.validation_split` moved the last
-/// floor(n · split)… examples into `options.validation_data` (Keras: the first floor(n · (1 −
+/// A description of batches: every open() starts a fresh pass, as iterating a Dataset does.
+class Batches {
+ public:
+  /// The next batch of a pass, or nothing at its end.
+  using Next = std::function<std::optional<Batch>()>;
+
+  Batches(std::function<Next()> open, std::int64_t cardinality) : open_(std::move(open)), cardinality_(cardinality) {}
+
+  /// The elements of a batched dataset: the first `inputs` components are inputs, the others targets.
+  template <Element... Ts>
+  static Batches from_dataset(const data::Dataset<Ts...>& dataset, std::size_t inputs) {
+    static_assert((std::is_same_v<Ts, float> && ...), "fit and evaluate take datasets of float32 components");
+    return Batches(
+        [dataset, inputs]() -> Next {
+          return [it = std::optional<typename data::Dataset<Ts...>::Iterator>(), dataset, inputs]() mutable
+                 -> std::optional<Batch> {
+            if (!it) it = dataset.begin();  // opened on the first request: a pass reads lazily
+            else ++*it;
+            if (*it == std::default_sentinel) return std::nullopt;
+            std::vector<Tensor<float>> components = std::apply([](const auto&... c) { return std::vector{c...}; }, **it);
+            const auto split = components.begin() + static_cast<std::ptrdiff_t>(std::min(inputs, components.size()));
+            return Batch{{components.begin(), split}, {split, components.end()}};
+          };
+        },
+        dataset.cardinality());
+  }
+
+  [[nodiscard]] Next open() const { return open_(); }
+  [[nodiscard]] std::int64_t cardinality() const noexcept { return cardinality_; }
+
+ private:
+  std::function<Next()> open_;
+  std::int64_t cardinality_;
+};
+
+/// Examples xs (one tensor [n, ...] per input) and targets ys (one per output), batched by
+/// `batch_size` (shuffled every pass with `shuffle`: the order Dataset::shuffle(n, seed) gives).
+/// @throws InvalidArgumentError for tensors without an examples dimension, different numbers of
+/// examples (Keras's "Data cardinality is ambiguous"), or a batch size below 1.
+Batches from_arrays(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
+                    std::int64_t batch_size, bool shuffle, std::optional<std::uint64_t> seed);
+
+/// For fit(x, y): keeps in xs and ys the examples to train on, after `options.validation_split`
+/// moved the last examples into `options.validation_data` (Keras: the first floor(n · (1 −
 /// split)) train; validation_data given explicitly wins). @throws InvalidArgumentError for a split
 /// outside [0, 1) or one that leaves either side without an example (Keras's text).
-std::pair<Tensor<float>, Tensor<float>> split_validation(const Tensor<float>& x, const Tensor<float>& y,
-                                                         FitOptions& options);
+void split_validation(std::vector<Tensor<float>>& xs, std::vector<Tensor<float>>& ys, FitOptions& options);
+
+namespace detail {
+/// Rows [begin, begin + count) of t.
+inline Tensor<float> rows(const Tensor<float>& t, std::int64_t begin, std::int64_t count) {
+  std::vector<std::int64_t> start(t.rank(), 0), size(t.rank(), -1);
+  start[0] = begin;
+  size[0] = count;
+  return slice(t, start, size);
+}
+/// The rows of t listed in `indices`, on the host (runs of consecutive rows copied at once).
+Tensor<float> gather_rows(const Tensor<float>& t, const Tensor<std::int64_t>& indices);
+}  // namespace detail
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION std::pair<Tensor<float>, Tensor<float>> split_validation(const Tensor<float>& x,
-                                                                              const Tensor<float>& y,
-                                                                              FitOptions& options) {
+DEVTENSOR_DEFINITION void split_validation(std::vector<Tensor<float>>& xs, std::vector<Tensor<float>>& ys,
+                                           FitOptions& options) {
   const double split = options.validation_split;
   options.validation_split = 0.0;
-  if (split == 0.0) return {x, y};
+  if (split == 0.0) return;
   if (!(split > 0.0 && split < 1.0))
     throw InvalidArgumentError("validation_split must be in [0, 1), got " + std::to_string(split));
-  if (!options.validation_data.empty()) return {x, y};  // Keras: validation_data overrides the split
-  if (!x.defined() || x.rank() == 0 || !y.defined() || y.rank() == 0 || x.shape()[0] != y.shape()[0])
-    return {x, y};  // from_arrays reports it
-  const std::int64_t n = x.shape()[0];
+  if (!options.validation_data.empty()) return;  // Keras: validation_data overrides the split
+  if (xs.empty() || !xs[0].defined() || xs[0].rank() == 0) return;  // from_arrays reports it
+  const std::int64_t n = xs[0].shape()[0];
+  for (const auto* part : {&xs, &ys})
+    for (const auto& t : *part)
+      if (!t.defined() || t.rank() == 0 || t.shape()[0] != n) return;
   const auto train = static_cast<std::int64_t>(static_cast<double>(n) * (1.0 - split));
   if (train == 0 || train == n)
     throw InvalidArgumentError("Training data contains " + std::to_string(n) + " samples, which is not sufficient "
                                "to split it into a validation and training set as specified by `validation_split=" +
                                std::to_string(split) + "`. Either provide more data, or a different value for the "
                                "`validation_split` argument.");
-  const auto rows = [](const Tensor<float>& t, std::int64_t begin, std::int64_t count) {
-    std::vector<std::int64_t> start(t.rank(), 0), size(t.rank(), -1);
-    start[0] = begin;
-    size[0] = count;
-    return slice(t, start, size);
-  };
-  options.validation_data = ValidationData(rows(x, train, n - train), rows(y, train, n - train));
-  return {rows(x, 0, train), rows(y, 0, train)};
+  ValidationData held_out;
+  for (auto* part : {&xs, &ys})
+    for (auto& t : *part) {
+      (part == &xs ? held_out.xs : held_out.ys).push_back(detail::rows(t, train, n - train));
+      t = detail::rows(t, 0, train);
+    }
+  options.validation_data = std::move(held_out);
 }
 
-DEVTENSOR_DEFINITION data::Dataset<float, float> from_arrays(const Tensor<float>& x, const Tensor<float>& y,
-                                                             std::int64_t batch_size, bool shuffle,
-                                                             std::optional<std::uint64_t> seed) {
-  if (!x.defined() || !y.defined() || x.rank() == 0 || y.rank() == 0)
+DEVTENSOR_DEFINITION Tensor<float> detail::gather_rows(const Tensor<float>& t, const Tensor<std::int64_t>& indices) {
+  auto dims = t.shape().dims_vector();
+  const std::int64_t row_elements = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
+  const std::int64_t count = indices.num_elements();
+  dims[0] = count;
+  auto out = Tensor<float>::empty(Shape(dims), data::pipeline::host_device(), "DataAdapter");
+  const std::int64_t* index = indices.data();
+  const auto row_bytes = static_cast<std::size_t>(row_elements) * sizeof(float);
+  for (std::int64_t i = 0; i < count;) {
+    std::int64_t run = 1;
+    while (i + run < count && index[i + run] == index[i] + run) ++run;
+    copy_bytes(out.mutable_data() + i * row_elements, out.device_info(), t.data() + index[i] * row_elements,
+               t.device_info(), static_cast<std::size_t>(run) * row_bytes);
+    i += run;
+  }
+  return out;
+}
+
+DEVTENSOR_DEFINITION Batches from_arrays(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
+                                         std::int64_t batch_size, bool shuffle, std::optional<std::uint64_t> seed) {
+  if (xs.empty() || ys.empty())
+    throw InvalidArgumentError("fit/evaluate: give at least one input tensor and one target tensor");
+  const auto usable = [](const Tensor<float>& t) { return t.defined() && t.rank() > 0; };
+  if (!std::all_of(xs.begin(), xs.end(), usable) || !std::all_of(ys.begin(), ys.end(), usable))
     throw InvalidArgumentError("fit/evaluate: x and y must be tensors of rank >= 1 with examples first");
-  if (x.shape()[0] != y.shape()[0])
-    throw InvalidArgumentError("Data cardinality is ambiguous:\n  x sizes: " + std::to_string(x.shape()[0]) +
-                               "\n  y sizes: " + std::to_string(y.shape()[0]) +
+  const std::int64_t n = xs[0].shape()[0];
+  const auto same_count = [n](const Tensor<float>& t) { return t.shape()[0] == n; };
+  if (!std::all_of(xs.begin(), xs.end(), same_count) || !std::all_of(ys.begin(), ys.end(), same_count)) {
+    const auto sizes = [](const std::vector<Tensor<float>>& ts) {
+      std::string out;
+      for (const auto& t : ts) out += (out.empty() ? "" : ", ") + std::to_string(t.shape()[0]);
+      return out;
+    };
+    throw InvalidArgumentError("Data cardinality is ambiguous:\n  x sizes: " + sizes(xs) + "\n  y sizes: " + sizes(ys) +
                                "\nMake sure all arrays contain the same number of samples.");
+  }
   if (batch_size < 1) throw InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
-  auto ds = data::Dataset<float, float>::from_tensor_slices(x, y);
-  if (shuffle) ds = ds.shuffle(std::max<std::int64_t>(1, x.shape()[0]), seed);
-  return ds.batch(batch_size);
+  const std::int64_t cardinality = n / batch_size + (n % batch_size != 0 ? 1 : 0);
+  if (!shuffle)
+    return Batches(
+        [xs, ys, n, batch_size]() -> Batches::Next {
+          return [xs, ys, n, batch_size, begin = std::int64_t{0}]() mutable -> std::optional<Batch> {
+            if (begin >= n) return std::nullopt;
+            const std::int64_t count = std::min(batch_size, n - begin);
+            Batch batch;
+            const auto& host = data::pipeline::host_device();
+            for (const auto& x : xs) batch.xs.push_back(data::pipeline::rows_on(x, begin, count, host));
+            for (const auto& y : ys) batch.ys.push_back(data::pipeline::rows_on(y, begin, count, host));
+            begin += count;
+            return batch;
+          };
+        },
+        cardinality);
+  // Every pass draws a new order of the example indices, as Dataset::shuffle draws the examples.
+  auto positions = Tensor<std::int64_t>::empty(Shape({n}), data::pipeline::host_device(), "DataAdapter");
+  std::int64_t* position = positions.mutable_data();
+  for (std::int64_t i = 0; i < n; ++i) position[i] = i;
+  const auto order = data::Dataset<std::int64_t>::from_tensor_slices(positions)
+                         .shuffle(std::max<std::int64_t>(1, n), seed)
+                         .batch(batch_size);
+  return Batches(
+      [xs, ys, order]() -> Batches::Next {
+        return [xs, ys, it = std::optional<data::Dataset<std::int64_t>::Iterator>(), order]() mutable
+               -> std::optional<Batch> {
+          if (!it) it = order.begin();
+          else ++*it;
+          if (*it == std::default_sentinel) return std::nullopt;
+          const auto& indices = std::get<0>(**it);
+          Batch batch;
+          for (const auto& x : xs) batch.xs.push_back(detail::gather_rows(x, indices));
+          for (const auto& y : ys) batch.ys.push_back(detail::gather_rows(y, indices));
+          return batch;
+        };
+      },
+      cardinality);
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

@@ -20,10 +20,8 @@
 /// data_adapter.hpp's.
 
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +30,7 @@
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/distributed_dataset.hpp"
 #include "devtensor/graph/function.hpp"
+#include "devtensor/nn/compile_utils.hpp"
 #include "devtensor/nn/functional.hpp"
 #include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/layer.hpp"
@@ -129,33 +128,60 @@ class Model {
   void summary(std::ostream& out = std::cout, SummaryOptions options = {}) const;
 
   /// Sets the loss and optimizer for fit and evaluate, the metrics they report, and whether their
-  /// steps run eagerly. @throws InvalidArgumentError for an invalid optimizer configuration or a
-  /// metric name Keras does not know.
-  void compile(Loss loss, Optimizer optimizer, CompileOptions options = {});
-  [[nodiscard]] bool compiled() const noexcept { return loss_.has_value(); }
+  /// steps run eagerly. A model of several outputs applies the loss to each and trains on their
+  /// sum. @throws InvalidArgumentError for an invalid optimizer configuration, a metric name Keras
+  /// does not know, or metrics or loss_weights that do not match the outputs (compile_utils.hpp).
+  void compile(Loss loss, Optimizer optimizer, CompileOptions options = {}) {
+    compile(std::vector{std::move(loss)}, std::move(optimizer), std::move(options));
+  }
+  /// One loss per output, in the outputs' order; trained on Σ loss_weights[i] · loss_i.
+  void compile(std::vector<Loss> losses, Optimizer optimizer, CompileOptions options = {});
+  [[nodiscard]] bool compiled() const noexcept { return compiled_loss_.has_value(); }
   /// Whether fit, evaluate and predict run their steps op by op (Keras's model.run_eagerly).
   [[nodiscard]] bool run_eagerly() const noexcept { return run_eagerly_; }
   void set_run_eagerly(bool run_eagerly) noexcept { run_eagerly_ = run_eagerly; }
 
-  /// Trains on a batched dataset of (x, y): a model of one input and one output. @throws
-  /// FailedPreconditionError before compile(); InvalidArgumentError for negative epochs, an
-  /// infinite dataset without steps_per_epoch, batches the model or the loss cannot take, or a
-  /// model of several inputs or outputs.
+  /// Trains on batches: each epoch one pass, or steps_per_epoch steps continuing one pass.
+  /// @throws FailedPreconditionError before compile(); InvalidArgumentError for negative epochs,
+  /// an infinite dataset without steps_per_epoch, batches the model or the loss cannot take
+  /// (another number of inputs or targets than the model has inputs and outputs).
+  History fit(const data_adapter::Batches& batches, FitOptions options = {});
+  /// Trains on a batched dataset whose components are the model's inputs, then its targets:
+  /// (x, y), or (x1, x2, y) for a model of two inputs and one output.
   History fit(const Dataset& dataset, FitOptions options = {});
+  template <Element... Ts>
+    requires(sizeof...(Ts) > 2)
+  History fit(const data::Dataset<Ts...>& dataset, FitOptions options = {}) {
+    return fit(data_adapter::Batches::from_dataset(dataset, input_count()), std::move(options));
+  }
 
   /// Trains on examples x [n, ...] and targets y [n, ...], batched (shuffled each epoch) here, the
   /// last validation_split of them held out. @throws InvalidArgumentError for different counts.
   History fit(const Tensor<float>& x, const Tensor<float>& y, FitOptions options = {}) {
+    return fit(std::vector{x}, std::vector{y}, std::move(options));
+  }
+  /// A model of several inputs or outputs: one tensor [n, ...] per input, one per output.
+  History fit(std::vector<Tensor<float>> xs, std::vector<Tensor<float>> ys, FitOptions options = {}) {
     require_compiled();
-    const auto [train_x, train_y] = data_adapter::split_validation(x, y, options);
-    return fit(data_adapter::from_arrays(train_x, train_y, options.batch_size, options.shuffle, options.seed), options);
+    data_adapter::split_validation(xs, ys, options);
+    return fit(data_adapter::from_arrays(xs, ys, options.batch_size, options.shuffle, options.seed), std::move(options));
   }
 
-  /// The loss and the compiled metrics over a dataset (weighted by batch sizes), without training.
+  /// The loss and the compiled metrics over batches (weighted by batch sizes), without training.
+  Evaluation evaluate(const data_adapter::Batches& batches, EvaluateOptions options = {});
   Evaluation evaluate(const Dataset& dataset, EvaluateOptions options = {});
+  template <Element... Ts>
+    requires(sizeof...(Ts) > 2)
+  Evaluation evaluate(const data::Dataset<Ts...>& dataset, EvaluateOptions options = {}) {
+    return evaluate(data_adapter::Batches::from_dataset(dataset, input_count()), std::move(options));
+  }
   Evaluation evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
+    return evaluate(std::vector{x}, std::vector{y}, std::move(options));
+  }
+  Evaluation evaluate(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
+                      EvaluateOptions options = {}) {
     require_compiled();
-    return evaluate(data_adapter::from_arrays(x, y, options.batch_size, false, std::nullopt), options);
+    return evaluate(data_adapter::from_arrays(xs, ys, options.batch_size, false, std::nullopt), std::move(options));
   }
 
   /// The model's outputs for x [n, ...], computed batch_size examples at a time.
@@ -168,17 +194,25 @@ class Model {
   /// the gradients are summed by the strategy's cross-device ops, and the update is applied to
   /// every replica's variables alike.
   /// Runs op by op, as Keras's train_step; train_on_batch runs it as fit does.
-  std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y);
+  std::pair<double, std::int64_t> train_step(const Tensor<float>& x, const Tensor<float>& y) {
+    return train_step(std::vector{x}, std::vector{y});
+  }
+  /// A model of several inputs or outputs: one tensor per input, one per output.
+  std::pair<double, std::int64_t> train_step(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys);
 
   /// One training step on a batch as fit runs it (traced unless run_eagerly): the batch's loss.
   double train_on_batch(const Tensor<float>& x, const Tensor<float>& y) {
+    return train_on_batch(std::vector{x}, std::vector{y});
+  }
+  double train_on_batch(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys) {
     require_compiled();
-    return static_cast<double>(fit_step(x, y).loss.item());
+    return static_cast<double>(fit_step({xs, ys}).loss.item());
   }
 
+  /// The loss (of the first output, for a model compiled with one per output).
   [[nodiscard]] const Loss& loss() const {
     require_compiled();
-    return *loss_;
+    return compiled_loss_->loss(0);
   }
   [[nodiscard]] const Optimizer& optimizer() const {
     require_compiled();
@@ -205,10 +239,8 @@ class Model {
   std::shared_ptr<layer_detail::FunctionalGraph> graph_;
 
  private:
-  std::optional<Loss> loss_;
+  std::optional<CompiledLoss> compiled_loss_;
   std::optional<Optimizer> optimizer_;
-  std::vector<Metric> metrics_;
-  std::vector<std::string> metric_names_;
   bool run_eagerly_ = false;
 
   /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
@@ -240,16 +272,18 @@ class Model {
   Tensor<float> forward(const Tensor<float>& x, bool training);
   /// @throws InvalidArgumentError unless the model has one input and one output.
   void require_one_input_and_output(const char* what) const;
+  /// The model's number of inputs (1 before a Sequential is built).
+  [[nodiscard]] std::size_t input_count() const { return graph_ ? graph_->inputs().size() : 1; }
+  /// @throws InvalidArgumentError unless the batch has a tensor per input and per output, each
+  /// with the same number of examples.
+  void require_matching_batch(const data_adapter::Batch& batch) const;
 
-  /// fit's step: the batch's loss and metrics (not read) and its number of examples.
-  training_loop::StepResult fit_step(const Tensor<float>& x, const Tensor<float>& y);
-  /// The compiled metrics' values on a batch (means over its examples).
-  std::vector<Tensor<float>> batch_metrics(const Tensor<float>& y, const Tensor<float>& prediction) const;
+  /// fit's step: the batch's loss and reported values (not read) and its number of examples.
+  training_loop::StepResult fit_step(const data_adapter::Batch& batch);
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss and the
   /// metrics are not read (fit decides when).
-  training_loop::StepResult local_train_step(const Tensor<float>& x, const Tensor<float>& y,
-                                             const Tensor<std::int64_t>& seed);
+  training_loop::StepResult local_train_step(const data_adapter::Batch& batch, const Tensor<std::int64_t>& seed);
   /// The seed of the next training step's random layers: the optimizer's iterations, so that a
   /// run resumed from a checkpoint draws as the uninterrupted one.
   Tensor<std::int64_t> step_seed() const { return scalar<std::int64_t>(optimizer_->iterations()); }
@@ -258,16 +292,15 @@ class Model {
 
   /// Splits the batch across the replicas and runs replicated_train_step, traced when
   /// `may_trace` and the model does not run eagerly.
-  training_loop::StepResult distributed_train_step(const Tensor<float>& x, const Tensor<float>& y, bool may_trace);
+  training_loop::StepResult distributed_train_step(const data_adapter::Batch& batch, bool may_trace);
 
   /// Each replica's forward and backward pass on its rows, the gradients summed across the
-  /// replicas, the update; returns the global loss, then the metrics over the global batch.
-  /// `global`: the examples of every process.
-  std::vector<Tensor<float>> replicated_train_step(const std::vector<Tensor<float>>& xs,
-                                                   const std::vector<Tensor<float>>& ys,
+  /// replicas, the update; returns the global loss, then the reported values over the global
+  /// batch. `global`: the examples of every process.
+  std::vector<Tensor<float>> replicated_train_step(const std::vector<data_adapter::Batch>& replicas,
                                                    const Tensor<std::int64_t>& seed, std::int64_t global);
   void require_compiled() const {
-    if (!loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
+    if (!compiled_loss_) throw FailedPreconditionError("You must call `compile()` before using the model.");
   }
   void require_built() const {
     if (!built())
@@ -415,6 +448,12 @@ DEVTENSOR_DEFINITION void Model::summary(std::ostream& out, SummaryOptions optio
     table.rows.push_back(std::move(row));
   }
   for (const auto& v : variables()) (v.trainable() ? table.trainable : table.non_trainable) += v.shape().num_elements();
+  if (compiled() && optimizer_->iterations() > 0) {  // Keras's optimizer.built: after its first step
+    std::int64_t slots = 0;
+    for (const auto& slot : optimizer_->slot_values(trainable_variables())) slots += slot.num_elements();
+    table.optimizer_params = 2 + slots;
+    table.optimizer_bytes = 8 + 4 + 4 * slots;  // the int64 iteration count, the float32 learning rate
+  }
   summary_detail::print(out, table, options);
 }
 
@@ -425,35 +464,6 @@ DEVTENSOR_DEFINITION void Model::capture_strategy() {
                                  "\" belongs to " + strategy_->description());
     strategy_ = scope->strategy;
   }
-}
-
-
-DEVTENSOR_DEFINITION void Model::compile(Loss loss, Optimizer optimizer, CompileOptions options) {
-  // A model whose variables exist already must have created them in the strategy's scope: plain
-  // variables would train on one device while the strategy splits the batch (Keras's check).
-  // Checked before anything changes, so a refused compile leaves the model as it was.
-  const auto* scope = distribute::current_distribution_scope();
-  const distribute::StrategyInterface* strategy = scope ? scope->strategy.get() : strategy_.get();
-  if (strategy && built())
-    for (const auto& v : variables()) {
-      const auto* distributed = distribute::as_distributed(v);
-      if (!distributed || &distributed->strategy() != strategy)
-        throw InvalidArgumentError(
-            "Variable (" + v.name() + ", shape " + v.shape().to_python() +
-            ") was not created in the distribution strategy scope of (" + strategy->description() +
-            "). It is most likely due to not all layers or the model or optimizer being created outside the "
-            "distribution strategy scope. Try to make sure your code looks similar to the following.\n"
-            "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
-    }
-  std::vector<Metric> metrics;
-  for (const auto& name : options.metrics) metrics.push_back(metric_by_name(name));
-  capture_strategy();
-  loss_ = std::move(loss);
-  optimizer_ = std::move(optimizer);
-  metrics_ = std::move(metrics);
-  metric_names_ = options.metrics;
-  run_eagerly_ = options.run_eagerly;
-  traced_ = {};  // Keras makes its train_function again
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

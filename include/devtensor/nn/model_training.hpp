@@ -1,7 +1,10 @@
 #pragma once
 /// @file model_training.hpp
-/// @brief Model's fit, evaluate, predict and train steps: local, or split across a strategy's
-/// replicas, traced into graphs unless the model runs eagerly (model.hpp declares them).
+/// @brief Model's compile, fit, evaluate, predict and train steps: local, or split across a
+/// strategy's replicas, traced into graphs unless the model runs eagerly (model.hpp declares them).
+///
+/// A step takes a batch of one tensor per input and one per output. Traced steps take them flat:
+/// inputs then targets, replica after replica under a strategy.
 
 #include <algorithm>
 #include <cstdint>
@@ -21,41 +24,101 @@
 namespace devtensor {
 namespace nn {
 
+namespace model_detail {
+/// The tensors of a batch in a traced step's order: inputs, then targets.
+inline std::vector<Tensor<float>> flatten(const data_adapter::Batch& batch) {
+  std::vector<Tensor<float>> flat(batch.xs);
+  flat.insert(flat.end(), batch.ys.begin(), batch.ys.end());
+  return flat;
+}
+/// The batch at `flat[begin, ...)` of `inputs` inputs and `targets` targets.
+inline data_adapter::Batch unflatten(const std::vector<Tensor<float>>& flat, std::size_t begin, std::size_t inputs,
+                                     std::size_t targets) {
+  const auto at = [&](std::size_t i) { return flat.begin() + static_cast<std::ptrdiff_t>(begin + i); };
+  return {{at(0), at(inputs)}, {at(inputs), at(inputs + targets)}};
+}
+}  // namespace model_detail
+
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
-DEVTENSOR_DEFINITION History Model::fit(const Dataset& dataset, FitOptions options) {
+DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer optimizer, CompileOptions options) {
+  // A model whose variables exist already must have created them in the strategy's scope: plain
+  // variables would train on one device while the strategy splits the batch (Keras's check).
+  // Checked before anything changes, so a refused compile leaves the model as it was.
+  const auto* scope = distribute::current_distribution_scope();
+  const distribute::StrategyInterface* strategy = scope ? scope->strategy.get() : strategy_.get();
+  if (strategy && built())
+    for (const auto& v : variables()) {
+      const auto* distributed = distribute::as_distributed(v);
+      if (!distributed || &distributed->strategy() != strategy)
+        throw InvalidArgumentError(
+            "Variable (" + v.name() + ", shape " + v.shape().to_python() +
+            ") was not created in the distribution strategy scope of (" + strategy->description() +
+            "). It is most likely due to not all layers or the model or optimizer being created outside the "
+            "distribution strategy scope. Try to make sure your code looks similar to the following.\n"
+            "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
+    }
+  std::vector<std::string> output_names;
+  if (graph_)
+    for (const auto& output : graph_->outputs()) output_names.push_back(output.node()->layer->name());
+  CompiledLoss compiled_loss(std::move(losses), options, std::move(output_names));
+  capture_strategy();
+  compiled_loss_ = std::move(compiled_loss);
+  optimizer_ = std::move(optimizer);
+  run_eagerly_ = options.run_eagerly;
+  traced_ = {};  // Keras makes its train_function again
+}
+
+DEVTENSOR_DEFINITION History Model::fit(const data_adapter::Batches& batches, FitOptions options) {
   require_compiled();
-  if (built()) require_one_input_and_output("fit");
   return training_loop::fit(
-      dataset, options, metric_names_, [this](const Tensor<float>& x, const Tensor<float>& y) { return fit_step(x, y); },
-      [this](const Dataset& validation) { return evaluate(validation, {.verbose = 0}); });
+      batches, options, compiled_loss_->reported_names(),
+      [this](const data_adapter::Batch& batch) { return fit_step(batch); },
+      [this](const data_adapter::Batches& validation) { return evaluate(validation, {.verbose = 0}); });
+}
+
+DEVTENSOR_DEFINITION History Model::fit(const Dataset& dataset, FitOptions options) {
+  return fit(data_adapter::Batches::from_dataset(dataset, input_count()), std::move(options));
 }
 
 DEVTENSOR_DEFINITION Evaluation Model::evaluate(const Dataset& dataset, EvaluateOptions options) {
+  return evaluate(data_adapter::Batches::from_dataset(dataset, input_count()), std::move(options));
+}
+
+DEVTENSOR_DEFINITION Evaluation Model::evaluate(const data_adapter::Batches& batches, EvaluateOptions options) {
   require_compiled();
-  if (built()) require_one_input_and_output("evaluate");
-  return training_loop::evaluate(dataset, options, metric_names_, [this](const Tensor<float>& x, const Tensor<float>& y) {
-    const std::int64_t n = x.rank() > 0 ? x.shape()[0] : 1;
-    build_for(x);
-    const auto test_step = [this](const std::vector<Tensor<float>>& xy, const Tensor<std::int64_t>&, std::int64_t) {
-      const Tensor<float> prediction = forward(xy[0], false);
-      std::vector<Tensor<float>> out{(*loss_)(xy[1], prediction)};
-      for (auto& m : batch_metrics(xy[1], prediction)) out.push_back(std::move(m));
-      return out;
+  return training_loop::evaluate(batches, options, compiled_loss_->reported_names(), [this](const data_adapter::Batch& batch) {
+    require_matching_batch(batch);
+    build_for(batch.xs[0]);
+    const std::size_t inputs = batch.xs.size();
+    const auto test_step = [this, inputs](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>&, std::int64_t) {
+      const auto b = model_detail::unflatten(flat, 0, inputs, flat.size() - inputs);
+      return (*compiled_loss_)(b.ys, forward(b.xs, false));
     };
     const auto* traced_step = traced(traced_.test, test_step, "test_function");
     const auto no_seed = scalar<std::int64_t>(0);  // nothing random runs outside training
-    auto values = traced_step ? (*traced_step)({x, y}, no_seed, 0) : test_step({x, y}, no_seed, 0);
-    return training_loop::StepResult{values[0], n, {values.begin() + 1, values.end()}};
+    const auto flat = model_detail::flatten(batch);
+    auto values = traced_step ? (*traced_step)(flat, no_seed, 0) : test_step(flat, no_seed, 0);
+    return training_loop::StepResult{values[0], batch.examples(), {values.begin() + 1, values.end()}};
   });
 }
 
-DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::batch_metrics(const Tensor<float>& y,
-                                                                           const Tensor<float>& prediction) const {
-  std::vector<Tensor<float>> out;
-  for (const auto& metric : metrics_) out.push_back(reduce_mean(metric_matches(metric, y, prediction)));
-  return out;
+DEVTENSOR_DEFINITION void Model::require_matching_batch(const data_adapter::Batch& batch) const {
+  if (built() && (batch.xs.size() != graph_->inputs().size() || batch.ys.size() != graph_->outputs().size()))
+    throw InvalidArgumentError("Model \"" + name_ + "\" has " + std::to_string(graph_->inputs().size()) +
+                               " inputs and " + std::to_string(graph_->outputs().size()) + " outputs, but a batch of " +
+                               std::to_string(batch.xs.size()) + " input and " + std::to_string(batch.ys.size()) +
+                               " target tensors came; give one tensor per input and one per output (a dataset's "
+                               "components: the inputs, then the targets)");
+  if (batch.xs.empty() || batch.ys.empty())
+    throw InvalidArgumentError("fit/evaluate: a batch needs at least one input and one target tensor");
+  for (const auto* part : {&batch.xs, &batch.ys})
+    for (const auto& t : *part)
+      if (!t.defined() || t.rank() == 0 || t.shape()[0] != batch.xs[0].shape()[0])
+        throw InvalidArgumentError("train_step: x and y need the same number of examples, got " +
+                                   (batch.xs[0].defined() ? batch.xs[0].shape().to_string() : std::string("undefined")) +
+                                   " and " + (t.defined() ? t.shape().to_string() : std::string("undefined")));
 }
 
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector<Tensor<float>>& xs,
@@ -80,13 +143,7 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
   std::vector<std::vector<Tensor<float>>> parts;  // [output][batch]
   for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
     std::vector<Tensor<float>> batch;
-    for (const auto& x : xs) {
-      std::vector<std::int64_t> start(x.rank(), 0);
-      std::vector<std::int64_t> size(x.rank(), -1);
-      start[0] = begin;
-      size[0] = std::min(options.batch_size, n - begin);
-      batch.push_back(slice(x, start, size));
-    }
+    for (const auto& x : xs) batch.push_back(data_adapter::detail::rows(x, begin, std::min(options.batch_size, n - begin)));
     auto outputs = predict_step(batch);
     parts.resize(outputs.size());
     for (std::size_t o = 0; o < outputs.size(); ++o) parts[o].push_back(std::move(outputs[o]));
@@ -96,118 +153,116 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
   return out;
 }
 
-DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Model::train_step(
-    const Tensor<float>& x, const Tensor<float>& y) {
+DEVTENSOR_DEFINITION std::pair<double, std::int64_t> Model::train_step(const std::vector<Tensor<float>>& xs,
+                                                                       const std::vector<Tensor<float>>& ys) {
   require_compiled();
-  build_for(x);
+  const data_adapter::Batch batch{xs, ys};
+  require_matching_batch(batch);
+  build_for(xs[0]);
   require_built();
-  require_one_input_and_output("train_step");
-  const auto step = strategy_ ? distributed_train_step(x, y, false) : local_train_step(x, y, step_seed());
+  const auto step = strategy_ ? distributed_train_step(batch, false) : local_train_step(batch, step_seed());
   return {static_cast<double>(step.loss.item()), step.examples};
 }
 
-DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const Tensor<float>& x, const Tensor<float>& y) {
-  if (strategy_) return distributed_train_step(x, y, true);
-  build_for(x);
+DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const data_adapter::Batch& batch) {
+  require_matching_batch(batch);
+  if (strategy_) return distributed_train_step(batch, true);
+  build_for(batch.xs[0]);
+  const std::size_t inputs = batch.xs.size();
   const auto* traced_step = traced(
       traced_.train,
-      [this](const std::vector<Tensor<float>>& xy, const Tensor<std::int64_t>& seed, std::int64_t) {
-        auto step = local_train_step(xy[0], xy[1], seed);
+      [this, inputs](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>& seed, std::int64_t) {
+        auto step = local_train_step(model_detail::unflatten(flat, 0, inputs, flat.size() - inputs), seed);
         step.metrics.insert(step.metrics.begin(), std::move(step.loss));
         return std::move(step.metrics);
       },
       "train_function");
-  if (!traced_step) return local_train_step(x, y, step_seed());
-  auto values = (*traced_step)({x, y}, step_seed(), 0);
-  return {values[0], x.rank() > 0 ? x.shape()[0] : 1, {values.begin() + 1, values.end()}};
+  if (!traced_step) return local_train_step(batch, step_seed());
+  auto values = (*traced_step)(model_detail::flatten(batch), step_seed(), 0);
+  return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
 }
 
-DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const Tensor<float>& x, const Tensor<float>& y,
+DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const data_adapter::Batch& batch,
                                                                        const Tensor<std::int64_t>& seed) {
   const StepSeedScope seeded(seed, 0);
-  Tensor<float> prediction;
-  Tensor<float> loss;
+  std::vector<Tensor<float>> values;
   const auto vars = trainable_variables();
   {
     GradientTape tape;
-    prediction = forward(x, true);
-    loss = (*loss_)(y, prediction);
-    optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
+    values = (*compiled_loss_)(batch.ys, forward(batch.xs, true));
+    optimizer_->apply_gradients(tape.gradient(values[0], vars), vars);
   }
-  return {std::move(loss), x.rank() > 0 ? x.shape()[0] : 1, batch_metrics(y, prediction)};
+  return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
 }
 
-DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(const Tensor<float>& x,
-                                                                                  const Tensor<float>& y,
+DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(const data_adapter::Batch& batch,
                                                                                   bool may_trace) {
-  if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
-    throw InvalidArgumentError("train_step: x and y need the same number of examples, got " + x.shape().to_string() +
-                               " and " + y.shape().to_string());
-  const std::int64_t global = x.shape()[0];
-  build_for(x);
+  const std::int64_t global = batch.examples();
+  build_for(batch.xs[0]);
   // Each replica's share of the batch on its device (this process's share: DATA auto-shard),
   // split before the traced step as Keras distributes its dataset.
   const auto& devices = strategy_->replica_devices();
-  const auto batch = strategy_->local_batch(global);
-  auto xs = distribute::split_rows(x, batch, devices);
-  const auto ys = distribute::split_rows(y, batch, devices);
-  const auto replicated = [this](const std::vector<Tensor<float>>& xs_then_ys, const Tensor<std::int64_t>& seed,
-                                 std::int64_t examples) {
-    const auto half = xs_then_ys.begin() + static_cast<std::ptrdiff_t>(xs_then_ys.size() / 2);
-    return replicated_train_step({xs_then_ys.begin(), half}, {half, xs_then_ys.end()}, seed, examples);
+  const auto shares = strategy_->local_batch(global);
+  std::vector<data_adapter::Batch> replicas(devices.size());
+  for (const auto* part : {&batch.xs, &batch.ys})
+    for (const auto& t : *part) {
+      auto rows = distribute::split_rows(t, shares, devices);
+      for (std::size_t r = 0; r < devices.size(); ++r) (part == &batch.xs ? replicas[r].xs : replicas[r].ys).push_back(std::move(rows[r]));
+    }
+  const std::size_t inputs = batch.xs.size();
+  const std::size_t per_replica = inputs + batch.ys.size();
+  const auto replicated = [this, inputs, per_replica](const std::vector<Tensor<float>>& flat,
+                                                      const Tensor<std::int64_t>& seed, std::int64_t examples) {
+    std::vector<data_adapter::Batch> parts;
+    for (std::size_t begin = 0; begin < flat.size(); begin += per_replica)
+      parts.push_back(model_detail::unflatten(flat, begin, inputs, per_replica - inputs));
+    return replicated_train_step(parts, seed, examples);
   };
   const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function") : nullptr;
   std::vector<Tensor<float>> values;
   if (traced_step) {
-    xs.insert(xs.end(), ys.begin(), ys.end());
-    values = (*traced_step)(xs, step_seed(), global);
+    std::vector<Tensor<float>> flat;
+    for (const auto& replica : replicas)
+      for (auto& t : model_detail::flatten(replica)) flat.push_back(std::move(t));
+    values = (*traced_step)(flat, step_seed(), global);
   } else {
-    values = replicated_train_step(xs, ys, step_seed(), global);
+    values = replicated_train_step(replicas, step_seed(), global);
   }
   return {values[0], global, {values.begin() + 1, values.end()}};
 }
 
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
-    const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys, const Tensor<std::int64_t>& seed,
-    std::int64_t global) {
+    const std::vector<data_adapter::Batch>& replicas, const Tensor<std::int64_t>& seed, std::int64_t global) {
   // strategy.run: each replica's forward and backward pass on its tape.
   const auto vars = trainable_variables();
   // Each replica's random stream: its first row's index in the global batch (unique across workers).
   const auto batch = strategy_->local_batch(global);
   std::vector<int> first_rows{static_cast<int>(batch.offset)};
   for (const auto size : batch.sizes) first_rows.push_back(first_rows.back() + static_cast<int>(size));
-  const auto& devices = strategy_->replica_devices();
-  std::vector<std::vector<Tensor<float>>> grads(devices.size());
-  std::vector<Tensor<float>> losses(devices.size());
-  // metrics[m][replica]: the replica's matches summed and divided by the global batch's.
-  std::vector<std::vector<Tensor<float>>> metrics(metrics_.size(), std::vector<Tensor<float>>(devices.size()));
+  std::vector<std::vector<Tensor<float>>> grads(replicas.size());
+  // values[replica]: the replica's loss (divided by the global batch, so the all-reduced SUM is
+  // the global mean), then its shares of the reported values.
+  std::vector<std::vector<Tensor<float>>> values(replicas.size());
   strategy_->run_replicas([&](int r) {
     const auto i = static_cast<std::size_t>(r);
     const StepSeedScope seeded(seed, first_rows[i]);
     GradientTape tape;
-    const Tensor<float> prediction = forward(xs[i], true);
-    const Tensor<float> per_example = loss_->per_example(ys[i], prediction);
-    // Each replica divides by the global batch, so the all-reduced SUM is the global mean.
-    const std::int64_t elements_per_example = per_example.shape()[0] > 0 ? per_example.num_elements() / per_example.shape()[0] : 1;
-    const Tensor<float> loss = loss_->reduction() == Reduction::SUM
-                                   ? reduce_sum(per_example)
-                                   : compute_average_loss(per_example, global * elements_per_example);
-    grads[i] = tape.gradient(loss, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
-    losses[i] = loss;  // not read: fit reads the sum when it displays it
-    for (std::size_t m = 0; m < metrics_.size(); ++m) {
-      const auto matches = metric_matches(metrics_[m], ys[i], prediction);
-      const std::int64_t per_row = matches.shape()[0] > 0 ? matches.num_elements() / matches.shape()[0] : 1;
-      metrics[m][i] = div(reduce_sum(matches), scalar<float>(static_cast<float>(global * per_row)));
-    }
+    values[i] = compiled_loss_->replica_share(replicas[i].ys, forward(replicas[i].xs, true), global);
+    grads[i] = tape.gradient(values[i][0], vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
   });
   // batch_reduce_to(SUM), then the update in cross-replica context: every component gets it.
   const auto summed = strategy_->batch_all_reduce_sum(grads);
   optimizer_->apply_gradients(summed[0], vars);
-  // strategy.reduce(SUM) of the replicas' losses (each already divided by the global batch), on
-  // the first replica's device: every process gets the global loss.
-  std::vector<Tensor<float>> out{strategy_->reduce_sum_to_first_replica(losses, "the step's loss")};
-  for (std::size_t m = 0; m < metrics_.size(); ++m)
-    out.push_back(strategy_->reduce_sum_to_first_replica(metrics[m], "the step's " + metric_names_[m]));
+  // strategy.reduce(SUM) of each value over the replicas, on the first replica's device: every
+  // process gets the global values.
+  const auto& names = compiled_loss_->reported_names();
+  std::vector<Tensor<float>> out;
+  for (std::size_t v = 0; v < values.front().size(); ++v) {
+    std::vector<Tensor<float>> per_replica;
+    for (auto& replica : values) per_replica.push_back(std::move(replica[v]));
+    out.push_back(strategy_->reduce_sum_to_first_replica(per_replica, v == 0 ? std::string("the step's loss")
+                                                                             : "the step's " + names[v - 1]));
+  }
   return out;
 }
 

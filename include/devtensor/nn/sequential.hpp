@@ -31,7 +31,6 @@ class Sequential : public Model {
   /// @throws InvalidArgumentError when the layer cannot take the model's output.
   void add(Layer layer);
 
-  [[nodiscard]] bool built() const override { return graph_ != nullptr && graph_->built(); }
   /// The layers, in order (without the Input Keras keeps inside).
   [[nodiscard]] const std::vector<Layer>& layers() const noexcept { return layers_; }
   [[nodiscard]] std::vector<std::shared_ptr<LayerBase>> tracked_layers() const override;

@@ -36,6 +36,10 @@ struct SummaryTable {
   std::vector<std::vector<std::string>> rows;
   std::int64_t trainable = 0;
   std::int64_t non_trainable = 0;
+  /// A built optimizer's variables (its iteration count, int64, and learning rate, then its
+  /// slots: Keras's "Optimizer params" line); 0 for none.
+  std::int64_t optimizer_params = 0;
+  std::int64_t optimizer_bytes = 0;
 };
 
 /// The terminal's columns as Python's shutil.get_terminal_size finds them (80 when unknown).
@@ -77,9 +81,13 @@ DEVTENSOR_DEFINITION std::string summary_detail::readable_memory_size(double byt
 }
 
 DEVTENSOR_DEFINITION std::string summary_detail::with_thousands(std::int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  for (auto i = static_cast<std::ptrdiff_t>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return n < 0 ? "-" + digits : digits;
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 DEVTENSOR_DEFINITION std::vector<std::string> summary_detail::wrap(const std::string& text, int width) {
@@ -180,12 +188,15 @@ DEVTENSOR_DEFINITION void summary_detail::print(std::ostream& out, const Summary
     row(table.rows[r], "\u2502");
   }
   rule("\u2514", "\u2500", "\u2534", "\u2518");
-  const auto count = [](std::int64_t params) {
-    return with_thousands(params) + " (" + readable_memory_size(static_cast<double>(params) * 4) + ")";
+  const auto count = [](std::int64_t params, std::int64_t bytes) {
+    return with_thousands(params) + " (" + readable_memory_size(static_cast<double>(bytes)) + ")";
   };
-  out << " Total params: " << count(table.trainable + table.non_trainable) << "\n";
-  out << " Trainable params: " << count(table.trainable) << "\n";
-  out << " Non-trainable params: " << count(table.non_trainable) << "\n";
+  const std::int64_t weights = table.trainable + table.non_trainable;
+  out << " Total params: " << count(weights + table.optimizer_params, 4 * weights + table.optimizer_bytes) << "\n";
+  out << " Trainable params: " << count(table.trainable, 4 * table.trainable) << "\n";
+  out << " Non-trainable params: " << count(table.non_trainable, 4 * table.non_trainable) << "\n";
+  if (table.optimizer_params > 0)
+    out << " Optimizer params: " << count(table.optimizer_params, table.optimizer_bytes) << "\n";
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

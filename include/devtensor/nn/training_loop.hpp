@@ -25,32 +25,34 @@
 namespace devtensor {
 namespace nn::training_loop {
 
-using Dataset = data::Dataset<float, float>;
+using data_adapter::Batch;
+using data_adapter::Batches;
 /// What one step on a batch gives: its loss and its metrics' values (means over the batch, in
-/// compile's order; not read yet: the trackers decide when) and its number of examples.
+/// the order of the names the loop reports; not read yet: the trackers decide when) and its
+/// number of examples.
 struct StepResult {
   Tensor<float> loss;
   std::int64_t examples = 0;
   std::vector<Tensor<float>> metrics;
 };
-using TrainStep = std::function<StepResult(const Tensor<float>&, const Tensor<float>&)>;
+using TrainStep = std::function<StepResult(const Batch&)>;
 using TestStep = TrainStep;
 /// The model's evaluate, silent: what fit runs on its validation data after every epoch.
-using Validate = std::function<Evaluation(const Dataset&)>;
+using Validate = std::function<Evaluation(const Batches&)>;
 
-/// Keras's fit over a batched dataset, reporting the loss and the metrics named `metric_names`
-/// (the steps' StepResult::metrics, in that order), and after every epoch `validate`'s results on
+/// Keras's fit over batches, reporting the loss and the values named `metric_names` (the steps'
+/// StepResult::metrics, in that order: per-output losses, metrics), and after every epoch `validate`'s results on
 /// options.validation_data as "val_loss", "val_<metric>". @throws InvalidArgumentError for
 /// negative epochs, a steps_per_epoch below 1, an infinite dataset without steps_per_epoch, a
 /// dataset without a batch (before training, or after a first epoch that found none), or a
 /// validation_split (fit(x, y) only); what the step throws.
-History fit(const Dataset& dataset, const FitOptions& options, const std::vector<std::string>& metric_names,
+History fit(const Batches& dataset, const FitOptions& options, const std::vector<std::string>& metric_names,
             const TrainStep& train_step, const Validate& validate);
 
 /// Keras's evaluate: the loss and the metrics over the dataset, weighted by batch sizes.
 /// @throws InvalidArgumentError for a dataset that repeats forever or has no batch; what the step
 /// throws.
-Evaluation evaluate(const Dataset& dataset, const EvaluateOptions& options, const std::vector<std::string>& metric_names,
+Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options, const std::vector<std::string>& metric_names,
                     const TestStep& test_step);
 
 /// The running means of a loss and of metrics, each weighted by its batches' examples.
@@ -86,15 +88,16 @@ DEVTENSOR_DEFINITION InvalidArgumentError empty_data_error(std::string_view what
                               " got a dataset without a batch; pass at least one example");
 }
 
-DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& options,
+DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& options,
                                  const std::vector<std::string>& metric_names, const TrainStep& train_step,
                                  const Validate& validate) {
   if (options.validation_split != 0.0)
     throw InvalidArgumentError("Argument `validation_split` is only supported for tensors (fit(x, y)); with a "
                                "dataset, pass validation_data");
-  std::optional<Dataset> validation;
+  std::optional<Batches> validation;
   if (const auto& v = options.validation_data; !v.empty())
-    validation = v.dataset ? *v.dataset : data_adapter::from_arrays(v.x, v.y, options.batch_size, false, std::nullopt);
+    validation = v.dataset ? Batches::from_dataset(*v.dataset, 1)
+                           : data_adapter::from_arrays(v.xs, v.ys, options.batch_size, false, std::nullopt);
   if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
   if (options.steps_per_epoch && *options.steps_per_epoch < 1)
     throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
@@ -108,31 +111,31 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
   std::ostream& out = options.out ? *options.out : std::cout;
   History history;
   // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
-  std::optional<Dataset::Iterator> shared;
-  if (options.steps_per_epoch) shared = dataset.begin();
+  std::optional<Batches::Next> shared;
+  if (options.steps_per_epoch) shared = dataset.open();
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
     if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
     ProgressBar bar(target, options.verbose, &out, options.interactive);
     Trackers mean(metric_names);
     std::int64_t steps = 0;
     bool ran_out = false;
-    auto step = [&](const Tensor<float>& x, const Tensor<float>& y) {
-      mean.add(train_step(x, y));
+    auto step = [&](const Batch& batch) {
+      mean.add(train_step(batch));
       ++steps;
       if (bar.will_draw(steps)) bar.update(steps, mean.logs());
     };
     if (shared) {
       for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
-        if (*shared == std::default_sentinel) {
+        auto batch = (*shared)();
+        if (!batch) {
           ran_out = true;
           break;
         }
-        const auto& [x, y] = **shared;
-        step(x, y);
-        ++*shared;
+        step(*batch);
       }
     } else {
-      for (const auto& [x, y] : dataset) step(x, y);
+      auto next = dataset.open();
+      while (auto batch = next()) step(*batch);
     }
     if (steps == 0 && epoch == 0) throw empty_data_error("fit");  // a dataset whose size was unknown
     if (steps == 0 && ran_out) {
@@ -160,7 +163,7 @@ DEVTENSOR_DEFINITION History fit(const Dataset& dataset, const FitOptions& optio
   return history;
 }
 
-DEVTENSOR_DEFINITION Evaluation evaluate(const Dataset& dataset, const EvaluateOptions& options,
+DEVTENSOR_DEFINITION Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options,
                                         const std::vector<std::string>& metric_names, const TestStep& test_step) {
   if (dataset.cardinality() == data::INFINITE_CARDINALITY)
     throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
@@ -169,8 +172,9 @@ DEVTENSOR_DEFINITION Evaluation evaluate(const Dataset& dataset, const EvaluateO
   ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
   Trackers mean(metric_names);
   std::int64_t steps = 0;
-  for (const auto& [x, y] : dataset) {
-    mean.add(test_step(x, y));
+  auto next = dataset.open();
+  while (auto batch = next()) {
+    mean.add(test_step(*batch));
     if (bar.will_draw(++steps)) bar.update(steps, mean.logs());
   }
   if (steps == 0) throw empty_data_error("evaluate");  // a dataset whose size was unknown

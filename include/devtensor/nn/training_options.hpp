@@ -23,6 +23,13 @@ struct CompileOptions {
   /// binary, categorical or sparse categorical accuracy, chosen from the first batch's shapes as
   /// Keras chooses), "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy".
   std::vector<std::string> metrics = {};
+  /// For a model of several outputs: each output's metrics, in the outputs' order (Keras's
+  /// `metrics=[[], ["accuracy"]]`), reported as "<output layer>_<metric>" ("cls_accuracy").
+  /// `metrics` must then be empty.
+  std::vector<std::vector<std::string>> output_metrics = {};
+  /// For a model of several outputs: the weight of each output's loss in the loss trained on
+  /// (Keras's loss_weights; default 1 each). The per-output losses are reported unweighted.
+  std::vector<double> loss_weights = {};
   /// Run fit's, evaluate's and predict's steps op by op. By default (false, as Keras) each step is
   /// traced into a graph once per batch shape and replayed (graph/function.hpp; a program that
   /// does not include it runs them eagerly): the same results, bit for bit, from fused kernels.
@@ -31,13 +38,16 @@ struct CompileOptions {
 
 /// What fit evaluates at the end of every epoch (Keras's validation_data): examples and targets,
 /// batched by fit's batch_size, or a batched dataset. Empty by default.
+/// A model of several inputs or outputs takes one tensor per input and one per output.
 struct ValidationData {
   ValidationData() = default;
-  ValidationData(Tensor<float> examples, Tensor<float> targets) : x(std::move(examples)), y(std::move(targets)) {}
+  ValidationData(Tensor<float> examples, Tensor<float> targets) : xs{std::move(examples)}, ys{std::move(targets)} {}
+  ValidationData(std::vector<Tensor<float>> examples, std::vector<Tensor<float>> targets)
+      : xs(std::move(examples)), ys(std::move(targets)) {}
   ValidationData(data::Dataset<float, float> batches) : dataset(std::move(batches)) {}  // NOLINT: implicit
-  [[nodiscard]] bool empty() const noexcept { return !dataset && !x.defined(); }
+  [[nodiscard]] bool empty() const noexcept { return !dataset && xs.empty() && ys.empty(); }
 
-  Tensor<float> x, y;
+  std::vector<Tensor<float>> xs, ys;
   std::optional<data::Dataset<float, float>> dataset;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distribute_test_support.hpp"
+#include "../nn/two_heads.hpp"
 
 namespace dt = devtensor;
 namespace ds = dt::distribute;
@@ -421,6 +422,37 @@ struct FunctionalStrategyFixture : dt::test::FreshContext {
 };
 
 BOOST_FIXTURE_TEST_SUITE(functional_strategy, FunctionalStrategyFixture)
+
+BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_across_replicas_as_tensorflow) {
+  const auto names = virtual_cpus(2);
+  ds::MirroredStrategy strategy(names);
+  const dt::test::TwoHeadsData data;
+  const dt::nn::FitOptions options{.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false};
+  std::optional<nn::Model> traced, eager;
+  {
+    auto guard = strategy.scope();
+    traced.emplace(dt::test::two_heads_model());
+    eager.emplace(dt::test::two_heads_model(/*run_eagerly=*/true));
+  }
+  const auto history = traced->fit(data.xs, data.ys, options);
+  // TensorFlow 2.21 under MirroredStrategy over two CPUs (tests/reference/functional.py).
+  const auto tol = boost::test_tools::tolerance(2e-6);
+  dt::test::check_values(history.loss, {2.4443295, 1.7611834}, 2e-6);
+  dt::test::check_values(history.metrics.at("reg_loss"), {1.8923613, 1.2110337}, 2e-6);
+  dt::test::check_values(history.metrics.at("cls_loss"), {1.1039364, 1.1002995}, 2e-6);
+  dt::test::check_values(history.metrics.at("cls_accuracy"), {0.25, 0.3333333}, 2e-6);
+  const auto evaluation = traced->evaluate(data.xs, data.ys, {.verbose = 0});
+  BOOST_TEST(evaluation.loss == 1.4246712, tol);
+  BOOST_TEST(evaluation.metrics.at("cls_accuracy") == 0.6666667, tol);
+  // The traced replicated step gives the eager one's bits; replicas stay identical.
+  const auto eager_history = eager->fit(data.xs, data.ys, options);
+  BOOST_TEST(eager_history.loss == history.loss, boost::test_tools::per_element());
+  BOOST_TEST(eager_history.metrics == history.metrics);
+  for (const auto& v : traced->variables()) {
+    BOOST_TEST_REQUIRE(v.num_components() == 2u);
+    BOOST_TEST(v.component(0).to_vector() == v.component(1).to_vector(), boost::test_tools::per_element());
+  }
+}
 
 BOOST_AUTO_TEST_CASE(the_seeds_functional_model_gives_tensorflows_losses) {
   const auto names = virtual_cpus(2);

@@ -12,6 +12,7 @@
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
+#include "two_heads.hpp"
 
 namespace dt = devtensor;
 namespace nn = dt::nn;
@@ -286,13 +287,127 @@ BOOST_AUTO_TEST_CASE(a_functional_model_trains_as_a_sequential_does) {
                boost::test_tools::per_element());
   BOOST_TEST(traced.evaluate(x, y, {.verbose = 0}).loss == eager.evaluate(x, y, {.verbose = 0}).loss);
 
-  // A model of several inputs does not fit (yet): said, not guessed.
-  const auto p = nn::Input({1});
-  const auto q = nn::Input({1});
-  nn::Model two({p, q}, nn::Add()({p, q}));
-  two.compile(nn::Loss("mse"), nn::Optimizer("sgd"));
-  DEVTENSOR_CHECK_THROW_WITH((void)two.fit(x, y, {.verbose = 0}), dt::InvalidArgumentError,
-                             "has 2 inputs and 1 outputs; fit needs one of each");
+}
+
+BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_as_keras) {
+  const dt::test::TwoHeadsData data;
+  auto model = dt::test::two_heads_model();
+  std::ostringstream progress;
+  const auto history = model.fit(data.xs, data.ys,
+                                 {.epochs = 2, .batch_size = 4, .verbose = 2, .shuffle = false, .out = &progress});
+  // TensorFlow 2.21 (tests/reference/functional.py, "two inputs, two outputs"): the trained loss is
+  // reg_loss + 0.5 · cls_loss; the per-output losses are reported unweighted.
+  const auto tol = boost::test_tools::tolerance(2e-6);
+  dt::test::check_values(history.loss, {2.4443295, 1.7611834}, 2e-6);
+  dt::test::check_values(history.metrics.at("reg_loss"), {1.8923613, 1.2110337}, 2e-6);
+  dt::test::check_values(history.metrics.at("cls_loss"), {1.1039366, 1.1002995}, 2e-6);
+  dt::test::check_values(history.metrics.at("cls_accuracy"), {0.25, 0.3333333}, 2e-6);
+  BOOST_TEST(history.metrics.size() == 3u);
+  BOOST_TEST(progress.str().find("cls_accuracy: 0.3333 - cls_loss: 1.1003 - loss: 1.7612 - reg_loss: 1.2110") !=
+             std::string::npos, progress.str());
+  const auto evaluation = model.evaluate(data.xs, data.ys, {.verbose = 0});
+  BOOST_TEST(evaluation.loss == 1.4246711, tol);
+  BOOST_TEST(evaluation.metrics.at("reg_loss") == 0.8789642, tol);
+  BOOST_TEST(evaluation.metrics.at("cls_loss") == 1.0914136, tol);
+  BOOST_TEST(evaluation.metrics.at("cls_accuracy") == 0.6666667, tol);
+  const auto two_rows = [](const dt::Tensor<float>& t) { return dt::slice(t, {0, 0}, {2, -1}); };
+  const auto predicted = model.predict({two_rows(data.xs[0]), two_rows(data.xs[1])});
+  BOOST_TEST_REQUIRE(predicted.size() == 2u);
+  check_close(predicted[0], dt::constant<float>({-1.5345171689987183f, 0.8050618171691895f}, {2, 1}), 2e-6f);
+  check_close(predicted[1], dt::constant<float>({0.33591359853744507f, 0.33160415291786194f, 0.332482248544693f,
+                                                 0.33572909235954285f, 0.3345111906528473f, 0.32975971698760986f},
+                                                {2, 3}), 2e-6f);
+
+  // Eagerly, and from a dataset whose components are the inputs, then the targets: the same bits.
+  auto eager = dt::test::two_heads_model(/*run_eagerly=*/true);
+  const auto batches = dt::data::Dataset<float, float, float, float>::from_tensor_slices(data.xs[0], data.xs[1],
+                                                                                          data.ys[0], data.ys[1])
+                           .batch(4);
+  const auto from_dataset = eager.fit(batches, {.epochs = 2, .verbose = 0});
+  BOOST_TEST(from_dataset.loss == history.loss, boost::test_tools::per_element());
+  BOOST_TEST(from_dataset.metrics == history.metrics);
+  for (std::size_t i = 0; i < model.variables().size(); ++i)
+    BOOST_TEST(eager.variables()[i].value().to_vector() == model.variables()[i].value().to_vector(),
+               boost::test_tools::per_element());
+  BOOST_TEST(eager.evaluate(data.xs, data.ys, {.verbose = 0}).metrics == evaluation.metrics);
+  // In batches of 4 rather than one of 12: the same means to float rounding.
+  const auto in_batches = eager.evaluate(batches, {.verbose = 0});
+  BOOST_TEST(in_batches.loss == evaluation.loss, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(in_batches.metrics.at("cls_accuracy") == evaluation.metrics.at("cls_accuracy"),
+             boost::test_tools::tolerance(1e-6));
+  const auto [loss, examples] = eager.train_step(data.xs, data.ys);
+  BOOST_TEST(examples == 12);
+  BOOST_TEST(loss == 1.4246711, boost::test_tools::tolerance(2e-6));  // the loss before the step's update
+
+  // validation_split holds out the last rows of every input and target.
+  auto validated = dt::test::two_heads_model();
+  const auto split = validated.fit(data.xs, data.ys, {.epochs = 1, .batch_size = 4, .verbose = 0, .validation_split = 0.25});
+  for (const auto* key : {"val_loss", "val_reg_loss", "val_cls_loss", "val_cls_accuracy"})
+    BOOST_TEST(split.metrics.count(key) == 1u, key);
+  const auto last_rows = [](const dt::Tensor<float>& t) { return dt::slice(t, {9, 0}, {3, -1}); };
+  const auto held_out = validated.evaluate({last_rows(data.xs[0]), last_rows(data.xs[1])},
+                                           {last_rows(data.ys[0]), last_rows(data.ys[1])}, {.verbose = 0});
+  BOOST_TEST(split.metrics.at("val_loss").front() == held_out.loss);
+  BOOST_TEST(split.metrics.at("val_cls_accuracy").front() == held_out.metrics.at("cls_accuracy"));
+}
+
+BOOST_AUTO_TEST_CASE(several_outputs_refuse_what_does_not_match_them) {
+  const dt::test::TwoHeadsData data;
+  auto model = dt::test::two_heads_model();
+  const auto sgd = nn::optimizers::SGD{.learning_rate = 0.1};
+  DEVTENSOR_CHECK_THROW_WITH(model.compile({nn::Loss("mse"), nn::Loss("mse"), nn::Loss("mse")}, sgd),
+                             dt::InvalidArgumentError, "compile: 3 losses for a model of 2 outputs ['reg', 'cls']");
+  DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::Loss("mse"), sgd, {.loss_weights = {1.0}}), dt::InvalidArgumentError,
+                             "`loss_weights` must match the number of losses, got 2 losses and 1 weights.");
+  DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::Loss("mse"), sgd, {.metrics = {"accuracy"}}), dt::InvalidArgumentError,
+                             "Invalid `metrics`. `metrics` should contain metrics objects and either be a dict or a list "
+                             "matching the output names of the functional model ['reg', 'cls']");
+  DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::Loss("mse"), sgd, {.output_metrics = {{"accuracy"}}}),
+                             dt::InvalidArgumentError, "1 lists in output_metrics for a model of 2 outputs");
+  // A refused compile changes nothing: the model keeps what two_heads_model compiled.
+  BOOST_TEST(model.loss().name() == "mean_squared_error");
+  BOOST_TEST(model.evaluate(data.xs, data.ys, {.verbose = 0}).metrics.count("cls_accuracy") == 1u);
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit({data.xs[0]}, data.ys, {.verbose = 0}), dt::InvalidArgumentError,
+                             "has 2 inputs and 2 outputs, but a batch of 1 input and 2 target tensors came");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.train_step(data.xs, {data.ys[0]}), dt::InvalidArgumentError,
+                             "but a batch of 2 input and 1 target tensors came");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit({data.xs[0], dt::slice(data.xs[1], {0, 0}, {5, -1})}, data.ys, {.verbose = 0}),
+                             dt::InvalidArgumentError, "Data cardinality is ambiguous:\n  x sizes: 12, 5\n  y sizes: 12, 12");
+  // One loss for every output: each output's loss, summed (Keras applies it to each).
+  auto shared = dt::test::two_heads_model();
+  shared.compile(nn::Loss("mse"), sgd);
+  const auto evaluation = shared.evaluate(data.xs, data.ys, {.verbose = 0});
+  BOOST_TEST(evaluation.loss == evaluation.metrics.at("reg_loss") + evaluation.metrics.at("cls_loss"),
+             boost::test_tools::tolerance(1e-6));
+}
+
+BOOST_AUTO_TEST_CASE(a_trained_models_summary_counts_the_optimizers_variables) {
+  // Keras 3.15 (tests/reference/functional.py): once the optimizer has run, its variables (the
+  // int64 iteration count, the learning rate, the slots) join the totals.
+  struct Case {
+    nn::Optimizer optimizer;
+    std::string lines;
+  };
+  const std::vector<Case> cases{
+      {nn::optimizers::SGD{.learning_rate = 0.2},
+       " Total params: 10 (44.00 B)\n Trainable params: 8 (32.00 B)\n Non-trainable params: 0 (0.00 B)\n"
+       " Optimizer params: 2 (12.00 B)\n"},
+      {nn::optimizers::SGD{.learning_rate = 0.2, .momentum = 0.9},
+       " Total params: 18 (76.00 B)\n Trainable params: 8 (32.00 B)\n Non-trainable params: 0 (0.00 B)\n"
+       " Optimizer params: 10 (44.00 B)\n"},
+      {nn::optimizers::Adam{.learning_rate = 0.01},
+       " Total params: 26 (108.00 B)\n Trainable params: 8 (32.00 B)\n Non-trainable params: 0 (0.00 B)\n"
+       " Optimizer params: 18 (76.00 B)\n"}};
+  for (const auto& c : cases) {
+    const auto in = nn::Input({3});
+    nn::Model model(in, nn::Dense(2)(in));
+    model.compile(nn::Loss("mse"), c.optimizer);
+    const std::string before = summary_of(model, 76);
+    BOOST_TEST(before.find("Optimizer params") == std::string::npos);  // not built before its first step
+    (void)model.fit(dt::ones<float>(dt::Shape({4, 3})), dt::ones<float>(dt::Shape({4, 2})), {.verbose = 0});
+    const std::string after = summary_of(model, 76);
+    BOOST_TEST(after.substr(after.find(" Total params")) == c.lines);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_graphs_and_merges_raise_keras_errors) {
