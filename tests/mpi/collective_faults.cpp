@@ -3,7 +3,10 @@
 // with a deadline; one worker (`late`, the last by default) misbehaves in step `late_step`:
 //   stall    it sleeps `stall_seconds` (past the deadline), then makes the step's collective;
 //   absent   it never makes that collective: it leaves the loop and returns;
-//   killed   it kills itself with SIGKILL (the launcher must end the job).
+//   killed   it kills itself with SIGKILL (the launcher must end the job);
+//   fails    it writes "worker <n> fails: its last words" to std::cout (no newline, no flush) and
+//            returns 3: the job ends with status 3 and the text must not be lost to MPI_Abort
+//            (alone in its world, without mpiexec, it exits 3 without Open MPI's abort banner).
 // Each worker checks what it saw and returns 0 when it was what the contract says, 1 otherwise:
 //   - the on-time workers: DeadlineExceededError naming the late worker within timeout + 1 s;
 //   - every collective after that, on every worker: FailedPreconditionError at once;
@@ -11,11 +14,12 @@
 // tests/mpi/expect_job_ends.cmake checks that every process exited with the status it returned
 // (no signal) and that the job ended by itself.
 //
-//   collective_faults <stall|absent|killed> [late_worker=-1: the last] [timeout_seconds=1; 0: none] [stall_seconds=4]
+//   collective_faults <stall|absent|killed|fails> [late_worker=-1: the last] [timeout_seconds=1; 0: none] [stall_seconds=4]
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,8 +53,8 @@ bool contains(std::string_view text, std::string_view part) { return text.find(p
 
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "";
-  if (scenario != "stall" && scenario != "absent" && scenario != "killed") {
-    std::fprintf(stderr, "usage: %s <stall|absent|killed> [late_worker] [timeout_seconds] [stall_seconds]\n", argv[0]);
+  if (scenario != "stall" && scenario != "absent" && scenario != "killed" && scenario != "fails") {
+    std::fprintf(stderr, "usage: %s <stall|absent|killed|fails> [late_worker] [timeout_seconds] [stall_seconds]\n", argv[0]);
     return 2;
   }
   const int late_worker = argc > 2 ? std::atoi(argv[2]) : -1;
@@ -65,13 +69,17 @@ int main(int argc, char** argv) {
   const int workers = strategy.num_workers();
   const int late = late_worker < 0 ? workers - 1 : late_worker;
   const bool is_late = checks.worker == late;
-  checks.expect(workers >= 2, "needs at least 2 workers, got " + std::to_string(workers));
+  if (scenario != "fails") checks.expect(workers >= 2, "needs at least 2 workers, got " + std::to_string(workers));
 
   bool timed_out = false;
   for (int step = 0; step < steps; ++step) {
     if (is_late && step == late_step) {
       if (scenario == "absent") break;
       if (scenario == "killed") std::raise(SIGKILL);
+      if (scenario == "fails") {
+        std::cout << "worker " << checks.worker << " fails: its last words";
+        return 3;
+      }
       std::this_thread::sleep_for(std::chrono::duration<double>(stall));
     }
     const auto ones = strategy.run([] { return dt::scalar<float>(1); });

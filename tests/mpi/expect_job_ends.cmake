@@ -1,9 +1,11 @@
-# cmake -DEXPECT_STATUS=<n> -DLIMIT=<seconds> [-DRANK_STATUS_DIR=<dir> -DRANKS=<n>] -P expect_job_ends.cmake -- <command...>
+# cmake -DEXPECT_STATUS=<n> -DLIMIT=<seconds> [-DRANK_STATUS_DIR=<dir> -DRANKS=<n>]
+#       [-DEXPECT_OUTPUT=<text>] [-DREJECT_OUTPUT=<text>] -P expect_job_ends.cmake -- <command...>
 # Passes when the command (an mpiexec job) ends by itself within LIMIT seconds with exit status
 # EXPECT_STATUS. (Open MPI's "MPI_ABORT was invoked" text is not checked: it is sometimes lost
 # when the launcher kills the job while forwarding it.) With RANK_STATUS_DIR, every rank must also
 # have written EXPECT_STATUS there (tests/mpi/record_status.sh wraps each rank): a rank that a
 # signal ended (a crash in MPI_Finalize, say) fails the test even when the launcher reports 0.
+# EXPECT_OUTPUT must appear in the job's output (stdout and stderr), REJECT_OUTPUT must not.
 set(command "")
 set(after_separator FALSE)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -25,6 +27,18 @@ math(EXPR seconds "${ended} - ${began}")
 message("${output}")
 if(NOT status STREQUAL "${EXPECT_STATUS}")
   message(FATAL_ERROR "The job ended with '${status}' after ${seconds} s; expected exit status ${EXPECT_STATUS} within ${LIMIT} s")
+endif()
+if(DEFINED EXPECT_OUTPUT)
+  string(FIND "${output}" "${EXPECT_OUTPUT}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "The job's output lacks \"${EXPECT_OUTPUT}\"")
+  endif()
+endif()
+if(DEFINED REJECT_OUTPUT)
+  string(FIND "${output}" "${REJECT_OUTPUT}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "The job's output has \"${REJECT_OUTPUT}\", which it must not")
+  endif()
 endif()
 if(DEFINED RANK_STATUS_DIR)
   math(EXPR last_rank "${RANKS} - 1")

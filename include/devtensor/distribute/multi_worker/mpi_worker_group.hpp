@@ -40,8 +40,10 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,12 +91,20 @@ class Runtime {
  public:
   /// At exit: MPI_Finalize after a clean exit. After exit(status != 0) the peers may be blocked in
   /// a collective this worker will never join, and MPI_Finalize would wait for them for ever; so
-  /// MPI_Abort instead, and the launcher ends the whole job with this status.
+  /// MPI_Abort instead, and the launcher ends the whole job with this status. What the program
+  /// wrote comes out first (MPI_Abort ends the process before exit() would flush stdio), and a
+  /// process alone in its world (no mpiexec, or -n 1) has no peer to wait for: it finalises and
+  /// exits with its status, without Open MPI's abort banner.
   static void finish(int status) noexcept {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
-    if (status != 0) {
+    int size = 1;
+    if (status != 0) MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > 1) {
+      std::cout.flush();
+      std::cerr.flush();
+      std::fflush(nullptr);
       MPI_Abort(MPI_COMM_WORLD, status);
       return;
     }
