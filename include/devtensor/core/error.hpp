@@ -21,6 +21,9 @@ enum class ErrorCode {
   unimplemented,
   internal,
   deadline_exceeded,
+  unavailable,
+  out_of_range,
+  cancelled,
 };
 
 /// TensorFlow's spelling of a code, e.g. "INVALID_ARGUMENT".
@@ -33,6 +36,9 @@ constexpr std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::unimplemented: return "UNIMPLEMENTED";
     case ErrorCode::internal: return "INTERNAL";
     case ErrorCode::deadline_exceeded: return "DEADLINE_EXCEEDED";
+    case ErrorCode::unavailable: return "UNAVAILABLE";
+    case ErrorCode::out_of_range: return "OUT_OF_RANGE";
+    case ErrorCode::cancelled: return "CANCELLED";
   }
   return "UNKNOWN";
 }
@@ -93,5 +99,41 @@ class DeadlineExceededError : public Error {
  public:
   explicit DeadlineExceededError(const std::string& message) : Error(ErrorCode::deadline_exceeded, message) {}
 };
+
+/// A peer that cannot be reached: a parameter-server task that stopped answering.
+class UnavailableError : public Error {
+ public:
+  explicit UnavailableError(const std::string& message) : Error(ErrorCode::unavailable, message) {}
+};
+
+/// The end of a sequence: an iterator with no element left (TensorFlow's "End of sequence").
+class OutOfRangeError : public Error {
+ public:
+  explicit OutOfRangeError(const std::string& message) : Error(ErrorCode::out_of_range, message) {}
+};
+
+/// Work given up because something it depended on failed first.
+class CancelledError : public Error {
+ public:
+  explicit CancelledError(const std::string& message) : Error(ErrorCode::cancelled, message) {}
+};
+
+/// Throws the exception of `code` with `message`: an error that crossed a process boundary
+/// as its status code and text is raised again with its own type.
+[[noreturn]] inline void throw_error(ErrorCode code, const std::string& message) {
+  switch (code) {
+    case ErrorCode::invalid_argument: throw InvalidArgumentError(message);
+    case ErrorCode::not_found: throw NotFoundError(message);
+    case ErrorCode::failed_precondition: throw FailedPreconditionError(message);
+    case ErrorCode::resource_exhausted: throw ResourceExhaustedError(message);
+    case ErrorCode::unimplemented: throw UnimplementedError(message);
+    case ErrorCode::internal: throw InternalError(message);
+    case ErrorCode::deadline_exceeded: throw DeadlineExceededError(message);
+    case ErrorCode::unavailable: throw UnavailableError(message);
+    case ErrorCode::out_of_range: throw OutOfRangeError(message);
+    case ErrorCode::cancelled: throw CancelledError(message);
+  }
+  throw InternalError(message);
+}
 
 }  // namespace devtensor

@@ -38,6 +38,27 @@ BOOST_AUTO_TEST_CASE(codes_and_messages) {
   check_error<UnimplementedError>(ErrorCode::unimplemented, "UNIMPLEMENTED");
   check_error<InternalError>(ErrorCode::internal, "INTERNAL");
   check_error<DeadlineExceededError>(ErrorCode::deadline_exceeded, "DEADLINE_EXCEEDED");
+  check_error<UnavailableError>(ErrorCode::unavailable, "UNAVAILABLE");
+  check_error<OutOfRangeError>(ErrorCode::out_of_range, "OUT_OF_RANGE");
+  check_error<CancelledError>(ErrorCode::cancelled, "CANCELLED");
+}
+
+// An error that crossed a process boundary as (code, text) is raised again with its own type.
+BOOST_AUTO_TEST_CASE(throw_error_raises_the_codes_own_type) {
+  const auto raised = [](ErrorCode code) -> ErrorCode {
+    try {
+      throw_error(code, "remote");
+    } catch (const Error& e) {
+      BOOST_TEST(std::string(e.what()) == "remote");
+      return e.code();
+    }
+  };
+  for (ErrorCode code : {ErrorCode::invalid_argument, ErrorCode::not_found, ErrorCode::failed_precondition,
+                         ErrorCode::resource_exhausted, ErrorCode::unimplemented, ErrorCode::internal,
+                         ErrorCode::deadline_exceeded, ErrorCode::unavailable, ErrorCode::out_of_range,
+                         ErrorCode::cancelled})
+    BOOST_TEST((raised(code) == code));
+  BOOST_CHECK_THROW(throw_error(ErrorCode::unavailable, "ps"), UnavailableError);
 }
 
 BOOST_AUTO_TEST_CASE(catchable_as_std_runtime_error) {
