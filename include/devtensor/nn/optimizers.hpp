@@ -27,6 +27,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/distribute/distributed_variable.hpp"
+#include "devtensor/distribute/remote_variable.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -429,6 +430,8 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
   if (auto* graph = graph::building()) [[unlikely]]
     return optimizer_detail::add_apply_node(*graph, *this, grads, vars,
                                             momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name);
+  if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]  // a parameter server runs the rule (and checks)
+    return host->apply_gradients({std::string(name), {learning_rate, momentum, nesterov ? 1.0 : 0.0}}, grads, vars);
   const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
   optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
     const auto lr = static_cast<float>(learning_rate);
@@ -464,6 +467,8 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
   validate();
   if (auto* graph = graph::building()) [[unlikely]]
     return optimizer_detail::add_apply_node(*graph, *this, grads, vars, ops::ApplyAdam::name);
+  if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]
+    return host->apply_gradients({std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}}, grads, vars);
   optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
     std::lock_guard lock(slots->mutex);
     const double t = static_cast<double>(slots->iterations + 1);
