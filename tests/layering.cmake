@@ -2,7 +2,7 @@
 # its own folder and the floors below it, never a floor above nor a sibling on its own floor.
 #
 #   core (and the top-level config, error, fwd, version) → memory → device → tensor | backend →
-#   ops → variables | data → autodiff → distribute → graph → nn → testing | hdf5
+#   ops → variables | data → autodiff → distribute → graph → nn → testing | hdf5 | coordinator
 #
 # Strategies plug their variables in through a variable creator, a device's memory statistics
 # live with the devices, the TF32 switch is configuration (core). Keras's models sit above the
@@ -25,6 +25,8 @@ set(_floor_graph 8)
 set(_floor_nn 9)
 set(_floor_testing 10)
 set(_floor_hdf5 10)
+# Parameter-server training: its ps tasks run the optimizers' rules (nn), over MPI.
+set(_floor_coordinator 10)
 
 # The folder a path under devtensor/ belongs to: its first component, "core" for the top-level
 # files (the umbrella header is skipped by the caller).
