@@ -265,6 +265,12 @@ int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordi
   });
   auto drain = coordinator.function([&](dc::PerWorkerIterator<float, float>& it) { (void)it.next(); });
   auto add = coordinator.function([&](float x) { v->assign_add(dt::scalar<float>(x)); });
+  // A function reads its own writes (the local copy takes them; a later read does not fetch over them).
+  auto read_own_writes = coordinator.function([&]() -> float {
+    v->assign(dt::scalar<float>(100.0f));
+    v->assign_add(dt::scalar<float>(1.0f));
+    return v->read_value().item();
+  });
   expect_error<dt::FailedPreconditionError>([&] { (void)coordinator.schedule(add, 1.0f), (void)coordinator.function([] {}); },
                                             "after the first schedule", "function() after a schedule");
   coordinator.join();
@@ -286,6 +292,9 @@ int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordi
   expect_error<dt::OutOfRangeError>([&] { coordinator.join(); }, "End of sequence", "the end of a worker's data");
   expect_error<dt::FailedPreconditionError>([&] { (void)short_iterator.next(); }, "on the workers",
                                             "next() on the chief");
+  coordinator.join();  // (cleared)
+  expect(coordinator.schedule(read_own_writes).fetch() == 101.0f, "a function reads what it wrote");
+  expect(v->read_value().item() == 101.0f, "and its writes reach the ps task");
   return 0;
 }
 

@@ -4,15 +4,7 @@
 /// that run on whichever worker is free, and collects their results (RemoteValue), while the
 /// workers train asynchronously against the ps tasks.
 ///
-///     ClusterCoordinator coordinator(strategy);
-///     auto per_worker = coordinator.create_per_worker_dataset([] { return make_dataset(); });
-///     auto iterator = per_worker.iterator();
-///     auto step = coordinator.function([&](PerWorkerIterator<float, float>& it) -> Tensor<float> {
-///       auto [x, y] = it.next();   // this worker's own data
-///       ...                        // a GradientTape, optimizer.apply_gradients: run on the ps tasks
-///     });
-///     for (int i = 0; i < steps; ++i) coordinator.schedule(step, iterator);
-///     coordinator.join();
+/// (README: "Parameter-server training" shows a whole program; examples/17_parameter_server.cpp.)
 ///
 /// Functions are matched across processes by the order of `function` calls, per-worker datasets
 /// by the order of `create_per_worker_dataset` calls: every task makes the same ones, in the same
@@ -79,9 +71,7 @@ class ClusterCoordinator {
   [[nodiscard]] bool done();
   /// `value.fetch()` (TensorFlow's coordinator.fetch).
   template <class R>
-  R fetch(const RemoteValue<R>& value) {
-    return value.fetch();
-  }
+  R fetch(const RemoteValue<R>& value) { return value.fetch(); }
 
   /// Calls `dataset_fn()` on every worker (not on the chief) and returns the per-worker dataset.
   template <class DatasetFn>
@@ -98,7 +88,7 @@ class ClusterCoordinator {
   struct Closure {
     std::uint64_t id = 0;
     std::uint32_t function = 0;
-    std::vector<std::byte> args;
+    ps_wire::Bytes args;
     std::function<void(ps_wire::Reader&)> deliver;  // the result, into its RemoteValue
     std::function<void(std::exception_ptr)> fail;
   };
@@ -349,6 +339,8 @@ inline void ClusterCoordinator::dispatch() {
   const double timeout = state_.options.timeout_seconds;
   const auto silence = std::chrono::duration_cast<ps_wire::Clock::duration>(ps_wire::seconds(timeout));
   const auto start_limit = ps_wire::Clock::now() + std::max(silence * 6, std::chrono::duration_cast<ps_wire::Clock::duration>(std::chrono::seconds(60)));
+  auto last_busy = ps_wire::Clock::now();
+  auto pause = std::chrono::microseconds(20);
   while (!stop_) try {
     bool busy = false;
     // Results and heartbeats.
@@ -419,9 +411,18 @@ inline void ClusterCoordinator::dispatch() {
     for (auto& c : unrunnable)
       finish(c, nullptr, std::make_exception_ptr(UnavailableError("No worker is available to run a scheduled function: "
                                                                   "every worker has failed")));
-    if (!busy) {
+    // Idle: yield for 2 ms after the last activity (results come in bursts), then sleep up to 1 ms
+    // (a schedule() wakes it at once).
+    const auto now = ps_wire::Clock::now();
+    if (busy) {
+      last_busy = now;
+      pause = std::chrono::microseconds(20);
+    } else if (now - last_busy < std::chrono::milliseconds(2)) {
+      std::this_thread::yield();
+    } else {
       std::unique_lock lock(mutex_);
-      changed_.wait_for(lock, std::chrono::microseconds(500));
+      changed_.wait_for(lock, pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
   } catch (...) {  // MPI failed under the dispatcher: every pending function gets the error
     std::vector<std::shared_ptr<Closure>> pending;
@@ -448,7 +449,7 @@ inline void ClusterCoordinator::serve() {
   std::atomic<bool> stop{false};
   std::thread heartbeat([&] {
     while (!stop) {
-      ps_wire::poll_until([&] { return stop.load(); }, ps_wire::after(interval));
+      ps_wire::poll_until([&] { return stop.load(); }, ps_wire::after(interval), std::chrono::microseconds(0));
       ps_wire::Writer beat;
       beat.put<std::uint8_t>(1);
       try {
@@ -470,7 +471,7 @@ inline void ClusterCoordinator::serve() {
       if (function >= functions_.size())
         throw FailedPreconditionError("This worker has no scheduled function #" + std::to_string(function) +
                                       ": every task must make the same functions in the same order");
-      state_.refresh_all();
+      state_.begin_closure();
       ps_detail::ClosureWrites writes(strategy_.num_ps());
       {
         ps_detail::current_closure_writes() = &writes;

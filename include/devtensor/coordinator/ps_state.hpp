@@ -109,11 +109,14 @@ class RemoteSlot {
  public:
   RemoteSlot(std::uint64_t id, int ps) : id_(id), ps_(ps) {}
   virtual ~RemoteSlot() = default;
-  /// Replaces the local copy with the value a ps task sent. @throws InvalidArgumentError when
-  /// it is not this variable's dtype and shape (the tasks created different variables).
-  virtual void refresh(const ps_wire::WireTensor& value) = 0;
+  /// Replaces the local copy (a cache: const) with the value a ps task sent.
+  /// @throws InvalidArgumentError when it is not this variable's dtype and shape (the tasks
+  /// created different variables).
+  virtual void refresh(const ps_wire::WireTensor& value) const = 0;
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] int ps() const noexcept { return ps_; }
+  /// The scheduled function (State::generation) whose values the local copy holds.
+  mutable std::uint64_t fresh_in = 0;
 
  private:
   std::uint64_t id_;
@@ -178,22 +181,27 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
     variables_[id] = std::move(slot);
   }
 
-  /// Worker: the values of every variable, from every ps task, into the local copies.
-  void refresh_all() {
-    for (int ps = 0; ps < roles.num_ps; ++ps) {
-      auto r = request(ps, ps_wire::RequestKind::read, "read", [](ps_wire::Writer& w) { w.put<std::uint32_t>(0); });
-      const auto count = r.get<std::uint32_t>();
-      for (std::uint32_t i = 0; i < count; ++i) {
-        const auto id = r.get<std::uint64_t>();
-        const auto value = r.get_tensor();
-        std::shared_ptr<RemoteSlot> slot;
-        {
-          std::lock_guard lock(variables_mutex_);
-          if (const auto it = variables_.find(id); it != variables_.end()) slot = it->second.lock();
-        }
-        if (slot) slot->refresh(value);  // (a variable this worker never made: not its function's)
-      }
+  /// Worker, as a scheduled function starts: the values of the variables earlier functions read,
+  /// one request per ps task (a variable read for the first time is fetched when it is read:
+  /// ensure_fresh). So a step pulls what it uses, not every variable of the job.
+  void begin_closure() {
+    ++generation_;
+    std::vector<std::vector<std::shared_ptr<const RemoteSlot>>> wanted(static_cast<std::size_t>(roles.num_ps));
+    {
+      std::lock_guard lock(variables_mutex_);
+      for (auto id : used_)
+        if (const auto it = variables_.find(id); it != variables_.end())
+          if (auto slot = it->second.lock()) wanted[static_cast<std::size_t>(slot->ps())].push_back(std::move(slot));
     }
+    for (int ps = 0; ps < roles.num_ps; ++ps) fetch(ps, wanted[static_cast<std::size_t>(ps)]);
+  }
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+  /// Worker, inside a scheduled function: `slot`'s value of this function, fetched if not yet.
+  void ensure_fresh(const RemoteSlot& slot) {
+    if (slot.fresh_in == generation_) return;
+    fetch(slot.ps(), {std::shared_ptr<const RemoteSlot>(std::shared_ptr<const RemoteSlot>(), &slot)});
+    std::lock_guard lock(variables_mutex_);
+    used_.insert(slot.id());
   }
 
   /// Sends one closure's writes, per ps task (closure 0: the chief's, applied at once).
@@ -222,6 +230,23 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
                        const std::vector<Variable<float>>& vars) override;
 
  private:
+  /// One read request for `slots` (all on ps task `ps`); each local copy takes its value.
+  void fetch(int ps, const std::vector<std::shared_ptr<const RemoteSlot>>& slots) {
+    if (slots.empty()) return;
+    auto r = request(ps, ps_wire::RequestKind::read, "read", [&](ps_wire::Writer& w) {
+      w.put(static_cast<std::uint32_t>(slots.size()));
+      for (const auto& slot : slots) w.put(slot->id());
+    });
+    (void)r.get<std::uint32_t>();
+    for (const auto& slot : slots) {
+      (void)r.get<std::uint64_t>();
+      slot->refresh(r.get_tensor());
+      slot->fresh_in = generation_;
+    }
+  }
+
+  std::uint64_t generation_ = 0;  // worker: the scheduled functions begun
+  std::set<std::uint64_t> used_;  // worker: the variables its functions read
   std::mutex request_mutex_;  // one request at a time per process: replies are matched by source
   std::uint64_t sequence_ = 0;
   std::set<int> failed_ps_;

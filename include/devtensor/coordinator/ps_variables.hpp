@@ -157,6 +157,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
 
   /// The chief reads the ps task's value; a worker its local copy.
   [[nodiscard]] Tensor<T> read() const override {
+    if (current_closure_writes()) state_->ensure_fresh(*this);  // a worker's function: this step's value
     if (!state_->chief() || current_closure_writes()) return local_.read();
     auto r = state_->request(ps(), ps_wire::RequestKind::read, "read", [&](ps_wire::Writer& w) {
       w.put<std::uint32_t>(1).put(id());
@@ -168,9 +169,12 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
   /// Sent to the ps task (at once on the chief; when the function returns on a worker, whose
   /// local copy takes the write now: the function reads what it wrote).
   void assign(const Tensor<T>& value) override {
-    if (send(ps_wire::WriteKind::assign, value, "assign")) local_.assign(value);
+    if (!send(ps_wire::WriteKind::assign, value, "assign")) return;
+    local_.assign(value);
+    fresh_in = state_->generation();  // this step's value now: a later read must not fetch over it
   }
   void update(VariableUpdate kind, const Tensor<T>& delta) override {
+    if (current_closure_writes()) state_->ensure_fresh(*this);  // the delta applies to this step's value
     if (send(kind == VariableUpdate::add ? ps_wire::WriteKind::add : ps_wire::WriteKind::sub, delta,
              kind == VariableUpdate::add ? "assign_add" : "assign_sub"))
       local_.update(kind, delta);
@@ -184,7 +188,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
     assign(out);
   }
   /// The values a ps task sent, copied once into the local copy (in place when nothing else holds it).
-  void refresh(const ps_wire::WireTensor& value) override {
+  void refresh(const ps_wire::WireTensor& value) const override {
     const Shape shape{std::span<const std::int64_t>(value.dims)};
     if (value.dtype != dtype_enum<T>() || shape != local_.read().shape())
       throw InvalidArgumentError("The ps task's variable #" + std::to_string(id()) + " (" + shape.to_string() +
@@ -203,7 +207,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
   std::shared_ptr<State> state_;
   /// A worker's values for the running function. On the chief only its shape and device count:
   /// the chief reads and writes the ps task's values.
-  LocalVariable<T> local_;
+  mutable LocalVariable<T> local_;  // a cache of the ps task's value
 
   /// The write, into the running function's writes (true: a worker's) or to the ps task at once.
   bool send(ps_wire::WriteKind kind, const Tensor<T>& value, std::string_view what) {

@@ -9,9 +9,9 @@
 /// add. And RMA epochs are collective or lock a target that may be dead, while a request that is
 /// never answered can be abandoned at a deadline. So every exchange is a request and its reply.
 ///
-/// Waiting polls (MPI_Improbe / MPI_Test) with sleeps that grow to a millisecond: Open MPI's
-/// blocking calls spin a core, and a server spinning beside workers on a machine with more ranks
-/// than cores starves them. Sends that cannot complete (a dead peer) keep their buffers until
+/// Waiting polls (MPI_Improbe / MPI_Test): for 2 ms yielding the core between polls, then with
+/// sleeps that grow to a millisecond. Open MPI's blocking calls spin a core for as long as they
+/// wait, and a server spinning beside workers on a machine with more ranks than cores starves them. Sends that cannot complete (a dead peer) keep their buffers until
 /// MPI_Finalize (Runtime::keep_until_finalize), as the collectives' do.
 
 #include <mpi.h>
@@ -56,6 +56,29 @@ enum class RequestKind : std::uint8_t { create = 1, read = 2, write = 3, shutdow
 /// One write of a Write request.
 enum class WriteKind : std::uint8_t { assign = 1, add = 2, sub = 3, apply = 4 };
 
+/// std::allocator, except that resize() leaves new bytes uninitialised: a received message's
+/// buffer is written by MPI at once (zeroing a megabyte first costs as much as copying it).
+template <class T>
+struct UninitialisedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitialisedAllocator<U>;
+  };
+  UninitialisedAllocator() = default;
+  template <class U>
+  UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}  // NOLINT: as std::allocator
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+/// A message's bytes.
+using Bytes = std::vector<std::byte, UninitialisedAllocator<std::byte>>;
+
 /// A message being built: fields appended in order.
 class Writer {
  public:
@@ -99,11 +122,11 @@ class Writer {
     std::memcpy(bytes_.data() + offset, &value, sizeof(T));
   }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_.size(); }
-  [[nodiscard]] std::vector<std::byte>& bytes() noexcept { return bytes_; }
-  [[nodiscard]] std::vector<std::byte> take() noexcept { return std::move(bytes_); }
+  [[nodiscard]] Bytes& bytes() noexcept { return bytes_; }
+  [[nodiscard]] Bytes take() noexcept { return std::move(bytes_); }
 
  private:
-  std::vector<std::byte> bytes_;
+  Bytes bytes_;
 };
 
 /// A tensor as it crossed the wire: a view of the bytes of the message it came in (valid while
@@ -139,7 +162,7 @@ struct WireTensor {
 /// is read (a message of another protocol).
 class Reader {
  public:
-  explicit Reader(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {}
+  explicit Reader(Bytes bytes) : bytes_(std::move(bytes)) {}
   template <class T>
     requires std::is_trivially_copyable_v<T>
   T get() {
@@ -174,7 +197,7 @@ class Reader {
   [[nodiscard]] bool done() const noexcept { return at_ == bytes_.size(); }
 
  private:
-  std::vector<std::byte> bytes_;
+  Bytes bytes_;
   std::size_t at_ = 0;
 
   void need(std::size_t n) const {
@@ -182,25 +205,32 @@ class Reader {
   }
 };
 
-/// Calls `ready()` until it returns true or `deadline` passes (then false): a few spins, then
-/// sleeps doubling to 1 ms, so that a waiting process leaves the cores to those that compute.
+/// Calls `ready()` until it returns true or `deadline` passes (then false). For `spin` it polls
+/// without sleeping, yielding the core to any other runnable thread (an answer is usually that
+/// close: a request's reply, a busy server's next request); then it sleeps between polls, 20 us
+/// doubling to 1 ms, so that an idle process leaves the cores to those that compute.
 template <class Ready>
-bool poll_until(Ready&& ready, Clock::time_point deadline) {
+bool poll_until(Ready&& ready, Clock::time_point deadline,
+                std::chrono::microseconds spin = std::chrono::microseconds(2000)) {
+  const auto spin_until = Clock::now() + spin;
   auto pause = std::chrono::microseconds(20);
-  for (int spins = 0;; ++spins) {
+  for (;;) {
     if (ready()) return true;
-    if (Clock::now() >= deadline) return false;
-    if (spins > 32) {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_until) {
+      std::this_thread::yield();
+      continue;
     }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
 }
 
 struct Message {
   int source = -1;
   int tag = -1;
-  std::vector<std::byte> bytes;
+  Bytes bytes;
 };
 
 /// The strategy's communicator (a duplicate of MPI_COMM_WORLD) and its point-to-point calls.
@@ -230,8 +260,8 @@ class Channel {
   [[nodiscard]] int size() const noexcept { return size_; }
 
   /// Starts sending `bytes`; the buffer lives until the send completes (or until MPI_Finalize).
-  void send(int destination, int tag, std::vector<std::byte> bytes) {
-    auto buffer = std::make_shared<std::vector<std::byte>>(std::move(bytes));
+  void send(int destination, int tag, Bytes bytes) {
+    auto buffer = std::make_shared<Bytes>(std::move(bytes));
     mpi_detail::PendingSend pending;
     mpi_detail::check(MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, destination, tag, comm_,
                                 &pending.request),
@@ -250,7 +280,8 @@ class Channel {
     if (!found) return std::nullopt;
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
-    Message m{status.MPI_SOURCE, status.MPI_TAG, std::vector<std::byte>(static_cast<std::size_t>(count))};
+    Message m{status.MPI_SOURCE, status.MPI_TAG, {}};
+    m.bytes.resize(static_cast<std::size_t>(count));
     mpi_detail::check(MPI_Mrecv(m.bytes.data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE), "MPI_Mrecv");
     return m;
   }
