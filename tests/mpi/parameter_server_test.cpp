@@ -320,6 +320,12 @@ int validation() {
         resolve(R"({"cluster": {"chief": ["a:1"], "worker": ["b:1"], "ps": ["c:1"]}, "task": {"type": "ps", "index": 0}})");
       },
       "Start one process per task", "a ps task alone");
+  expect_error<dt::InvalidArgumentError>(
+      [] {
+        ds::ParameterServerStrategy s(ds::cluster_resolver::TFConfigClusterResolver({.tf_config = "{}"}),
+                                      {.timeout_seconds = 0});
+      },
+      "timeout_seconds must be positive, got 0", "a timeout of 0 s (checked before anything else)");
   // TensorFlow 2.21.0's answers: tests/reference/partitioners.py.
   using ds::partitioners::FixedShardsPartitioner;
   using ds::partitioners::MinSizePartitioner;

@@ -179,7 +179,7 @@ ScheduledFunction<F> ClusterCoordinator::function(F fn) {
           iterator.local_ = std::static_pointer_cast<typename V::Local>(iterators_[id]);
           return iterator;
         } else {
-          return coordinator_detail::get_value<V>(in);
+          return coordinator_detail::get_value<V>(in, state_.host);
         }
       };
       std::tuple<std::remove_cvref_t<std::tuple_element_t<I, Args>>...> values{
@@ -227,10 +227,10 @@ auto ClusterCoordinator::schedule(const ScheduledFunction<F>& fn, const Args&...
     (put(std::type_identity<std::tuple_element_t<I, typename Sig::args>>{}, args), ...);
   }(std::index_sequence_for<Args...>{});
   closure->args = w.take();
-  closure->deliver = [state = result.state_](ps_wire::Reader& r) {
+  closure->deliver = [state = result.state_, &host = state_.host](ps_wire::Reader& r) {
     std::lock_guard lock(state->mutex);
     if constexpr (std::is_void_v<R>) state->value = true;
-    else state->value = coordinator_detail::get_value<R>(r);
+    else state->value = coordinator_detail::get_value<R>(r, host);
     state->done = true;
     state->ready.notify_all();
   };

@@ -66,7 +66,9 @@ inline std::function<void(const std::vector<Tensor<float>>&, const std::vector<V
 
 class ParameterServer {
  public:
-  ParameterServer(ps_wire::Channel& channel, int chief_rank) : channel_(channel), chief_(chief_rank) {}
+  /// `host`: this task's host CPU, where its variables and the values it receives live.
+  ParameterServer(ps_wire::Channel& channel, int chief_rank, const Device& host)
+      : channel_(channel), chief_(chief_rank), host_(host) {}
 
   /// Answers requests until the chief's Shutdown.
   void serve() {
@@ -107,6 +109,7 @@ class ParameterServer {
  private:
   ps_wire::Channel& channel_;
   int chief_;
+  const Device& host_;
   std::map<std::uint64_t, StoredVariable> variables_;
   std::map<std::string, std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)>>
       optimizers_;
@@ -128,7 +131,7 @@ class ParameterServer {
     const auto value = in.get_tensor();
     if (variables_.contains(id)) return;  // the chief's retry of a create that was answered late
     variables_.emplace(id, with_element_type(value.dtype, [&]<class T>() -> StoredVariable {
-                         return Variable<T>(value.to_tensor<T>("create"), {.name = name});
+                         return Variable<T>(value.to_tensor<T>(host_, "create"), {.name = name});
                        }));
   }
 
@@ -202,7 +205,7 @@ class ParameterServer {
                 });
                 return;
               }
-              const Tensor<T> value = s.value.template to_tensor<T>("write");
+              const Tensor<T> value = s.value.template to_tensor<T>(host_, "write");
               if constexpr (Numeric<T>) (s.kind == ps_wire::WriteKind::add ? v.assign_add(value) : v.assign_sub(value));
             },
             find(s.id));
@@ -214,7 +217,7 @@ class ParameterServer {
       std::vector<Variable<float>> vars;
       for (const auto& [id, g] : s.gradients) {
         vars.push_back(std::get<Variable<float>>(find(id)));
-        grads.push_back(g.to_tensor<float>("apply_gradients"));
+        grads.push_back(g.to_tensor<float>(host_, "apply_gradients"));
       }
       optimizer(grads, vars);
     }

@@ -22,8 +22,9 @@
 ///
 /// Reads and writes. On the chief, a read fetches the value from its ps task and a write (assign,
 /// assign_add, an optimizer's apply_gradients) is applied there before it returns. On a worker,
-/// a scheduled function reads the values fetched when it started and its writes are sent when it
-/// returns, one request per ps task, applied once per scheduled function (parameter_server.hpp).
+/// a scheduled function reads each variable once, fetched when first read (prefetched when earlier
+/// functions read it: ps_state.hpp), and its writes are sent when it returns, one request per ps
+/// task, applied once per scheduled function (parameter_server.hpp).
 /// An optimizer's update rule runs on the ps task with its own slots (distribute/remote_variable.hpp).
 /// With a variable_partitioner, variables are ShardedVariables (coordinator/ps_variables.hpp).
 
@@ -33,6 +34,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "devtensor/coordinator/parameter_server.hpp"
@@ -58,24 +60,20 @@ class ParameterServerStrategy {
   explicit ParameterServerStrategy(
       const cluster_resolver::TFConfigClusterResolver& resolver = cluster_resolver::TFConfigClusterResolver(),
       ParameterServerStrategyOptions options = {})
-      : state_(std::make_shared<ps_detail::State>(ps_detail::Roles::resolve(resolver.describe()), options)),
-        creator_(std::make_shared<ps_detail::Creator>(state_)) {
-    if (!(options.timeout_seconds > 0))
-      throw InvalidArgumentError("ParameterServerStrategyOptions::timeout_seconds must be positive, got " +
-                                 std::to_string(options.timeout_seconds));
+      : state_(connect(resolver, std::move(options))), creator_(std::make_shared<ps_detail::Creator>(state_)) {
     if (log_enabled(LogSource::python_logger, LogSeverity::info))
       log(LogSource::python_logger, LogSeverity::info,
           "ParameterServerStrategyV2 is now connecting to cluster with cluster_spec: ClusterSpec(" +
               state_->roles.cluster.to_string() + ")");
     if (state_->roles.task_type == "ps") {
-      ps_detail::ParameterServer(state_->channel, 0).serve();
+      ps_detail::ParameterServer(state_->channel, 0, state_->host).serve();
       state_->channel.flush(1.0);
       std::exit(0);  // finalises MPI (mpi_worker_group.hpp's Runtime)
     }
   }
   ParameterServerStrategy(const ParameterServerStrategy&) = delete;
   ParameterServerStrategy& operator=(const ParameterServerStrategy&) = delete;
-  /// The chief's ends the job: every worker and ps task stops serving and exits.
+  /// The chief's strategy ends the job: every worker and ps task stops serving and exits.
   ~ParameterServerStrategy() {
     if (!state_->chief()) return;
     try {
@@ -84,8 +82,6 @@ class ParameterServerStrategy {
       log(LogSeverity::warning, std::string("ParameterServerStrategy: ending the job: ") + e.what());
     }
   }
-
-
 
   /// RAII: variables created on this thread while the guard lives are placed on the ps tasks.
   class [[nodiscard]] Scope {
@@ -111,6 +107,17 @@ class ParameterServerStrategy {
  private:
   std::shared_ptr<ps_detail::State> state_;
   std::shared_ptr<ps_detail::Creator> creator_;
+
+  /// Checks everything each task can check alone, then joins the others (MPI_Comm_dup).
+  static std::shared_ptr<ps_detail::State> connect(const cluster_resolver::TFConfigClusterResolver& resolver,
+                                                   ParameterServerStrategyOptions options) {
+    if (!(options.timeout_seconds > 0))
+      throw InvalidArgumentError("ParameterServerStrategyOptions::timeout_seconds must be positive, got " +
+                                 std::to_string(options.timeout_seconds));
+    auto roles = ps_detail::Roles::resolve(resolver.describe());
+    return std::make_shared<ps_detail::State>(std::move(roles), std::move(options),
+                                              device_set("ParameterServerStrategy").host_cpu());
+  }
 
   /// Every worker and ps task stops serving (each message on its own: one dead task stops no other).
   void stop_the_job() {

@@ -126,10 +126,13 @@ class RemoteSlot {
 /// One process's side of the strategy: the channel, the requests to ps tasks, the variables.
 class State final : public RemoteVariableHost, public std::enable_shared_from_this<State> {
  public:
-  State(Roles task_roles, ParameterServerStrategyOptions task_options) : roles(std::move(task_roles)), options(task_options) {}
+  /// `host_cpu`: this process's host CPU, where remote values arrive and local copies live.
+  State(Roles task_roles, ParameterServerStrategyOptions task_options, const Device& host_cpu)
+      : roles(std::move(task_roles)), options(std::move(task_options)), host(host_cpu) {}
 
   const Roles roles;
   const ParameterServerStrategyOptions options;
+  const Device& host;
   ps_wire::Channel channel;
 
   [[nodiscard]] bool chief() const noexcept { return roles.task_type == "chief"; }

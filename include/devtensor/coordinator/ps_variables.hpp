@@ -109,7 +109,7 @@ std::vector<Tensor<T>> split_rows(const Tensor<T>& t, const std::vector<std::int
     const std::size_t n = static_cast<std::size_t>(r) * per_row;
     out.push_back(tensor_from_host(std::vector<T>(values.begin() + static_cast<std::ptrdiff_t>(at),
                                                   values.begin() + static_cast<std::ptrdiff_t>(at + n)),
-                                   Shape(dims), device_set("a ShardedVariable").host_cpu(), "Split"));
+                                   Shape(dims), t.device_info(), "Split"));
     at += n;
   }
   return out;
@@ -125,7 +125,7 @@ Tensor<T> concat_rows(const std::vector<Tensor<T>>& pieces) {
     values.insert(values.end(), v.begin(), v.end());
     dims[0] += p.shape()[0];
   }
-  return tensor_from_host(values, Shape(dims), device_set("a ShardedVariable").host_cpu(), "ConcatV2");
+  return tensor_from_host(values, Shape(dims), pieces.front().device_info(), "ConcatV2");
 }
 
 /// A variable created in the strategy's scope: held by a ps task, with a local copy (the
@@ -135,7 +135,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
  public:
   PsVariable(std::shared_ptr<State> state, VariableInfo info, const Tensor<T>& initial, std::uint64_t id, int ps)
       : VariableImpl<T>(info), RemoteSlot(id, ps), state_(std::move(state)),
-        local_(std::move(info), initial, device_set("ParameterServerStrategy").host_cpu()) {}
+        local_(std::move(info), initial, state_->host) {}
 
   [[nodiscard]] RemoteVariableHost& host() const noexcept override { return *state_; }
   [[nodiscard]] std::size_t num_components() const noexcept override { return 1; }
@@ -164,7 +164,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
     });
     (void)r.template get<std::uint32_t>();
     (void)r.template get<std::uint64_t>();
-    return r.get_tensor().template to_tensor<T>("read");
+    return r.get_tensor().template to_tensor<T>(local_.device(), "read");
   }
   /// Sent to the ps task (at once on the chief; when the function returns on a worker, whose
   /// local copy takes the write now: the function reads what it wrote).
@@ -195,7 +195,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
                                  ") is not this task's " + this->info().name + " (" + local_.read().shape().to_string() +
                                  "): every task must create the same variables, in the same order, in the strategy's scope");
     if constexpr (std::is_same_v<T, bool>) {
-      local_.assign(value.template to_tensor<T>("refresh"));
+      local_.assign(value.template to_tensor<T>(local_.device(), "refresh"));
     } else {
       local_.apply_update("Recv", [&](std::size_t, const Tensor<T>&, Tensor<T>& out) {
         if (!value.bytes.empty()) std::memcpy(out.mutable_data(), value.bytes.data(), value.bytes.size());

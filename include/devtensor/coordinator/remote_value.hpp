@@ -125,8 +125,8 @@ void put_value(ps_wire::Writer& w, const V& v) {
   else w.put(v);
 }
 template <class V>
-V get_value(ps_wire::Reader& r) {
-  if constexpr (IsTensor<V>::value) return r.get_tensor().template to_tensor<typename V::value_type>("schedule");
+V get_value(ps_wire::Reader& r, const Device& host) {
+  if constexpr (IsTensor<V>::value) return r.get_tensor().template to_tensor<typename V::value_type>(host, "schedule");
   else return r.template get<V>();
 }
 template <class V>

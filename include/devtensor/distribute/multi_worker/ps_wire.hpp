@@ -136,9 +136,10 @@ struct WireTensor {
   std::vector<std::int64_t> dims;
   std::span<const std::byte> bytes;
 
-  /// The values, copied once into a host tensor of T. @throws InvalidArgumentError for another dtype.
+  /// The values, copied once into a tensor of T on `host` (a host CPU device).
+  /// @throws InvalidArgumentError for another dtype.
   template <Element T>
-  [[nodiscard]] Tensor<T> to_tensor(std::string_view what) const {
+  [[nodiscard]] Tensor<T> to_tensor(const Device& host, std::string_view what) const {
     if (dtype != dtype_enum<T>())
       throw InvalidArgumentError(std::string(what) + ": a tensor of another dtype where a " + std::string(dtype_name<T>()) +
                                  " one was expected (every task must create the same variables and functions)");
@@ -149,9 +150,9 @@ struct WireTensor {
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<T> values(count);
       for (std::size_t i = 0; i < count; ++i) values[i] = bytes[i] != std::byte{0};
-      return tensor_from_host(values, shape, device_set("a parameter-server message").host_cpu(), "Recv");
+      return tensor_from_host(values, shape, host, "Recv");
     } else {
-      auto out = Tensor<T>::empty(shape, device_set("a parameter-server message").host_cpu(), "Recv");
+      auto out = Tensor<T>::empty(shape, host, "Recv");
       if (count > 0) std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
       return out;
     }
