@@ -12,6 +12,8 @@
 //                  --enable-recovery): its step runs again elsewhere, the counter is still exact
 //   train_sharded  the same with the variables split by a partitioner over two ps tasks: the
 //                  shards are named and placed as TensorFlow's, reassemble, and train alike
+//   stopped_worker worker 0 stops (SIGSTOP) mid-step and is resumed after the chief gave it up:
+//                  its step ran elsewhere, its late result is ignored, it serves again
 //   exactly_once   one closure's writes sent twice (a worker that died after its writes but
 //                  before its result) are applied once
 //   killed_ps      the chief SIGKILLs the ps task mid-training: join raises UnavailableError
@@ -31,6 +33,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "devtensor/coordinator/cluster_coordinator.hpp"
@@ -376,6 +379,25 @@ int main(int argc, char** argv) {
         train(strategy, coordinator, 96, [&] {
           if (strategy.task_type() == "worker" && strategy.task_id() == 0 && ++runs == 5) ::raise(SIGKILL);
         });
+      } else if (scenario == "stopped_worker") {
+        // Worker 0 stops (SIGSTOP: no heartbeat) in its 5th step; the chief gives it up after the
+        // 2 s timeout and resumes it at 2.5 s, while worker 1 (30 ms a step) still trains. The
+        // stopped step ran elsewhere; the late result is ignored (its writes deduplicated), and the
+        // worker serves again: the next function it is given is not lost to that late result.
+        int runs = 0;
+        std::thread resume;
+        if (strategy.is_chief())
+          resume = std::thread([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+            ::kill(static_cast<pid_t>(pids[1]), SIGCONT);
+          });
+        train(strategy, coordinator, 96, [&] {
+          if (strategy.task_type() != "worker") return;
+          if (strategy.task_id() == 0 && ++runs == 5) ::raise(SIGSTOP);
+          if (strategy.task_id() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        });
+        coordinator.join();
+        resume.join();
       } else if (scenario == "exactly_once") {
         exactly_once(strategy, coordinator);
       } else if (scenario == "killed_ps") {

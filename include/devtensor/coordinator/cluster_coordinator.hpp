@@ -350,6 +350,8 @@ inline void ClusterCoordinator::dispatch() {
       busy = true;
       const int worker = m->source - 1;
       if (worker < 0 || worker >= strategy_.num_workers()) continue;
+      ps_wire::Reader r(std::move(m->bytes));
+      const std::uint64_t id = m->tag == ps_wire::kResult ? r.get<std::uint64_t>() : 0;
       std::shared_ptr<Closure> done;
       {
         std::lock_guard lock(mutex_);
@@ -361,12 +363,10 @@ inline void ClusterCoordinator::dispatch() {
         }
         w.started = true;
         w.last_heard = ps_wire::Clock::now();
-        if (m->tag != ps_wire::kResult) continue;
+        // A result for what it runs now; not one of a function given up on and sent elsewhere.
+        if (m->tag != ps_wire::kResult || !w.running || w.running->id != id) continue;
         done = std::move(w.running);
       }
-      ps_wire::Reader r(std::move(m->bytes));
-      const auto id = r.get<std::uint64_t>();
-      if (!done || done->id != id) continue;
       std::exception_ptr error;
       try {
         ps_wire::get_status(r);
