@@ -20,6 +20,10 @@
 //                  within the timeout + 1 s, and so do the chief's reads
 //   errors         a function's error reaches join and fetch with its type, cancels what was
 //                  queued, and is cleared; the end of a worker's data is OutOfRangeError; misuse
+//   large          values of 512 KiB (which cross as payloads of their own, sent from and received
+//                  into tensors' storage): created, read, assigned, refreshed on workers, passed to
+//                  and returned from functions, sharded over two ps tasks; a write the ps task
+//                  refuses or skips (a repeated closure) leaves the next message intact
 //   validation     (one process, no mpiexec) the cluster checks of TensorFlow and of the launch
 #include <signal.h>
 #include <unistd.h>
@@ -249,6 +253,76 @@ int exactly_once(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& 
   return 0;
 }
 
+/// The partitioner of the large scenario: [512, 512] variables in two shards, the rest whole.
+std::vector<std::int64_t> shard_the_matrix(const dt::Shape& shape, dt::DType dtype) {
+  if (shape == dt::Shape{512, 512}) return ds::partitioners::FixedShardsPartitioner(2)(shape, dtype);
+  return std::vector<std::int64_t>(static_cast<std::size_t>(shape.rank()), 1);
+}
+
+/// A [rows, 512] tensor of `value`s plus each element's row (so shards and rows differ).
+dt::Tensor<float> rows_plus(std::int64_t rows, float value) {
+  std::vector<float> v(static_cast<std::size_t>(rows * 512));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = value + static_cast<float>(i / 512);
+  return dt::constant<float>(v, {rows, 512});
+}
+bool equal(const dt::Tensor<float>& a, const dt::Tensor<float>& b) {
+  return a.shape() == b.shape() && a.to_vector() == b.to_vector();
+}
+
+int large(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator) {
+  std::optional<dt::Variable<float>> whole, sharded;
+  {
+    auto scope = strategy.scope();
+    whole.emplace(rows_plus(256, 1.0f), dt::VariableOptions{.name = "whole"});      // 512 KiB on one ps task
+    sharded.emplace(rows_plus(512, 2.0f), dt::VariableOptions{.name = "sharded"});  // 2 x 512 KiB
+  }
+  // A function of two large arguments: the variables += them (the workers' copies refreshed,
+  // their writes sent); it returns its copy of `whole`.
+  auto add = coordinator.function([&](dt::Tensor<float> a, dt::Tensor<float> b) -> dt::Tensor<float> {
+    whole->assign_add(a);
+    sharded->assign_add(b);
+    return whole->read_value();
+  });
+  // A repeated closure's writes, skipped by the ps tasks unread.
+  auto& state = strategy.state();
+  const auto send = [&](std::uint64_t closure) {
+    ds::ps_detail::ClosureWrites writes(strategy.num_ps());
+    ds::ps_detail::current_closure_writes() = &writes;
+    whole->assign_add(dt::fill<float>({256, 512}, 1.0f));
+    sharded->assign_add(dt::fill<float>({512, 512}, 1.0f));
+    ds::ps_detail::current_closure_writes() = nullptr;
+    state.commit(closure, writes);
+  };
+  coordinator.join();  // (the workers serve from here)
+
+  expect(equal(whole->read_value(), rows_plus(256, 1.0f)), "a large initial value reaches the ps task and back");
+  expect(ds::shards_of(*sharded).size() == 2 && equal(sharded->read_value(), rows_plus(512, 2.0f)),
+         "a sharded large value reassembles");
+  whole->assign(rows_plus(256, 10.0f));
+  expect(equal(whole->read_value(), rows_plus(256, 10.0f)), "a large assign from the chief");
+
+  std::vector<dc::RemoteValue<dt::Tensor<float>>> results;
+  for (int i = 0; i < 8; ++i)
+    results.push_back(coordinator.schedule(add, dt::fill<float>({256, 512}, 1.0f), dt::fill<float>({512, 512}, 1.0f)));
+  coordinator.join();
+  for (auto& r : results) {
+    const auto t = r.fetch();
+    const float first = t.to_vector()[0];  // 11 to 18: the value the worker saw, plus its own write
+    expect(first >= 11.0f && first <= 18.0f && equal(t, rows_plus(256, first)), "a large result crosses back whole");
+  }
+  expect(equal(whole->read_value(), rows_plus(256, 18.0f)), "eight large updates applied once each");
+  expect(equal(sharded->read_value(), rows_plus(512, 10.0f)), "and to both shards");
+
+  send(2000001);
+  send(2000001);  // skipped unread by both ps tasks: its payloads are drained
+  expect(equal(whole->read_value(), rows_plus(256, 19.0f)), "a repeated closure's large write applies once");
+  whole->assign(rows_plus(256, 30.0f));  // the ps task takes this payload, not the skipped one
+  sharded->assign(rows_plus(512, 40.0f));
+  expect(equal(whole->read_value(), rows_plus(256, 30.0f)) && equal(sharded->read_value(), rows_plus(512, 40.0f)),
+         "the next large writes after a skipped one");
+  return 0;
+}
+
 int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator) {
   std::optional<dt::Variable<float>> v;
   {
@@ -363,10 +437,13 @@ int main(int argc, char** argv) {
       std::vector<int> pids(static_cast<std::size_t>(size));
       const int mine = static_cast<int>(::getpid());
       MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-      const double timeout = scenario == "train" || scenario == "errors" || scenario == "exactly_once" ? 30.0 : 2.0;
+      const double timeout =
+          scenario == "train" || scenario == "errors" || scenario == "exactly_once" || scenario == "large" ? 30.0 : 2.0;
       ds::ParameterServerStrategy strategy(
           ds::cluster_resolver::TFConfigClusterResolver({.tf_config = cluster_json(size, num_ps)}),
-          {.variable_partitioner = scenario == "train_sharded" ? ds::VariablePartitioner(two_shards) : nullptr,
+          {.variable_partitioner = scenario == "train_sharded" ? ds::VariablePartitioner(two_shards)
+                                   : scenario == "large"       ? ds::VariablePartitioner(shard_the_matrix)
+                                                               : nullptr,
            .timeout_seconds = timeout});
       dc::ClusterCoordinator coordinator(strategy);
       if (scenario == "train") {
@@ -404,6 +481,8 @@ int main(int argc, char** argv) {
         killed_ps(strategy, coordinator, static_cast<pid_t>(pids.back()), timeout);
       } else if (scenario == "errors") {
         errors(strategy, coordinator);
+      } else if (scenario == "large") {
+        large(strategy, coordinator);
       } else {
         std::cout << "unknown scenario '" << scenario << "'" << std::endl;
         return 2;

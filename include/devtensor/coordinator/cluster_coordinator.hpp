@@ -36,7 +36,7 @@
 
 #include "devtensor/coordinator/parameter_server_strategy.hpp"
 #include "devtensor/coordinator/remote_value.hpp"
-#include "devtensor/distribute/multi_worker/ps_wire.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/data/dataset.hpp"
@@ -88,7 +88,7 @@ class ClusterCoordinator {
   struct Closure {
     std::uint64_t id = 0;
     std::uint32_t function = 0;
-    ps_wire::Bytes args;
+    ps_wire::Writer args;  // sent again when the function is rescheduled
     std::function<void(ps_wire::Reader&)> deliver;  // the result, into its RemoteValue
     std::function<void(std::exception_ptr)> fail;
   };
@@ -226,7 +226,7 @@ auto ClusterCoordinator::schedule(const ScheduledFunction<F>& fn, const Args&...
     };
     (put(std::type_identity<std::tuple_element_t<I, typename Sig::args>>{}, args), ...);
   }(std::index_sequence_for<Args...>{});
-  closure->args = w.take();
+  closure->args = std::move(w);
   closure->deliver = [state = result.state_, &host = state_.host](ps_wire::Reader& r) {
     std::lock_guard lock(state->mutex);
     if constexpr (std::is_void_v<R>) state->value = true;
@@ -350,7 +350,7 @@ inline void ClusterCoordinator::dispatch() {
       busy = true;
       const int worker = m->source - 1;
       if (worker < 0 || worker >= strategy_.num_workers()) continue;
-      ps_wire::Reader r(std::move(m->bytes));
+      ps_wire::Reader r(std::move(*m), state_.channel);
       const std::uint64_t id = m->tag == ps_wire::kResult ? r.get<std::uint64_t>() : 0;
       std::shared_ptr<Closure> done;
       {
@@ -397,9 +397,9 @@ inline void ClusterCoordinator::dispatch() {
         queue_.pop_front();
         ps_wire::Writer run;
         run.put(w.running->id).put(w.running->function);
-        run.bytes().insert(run.bytes().end(), w.running->args.begin(), w.running->args.end());
+        run.append(w.running->args);
         try {
-          state_.channel.send(strategy_.state().roles.worker_rank(static_cast<int>(i)), ps_wire::kRun, run.take());
+          state_.channel.send(strategy_.state().roles.worker_rank(static_cast<int>(i)), ps_wire::kRun, std::move(run));
         } catch (const Error&) {  // MPI refused (a peer it knows is dead): the next worker gets it
           w.alive = false;
           queue_.push_front(std::move(w.running));
@@ -445,7 +445,7 @@ inline void ClusterCoordinator::serve() {
   const double interval = std::min(1.0, state_.options.timeout_seconds / 5);
   ps_wire::Writer hello;
   hello.put<std::uint8_t>(1);
-  channel.send(chief, ps_wire::kHeartbeat, hello.take());
+  channel.send(chief, ps_wire::kHeartbeat, std::move(hello));
   std::atomic<bool> stop{false};
   std::thread heartbeat([&] {
     while (!stop) {
@@ -453,14 +453,14 @@ inline void ClusterCoordinator::serve() {
       ps_wire::Writer beat;
       beat.put<std::uint8_t>(1);
       try {
-        if (!stop) channel.send(chief, ps_wire::kHeartbeat, beat.take());
+        if (!stop) channel.send(chief, ps_wire::kHeartbeat, std::move(beat));
       } catch (const Error&) {  // the chief is gone: the job is ending
       }
     }
   });
   for (;;) {
     auto m = channel.receive(chief, ps_wire::kRun, ps_wire::Clock::time_point::max());
-    ps_wire::Reader in(std::move(m->bytes));
+    ps_wire::Reader in(std::move(*m), channel);
     const auto closure = in.get<std::uint64_t>();
     const auto function = in.get<std::uint32_t>();
     if (function == UINT32_MAX) break;  // the job ends
@@ -482,14 +482,14 @@ inline void ClusterCoordinator::serve() {
       }
       state_.commit(closure, writes);
       ps_wire::put_status(out, nullptr);
-      out.bytes().insert(out.bytes().end(), payload.bytes().begin(), payload.bytes().end());
+      out.append(std::move(payload));
     } catch (const Error& e) {
       ps_wire::put_status(out, &e);
     } catch (const std::exception& e) {
       const InternalError internal(std::string("A scheduled function failed on a worker: ") + e.what());
       ps_wire::put_status(out, &internal);
     }
-    channel.send(chief, ps_wire::kResult, out.take());
+    channel.send(chief, ps_wire::kResult, std::move(out));
   }
   stop = true;
   heartbeat.join();

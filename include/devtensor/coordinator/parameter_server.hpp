@@ -3,7 +3,7 @@
 /// @brief A ps task's server: the variables placed on it, the optimizers' states that update
 /// them, and the loop that answers requests until the chief ends the job.
 ///
-/// Requests (distribute/multi_worker/ps_wire.hpp) come from the chief (create a variable, read
+/// Requests (distribute/multi_worker/ps_wire.hpp, ps_channel.hpp) come from the chief (create a variable, read
 /// one, write one) and from workers (read all, write the updates of a scheduled function). A
 /// worker's writes for one scheduled function arrive as one Write request tagged with the
 /// function's closure id, and a closure id is applied at most once: a function rescheduled after its worker died (having sent
@@ -21,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-#include "devtensor/distribute/multi_worker/ps_wire.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
 #include "devtensor/nn/optimizers.hpp"
@@ -76,11 +76,13 @@ class ParameterServer {
       std::optional<ps_wire::Message> m;
       ps_wire::poll_until([&] { return (m = channel_.try_receive(MPI_ANY_SOURCE, ps_wire::kRequest)).has_value(); },
                           ps_wire::Clock::time_point::max());
-      ps_wire::Reader in(std::move(m->bytes));
+      channel_.reap();  // replies sent: their hold on variables' buffers goes, and updates run in place again
+      const int source = m->source;
+      ps_wire::Reader in(std::move(*m), channel_);
       const auto sequence = in.get<std::uint64_t>();
       const auto kind = static_cast<ps_wire::RequestKind>(in.get<std::uint8_t>());
       if (kind == ps_wire::RequestKind::shutdown) {
-        if (m->source == chief_) return;
+        if (source == chief_) return;
         continue;  // only the chief ends the job
       }
       // The answer: its sequence number, "ok" and what the request asked for, written in place;
@@ -92,15 +94,15 @@ class ParameterServer {
       try {
         handle(kind, in, out);
       } catch (const Error& e) {
-        out.bytes().resize(status_at);
+        out.truncate(status_at);
         ps_wire::put_status(out, &e);
       } catch (const std::exception& e) {
-        out.bytes().resize(status_at);
+        out.truncate(status_at);
         const InternalError internal(e.what());
         ps_wire::put_status(out, &internal);
       }
       try {
-        channel_.send(m->source, ps_wire::kReply, out.take());
+        channel_.send(source, ps_wire::kReply, std::move(out));
       } catch (const Error&) {  // the requester died (MPI refused the send): nobody waits for this answer
       }
     }
@@ -200,9 +202,8 @@ class ParameterServer {
         std::visit(
             [&]<class T>(const Variable<T>& v) {
               if (s.kind == ps_wire::WriteKind::assign) {  // the bytes straight into the variable's buffer
-                v.apply_update("AssignVariableOp", [&](std::size_t, const Tensor<T>&, Tensor<T>& out) {
-                  if (!s.value.bytes.empty()) std::memcpy(out.mutable_data(), s.value.bytes.data(), s.value.bytes.size());
-                });
+                v.apply_update("AssignVariableOp",
+                               [&](std::size_t, const Tensor<T>&, Tensor<T>& out) { s.value.copy_into(out); });
                 return;
               }
               const Tensor<T> value = s.value.template to_tensor<T>(host_, "write");

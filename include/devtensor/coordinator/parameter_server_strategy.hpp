@@ -40,7 +40,7 @@
 #include "devtensor/coordinator/parameter_server.hpp"
 #include "devtensor/coordinator/ps_state.hpp"
 #include "devtensor/coordinator/ps_variables.hpp"
-#include "devtensor/distribute/multi_worker/ps_wire.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/distribute/context.hpp"
@@ -129,7 +129,7 @@ class ParameterServerStrategy {
       else stop.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::shutdown));
       try {
         state_->channel.send(worker ? roles.worker_rank(task) : roles.ps_rank(task - roles.num_workers),
-                             worker ? ps_wire::kRun : ps_wire::kRequest, stop.take());
+                             worker ? ps_wire::kRun : ps_wire::kRequest, std::move(stop));
       } catch (const Error&) {
       }
     }

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "devtensor/distribute/multi_worker/ps_wire.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/multi_worker/cluster_resolver.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
@@ -128,7 +128,7 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
  public:
   /// `host_cpu`: this process's host CPU, where remote values arrive and local copies live.
   State(Roles task_roles, ParameterServerStrategyOptions task_options, const Device& host_cpu)
-      : roles(std::move(task_roles)), options(std::move(task_options)), host(host_cpu) {}
+      : roles(std::move(task_roles)), options(std::move(task_options)), host(host_cpu), channel(options.timeout_seconds) {}
 
   const Roles roles;
   const ParameterServerStrategyOptions options;
@@ -158,7 +158,7 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
     for (bool sent = false;;) {
       std::optional<ps_wire::Message> reply;
       try {  // MPI may refuse to talk to a dead process (MPI_ERRORS_RETURN): that is no answer
-        if (!std::exchange(sent, true)) channel.send(roles.ps_rank(ps), ps_wire::kRequest, message.take());
+        if (!std::exchange(sent, true)) channel.send(roles.ps_rank(ps), ps_wire::kRequest, std::move(message));
         reply = channel.receive(roles.ps_rank(ps), ps_wire::kReply, deadline);
       } catch (const InternalError&) {
       }
@@ -166,7 +166,7 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
         failed_ps_.insert(ps);
         throw unavailable(ps, what);
       }
-      ps_wire::Reader r(std::move(reply->bytes));
+      ps_wire::Reader r(std::move(*reply), channel);
       if (r.get<std::uint64_t>() != sequence) continue;  // the late answer to a request given up on
       ps_wire::get_status(r);
       return r;

@@ -197,9 +197,7 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
     if constexpr (std::is_same_v<T, bool>) {
       local_.assign(value.template to_tensor<T>(local_.device(), "refresh"));
     } else {
-      local_.apply_update("Recv", [&](std::size_t, const Tensor<T>&, Tensor<T>& out) {
-        if (!value.bytes.empty()) std::memcpy(out.mutable_data(), value.bytes.data(), value.bytes.size());
-      });
+      local_.apply_update("Recv", [&](std::size_t, const Tensor<T>&, Tensor<T>& out) { value.copy_into(out); });
     }
   }
 

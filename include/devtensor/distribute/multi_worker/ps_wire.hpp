@@ -1,39 +1,31 @@
 #pragma once
 /// @file ps_wire.hpp
-/// @brief The messages of parameter-server training and how they cross processes: byte buffers
-/// written and read field by field, tensors as (dtype, shape, bytes), and MPI point-to-point
-/// with deadlines on a communicator of the job's own.
+/// @brief The messages of parameter-server training: byte buffers written and read field by
+/// field, tensors as (dtype, shape, bytes), statuses. ps_channel.hpp carries them between processes.
+///
+/// A tensor of 64 KiB or more is not copied into its message: the message announces it, and it
+/// follows as a payload of its own (tag + kPayloadTagOffset), sent from the tensor's storage and
+/// received into where it goes (a variable's buffer, a worker's copy, a new tensor). A megabyte
+/// is then copied once, by MPI, as raw point-to-point copies it, instead of four times.
 ///
 /// Why point-to-point and not one-sided RMA: a worker's update is an optimizer's rule (Adam's
 /// moments, a momentum), not a sum, so it must run where the variable is; MPI_Accumulate can only
 /// add. And RMA epochs are collective or lock a target that may be dead, while a request that is
 /// never answered can be abandoned at a deadline. So every exchange is a request and its reply.
-///
-/// Waiting polls (MPI_Improbe / MPI_Test): for 2 ms yielding the core between polls, then with
-/// sleeps that grow to a millisecond. Open MPI's blocking calls spin a core for as long as they
-/// wait, and a server spinning beside workers on a machine with more ranks than cores starves them. Sends that cannot complete (a dead peer) keep their buffers until
-/// MPI_Finalize (Runtime::keep_until_finalize), as the collectives' do.
 
-#include <mpi.h>
-
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "devtensor/core/error.hpp"
-#include "devtensor/distribute/multi_worker/mpi_worker_group.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -79,7 +71,25 @@ struct UninitialisedAllocator : std::allocator<T> {
 /// A message's bytes.
 using Bytes = std::vector<std::byte, UninitialisedAllocator<std::byte>>;
 
-/// A message being built: fields appended in order.
+/// Tensors of at least this many bytes travel as payloads (see the file's comment).
+inline constexpr std::size_t kOutOfBandBytes = std::size_t{64} << 10;
+/// A payload's tag: its message's tag plus this (payloads of one tag from one sender arrive in order).
+inline constexpr int kPayloadTagOffset = 64;
+/// Marks a length field whose bytes follow as a payload.
+inline constexpr std::uint64_t kOutOfBandBit = std::uint64_t{1} << 63;
+/// MPI counts are int: a payload crosses in chunks of at most this many bytes.
+inline constexpr std::size_t kChunkBytes = std::size_t{1} << 30;
+
+/// A payload to send: its bytes, where the message announces it, and what keeps the bytes alive
+/// until MPI has sent them (a tensor sharing the storage, so nobody updates it in place meanwhile).
+struct Payload {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+  std::size_t announced_at = 0;
+  std::shared_ptr<const void> keep;
+};
+
+/// A message being built: fields appended in order, and the payloads that follow it.
 class Writer {
  public:
   template <class T>
@@ -96,24 +106,48 @@ class Writer {
     return *this;
   }
   Writer& put_string(std::string_view text) { return put_bytes(text.data(), text.size()); }
-  /// dtype, rank, dimensions, then the values (read from host memory as they are; copied from a
-  /// GPU first).
+  /// dtype, rank, dimensions, then the values: in the message when small, else as a payload sent
+  /// from the tensor's own storage (a GPU tensor's from a host copy).
   template <Element T>
   Writer& put_tensor(const Tensor<T>& t) {
     put(static_cast<std::uint8_t>(dtype_enum<T>()));
     put(static_cast<std::uint8_t>(t.rank()));
     for (auto d : t.shape().dims()) put<std::int64_t>(d);
-    if constexpr (!std::is_same_v<T, bool>) {
-      if (!t.device_info().real_gpu())
-        return put_bytes(t.data(), static_cast<std::size_t>(t.num_elements()) * sizeof(T));
-    }
-    const auto values = t.to_vector();
     if constexpr (std::is_same_v<T, bool>) {
+      const auto values = t.to_vector();
       std::vector<unsigned char> b(values.begin(), values.end());
       return put_bytes(b.data(), b.size());
     } else {
-      return put_bytes(values.data(), values.size() * sizeof(T));
+      const auto size = static_cast<std::size_t>(t.num_elements()) * sizeof(T);
+      const bool on_host = !t.device_info().real_gpu();
+      if (size >= kOutOfBandBytes) {
+        if (on_host) return put_payload(t.data(), size, std::make_shared<const Tensor<T>>(t));
+        auto values = std::make_shared<const std::vector<T>>(t.to_vector());
+        return put_payload(values->data(), size, values);
+      }
+      if (on_host) return put_bytes(t.data(), size);
+      const auto values = t.to_vector();
+      return put_bytes(values.data(), size);
     }
+  }
+  /// Announces `size` bytes at `data` as the next payload; `keep` holds them until they are sent.
+  Writer& put_payload(const void* data, std::size_t size, std::shared_ptr<const void> keep) {
+    payloads_.push_back({static_cast<const std::byte*>(data), size, bytes_.size(), std::move(keep)});
+    return put<std::uint64_t>(size | kOutOfBandBit);
+  }
+  /// Appends `other`'s fields and payloads after this message's.
+  Writer& append(Writer other) {
+    for (auto& p : other.payloads_) {
+      p.announced_at += bytes_.size();
+      payloads_.push_back(std::move(p));
+    }
+    bytes_.insert(bytes_.end(), other.bytes_.begin(), other.bytes_.end());
+    return *this;
+  }
+  /// Drops everything from byte `size` on (fields and the payloads they announced).
+  void truncate(std::size_t size) {
+    bytes_.resize(size);
+    std::erase_if(payloads_, [&](const Payload& p) { return p.announced_at >= size; });
   }
   /// Overwrites `value`'s bytes at `offset` (a field reserved earlier).
   template <class T>
@@ -122,21 +156,68 @@ class Writer {
     std::memcpy(bytes_.data() + offset, &value, sizeof(T));
   }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_.size(); }
-  [[nodiscard]] Bytes& bytes() noexcept { return bytes_; }
-  [[nodiscard]] Bytes take() noexcept { return std::move(bytes_); }
+  [[nodiscard]] const Bytes& bytes() const noexcept { return bytes_; }
+  [[nodiscard]] const std::vector<Payload>& payloads() const noexcept { return payloads_; }
 
  private:
   Bytes bytes_;
+  std::vector<Payload> payloads_;
 };
 
-/// A tensor as it crossed the wire: a view of the bytes of the message it came in (valid while
-/// that message's Reader lives).
+class Channel;
+
+/// The payloads of one received message, in the order it announced them. Each is received straight
+/// into where it goes; those nobody takes (a message skipped, an error half-way) are drained when
+/// the message is done with, so that the sender's next message finds its own payloads first.
+class Payloads {
+ public:
+  Payloads(Channel& channel, int source, int tag, Clock::time_point deadline)
+      : channel_(channel), source_(source), tag_(tag), deadline_(deadline) {}
+  Payloads(const Payloads&) = delete;
+  Payloads& operator=(const Payloads&) = delete;
+  ~Payloads() noexcept;
+
+  /// The next payload's index.
+  std::size_t announce(std::size_t size) {
+    sizes_.push_back(size);
+    return sizes_.size() - 1;
+  }
+  /// Payload `index` into `destination` (`keep` holds it should MPI still write there after a
+  /// timeout). Payloads before it that were not taken are drained first.
+  /// @throws InternalError when `index` was received already; UnavailableError when it does not come in time.
+  void receive(std::size_t index, std::byte* destination, std::shared_ptr<const void> keep);
+
+ private:
+  Channel& channel_;
+  int source_;
+  int tag_;
+  Clock::time_point deadline_;
+  std::vector<std::size_t> sizes_;
+  std::size_t received_ = 0;
+};
+
+/// A tensor as it crossed the wire: dtype, shape, and its bytes, either a view of the message it
+/// came in (valid while that message's Reader lives) or a payload still to be received.
 struct WireTensor {
   DType dtype = DType::DT_FLOAT;
   std::vector<std::int64_t> dims;
-  std::span<const std::byte> bytes;
+  std::span<const std::byte> bytes;          // in the message
+  std::shared_ptr<Payloads> payloads;        // or a payload of it: the index-th
+  std::size_t payload_index = 0;
+  std::size_t payload_size = 0;
 
-  /// The values, copied once into a tensor of T on `host` (a host CPU device).
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return payloads ? payload_size : bytes.size(); }
+
+  /// The values into `out`, a host tensor of this dtype and shape (a payload straight into its storage).
+  template <Element T>
+    requires(!std::is_same_v<T, bool>)
+  void copy_into(Tensor<T>& out) const {
+    auto* destination = reinterpret_cast<std::byte*>(out.mutable_data());
+    if (payloads) return payloads->receive(payload_index, destination, std::make_shared<const Tensor<T>>(out));
+    if (!bytes.empty()) std::memcpy(destination, bytes.data(), bytes.size());
+  }
+
+  /// The values, in a new tensor of T on `host` (a host CPU device).
   /// @throws InvalidArgumentError for another dtype.
   template <Element T>
   [[nodiscard]] Tensor<T> to_tensor(const Device& host, std::string_view what) const {
@@ -145,7 +226,7 @@ struct WireTensor {
                                  " one was expected (every task must create the same variables and functions)");
     const Shape shape{std::span<const std::int64_t>(dims)};
     const auto count = static_cast<std::size_t>(shape.num_elements());
-    if (bytes.size() != count * (std::is_same_v<T, bool> ? 1 : sizeof(T)))
+    if (size_bytes() != count * (std::is_same_v<T, bool> ? 1 : sizeof(T)))
       throw InternalError(std::string(what) + ": a tensor's bytes do not match its shape");
     if constexpr (std::is_same_v<T, bool>) {
       std::vector<T> values(count);
@@ -153,17 +234,27 @@ struct WireTensor {
       return tensor_from_host(values, shape, host, "Recv");
     } else {
       auto out = Tensor<T>::empty(shape, host, "Recv");
-      if (count > 0) std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
+      copy_into(out);
       return out;
     }
   }
+};
+
+struct Message {
+  int source = -1;
+  int tag = -1;
+  Bytes bytes;
 };
 
 /// A received message, read field by field. @throws InternalError when it is shorter than what
 /// is read (a message of another protocol).
 class Reader {
  public:
+  /// A message without payloads (a payload announced in it is an InternalError).
   explicit Reader(Bytes bytes) : bytes_(std::move(bytes)) {}
+  /// A message and its payloads, which come from `channel` after it.
+  Reader(Message message, Channel& channel);
+
   template <class T>
     requires std::is_trivially_copyable_v<T>
   T get() {
@@ -176,6 +267,7 @@ class Reader {
   /// A view of the next length-prefixed field (valid while this Reader lives).
   std::span<const std::byte> get_bytes() {
     const auto size = static_cast<std::size_t>(get<std::uint64_t>());
+    if (size & kOutOfBandBit) throw InternalError("parameter-server message: a payload where bytes were expected");
     need(size);
     const std::span<const std::byte> out(bytes_.data() + at_, size);
     at_ += size;
@@ -192,7 +284,17 @@ class Reader {
     t.dtype = static_cast<DType>(dtype);
     const auto rank = get<std::uint8_t>();
     for (std::uint8_t i = 0; i < rank; ++i) t.dims.push_back(get<std::int64_t>());
-    t.bytes = get_bytes();
+    const auto size = get<std::uint64_t>();
+    if (size & kOutOfBandBit) {
+      if (!payloads_ || t.dtype == DType::DT_BOOL) throw InternalError("parameter-server message: an unexpected payload");
+      t.payloads = payloads_;
+      t.payload_size = static_cast<std::size_t>(size & ~kOutOfBandBit);
+      t.payload_index = payloads_->announce(t.payload_size);
+    } else {
+      need(static_cast<std::size_t>(size));
+      t.bytes = std::span<const std::byte>(bytes_.data() + at_, static_cast<std::size_t>(size));
+      at_ += static_cast<std::size_t>(size);
+    }
     return t;
   }
   [[nodiscard]] bool done() const noexcept { return at_ == bytes_.size(); }
@@ -200,116 +302,11 @@ class Reader {
  private:
   Bytes bytes_;
   std::size_t at_ = 0;
+  std::shared_ptr<Payloads> payloads_;  // shared with the WireTensors read: drained when all are gone
 
   void need(std::size_t n) const {
     if (bytes_.size() - at_ < n) throw InternalError("parameter-server message: truncated");
   }
-};
-
-/// Calls `ready()` until it returns true or `deadline` passes (then false). For `spin` it polls
-/// without sleeping, yielding the core to any other runnable thread (an answer is usually that
-/// close: a request's reply, a busy server's next request); then it sleeps between polls, 20 us
-/// doubling to 1 ms, so that an idle process leaves the cores to those that compute.
-template <class Ready>
-bool poll_until(Ready&& ready, Clock::time_point deadline,
-                std::chrono::microseconds spin = std::chrono::microseconds(2000)) {
-  const auto spin_until = Clock::now() + spin;
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    if (ready()) return true;
-    const auto now = Clock::now();
-    if (now >= deadline) return false;
-    if (now < spin_until) {
-      std::this_thread::yield();
-      continue;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
-  }
-}
-
-struct Message {
-  int source = -1;
-  int tag = -1;
-  Bytes bytes;
-};
-
-/// The strategy's communicator (a duplicate of MPI_COMM_WORLD) and its point-to-point calls.
-class Channel {
- public:
-  /// Collective over MPI_COMM_WORLD: every process of the job constructs its channel.
-  /// @throws FailedPreconditionError when MPI runs without MPI_THREAD_MULTIPLE.
-  Channel() {
-    auto& runtime = mpi_detail::Runtime::get();
-    if (runtime.thread_level() < MPI_THREAD_MULTIPLE)
-      throw FailedPreconditionError(
-          "ParameterServerStrategy needs MPI_THREAD_MULTIPLE (a worker's heartbeat and a chief's dispatcher run on "
-          "their own threads), but MPI was initialised with thread level " + std::to_string(runtime.thread_level()) +
-          ". Let devtensor initialise MPI, or call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...).");
-    mpi_detail::check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);  // a dead peer is an error code, not the job's end
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-  }
-  Channel(const Channel&) = delete;
-  Channel& operator=(const Channel&) = delete;
-  ~Channel() {
-    mpi_detail::Runtime::get().keep_until_finalize(std::move(sends_));  // MPI_Finalize frees the communicator
-  }
-
-  [[nodiscard]] int rank() const noexcept { return rank_; }
-  [[nodiscard]] int size() const noexcept { return size_; }
-
-  /// Starts sending `bytes`; the buffer lives until the send completes (or until MPI_Finalize).
-  void send(int destination, int tag, Bytes bytes) {
-    auto buffer = std::make_shared<Bytes>(std::move(bytes));
-    mpi_detail::PendingSend pending;
-    mpi_detail::check(MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, destination, tag, comm_,
-                                &pending.request),
-                      "MPI_Isend");
-    pending.buffer = buffer;
-    std::lock_guard lock(sends_mutex_);
-    sends_.push_back(std::move(pending));
-    mpi_detail::reap(sends_);
-  }
-  /// A message from `source` (MPI_ANY_SOURCE: anyone) with `tag`, if one has arrived.
-  std::optional<Message> try_receive(int source, int tag) {
-    int found = 0;
-    MPI_Message handle;
-    MPI_Status status;
-    mpi_detail::check(MPI_Improbe(source, tag, comm_, &found, &handle, &status), "MPI_Improbe");
-    if (!found) return std::nullopt;
-    int count = 0;
-    MPI_Get_count(&status, MPI_BYTE, &count);
-    Message m{status.MPI_SOURCE, status.MPI_TAG, {}};
-    m.bytes.resize(static_cast<std::size_t>(count));
-    mpi_detail::check(MPI_Mrecv(m.bytes.data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE), "MPI_Mrecv");
-    return m;
-  }
-  /// The next message from `source` with `tag`, or nothing at `deadline`.
-  std::optional<Message> receive(int source, int tag, Clock::time_point deadline) {
-    std::optional<Message> m;
-    poll_until([&] { return (m = try_receive(source, tag)).has_value(); }, deadline);
-    return m;
-  }
-  /// Waits up to `seconds` for the sends in flight (a clean shutdown's last messages).
-  void flush(double seconds) {
-    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    poll_until(
-        [&] {
-          std::lock_guard lock(sends_mutex_);
-          mpi_detail::reap(sends_);
-          return sends_.empty();
-        },
-        until);
-  }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0;
-  int size_ = 1;
-  std::mutex sends_mutex_;
-  std::vector<mpi_detail::PendingSend> sends_;
 };
 
 /// A status as it crosses the wire: ok, or an error's code and text.
