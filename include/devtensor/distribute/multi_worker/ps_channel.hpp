@@ -183,26 +183,30 @@ class Channel {
 };
 
 inline Reader::Reader(Message message, Channel& channel)
-    : bytes_(std::move(message.bytes)),
-      payloads_(std::make_shared<Payloads>(channel, message.source, message.tag, after(channel.timeout_seconds()))) {}
+    : bytes_(std::move(message.bytes)), channel_(&channel), source_(message.source), tag_(message.tag) {}
+
+inline std::shared_ptr<Payloads> Reader::make_payloads() const {
+  return std::make_shared<Payloads>(*channel_, source_, tag_, after(channel_->timeout_seconds()));
+}
+
+inline void Payloads::drain(std::size_t end) {
+  if (received_ >= end) return;
+  auto scratch = std::make_shared<Bytes>(*std::max_element(sizes_.begin() + static_cast<std::ptrdiff_t>(received_),
+                                                           sizes_.begin() + static_cast<std::ptrdiff_t>(end)));
+  for (; received_ < end; ++received_)
+    channel_.receive_payload(source_, tag_, scratch->data(), sizes_[received_], deadline_, scratch);
+}
 
 inline void Payloads::receive(std::size_t index, std::byte* destination, std::shared_ptr<const void> keep) {
   if (index < received_ || index >= sizes_.size()) throw InternalError("parameter-server message: a payload read twice");
-  while (received_ < index) {  // one not taken: drained
-    auto scratch = std::make_shared<Bytes>(sizes_[received_]);
-    channel_.receive_payload(source_, tag_, scratch->data(), scratch->size(), deadline_, scratch);
-    ++received_;
-  }
+  drain(index);  // those before it that nobody took
   channel_.receive_payload(source_, tag_, destination, sizes_[index], deadline_, keep);
   ++received_;
 }
 
 inline Payloads::~Payloads() noexcept {
-  if (received_ == sizes_.size()) return;
   try {
-    auto scratch = std::make_shared<Bytes>(*std::max_element(sizes_.begin() + static_cast<std::ptrdiff_t>(received_), sizes_.end()));
-    for (; received_ < sizes_.size(); ++received_)
-      channel_.receive_payload(source_, tag_, scratch->data(), sizes_[received_], deadline_, scratch);
+    drain(sizes_.size());
   } catch (...) {  // the sender died: nothing more will come from it
   }
 }

@@ -194,6 +194,9 @@ class Payloads {
   Clock::time_point deadline_;
   std::vector<std::size_t> sizes_;
   std::size_t received_ = 0;
+
+  /// Receives the payloads not taken up to `end` (exclusive) into a scratch buffer.
+  void drain(std::size_t end);
 };
 
 /// A tensor as it crossed the wire: dtype, shape, and its bytes, either a view of the message it
@@ -286,7 +289,8 @@ class Reader {
     for (std::uint8_t i = 0; i < rank; ++i) t.dims.push_back(get<std::int64_t>());
     const auto size = get<std::uint64_t>();
     if (size & kOutOfBandBit) {
-      if (!payloads_ || t.dtype == DType::DT_BOOL) throw InternalError("parameter-server message: an unexpected payload");
+      if (!channel_ || t.dtype == DType::DT_BOOL) throw InternalError("parameter-server message: an unexpected payload");
+      if (!payloads_) payloads_ = make_payloads();  // most messages announce none: made on the first
       t.payloads = payloads_;
       t.payload_size = static_cast<std::size_t>(size & ~kOutOfBandBit);
       t.payload_index = payloads_->announce(t.payload_size);
@@ -302,7 +306,12 @@ class Reader {
  private:
   Bytes bytes_;
   std::size_t at_ = 0;
+  Channel* channel_ = nullptr;  // where the payloads come from: the message's source and tag
+  int source_ = -1;
+  int tag_ = -1;
   std::shared_ptr<Payloads> payloads_;  // shared with the WireTensors read: drained when all are gone
+
+  std::shared_ptr<Payloads> make_payloads() const;
 
   void need(std::size_t n) const {
     if (bytes_.size() - at_ < n) throw InternalError("parameter-server message: truncated");
