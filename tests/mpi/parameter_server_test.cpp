@@ -24,6 +24,10 @@
 //                  into tensors' storage): created, read, assigned, refreshed on workers, passed to
 //                  and returned from functions, sharded over two ps tasks; a write the ps task
 //                  refuses or skips (a repeated closure) leaves the next message intact
+//   finalize_deadline  (2 processes, --enable-recovery, no strategy) rank 0 exits while rank 1
+//                  sleeps outside MPI: rank 0's MPI_Finalize, which waits for every process, is
+//                  given up after the 1 s limit a job that outlives dead processes sets, and rank
+//                  0 ends (rank 1 watches its pid and prints the PASS line)
 //   validation     (one process, no mpiexec) the cluster checks of TensorFlow and of the launch
 #include <signal.h>
 #include <unistd.h>
@@ -421,6 +425,41 @@ int validation() {
   return 0;
 }
 
+/// True once process `pid` has ended (gone, or a zombie its launcher has not reaped yet).
+bool process_ended(pid_t pid) {
+  std::FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (stat == nullptr) return true;
+  char state = '?';
+  const int read = std::fscanf(stat, "%*d (%*[^)]) %c", &state);
+  std::fclose(stat);
+  return read == 1 && (state == 'Z' || state == 'X');
+}
+
+/// Rank 0 exits (MPI_Finalize starts waiting for rank 1); rank 1 stays outside MPI and checks
+/// that rank 0 ended within the 1 s limit plus slack. Without the limit rank 0 waits in
+/// MPI_Finalize until rank 1 gets there, and the PASS line is missing.
+int finalize_deadline(const std::vector<int>& pids) {
+  auto& runtime = ds::mpi_detail::Runtime::get();
+  runtime.limit_finalize_wait(1.0);  // what a ParameterServerStrategy's channel sets (its timeout, at least 1 s)
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) {
+    std::cout << "rank 0 exits; rank 1 is not in MPI_Finalize yet" << std::endl;
+    return 0;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  while (!process_ended(static_cast<pid_t>(pids[0])) && std::chrono::steady_clock::now() - began < std::chrono::seconds(8))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  if (!process_ended(static_cast<pid_t>(pids[0]))) {
+    std::cout << "FAILED: finalize_deadline: rank 0 still exists " << waited << " s after its exit began" << std::endl;
+    return 1;
+  }
+  std::cout << "rank 0 ended " << waited << " s after its exit began" << std::endl;
+  std::cout << "PASS finalize_deadline" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -437,6 +476,7 @@ int main(int argc, char** argv) {
       std::vector<int> pids(static_cast<std::size_t>(size));
       const int mine = static_cast<int>(::getpid());
       MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+      if (scenario == "finalize_deadline") return finalize_deadline(pids);
       const double timeout =
           scenario == "train" || scenario == "errors" || scenario == "exactly_once" || scenario == "large" ? 30.0 : 2.0;
       ds::ParameterServerStrategy strategy(

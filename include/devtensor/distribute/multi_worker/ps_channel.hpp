@@ -67,6 +67,7 @@ class Channel {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);  // a dead peer is an error code, not the job's end
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    runtime.limit_finalize_wait(std::max(timeout_seconds, 1.0));  // a peer may die: do not wait for it at exit
   }
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
