@@ -55,6 +55,16 @@ function(devtensor_add_header_tests)
     add_library(devtensor_header_tests_cuda OBJECT ${_cuda_host_sources})
     target_link_libraries(devtensor_header_tests_cuda PRIVATE devtensor_cuda_toolkit devtensor_warnings)
   endif()
+  # The host-compiler checks need no code: -fsyntax-only (cmake/syntax_only.sh) takes a third of
+  # an -O2 -g compile's time (nn/sequential.hpp: 12 s instead of 44 s).
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT CMAKE_HOST_WIN32)
+    foreach(_target devtensor_header_tests devtensor_header_tests_compiled devtensor_header_tests_cuda
+                    devtensor_header_tests_mpi devtensor_header_tests_hdf5)
+      if(TARGET ${_target})
+        set_target_properties(${_target} PROPERTIES CXX_COMPILER_LAUNCHER "${PROJECT_SOURCE_DIR}/cmake/syntax_only.sh")
+      endif()
+    endforeach()
+  endif()
   if(DEVTENSOR_ENABLE_CUDA)
     # Every header as CUDA, in one nvcc TU.
     file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/headers/all_headers.cu" CONTENT "${_all_headers}")
