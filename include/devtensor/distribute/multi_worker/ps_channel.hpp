@@ -29,8 +29,8 @@
 namespace devtensor::distribute::ps_wire {
 
 /// How long poll_until polls without giving up the core: a 1 MiB push/pull's reply takes ~130 us.
-/// A yield there can hand the core to another process for a whole time slice (the push/pull took
-/// 242-458 us over five jobs without this phase, 253-267 us with it; raw MPI ~260 us).
+/// A yield there can hand the core to another process for a whole time slice (8 alternated jobs
+/// each, 2 vCPUs: the push/pull's median 410 us without this phase, 319 us with it; raw MPI ~270).
 inline constexpr std::chrono::microseconds kBusyPoll{300};
 
 /// Calls `ready()` until it returns true or `deadline` passes (then false). For `spin` it polls
