@@ -110,19 +110,15 @@ class Runtime {
       return;
     }
     get().finish_sends();
-    if (const double limit = get().finalize_limit_seconds_.load(); limit > 0) {
-      std::cout.flush();
-      std::cerr.flush();
-      exit_if_finalize_hangs(limit, status);
-    }
+    if (const double limit = get().finalize_limit_seconds_.load(); limit > 0) exit_if_finalize_hangs(limit, status);
     MPI_Finalize();
   }
   /// For jobs that outlive a dead process (mpiexec --enable-recovery): MPI_Finalize waits for
   /// every process of the job, and Open MPI 4.1 sometimes waits for ever for one that was killed
   /// (seen about 1 exit in 8). After `seconds` the process ends without it, with its own status.
   void limit_finalize_wait(double seconds) noexcept {
-    double current = finalize_limit_seconds_.load();
-    while (seconds > current && !finalize_limit_seconds_.compare_exchange_weak(current, seconds)) {
+    for (double now = finalize_limit_seconds_.load();
+         seconds > now && !finalize_limit_seconds_.compare_exchange_weak(now, seconds);) {
     }
   }
   /// Never destroyed: it keeps the buffers of sends that MPI may still read during MPI_Finalize,
@@ -157,16 +153,15 @@ class Runtime {
     }
   }
 
-  /// A watchdog for MPI_Finalize: if the process still exists `seconds` from now, it says why and
-  /// ends with `status`. (When MPI_Finalize returns, the process ends and the watchdog with it.)
+  /// A watchdog for MPI_Finalize: if the process still exists in `seconds`, it ends with `status`.
   static void exit_if_finalize_hangs(double seconds, int status) noexcept {
+    std::cout.flush();
+    std::cerr.flush();
     try {
       std::thread([seconds, status] {
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        std::fprintf(stderr,
-                     "[devtensor] W MPI_Finalize has waited %g s for the other processes of the job (one of them "
-                     "has probably died); this process ends without it, with status %d\n",
-                     seconds, status);
+        std::fprintf(stderr, "[devtensor] W MPI_Finalize has waited %g s for the other processes of the job (one of "
+                             "them has probably died); this process ends without it, with status %d\n", seconds, status);
         std::fflush(nullptr);
         std::_Exit(status);
       }).detach();
