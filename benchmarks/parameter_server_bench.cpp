@@ -7,6 +7,10 @@
 //                            ps rank in raw MPI (1 MiB out, 8 bytes back; 8 bytes out, 1 MiB
 //                            back), before the strategy exists: the reference (always run it:
 //                            the ps rank answers exactly 100 x 5 round trips before it serves)
+//   BM_RawMpiRmaPushPull     the alternative transport the design weighed: the same megabyte
+//                            written and read back with one-sided MPI (MPI_Put, then MPI_Get, each
+//                            in a passive-target lock epoch on a window MPI_Win_allocate'd on the
+//                            ps rank, which meanwhile waits outside MPI as a busy server would)
 //   BM_PushPull              Variable::assign then read_value of a 1 MiB variable on the ps task
 //   BM_LocalStep             one SGD step of a 32-64-64-1 MLP at batch 64 in the chief's own
 //                            process (no ps): the rate of one worker without communication
@@ -60,6 +64,22 @@ void echo_raw() {
     MPI_Recv(&small, 1, MPI_LONG, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Send(big.data(), kMiB, MPI_BYTE, 0, 10, MPI_COMM_WORLD);
   }
+}
+
+MPI_Win rma_window = MPI_WIN_NULL;  // 1 MiB on the ps rank, nothing elsewhere
+
+void BM_RawMpiRmaPushPull(benchmark::State& state) {
+  std::vector<char> big(kMiB, 1);
+  const int target = size - 1;
+  for (auto _ : state) {
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, rma_window);
+    MPI_Put(big.data(), kMiB, MPI_BYTE, target, 0, kMiB, MPI_BYTE, rma_window);
+    MPI_Win_unlock(target, rma_window);
+    MPI_Win_lock(MPI_LOCK_SHARED, target, 0, rma_window);
+    MPI_Get(big.data(), kMiB, MPI_BYTE, target, 0, kMiB, MPI_BYTE, rma_window);
+    MPI_Win_unlock(target, rma_window);
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * kMiB);
 }
 
 void BM_PushPull(benchmark::State& state) {
@@ -121,6 +141,8 @@ void quiet_barrier() {
 /// here after the raw reference (its first case), the others at once.
 void start_strategy() {
   if (strategy) return;
+  quiet_barrier();  // the chief is past the one-sided reference: the window goes (collective)
+  MPI_Win_free(&rma_window);
   quiet_barrier();
   std::string workers;
   for (int r = 1; r + 1 < size; ++r) workers += (r > 1 ? ", \"mpi:" : "\"mpi:") + std::to_string(r) + "\"";
@@ -152,6 +174,8 @@ int main(int argc, char** argv) {
   (void)ds::mpi_detail::Runtime::get();
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  void* window_memory = nullptr;
+  MPI_Win_allocate(rank == size - 1 ? kMiB : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &window_memory, &rma_window);
   if (rank != 0) {
     if (rank == size - 1) echo_raw();  // the reference's peer, alone with the chief
     start_strategy();                  // the ps task serves in here
@@ -161,6 +185,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   // In this order (the raw reference first, while nothing else runs): no random interleaving.
   benchmark::RegisterBenchmark("BM_RawMpiPushPull", BM_RawMpiPushPull)
+      ->Iterations(kRawIterations)
+      ->Repetitions(kRawRepetitions)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_RawMpiRmaPushPull", BM_RawMpiRmaPushPull)
       ->Iterations(kRawIterations)
       ->Repetitions(kRawRepetitions)
       ->Unit(benchmark::kMicrosecond);
