@@ -115,7 +115,7 @@ class Runtime {
   }
   /// For jobs that outlive a dead process (mpiexec --enable-recovery): MPI_Finalize waits for
   /// every process of the job, and Open MPI 4.1 sometimes waits for ever for one that was killed
-  /// (seen about 1 exit in 8). After `seconds` the process ends without it, with its own status.
+  /// (about 1 job in 6 after a SIGKILL). After `seconds` the process ends without it, with its status.
   void limit_finalize_wait(double seconds) noexcept {
     for (double now = finalize_limit_seconds_.load();
          seconds > now && !finalize_limit_seconds_.compare_exchange_weak(now, seconds);) {
