@@ -32,7 +32,10 @@ struct ReductionToOneDevice {
     cdo_detail::require_destinations(destinations);
     cdo_detail::require_components(value);
     if (cdo_detail::already_reduced(value, destinations)) return {{value.values[0]}};
-    const Device& target = reduce_to_device ? Destinations(std::vector{*reduce_to_device})[0] : destinations[0];
+    // A named Destinations: the Device lives in the DeviceSet, but GCC 13's dangling-reference check
+    // warns about a reference obtained through a temporary one.
+    const Destinations reduce_to = reduce_to_device ? Destinations(std::vector{*reduce_to_device}) : destinations;
+    const Device& target = reduce_to[0];
     cdo_detail::log_first_10<cdo_detail::ReduceToOneLines>([&] {
       return "Reduce to " + target.full_name + " then broadcast to " + cdo_detail::python_tuple(destinations) + ".";
     });

@@ -150,8 +150,8 @@ inline void require_gradients_on_variable_devices(const std::vector<std::pair<Te
   if (policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN) return;
   for (const auto& [g, v] : updates)
     for (std::size_t c = 0; c < v.num_components(); ++c)
-      if (const Device& device = v.component(c).device_info(); &g.device_info() != &device)
-        (void)to_device(g, device, op, 1);  // throws, with the op and both devices named
+      if (const Device* device = &v.component(c).device_info(); &g.device_info() != device)
+        (void)to_device(g, *device, op, 1);  // throws, with the op and both devices named
 }
 
 /// Gradient k of an update for component c, on that component's device.
