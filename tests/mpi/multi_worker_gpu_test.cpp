@@ -35,11 +35,16 @@ struct Launch {
 };
 
 /// A fresh context in which this worker sees GPU <local rank> only when there is one per worker.
-/// Returns whether it does.
+/// Returns whether it does. Workers sharing a GPU grow their memory as they need it (TensorFlow's
+/// advice for processes that share one): by default the first worker to allocate would take
+/// almost all of it, and the other's first allocation (or NCCL's) would fail.
 bool own_gpu_per_worker(const Launch& launch) {
   dt::testing::reset_context();
   const auto gpus = dt::config::list_physical_devices("GPU");
-  if (gpus.size() < static_cast<std::size_t>(launch.size)) return false;
+  if (gpus.size() < static_cast<std::size_t>(launch.size)) {
+    for (const auto& gpu : gpus) dt::config::experimental::set_memory_growth(gpu, true);
+    return false;
+  }
   dt::config::set_visible_devices(gpus.at(static_cast<std::size_t>(launch.local_rank)), "GPU");
   return true;
 }

@@ -4,6 +4,7 @@
 /// chosen from its replicas' devices as TensorFlow 2.21 chooses.
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -34,6 +35,7 @@ class AutoCrossDeviceOps {
     }
     if (gpus == 0) {
       chosen_ = CollectiveAllReduce(CommunicationOptions(0, std::nullopt, CommunicationImplementation::RING));
+      runs_ = CommunicationImplementation::RING;
       return;
     }
     std::size_t logical_gpus = 0;
@@ -41,9 +43,17 @@ class AutoCrossDeviceOps {
     const auto implementation =
         logical_gpus > devices.physical_gpus() ? CommunicationImplementation::RING : CommunicationImplementation::AUTO;
     chosen_ = CollectiveAllReduce(CommunicationOptions(0, std::nullopt, implementation));
+    runs_ = std::get<CollectiveAllReduce>(chosen_).implementation_for(replicas);
   }
   [[nodiscard]] std::string_view chosen_name() const {
     return std::visit([](const auto& ops) { return std::decay_t<decltype(ops)>::name; }, chosen_);
+  }
+  /// The choice as a line can say it: "CollectiveAllReduce (NCCL)" or "(RING)" (AUTO resolved
+  /// for the replicas' devices), or "ReductionToOneDevice".
+  [[nodiscard]] std::string chosen_description() const {
+    std::string out(chosen_name());
+    if (std::holds_alternative<CollectiveAllReduce>(chosen_)) out += " (" + std::string(to_string(runs_)) + ")";
+    return out;
   }
   /// The collective's options when the choice is CollectiveAllReduce.
   [[nodiscard]] std::optional<CommunicationOptions> collective_options() const {
@@ -66,6 +76,7 @@ class AutoCrossDeviceOps {
 
  private:
   std::variant<ReductionToOneDevice, CollectiveAllReduce> chosen_;
+  CommunicationImplementation runs_ = CommunicationImplementation::RING;  // the collective's, AUTO resolved
 };
 
 }  // namespace distribute

@@ -162,6 +162,7 @@ class CollectiveAllReduce {
     cdo_detail::require_destinations(destinations);
     if (values.empty()) return {};
     for (const auto& v : values) cdo_detail::require_components(v);
+    if (auto same = cdo_detail::batch_already_reduced(values, destinations)) return std::move(*same);
     if constexpr (std::is_same_v<T, std::int32_t>) {
       return ReductionToOneDevice{}.batch_reduce(op, values, destinations);
     } else {

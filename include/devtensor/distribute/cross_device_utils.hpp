@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,6 +150,19 @@ void require_components(const PerReplica<Tensor<V>>& value) {
 template <class V>
 bool already_reduced(const PerReplica<Tensor<V>>& value, const Destinations& destinations) {
   return value.size() == 1 && destinations.size() == 1 && &value.values[0].device_info() == &destinations[0];
+}
+
+/// TensorFlow's batch_reduce shortcut: when every value is a single component already on the one
+/// destination (one replica), the values are the result and no collective runs (on one GPU, no
+/// NCCL communicator is made). Returns nothing otherwise.
+template <class V>
+std::optional<std::vector<Mirrored<Tensor<V>>>> batch_already_reduced(const std::vector<PerReplica<Tensor<V>>>& values,
+                                                                      const Destinations& destinations) {
+  for (const auto& v : values)
+    if (!already_reduced(v, destinations)) return std::nullopt;
+  std::vector<Mirrored<Tensor<V>>> out;
+  for (const auto& v : values) out.push_back({{v.values[0]}});
+  return out;
 }
 
 /// Flattens the tensors of one device, concatenates them in order and splits the result into

@@ -83,6 +83,7 @@ BOOST_AUTO_TEST_CASE(without_the_kernel_nccl_is_unavailable_and_says_how_to_get_
   BOOST_TEST(strategy.num_replicas_in_sync() == 2);
   // CollectiveAllReduce(AUTO) without NCCL: the ring, here with device ops (split, add, concat).
   BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST(strategy.cross_device_ops().chosen_description() == "CollectiveAllReduce (RING)");
   BOOST_TEST((strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
   const auto summed = strategy.reduce_to(ds::ReduceOp::SUM, on_gpus<float>({{1, 2, 3}, {10, 20, 30}}));
   for (std::size_t r = 0; r < 2; ++r) {
@@ -99,6 +100,7 @@ BOOST_AUTO_TEST_CASE(with_the_kernel_the_default_on_distinct_real_gpus_is_nccl) 
   BOOST_TEST(ds::NcclAllReduce::available());
   ds::MirroredStrategy strategy;  // CollectiveAllReduce(AUTO): NCCL on distinct real GPUs
   BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST(strategy.cross_device_ops().chosen_description() == "CollectiveAllReduce (NCCL)");
   BOOST_TEST((strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
   const auto per_replica = strategy.run([] {
     const auto r = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
@@ -111,6 +113,30 @@ BOOST_AUTO_TEST_CASE(with_the_kernel_the_default_on_distinct_real_gpus_is_nccl) 
     BOOST_TEST(mean[r].to_vector() == (std::vector<float>{0.5f, 6.0f}), boost::test_tools::per_element());
   }
   BOOST_TEST_REQUIRE(kernel_calls.size() == 1u);
+}
+
+// TensorFlow's shortcut: one replica needs no collective. On a one-GPU machine the default
+// strategy makes no NCCL communicator (which costs GPU memory another process may hold) and the
+// reduced values are the replica's own tensors, for every member of the family.
+BOOST_AUTO_TEST_CASE(one_replica_makes_no_collective_call) {
+  install();
+  ds::MirroredStrategy strategy({"/gpu:1"});
+  const auto values = strategy.run([] { return dt::constant<float>({1, 2, 3}); });
+  const auto sums = strategy.batch_reduce_to(ds::ReduceOp::SUM, std::vector{values, values});
+  const auto means = strategy.batch_reduce_to(ds::ReduceOp::MEAN, std::vector{values});
+  BOOST_TEST_REQUIRE(sums.size() == 2u);
+  for (const auto& reduced : {sums[0], sums[1], means[0]}) {
+    BOOST_TEST_REQUIRE(reduced.size() == 1u);
+    BOOST_TEST(reduced[0].device() == "/job:localhost/replica:0/task:0/device:GPU:1");
+    BOOST_TEST(reduced[0].to_vector() == (std::vector<float>{1, 2, 3}), boost::test_tools::per_element());
+  }
+  const auto one = devices_at({2});
+  const auto on_gpu1 = ds::PerReplica<dt::Tensor<float>>{{values.values[0]}};
+  BOOST_TEST(ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpu1}, one)[0].primary().to_vector() ==
+             (std::vector<float>{1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(ds::CollectiveAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpu1}, one)[0].primary().to_vector() ==
+             (std::vector<float>{1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(kernel_calls.empty());
 }
 
 BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) {

@@ -42,6 +42,7 @@ BOOST_AUTO_TEST_CASE(default_devices_are_the_gpus_else_the_cpus) {
   BOOST_TEST(cpus.devices() == std::vector<std::string>({kCpu0, kCpu1}), boost::test_tools::per_element());
   // TensorFlow 2.21: all CPUs → CollectiveAllReduce with RING.
   BOOST_TEST(cpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
+  BOOST_TEST(cpus.cross_device_ops().chosen_description() == "CollectiveAllReduce (RING)");
   BOOST_TEST((cpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::RING));
 
   dt::testing::reset_context();
@@ -56,6 +57,7 @@ BOOST_AUTO_TEST_CASE(default_devices_are_the_gpus_else_the_cpus) {
   // CPUs mixed with GPUs → ReductionToOneDevice.
   ds::MirroredStrategy mixed({"/cpu:0", "/gpu:0"});
   BOOST_TEST(mixed.cross_device_ops().chosen_name() == "ReductionToOneDevice");
+  BOOST_TEST(mixed.cross_device_ops().chosen_description() == "ReductionToOneDevice");
 }
 
 BOOST_AUTO_TEST_CASE(bad_device_lists_are_rejected) {
