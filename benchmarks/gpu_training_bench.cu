@@ -3,7 +3,8 @@
 // ratios): an MLP 1024 -> H -> H -> 1 (ReLU, MSE), batch 256, H = 256 and 4096.
 //   BM_MlpStep_Tape<SGD|Adam>/H  GradientTape + apply_gradients, data resident on GPU:0;
 //   BM_MlpStep_Fit/H             Sequential::fit over 8 host batches per epoch (host data, as
-//                                Keras users pass NumPy arrays): one iteration is 8 steps.
+//                                Keras users pass NumPy arrays): one iteration is 8 steps; the
+//                                step traced (Keras's default); BM_MlpStep_FitEager: run_eagerly.
 // Each iteration ends with a stream synchronisation (the PyTorch script synchronises per step
 // too), so the time is a step's latency, not launch throughput. Without a GPU it prints
 // "skipped" and exits 0.
@@ -74,7 +75,7 @@ void BM_MlpStep_Tape(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 
-void BM_MlpStep_Fit(benchmark::State& state) {
+void mlp_step_fit(benchmark::State& state, bool run_eagerly) {
   const std::int64_t hidden = state.range(0);
   constexpr std::int64_t kSteps = 8;
   dt::Tensor<float> x, y;
@@ -87,6 +88,7 @@ void BM_MlpStep_Fit(benchmark::State& state) {
   nn::Sequential model({nn::Dense(hidden, {.input_dim = kIn, .activation = nn::Activation::relu}),
                         nn::Dense(hidden, {.activation = nn::Activation::relu}), nn::Dense(1)});
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = kLearningRate});
+  model.set_run_eagerly(run_eagerly);
   const auto data = dt::data::Dataset<float, float>::from_tensor_slices(x, y).batch(kBatch);
   model.fit(data, {.epochs = 1, .verbose = 0});  // warm-up
   for (auto _ : state) {
@@ -95,11 +97,14 @@ void BM_MlpStep_Fit(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kBatch * kSteps);
 }
+void BM_MlpStep_Fit(benchmark::State& state) { mlp_step_fit(state, false); }  // traced, Keras's default
+void BM_MlpStep_FitEager(benchmark::State& state) { mlp_step_fit(state, true); }
 
 }  // namespace
 
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::SGD>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::Adam>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Fit)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_FitEager)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // main: gpu_bench_main.cpp (skips without a CUDA device).

@@ -2,6 +2,8 @@
 # README's "Without CMake" one-liners, run: a program built header-only, then in compiled mode
 # (src/devtensor.cpp compiled to devtensor.o, the program with -DDEVTENSOR_COMPILED), both with
 # OpenBLAS when the machine has it. Usage: no_cmake.sh <c++ compiler> <source dir> <work dir>
+# -O0 where the README says -O2: the test checks that the lines build and run, and src/devtensor.cpp
+# compiles in 44 s instead of 66 s at -O1.
 set -euo pipefail
 cxx=$1 src=$2 work=$3
 mkdir -p "$work"
@@ -10,10 +12,10 @@ if echo 'int main(){}' | "$cxx" -x c++ - -o "$work/probe" -lopenblas 2>/dev/null
   blas_define=(-DDEVTENSOR_WITH_CBLAS=1) blas_lib=(-lopenblas)
 fi
 set -x
-"$cxx" -std=c++20 -O1 "${blas_define[@]}" -I"$src/include" "$src/tests/package/no_cmake/main.cpp" \
+"$cxx" -std=c++20 -O0 "${blas_define[@]}" -I"$src/include" "$src/tests/package/no_cmake/main.cpp" \
   -o "$work/header_only" "${blas_lib[@]}" -pthread
 "$work/header_only"
-"$cxx" -std=c++20 -O1 "${blas_define[@]}" -I"$src/include" -c "$src/src/devtensor.cpp" -o "$work/devtensor.o"
-"$cxx" -std=c++20 -O1 "${blas_define[@]}" -DDEVTENSOR_COMPILED -I"$src/include" "$src/tests/package/no_cmake/main.cpp" \
+"$cxx" -std=c++20 -O0 "${blas_define[@]}" -I"$src/include" -c "$src/src/devtensor.cpp" -o "$work/devtensor.o"
+"$cxx" -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -I"$src/include" "$src/tests/package/no_cmake/main.cpp" \
   "$work/devtensor.o" -o "$work/compiled" "${blas_lib[@]}" -pthread
 "$work/compiled"
