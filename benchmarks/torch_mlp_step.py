@@ -14,15 +14,25 @@ import time
 import torch
 
 
-def run(hidden, optimizer_name, steps, repetitions):
+def mlp_and_data(hidden):
+    """The benchmark's model (seeded) and one batch, on GPU 0."""
     torch.manual_seed(0)
     device = torch.device("cuda:0")
     model = torch.nn.Sequential(
         torch.nn.Linear(1024, hidden), torch.nn.ReLU(),
         torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
         torch.nn.Linear(hidden, 1)).to(device)
-    x = torch.randn(256, 1024, device=device)
-    y = torch.randn(256, 1, device=device)
+    return model, torch.randn(256, 1024, device=device), torch.randn(256, 1, device=device)
+
+
+def result(name, per_step):
+    """One case's line: the median, min and max step time in microseconds."""
+    return {"name": name, "median_us": statistics.median(per_step), "min_us": min(per_step),
+            "max_us": max(per_step), "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}
+
+
+def run(hidden, optimizer_name, steps, repetitions):
+    model, x, y = mlp_and_data(hidden)
     if optimizer_name == "SGD":
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     else:  # Keras's defaults but the learning rate; foreach (multi-tensor) is PyTorch's default on CUDA
@@ -44,23 +54,14 @@ def run(hidden, optimizer_name, steps, repetitions):
         for _ in range(steps):
             step()
         per_step.append((time.perf_counter() - start) / steps * 1e6)
-    return {"name": f"torch_MlpStep_{optimizer_name}/{hidden}", "median_us": statistics.median(per_step),
-            "min_us": min(per_step), "max_us": max(per_step), "torch": torch.__version__,
-            "gpu": torch.cuda.get_device_name(0)}
+    return result(f"torch_MlpStep_{optimizer_name}/{hidden}", per_step)
 
 
 def run_graph(hidden, steps, repetitions):
     """The same SGD step captured whole into one CUDA graph and replayed (PyTorch's CUDA-graph notes:
     static inputs, warm-up on a side stream, gradients kept allocated across replays). This is the
     reference for graph replay (issue 30), which devtensor does not have yet."""
-    torch.manual_seed(0)
-    device = torch.device("cuda:0")
-    model = torch.nn.Sequential(
-        torch.nn.Linear(1024, hidden), torch.nn.ReLU(),
-        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
-        torch.nn.Linear(hidden, 1)).to(device)
-    x = torch.randn(256, 1024, device=device)
-    y = torch.randn(256, 1, device=device)
+    model, x, y = mlp_and_data(hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = torch.nn.MSELoss()
     side = torch.cuda.Stream()
@@ -88,9 +89,7 @@ def run_graph(hidden, steps, repetitions):
             torch.cuda.synchronize()
         per_step.append((time.perf_counter() - start) / steps * 1e6)
     assert torch.isfinite(static_loss).item()
-    return {"name": f"torch_MlpStepGraph_SGD/{hidden}", "median_us": statistics.median(per_step),
-            "min_us": min(per_step), "max_us": max(per_step), "torch": torch.__version__,
-            "gpu": torch.cuda.get_device_name(0)}
+    return result(f"torch_MlpStepGraph_SGD/{hidden}", per_step)
 
 
 def main():
