@@ -3,6 +3,7 @@
 //   elementwise add (12 B per element of HBM)     vs a device-to-device copy (8 B per element)
 //   BFC allocate/free                             vs cudaMalloc/cudaFree and cudaMallocAsync
 //   a 1-element op (placement, allocation, launch) vs a bare kernel launch
+//   a traced chain of 8 elementwise ops (one fused launch) vs the copy (both 8 B per element)
 // GPU time comes from CUDA events around each iteration (UseManualTime); host-side cases use real
 // time with a stream synchronisation at the end of each batch. Without a GPU the program prints
 // "skipped" and exits 0.
@@ -10,6 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "devtensor/backend/cuda/cublas.hpp"
@@ -108,6 +110,38 @@ void BM_Copy_reference(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 8);  // read + write
 }
 
+// Issue 30: a chain of 8 elementwise ops (ops_bench.cpp's) traced, fused into one launch of the
+// chain kernel (ops/fused_chain.hpp): one read and one write per element, the copy's traffic;
+// goal: >= 0.8x the copy's bandwidth. Eager: eight passes.
+dt::Tensor<float> eight_ops(const dt::Tensor<float>& x) {
+  auto y = x * 1.5f;
+  y = y + 0.5f;
+  y = dt::abs(y);
+  y = dt::maximum(y, x);
+  y = y - 0.25f;
+  y = dt::square(y);
+  y = dt::neg(y);
+  return dt::relu(y);
+}
+void BM_Chain8_traced(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto x = dt::random_uniform<float>({n}, {.seed = 1});
+  auto f = dt::function(eight_ops);
+  benchmark::DoNotOptimize(f(x));  // traced and optimised before the timing
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(f(x)); });
+  const auto ops = f.get_concrete_function(x)->optimized_ops();
+  state.counters["fused"] = std::count(ops.begin(), ops.end(), "_FusedElementwise") == 1 ? 1 : 0;
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+void BM_Chain8_eager(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto x = dt::random_uniform<float>({n}, {.seed = 1});
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(eight_ops(x)); });
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+
 void BM_Alloc_bfc(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   auto& allocator = dt::Context::global().allocator(gpu0());
@@ -173,6 +207,8 @@ BENCHMARK(BM_MatMul_devtensor<double>)->Arg(2048)->UseManualTime()->Unit(benchma
 BENCHMARK(BM_MatMul_cublas<double>)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Add_devtensor)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Copy_reference)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Chain8_traced)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Chain8_eager)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Alloc_bfc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMalloc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMallocAsync)->Arg(1 << 20);

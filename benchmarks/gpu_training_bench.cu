@@ -5,6 +5,8 @@
 //   BM_MlpStep_Fit/H             Sequential::fit over 8 host batches per epoch (host data, as
 //                                Keras users pass NumPy arrays): one iteration is 8 steps; the
 //                                step traced (Keras's default); BM_MlpStep_FitEager: run_eagerly.
+//   BM_MlpStep_TracedSGD/H       the tape step as a dt::function, op by op;
+//   BM_MlpStep_CudaGraphSGD/H    the same replayed as a CUDA graph (FunctionOptions::cuda_graph).
 // Each iteration ends with a stream synchronisation (the PyTorch script synchronises per step
 // too), so the time is a step's latency, not launch throughput. Without a GPU it prints
 // "skipped" and exits 0.
@@ -75,6 +77,40 @@ void BM_MlpStep_Tape(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 
+const dt::Device& gpu0() {
+  for (const auto& d : dt::Context::global().devices())
+    if (d.is_gpu && !d.simulated) return d;
+  throw dt::NotFoundError("no GPU");
+}
+
+// The tape step traced (dt::function): op by op through the executor, or replayed as a CUDA graph
+// (issue 30; PyTorch's reference: torch_mlp_step.py's torch_MlpStepGraph_SGD). Counters: whether
+// the graph replays (1) or fell back (0, with a WARNING in the output), and the GPU allocator's
+// allocations per step (0 is the goal of a replay).
+void mlp_step_traced(benchmark::State& state, bool cuda_graph) {
+  dt::DeviceScope gpu("/gpu:0");
+  const Mlp mlp(state.range(0));
+  const auto x = dt::random_normal<float>({kBatch, kIn}, {.seed = 11});
+  const auto y = dt::random_normal<float>({kBatch, 1}, {.seed = 12});
+  const nn::optimizers::SGD optimizer{.learning_rate = kLearningRate};
+  auto step = dt::function([&](const dt::Tensor<float>& xs, const dt::Tensor<float>& ys) { return mlp.step(optimizer, xs, ys); },
+                           {.name = "train_step", .cuda_graph = cuda_graph});
+  for (int i = 0; i < 3; ++i) step(x, y);  // warm-up, then the capture
+  synchronize_gpu0();
+  const auto allocations_before = gpu0().allocator->stats().num_allocs;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(step(x, y));
+    synchronize_gpu0();
+  }
+  const auto* replay = step.get_concrete_function(x, y)->cuda_graph();
+  state.counters["replayed"] = replay && replay->stage() == dt::graph::CudaGraphReplay::Stage::replay ? 1 : 0;
+  state.counters["allocs_per_step"] = static_cast<double>(gpu0().allocator->stats().num_allocs - allocations_before) /
+                                      static_cast<double>(state.iterations());
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+void BM_MlpStep_TracedSGD(benchmark::State& state) { mlp_step_traced(state, false); }
+void BM_MlpStep_CudaGraphSGD(benchmark::State& state) { mlp_step_traced(state, true); }
+
 void mlp_step_fit(benchmark::State& state, bool run_eagerly) {
   const std::int64_t hidden = state.range(0);
   constexpr std::int64_t kSteps = 8;
@@ -104,6 +140,8 @@ void BM_MlpStep_FitEager(benchmark::State& state) { mlp_step_fit(state, true); }
 
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::SGD>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::Adam>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_TracedSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_CudaGraphSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Fit)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_FitEager)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 

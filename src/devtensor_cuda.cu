@@ -7,9 +7,10 @@
 //   nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -I<prefix>/include
 //        -I<cuda>/include/cccl -c <prefix>/share/devtensor/src/devtensor_cuda.cu -o devtensor_cuda.o
 //   g++ -std=c++20 ... your.o devtensor_cuda.o -L<cuda>/lib64 -lcudart -lcublas
-// During static initialisation it registers the CUDA platform (real GPUs appear in the Context)
-// and the GPU body of every op that declares one; every translation unit of the program then
-// reaches them through the registry, whichever compiler built it. It must be linked as an object
+// During static initialisation it registers the CUDA platform (real GPUs appear in the Context),
+// the GPU body of every op that declares one, and the kernel of fused elementwise chains; every
+// translation unit of the program then reaches them through the registry, whichever compiler
+// built it. It must be linked as an object
 // file (an archive member that nobody references is dropped by the linker): the CMake component
 // does that, also for consumers whose own code is a static library.
 //
@@ -22,6 +23,7 @@
 
 #include "devtensor/backend/cuda/platform.hpp"  // registers the CUDA platform
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/cuda/fused_chain.cuh"
 #include "devtensor/ops/op_list.hpp"
 
 namespace devtensor::cuda_backend {
@@ -43,6 +45,7 @@ void register_gpu_bodies() {
 
 bool register_all() {
   []<class... Ops>(ops::TypeList<Ops...>) { (register_gpu_bodies<Ops>(), ...); }(ops::BuiltinOps{});
+  ops::register_gpu_fused_chain(&ops::cuda::chain_kernel);  // ops/fused_chain.hpp
   return true;
 }
 

@@ -330,4 +330,73 @@ BOOST_AUTO_TEST_CASE(two_logical_gpus_from_two_threads) {
   BOOST_TEST(sums[1] == 1.0 / 256.0);
 }
 
+// Note [Fused chains on a GPU]: a traced chain with a scalar and a bias runs as one fused launch
+// and gives eager execution's values (the same functors; tolerance for FMA contraction).
+BOOST_AUTO_TEST_CASE(elementwise_chains_fuse_into_one_launch) {
+  dt::DeviceScope scope("/gpu:0");
+  const auto body = [](const dt::Tensor<float>& x, const dt::Tensor<float>& bias) {
+    const auto y = dt::relu(x + bias) * 2.0f;
+    return dt::tanh(dt::square(y - x) + dt::sigmoid(x)) / 3.0f;
+  };
+  auto f = dt::function(body);
+  const auto x = random_input<float>({1000, 37}, 8);
+  const auto bias = random_input<float>({37}, 9);
+  const auto fused = f(x, bias).to_vector();
+  const auto ops = f.get_concrete_function(x, bias)->optimized_ops();
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedElementwise") == 1);
+  const auto eager = body(x, bias).to_vector();
+  BOOST_TEST_REQUIRE(fused.size() == eager.size());
+  for (std::size_t i = 0; i < eager.size(); ++i)
+    if (std::abs(fused[i] - eager[i]) > 1e-6f * (1 + std::abs(eager[i]))) {
+      BOOST_ERROR("element " << i << ": fused " << fused[i] << " vs eager " << eager[i]);
+      break;
+    }
+}
+
+// A traced training step replayed as a CUDA graph (Note [CUDA-graph replay]): the capture succeeds
+// (no fallback warning), replays allocate nothing on the GPU, and losses and weights follow the
+// op-by-op function's (the same kernels on the same values; cuBLAS may choose another algorithm
+// under capture, hence a tolerance).
+BOOST_AUTO_TEST_CASE(a_training_step_replays_as_a_cuda_graph) {
+  const auto run = [](bool cuda_graph, std::int64_t* allocations) {
+    dt::DeviceScope scope("/gpu:0");
+    dt::Variable<float> w(dt::random_uniform<float>({64, 32}, {.minval = -0.5, .maxval = 0.5, .seed = 3}));
+    dt::Variable<float> b(dt::zeros<float>({32}));
+    const dt::nn::optimizers::SGD sgd{.learning_rate = 0.05, .momentum = 0.9};
+    auto step = dt::function(
+        [&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+          dt::GradientTape tape;
+          const auto loss = dt::reduce_mean(dt::square(dt::relu(dt::matmul(x, w.value()) + b.value()) - y));
+          sgd.apply_gradients(tape.gradient(loss, std::vector{w, b}), {w, b});
+          return loss;
+        },
+        {.name = "train_step", .cuda_graph = cuda_graph});
+    const auto x1 = random_input<float>({128, 64}, 5), x2 = random_input<float>({128, 64}, 6);
+    const auto y = random_input<float>({128, 32}, 7);
+    std::vector<float> losses;
+    const auto& gpu = *w.component(0).storage()->device;
+    std::int64_t before = 0;
+    for (int i = 0; i < 8; ++i) {
+      if (i == 3) before = gpu.allocator->stats().num_allocs;
+      losses.push_back(step(i % 2 ? x2 : x1, y).item());
+    }
+    *allocations = gpu.allocator->stats().num_allocs - before;
+    if (cuda_graph)
+      BOOST_TEST((step.get_concrete_function(x1, y)->cuda_graph()->stage() == dt::graph::CudaGraphReplay::Stage::replay));
+    auto weights = w.to_vector();
+    for (float v : b.to_vector()) weights.push_back(v);
+    return std::pair{losses, weights};
+  };
+  std::int64_t plain_allocations = 0, replay_allocations = 0;
+  const auto plain = run(false, &plain_allocations);
+  const auto replayed = run(true, &replay_allocations);
+  BOOST_TEST(log.count("CUDA graph") == 0);
+  BOOST_TEST(replay_allocations == 0);  // five replays
+  BOOST_TEST(plain_allocations > 0);
+  for (std::size_t i = 0; i < plain.first.size(); ++i)
+    BOOST_TEST(std::abs(replayed.first[i] - plain.first[i]) <= 1e-5f * (1 + std::abs(plain.first[i])));
+  for (std::size_t i = 0; i < plain.second.size(); ++i)
+    BOOST_TEST(std::abs(replayed.second[i] - plain.second[i]) <= 1e-5f * (1 + std::abs(plain.second[i])));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

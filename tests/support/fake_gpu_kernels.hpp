@@ -28,9 +28,24 @@ void apply_update(const Device&, const Update& update, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) update(i);
 }
 
+/// Fused elementwise chains (ops/fused_chain.hpp): the program the CUDA kernel interprets,
+/// evaluated element by element by the same function, on the host.
+inline std::atomic<std::int64_t> chain_launches{0};
+inline void run_chain(const ops::FusedChainProgram& program, int, void*) {
+  ++chain_launches;
+  for (std::int64_t i = 0; i < program.n; ++i) {
+    if (program.dtype == DType::DT_DOUBLE)
+      static_cast<double*>(program.output)[i] = ops::fused_chain::evaluate<double>(program, i);
+    else
+      static_cast<float*>(program.output)[i] = ops::fused_chain::evaluate<float>(program, i);
+  }
+}
+inline constexpr ops::GpuFusedChain chain{"fake_gpu_kernels.hpp", &run_chain};
+
 }  // namespace fake_kernels
 
-/// Registers the bodies above as the GPU kernels for float for the lifetime of the object.
+/// Registers the bodies above as the GPU kernels for float, and the chain kernel, for the lifetime
+/// of the object.
 class FakeGpuKernels {
  public:
   FakeGpuKernels() {
@@ -44,15 +59,18 @@ class FakeGpuKernels {
     add<ops::ApplyKerasMomentum>(&k::apply_update<ops::KerasMomentumUpdate<float>>);
     add<ops::ApplyAdam>(&k::apply_update<ops::AdamUpdate<float>>);
     add<ops::AccumulateWeighted>(&k::apply_update<ops::WeightedAccumulateUpdate<float>>);
+    previous_chain_ = ops::register_gpu_fused_chain(&k::chain);
   }
   FakeGpuKernels(const FakeGpuKernels&) = delete;
   FakeGpuKernels& operator=(const FakeGpuKernels&) = delete;
   ~FakeGpuKernels() {
     for (auto& remove : removers_) remove();
+    ops::register_gpu_fused_chain(previous_chain_);
   }
 
  private:
   std::vector<bool (*)()> removers_;
+  const ops::GpuFusedChain* previous_chain_ = nullptr;
 
   template <class Op>
   void add(kernel_body_t<Op, float>* body) {

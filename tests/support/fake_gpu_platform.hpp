@@ -33,10 +33,22 @@ struct FakeGpuRecorder {
   std::vector<void*> destroyed;
   std::vector<FakeGpuCopy> copies;
   int next_token = 1;
+  // Graph capture: a stream being captured refuses synchronisations and host reads, as CUDA's
+  // (cudaErrorStreamCaptureUnsupported), which invalidates the capture.
+  void* capturing = nullptr;
+  bool capture_invalidated = false;
+  bool refuse_capture = false;  // begin_capture fails (a platform that cannot capture now)
+  int captures = 0;             // graphs made
+  int launches = 0;
+  int graphs_destroyed = 0;
   std::mutex mutex;
 
   void reset(int gpus) {
     std::lock_guard lock(mutex);
+    capturing = nullptr;
+    capture_invalidated = false;
+    refuse_capture = false;
+    captures = launches = graphs_destroyed = 0;
     gpu_count = gpus;
     created.clear();
     destroyed.clear();
@@ -48,6 +60,12 @@ inline FakeGpuRecorder& fake_gpu_recorder() {
   static FakeGpuRecorder recorder;
   return recorder;
 }
+
+inline constexpr const char* kFakeCaptureUnsupported = "operation not permitted when stream is capturing";
+struct FakeGpuGraph {
+  void (*host_work)(void*);
+  void* context;
+};
 
 inline const GpuPlatform fake_gpu_platform{
     "fake",
@@ -82,15 +100,68 @@ inline const GpuPlatform fake_gpu_platform{
       std::lock_guard lock(fake_gpu_recorder().mutex);
       fake_gpu_recorder().destroyed.push_back(stream);
     },
-    [](int, void*, std::string*) noexcept { return true; },
+    [](int, void* stream, std::string* error) noexcept {
+      auto& r = fake_gpu_recorder();
+      std::lock_guard lock(r.mutex);
+      if (r.capturing != stream) return true;
+      r.capture_invalidated = true;
+      *error = kFakeCaptureUnsupported;
+      return false;
+    },
     [](void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal, void* src_stream,
-       std::size_t bytes, std::string*) noexcept {
+       std::size_t bytes, std::string* error) noexcept {
       {
-        std::lock_guard lock(fake_gpu_recorder().mutex);
-        fake_gpu_recorder().copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream, bytes});
+        auto& r = fake_gpu_recorder();
+        std::lock_guard lock(r.mutex);
+        if (dst_ordinal < 0 && r.capturing && r.capturing == src_stream) {  // a host read waits for the stream
+          r.capture_invalidated = true;
+          *error = kFakeCaptureUnsupported;
+          return false;
+        }
+        r.copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream, bytes});
       }
       std::memcpy(dst, src, bytes);
       return true;
+    },
+    [](int, void* stream, std::string* error) noexcept {
+      auto& r = fake_gpu_recorder();
+      std::lock_guard lock(r.mutex);
+      if (r.refuse_capture || r.capturing) {
+        *error = "operation not permitted when stream is capturing";
+        return false;
+      }
+      r.capturing = stream;
+      r.capture_invalidated = false;
+      return true;
+    },
+    // No real graphs: the work ran while "capturing", and a replay calls it again.
+    [](int, void*, void (*host_work)(void*), void* context, bool* ran, std::string* error) noexcept -> void* {
+      auto& r = fake_gpu_recorder();
+      std::lock_guard lock(r.mutex);
+      r.capturing = nullptr;
+      *ran = true;
+      if (r.capture_invalidated) {
+        *error = "the capture was invalidated: operation failed due to a previous error during capture";
+        return nullptr;
+      }
+      ++r.captures;
+      return new FakeGpuGraph{host_work, context};
+    },
+    [](int, void* graph, void*, std::string*) noexcept {
+      {
+        std::lock_guard lock(fake_gpu_recorder().mutex);
+        ++fake_gpu_recorder().launches;
+      }
+      const auto* g = static_cast<FakeGpuGraph*>(graph);
+      g->host_work(g->context);
+      return true;
+    },
+    [](int, void* graph) noexcept {
+      {
+        std::lock_guard lock(fake_gpu_recorder().mutex);
+        ++fake_gpu_recorder().graphs_destroyed;
+      }
+      delete static_cast<FakeGpuGraph*>(graph);
     }};
 
 /// Fixture: the fake platform with `gpus` GPUs for one test, taken away again afterwards.

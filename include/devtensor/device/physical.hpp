@@ -97,6 +97,20 @@ struct GpuPlatform {
   /// False with the error text on failure.
   bool (*copy)(void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal,
                void* src_stream, std::size_t bytes, std::string* error) noexcept;
+
+  // Graph capture (graph/cuda_graph.hpp); nullptr: the platform cannot capture.
+  /// Starts recording the work queued on `stream` instead of running it (cudaStreamBeginCapture);
+  /// false with the error text when it cannot.
+  bool (*begin_capture)(int ordinal, void* stream, std::string* error) noexcept = nullptr;
+  /// Ends the recording and instantiates it (cudaStreamEndCapture, cudaGraphInstantiate): the
+  /// graph, or nullptr with the error text when something invalidated the capture (a host read).
+  /// `*ran` says whether the recorded work also ran (CUDA: no; a platform without real graphs:
+  /// yes), and such a platform replays by calling `host_work(context)` again.
+  void* (*end_capture)(int ordinal, void* stream, void (*host_work)(void*), void* context, bool* ran,
+                       std::string* error) noexcept = nullptr;
+  /// Queues one replay of `graph` on `stream` (cudaGraphLaunch); false with the error text.
+  bool (*launch_graph)(int ordinal, void* graph, void* stream, std::string* error) noexcept = nullptr;
+  void (*destroy_graph)(int ordinal, void* graph) noexcept = nullptr;
 };
 
 /// A collective all-reduce over real GPUs of this process: NCCL. Registered, like the platform,

@@ -80,7 +80,29 @@ class DEVTENSOR_EXPORT Executable {
 
   /// Runs with `feeds` (in the order of the constructor's feeds) and the variables in
   /// `resources`, and returns the fetches' values.
-  [[nodiscard]] std::vector<AnyTensor> run(const std::vector<AnyTensor>& feeds, ResourceStore* resources = nullptr) const;
+  [[nodiscard]] std::vector<AnyTensor> run(const std::vector<AnyTensor>& feeds, ResourceStore* resources = nullptr) const {
+    if (unoptimized_ && autodiff::tapes_active()) return unoptimized_->run(feeds, resources);
+    auto state = acquire();
+    RunState& running = *state;  // before the move: arguments are evaluated in no set order
+    return run_in(running, std::move(state), feeds, resources);
+  }
+  /// A run being captured into a CUDA graph (graph/cuda_graph.hpp): its own state, not the
+  /// cached one, and every value let go at its last read whatever its size, so that a variable
+  /// read earlier in the step is updated in place, at the address the graph recorded.
+  [[nodiscard]] std::vector<AnyTensor> run_capturing(const std::vector<AnyTensor>& feeds) const {
+    auto state = fresh_state();
+    return run_in(*state, nullptr, feeds, nullptr);
+  }
+  struct PlacedStep {
+    const Node* node;
+    const Device* device;
+  };
+  /// The nodes a run executes, in order, with their devices.
+  [[nodiscard]] std::vector<PlacedStep> placed_steps() const {
+    std::vector<PlacedStep> out;
+    for (const auto& step : steps_) out.push_back({step.node, step.device});
+    return out;
+  }
 
   /// The nodes a run executes, in order.
   [[nodiscard]] const std::vector<std::size_t>& schedule() const noexcept { return schedule_; }
@@ -132,7 +154,11 @@ class DEVTENSOR_EXPORT Executable {
   };
   mutable std::atomic<RunState*> cached_{nullptr};
   [[nodiscard]] std::unique_ptr<RunState> acquire() const;
+  [[nodiscard]] std::unique_ptr<RunState> fresh_state() const;
   void release(std::unique_ptr<RunState> state) const noexcept;
+  /// Runs in `state`; `owned` (the same state, or null for a capture's) goes back to the cache.
+  std::vector<AnyTensor> run_in(RunState& state, std::unique_ptr<RunState> owned, const std::vector<AnyTensor>& feeds,
+                                ResourceStore* resources) const;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -231,6 +257,10 @@ DEVTENSOR_DEFINITION void Executable::plan_memory() {
 
 DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::acquire() const {
   if (RunState* cached = cached_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<RunState>(cached);
+  return fresh_state();
+}
+
+DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::fresh_state() const {
   auto state = std::make_unique<RunState>();
   state->values.resize(slots_);
   state->left.resize(slots_);
@@ -255,10 +285,11 @@ DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) c
   delete cached_.exchange(state.release(), std::memory_order_acq_rel);  // a concurrent run's state, if any, goes
 }
 
-DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<AnyTensor>& feeds,
-                                                            ResourceStore* resources) const {
-  if (unoptimized_ && autodiff::tapes_active()) return unoptimized_->run(feeds, resources);
-  auto state = acquire();
+DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_state, std::unique_ptr<RunState> owned,
+                                                               const std::vector<AnyTensor>& feeds,
+                                                               ResourceStore* resources) const {
+  RunState* const state = &run_state;
+  const bool capturing = !owned;
   auto& values = state->values;
   std::copy(uses_.begin(), uses_.end(), state->left.begin());
   try {
@@ -289,7 +320,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<An
         // Its last read returns a planned buffer to the pool when nothing else holds it, and frees
         // another large value; a small one stays for the next run.
         if (!s.feed && --state->left[s.index] == 0 && values[s.index].defined() &&
-            values[s.index].storage->bytes > kKeptBytes) {
+            (capturing || values[s.index].storage->bytes > kKeptBytes)) {
           auto storage = std::move(values[s.index].storage);
           values[s.index] = AnyTensor();
           if (const int b = buffer_of_[s.index]; b >= 0 && exclusively_held(storage))
@@ -302,13 +333,13 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run(const std::vector<An
     }
   } catch (...) {
     for (auto& v : values) v = AnyTensor();  // a failed run leaves nothing behind
-    release(std::move(state));
+    if (owned) release(std::move(owned));
     throw;
   }
   std::vector<AnyTensor> out;
   out.reserve(fetches_.size());
   for (const auto& f : fetches_) out.push_back(f.feed ? feeds[f.index] : values[f.index]);
-  release(std::move(state));
+  if (owned) release(std::move(owned));
   return out;
 }
 

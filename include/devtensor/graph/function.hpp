@@ -41,9 +41,11 @@
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/scope.hpp"
 #include "devtensor/distribute/values.hpp"
+#include "devtensor/graph/cuda_graph.hpp"
 #include "devtensor/graph/executor.hpp"
 #include "devtensor/graph/nest.hpp"
 #include "devtensor/graph/placer.hpp"
+#include "devtensor/graph/signature.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
@@ -51,29 +53,6 @@
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
-
-/// A tensor argument's type and shape (TensorFlow's tf.TensorSpec), for `input_signature`. The
-/// shape may have unknown dimensions (kUnknownDim, TensorFlow's None).
-struct TensorSpec {
-  Shape shape;
-  DType dtype = DType::DT_FLOAT;
-  std::string name;
-
-  template <Element T>
-  static TensorSpec of(Shape shape, std::string name = {}) {
-    return {std::move(shape), dtype_enum<T>(), std::move(name)};
-  }
-  /// `TensorSpec::of<float>({-1, 3})`: any number of rows of 3 (tf.TensorSpec([None, 3])).
-  template <Element T>
-  static TensorSpec of(std::initializer_list<std::int64_t> dims, std::string name = {}) {
-    return {Shape::partial(dims), dtype_enum<T>(), std::move(name)};
-  }
-  /// TensorSpec(shape=(2,), dtype=tf.float32, name=None), as TensorFlow prints it.
-  [[nodiscard]] std::string to_string() const {
-    return "TensorSpec(shape=" + shape.to_python() + ", dtype=tf." + std::string(dtype_name(dtype)) +
-           ", name=" + (name.empty() ? std::string("None") : "'" + name + "'") + ")";
-  }
-};
 
 struct FunctionOptions {
   std::string name = "function";  // in logs: __inference_<name>_<id>, the retracing warning
@@ -87,13 +66,16 @@ struct FunctionOptions {
   /// dimensions that differ unknown, so that later shapes reuse that trace (TensorFlow's
   /// reduce_retracing=True).
   bool reduce_retracing = false;
+  /// Replays each concrete function on its GPU as a CUDA graph after a warm-up call; its results
+  /// are then overwritten by the next call (Note [CUDA-graph replay], graph/cuda_graph.hpp).
+  bool cuda_graph = false;
 };
 
 /// A traced graph for one signature, placed, with its executable (TensorFlow's ConcreteFunction).
 class DEVTENSOR_EXPORT ConcreteFunction {
  public:
   ConcreteFunction(std::shared_ptr<graph::Graph> graph, std::vector<graph::Edge> args, std::vector<graph::Edge> outputs,
-                   std::string name);
+                   std::string name, bool cuda_graph = false);
 
   /// Runs the graph on `args` (one tensor per placeholder) and returns the outputs' values.
   [[nodiscard]] std::vector<AnyTensor> call(const std::vector<AnyTensor>& args) const;
@@ -111,6 +93,11 @@ class DEVTENSOR_EXPORT ConcreteFunction {
     prepare();
     return executable_->scheduled_ops();
   }
+  /// Its CUDA-graph replay (FunctionOptions::cuda_graph; null without): stage, launches, why not.
+  [[nodiscard]] const graph::CudaGraphReplay* cuda_graph() const {
+    prepare();
+    return replay_.get();
+  }
 
  private:
   std::shared_ptr<graph::Graph> graph_;
@@ -119,6 +106,8 @@ class DEVTENSOR_EXPORT ConcreteFunction {
   std::string name_;
   mutable std::once_flag placed_;
   mutable std::shared_ptr<const graph::Executable> executable_;
+  bool cuda_graph_ = false;
+  mutable std::shared_ptr<graph::CudaGraphReplay> replay_;  // with cuda_graph_
   mutable const Device* call_device_ = nullptr;
 
   void place() const;
@@ -126,29 +115,8 @@ class DEVTENSOR_EXPORT ConcreteFunction {
 
 namespace function_detail {
 
-/// Checks one tensor argument against its TensorSpec (TensorFlow's binding error, as text).
-std::string mismatch(const AnyTensor& t, const TensorSpec& spec);
-
-/// The trace among `traces` whose shapes the call's `tensors` have: one with exactly those shapes
-/// first, else the first whose unknown dimensions cover them; nullptr when none.
-template <class Traces>
-const typename Traces::value_type* match(const Traces& traces, const std::vector<AnyTensor>& tensors) {
-  using Entry = typename Traces::value_type;
-  const auto matches = [&](const Entry& e, bool exactly) {
-    if (e.shapes.size() != tensors.size()) return false;
-    for (std::size_t i = 0; i < tensors.size(); ++i)
-      if (exactly ? e.shapes[i] != tensors[i].shape : !tensors[i].shape.is_compatible_with(e.shapes[i])) return false;
-    return true;
-  };
-  for (bool exactly : {true, false})
-    for (const auto& e : traces)
-      if (matches(e, exactly)) return &e;
-  return nullptr;
-}
-
 /// The shapes a new trace takes: the input_signature's; under reduce_retracing, the latest
 /// trace's with the dimensions that differ from the call's unknown; else the call's.
-std::vector<Shape> relaxed_shapes(const std::vector<Shape>& traced, const std::vector<AnyTensor>& tensors);
 template <class Traces>
 std::vector<Shape> trace_shapes(const Traces& traces, const std::vector<AnyTensor>& tensors, const FunctionOptions& options) {
   std::vector<Shape> shapes;
@@ -163,19 +131,6 @@ std::vector<Shape> trace_shapes(const Traces& traces, const std::vector<AnyTenso
 
 /// Adds the output Identity nodes and their _Retval nodes: the outputs' edges.
 std::vector<graph::Edge> add_outputs(graph::Graph& graph, const std::vector<AnyTensor>& outputs);
-
-/// TensorFlow's frequent-tracing detector: warns (SPEC 10.4's text, at most twice per function)
-/// when 5 or more of the recent calls traced; the window keeps at most 5 calls before the oldest
-/// trace in it.
-class RetracingDetector {
- public:
-  void called(bool traced, const std::string& name);
-
- private:
-  std::deque<int> calls_per_trace_;  // calls since each recent trace, that one included
-  int calls_ = 0;
-  int warnings_ = 0;
-};
 
 /// A process-unique number for `__inference_<name>_<id>`.
 std::uint64_t next_function_id();
@@ -326,7 +281,7 @@ class Function {
     auto out_edges = function_detail::add_outputs(*graph, outputs);
     auto concrete = std::make_shared<const ConcreteFunction>(
         graph, make.take_edges(), std::move(out_edges),
-        "__inference_" + options_.name + "_" + std::to_string(function_detail::next_function_id()));
+        "__inference_" + options_.name + "_" + std::to_string(function_detail::next_function_id()), options_.cuda_graph);
     return {std::move(concrete), std::move(result)};
   }
 };
@@ -342,15 +297,17 @@ namespace graph {
 /// count (a batch's examples): Keras's fit, evaluate and predict.
 using TracedStep = std::function<std::vector<Tensor<float>>(const std::vector<Tensor<float>>&,
                                                             const Tensor<std::int64_t>&, std::int64_t)>;
-/// `step` as a Function named `name` (nn/model_training.hpp traces its steps so).
-TracedStep traced_step(TracedStep step, std::string name);
+/// `step` as a Function named `name` (nn/model_training.hpp traces its steps so), replayed as a
+/// CUDA graph with `cuda_graph` (FunctionOptions::cuda_graph).
+TracedStep traced_step(TracedStep step, std::string name, bool cuda_graph = false);
 }  // namespace graph
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 
 DEVTENSOR_DEFINITION ConcreteFunction::ConcreteFunction(std::shared_ptr<graph::Graph> graph, std::vector<graph::Edge> args,
-                                                        std::vector<graph::Edge> outputs, std::string name)
-    : graph_(std::move(graph)), args_(std::move(args)), outputs_(std::move(outputs)), name_(std::move(name)) {}
+                                                        std::vector<graph::Edge> outputs, std::string name, bool cuda_graph)
+    : graph_(std::move(graph)), args_(std::move(args)), outputs_(std::move(outputs)), name_(std::move(name)),
+      cuda_graph_(cuda_graph) {}
 
 DEVTENSOR_DEFINITION std::vector<std::string> ConcreteFunction::node_names() const {
   std::vector<std::string> out;
@@ -370,6 +327,7 @@ DEVTENSOR_DEFINITION void ConcreteFunction::place() const {
   const auto optimizer = config::optimizer::get_experimental_options();
   executable_ = std::make_shared<const graph::Executable>(std::move(nodes), std::move(placement), outputs_, args_, stateful,
                                                           &optimizer);
+  if (cuda_graph_) replay_ = std::make_shared<graph::CudaGraphReplay>(executable_, name_);
 }
 
 DEVTENSOR_DEFINITION void ConcreteFunction::prepare() const {
@@ -378,27 +336,7 @@ DEVTENSOR_DEFINITION void ConcreteFunction::prepare() const {
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> ConcreteFunction::call(const std::vector<AnyTensor>& args) const {
   prepare();
-  return executable_->run(args);
-}
-
-DEVTENSOR_DEFINITION std::vector<Shape> function_detail::relaxed_shapes(const std::vector<Shape>& traced,
-                                                                       const std::vector<AnyTensor>& tensors) {
-  std::vector<Shape> shapes;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const Shape& now = tensors[i].shape;
-    // Ranks are part of the signature's key, so a trace of the same key has the same rank.
-    std::vector<std::int64_t> dims = now.dims_vector();
-    if (i < traced.size() && traced[i].rank() == now.rank())
-      for (std::size_t d = 0; d < dims.size(); ++d)
-        if (traced[i][d] != dims[d]) dims[d] = kUnknownDim;
-    shapes.push_back(Shape::partial(dims));
-  }
-  return shapes;
-}
-
-DEVTENSOR_DEFINITION std::string function_detail::mismatch(const AnyTensor& t, const TensorSpec& spec) {
-  if (t.dtype == spec.dtype && t.shape.is_compatible_with(spec.shape)) return {};
-  return "Can not cast " + TensorSpec{t.shape, t.dtype, {}}.to_string() + " to " + spec.to_string();
+  return replay_ ? replay_->run(args) : executable_->run(args);
 }
 
 DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph::Graph& graph,
@@ -434,32 +372,6 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
   return edges;
 }
 
-DEVTENSOR_DEFINITION void function_detail::RetracingDetector::called(bool traced, const std::string& name) {
-  constexpr int kThreshold = 5;
-  constexpr int kMaxWarnings = 2;
-  ++calls_;
-  if (!traced) {
-    if (calls_per_trace_.empty()) calls_per_trace_.push_back(0);
-    ++calls_per_trace_.back();
-    return;
-  }
-  calls_per_trace_.push_back(1);
-  while (!calls_per_trace_.empty() && calls_ - calls_per_trace_.front() > kThreshold) {
-    calls_ -= calls_per_trace_.front();
-    calls_per_trace_.pop_front();
-  }
-  if (warnings_ >= kMaxWarnings || static_cast<int>(calls_per_trace_.size()) < kThreshold) return;
-  ++warnings_;
-  log(LogSeverity::warning,
-      std::to_string(calls_per_trace_.size()) + " out of the last " + std::to_string(calls_) + " calls to <function " + name +
-          "> triggered tf.function retracing. Tracing is expensive and the excessive number of tracings could be due to "
-          "(1) creating @tf.function repeatedly in a loop, (2) passing tensors with different shapes, (3) passing Python "
-          "objects instead of tensors. For (1), please define your @tf.function outside of the loop. For (2), "
-          "@tf.function has reduce_retracing=True option that can avoid unnecessary retracing. For (3), please refer to "
-          "https://www.tensorflow.org/guide/function#controlling_retracing and "
-          "https://www.tensorflow.org/api_docs/python/tf/function for  more details.");
-}
-
 DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& value) {
   graph::Graph* graph = graph::building();
   const auto& ref = value.storage->symbolic;
@@ -485,8 +397,9 @@ DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& va
   }
 }
 
-DEVTENSOR_DEFINITION graph::TracedStep graph::traced_step(TracedStep step, std::string name) {
-  auto traced = std::make_shared<Function<TracedStep>>(std::move(step), FunctionOptions{.name = std::move(name)});
+DEVTENSOR_DEFINITION graph::TracedStep graph::traced_step(TracedStep step, std::string name, bool cuda_graph) {
+  auto traced = std::make_shared<Function<TracedStep>>(std::move(step),
+                                                       FunctionOptions{.name = std::move(name), .cuda_graph = cuda_graph});
   return [traced](const auto& tensors, const auto& seed, std::int64_t count) { return (*traced)(tensors, seed, count); };
 }
 

@@ -17,6 +17,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/arith.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/ops/fused_chain.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -35,6 +36,7 @@ struct FusedStep {
   Pointwise::Block block = nullptr;
   int arity = 0;
   std::array<int, 2> args{};
+  std::int16_t code = -1;  // on a GPU: the op's code in a FusedChainProgram (ops/fused_chain.hpp)
 };
 
 /// The kernel of a fused node (Note [Fused elementwise chains]).
@@ -58,6 +60,8 @@ class FusedKernel {
   void operator()(const RunContext& context, NodeInputs in, std::span<AnyTensor> out) const;
 
  private:
+  /// On a GPU: the group as one ops::FusedChainProgram for the registered chain kernel.
+  void run_on_gpu(const RunContext& context, NodeInputs in, AnyTensor& out) const;
   /// Elements [begin, end) of S; `output` is where element `begin`'s result goes, or with a
   /// reduction, row begin / reduction.row's (begin is a row's first element then).
   void run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin, std::int64_t end) const;
@@ -90,6 +94,7 @@ void add_to_rows(const void* values, std::int64_t n, const RowReduction& reducti
 
 DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, NodeInputs in,
                                                   std::span<AnyTensor> out) const {
+  if (!context.device.host_memory()) return run_on_gpu(context, in, out[0]);
   const std::int64_t n = shape.num_elements();
   const std::size_t width = dtype_size(dtype);
   std::array<const std::byte*, kMaxRegisters> sources{};
@@ -130,6 +135,38 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
   backend::cpu::parallel_for(n, std::int64_t{1} << 18, [&](std::int64_t begin, std::int64_t end) {
     run_blocks(sources.data(), output, begin, end);
   });
+}
+
+DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, NodeInputs in, AnyTensor& out) const {
+  const ops::GpuFusedChain* chain = ops::gpu_fused_chain();
+  if (!chain || producer || reduction.row > 0 || inputs.size() + steps.size() > ops::FusedChainProgram::kMaxRegisters)
+    throw InternalError(op + " on " + context.device.full_name + ": no GPU kernel runs this fused group");
+  const std::int64_t n = shape.num_elements();
+  if (!reusable(out, dtype, shape, context.device))
+    out = AnyTensor(next_tensor_id(), dtype, shape,
+                    allocate_storage(context.device, static_cast<std::size_t>(n) * dtype_size(dtype), shape,
+                                     dtype_string(dtype), op));
+  ops::FusedChainProgram program;
+  program.dtype = dtype;
+  program.n = n;
+  program.inputs = static_cast<int>(inputs.size());
+  program.steps = static_cast<int>(steps.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const AnyTensor& value = in[k];
+    const std::int64_t expected = inputs[k].kind == FusedInput::Kind::full ? n : inputs[k].period;
+    if (value.shape.num_elements() != expected)
+      throw InternalError(op + ": input " + value.shape.to_string() + " does not fit " + shape.to_string());
+    program.sources[k] = value.storage->data;
+    program.kinds[k] = inputs[k].kind == FusedInput::Kind::full     ? ops::FusedChainProgram::full
+                       : inputs[k].kind == FusedInput::Kind::scalar ? ops::FusedChainProgram::scalar
+                                                                    : ops::FusedChainProgram::suffix;
+    program.periods[k] = inputs[k].period;
+  }
+  for (std::size_t j = 0; j < steps.size(); ++j)
+    program.step[j] = {steps[j].code, static_cast<std::uint8_t>(steps[j].args[0]),
+                       static_cast<std::uint8_t>(steps[j].arity > 1 ? steps[j].args[1] : steps[j].args[0])};
+  program.output = out.storage->data;
+  chain->run(program, context.device.platform_ordinal, context.device.stream);
 }
 
 DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin,

@@ -34,7 +34,7 @@ class ArgMaker {
     const std::string name = edges_.size() < names_.size() ? names_[edges_.size()] : "x";
     // On the argument's device (part of the signature), as TensorFlow places a function's _Arg.
     std::optional<DeviceScope> on_its_device;
-    if (!like.symbolic()) on_its_device.emplace(like.device_info().spec);
+    if (!like.symbolic()) (void)on_its_device.emplace(like.device_info().spec);  // nodiscard type
     const Shape& shape = edges_.size() < shapes_.size() ? shapes_[edges_.size()] : like.shape();
     auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), shape, "_Arg");
     edges_.push_back({p.storage->symbolic->node, p.storage->symbolic->output});

@@ -124,12 +124,15 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
   const auto& readers = uses.readers;
   const auto& pinned = uses.pinned;
   const auto shape_of = [&](const Edge& e) -> const Shape& { return nodes[e.node]->outputs.at(e.output).shape; };
-  // An elementwise node a fused kernel can run: on host memory, fully defined, its inputs readable.
+  // An elementwise node a fused kernel can run: on host memory, or on a GPU whose chain kernel
+  // knows its op (Note [Fused chains on a GPU]); fully defined, its inputs readable.
+  const ops::GpuFusedChain* gpu_chain = ops::gpu_fused_chain();
   const auto fusable = [&](std::size_t i) {
     const Node& node = *nodes[i];
     if (!needed[i] || node.kind != NodeKind::op || node.pointwise.arity == 0 || !node.run || node.stateful ||
-        !node.control_inputs.empty() || node.outputs.size() != 1 || placement.at(i) == nullptr ||
-        !placement[i]->host_memory())
+        !node.control_inputs.empty() || node.outputs.size() != 1 || placement.at(i) == nullptr)
+      return false;
+    if (!placement[i]->host_memory() && (!gpu_chain || ops::fused_chain::code_of(node.op, node.outputs[0].dtype) < 0))
       return false;
     const Shape& s = node.outputs[0].shape;
     if (!s.is_fully_defined() || s.num_elements() <= 0) return false;
@@ -188,7 +191,7 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       for (const auto& e : nodes[m]->inputs) {
         if (is_member(e.node) || std::find(outside.begin(), outside.end(), e) != outside.end()) continue;
         const Node& q = *nodes[e.node];
-        if (!producer && q.op == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
+        if (!producer && placement[root]->host_memory() && q.op == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
             readers[e.node] == 1 && placement[e.node] == placement[root] && q.control_inputs.empty() &&
             q.inputs.size() == 2 && q.outputs.size() == 1 && q.outputs[0].shape == s && q.outputs[0].dtype == dtype) {
           producer = e.node;
@@ -229,7 +232,9 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     const auto first_result = static_cast<int>(outside.size());
     for (auto m : members) {
       const Node& node = *nodes[m];
-      FusedStep step{node.pointwise.block, node.pointwise.arity, {}};
+      FusedStep step{node.pointwise.block, node.pointwise.arity, {}, -1};
+      if (!placement[root]->host_memory())
+        step.code = static_cast<std::int16_t>(ops::fused_chain::code_of(node.op, node.outputs[0].dtype));
       for (std::size_t a = 0; a < node.inputs.size() && a < 2; ++a) {
         const Edge& e = node.inputs[a];
         step.args[a] = is_member(e.node) ? first_result + static_cast<int>(member_of(e.node))

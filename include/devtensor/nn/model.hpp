@@ -242,6 +242,7 @@ class Model {
   std::optional<CompiledLoss> compiled_loss_;
   std::optional<Optimizer> optimizer_;
   bool run_eagerly_ = false;
+  bool cuda_graph_ = false;  // CompileOptions::cuda_graph
 
   /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
   /// changes (compile, add). A copy of the model starts without: the steps call their own model.
@@ -261,9 +262,10 @@ class Model {
   };
   TracedSteps traced_;
   /// `slot`, made from `step` on first use; nullptr when the model runs eagerly.
-  const graph::TracedStep* traced(graph::TracedStep& slot, graph::TracedStep step, const char* name) {
+  const graph::TracedStep* traced(graph::TracedStep& slot, graph::TracedStep step, const char* name,
+                                  bool cuda_graph = false) {
     if (run_eagerly_) return nullptr;
-    if (!slot) slot = graph::traced_step(std::move(step), name);
+    if (!slot) slot = graph::traced_step(std::move(step), name, cuda_graph);
     return &slot;
   }
 

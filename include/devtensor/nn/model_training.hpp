@@ -67,6 +67,7 @@ DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer opt
   compiled_loss_ = std::move(compiled_loss);
   optimizer_ = std::move(optimizer);
   run_eagerly_ = options.run_eagerly;
+  cuda_graph_ = options.cuda_graph;
   traced_ = {};  // Keras makes its train_function again
 }
 
@@ -96,7 +97,7 @@ DEVTENSOR_DEFINITION Evaluation Model::evaluate(const data_adapter::Batches& bat
       const auto b = model_detail::unflatten(flat, 0, inputs, flat.size() - inputs);
       return (*compiled_loss_)(b.ys, forward(b.xs, false));
     };
-    const auto* traced_step = traced(traced_.test, test_step, "test_function");
+    const auto* traced_step = traced(traced_.test, test_step, "test_function", cuda_graph_);
     const auto no_seed = scalar<std::int64_t>(0);  // nothing random runs outside training
     const auto flat = model_detail::flatten(batch);
     auto values = traced_step ? (*traced_step)(flat, no_seed, 0) : test_step(flat, no_seed, 0);
@@ -176,7 +177,7 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const data_adapte
         step.metrics.insert(step.metrics.begin(), std::move(step.loss));
         return std::move(step.metrics);
       },
-      "train_function");
+      "train_function", cuda_graph_);
   if (!traced_step) return local_train_step(batch, step_seed());
   auto values = (*traced_step)(model_detail::flatten(batch), step_seed(), 0);
   return {values[0], batch.examples(), {values.begin() + 1, values.end()}};

@@ -34,6 +34,10 @@ struct CompileOptions {
   /// traced into a graph once per batch shape and replayed (graph/function.hpp; a program that
   /// does not include it runs them eagerly): the same results, bit for bit, from fused kernels.
   bool run_eagerly = false;
+  /// On a GPU, replay fit's and evaluate's traced steps as CUDA graphs (FunctionOptions::
+  /// cuda_graph, graph/cuda_graph.hpp): a step's results are read before the next step overwrites
+  /// them. Not predict's, whose batches' results are kept. No effect with run_eagerly.
+  bool cuda_graph = false;
 };
 
 /// What fit evaluates at the end of every epoch (Keras's validation_data): examples and targets,

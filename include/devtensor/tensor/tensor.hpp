@@ -57,6 +57,27 @@ struct TensorStorage {
   }
 };
 
+/// While alive, every buffer this thread allocates (allocate_storage) is also kept in `pool`: a
+/// CUDA graph's private pool while it is captured (graph/cuda_graph.hpp). The recorded kernels
+/// write to those addresses at every replay, so none may go back to the allocator in between.
+class KeepAllocations {
+ public:
+  explicit KeepAllocations(std::vector<std::shared_ptr<TensorStorage>>& pool) noexcept : previous_(current()) {
+    current() = &pool;
+  }
+  KeepAllocations(const KeepAllocations&) = delete;
+  KeepAllocations& operator=(const KeepAllocations&) = delete;
+  ~KeepAllocations() { current() = previous_; }
+  /// The pool of this thread's innermost KeepAllocations, or nullptr.
+  static std::vector<std::shared_ptr<TensorStorage>>*& current() noexcept {
+    static thread_local std::vector<std::shared_ptr<TensorStorage>>* pool = nullptr;
+    return pool;
+  }
+
+ private:
+  std::vector<std::shared_ptr<TensorStorage>>* previous_;
+};
+
 /// Allocates `bytes` on `device` for a tensor of `shape`.
 /// @throws ResourceExhaustedError "OOM when allocating tensor with shape[...] and type ... on
 /// <device> by allocator <name> [Op:<op>]", followed by the allocator's explanation.
@@ -104,6 +125,8 @@ DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(const Devic
                                  storage->device->full_name + " by allocator " + allocator_name +
                                  " [Op:" + std::string(op) + "]. " + e.what());
   }
+  if (auto* pool = KeepAllocations::current()) [[unlikely]]
+    pool->push_back(storage);
   return storage;
 }
 

@@ -6,6 +6,9 @@
 // - optimizer: graph optimisations (graph/optimizer.hpp), elementwise chains and MatMul epilogues fused into
 //   one node. Every fused op applies the same scalar function to the same values as the unfused graph, so
 //   results are compared bitwise with eager execution (Note [Fused elementwise chains]).
+// - cuda_graph: replay as a CUDA graph (Note [CUDA-graph replay], graph/cuda_graph.hpp) through the fake
+//   GPU platform, which "captures" by running the work and replays by running the executor again on the
+//   capture's input buffers: the stages, the static inputs and outputs, and every fallback.
 // One translation unit: each graph test file costs CI a compile of devtensor.hpp in three build trees.
 #include <boost/test/unit_test.hpp>
 
@@ -19,6 +22,8 @@
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
+#include "fake_gpu_kernels.hpp"
+#include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
 namespace v1 = devtensor::compat::v1;
@@ -489,6 +494,189 @@ BOOST_AUTO_TEST_CASE(planned_buffers_something_holds_are_not_reused) {
   BOOST_TEST(r1.to_vector() == dt::reshape(x1 * 2.0f - 3.0f, {-1}).to_vector(), boost::test_tools::per_element());
   BOOST_TEST(r2.to_vector() == dt::reshape(x2 * 2.0f - 3.0f, {-1}).to_vector(), boost::test_tools::per_element());
   BOOST_TEST(k1.to_vector() == (x1 * 2.0f + 1.0f).to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --- replay as a CUDA graph, on the fake GPU platform ---------------------------------------------
+
+namespace {
+struct FakeGpu : dt::test::FakeGpuPlatform {
+  dt::test::FakeGpuKernels kernels;
+};
+using Stage = dt::graph::CudaGraphReplay::Stage;
+
+/// Seed 001's kind of step: a linear model, MSE, SGD with momentum, on one device.
+struct LinearStep {
+  dt::Variable<float> w, b;
+  dt::nn::optimizers::SGD sgd{.learning_rate = 0.1, .momentum = 0.9};
+  LinearStep() : w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2})), b(dt::constant<float>({0.1f, -0.2f})) {}
+  dt::Tensor<float> operator()(const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
+    dt::GradientTape tape;
+    const auto loss = dt::reduce_mean(dt::square(dt::matmul(x, w.value()) + b.value() - y));
+    sgd.apply_gradients(tape.gradient(loss, std::vector{w, b}), {w, b});
+    return loss;
+  }
+};
+const std::vector<float> kX1{-1.5f, 0.25f, 2, 3.5f, -0.75f, 1}, kX2{0.5f, 1.25f, -2, 0.5f, 0.75f, -1};
+const std::vector<float> kY{1, 0, 0, 1};
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(cuda_graph, FakeGpu)
+
+// Warm-up, capture, then replays; every call's loss and the weights equal the op-by-op function's
+// bit for bit (the same kernels on the same values), the arguments alternating between two batches
+// so that a replay that did not copy its arguments in would be caught.
+BOOST_AUTO_TEST_CASE(a_training_step_replays_and_equals_op_by_op) {
+  const auto run = [](bool cuda_graph) {
+    dt::DeviceScope scope("/GPU:0");
+    LinearStep model;
+    auto step = dt::function([&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) { return model(x, y); },
+                             {.name = "train_step", .cuda_graph = cuda_graph});
+    const auto x1 = dt::constant<float>(kX1, {2, 3}), x2 = dt::constant<float>(kX2, {2, 3});
+    const auto y = dt::constant<float>(kY, {2, 2});
+    std::vector<float> losses;
+    for (int i = 0; i < 6; ++i) losses.push_back(step(i % 2 ? x2 : x1, y).item());
+    auto weights = model.w.to_vector();
+    for (float v : model.b.to_vector()) weights.push_back(v);
+    const auto* replay = step.get_concrete_function(x1, y)->cuda_graph();
+    return std::tuple{losses, weights, replay ? replay->stage() : Stage::op_by_op, replay ? replay->launches() : -1};
+  };
+  const auto [plain_losses, plain_weights, plain_stage, plain_launches] = run(false);
+  const auto [losses, weights, stage, launches] = run(true);
+  BOOST_TEST(plain_launches == -1);
+  BOOST_TEST(losses == plain_losses, boost::test_tools::per_element());
+  BOOST_TEST(weights == plain_weights, boost::test_tools::per_element());
+  BOOST_TEST((stage == Stage::replay));
+  BOOST_TEST(launches == 4);  // calls 3 to 6; the fake's capture (call 2) ran its work itself
+  auto& recorder = dt::test::fake_gpu_recorder();
+  BOOST_TEST(recorder.captures == 1);
+  BOOST_TEST(recorder.launches == 4);
+  BOOST_TEST(recorder.graphs_destroyed == 1);  // the function is gone
+  BOOST_TEST(log.count("CUDA graph") == 0);
+}
+
+// PyTorch's contract: a result is the graph's output buffer, overwritten by the next call.
+BOOST_AUTO_TEST_CASE(results_are_the_graphs_buffers_until_the_next_call) {
+  dt::DeviceScope scope("/GPU:0");
+  auto f = dt::function([](const dt::Tensor<float>& x) { return dt::square(x) + 1.0f; }, {.cuda_graph = true});
+  (void)f(dt::constant<float>({1, 2}));
+  const auto captured = f(dt::constant<float>({2, 3}));
+  BOOST_TEST(captured.to_vector() == (std::vector<float>{5, 10}), boost::test_tools::per_element());
+  const auto kept = captured * 1.0f;  // a new tensor survives the next call
+  const auto replayed = f(dt::constant<float>({3, 4}));
+  BOOST_TEST(replayed.storage() == captured.storage());
+  BOOST_TEST(captured.to_vector() == (std::vector<float>{10, 17}), boost::test_tools::per_element());
+  BOOST_TEST(kept.to_vector() == (std::vector<float>{5, 10}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_function_on_cpus_runs_op_by_op_without_a_word) {
+  dt::DeviceScope scope("/cpu:0");
+  auto f = dt::function([](const dt::Tensor<float>& x) { return x * 2.0f; }, {.cuda_graph = true});
+  for (int i = 0; i < 3; ++i) BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector()[1] == 4.0f);
+  const auto* replay = f.get_concrete_function(dt::constant<float>({1, 2}))->cuda_graph();
+  BOOST_TEST((replay->stage() == Stage::op_by_op));
+  BOOST_TEST(replay->why_op_by_op().empty());
+  BOOST_TEST(log.count("CUDA graph") == 0);
+}
+
+// Each fallback says why, once, and the function keeps giving the op-by-op results.
+BOOST_AUTO_TEST_CASE(a_node_on_another_device_means_op_by_op_with_one_warning) {
+  dt::DeviceScope scope("/GPU:0");
+  auto f = dt::function(
+      [](const dt::Tensor<float>& x) {
+        dt::Tensor<float> e;
+        {
+          dt::DeviceScope on_cpu("/cpu:0");
+          e = dt::exp(x);
+        }
+        return e * 2.0f;  // on the GPU
+      },
+      {.name = "split", .cuda_graph = true});
+  for (int i = 0; i < 3; ++i) BOOST_TEST(f(dt::constant<float>({0, 0})).to_vector()[0] == 2.0f);
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: node 'Exp' (Exp) runs on /job:localhost/replica:0/task:0/"
+                       "device:CPU:0, and a CUDA graph is captured on one GPU, /job:localhost/replica:0/task:0/"
+                       "device:GPU:0. It runs op by op.") == 1);
+  BOOST_TEST(dt::test::fake_gpu_recorder().captures == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_capture_that_fails_means_op_by_op_with_one_warning) {
+  dt::DeviceScope scope("/GPU:0");
+  auto f = dt::function([](const dt::Tensor<float>& x) { return x - 1.0f; }, {.name = "g", .cuda_graph = true});
+  {
+    std::lock_guard lock(dt::test::fake_gpu_recorder().mutex);
+    dt::test::fake_gpu_recorder().refuse_capture = true;
+  }
+  for (int i = 0; i < 4; ++i) BOOST_TEST(f(dt::constant<float>({3, 4})).to_vector()[1] == 3.0f);
+  BOOST_TEST(log.count("Function __inference_g_") == 1);
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture could not start: operation not permitted") == 1);
+  const auto* replay = f.get_concrete_function(dt::constant<float>({3, 4}))->cuda_graph();
+  BOOST_TEST((replay->stage() == Stage::op_by_op));
+  BOOST_TEST(replay->launches() == 0);
+}
+
+// A variable assigned a value computed in the graph would hold one of the graph's buffers: the
+// capture is run once (this call's results) and the function goes op by op.
+BOOST_AUTO_TEST_CASE(a_buffer_held_outside_the_graph_means_op_by_op) {
+  dt::DeviceScope scope("/GPU:0");
+  dt::Variable<float> kept(dt::zeros<float>({2}));
+  auto f = dt::function(
+      [&](const dt::Tensor<float>& x) {
+        kept.assign(x * 2.0f + 1.0f);
+        return x * 3.0f;
+      },
+      {.cuda_graph = true});
+  std::vector<float> seen;
+  for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) {
+    BOOST_TEST(f(dt::constant<float>({v, -v})).to_vector()[0] == 3 * v);
+    seen.push_back(kept.to_vector()[1]);
+  }
+  BOOST_TEST(seen == (std::vector<float>{-1, -3, -5, -7}), boost::test_tools::per_element());
+  BOOST_TEST(log.count("a buffer the capture allocated is held outside the graph") == 1);
+  BOOST_TEST(dt::test::fake_gpu_recorder().graphs_destroyed == 1);
+}
+
+// Note [Fused chains on a GPU]: a chain with a scalar and a bias runs as one launch of the chain
+// kernel (on the fake GPU: the program evaluated on the host), with eager execution's bits.
+BOOST_AUTO_TEST_CASE(elementwise_chains_fuse_into_one_gpu_launch) {
+  dt::DeviceScope scope("/GPU:0");
+  const auto body = [](const dt::Tensor<float>& x, const dt::Tensor<float>& bias) {
+    const auto y = dt::relu(x + bias) * 2.0f;
+    return dt::tanh(dt::square(y - x) + dt::sigmoid(x)) / 3.0f;
+  };
+  auto f = dt::function(body);
+  const auto x = dt::constant<float>(ramp(64 * 8, 1), {64, 8});
+  const auto bias = dt::constant<float>({-1, -0.5f, 0, 0.5f, 1, 1.5f, 2, 2.5f});
+  const auto before = dt::test::fake_kernels::chain_launches.load();
+  const auto traced = f(x, bias);
+  BOOST_TEST(dt::test::fake_kernels::chain_launches.load() - before == 1);
+  const auto ops = f.get_concrete_function(x, bias)->optimized_ops();
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedElementwise") == 1);
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "Tanh") == 0);
+  BOOST_TEST(traced.to_vector() == body(x, bias).to_vector(), boost::test_tools::per_element());
+}
+
+// Calls whose shapes differ from the capture's, and calls under a tape, run op by op.
+BOOST_AUTO_TEST_CASE(other_shapes_and_tapes_run_op_by_op) {
+  dt::DeviceScope scope("/GPU:0");
+  auto f = dt::function([](const dt::Tensor<float>& x) { return dt::reduce_sum(x * x, {1}); },
+                        {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 2})}, .cuda_graph = true});
+  const auto a = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+  (void)f(a);
+  (void)f(a);  // captured
+  BOOST_TEST(f(dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2})).to_vector() == (std::vector<float>{5, 25, 61}),
+             boost::test_tools::per_element());
+  {
+    dt::GradientTape tape;
+    tape.watch(a);
+    const auto y = f(a);
+    BOOST_TEST(tape.gradient(dt::reduce_sum(y), a).to_vector() == (std::vector<float>{2, 4, 6, 8}),
+               boost::test_tools::per_element());
+  }
+  BOOST_TEST((f.get_concrete_function(a)->cuda_graph()->stage() == Stage::replay));
+  BOOST_TEST(f.get_concrete_function(a)->cuda_graph()->launches() == 0);  // the fake's capture ran itself
+  BOOST_TEST(f(a).to_vector() == (std::vector<float>{5, 25}), boost::test_tools::per_element());
+  BOOST_TEST(f.get_concrete_function(a)->cuda_graph()->launches() == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
+#include "fake_gpu_kernels.hpp"
+#include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
 namespace nn = dt::nn;
@@ -300,6 +302,39 @@ BOOST_AUTO_TEST_CASE(steps_are_traced_once_per_batch_shape_unless_run_eagerly) {
   // compile() starts again, with its own run_eagerly.
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
   BOOST_TEST(!model.run_eagerly());
+}
+
+// CompileOptions::cuda_graph on a GPU (the fake platform, graph/cuda_graph.hpp): fit's and
+// evaluate's steps are captured once per batch shape and replayed, with the traced steps' bits.
+BOOST_AUTO_TEST_CASE(cuda_graph_steps_give_the_traced_steps_bits) {
+  dt::test::FakeGpuPlatform platform(1);
+  dt::test::FakeGpuKernels kernels;
+  const auto train = [](bool cuda_graph) {
+    nn::clear_session();
+    dt::DeviceScope gpu("/GPU:0");
+    nn::Sequential model({nn::Dense(8, {.input_dim = 1, .activation = nn::Activation::relu,
+                                        .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}}),
+                          nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}})});
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.9},
+                  {.cuda_graph = cuda_graph});
+    auto [x, y] = line_data();
+    // 6 batches of 10, one of 4, shuffled alike
+    const auto history = model.fit(x, y, {.epochs = 3, .batch_size = 10, .verbose = 0, .seed = 11});
+    const double evaluated = model.evaluate(x, y, {.batch_size = 32, .verbose = 0}).loss;
+    return std::pair{history.loss, evaluated};
+  };
+  const auto traced = train(false);
+  const auto& recorder = dt::test::fake_gpu_recorder();
+  BOOST_TEST(recorder.captures == 0);
+  const auto replayed = train(true);
+  BOOST_TEST(replayed.first == traced.first, boost::test_tools::per_element());
+  BOOST_TEST(replayed.second == traced.second);
+  BOOST_TEST(replayed.first.back() < replayed.first.front());
+  // Captures: train_function for batches of 10 and of 4, test_function for 32. Launches: the
+  // 18 steps of 10 less warm-up and capture, the 3 of 4 likewise; evaluate's 2 calls capture.
+  BOOST_TEST(recorder.captures == 3);
+  BOOST_TEST(recorder.launches == 17);
+  BOOST_TEST(platform.log.count("CUDA graph") == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_copy_of_a_model_traces_its_own_steps) {

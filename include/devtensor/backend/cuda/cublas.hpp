@@ -83,6 +83,7 @@ class BlasHandles {
         DeviceGuard guard(ordinal);
         DEVTENSOR_CUBLAS_CHECK(cublasCreate(&created->handle));
         DEVTENSOR_CUBLAS_CHECK(cublasSetStream(created->handle, stream));
+        set_workspace(ordinal, created->handle);
         slot = std::move(created);
       }
       entry = slot.get();
@@ -104,6 +105,18 @@ class BlasHandles {
   };
   std::mutex mutex_;
   std::map<std::pair<int, cudaStream_t>, std::unique_ptr<Entry>> entries_;
+
+  /// A workspace of the handle's own (cuBLAS's recommended size: 32 MiB from Hopper on, 4 MiB
+  /// before), so that a call captured into a CUDA graph uses it instead of allocating one per
+  /// capture. After cublasSetStream, which resets it. Never freed, as the handle.
+  static void set_workspace(int ordinal, cublasHandle_t handle) {
+    int major = 0;
+    DEVTENSOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
+    const std::size_t bytes = (major >= 9 ? std::size_t{32} : std::size_t{4}) << 20;
+    void* workspace = nullptr;
+    DEVTENSOR_CUDA_CHECK(cudaMalloc(&workspace, bytes));
+    DEVTENSOR_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, bytes));
+  }
 };
 
 }  // namespace devtensor::backend::cuda

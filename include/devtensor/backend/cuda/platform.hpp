@@ -182,10 +182,72 @@ inline bool platform_copy(void* dst, int dst_ordinal, void* dst_stream_ptr, cons
   }
 }
 
+/// Relaxed mode: the allocators' cudaMalloc (a BFC region growing) stays legal while capturing;
+/// host reads and synchronisations still invalidate the capture, and the caller falls back.
+inline bool platform_begin_capture(int ordinal, void* stream, std::string* error) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    DEVTENSOR_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream), cudaStreamCaptureModeRelaxed));
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
+inline void* platform_end_capture(int ordinal, void* stream, void (*)(void*), void*, bool* ran,
+                                  std::string* error) noexcept {
+  *ran = false;  // the recorded kernels run when the graph is launched
+  cudaGraph_t graph = nullptr;
+  try {
+    DeviceGuard guard(ordinal);
+    const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream), &graph);
+    if (ended != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (graph) (void)cudaGraphDestroy(graph);
+      if (error) *error = "the capture was invalidated: " + describe(ended);
+      return nullptr;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    if (instantiated != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (error) *error = "cudaGraphInstantiate failed: " + describe(instantiated);
+      return nullptr;
+    }
+    return exec;
+  } catch (const std::exception& e) {
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (error) *error = e.what();
+    return nullptr;
+  }
+}
+
+inline bool platform_launch_graph(int ordinal, void* graph, void* stream, std::string* error) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    DEVTENSOR_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), static_cast<cudaStream_t>(stream)));
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
+inline void platform_destroy_graph(int ordinal, void* graph) noexcept {
+  try {
+    DeviceGuard guard(ordinal);
+    if (cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)) != cudaSuccess) (void)cudaGetLastError();
+  } catch (...) {
+  }
+}
+
 inline constexpr ::devtensor::GpuPlatform platform{
     "CUDA",           &platform_device_count,  &platform_describe,        &platform_allocate,
     &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
-    &platform_synchronize, &platform_copy};
+    &platform_synchronize, &platform_copy, &platform_begin_capture, &platform_end_capture,
+    &platform_launch_graph, &platform_destroy_graph};
 
 /// Registers the CUDA platform once per program, from src/devtensor_cuda.cu (the kernel TU).
 inline const bool platform_registered = [] {

@@ -1,0 +1,266 @@
+#pragma once
+/// @file cuda_graph.hpp
+/// @brief A traced function's executable replayed as a CUDA graph on one GPU (FunctionOptions::
+/// cuda_graph): the first call runs op by op (it warms up: cuBLAS handles, the allocator's regions),
+/// the second captures the run into a graph and launches it, later calls copy their arguments into
+/// the graph's input buffers and launch it again, with no host work per node and no allocation.
+///
+/// Note [CUDA-graph replay]
+/// The contract is PyTorch's (torch.cuda.graphs): a graph reads and writes fixed addresses.
+/// - Inputs: the capture's own buffers on the GPU; every call copies its arguments into them
+///   (stream-ordered). A call whose arguments' shapes or dtypes differ from the capture's runs op by op.
+/// - Private pool: every buffer allocated while capturing (values, kernels' scratch) is kept until
+///   the graph dies (KeepAllocations), so no other tensor is ever given an address the
+///   graph writes.
+/// - Results are the graph's output buffers, overwritten by the next call: copy one (identity())
+///   to keep it past the next call, and do not assign one to a variable.
+/// - Variables: the capture's run lets every value go at its last read, so that an update is made
+///   in place, at the address the graph recorded. A buffer allocated while capturing that something
+///   outside the graph still holds afterwards (a variable updated copy-on-write) means the graph
+///   would write memory it does not own: that capture is launched once, for this call's results,
+///   and the function runs op by op from then on.
+/// - Fallback: a function whose nodes are not all on one GPU, that runs host code per node (an
+///   eager node: strategy.reduce), whose capture fails (a host read inside it invalidates the
+///   capture), or whose platform cannot capture, runs op by op, with one WARNING saying why. A
+///   function entirely on CPUs runs op by op without a word (nothing to capture). Calls under a
+///   GradientTape run op by op (the tape records the ops).
+/// - Calls of one function are replayed one after another (one set of buffers). Work queued on the
+///   GPU's stream by other threads while a capture is in progress would join the graph: capture
+///   (the second call) while the GPU is otherwise idle.
+/// A platform without real graphs (the tests' fake GPUs) runs the work while "capturing" and replays
+/// by running the executor again on the same input buffers, then copying into the output buffers.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/graph/executor.hpp"
+#include "devtensor/ops/record.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
+
+namespace devtensor::graph {
+
+class DEVTENSOR_EXPORT CudaGraphReplay {
+ public:
+  enum class Stage { warm_up, capture, replay, op_by_op };
+
+  /// `name`: the function's, for the fallback's log line.
+  CudaGraphReplay(std::shared_ptr<const Executable> executable, std::string name)
+      : executable_(std::move(executable)), name_(std::move(name)) {}
+  CudaGraphReplay(const CudaGraphReplay&) = delete;
+  CudaGraphReplay& operator=(const CudaGraphReplay&) = delete;
+  ~CudaGraphReplay() { destroy_graph(); }
+
+  /// One call: see Note [CUDA-graph replay].
+  [[nodiscard]] std::vector<AnyTensor> run(const std::vector<AnyTensor>& args);
+
+  [[nodiscard]] Stage stage() const {
+    std::lock_guard lock(mutex_);
+    return stage_;
+  }
+  /// Why the function runs op by op (empty otherwise, and for a function entirely on CPUs).
+  [[nodiscard]] std::string why_op_by_op() const {
+    std::lock_guard lock(mutex_);
+    return why_;
+  }
+  /// Calls answered by launching the graph (the capture's own call included).
+  [[nodiscard]] std::int64_t launches() const {
+    std::lock_guard lock(mutex_);
+    return launches_;
+  }
+
+  /// Why `executable` cannot be captured on one GPU, or nothing; `*gpu` is that GPU (null when
+  /// every node runs on a CPU: nothing to capture, and nothing to say).
+  static std::optional<std::string> obstacle(const Executable& executable, const Device** gpu);
+
+ private:
+  std::shared_ptr<const Executable> executable_;
+  std::string name_;
+  mutable std::mutex mutex_;
+  Stage stage_ = Stage::warm_up;
+  std::string why_;
+  const Device* gpu_ = nullptr;
+  void* graph_ = nullptr;
+  std::vector<AnyTensor> inputs_;   // the graph reads its arguments here
+  std::vector<AnyTensor> outputs_;  // and leaves its results here
+  std::vector<std::shared_ptr<TensorStorage>> pool_;  // every buffer the capture allocated
+  std::string host_replay_error_;
+  std::int64_t launches_ = 0;
+
+  std::vector<AnyTensor> capture(const std::vector<AnyTensor>& args);
+  std::vector<AnyTensor> replay(const std::vector<AnyTensor>& args);
+  void launch();
+  void fall_back(std::string why);
+  void destroy_graph() noexcept;
+  /// A platform without real graphs replays by calling this (GpuPlatform::end_capture).
+  static void host_replay(void* self) noexcept;
+};
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+
+DEVTENSOR_DEFINITION std::optional<std::string> CudaGraphReplay::obstacle(const Executable& executable,
+                                                                         const Device** gpu) {
+  *gpu = nullptr;
+  const auto steps = executable.placed_steps();
+  for (const auto& step : steps)
+    if (step.device->is_gpu) {
+      *gpu = step.device;
+      break;
+    }
+  if (!*gpu) return "it runs on CPUs only";
+  const auto describe = [](const Node& node) { return "node '" + node.name + "' (" + node.op + ")"; };
+  for (const auto& step : steps) {
+    if (step.device != *gpu)
+      return describe(*step.node) + " runs on " + step.device->full_name + ", and a CUDA graph is captured on one GPU, " +
+             (*gpu)->full_name;
+    if (step.node->inputs_stay)
+      return describe(*step.node) + " runs host code at every call, which a graph cannot record";
+  }
+  const GpuPlatform* platform = (*gpu)->platform;
+  if (!platform) return (*gpu)->full_name + " is a simulated GPU, which has no CUDA graphs";
+  if (!platform->begin_capture || !platform->end_capture || !platform->launch_graph || !platform->destroy_graph)
+    return std::string("the GPU platform '") + platform->name + "' cannot capture graphs";
+  return std::nullopt;
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::run(const std::vector<AnyTensor>& args) {
+  if (autodiff::tapes_active()) return executable_->run(args);  // a tape records the ops
+  std::unique_lock lock(mutex_);
+  switch (stage_) {
+    case Stage::warm_up:
+      if (auto why = obstacle(*executable_, &gpu_)) {
+        if (gpu_) fall_back(std::move(*why));
+        stage_ = Stage::op_by_op;
+      } else {
+        stage_ = Stage::capture;
+      }
+      break;
+    case Stage::capture:
+      return capture(args);
+    case Stage::replay:
+      return replay(args);
+    case Stage::op_by_op:
+      break;
+  }
+  lock.unlock();
+  return executable_->run(args);
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::vector<AnyTensor>& args) {
+  const Device& gpu = *gpu_;
+  const GpuPlatform& platform = *gpu.platform;
+  // The graph's input buffers: allocated before capturing (they outlive it in inputs_).
+  inputs_.clear();
+  for (const auto& arg : args) {
+    if (!arg.defined()) throw InvalidArgumentError("A traced function was called with an undefined tensor");
+    const std::size_t bytes = static_cast<std::size_t>(arg.shape.num_elements()) * dtype_size(arg.dtype);
+    auto storage = allocate_storage(gpu, bytes, arg.shape, dtype_string(arg.dtype), "_Arg");
+    copy_bytes(storage->data, gpu, arg.storage->data, *arg.storage->device, bytes);
+    inputs_.emplace_back(next_tensor_id(), arg.dtype, arg.shape, std::move(storage));
+  }
+  std::string error;
+  if (!platform.begin_capture(gpu.platform_ordinal, gpu.stream, &error)) {
+    fall_back("the capture could not start: " + error);
+    return executable_->run(args);
+  }
+  std::string failure;
+  std::vector<AnyTensor> outputs;
+  try {
+    const KeepAllocations keep(pool_);
+    outputs = executable_->run_capturing(inputs_);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  bool ran = false;
+  graph_ = platform.end_capture(gpu.platform_ordinal, gpu.stream, &CudaGraphReplay::host_replay, this, &ran, &error);
+  if (!graph_ || !failure.empty()) {
+    destroy_graph();
+    pool_.clear();
+    fall_back("the capture failed: " + (failure.empty() ? error : failure));
+    return executable_->run(args);
+  }
+  outputs_ = std::move(outputs);
+  // A buffer of the pool held outside the graph now (beyond the pool and the results) would be
+  // overwritten by every replay.
+  bool escaped = false;
+  for (const auto& buffer : pool_) {
+    long expected = 1;
+    for (const auto& out : outputs_) expected += out.storage == buffer ? 1 : 0;
+    escaped = escaped || buffer.use_count() > expected;
+  }
+  if (!ran) launch();  // CUDA records without running: this call's results come from the graph
+  if (escaped) {
+    std::string sync_error;
+    if (!platform.synchronize(gpu.platform_ordinal, gpu.stream, &sync_error)) throw InternalError(sync_error);
+    destroy_graph();
+    pool_.clear();
+    auto results = std::exchange(outputs_, {});
+    fall_back("a buffer the capture allocated is held outside the graph (a variable assigned a value it computed, "
+              "or updated copy-on-write)");
+    return results;
+  }
+  stage_ = Stage::replay;
+  return outputs_;
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::replay(const std::vector<AnyTensor>& args) {
+  bool same = args.size() == inputs_.size();
+  for (std::size_t i = 0; same && i < args.size(); ++i)
+    same = args[i].defined() && args[i].dtype == inputs_[i].dtype && args[i].shape == inputs_[i].shape;
+  if (!same) return executable_->run(args);  // another signature's shapes: op by op
+  const Device& gpu = *gpu_;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args[i].storage != inputs_[i].storage)
+      copy_bytes(inputs_[i].storage->data, gpu, args[i].storage->data, *args[i].storage->device,
+                 inputs_[i].storage->bytes);
+  launch();
+  return outputs_;
+}
+
+DEVTENSOR_DEFINITION void CudaGraphReplay::launch() {
+  const Device& gpu = *gpu_;
+  std::string error;
+  host_replay_error_.clear();
+  if (!gpu.platform->launch_graph(gpu.platform_ordinal, graph_, gpu.stream, &error))
+    throw InternalError("Launching the CUDA graph of " + name_ + " on " + gpu.full_name + " failed: " + error);
+  if (!host_replay_error_.empty())
+    throw InternalError("Replaying " + name_ + " on " + gpu.full_name + " failed: " + host_replay_error_);
+  ++launches_;
+}
+
+DEVTENSOR_DEFINITION void CudaGraphReplay::fall_back(std::string why) {
+  log(LogSeverity::warning, "Function " + name_ + " is not replayed as a CUDA graph: " + why + ". It runs op by op.");
+  why_ = std::move(why);
+  stage_ = Stage::op_by_op;
+  inputs_.clear();
+  outputs_.clear();
+}
+
+DEVTENSOR_DEFINITION void CudaGraphReplay::destroy_graph() noexcept {
+  if (graph_ && gpu_ && gpu_->platform) gpu_->platform->destroy_graph(gpu_->platform_ordinal, graph_);
+  graph_ = nullptr;
+}
+
+DEVTENSOR_DEFINITION void CudaGraphReplay::host_replay(void* self) noexcept {
+  auto& replay = *static_cast<CudaGraphReplay*>(self);
+  try {
+    const auto results = replay.executable_->run_capturing(replay.inputs_);
+    for (std::size_t k = 0; k < results.size(); ++k)
+      if (results[k].storage != replay.outputs_[k].storage)
+        copy_bytes(replay.outputs_[k].storage->data, *replay.gpu_, results[k].storage->data, *results[k].storage->device,
+                   replay.outputs_[k].storage->bytes);
+  } catch (const std::exception& e) {
+    replay.host_replay_error_ = e.what();
+  }
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace devtensor::graph
