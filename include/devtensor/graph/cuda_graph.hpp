@@ -28,7 +28,8 @@
 ///   GPU's stream by other threads while a capture is in progress would join the graph: capture
 ///   (the second call) while the GPU is otherwise idle.
 /// A platform without real graphs (the tests' fake GPUs) runs the work while "capturing" and replays
-/// by running the executor again on the same input buffers, then copying into the output buffers.
+/// by running the executor again on the same input buffers, then copying into the output buffers;
+/// there, a capture that fails has already run part of the call, which the op-by-op run repeats.
 
 #include <cstdint>
 #include <memory>
@@ -88,6 +89,8 @@ class DEVTENSOR_EXPORT CudaGraphReplay {
   std::string why_;
   const Device* gpu_ = nullptr;
   void* graph_ = nullptr;
+  const GpuPlatform* graph_platform_ = nullptr;  // the graph's, kept apart from the device:
+  int graph_ordinal_ = -1;                        // a reset Context's devices die before functions
   std::vector<AnyTensor> inputs_;   // the graph reads its arguments here
   std::vector<AnyTensor> outputs_;  // and leaves its results here
   std::vector<std::shared_ptr<TensorStorage>> pool_;  // every buffer the capture allocated
@@ -180,6 +183,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::
   }
   bool ran = false;
   graph_ = platform.end_capture(gpu.platform_ordinal, gpu.stream, &CudaGraphReplay::host_replay, this, &ran, &error);
+  graph_platform_ = &platform;
+  graph_ordinal_ = gpu.platform_ordinal;
   if (!graph_ || !failure.empty()) {
     destroy_graph();
     pool_.clear();
@@ -244,7 +249,7 @@ DEVTENSOR_DEFINITION void CudaGraphReplay::fall_back(std::string why) {
 }
 
 DEVTENSOR_DEFINITION void CudaGraphReplay::destroy_graph() noexcept {
-  if (graph_ && gpu_ && gpu_->platform) gpu_->platform->destroy_graph(gpu_->platform_ordinal, graph_);
+  if (graph_ && graph_platform_) graph_platform_->destroy_graph(graph_ordinal_, graph_);
   graph_ = nullptr;
 }
 

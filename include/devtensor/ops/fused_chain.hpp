@@ -80,18 +80,7 @@ inline constexpr bool chainable_v = requires { requires Op::pointwise_arity > 0;
 
 /// The code of elementwise op `op` (its TensorFlow name) of `dtype` in chains: its position among
 /// devtensor's ops; -1 when a chain cannot apply it (float and double only).
-inline int code_of(std::string_view op, DType dtype) {
-  int code = -1;
-  int index = 0;
-  for_each_op(BuiltinOps{}, [&]<class Op>() {
-    if constexpr (chainable_v<Op, float> || chainable_v<Op, double>)
-      if (Op::name == op && ((dtype == DType::DT_FLOAT && chainable_v<Op, float>) ||
-                             (dtype == DType::DT_DOUBLE && chainable_v<Op, double>)))
-        code = index;
-    ++index;
-  });
-  return code;
-}
+int code_of(std::string_view op, DType dtype);
 
 template <class T, class Op>
 DEVTENSOR_HOST_DEVICE bool apply_if(int code, int index, T a, T b, T& out) {
@@ -131,4 +120,22 @@ DEVTENSOR_HOST_DEVICE T evaluate(const FusedChainProgram& p, std::int64_t i) {
 }
 
 }  // namespace fused_chain
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+
+DEVTENSOR_DEFINITION int fused_chain::code_of(std::string_view op, DType dtype) {
+  int code = -1;
+  int index = 0;
+  for_each_op(BuiltinOps{}, [&]<class Op>() {
+    if constexpr (chainable_v<Op, float> || chainable_v<Op, double>)
+      if (Op::name == op && ((dtype == DType::DT_FLOAT && chainable_v<Op, float>) ||
+                             (dtype == DType::DT_DOUBLE && chainable_v<Op, double>)))
+        code = index;
+    ++index;
+  });
+  return code;
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
 }  // namespace devtensor::ops
