@@ -12,8 +12,9 @@
 /// - Private pool: every buffer allocated while capturing (values, kernels' scratch) is kept until
 ///   the graph dies (KeepAllocations), so no other tensor is ever given an address the
 ///   graph writes.
-/// - Results are the graph's output buffers, overwritten by the next call: copy one (identity())
-///   to keep it past the next call, and do not assign one to a variable.
+/// - Results are the graph's output buffers, overwritten by the next call: to keep one past the
+///   next call, copy it (an op on it, to_vector(); identity() shares the buffer), and do not assign
+///   one to a variable.
 /// - Variables: the capture's run lets every value go at its last read, so that an update is made
 ///   in place, at the address the graph recorded. A buffer allocated while capturing that something
 ///   outside the graph still holds afterwards (a variable updated copy-on-write) means the graph
