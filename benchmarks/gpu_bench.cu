@@ -19,6 +19,7 @@
 #include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/devtensor.hpp"
+#include "eight_ops.hpp"
 
 namespace dt = devtensor;
 namespace cu = devtensor::backend::cuda;
@@ -113,16 +114,7 @@ void BM_Copy_reference(benchmark::State& state) {
 // Issue 30: a chain of 8 elementwise ops (ops_bench.cpp's) traced, fused into one launch of the
 // chain kernel (ops/fused_chain.hpp): one read and one write per element, the copy's traffic;
 // goal: >= 0.8x the copy's bandwidth. Eager: eight passes.
-dt::Tensor<float> eight_ops(const dt::Tensor<float>& x) {
-  auto y = x * 1.5f;
-  y = y + 0.5f;
-  y = dt::abs(y);
-  y = dt::maximum(y, x);
-  y = y - 0.25f;
-  y = dt::square(y);
-  y = dt::neg(y);
-  return dt::relu(y);
-}
+using dt::bench::eight_ops;
 void BM_Chain8_traced(benchmark::State& state) {
   const auto n = state.range(0);
   dt::DeviceScope scope("/gpu:0");

@@ -17,6 +17,8 @@
 #include <devtensor/devtensor.hpp>
 #include <devtensor/ops/cpu/matmul.hpp>  // gemm_backend(): which GEMM the CPU matmul uses
 
+#include "eight_ops.hpp"
+
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
 #include <cblas.h>
 #endif
@@ -205,16 +207,7 @@ BENCHMARK(BM_Function10Ops);
 // MatMul + bias + Relu at 1024 traced (one _FusedMatMul) beside the bare cblas_sgemm above.
 namespace {
 constexpr std::int64_t kChainElements = std::int64_t{1} << 24;
-dt::Tensor<float> eight_ops(const dt::Tensor<float>& x) {
-  auto y = x * 1.5f;
-  y = y + 0.5f;
-  y = dt::abs(y);
-  y = dt::maximum(y, x);
-  y = y - 0.25f;
-  y = dt::square(y);
-  y = dt::neg(y);
-  return dt::relu(y);
-}
+using dt::bench::eight_ops;
 void set_remapping(bool on) { dt::config::optimizer::set_experimental_options({.remapping = on}); }
 }  // namespace
 static void BM_Chain8_Eager(benchmark::State& state) {
