@@ -115,20 +115,6 @@ class DEVTENSOR_EXPORT ConcreteFunction {
 
 namespace function_detail {
 
-/// The shapes a new trace takes: the input_signature's; under reduce_retracing, the latest
-/// trace's with the dimensions that differ from the call's unknown; else the call's.
-template <class Traces>
-std::vector<Shape> trace_shapes(const Traces& traces, const std::vector<AnyTensor>& tensors, const FunctionOptions& options) {
-  std::vector<Shape> shapes;
-  if (options.input_signature) {
-    for (const auto& spec : *options.input_signature) shapes.push_back(spec.shape);
-    return shapes;
-  }
-  if (options.reduce_retracing && !traces.empty()) return relaxed_shapes(traces.back().shapes, tensors);
-  for (const auto& t : tensors) shapes.push_back(t.shape);
-  return shapes;
-}
-
 /// Adds the output Identity nodes and their _Retval nodes: the outputs' edges.
 std::vector<graph::Edge> add_outputs(graph::Graph& graph, const std::vector<AnyTensor>& outputs);
 
@@ -140,13 +126,67 @@ std::uint64_t next_function_id();
 /// @throws InvalidArgumentError when it depends on the function's arguments.
 AnyTensor evaluate_now(const AnyTensor& value);
 inline const bool evaluate_now_installed = graph::set_evaluate_now(&evaluate_now);
+
+/// A trace: its concrete function and the callable's traced result (its structure, for
+/// rebuilding each call's result; a `const R`).
+struct Trace {
+  std::shared_ptr<const ConcreteFunction> concrete;
+  std::shared_ptr<const void> result;
+};
+
+/// What a Function keeps that does not depend on its callable: the traces by signature, the
+/// input_signature check, the retracing detector and the call of a trace. One class for every
+/// Function, compiled once in compiled mode; Function<F> adds only what needs F and the
+/// arguments' types (flattening, the signature's key, tracing, rebuilding the result). Keeping the
+/// map and deque of traces out of Function<F> halved the code a TU of many traced lambdas emits.
+class DEVTENSOR_EXPORT TraceCache {
+ public:
+  /// Traces the callable for the shapes it is given.
+  using Tracer = FunctionRef<Trace(const std::vector<Shape>&)>;
+
+  explicit TraceCache(FunctionOptions options) : options_(std::move(options)) {}
+
+  /// The trace whose signature is `key` (the arguments' types and non-tensor values) and whose
+  /// shapes `tensors` have; else a new one, made by `trace` (twice when the first trace created
+  /// variables, as TensorFlow). The reference stays valid: traces are never removed.
+  /// @throws InvalidArgumentError when `tensors` do not match the input_signature.
+  const Trace& find_or_trace(const std::string& key, const std::vector<AnyTensor>& tensors, Tracer trace);
+  /// Runs `trace` on `inputs`: placed (and logged) first, as TensorFlow logs it.
+  static std::vector<AnyTensor> run(const Trace& trace, const std::vector<AnyTensor>& inputs);
+
+  [[nodiscard]] const FunctionOptions& options() const noexcept { return options_; }
+  [[nodiscard]] int tracing_count() const {
+    std::lock_guard lock(mutex_);
+    return traces_;
+  }
+
+ private:
+  /// A trace with its tensor arguments' shapes (unknown dimensions match any).
+  struct Entry {
+    std::vector<Shape> shapes;
+    Trace trace;
+  };
+
+  FunctionOptions options_;
+  mutable std::mutex mutex_;
+  // By the signature without the tensors' shapes (types, values, dtypes, ranks, devices); the
+  // traces of one key in the order they were made (a deque: a call keeps a reference to its entry
+  // while another thread adds one).
+  std::map<std::string, std::deque<Entry>> traces_by_signature_;
+  int traces_ = 0;
+  RetracingDetector retracing_;
+
+  void check_signature(const std::vector<AnyTensor>& tensors) const;
+  std::vector<Shape> shapes_to_trace(const std::deque<Entry>& traces, const std::vector<AnyTensor>& tensors) const;
+};
+
 }  // namespace function_detail
 
 /// tf.function: `f` traced once per signature, its graph replayed afterwards.
 template <class F>
 class Function {
  public:
-  Function(F f, FunctionOptions options) : f_(std::move(f)), options_(std::move(options)) {}
+  Function(F f, FunctionOptions options) : f_(std::move(f)), cache_(std::move(options)) {}
 
   /// Traces on a new signature, then runs the concrete function. Inside another trace the
   /// callable is inlined into that graph.
@@ -156,11 +196,8 @@ class Function {
     if (graph::building()) return f_(args...);  // a call inside a trace: its ops join that graph
     std::vector<AnyTensor> inputs;
     (function_detail::Nest<Args>::flatten(args, inputs), ...);
-    const Trace& entry = entry_for(inputs, args...);  // stays valid: traces are never removed
-    entry.concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
-    if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
-      log(LogSeverity::info, "Executing op " + entry.concrete->name() + " in device " + call_device().full_name);
-    const auto outputs = entry.concrete->call(inputs);
+    const function_detail::Trace& entry = entry_for(inputs, args...);
+    const auto outputs = function_detail::TraceCache::run(entry, inputs);
     if constexpr (std::is_void_v<R>) {
       return;
     } else {
@@ -178,95 +215,29 @@ class Function {
   }
 
   /// How many times the callable was traced (TensorFlow's experimental_get_tracing_count).
-  [[nodiscard]] int experimental_get_tracing_count() const {
-    std::lock_guard lock(mutex_);
-    return traces_;
-  }
+  [[nodiscard]] int experimental_get_tracing_count() const { return cache_.tracing_count(); }
 
  private:
   F f_;
-  FunctionOptions options_;
-  /// A trace: its concrete function and the callable's traced result (its structure, for
-  /// rebuilding each call's result; a `const R`).
-  struct Trace {
-    std::shared_ptr<const ConcreteFunction> concrete;
-    std::shared_ptr<const void> result;
-  };
-  /// A trace with its tensor arguments' shapes (unknown dimensions match any).
-  struct Entry {
-    std::vector<Shape> shapes;
-    Trace trace;
-  };
-  mutable std::mutex mutex_;
-  // By the signature without the tensors' shapes (types, values, dtypes, ranks, devices); the
-  // traces of one key in the order they were made (a deque: a call keeps a reference to its entry
-  // while another thread adds one).
-  std::map<std::string, std::deque<Entry>> traces_by_signature_;
-  int traces_ = 0;
-  function_detail::RetracingDetector retracing_;
-
-  static const Device& call_device() { return place_constant(); }
+  function_detail::TraceCache cache_;
 
   template <class... Args>
-  const Trace& entry_for(const std::vector<AnyTensor>& tensors, const Args&... args) {
+  const function_detail::Trace& entry_for(const std::vector<AnyTensor>& tensors, const Args&... args) {
     // The argument types, then their values; built in the thread's buffer (no allocation per call).
     thread_local std::string key;
     key.assign(typeid(std::tuple<Args...>).name());
     key += ':';
     (function_detail::Nest<Args>::key(args, key), ...);
-    check_signature(tensors);
-    std::lock_guard lock(mutex_);
-    if (auto it = traces_by_signature_.find(key); it != traces_by_signature_.end())
-      if (const Entry* found = function_detail::match(it->second, tensors)) {
-        retracing_.called(false, options_.name);
-        return found->trace;
-      }
-    const std::string signature = key;  // the buffer is the thread's: a trace may call other functions
-    auto& traces = traces_by_signature_[signature];
-    Entry entry{function_detail::trace_shapes(traces, tensors, options_), {}};
-    try {
-      const int variables_before = graph::variables_created_on_this_thread();
-      entry.trace = trace(entry.shapes, args...);
-      if (graph::variables_created_on_this_thread() != variables_before) {
-        // As TensorFlow: a trace that created variables is traced again, and that trace (like
-        // every later one) may not create any; the variables are the first trace's.
-        ++traces_;
-        graph::RefuseVariableCreation refuse;
-        entry.trace = trace(entry.shapes, args...);
-      }
-    } catch (...) {
-      if (traces.empty()) traces_by_signature_.erase(signature);
-      throw;
-    }
-    traces.push_back(std::move(entry));
-    ++traces_;
-    retracing_.called(true, options_.name);
-    return traces.back().trace;
-  }
-
-  void check_signature(const std::vector<AnyTensor>& tensors) const {
-    if (!options_.input_signature) return;
-    const auto& specs = *options_.input_signature;
-    std::string why;
-    if (tensors.size() != specs.size())
-      why = "expected " + std::to_string(specs.size()) + " tensor arguments, got " + std::to_string(tensors.size());
-    for (std::size_t i = 0; why.empty() && i < tensors.size(); ++i) why = function_detail::mismatch(tensors[i], specs[i]);
-    if (!why.empty()) {
-      std::string signature;
-      for (std::size_t i = 0; i < specs.size(); ++i)
-        signature += (i ? ", " : "") + (i < options_.arg_names.size() ? options_.arg_names[i] : std::string("x")) + ": " +
-                     specs[i].to_string();
-      throw InvalidArgumentError("Binding inputs to tf.function failed due to `" + why + "`. for signature: (" + signature +
-                                 ") of function " + options_.name);
-    }
+    return cache_.find_or_trace(key, tensors, [&](const std::vector<Shape>& shapes) { return trace(shapes, args...); });
   }
 
   template <class... Args>
-  Trace trace(const std::vector<Shape>& shapes, const Args&... args) {
+  function_detail::Trace trace(const std::vector<Shape>& shapes, const Args&... args) {
     using R = std::invoke_result_t<F&, const Args&...>;
+    const FunctionOptions& options = cache_.options();
     auto graph = std::make_shared<graph::Graph>();
     graph::GraphScope scope(graph);
-    function_detail::ArgMaker make(*graph, options_.arg_names, shapes);
+    function_detail::ArgMaker make(*graph, options.arg_names, shapes);
     // Braces: the stand-ins are made left to right, so placeholders take the names in order.
     std::tuple<Args...> stand_ins{function_detail::Nest<Args>::stand_in(args, make)...};
     std::vector<AnyTensor> outputs;
@@ -281,7 +252,7 @@ class Function {
     auto out_edges = function_detail::add_outputs(*graph, outputs);
     auto concrete = std::make_shared<const ConcreteFunction>(
         graph, make.take_edges(), std::move(out_edges),
-        "__inference_" + options_.name + "_" + std::to_string(function_detail::next_function_id()), options_.cuda_graph);
+        "__inference_" + options.name + "_" + std::to_string(function_detail::next_function_id()), options.cuda_graph);
     return {std::move(concrete), std::move(result)};
   }
 };
@@ -337,6 +308,76 @@ DEVTENSOR_DEFINITION void ConcreteFunction::prepare() const {
 DEVTENSOR_DEFINITION std::vector<AnyTensor> ConcreteFunction::call(const std::vector<AnyTensor>& args) const {
   prepare();
   return replay_ ? replay_->run(args) : executable_->run(args);
+}
+
+DEVTENSOR_DEFINITION const function_detail::Trace& function_detail::TraceCache::find_or_trace(
+    const std::string& key, const std::vector<AnyTensor>& tensors, Tracer trace) {
+  check_signature(tensors);
+  std::lock_guard lock(mutex_);
+  if (auto it = traces_by_signature_.find(key); it != traces_by_signature_.end())
+    if (const Entry* found = match(it->second, tensors)) {
+      retracing_.called(false, options_.name);
+      return found->trace;
+    }
+  const std::string signature = key;  // the caller's buffer is its thread's: a trace may call other functions
+  auto& traces = traces_by_signature_[signature];
+  Entry entry{shapes_to_trace(traces, tensors), {}};
+  try {
+    const int variables_before = graph::variables_created_on_this_thread();
+    entry.trace = trace(entry.shapes);
+    if (graph::variables_created_on_this_thread() != variables_before) {
+      // As TensorFlow: a trace that created variables is traced again, and that trace (like
+      // every later one) may not create any; the variables are the first trace's.
+      ++traces_;
+      graph::RefuseVariableCreation refuse;
+      entry.trace = trace(entry.shapes);
+    }
+  } catch (...) {
+    if (traces.empty()) traces_by_signature_.erase(signature);
+    throw;
+  }
+  traces.push_back(std::move(entry));
+  ++traces_;
+  retracing_.called(true, options_.name);
+  return traces.back().trace;
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> function_detail::TraceCache::run(const Trace& trace,
+                                                                            const std::vector<AnyTensor>& inputs) {
+  trace.concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
+  if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
+    log(LogSeverity::info, "Executing op " + trace.concrete->name() + " in device " + place_constant().full_name);
+  return trace.concrete->call(inputs);
+}
+
+DEVTENSOR_DEFINITION void function_detail::TraceCache::check_signature(const std::vector<AnyTensor>& tensors) const {
+  if (!options_.input_signature) return;
+  const auto& specs = *options_.input_signature;
+  std::string why;
+  if (tensors.size() != specs.size())
+    why = "expected " + std::to_string(specs.size()) + " tensor arguments, got " + std::to_string(tensors.size());
+  for (std::size_t i = 0; why.empty() && i < tensors.size(); ++i) why = mismatch(tensors[i], specs[i]);
+  if (why.empty()) return;
+  std::string signature;
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    signature += (i ? ", " : "") + (i < options_.arg_names.size() ? options_.arg_names[i] : std::string("x")) + ": " +
+                 specs[i].to_string();
+  throw InvalidArgumentError("Binding inputs to tf.function failed due to `" + why + "`. for signature: (" + signature +
+                             ") of function " + options_.name);
+}
+
+/// The shapes a new trace takes: the input_signature's; under reduce_retracing, the latest
+/// trace's with the dimensions that differ from the call's unknown; else the call's.
+DEVTENSOR_DEFINITION std::vector<Shape> function_detail::TraceCache::shapes_to_trace(
+    const std::deque<Entry>& traces, const std::vector<AnyTensor>& tensors) const {
+  std::vector<Shape> shapes;
+  if (options_.input_signature) {
+    for (const auto& spec : *options_.input_signature) shapes.push_back(spec.shape);
+    return shapes;
+  }
+  if (options_.reduce_retracing && !traces.empty()) return relaxed_shapes(traces.back().shapes, tensors);
+  for (const auto& t : tensors) shapes.push_back(t.shape);
+  return shapes;
 }
 
 DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph::Graph& graph,
