@@ -353,6 +353,30 @@ BOOST_AUTO_TEST_CASE(elementwise_chains_fuse_into_one_launch) {
     }
 }
 
+// MatMul + BiasAdd + Relu: cuBLAS writes the product into the fused node's output and the chain
+// kernel runs over it in place (one GEMM, one chain launch), with eager execution's values.
+BOOST_AUTO_TEST_CASE(matmul_bias_relu_fuses_into_gemm_and_chain) {
+  dt::DeviceScope scope("/gpu:0");
+  const auto body = [](const dt::Tensor<float>& x, const dt::Tensor<float>& w, const dt::Tensor<float>& bias) {
+    return dt::relu(dt::matmul(x, w) + bias);
+  };
+  auto f = dt::function(body);
+  const auto x = random_input<float>({256, 64}, 10);
+  const auto w = random_input<float>({64, 48}, 11);
+  const auto bias = random_input<float>({48}, 12);
+  const auto fused = f(x, w, bias).to_vector();
+  const auto ops = f.get_concrete_function(x, w, bias)->optimized_ops();
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedMatMul") == 1);
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "MatMul") == 0);
+  const auto eager = body(x, w, bias).to_vector();
+  BOOST_TEST_REQUIRE(fused.size() == eager.size());
+  for (std::size_t i = 0; i < eager.size(); ++i)
+    if (std::abs(fused[i] - eager[i]) > 1e-5f * (1 + std::abs(eager[i]))) {
+      BOOST_ERROR("element " << i << ": fused " << fused[i] << " vs eager " << eager[i]);
+      break;
+    }
+}
+
 // A traced training step replayed as a CUDA graph (Note [CUDA-graph replay]): the capture succeeds
 // (no fallback warning), replays allocate nothing on the GPU, and losses and weights follow the
 // op-by-op function's (the same kernels on the same values; cuBLAS may choose another algorithm

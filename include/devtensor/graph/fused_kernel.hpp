@@ -139,20 +139,31 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
 
 DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, NodeInputs in, AnyTensor& out) const {
   const ops::GpuFusedChain* chain = ops::gpu_fused_chain();
-  if (!chain || producer || reduction.row > 0 || inputs.size() + steps.size() > ops::FusedChainProgram::kMaxRegisters)
+  if (!chain || reduction.row > 0 || inputs.size() + steps.size() > ops::FusedChainProgram::kMaxRegisters)
     throw InternalError(op + " on " + context.device.full_name + ": no GPU kernel runs this fused group");
   const std::int64_t n = shape.num_elements();
-  if (!reusable(out, dtype, shape, context.device))
+  std::size_t first = 0;  // the node's first input that is a register
+  if (producer) {
+    // The GEMM writes the product into the output (cuBLAS on a GPU), and the chain then runs over
+    // it in place: register 0 is the output itself, each element read before it is written, by
+    // the same thread. No buffer for the product, and the chain is one launch.
+    const AnyTensor* operands[2] = {&in[0], &in[1]};
+    producer(context, NodeInputs(operands, 2), std::span<AnyTensor>(&out, 1));
+    if (!out.defined() || out.dtype != dtype || out.shape.num_elements() != n)
+      throw InternalError(op + " " + out.shape.to_string() + ": its product must have shape " + shape.to_string());
+    first = 1;  // in[0] and in[1] are the product's operands, standing for register 0
+  } else if (!reusable(out, dtype, shape, context.device)) {
     out = AnyTensor(next_tensor_id(), dtype, shape,
                     allocate_storage(context.device, static_cast<std::size_t>(n) * dtype_size(dtype), shape,
                                      dtype_string(dtype), op));
+  }
   ops::FusedChainProgram program;
   program.dtype = dtype;
   program.n = n;
   program.inputs = static_cast<int>(inputs.size());
   program.steps = static_cast<int>(steps.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const AnyTensor& value = in[k];
+    const AnyTensor& value = producer && k == 0 ? out : in[k + first];
     const std::int64_t expected = inputs[k].kind == FusedInput::Kind::full ? n : inputs[k].period;
     if (value.shape.num_elements() != expected)
       throw InternalError(op + ": input " + value.shape.to_string() + " does not fit " + shape.to_string());

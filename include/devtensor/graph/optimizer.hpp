@@ -191,7 +191,7 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       for (const auto& e : nodes[m]->inputs) {
         if (is_member(e.node) || std::find(outside.begin(), outside.end(), e) != outside.end()) continue;
         const Node& q = *nodes[e.node];
-        if (!producer && placement[root]->host_memory() && q.op == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
+        if (!producer && (placement[root]->host_memory() || gpu_chain) && q.op == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
             readers[e.node] == 1 && placement[e.node] == placement[root] && q.control_inputs.empty() &&
             q.inputs.size() == 2 && q.outputs.size() == 1 && q.outputs[0].shape == s && q.outputs[0].dtype == dtype) {
           producer = e.node;

@@ -15,8 +15,9 @@
 /// call, and need the functors as source text), and the same evaluation, compiled for the host,
 /// runs the chain on the tests' fake GPU. The dispatch on the op's code is uniform across a warp.
 /// The price is registers indexed at run time (local memory, cached in L1): to be measured against
-/// the copy bandwidth on a GPU (benchmarks/RESULTS.md). MatMul epilogues and reductions are not
-/// fused on GPUs yet.
+/// the copy bandwidth on a GPU (benchmarks/RESULTS.md). A MatMul that only the chain reads runs
+/// first (cuBLAS), into the fused node's output, and the chain then runs over it in place:
+/// MatMul + BiasAdd + Relu is two launches and one buffer. Reductions are not fused on GPUs yet.
 
 #include <array>
 #include <atomic>

@@ -656,6 +656,34 @@ BOOST_AUTO_TEST_CASE(elementwise_chains_fuse_into_one_gpu_launch) {
   BOOST_TEST(traced.to_vector() == body(x, bias).to_vector(), boost::test_tools::per_element());
 }
 
+// A MatMul that only the chain reads runs into the fused node's output and the chain runs over it
+// in place: MatMul + BiasAdd + Relu is one GEMM and one chain launch, with eager execution's bits,
+// and it replays as a CUDA graph.
+BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_and_one_chain_launch) {
+  dt::DeviceScope scope("/GPU:0");
+  const auto body = [](const dt::Tensor<float>& x, const dt::Tensor<float>& w, const dt::Tensor<float>& bias) {
+    return dt::relu(dt::matmul(x, w) + bias);
+  };
+  auto f = dt::function(body, {.cuda_graph = true});
+  const auto x = dt::constant<float>(ramp(16 * 8, 1), {16, 8});
+  const auto w = dt::constant<float>(ramp(8 * 4, 2), {8, 4});
+  const auto bias = dt::constant<float>({-40, -0.5f, 0, 30});
+  const auto eager = body(x, w, bias).to_vector();
+  const auto before = dt::test::fake_kernels::chain_launches.load();
+  BOOST_TEST(f(x, w, bias).to_vector() == eager, boost::test_tools::per_element());
+  BOOST_TEST(dt::test::fake_kernels::chain_launches.load() - before == 1);
+  const auto concrete = f.get_concrete_function(x, w, bias);
+  const auto ops = concrete->optimized_ops();
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedMatMul") == 1);
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "MatMul") == 0);
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "Relu") == 0);
+  BOOST_TEST(std::count(eager.begin(), eager.end(), 0.0f) > 0);  // the bias makes Relu cut some
+  for (int call = 0; call < 3; ++call)  // captured at the second call, then replayed
+    BOOST_TEST(f(x, w, bias).to_vector() == eager, boost::test_tools::per_element());
+  BOOST_TEST((concrete->cuda_graph()->stage() == Stage::replay));
+  BOOST_TEST(concrete->cuda_graph()->launches() == 2);
+}
+
 // Calls whose shapes differ from the capture's, and calls under a tape, run op by op.
 BOOST_AUTO_TEST_CASE(other_shapes_and_tapes_run_op_by_op) {
   dt::DeviceScope scope("/GPU:0");
