@@ -60,6 +60,21 @@
 #define DEVTENSOR_HEADER_INLINE inline
 #endif
 
+/// Note [Explicit instantiations]
+/// In compiled mode the public op functions (add, matmul, reduce_sum, reshape, fill, ...) for the
+/// common element types (float, double, int32, int64) are instantiated once, in src/devtensor.cpp,
+/// and user translation units see an explicit instantiation declaration of each (Kokkos's ETI):
+/// a call to add<float> compiles to a call, not to another copy of the op's path (placement, the
+/// graph node, the tape record, the kernel's dispatch), which was most of the code of a test
+/// translation unit at -O0. Each op family lists its instances at the end of its header.
+/// DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users, `template` in the library, and
+/// undefined header-only (every translation unit instantiates what it uses).
+#if defined(DEVTENSOR_COMPILING_LIBRARY)
+#define DEVTENSOR_EXTERN_TEMPLATE template
+#elif defined(DEVTENSOR_COMPILED)
+#define DEVTENSOR_EXTERN_TEMPLATE extern template
+#endif
+
 /// Whether this translation unit compiles the CPU bodies of devtensor's ops (the loops, the CBLAS
 /// calls): header-only, every translation unit does, for the ops it runs; in compiled mode only
 /// src/devtensor.cpp does, and the others call the bodies it instantiated.

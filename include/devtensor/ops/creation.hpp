@@ -228,6 +228,16 @@ Tensor<T> range(T start, T limit, T delta = T{1}, const OpOptions& options = {})
   return run_op<ops::Range, T>(options, {ops::Scalar::of<T>(start), ops::Scalar::of<T>(delta), n});
 }
 
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
+#define DEVTENSOR_ALL(T)                                                                                          \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> constant<T>(const std::vector<T>&, const Shape&, const OpOptions&);         \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> scalar<T>(T, const OpOptions&);                                             \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> fill<T>(const Shape&, std::type_identity_t<T>, const OpOptions&);           \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> ones_like<T>(const Tensor<T>&, const OpOptions&);
+DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+#undef DEVTENSOR_ALL
+#endif
+
 }  // namespace devtensor
 
 #if DEVTENSOR_CPU_KERNEL_BODIES

@@ -467,6 +467,26 @@ Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
 
 }  // namespace devtensor
 
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
+namespace devtensor {
+#define DEVTENSOR_BINARY(f, T) DEVTENSOR_EXTERN_TEMPLATE Tensor<T> f<T>(const Tensor<T>&, const Tensor<T>&, const OpOptions&);
+#define DEVTENSOR_UNARY(f, T) DEVTENSOR_EXTERN_TEMPLATE Tensor<T> f<T>(const Tensor<T>&, const OpOptions&);
+#define DEVTENSOR_NUMERIC(T)                                                                                      \
+  DEVTENSOR_BINARY(add, T) DEVTENSOR_BINARY(sub, T) DEVTENSOR_BINARY(mul, T) DEVTENSOR_BINARY(div, T)            \
+  DEVTENSOR_BINARY(maximum, T) DEVTENSOR_BINARY(minimum, T) DEVTENSOR_UNARY(neg, T) DEVTENSOR_UNARY(abs, T)      \
+  DEVTENSOR_UNARY(square, T) DEVTENSOR_UNARY(relu, T)
+#define DEVTENSOR_FLOATING(T)                                                                                     \
+  DEVTENSOR_UNARY(sqrt, T) DEVTENSOR_UNARY(exp, T) DEVTENSOR_UNARY(log, T) DEVTENSOR_UNARY(sigmoid, T)           \
+  DEVTENSOR_UNARY(tanh, T) DEVTENSOR_UNARY(softplus, T)
+DEVTENSOR_NUMERIC(float) DEVTENSOR_NUMERIC(double) DEVTENSOR_NUMERIC(std::int32_t) DEVTENSOR_NUMERIC(std::int64_t)
+DEVTENSOR_FLOATING(float) DEVTENSOR_FLOATING(double)
+#undef DEVTENSOR_FLOATING
+#undef DEVTENSOR_NUMERIC
+#undef DEVTENSOR_UNARY
+#undef DEVTENSOR_BINARY
+}  // namespace devtensor
+#endif
+
 // The bodies, in files of their own: devtensor/ops/cpu/elementwise_bodies.hpp (CPU),
 // devtensor/ops/cuda/elementwise_bodies.cuh (CUDA).
 #include "devtensor/ops/cpu/elementwise_bodies.hpp"

@@ -106,6 +106,13 @@ Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose
   return with_kernel_device<ops::MatMul, Tag, T>(tag, [&] { return matmul(a, b, transpose_a, transpose_b); });
 }
 
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
+#define DEVTENSOR_ALL(T) \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&, bool, bool, const OpOptions&);
+DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+#undef DEVTENSOR_ALL
+#endif
+
 }  // namespace devtensor
 
 #if DEVTENSOR_CPU_KERNEL_BODIES

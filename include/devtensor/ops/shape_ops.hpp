@@ -475,6 +475,16 @@ inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodi
   return {autodiff::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
 }
 
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
+#define DEVTENSOR_ALL(T)                                                                                            \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> reshape<T>(const Tensor<T>&, const std::vector<std::int64_t>&, const OpOptions&); \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> transpose<T>(const Tensor<T>&, std::vector<std::int64_t>, const OpOptions&);      \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> identity<T>(const Tensor<T>&, const OpOptions&);                                  \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> broadcast_to<T>(const Tensor<T>&, const Shape&, const OpOptions&);
+DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+#undef DEVTENSOR_ALL
+#endif
+
 }  // namespace devtensor
 
 // The bodies, in files of their own: devtensor/ops/cpu/shape_bodies.hpp (CPU),
