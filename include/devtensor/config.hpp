@@ -61,14 +61,16 @@
 #endif
 
 /// Note [Explicit instantiations]
-/// In compiled mode the public op functions (add, matmul, reduce_sum, reshape, fill, ...) for the
-/// common element types (float, double, int32, int64) are instantiated once, in src/devtensor.cpp,
-/// and user translation units see an explicit instantiation declaration of each (Kokkos's ETI):
-/// a call to add<float> compiles to a call, not to another copy of the op's path (placement, the
-/// graph node, the tape record, the kernel's dispatch), which was most of the code of a test
-/// translation unit at -O0. Each op family lists its instances at the end of its header.
-/// DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users, `template` in the library, and
-/// undefined header-only (every translation unit instantiates what it uses).
+/// In compiled mode the graph-mode half of the public ops (op_detail::graph_op: the node, its
+/// kernel, the shape checks; DEVTENSOR_GRAPH_OP) is instantiated once, in src/devtensor.cpp, for
+/// the common element types (float, double, int32, int64), and user translation units see an
+/// explicit instantiation declaration of each (Kokkos's ETI). That code was most of a test
+/// translation unit at -O0. The eager path stays in the user's translation unit, inline: it is
+/// the 1-element op's hot path (instantiating the public functions themselves in the library made
+/// the 1-element add 126 instructions longer, 2 735 instead of 2 609). Each op family lists its
+/// instances at the end of its header. DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users,
+/// `template` in the library, and undefined header-only (every translation unit instantiates
+/// what it uses).
 #if defined(DEVTENSOR_COMPILING_LIBRARY)
 #define DEVTENSOR_EXTERN_TEMPLATE template
 #elif defined(DEVTENSOR_COMPILED)

@@ -229,13 +229,11 @@ Tensor<T> range(T start, T limit, T delta = T{1}, const OpOptions& options = {})
 }
 
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
-#define DEVTENSOR_ALL(T)                                                                                          \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> constant<T>(const std::vector<T>&, const Shape&, const OpOptions&);         \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> scalar<T>(T, const OpOptions&);                                             \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> fill<T>(const Shape&, std::type_identity_t<T>, const OpOptions&);           \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> ones_like<T>(const Tensor<T>&, const OpOptions&);
+namespace op_detail {
+#define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(Fill, T, 0) DEVTENSOR_GRAPH_OP(OnesLike, T, 1)
 DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
 #undef DEVTENSOR_ALL
+}  // namespace op_detail
 #endif
 
 }  // namespace devtensor

@@ -468,23 +468,21 @@ Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
 }  // namespace devtensor
 
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
-namespace devtensor {
-#define DEVTENSOR_BINARY(f, T) DEVTENSOR_EXTERN_TEMPLATE Tensor<T> f<T>(const Tensor<T>&, const Tensor<T>&, const OpOptions&);
-#define DEVTENSOR_UNARY(f, T) DEVTENSOR_EXTERN_TEMPLATE Tensor<T> f<T>(const Tensor<T>&, const OpOptions&);
+namespace devtensor::op_detail {
 #define DEVTENSOR_NUMERIC(T)                                                                                      \
-  DEVTENSOR_BINARY(add, T) DEVTENSOR_BINARY(sub, T) DEVTENSOR_BINARY(mul, T) DEVTENSOR_BINARY(div, T)            \
-  DEVTENSOR_BINARY(maximum, T) DEVTENSOR_BINARY(minimum, T) DEVTENSOR_UNARY(neg, T) DEVTENSOR_UNARY(abs, T)      \
-  DEVTENSOR_UNARY(square, T) DEVTENSOR_UNARY(relu, T)
+  DEVTENSOR_GRAPH_OP(Add, T, 2) DEVTENSOR_GRAPH_OP(Sub, T, 2) DEVTENSOR_GRAPH_OP(Mul, T, 2)                       \
+  DEVTENSOR_GRAPH_OP(Maximum, T, 2) DEVTENSOR_GRAPH_OP(Minimum, T, 2) DEVTENSOR_GRAPH_OP(Neg, T, 1)               \
+  DEVTENSOR_GRAPH_OP(Abs, T, 1) DEVTENSOR_GRAPH_OP(Square, T, 1) DEVTENSOR_GRAPH_OP(Relu, T, 1)
 #define DEVTENSOR_FLOATING(T)                                                                                     \
-  DEVTENSOR_UNARY(sqrt, T) DEVTENSOR_UNARY(exp, T) DEVTENSOR_UNARY(log, T) DEVTENSOR_UNARY(sigmoid, T)           \
-  DEVTENSOR_UNARY(tanh, T) DEVTENSOR_UNARY(softplus, T)
+  DEVTENSOR_GRAPH_OP(RealDiv, T, 2) DEVTENSOR_GRAPH_OP(Sqrt, T, 1) DEVTENSOR_GRAPH_OP(Exp, T, 1)                  \
+  DEVTENSOR_GRAPH_OP(Log, T, 1) DEVTENSOR_GRAPH_OP(Sigmoid, T, 1) DEVTENSOR_GRAPH_OP(Tanh, T, 1)                  \
+  DEVTENSOR_GRAPH_OP(Softplus, T, 1)
 DEVTENSOR_NUMERIC(float) DEVTENSOR_NUMERIC(double) DEVTENSOR_NUMERIC(std::int32_t) DEVTENSOR_NUMERIC(std::int64_t)
 DEVTENSOR_FLOATING(float) DEVTENSOR_FLOATING(double)
+DEVTENSOR_GRAPH_OP(FloorDiv, std::int32_t, 2) DEVTENSOR_GRAPH_OP(FloorDiv, std::int64_t, 2)
 #undef DEVTENSOR_FLOATING
 #undef DEVTENSOR_NUMERIC
-#undef DEVTENSOR_UNARY
-#undef DEVTENSOR_BINARY
-}  // namespace devtensor
+}  // namespace devtensor::op_detail
 #endif
 
 // The bodies, in files of their own: devtensor/ops/cpu/elementwise_bodies.hpp (CPU),

@@ -107,10 +107,11 @@ Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose
 }
 
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
-#define DEVTENSOR_ALL(T) \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> matmul<T>(const Tensor<T>&, const Tensor<T>&, bool, bool, const OpOptions&);
+namespace op_detail {
+#define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(MatMul, T, 2)
 DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
 #undef DEVTENSOR_ALL
+}  // namespace op_detail
 #endif
 
 }  // namespace devtensor

@@ -158,14 +158,11 @@ Tensor<T> reduce_max(const Tensor<T>& t, std::int64_t axis, bool keepdims = fals
 }
 
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
-#define DEVTENSOR_REDUCTION(f, T)                                                                                 \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> f<T>(const Tensor<T>&, std::optional<std::vector<std::int64_t>>, bool,     \
-                                           const OpOptions&);                                                   \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> f<T>(const Tensor<T>&, std::int64_t, bool);
-#define DEVTENSOR_ALL(T) DEVTENSOR_REDUCTION(reduce_sum, T) DEVTENSOR_REDUCTION(reduce_mean, T) DEVTENSOR_REDUCTION(reduce_max, T)
+namespace op_detail {
+#define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(Sum, T, 1) DEVTENSOR_GRAPH_OP(Mean, T, 1) DEVTENSOR_GRAPH_OP(Max, T, 1)
 DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
 #undef DEVTENSOR_ALL
-#undef DEVTENSOR_REDUCTION
+}  // namespace op_detail
 #endif
 
 }  // namespace devtensor

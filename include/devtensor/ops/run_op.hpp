@@ -360,6 +360,11 @@ DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::
   record<Op, T, T>(attrs, std::span<const Tensor<T>* const>(inputs), std::span<const Tensor<T>>(out));
   return out;
 }
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // graph_op of ops::Op over T with N inputs (Note [Explicit instantiations])
+#define DEVTENSOR_GRAPH_OP(Op, T, N)                                                                               \
+  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> graph_op<ops::Op, T, T, N>(graph::Graph&, std::string_view, const ops::Op::Attrs&, \
+                                                                 const std::array<const Tensor<T>*, N>&);
+#endif
 
 }  // namespace op_detail
 

@@ -476,13 +476,13 @@ inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodi
 }
 
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
-#define DEVTENSOR_ALL(T)                                                                                            \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> reshape<T>(const Tensor<T>&, const std::vector<std::int64_t>&, const OpOptions&); \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> transpose<T>(const Tensor<T>&, std::vector<std::int64_t>, const OpOptions&);      \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> identity<T>(const Tensor<T>&, const OpOptions&);                                  \
-  DEVTENSOR_EXTERN_TEMPLATE Tensor<T> broadcast_to<T>(const Tensor<T>&, const Shape&, const OpOptions&);
+namespace op_detail {
+#define DEVTENSOR_ALL(T)                                                                                          \
+  DEVTENSOR_GRAPH_OP(Reshape, T, 1) DEVTENSOR_GRAPH_OP(Transpose, T, 1) DEVTENSOR_GRAPH_OP(Identity, T, 1)        \
+  DEVTENSOR_GRAPH_OP(BroadcastTo, T, 1)
 DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
 #undef DEVTENSOR_ALL
+}  // namespace op_detail
 #endif
 
 }  // namespace devtensor
