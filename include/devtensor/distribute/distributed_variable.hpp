@@ -341,6 +341,28 @@ template <Element T>
   return dynamic_cast<const DistributedVariable<T>*>(&v.implementation());
 }
 
+/// A mirrored or sync-on-read variable over `strategy`'s replica devices, by `options`'
+/// synchronization. A function of its own so that compiled mode instantiates the distributed
+/// variable types once, in the library (Note [Explicit instantiations]).
+/// @throws InvalidArgumentError for synchronization NONE (TensorFlow's message).
+template <Element T>
+std::shared_ptr<VariableImpl<T>> make_distributed_variable(VariableInfo info, const Tensor<T>& initial,
+                                                           const VariableOptions& options, const StrategyInterface& strategy) {
+  if (options.synchronization == VariableSynchronization::NONE)
+    throw InvalidArgumentError("`NONE` variable synchronization mode is not supported with tf.distribute "
+                               "strategy. Please change the `synchronization` for variable: " + options.name);
+  if (options.synchronization == VariableSynchronization::ON_READ)
+    return std::make_shared<SyncOnReadVariable<T>>(std::move(info), initial, strategy);
+  return std::make_shared<MirroredVariable<T>>(std::move(info), initial, strategy);
+}
+#ifdef DEVTENSOR_EXTERN_TEMPLATE
+#define DEVTENSOR_ALL(T)                                                                                          \
+  DEVTENSOR_EXTERN_TEMPLATE std::shared_ptr<VariableImpl<T>> make_distributed_variable<T>(                        \
+      VariableInfo, const Tensor<T>&, const VariableOptions&, const StrategyInterface&);
+DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t) DEVTENSOR_ALL(bool)
+#undef DEVTENSOR_ALL
+#endif
+
 /// A strategy's variable creator: mirrored or sync-on-read variables over its replica devices.
 /// A template over the strategy's implementation only so that the distributed variable types of
 /// every element type are instantiated where a strategy is, not in every translation unit that
@@ -373,15 +395,9 @@ class StrategyVariableCreator final : public VariableCreator {
  private:
   const StrategyInterface* strategy_;
 
-  /// @throws InvalidArgumentError for synchronization NONE (TensorFlow's message).
   template <Element T>
   std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial, const VariableOptions& options) const {
-    if (options.synchronization == VariableSynchronization::NONE)
-      throw InvalidArgumentError("`NONE` variable synchronization mode is not supported with tf.distribute "
-                                 "strategy. Please change the `synchronization` for variable: " + options.name);
-    if (options.synchronization == VariableSynchronization::ON_READ)
-      return std::make_shared<SyncOnReadVariable<T>>(std::move(info), initial, *strategy_);
-    return std::make_shared<MirroredVariable<T>>(std::move(info), initial, *strategy_);
+    return make_distributed_variable(std::move(info), initial, options, *strategy_);
   }
 };
 

@@ -455,5 +455,13 @@ class MirroredStrategy {
   };
 };
 
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // over devtensor's cross-device ops (Note [Explicit instantiations])
+DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<AutoCrossDeviceOps>;
+DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<ReductionToOneDevice>;
+DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<HierarchicalCopyAllReduce>;
+DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<NcclAllReduce>;
+DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<CollectiveAllReduce>;
+#endif
+
 }  // namespace distribute
 }  // namespace devtensor
