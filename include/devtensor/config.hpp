@@ -68,7 +68,10 @@
 /// translation unit at -O0. The eager path stays in the user's translation unit, inline: it is
 /// the 1-element op's hot path (instantiating the public functions themselves in the library made
 /// the 1-element add 126 instructions longer, 2 735 instead of 2 609). Each op family lists its
-/// instances at the end of its header. DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users,
+/// instances at the end of its header; distribute/ lists the distributed variables' constructor
+/// (make_distributed_variable) and MirroredStrategy over its cross-device ops. The library pays:
+/// src/devtensor.cpp compiles ~30 % longer, once per build tree (benchmarks/RESULTS.md).
+/// DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users,
 /// `template` in the library, and undefined header-only (every translation unit instantiates
 /// what it uses).
 #if defined(DEVTENSOR_COMPILING_LIBRARY)
