@@ -79,6 +79,8 @@
 #elif defined(DEVTENSOR_COMPILED)
 #define DEVTENSOR_EXTERN_TEMPLATE extern template
 #endif
+/// M(T) for each element type that has explicit instances.
+#define DEVTENSOR_FOR_INSTANCE_TYPES(M) M(float) M(double) M(std::int32_t) M(std::int64_t)
 
 /// Whether this translation unit compiles the CPU bodies of devtensor's ops (the loops, the CBLAS
 /// calls): header-only, every translation unit does, for the ops it runs; in compiled mode only

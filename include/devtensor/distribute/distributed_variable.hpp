@@ -359,7 +359,7 @@ std::shared_ptr<VariableImpl<T>> make_distributed_variable(VariableInfo info, co
 #define DEVTENSOR_ALL(T)                                                                                          \
   DEVTENSOR_EXTERN_TEMPLATE std::shared_ptr<VariableImpl<T>> make_distributed_variable<T>(                        \
       VariableInfo, const Tensor<T>&, const VariableOptions&, const StrategyInterface&);
-DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t) DEVTENSOR_ALL(bool)
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL) DEVTENSOR_ALL(bool)
 #undef DEVTENSOR_ALL
 #endif
 

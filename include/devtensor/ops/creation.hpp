@@ -231,7 +231,7 @@ Tensor<T> range(T start, T limit, T delta = T{1}, const OpOptions& options = {})
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(Fill, T, 0) DEVTENSOR_GRAPH_OP(OnesLike, T, 1)
-DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif

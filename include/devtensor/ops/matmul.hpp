@@ -109,7 +109,7 @@ Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(MatMul, T, 2)
-DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif

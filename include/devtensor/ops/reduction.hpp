@@ -160,7 +160,7 @@ Tensor<T> reduce_max(const Tensor<T>& t, std::int64_t axis, bool keepdims = fals
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(Sum, T, 1) DEVTENSOR_GRAPH_OP(Mean, T, 1) DEVTENSOR_GRAPH_OP(Max, T, 1)
-DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif

@@ -480,7 +480,7 @@ namespace op_detail {
 #define DEVTENSOR_ALL(T)                                                                                          \
   DEVTENSOR_GRAPH_OP(Reshape, T, 1) DEVTENSOR_GRAPH_OP(Transpose, T, 1) DEVTENSOR_GRAPH_OP(Identity, T, 1)        \
   DEVTENSOR_GRAPH_OP(BroadcastTo, T, 1)
-DEVTENSOR_ALL(float) DEVTENSOR_ALL(double) DEVTENSOR_ALL(std::int32_t) DEVTENSOR_ALL(std::int64_t)
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif
