@@ -108,7 +108,6 @@ class DEVTENSOR_EXPORT ConcreteFunction {
   mutable std::shared_ptr<const graph::Executable> executable_;
   bool cuda_graph_ = false;
   mutable std::shared_ptr<graph::CudaGraphReplay> replay_;  // with cuda_graph_
-  mutable const Device* call_device_ = nullptr;
 
   void place() const;
 };
