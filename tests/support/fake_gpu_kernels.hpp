@@ -28,17 +28,23 @@ void apply_update(const Device&, const Update& update, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) update(i);
 }
 
-/// Fused elementwise chains (ops/fused_chain.hpp): the program the CUDA kernel interprets,
-/// evaluated element by element by the same function, on the host.
+/// Fused elementwise chains (ops/fused_chain.hpp): the CUDA kernel's threads run one after another
+/// on the host, through the same function. Blocks of 32 threads and half as many blocks as tiles
+/// make every path of its indexing run: partial strips, lanes a block apart, the grid-stride loop.
 inline std::atomic<std::int64_t> chain_launches{0};
+template <class T>
+void run_chain_threads(const ops::FusedChainProgram& program) {
+  constexpr std::int64_t threads = 32;
+  const std::int64_t tiles = ops::fused_chain::blocks_for<T>(program.n, threads, program.n + 1);
+  const std::int64_t blocks = (tiles + 1) / 2;
+  for (std::int64_t block = 0; block < blocks; ++block)
+    for (std::int64_t thread = 0; thread < threads; ++thread)
+      ops::fused_chain::run_thread<T>(program, block, thread, threads, blocks);
+}
 inline void run_chain(const ops::FusedChainProgram& program, int, void*) {
   ++chain_launches;
-  for (std::int64_t i = 0; i < program.n; ++i) {
-    if (program.dtype == DType::DT_DOUBLE)
-      static_cast<double*>(program.output)[i] = ops::fused_chain::evaluate<double>(program, i);
-    else
-      static_cast<float*>(program.output)[i] = ops::fused_chain::evaluate<float>(program, i);
-  }
+  if (program.dtype == DType::DT_DOUBLE) run_chain_threads<double>(program);
+  else run_chain_threads<float>(program);
 }
 inline constexpr ops::GpuFusedChain chain{"fake_gpu_kernels.hpp", &run_chain};
 

@@ -161,7 +161,6 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
   program.dtype = dtype;
   program.n = n;
   program.inputs = static_cast<int>(inputs.size());
-  program.steps = static_cast<int>(steps.size());
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const AnyTensor& value = producer && k == 0 ? out : in[k + first];
     const std::int64_t expected = inputs[k].kind == FusedInput::Kind::full ? n : inputs[k].period;
@@ -173,9 +172,10 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
                                                                     : ops::FusedChainProgram::suffix;
     program.periods[k] = inputs[k].period;
   }
+  std::array<ops::fused_chain::ChainStep, kMaxRegisters> chain_steps;
   for (std::size_t j = 0; j < steps.size(); ++j)
-    program.step[j] = {steps[j].code, static_cast<std::uint8_t>(steps[j].args[0]),
-                       static_cast<std::uint8_t>(steps[j].arity > 1 ? steps[j].args[1] : steps[j].args[0])};
+    chain_steps[j] = {steps[j].code, steps[j].args[0], steps[j].arity > 1 ? steps[j].args[1] : steps[j].args[0]};
+  ops::fused_chain::set_steps(program, std::span(chain_steps.data(), steps.size()));
   program.output = out.storage->data;
   chain->run(program, context.device.platform_ordinal, context.device.stream);
 }

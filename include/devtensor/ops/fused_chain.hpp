@@ -7,25 +7,39 @@
 /// Note [Fused chains on a GPU]
 /// On a CPU a fused node runs its ops block by block over cache-resident registers
 /// (graph/fused_kernel.hpp). On a GPU the same group becomes a FusedChainProgram, which the fused
-/// node builds at each run: per element, each input is loaded once (all of S, one value, or S's
-/// trailing dimensions), each step applies
-/// its op's scalar function (the functor the op's own GPU kernel applies) to earlier registers,
-/// and the last step's value is stored. One kernel interprets every chain: no code generation, no
-/// run-time compiler (NVRTC would compile a kernel per chain, hundreds of milliseconds at a first
-/// call, and need the functors as source text), and the same evaluation, compiled for the host,
-/// runs the chain on the tests' fake GPU. The dispatch on the op's code is uniform across a warp.
-/// The price is registers indexed at run time (local memory, cached in L1): to be measured against
-/// the copy bandwidth on a GPU (benchmarks/RESULTS.md). A MatMul that only the chain reads runs
-/// first (cuBLAS), into the fused node's output, and the chain then runs over it in place:
-/// MatMul + BiasAdd + Relu is two launches and one buffer. Reductions are not fused on GPUs yet.
+/// node builds at each run and one kernel interprets: no code generation, no run-time compiler
+/// (NVRTC would compile a kernel per chain, hundreds of milliseconds at a first call, and need the
+/// functors as source text), and the same interpreter, compiled for the host, runs the chain on
+/// the tests' fake GPU, thread by thread, so its indexing is tested without a GPU.
+/// - Per thread, kLanes<T> elements (32 bytes: 8 floats, 4 doubles), a block's width apart, so
+///   that every load and store of a warp is coalesced and each thread has kLanes loads in flight
+///   per input: each input is loaded once per element (all of S, one value, or S's trailing
+///   dimensions, whose index advances without a division per element).
+/// - Each step applies its op's scalar function (the functor the op's own GPU kernel applies) to
+///   all lanes at once: the op is found once per step and thread by a binary search over the op
+///   codes, uniform across a warp, not once per element.
+/// - The previous step's result stays in registers; a result that a later step reads again, and
+///   the inputs, sit in slots (local memory, cached in L1), reused once their last reader has read
+///   them (set_steps allocates them on the host). The slots are the kernel's stack, 1 KiB a
+///   thread (ptxas: 48 registers for float, 52 for double, no spills), which the driver reserves
+///   for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's reserve of
+///   device memory (SPEC, memory limits), which the BFC allocator leaves alone.
+/// A MatMul that only the chain reads runs first (cuBLAS), into the fused node's output, and the
+/// chain then runs over it in place: each thread loads its lanes before it stores them. MatMul +
+/// BiasAdd + Relu is two launches and one buffer. Reductions are not fused on GPUs yet.
 
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
 #include "devtensor/ops/op_list.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/tensor/dtype.hpp"
@@ -35,11 +49,14 @@ namespace devtensor::ops {
 /// A fused chain for the GPU kernel: passed by value as the kernel's parameter.
 struct FusedChainProgram {
   static constexpr int kMaxRegisters = 32;
+  static constexpr std::uint8_t kPrevious = 0xff;  // an operand: the previous step's result
+  static constexpr std::uint8_t kNoSlot = 0xff;    // a result only the next step reads, or the last
   enum Kind : std::uint8_t { full = 0, scalar = 1, suffix = 2 };
   struct Step {
-    std::int16_t code = -1;  // chain_code's
-    std::uint8_t a = 0;      // argument registers
-    std::uint8_t b = 0;
+    std::int16_t code = -1;        // code_of's
+    std::uint8_t a = kPrevious;    // operand slots (an input k is in slot k), or kPrevious
+    std::uint8_t b = kPrevious;
+    std::uint8_t keep = kNoSlot;   // the slot the result is kept in for a later step
   };
   DType dtype = DType::DT_FLOAT;
   std::int64_t n = 0;  // elements of S
@@ -83,41 +100,125 @@ inline constexpr bool chainable_v = requires { requires Op::pointwise_arity > 0;
 /// devtensor's ops; -1 when a chain cannot apply it (float and double only).
 int code_of(std::string_view op, DType dtype);
 
-template <class T, class Op>
-DEVTENSOR_HOST_DEVICE bool apply_if(int code, int index, T a, T b, T& out) {
-  if constexpr (chainable_v<Op, T>) {
-    if (code != index) return false;
-    if constexpr (Op::pointwise_arity == 1) out = Op{}(a);
-    else out = Op{}(a, b);
-    return true;
-  } else {
-    return false;
-  }
-}
-template <class T, class... Ops>
-DEVTENSOR_HOST_DEVICE T apply(int code, T a, T b, TypeList<Ops...>) {
-  T out{};
-  int index = 0;
-  (void)((apply_if<T, Ops>(code, index++, a, b, out)) || ...);
-  return out;
+/// A step of a chain as the optimizer sees it: operands as registers (the inputs first, then each
+/// step's result: step j's is register inputs + j); a unary op has b == a.
+struct ChainStep {
+  int code = -1;
+  int a = 0;
+  int b = 0;
+};
+
+/// Fills `program.step` (and `program.steps`) from `steps` over `program.inputs` inputs: operands
+/// become slots or kPrevious, and each result a later step reads again gets a slot, one whose value
+/// has had its last reader. Throws InternalError on more than kMaxRegisters registers, no step, or
+/// an operand that is not an earlier register.
+void set_steps(FusedChainProgram& program, std::span<const ChainStep> steps);
+
+/// Elements a thread of the chain kernel evaluates: 32 bytes' worth.
+template <class T>
+inline constexpr std::size_t kLanes = 32 / sizeof(T);
+
+template <class T, class OpTuple, std::size_t Lo, std::size_t Hi>
+constexpr bool any_chainable() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (chainable_v<std::tuple_element_t<Lo + I, OpTuple>, T> || ...);
+  }(std::make_index_sequence<Hi - Lo>{});
 }
 
-/// Element `i` of the chain's result.
+/// out = op(a, b) lane by lane, where op is the op of code `code` among OpTuple's [Lo, Hi): a
+/// binary search over the codes, whose halves without a chainable op vanish at compile time.
+template <class T, class OpTuple, std::size_t Lo, std::size_t Hi>
+DEVTENSOR_HOST_DEVICE void apply_lanes(int code, const T (&a)[kLanes<T>], const T (&b)[kLanes<T>],
+                                       T (&out)[kLanes<T>]) {
+  if constexpr (Hi - Lo == 1) {
+    using Op = std::tuple_element_t<Lo, OpTuple>;
+    if constexpr (chainable_v<Op, T>) {
+      for (std::size_t v = 0; v < kLanes<T>; ++v) {
+        if constexpr (Op::pointwise_arity == 1) out[v] = Op{}(a[v]);
+        else out[v] = Op{}(a[v], b[v]);
+      }
+    }
+  } else if constexpr (any_chainable<T, OpTuple, Lo, Hi>()) {
+    constexpr std::size_t mid = Lo + (Hi - Lo) / 2;
+    if (code < static_cast<int>(mid)) apply_lanes<T, OpTuple, Lo, mid>(code, a, b, out);
+    else apply_lanes<T, OpTuple, mid, Hi>(code, a, b, out);
+  }
+}
+
+template <class... Ops>
+std::tuple<Ops...> as_tuple(TypeList<Ops...>);
+using ChainOps = decltype(as_tuple(BuiltinOps{}));
+
+/// The elements first, first + spacing, ... (`lanes` of them, at most kLanes<T>) of the chain's
+/// result: the inputs loaded, the steps applied to all lanes, the result stored. Every load comes
+/// before the first store (the chain may run in place over its input 0).
 template <class T>
-DEVTENSOR_HOST_DEVICE T evaluate(const FusedChainProgram& p, std::int64_t i) {
-  T r[FusedChainProgram::kMaxRegisters];
+DEVTENSOR_HOST_DEVICE void run_strip(const FusedChainProgram& p, std::int64_t first, std::int64_t spacing,
+                                     std::size_t lanes) {
+  constexpr std::size_t L = kLanes<T>;
+  T slot[FusedChainProgram::kMaxRegisters][L];
   for (int k = 0; k < p.inputs; ++k) {
     const T* source = static_cast<const T*>(p.sources[static_cast<std::size_t>(k)]);
     const auto kind = p.kinds[static_cast<std::size_t>(k)];
-    r[k] = kind == FusedChainProgram::full     ? source[i]
-           : kind == FusedChainProgram::scalar ? source[0]
-                                                : source[i % p.periods[static_cast<std::size_t>(k)]];
+    if (kind == FusedChainProgram::full) {
+      for (std::size_t v = 0; v < L; ++v) slot[k][v] = source[first + static_cast<std::int64_t>(v < lanes ? v : 0) * spacing];
+    } else if (kind == FusedChainProgram::scalar) {
+      const T value = source[0];
+      for (std::size_t v = 0; v < L; ++v) slot[k][v] = value;
+    } else {  // element i reads source[i % period]: the index advances by spacing % period per lane
+      const std::int64_t period = p.periods[static_cast<std::size_t>(k)];
+      const std::int64_t advance = spacing % period;
+      std::int64_t at = first % period;
+      for (std::size_t v = 0; v < L; ++v) {
+        slot[k][v] = source[at];
+        at += advance;
+        if (at >= period) at -= period;
+      }
+    }
   }
+  T result[L] = {};
   for (int j = 0; j < p.steps; ++j) {
-    const auto& s = p.step[static_cast<std::size_t>(j)];
-    r[p.inputs + j] = apply<T>(s.code, r[s.a], r[s.b], BuiltinOps{});
+    const FusedChainProgram::Step& s = p.step[static_cast<std::size_t>(j)];
+    T a[L];
+    T b[L];
+    // Branches, not a pointer to either: `result` stays in registers.
+    if (s.a == FusedChainProgram::kPrevious)
+      for (std::size_t v = 0; v < L; ++v) a[v] = result[v];
+    else
+      for (std::size_t v = 0; v < L; ++v) a[v] = slot[s.a][v];
+    if (s.b == FusedChainProgram::kPrevious)
+      for (std::size_t v = 0; v < L; ++v) b[v] = result[v];
+    else
+      for (std::size_t v = 0; v < L; ++v) b[v] = slot[s.b][v];
+    apply_lanes<T, ChainOps, 0, std::tuple_size_v<ChainOps>>(s.code, a, b, result);
+    if (s.keep != FusedChainProgram::kNoSlot)
+      for (std::size_t v = 0; v < L; ++v) slot[s.keep][v] = result[v];
   }
-  return r[p.inputs + p.steps - 1];
+  T* out = static_cast<T*>(p.output);
+  for (std::size_t v = 0; v < L; ++v)
+    if (v < lanes) out[first + static_cast<std::int64_t>(v) * spacing] = result[v];
+}
+
+/// What thread `thread` of block `block` of the chain kernel does, `threads` per block and
+/// `blocks` in the grid: a block covers a tile of threads · kLanes<T> elements, each thread every
+/// threads-th of it, and the grid strides over the tiles.
+template <class T>
+DEVTENSOR_HOST_DEVICE void run_thread(const FusedChainProgram& p, std::int64_t block, std::int64_t thread,
+                                      std::int64_t threads, std::int64_t blocks) {
+  constexpr auto lanes_per_thread = static_cast<std::int64_t>(kLanes<T>);
+  const std::int64_t tile = threads * lanes_per_thread;
+  for (std::int64_t first = block * tile + thread; first < p.n; first += blocks * tile) {
+    const std::int64_t lanes = (p.n - first + threads - 1) / threads;
+    run_strip<T>(p, first, threads, static_cast<std::size_t>(lanes < lanes_per_thread ? lanes : lanes_per_thread));
+  }
+}
+
+/// Blocks of `threads` for a chain of `n` elements of T: one tile each, at most `max_blocks`.
+template <class T>
+constexpr std::int64_t blocks_for(std::int64_t n, std::int64_t threads, std::int64_t max_blocks) {
+  const std::int64_t tile = threads * static_cast<std::int64_t>(kLanes<T>);
+  const std::int64_t blocks = (n + tile - 1) / tile;
+  return blocks < 1 ? 1 : blocks < max_blocks ? blocks : max_blocks;
 }
 
 }  // namespace fused_chain
@@ -135,6 +236,62 @@ DEVTENSOR_DEFINITION int fused_chain::code_of(std::string_view op, DType dtype) 
     ++index;
   });
   return code;
+}
+
+DEVTENSOR_DEFINITION void fused_chain::set_steps(FusedChainProgram& program, std::span<const ChainStep> steps) {
+  constexpr int kMax = FusedChainProgram::kMaxRegisters;
+  const int inputs = program.inputs;
+  const int count = static_cast<int>(steps.size());
+  if (count == 0 || inputs < 0 || inputs + count > kMax)
+    throw InternalError("A fused chain of " + std::to_string(inputs) + " inputs and " + std::to_string(count) +
+                        " steps does not fit the GPU kernel's " + std::to_string(kMax) + " registers");
+  // The last step that reads each register.
+  std::array<int, kMax> last_read;
+  last_read.fill(-1);
+  for (int j = 0; j < count; ++j) {
+    const ChainStep& step = steps[static_cast<std::size_t>(j)];
+    for (const int r : {step.a, step.b}) {
+      if (r < 0 || r >= inputs + j)
+        throw InternalError("Step " + std::to_string(j) + " of a fused chain reads register " + std::to_string(r) +
+                            ", which is not an earlier one");
+      last_read[static_cast<std::size_t>(r)] = j;
+    }
+  }
+  std::array<int, kMax> slot_of;  // the register's slot, while it holds one
+  slot_of.fill(-1);
+  std::array<bool, kMax> busy{};
+  for (int k = 0; k < inputs; ++k) {
+    slot_of[static_cast<std::size_t>(k)] = k;
+    busy[static_cast<std::size_t>(k)] = true;
+  }
+  const auto operand = [&](int r, int j) -> std::uint8_t {
+    if (j > 0 && r == inputs + j - 1) return FusedChainProgram::kPrevious;  // still in registers
+    return static_cast<std::uint8_t>(slot_of[static_cast<std::size_t>(r)]);
+  };
+  for (int j = 0; j < count; ++j) {
+    const ChainStep& step = steps[static_cast<std::size_t>(j)];
+    FusedChainProgram::Step& out = program.step[static_cast<std::size_t>(j)];
+    out.code = static_cast<std::int16_t>(step.code);
+    out.a = operand(step.a, j);
+    out.b = operand(step.b, j);
+    // The operands are read before the result is written: slots whose last reader is this step
+    // take its result.
+    for (const int r : {step.a, step.b})
+      if (last_read[static_cast<std::size_t>(r)] == j && slot_of[static_cast<std::size_t>(r)] >= 0) {
+        busy[static_cast<std::size_t>(slot_of[static_cast<std::size_t>(r)])] = false;
+        slot_of[static_cast<std::size_t>(r)] = -1;
+      }
+    out.keep = FusedChainProgram::kNoSlot;
+    const int result = inputs + j;
+    if (last_read[static_cast<std::size_t>(result)] > j + 1) {  // read again after the next step
+      int free = 0;
+      while (busy[static_cast<std::size_t>(free)]) ++free;  // a free slot exists: registers ≤ kMax
+      busy[static_cast<std::size_t>(free)] = true;
+      slot_of[static_cast<std::size_t>(result)] = free;
+      out.keep = static_cast<std::uint8_t>(free);
+    }
+  }
+  program.steps = count;
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

@@ -1,8 +1,8 @@
 #pragma once
 /// @file fused_chain.cuh
 /// @brief The GPU kernel of fused elementwise chains (Note [Fused chains on a GPU] in
-/// ops/fused_chain.hpp), registered by src/devtensor_cuda.cu: one thread per element of a
-/// grid-stride loop evaluates the chain's program.
+/// ops/fused_chain.hpp), registered by src/devtensor_cuda.cu: each thread evaluates the chain's
+/// program over kLanes elements a block apart, and the grid strides over tiles of the input.
 
 #include <cuda_runtime_api.h>
 
@@ -19,19 +19,22 @@ namespace devtensor::ops::cuda {
 
 template <class T>
 __global__ void fused_chain_kernel(const FusedChainProgram program) {
-  T* out = static_cast<T*>(program.output);
-  for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < program.n;
-       i += std::int64_t{gridDim.x} * blockDim.x)
-    out[i] = fused_chain::evaluate<T>(program, i);
+  fused_chain::run_thread<T>(program, blockIdx.x, threadIdx.x, blockDim.x, gridDim.x);
+}
+
+template <class T>
+void launch_fused_chain(const FusedChainProgram& program, cudaStream_t stream) {
+  const auto blocks = fused_chain::blocks_for<T>(program.n, kThreads, 65535 * 4);
+  fused_chain_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(program);
 }
 
 inline void run_fused_chain(const FusedChainProgram& program, int ordinal, void* stream) {
   const backend::cuda::DeviceGuard guard(ordinal);
   const auto on = static_cast<cudaStream_t>(stream);
   if (program.dtype == DType::DT_FLOAT)
-    fused_chain_kernel<float><<<blocks_for(program.n), kThreads, 0, on>>>(program);
+    launch_fused_chain<float>(program, on);
   else if (program.dtype == DType::DT_DOUBLE)
-    fused_chain_kernel<double><<<blocks_for(program.n), kThreads, 0, on>>>(program);
+    launch_fused_chain<double>(program, on);
   else
     throw InternalError("A fused chain of " + std::string(dtype_string(program.dtype)) + " has no GPU kernel");
   if (cudaError_t status = cudaGetLastError(); status != cudaSuccess)
