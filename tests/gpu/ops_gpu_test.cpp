@@ -61,7 +61,7 @@ BOOST_FIXTURE_TEST_SUITE(gpu_ops, dt::test::FreshContext)
 
 BOOST_AUTO_TEST_CASE(elementwise_binary_ops_with_broadcasting) {
   const std::vector<std::pair<dt::Shape, dt::Shape>> shapes = {
-      {{1000}, {1000}}, {{33, 65}, {65}}, {{4, 1, 7}, {3, 1}}, {{}, {5, 6}}, {{2, 3, 4, 5}, {1, 3, 1, 5}}};
+      {{1000}, {1000}}, {{(1 << 20) + 3}, {(1 << 20) + 3}}, {{4099}, {}}, {{33, 65}, {65}}, {{4, 1, 7}, {3, 1}}, {{}, {5, 6}}, {{2, 3, 4, 5}, {1, 3, 1, 5}}};
   std::uint64_t seed = 1;
   for (const auto& [sa, sb] : shapes) {
     const auto a = random_input<float>(sa, seed++);
@@ -351,6 +351,30 @@ BOOST_AUTO_TEST_CASE(elementwise_chains_fuse_into_one_launch) {
       BOOST_ERROR("element " << i << ": fused " << fused[i] << " vs eager " << eager[i]);
       break;
     }
+}
+
+// Double chains (4 lanes a thread) over sizes that end in a partial strip, with scalar operands and
+// a result read again two steps later (kept in a slot): eager's values.
+BOOST_AUTO_TEST_CASE(double_chains_of_every_size_give_eager_values) {
+  dt::DeviceScope scope("/gpu:0");
+  const auto body = [](const dt::Tensor<double>& x) {
+    const auto y = dt::exp(x * 0.5) - x;
+    return dt::tanh(dt::square(y)) * y + x + 1.0;
+  };
+  auto f = dt::function(body);
+  for (const std::int64_t n : {1, 5, 1023, 1025, (1 << 20) + 5}) {
+    const auto x = random_input<double>({n}, static_cast<std::uint64_t>(n));
+    const auto fused = f(x).to_vector();
+    const auto eager = body(x).to_vector();
+    BOOST_TEST_REQUIRE(fused.size() == eager.size());
+    for (std::size_t i = 0; i < eager.size(); ++i)
+      if (std::abs(fused[i] - eager[i]) > 1e-12 * (1 + std::abs(eager[i]))) {
+        BOOST_ERROR("n " << n << ", element " << i << ": fused " << fused[i] << " vs eager " << eager[i]);
+        break;
+      }
+  }
+  const auto ops = f.get_concrete_function(random_input<double>({5}, 5))->optimized_ops();
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedElementwise") == 1);
 }
 
 // MatMul + BiasAdd + Relu: cuBLAS writes the product into the fused node's output and the chain
