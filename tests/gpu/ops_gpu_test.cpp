@@ -377,6 +377,37 @@ BOOST_AUTO_TEST_CASE(double_chains_of_every_size_give_eager_values) {
   BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedElementwise") == 1);
 }
 
+// A Sum or Mean over trailing axes ends the chain (`_FusedReduction`): many short rows (a block
+// each), and one long row cut into chunks (two passes), in float and double: the values of the
+// unfused graph's reduction on the same GPU, which adds the same elements in the same order.
+BOOST_AUTO_TEST_CASE(reductions_fuse_into_the_chain_kernel) {
+  dt::DeviceScope scope("/gpu:0");
+  const auto check = [](const auto& fused, const auto& eager, double tolerance) {
+    BOOST_TEST_REQUIRE(fused.size() == eager.size());
+    for (std::size_t i = 0; i < eager.size(); ++i)
+      if (std::abs(fused[i] - eager[i]) > tolerance * (1 + std::abs(eager[i]))) {
+        BOOST_ERROR("element " << i << ": fused " << fused[i] << " vs unfused " << eager[i]);
+        break;
+      }
+  };
+  const auto row_means = [](const dt::Tensor<float>& x, const dt::Tensor<float>& bias) {
+    return dt::reduce_mean(dt::square(x - bias), {1});
+  };
+  auto f = dt::function(row_means);
+  const auto x = random_input<float>({4096, 300}, 13);
+  const auto bias = random_input<float>({300}, 14);
+  check(f(x, bias).to_vector(), row_means(x, bias).to_vector(), 1e-6);
+  const auto ops = f.get_concrete_function(x, bias)->optimized_ops();
+  BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedReduction") == 1);
+
+  const auto total = [](const dt::Tensor<double>& v) { return dt::reduce_sum(dt::relu(v * 0.5 - 0.25)); };
+  auto g = dt::function(total);
+  for (const std::int64_t n : {1, 2049, (1 << 22) + 7}) {
+    const auto v = random_input<double>({n}, static_cast<std::uint64_t>(n) + 15);
+    check(g(v).to_vector(), total(v).to_vector(), 1e-12);
+  }
+}
+
 // MatMul + BiasAdd + Relu: cuBLAS writes the product into the fused node's output and the chain
 // kernel runs over it in place (one GEMM, one chain launch), with eager execution's values.
 BOOST_AUTO_TEST_CASE(matmul_bias_relu_fuses_into_gemm_and_chain) {

@@ -41,9 +41,31 @@ void run_chain_threads(const ops::FusedChainProgram& program) {
     for (std::int64_t thread = 0; thread < threads; ++thread)
       ops::fused_chain::run_thread<T>(program, block, thread, threads, blocks);
 }
+/// A chain reduction: each block's threads' sums added in thread order (the GPU adds them as a
+/// tree, so the last bits may differ), then the chunks of each row, and the mean's division.
+template <class T>
+void run_reduction_blocks(const ops::FusedChainProgram& program) {
+  namespace chain = ops::fused_chain;
+  const std::int64_t rows = program.n / program.row;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    double sum = 0;
+    for (std::int64_t chunk = 0; chunk < program.chunks; ++chunk) {
+      double block_sum = 0;
+      for (std::int64_t thread = 0; thread < chain::kReduceThreads; ++thread)
+        block_sum += chain::reduce_thread<T>(program, row * program.chunks + chunk, thread, chain::kReduceThreads);
+      if (program.chunks > 1) static_cast<double*>(program.partials)[row * program.chunks + chunk] = block_sum;
+      sum += block_sum;
+    }
+    static_cast<T*>(program.output)[row] =
+        static_cast<T>(program.mean ? arith::divide_by_count(sum, program.row) : sum);
+  }
+}
 inline void run_chain(const ops::FusedChainProgram& program, int, void*) {
   ++chain_launches;
-  if (program.dtype == DType::DT_DOUBLE) run_chain_threads<double>(program);
+  const bool reduces = program.row > 0;
+  if (program.dtype == DType::DT_DOUBLE && reduces) run_reduction_blocks<double>(program);
+  else if (program.dtype == DType::DT_DOUBLE) run_chain_threads<double>(program);
+  else if (reduces) run_reduction_blocks<float>(program);
   else run_chain_threads<float>(program);
 }
 inline constexpr ops::GpuFusedChain chain{"fake_gpu_kernels.hpp", &run_chain};

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -139,9 +140,17 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
 
 DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, NodeInputs in, AnyTensor& out) const {
   const ops::GpuFusedChain* chain = ops::gpu_fused_chain();
-  if (!chain || reduction.row > 0 || inputs.size() + steps.size() > ops::FusedChainProgram::kMaxRegisters)
+  const bool reduces = reduction.row > 0;
+  if (!chain || (reduces && producer) || inputs.size() + steps.size() > ops::FusedChainProgram::kMaxRegisters)
     throw InternalError(op + " on " + context.device.full_name + ": no GPU kernel runs this fused group");
   const std::int64_t n = shape.num_elements();
+  const std::int64_t rows = reduces ? n / reduction.row : 0;
+  const std::int64_t chunks = reduces ? ops::fused_chain::reduction_chunks(rows, reduction.row) : 1;
+  if (rows * chunks > std::int64_t{INT32_MAX})  // a block per chunk of a row: the grid's limit
+    throw UnimplementedError(op + " on a GPU reduces up to 2^31 - 1 blocks' worth of rows, got " +
+                             std::to_string(rows) + " rows; reduce on the CPU or in steps");
+  const Shape& result_shape = reduces ? reduced_shape : shape;
+  const std::int64_t results = reduces ? rows : n;
   std::size_t first = 0;  // the node's first input that is a register
   if (producer) {
     // The GEMM writes the product into the output (cuBLAS on a GPU), and the chain then runs over
@@ -152,12 +161,23 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
     if (!out.defined() || out.dtype != dtype || out.shape.num_elements() != n)
       throw InternalError(op + " " + out.shape.to_string() + ": its product must have shape " + shape.to_string());
     first = 1;  // in[0] and in[1] are the product's operands, standing for register 0
-  } else if (!reusable(out, dtype, shape, context.device)) {
-    out = AnyTensor(next_tensor_id(), dtype, shape,
-                    allocate_storage(context.device, static_cast<std::size_t>(n) * dtype_size(dtype), shape,
-                                     dtype_string(dtype), op));
+  } else if (!reusable(out, dtype, result_shape, context.device)) {
+    out = AnyTensor(next_tensor_id(), dtype, result_shape,
+                    allocate_storage(context.device, static_cast<std::size_t>(results) * dtype_size(dtype),
+                                     result_shape, dtype_string(dtype), op));
   }
   ops::FusedChainProgram program;
+  std::shared_ptr<TensorStorage> partials;  // freed stream-ordered, as the GPU reduction's
+  if (reduces) {
+    program.row = reduction.row;
+    program.chunks = chunks;
+    program.mean = reduction.mean;
+    if (chunks > 1) {
+      partials = allocate_storage(context.device, static_cast<std::size_t>(rows * chunks) * sizeof(double),
+                                  Shape{rows, chunks}, dtype_string(dtype), op);
+      program.partials = partials->data;
+    }
+  }
   program.dtype = dtype;
   program.n = n;
   program.inputs = static_cast<int>(inputs.size());

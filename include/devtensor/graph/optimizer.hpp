@@ -16,11 +16,12 @@
 /// result once instead of once per op. A MatMul whose only reader is the group joins it: the
 /// product is written to the fused node's output and the chain runs over it there, block by
 /// block (TensorFlow's _FusedMatMul with BiasAdd and Relu). A Sum or Mean over trailing axes
-/// whose input is the group's result, on a CPU, joins it at the end (`_FusedReduction`): each
+/// whose input is the group's result joins it at the end (`_FusedReduction`): on a CPU each
 /// block's results are added to their rows' sums as the CPU reduction kernel adds them (one double
 /// per row, element by element), so the chain's result is never written to memory. Every op
 /// applies the same scalar function to the same values as the unfused graph, so results are
-/// bitwise equal.
+/// bitwise equal. On a GPU the chain kernel cuts the rows into blocks and adds them as the GPU
+/// reduction does (Note [Fused chains on a GPU]).
 /// A run under a GradientTape runs the unfused graph, whose ops the tape records (executor.hpp).
 
 #include <algorithm>
@@ -148,7 +149,8 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     if (needed[j])
       for (const auto& e : nodes[j]->inputs) reader_of[e.node] = j;
   // A Sum or Mean over trailing axes that reads only the group's result, on the CPU (whose
-  // reduction kernel the fused node repeats bit for bit).
+  // reduction kernel the fused node repeats bit for bit) or on a GPU with the chain kernel (which
+  // cuts rows and adds as the GPU reduction does).
   const auto reduces = [&](std::size_t root, std::size_t q) {
     if (q == count || pinned[root] || readers[root] != 1) return false;
     const Node& r = *nodes[q];
@@ -157,7 +159,8 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     return r.row_reduction.row > 0 && r.kind == NodeKind::op && r.run && !r.stateful && r.control_inputs.empty() &&
            r.inputs.size() == 1 && r.inputs[0] == Edge{root, 0} && r.outputs.size() == 1 && r.outputs[0].dtype == dtype &&
            (dtype == DType::DT_FLOAT || dtype == DType::DT_DOUBLE) && placement[q] == placement[root] &&
-           !placement[root]->is_gpu && s.num_elements() % r.row_reduction.row == 0;
+           (!placement[root]->is_gpu || (!placement[root]->host_memory() && gpu_chain)) &&
+           s.num_elements() % r.row_reduction.row == 0;
   };
 
   std::vector<std::shared_ptr<const Node>>& out = nodes;

@@ -21,12 +21,16 @@
 /// - The previous step's result stays in registers; a result that a later step reads again, and
 ///   the inputs, sit in slots (local memory, cached in L1), reused once their last reader has read
 ///   them (set_steps allocates them on the host). The slots are the kernel's stack, 1 KiB a
-///   thread (ptxas: 48 registers for float, 52 for double, no spills), which the driver reserves
+///   thread (ptxas, sm_90: 40 registers for float, 53 for double, no spills), which the driver reserves
 ///   for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's reserve of
 ///   device memory (SPEC, memory limits), which the BFC allocator leaves alone.
 /// A MatMul that only the chain reads runs first (cuBLAS), into the fused node's output, and the
 /// chain then runs over it in place: each thread loads its lanes before it stores them. MatMul +
-/// BiasAdd + Relu is two launches and one buffer. Reductions are not fused on GPUs yet.
+/// BiasAdd + Relu is two launches and one buffer. A Sum or Mean over trailing axes that reads
+/// only the chain (`_FusedReduction`) ends it: each block adds its threads' results in double and
+/// cuts the rows into chunks as the GPU reduction kernel does (ops/cuda/reduce.cuh), each thread
+/// adding the same elements in the same order, so the result never goes to memory and equals the
+/// unfused graph's on the same GPU up to contraction of the chain's arithmetic.
 
 #include <array>
 #include <atomic>
@@ -67,6 +71,13 @@ struct FusedChainProgram {
   std::array<std::int64_t, kMaxRegisters> periods{};  // suffix inputs: their element count
   std::array<Step, kMaxRegisters> step{};
   void* output = nullptr;
+  /// row > 0: the Sum (or Mean) of each row of `row` results is the output. Each row is cut into
+  /// `chunks` chunks, one block each; with more than one, each block writes its sum (a double)
+  /// to `partials`, and a second pass adds each row's partials, as the GPU reduction does.
+  std::int64_t row = 0;
+  std::int64_t chunks = 1;
+  bool mean = false;
+  void* partials = nullptr;
 };
 
 /// The kernel that runs FusedChainPrograms on a GPU: registered by src/devtensor_cuda.cu, or by a
@@ -149,12 +160,12 @@ template <class... Ops>
 std::tuple<Ops...> as_tuple(TypeList<Ops...>);
 using ChainOps = decltype(as_tuple(BuiltinOps{}));
 
-/// The elements first, first + spacing, ... (`lanes` of them, at most kLanes<T>) of the chain's
-/// result: the inputs loaded, the steps applied to all lanes, the result stored. Every load comes
-/// before the first store (the chain may run in place over its input 0).
+/// The chain's results at elements first, first + spacing, ... (`lanes` of them, at most
+/// kLanes<T>; the lanes beyond repeat the first): the inputs loaded, then the steps applied to all
+/// lanes at once.
 template <class T>
-DEVTENSOR_HOST_DEVICE void run_strip(const FusedChainProgram& p, std::int64_t first, std::int64_t spacing,
-                                     std::size_t lanes) {
+DEVTENSOR_HOST_DEVICE void evaluate_strip(const FusedChainProgram& p, std::int64_t first, std::int64_t spacing,
+                                          std::size_t lanes, T (&result)[kLanes<T>]) {
   constexpr std::size_t L = kLanes<T>;
   T slot[FusedChainProgram::kMaxRegisters][L];
   for (int k = 0; k < p.inputs; ++k) {
@@ -176,7 +187,7 @@ DEVTENSOR_HOST_DEVICE void run_strip(const FusedChainProgram& p, std::int64_t fi
       }
     }
   }
-  T result[L] = {};
+  for (std::size_t v = 0; v < L; ++v) result[v] = T{};
   for (int j = 0; j < p.steps; ++j) {
     const FusedChainProgram::Step& s = p.step[static_cast<std::size_t>(j)];
     T a[L];
@@ -194,8 +205,17 @@ DEVTENSOR_HOST_DEVICE void run_strip(const FusedChainProgram& p, std::int64_t fi
     if (s.keep != FusedChainProgram::kNoSlot)
       for (std::size_t v = 0; v < L; ++v) slot[s.keep][v] = result[v];
   }
+}
+
+/// evaluate_strip, then the results stored. Every load comes before the first store (the chain
+/// may run in place over its input 0).
+template <class T>
+DEVTENSOR_HOST_DEVICE void run_strip(const FusedChainProgram& p, std::int64_t first, std::int64_t spacing,
+                                     std::size_t lanes) {
+  T result[kLanes<T>];
+  evaluate_strip<T>(p, first, spacing, lanes, result);
   T* out = static_cast<T*>(p.output);
-  for (std::size_t v = 0; v < L; ++v)
+  for (std::size_t v = 0; v < kLanes<T>; ++v)
     if (v < lanes) out[first + static_cast<std::int64_t>(v) * spacing] = result[v];
 }
 
@@ -211,6 +231,41 @@ DEVTENSOR_HOST_DEVICE void run_thread(const FusedChainProgram& p, std::int64_t b
     const std::int64_t lanes = (p.n - first + threads - 1) / threads;
     run_strip<T>(p, first, threads, static_cast<std::size_t>(lanes < lanes_per_thread ? lanes : lanes_per_thread));
   }
+}
+
+/// Threads per block of a chain reduction (the GPU reduction kernel's).
+inline constexpr std::int64_t kReduceThreads = 256;
+
+/// Chunks per row of a reduction of `rows` rows of `row` elements: one when there are enough
+/// rows to fill a GPU, else up to 1024 of at least 8 elements a thread (Note [Two passes for long
+/// rows] in ops/cuda/reduce.cuh: the same cut, so a fused reduction adds in the same order).
+constexpr std::int64_t reduction_chunks(std::int64_t rows, std::int64_t row) {
+  constexpr std::int64_t per_chunk = kReduceThreads * 8;
+  if (rows >= 1024 || row <= per_chunk) return 1;
+  const std::int64_t chunks = (row + per_chunk - 1) / per_chunk;
+  return chunks < 1024 ? chunks : 1024;
+}
+
+/// Thread `thread`'s share of block `block` of a chain reduction, `threads` per block: the sum, in
+/// double (the CPU's and the GPU's accumulator for float and double), of the chain's results at
+/// elements begin + thread, begin + thread + threads, ... of its chunk, in that order.
+template <class T>
+DEVTENSOR_HOST_DEVICE double reduce_thread(const FusedChainProgram& p, std::int64_t block, std::int64_t thread,
+                                           std::int64_t threads) {
+  constexpr auto lanes_per_thread = static_cast<std::int64_t>(kLanes<T>);
+  const std::int64_t row = block / p.chunks;
+  const std::int64_t chunk = (p.row + p.chunks - 1) / p.chunks;
+  const std::int64_t begin = (block % p.chunks) * chunk;
+  const std::int64_t end = begin + chunk < p.row ? begin + chunk : p.row;
+  double sum = 0;
+  for (std::int64_t first = begin + thread; first < end; first += threads * lanes_per_thread) {
+    const std::int64_t lanes = (end - first + threads - 1) / threads;
+    const auto count = static_cast<std::size_t>(lanes < lanes_per_thread ? lanes : lanes_per_thread);
+    T values[kLanes<T>];
+    evaluate_strip<T>(p, row * p.row + first, threads, count, values);
+    for (std::size_t v = 0; v < count; ++v) sum += static_cast<double>(values[v]);
+  }
+  return sum;
 }
 
 /// Blocks of `threads` for a chain of `n` elements of T: one tile each, at most `max_blocks`.

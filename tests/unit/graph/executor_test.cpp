@@ -684,6 +684,46 @@ BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_and_one_chain_launch) {
   BOOST_TEST(concrete->cuda_graph()->launches() == 2);
 }
 
+// A Sum or Mean over trailing axes ends the chain on a GPU too: one launch of the chain kernel per
+// call and no reduction node left, eager's values to rounding (the fake adds a block's threads in
+// thread order, the CPU kernel element by element). A row of 15 000 elements is cut into chunks,
+// whose partial sums a second pass adds; captured and replayed, it gives the same value.
+BOOST_AUTO_TEST_CASE(reductions_end_the_chain_on_a_gpu) {
+  dt::DeviceScope scope("/GPU:0");
+  const auto row_means = [](const dt::Tensor<float>& x, const dt::Tensor<float>& bias) {
+    return dt::reduce_mean(dt::square(x - bias), {1});
+  };
+  const auto total = [](const dt::Tensor<float>& x) { return dt::reduce_sum(dt::relu(x * 0.5f - 1.0f)); };
+  auto f = dt::function(row_means);
+  auto g = dt::function(total, {.cuda_graph = true});
+  const auto x = dt::constant<float>(ramp(64 * 37, 0.25f), {64, 37});
+  const auto bias = dt::constant<float>(ramp(37, -0.5f));
+  const auto long_row = dt::constant<float>(ramp(15000, 0.01f), {15000});
+  const auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (std::abs(a[i] - b[i]) > 1e-6f * (1 + std::abs(b[i]))) return false;
+    return true;
+  };
+  auto before = dt::test::fake_kernels::chain_launches.load();
+  BOOST_TEST(close(f(x, bias).to_vector(), row_means(x, bias).to_vector()));
+  BOOST_TEST(dt::test::fake_kernels::chain_launches.load() - before == 1);
+  const auto f_ops = f.get_concrete_function(x, bias)->optimized_ops();
+  BOOST_TEST(std::count(f_ops.begin(), f_ops.end(), "_FusedReduction") == 1);
+  BOOST_TEST(std::count(f_ops.begin(), f_ops.end(), "Mean") == 0);
+  BOOST_TEST(std::count(f_ops.begin(), f_ops.end(), "Square") == 0);
+
+  const float expected = dt::reduce_sum(dt::relu(long_row * 0.5f - 1.0f)).item();
+  before = dt::test::fake_kernels::chain_launches.load();
+  for (int call = 0; call < 4; ++call)  // op by op, captured, then replayed twice
+    BOOST_TEST(std::abs(g(long_row).item() - expected) <= 1e-6f * std::abs(expected));
+  BOOST_TEST(dt::test::fake_kernels::chain_launches.load() - before == 4);
+  const auto g_ops = g.get_concrete_function(long_row)->optimized_ops();
+  BOOST_TEST(std::count(g_ops.begin(), g_ops.end(), "_FusedReduction") == 1);
+  BOOST_TEST(std::count(g_ops.begin(), g_ops.end(), "Sum") == 0);
+  BOOST_TEST((g.get_concrete_function(long_row)->cuda_graph()->stage() == Stage::replay));
+}
+
 // Calls whose shapes differ from the capture's, and calls under a tape, run op by op.
 BOOST_AUTO_TEST_CASE(other_shapes_and_tapes_run_op_by_op) {
   dt::DeviceScope scope("/GPU:0");
