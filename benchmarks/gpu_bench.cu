@@ -134,6 +134,30 @@ void BM_Chain8_eager(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 8);
 }
 
+// Issue 30: reduce_sum(square(x - y), 1) over n rows of 4096 floats (ops_bench.cpp's
+// SquaredDistance): traced, one _FusedReduction launch that reads x and y once and never writes the
+// chain's result; eager: Sub, Square, then the reduction, three passes. Bytes: x and y read once
+// (the copy's 8 bytes per element); goal: the copy's bandwidth, as the chain's.
+void squared_distance_case(benchmark::State& state, bool traced) {
+  const auto rows = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto x = dt::random_uniform<float>({rows, 4096}, {.seed = 1});
+  const auto y = dt::random_uniform<float>({rows, 4096}, {.seed = 2});
+  const auto body = [](const dt::Tensor<float>& a, const dt::Tensor<float>& b) {
+    return dt::reduce_sum(dt::square(a - b), {1});
+  };
+  auto f = dt::function(body);
+  if (traced) {
+    benchmark::DoNotOptimize(f(x, y));
+    const auto ops = f.get_concrete_function(x, y)->optimized_ops();
+    state.counters["fused"] = std::count(ops.begin(), ops.end(), "_FusedReduction") == 1 ? 1 : 0;
+  }
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(traced ? f(x, y) : body(x, y)); });
+  state.SetBytesProcessed(state.iterations() * rows * 4096 * 8);
+}
+void BM_SquaredDistance_traced(benchmark::State& state) { squared_distance_case(state, true); }
+void BM_SquaredDistance_eager(benchmark::State& state) { squared_distance_case(state, false); }
+
 void BM_Alloc_bfc(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   auto& allocator = dt::Context::global().allocator(gpu0());
@@ -201,6 +225,8 @@ BENCHMARK(BM_Add_devtensor)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(b
 BENCHMARK(BM_Copy_reference)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chain8_traced)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chain8_eager)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SquaredDistance_traced)->Arg(4096)->Arg(16)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SquaredDistance_eager)->Arg(4096)->Arg(16)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Alloc_bfc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMalloc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMallocAsync)->Arg(1 << 20);
