@@ -21,9 +21,9 @@
 /// - The previous step's result stays in registers; a result that a later step reads again, and
 ///   the inputs, sit in slots (local memory, cached in L1), reused once their last reader has read
 ///   them (set_steps allocates them on the host). The slots are the kernel's stack, 1 KiB a
-///   thread (ptxas, sm_90: 40 registers for float, 53 for double, no spills), which the driver reserves
-///   for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's reserve of
-///   device memory (SPEC, memory limits), which the BFC allocator leaves alone.
+///   thread (ptxas, sm_90: 40 registers for float, 53 for double, no spills), which the driver
+///   reserves for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's
+///   reserve of device memory (SPEC, memory limits), which the BFC allocator leaves alone.
 /// A MatMul that only the chain reads runs first (cuBLAS), into the fused node's output, and the
 /// chain then runs over it in place: each thread loads its lanes before it stores them. MatMul +
 /// BiasAdd + Relu is two launches and one buffer. A Sum or Mean over trailing axes that reads
@@ -37,8 +37,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -161,8 +161,8 @@ std::tuple<Ops...> as_tuple(TypeList<Ops...>);
 using ChainOps = decltype(as_tuple(BuiltinOps{}));
 
 /// The chain's results at elements first, first + spacing, ... (`lanes` of them, at most
-/// kLanes<T>; the lanes beyond repeat the first): the inputs loaded, then the steps applied to all
-/// lanes at once.
+/// kLanes<T>; the lanes beyond read valid elements, and nobody uses their results): the inputs
+/// loaded, then the steps applied to all lanes at once.
 template <class T>
 DEVTENSOR_HOST_DEVICE void evaluate_strip(const FusedChainProgram& p, std::int64_t first, std::int64_t spacing,
                                           std::size_t lanes, T (&result)[kLanes<T>]) {
@@ -172,7 +172,8 @@ DEVTENSOR_HOST_DEVICE void evaluate_strip(const FusedChainProgram& p, std::int64
     const T* source = static_cast<const T*>(p.sources[static_cast<std::size_t>(k)]);
     const auto kind = p.kinds[static_cast<std::size_t>(k)];
     if (kind == FusedChainProgram::full) {
-      for (std::size_t v = 0; v < L; ++v) slot[k][v] = source[first + static_cast<std::int64_t>(v < lanes ? v : 0) * spacing];
+      for (std::size_t v = 0; v < L; ++v)
+        slot[k][v] = source[first + static_cast<std::int64_t>(v < lanes ? v : 0) * spacing];
     } else if (kind == FusedChainProgram::scalar) {
       const T value = source[0];
       for (std::size_t v = 0; v < L; ++v) slot[k][v] = value;
