@@ -51,13 +51,12 @@ void run_reduction_blocks(const ops::FusedChainProgram& program) {
     double sum = 0;
     for (std::int64_t chunk = 0; chunk < program.chunks; ++chunk) {
       double block_sum = 0;
-      for (std::int64_t thread = 0; thread < chain::kReduceThreads; ++thread)
-        block_sum += chain::reduce_thread<T>(program, row * program.chunks + chunk, thread, chain::kReduceThreads);
+      for (std::int64_t thread = 0; thread < ops::kReduceThreads; ++thread)
+        block_sum += chain::reduce_thread<T>(program, row * program.chunks + chunk, thread, ops::kReduceThreads);
       if (program.chunks > 1) static_cast<double*>(program.partials)[row * program.chunks + chunk] = block_sum;
       sum += block_sum;
     }
-    static_cast<T*>(program.output)[row] =
-        static_cast<T>(program.mean ? arith::divide_by_count(sum, program.row) : sum);
+    static_cast<T*>(program.output)[row] = chain::finish_row<T>(program, sum);
   }
 }
 inline void run_chain(const ops::FusedChainProgram& program, int, void*) {

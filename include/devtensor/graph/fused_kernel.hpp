@@ -145,7 +145,7 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
     throw InternalError(op + " on " + context.device.full_name + ": no GPU kernel runs this fused group");
   const std::int64_t n = shape.num_elements();
   const std::int64_t rows = reduces ? n / reduction.row : 0;
-  const std::int64_t chunks = reduces ? ops::fused_chain::reduction_chunks(rows, reduction.row) : 1;
+  const std::int64_t chunks = reduces ? ops::reduction_chunks(rows, reduction.row) : 1;
   if (rows * chunks > std::int64_t{INT32_MAX})  // a block per chunk of a row: the grid's limit
     throw UnimplementedError(op + " on a GPU reduces up to 2^31 - 1 blocks' worth of rows, got " +
                              std::to_string(rows) + " rows; reduce on the CPU or in steps");

@@ -43,8 +43,10 @@
 #include <utility>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/arith.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/op_list.hpp"
+#include "devtensor/ops/row_chunks.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/tensor/dtype.hpp"
 
@@ -234,19 +236,6 @@ DEVTENSOR_HOST_DEVICE void run_thread(const FusedChainProgram& p, std::int64_t b
   }
 }
 
-/// Threads per block of a chain reduction (the GPU reduction kernel's).
-inline constexpr std::int64_t kReduceThreads = 256;
-
-/// Chunks per row of a reduction of `rows` rows of `row` elements: one when there are enough
-/// rows to fill a GPU, else up to 1024 of at least 8 elements a thread (Note [Two passes for long
-/// rows] in ops/cuda/reduce.cuh: the same cut, so a fused reduction adds in the same order).
-constexpr std::int64_t reduction_chunks(std::int64_t rows, std::int64_t row) {
-  constexpr std::int64_t per_chunk = kReduceThreads * 8;
-  if (rows >= 1024 || row <= per_chunk) return 1;
-  const std::int64_t chunks = (row + per_chunk - 1) / per_chunk;
-  return chunks < 1024 ? chunks : 1024;
-}
-
 /// Thread `thread`'s share of block `block` of a chain reduction, `threads` per block: the sum, in
 /// double (the CPU's and the GPU's accumulator for float and double), of the chain's results at
 /// elements begin + thread, begin + thread + threads, ... of its chunk, in that order.
@@ -267,6 +256,12 @@ DEVTENSOR_HOST_DEVICE double reduce_thread(const FusedChainProgram& p, std::int6
     for (std::size_t v = 0; v < count; ++v) sum += static_cast<double>(values[v]);
   }
   return sum;
+}
+
+/// A row's result from its sum: the sum, or for a Mean the sum divided by the row's length.
+template <class T>
+DEVTENSOR_HOST_DEVICE T finish_row(const FusedChainProgram& p, double sum) {
+  return static_cast<T>(p.mean ? arith::divide_by_count(sum, p.row) : sum);
 }
 
 /// Blocks of `threads` for a chain of `n` elements of T: one tile each, at most `max_blocks`.

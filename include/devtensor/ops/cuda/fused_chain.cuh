@@ -42,8 +42,7 @@ __global__ void __launch_bounds__(kThreads) fused_reduction_kernel(const FusedCh
   if (program.chunks > 1)
     static_cast<double*>(program.partials)[blockIdx.x] = sum;
   else
-    static_cast<T*>(program.output)[blockIdx.x] =
-        static_cast<T>(program.mean ? arith::divide_by_count(sum, program.row) : sum);
+    static_cast<T*>(program.output)[blockIdx.x] = fused_chain::finish_row<T>(program, sum);
 }
 
 template <class T>

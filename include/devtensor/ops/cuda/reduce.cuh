@@ -13,7 +13,6 @@
 
 #include <cub/block/block_reduce.cuh>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "devtensor/ops/cpu/reduce.hpp"
+#include "devtensor/ops/row_chunks.hpp"
 #include "devtensor/ops/cuda/kernels.cuh"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -93,11 +93,10 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
                                            : static_cast<Acc>(std::numeric_limits<T>::lowest());
   const std::int64_t divisor = kind == cpu::ReduceKind::mean ? inner : -1;  // -1: no finish
 
-  // One block per row when there are enough rows to fill the GPU; else two passes.
-  constexpr std::int64_t kPerThread = 8;
-  std::int64_t chunks = 1;
-  if (outer < 1024 && inner > kThreads * kPerThread)
-    chunks = std::min<std::int64_t>(1024, (inner + kThreads * kPerThread - 1) / (kThreads * kPerThread));
+  // One block per row when there are enough rows to fill the GPU; else two passes. The one cut,
+  // which fused chains ending in a reduction repeat.
+  static_assert(kReduceThreads == kThreads);
+  const std::int64_t chunks = reduction_chunks(outer, inner);
   if (outer * chunks > std::int64_t{INT32_MAX})  // one block per (row, chunk): gridDim.x's limit
     throw UnimplementedError(std::string(op) + " on a GPU handles up to 2^31 - 1 output rows, got " +
                              std::to_string(outer) + "; reduce on the CPU or in steps");
