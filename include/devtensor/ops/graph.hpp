@@ -144,6 +144,14 @@ struct RowReduction {
   bool mean = false;
 };
 
+/// A MatMul's transposes, which a fusion pass hands to cuBLASLt with the product's epilogue
+/// (graph/optimizer.hpp, Note [GEMM epilogues]). `gemm` false: the node is not a MatMul.
+struct GemmAttrs {
+  bool gemm = false;
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+
 /// One output's type and (static) shape.
 struct OutputSpec {
   DType dtype = DType::DT_FLOAT;
@@ -168,6 +176,7 @@ struct Node {
   bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
   Pointwise pointwise;         // elementwise ops of one element type: their scalar function
   RowReduction row_reduction;  // a Sum or Mean over trailing axes
+  GemmAttrs gemm;              // a MatMul
   /// A Const's host values as the graph was given them (one value: a splat): equal constants
   /// are one (graph/optimizer.hpp). Null for captured tensors, which are kept by identity.
   std::shared_ptr<const std::vector<std::byte>> literal;

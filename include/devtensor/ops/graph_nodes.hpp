@@ -35,7 +35,8 @@ std::string node_name(Graph& graph, std::string_view requested, std::string_view
 /// @throws InvalidArgumentError for a symbolic input of another graph.
 std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name, const KernelSupport* kernel,
                               std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs, NodeKernel run,
-                              bool pass_through = false, Pointwise pointwise = {}, RowReduction row_reduction = {});
+                              bool pass_through = false, Pointwise pointwise = {}, RowReduction row_reduction = {},
+                              GemmAttrs gemm = {});
 
 /// Adds a node whose kernel runs `body` eagerly on its inputs' values at every run, the inputs
 /// where they are (a strategy's reduction across replicas, a collective): code that already moves
@@ -152,7 +153,7 @@ DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t n
 DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name,
                                                    const KernelSupport* kernel, std::span<const AnyTensor> inputs,
                                                    std::vector<OutputSpec> outputs, NodeKernel run, bool pass_through,
-                                                   Pointwise pointwise, RowReduction row_reduction) {
+                                                   Pointwise pointwise, RowReduction row_reduction, GemmAttrs gemm) {
   Node node;
   node.op = std::string(op);
   node.kernel = kernel;
@@ -162,6 +163,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
   node.pass_through = pass_through;
   node.pointwise = pointwise;
   node.row_reduction = row_reduction;
+  node.gemm = gemm;
   node.inputs.reserve(inputs.size());
   for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
   node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name

@@ -20,6 +20,7 @@ namespace devtensor::ops {
 struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "MatMul";
   static constexpr bool handles_unknown_dims = true;
+  static constexpr bool is_gemm = true;  // graph::GemmAttrs: its epilogue may fuse into cuBLASLt
   struct Attrs {
     bool transpose_a = false;
     bool transpose_b = false;

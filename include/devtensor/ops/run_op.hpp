@@ -29,6 +29,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/dispatch.hpp"
+#include "devtensor/ops/fusion_traits.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/kernel_context.hpp"
@@ -222,50 +223,6 @@ inline constexpr bool pass_through_v = Op::name == std::string_view("Identity");
 template <class Op>
 inline constexpr bool handles_unknown_dims_v = requires { requires Op::handles_unknown_dims; };
 
-/// Op's scalar function over n elements (graph::Pointwise::Block).
-template <class Op, class T>
-DEVTENSOR_VECTORIZE void pointwise_block(const void* const* inputs, void* output, std::size_t n) {
-  // Never in place (a fused node stages a value it overwrites), so the loops vectorise.
-  T* __restrict out = static_cast<T*>(output);
-  const T* __restrict a = static_cast<const T*>(inputs[0]);
-  if constexpr (Op::pointwise_arity == 1) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i]);
-  } else {
-    const T* __restrict b = static_cast<const T*>(inputs[1]);
-    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i], b[i]);
-  }
-}
-/// What a fusion pass knows of Op's node: its scalar function when it is elementwise over one type.
-template <class Op, class O, class T>
-constexpr graph::Pointwise pointwise_of() noexcept {
-  if constexpr (std::is_same_v<O, T> && requires { requires Op::pointwise_arity > 0; })
-    return {&pointwise_block<Op, T>, Op::pointwise_arity};
-  else
-    return {};
-}
-
-/// What a fusion pass knows of a reduction's node: its rows, when it sums or averages the trailing
-/// axes of a fully defined float or double input (graph::RowReduction).
-template <class Op, class O, class T>
-graph::RowReduction row_reduction_of([[maybe_unused]] const typename Op::Attrs& attrs, [[maybe_unused]] const Shape& input) {
-  if constexpr (requires { { Op::kind } -> std::convertible_to<ops::Reduction>; } && std::is_same_v<O, T> &&
-                std::is_floating_point_v<T>) {
-    if ((Op::kind != ops::Reduction::sum && Op::kind != ops::Reduction::mean) || !input.is_fully_defined() ||
-        input.num_elements() <= 0)
-      return {};
-    const std::vector<bool> reduced = Op::reduced(attrs, input);
-    std::size_t first = reduced.size();  // the trailing reduced axes start here
-    while (first > 0 && reduced[first - 1]) --first;
-    if (first == reduced.size() || std::find(reduced.begin(), reduced.begin() + static_cast<std::ptrdiff_t>(first), true) !=
-                                       reduced.begin() + static_cast<std::ptrdiff_t>(first))
-      return {};
-    std::int64_t row = 1;
-    for (std::size_t d = first; d < reduced.size(); ++d) row *= input[d];
-    return {row, Op::kind == ops::Reduction::mean};
-  }
-  return {};
-}
-
 /// Op's shape function over the shapes of N typed inputs.
 template <class Op, class T, std::size_t N>
 Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>*, N>& inputs) {
@@ -316,7 +273,7 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
   };
   const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
                                       &kernel_support<Op, T>, erased, {{dtype_enum<O>(), shape}}, std::move(run),
-                                      pass_through_v<Op>, pointwise_of<Op, O, T>(), row_reduction)
+                                      pass_through_v<Op>, pointwise_of<Op, O, T>(), row_reduction, gemm_of<Op>(attrs))
                            .front()
                            .template as<O>();
   // A tape inside a trace records the symbolic op: its gradient then adds the gradient's nodes.

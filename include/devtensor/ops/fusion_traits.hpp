@@ -1,0 +1,72 @@
+#pragma once
+/// @file fusion_traits.hpp
+/// @brief What a graph's fusion pass knows of an op's node (graph/optimizer.hpp), read off the op's
+/// definition when run_op adds the node: an elementwise op's scalar function, a reduction's rows,
+/// a MatMul's transposes.
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/kernel_context.hpp"
+#include "devtensor/tensor/shape.hpp"
+
+namespace devtensor {
+
+/// Op's scalar function over n elements (graph::Pointwise::Block).
+template <class Op, class T>
+DEVTENSOR_VECTORIZE void pointwise_block(const void* const* inputs, void* output, std::size_t n) {
+  // Never in place (a fused node stages a value it overwrites), so the loops vectorise.
+  T* __restrict out = static_cast<T*>(output);
+  const T* __restrict a = static_cast<const T*>(inputs[0]);
+  if constexpr (Op::pointwise_arity == 1) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i]);
+  } else {
+    const T* __restrict b = static_cast<const T*>(inputs[1]);
+    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i], b[i]);
+  }
+}
+/// What a fusion pass knows of Op's node: its scalar function when it is elementwise over one type.
+template <class Op, class O, class T>
+constexpr graph::Pointwise pointwise_of() noexcept {
+  if constexpr (std::is_same_v<O, T> && requires { requires Op::pointwise_arity > 0; })
+    return {&pointwise_block<Op, T>, Op::pointwise_arity};
+  else
+    return {};
+}
+
+/// What a fusion pass knows of a reduction's node: its rows, when it sums or averages the trailing
+/// axes of a fully defined float or double input (graph::RowReduction).
+template <class Op, class O, class T>
+graph::RowReduction row_reduction_of([[maybe_unused]] const typename Op::Attrs& attrs, [[maybe_unused]] const Shape& input) {
+  if constexpr (requires { { Op::kind } -> std::convertible_to<ops::Reduction>; } && std::is_same_v<O, T> &&
+                std::is_floating_point_v<T>) {
+    if ((Op::kind != ops::Reduction::sum && Op::kind != ops::Reduction::mean) || !input.is_fully_defined() ||
+        input.num_elements() <= 0)
+      return {};
+    const std::vector<bool> reduced = Op::reduced(attrs, input);
+    std::size_t first = reduced.size();  // the trailing reduced axes start here
+    while (first > 0 && reduced[first - 1]) --first;
+    if (first == reduced.size() || std::find(reduced.begin(), reduced.begin() + static_cast<std::ptrdiff_t>(first), true) !=
+                                       reduced.begin() + static_cast<std::ptrdiff_t>(first))
+      return {};
+    std::int64_t row = 1;
+    for (std::size_t d = first; d < reduced.size(); ++d) row *= input[d];
+    return {row, Op::kind == ops::Reduction::mean};
+  }
+  return {};
+}
+
+/// What a fusion pass knows of a MatMul's node: its transposes (graph::GemmAttrs).
+template <class Op>
+graph::GemmAttrs gemm_of([[maybe_unused]] const typename Op::Attrs& attrs) {
+  if constexpr (requires { requires Op::is_gemm; }) return {true, attrs.transpose_a, attrs.transpose_b};
+  return {};
+}
+
+}  // namespace devtensor
