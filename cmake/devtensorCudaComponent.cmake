@@ -22,9 +22,9 @@ if(NOT TARGET devtensor_cuda)
     enable_language(CUDA)
     find_package(CCCL CONFIG QUIET HINTS "${CUDAToolkit_LIBRARY_DIR}/cmake")
 
-    # What devtensor's CUDA sources need to compile: the toolkit, cuBLAS, CCCL (CUB).
+    # What devtensor's CUDA sources need to compile: the toolkit, cuBLAS and cuBLASLt, CCCL (CUB).
     add_library(devtensor_cuda_toolkit INTERFACE)
-    target_link_libraries(devtensor_cuda_toolkit INTERFACE ${_devtensor_core_target} CUDA::cudart CUDA::cublas)
+    target_link_libraries(devtensor_cuda_toolkit INTERFACE ${_devtensor_core_target} CUDA::cudart CUDA::cublas CUDA::cublasLt)
     if(TARGET CCCL::CCCL)
       target_link_libraries(devtensor_cuda_toolkit INTERFACE CCCL::CCCL)
     else()

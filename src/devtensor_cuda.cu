@@ -3,10 +3,10 @@
 //
 // Linking the devtensor::cuda CMake component adds this file's object to the program; without
 // CMake compile it once, in the program's mode (add -DDEVTENSOR_COMPILED in compiled mode), and
-// link it with the CUDA runtime and cuBLAS:
+// link it with the CUDA runtime, cuBLAS and cuBLASLt:
 //   nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -I<prefix>/include
 //        -I<cuda>/include/cccl -c <prefix>/share/devtensor/src/devtensor_cuda.cu -o devtensor_cuda.o
-//   g++ -std=c++20 ... your.o devtensor_cuda.o -L<cuda>/lib64 -lcudart -lcublas
+//   g++ -std=c++20 ... your.o devtensor_cuda.o -L<cuda>/lib64 -lcudart -lcublas -lcublasLt
 // During static initialisation it registers the CUDA platform (real GPUs appear in the Context),
 // the GPU body of every op that declares one, and the kernel of fused elementwise chains; every
 // translation unit of the program then reaches them through the registry, whichever compiler

@@ -408,8 +408,8 @@ BOOST_AUTO_TEST_CASE(reductions_fuse_into_the_chain_kernel) {
   }
 }
 
-// MatMul + BiasAdd + Relu: cuBLAS writes the product into the fused node's output and the chain
-// kernel runs over it in place (one GEMM, one chain launch), with eager execution's values.
+// MatMul + BiasAdd + Relu is one fused node (one cuBLASLt call with its epilogue, Note [GEMM
+// epilogues]; the fake GPU's tests check which path runs), with eager execution's values.
 BOOST_AUTO_TEST_CASE(matmul_bias_relu_fuses_into_gemm_and_chain) {
   dt::DeviceScope scope("/gpu:0");
   const auto body = [](const dt::Tensor<float>& x, const dt::Tensor<float>& w, const dt::Tensor<float>& bias) {
@@ -430,6 +430,66 @@ BOOST_AUTO_TEST_CASE(matmul_bias_relu_fuses_into_gemm_and_chain) {
       BOOST_ERROR("element " << i << ": fused " << fused[i] << " vs eager " << eager[i]);
       break;
     }
+}
+
+// Note [GEMM epilogues] on cuBLASLt itself: it has an algorithm for Dense's problems in float and
+// double, either operand transposed, with each epilogue; the product plus bias, clamped, equals
+// eager execution's MatMul, AddV2 and Relu to the GEMM's rounding, and a NaN in the product is
+// clamped to 0 as devtensor's Relu clamps it (kept without the Relu).
+template <class T>
+void check_gemm_epilogue(bool transpose_a, bool transpose_b, bool with_bias, bool relu, std::int64_t m, std::int64_t n,
+                         std::int64_t k, std::uint64_t seed) {
+  BOOST_TEST_CONTEXT("m " << m << ", n " << n << ", k " << k << ", transposes " << transpose_a << transpose_b
+                          << ", bias " << with_bias << ", relu " << relu << ", " << sizeof(T) * 8 << " bits") {
+    dt::DeviceScope scope("/gpu:0");
+    auto a_values = random_input<T>(transpose_a ? dt::Shape{k, m} : dt::Shape{m, k}, seed).to_vector();
+    a_values[0] = std::numeric_limits<T>::quiet_NaN();  // a NaN product in row 0 (column 0 when transposed)
+    const auto a = dt::constant<T>(a_values, transpose_a ? dt::Shape{k, m} : dt::Shape{m, k});
+    const auto b = random_input<T>(transpose_b ? dt::Shape{n, k} : dt::Shape{k, n}, seed + 1);
+    const auto bias = random_input<T>({n}, seed + 2);
+    auto want = dt::matmul(a, b, transpose_a, transpose_b);
+    if (with_bias) want = want + bias;
+    if (relu) want = dt::relu(want);
+    const auto out = dt::square(want);  // a buffer of its own, each element to be overwritten
+    dt::ops::FusedGemm call;
+    call.dtype = dt::dtype_enum<T>();
+    call.transpose_a = transpose_a;
+    call.transpose_b = transpose_b;
+    call.relu = relu;
+    call.m = m;
+    call.n = n;
+    call.k = k;
+    call.a = a.storage()->data;
+    call.b = b.storage()->data;
+    call.bias = with_bias ? bias.storage()->data : nullptr;
+    call.out = out.storage()->data;
+    const dt::Device& gpu = *out.storage()->device;
+    BOOST_TEST_REQUIRE(dt::ops::gpu_fused_chain()->gemm(call, gpu.platform_ordinal, gpu.stream));
+    const auto expected = want.to_vector();
+    const auto got = out.to_vector();
+    const double tolerance = sizeof(T) == 4 ? 1e-5 : 1e-12;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const double e = static_cast<double>(expected[i]);
+      const double g = static_cast<double>(got[i]);
+      if (std::isnan(e) != std::isnan(g) || std::abs(e - g) > tolerance * (1.0 + std::abs(e))) {
+        BOOST_ERROR("element " << i << ": cuBLASLt " << g << " vs eager " << e);
+        return;
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gemm_epilogues_run_on_cublaslt) {
+  BOOST_TEST_REQUIRE((dt::ops::gpu_fused_chain() && dt::ops::gpu_fused_chain()->gemm));
+  std::uint64_t seed = 40;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      check_gemm_epilogue<float>(ta, tb, true, true, 256, 48, 64, seed += 3);
+      check_gemm_epilogue<double>(ta, tb, true, true, 33, 17, 129, seed += 3);
+    }
+  check_gemm_epilogue<float>(false, false, true, false, 1000, 1000, 333, seed += 3);
+  check_gemm_epilogue<float>(false, false, false, true, 7, 5, 3, seed += 3);
+  check_gemm_epilogue<double>(false, true, true, false, 64, 256, 1, seed += 3);
 }
 
 // A traced training step replayed as a CUDA graph (Note [CUDA-graph replay]): the capture succeeds

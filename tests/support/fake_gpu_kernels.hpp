@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/cpu/matmul.hpp"
 #include "devtensor/ops/op_list.hpp"
 
 namespace devtensor::test {
@@ -67,7 +68,26 @@ inline void run_chain(const ops::FusedChainProgram& program, int, void*) {
   else if (reduces) run_reduction_blocks<float>(program);
   else run_chain_threads<float>(program);
 }
-inline constexpr ops::GpuFusedChain chain{"fake_gpu_kernels.hpp", &run_chain};
+/// GEMMs with epilogues (Note [GEMM epilogues] in ops/fused_chain.hpp): the CPU GEMM that the fake
+/// MatMul runs, then the bias add and the Relu by their ops' own functors, so results equal the
+/// unfused graph's bit for bit. With `gemm_epilogues` false it has no algorithm for any problem,
+/// as cuBLASLt may answer, and queues nothing.
+inline std::atomic<std::int64_t> gemm_launches{0};
+inline std::atomic<bool> gemm_epilogues{true};
+inline bool run_gemm(const ops::FusedGemm& gemm, int, void*) {
+  if (!gemm_epilogues || gemm.dtype != DType::DT_FLOAT) return false;
+  ++gemm_launches;
+  auto* out = static_cast<float*>(gemm.out);
+  ops::cpu::gemm(gemm.transpose_a, gemm.transpose_b, gemm.m, gemm.n, gemm.k, static_cast<const float*>(gemm.a),
+                 static_cast<const float*>(gemm.b), out);
+  const auto* bias = static_cast<const float*>(gemm.bias);
+  for (std::int64_t i = 0; i < gemm.m * gemm.n; ++i) {
+    if (bias) out[i] = ops::Add{}(out[i], bias[i % gemm.n]);
+    if (gemm.relu) out[i] = ops::Relu{}(out[i]);
+  }
+  return true;
+}
+inline constexpr ops::GpuFusedChain chain{"fake_gpu_kernels.hpp", &run_chain, &run_gemm};
 
 }  // namespace fake_kernels
 

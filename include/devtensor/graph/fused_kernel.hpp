@@ -57,12 +57,22 @@ class FusedKernel {
   /// written: the output holds one value per row, in `reduced_shape`.
   RowReduction reduction;
   Shape reduced_shape;
+  /// On a GPU, a chain that cuBLASLt applies as the producer's epilogue (Note [GEMM epilogues] in
+  /// ops/fused_chain.hpp): the producer's transposes, the bias's register (-1: none), whether a
+  /// Relu follows. `gemm.gemm` false: the chain runs as a chain.
+  struct GemmEpilogue {
+    GemmAttrs gemm;
+    int bias = -1;
+    bool relu = false;
+  } epilogue;
 
   void operator()(const RunContext& context, NodeInputs in, std::span<AnyTensor> out) const;
 
  private:
   /// On a GPU: the group as one ops::FusedChainProgram for the registered chain kernel.
   void run_on_gpu(const RunContext& context, NodeInputs in, AnyTensor& out) const;
+  /// The producer and its epilogue as one cuBLASLt call; false when `chain` has none for them.
+  bool run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context, NodeInputs in, AnyTensor& out) const;
   /// Elements [begin, end) of S; `output` is where element `begin`'s result goes, or with a
   /// reduction, row begin / reduction.row's (begin is a row's first element then).
   void run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin, std::int64_t end) const;
@@ -152,6 +162,7 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
   const Shape& result_shape = reduces ? reduced_shape : shape;
   const std::int64_t results = reduces ? rows : n;
   std::size_t first = 0;  // the node's first input that is a register
+  if (producer && epilogue.gemm.gemm && chain->gemm && run_gemm_epilogue(*chain, context, in, out)) return;
   if (producer) {
     // The GEMM writes the product into the output (cuBLAS on a GPU), and the chain then runs over
     // it in place: register 0 is the output itself, each element read before it is written, by
@@ -198,6 +209,39 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
   ops::fused_chain::set_steps(program, std::span(chain_steps.data(), steps.size()));
   program.output = out.storage->data;
   chain->run(program, context.device.platform_ordinal, context.device.stream);
+}
+
+DEVTENSOR_DEFINITION bool FusedKernel::run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context,
+                                                       NodeInputs in, AnyTensor& out) const {
+  const Shape& as = in[0].shape;
+  const Shape& bs = in[1].shape;
+  if (as.rank() != 2 || bs.rank() != 2) return false;  // batches of matrices: the GEMM, then the chain
+  const GemmAttrs& gemm = epilogue.gemm;
+  ops::FusedGemm call;
+  call.dtype = dtype;
+  call.transpose_a = gemm.transpose_a;
+  call.transpose_b = gemm.transpose_b;
+  call.relu = epilogue.relu;
+  call.m = gemm.transpose_a ? as[1] : as[0];
+  call.k = gemm.transpose_a ? as[0] : as[1];
+  call.n = gemm.transpose_b ? bs[0] : bs[1];
+  // Mismatched operands and empty products take the producer's path, which reports or handles them.
+  if ((gemm.transpose_b ? bs[1] : bs[0]) != call.k || call.m * call.n != shape.num_elements() || call.m == 0 ||
+      call.n == 0 || call.k == 0)
+    return false;
+  if (epilogue.bias >= 0) {
+    const AnyTensor& bias = in[static_cast<std::size_t>(epilogue.bias) + 1];  // register k is input k + 1
+    if (bias.dtype != dtype || bias.shape.num_elements() != call.n) return false;
+    call.bias = bias.storage->data;
+  }
+  if (!reusable(out, dtype, shape, context.device))
+    out = AnyTensor(next_tensor_id(), dtype, shape,
+                    allocate_storage(context.device, static_cast<std::size_t>(call.m * call.n) * dtype_size(dtype), shape,
+                                     dtype_string(dtype), op));
+  call.a = in[0].storage->data;
+  call.b = in[1].storage->data;
+  call.out = out.storage->data;
+  return chain.gemm(call, context.device.platform_ordinal, context.device.stream);
 }
 
 DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin,

@@ -98,6 +98,34 @@ inline std::optional<FusedInput> fused_input(const Shape& input, const Shape& s)
   return FusedInput{FusedInput::Kind::suffix, n};
 }
 
+/// The chain after a MatMul as cuBLASLt's epilogue, when it is one (Note [GEMM epilogues] in
+/// ops/fused_chain.hpp): an add of a bias over the last dimension, a Relu, or both in that order.
+inline std::optional<FusedKernel::GemmEpilogue> gemm_epilogue(const FusedKernel& kernel, const GemmAttrs& gemm) {
+  const int add = ops::fused_chain::code_of("AddV2", kernel.dtype);
+  const int relu = ops::fused_chain::code_of("Relu", kernel.dtype);
+  const int first_result = static_cast<int>(kernel.inputs.size());
+  const auto& steps = kernel.steps;
+  if (!gemm.gemm || kernel.shape.rank() != 2 || add < 0 || relu < 0) return std::nullopt;
+  FusedKernel::GemmEpilogue epilogue{gemm, -1, false};
+  std::size_t j = 0;
+  int value = 0;  // the register that holds the epilogue's result so far: the product first
+  if (j < steps.size() && steps[j].code == add && steps[j].arity == 2) {
+    const auto [x, y] = steps[j].args;
+    const int bias = x == 0 ? y : y == 0 ? x : -1;
+    if (bias > 0 && bias < first_result && kernel.inputs[static_cast<std::size_t>(bias)].kind == FusedInput::Kind::suffix &&
+        kernel.inputs[static_cast<std::size_t>(bias)].period == kernel.shape[1]) {
+      epilogue.bias = bias;
+      value = first_result + static_cast<int>(j++);
+    }
+  }
+  if (j < steps.size() && steps[j].code == relu && steps[j].args[0] == value) {
+    epilogue.relu = true;
+    ++j;
+  }
+  if (j != steps.size() || (epilogue.bias < 0 && !epilogue.relu)) return std::nullopt;
+  return epilogue;
+}
+
 /// Fusion (Note [Fused elementwise chains]).
 inline bool fuse(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses);
 
@@ -245,6 +273,8 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       }
       kernel.steps.push_back(step);
     }
+    if (producer && !placement[root]->host_memory())
+      kernel.epilogue = gemm_epilogue(kernel, nodes[*producer]->gemm).value_or(FusedKernel::GemmEpilogue{});
     fused.run = std::move(kernel);
     out[reducer.value_or(root)] = std::make_shared<const Node>(std::move(fused));
     changed = true;

@@ -25,12 +25,22 @@
 ///   reserves for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's
 ///   reserve of device memory (SPEC, memory limits), which the BFC allocator leaves alone.
 /// A MatMul that only the chain reads runs first (cuBLAS), into the fused node's output, and the
-/// chain then runs over it in place: each thread loads its lanes before it stores them. MatMul +
-/// BiasAdd + Relu is two launches and one buffer. A Sum or Mean over trailing axes that reads
+/// chain then runs over it in place: each thread loads its lanes before it stores them. A Sum or Mean over trailing axes that reads
 /// only the chain (`_FusedReduction`) ends it: each block adds its threads' results in double and
 /// cuts the rows into chunks as the GPU reduction kernel does (ops/cuda/reduce.cuh), each thread
 /// adding the same elements in the same order, so the result never goes to memory and equals the
 /// unfused graph's on the same GPU up to contraction of the chain's arithmetic.
+///
+/// Note [GEMM epilogues]
+/// When the chain after a MatMul is exactly what cuBLASLt's epilogues apply (a bias over the last
+/// dimension, a Relu, or the bias then the Relu: Dense's forward pass), the MatMul and the chain
+/// are one cublasLtMatmul with CUBLASLT_EPILOGUE_BIAS, _RELU or _RELU_BIAS, which add the bias and
+/// clamp while the product is still in the GEMM's registers: one launch, no second pass over the
+/// product (TensorFlow's _FusedMatMul and PyTorch's addmm do the same). Relu's clamp maps NaN to 0,
+/// as devtensor's Relu does. The GEMM's algorithm is cuBLASLt's choice, so the product may round
+/// differently from cuBLAS's sgemm in its last bits; the bias add and the clamp are exact. When
+/// cuBLASLt has no algorithm for a problem (its heuristic returns none, or the bias is not 16-byte
+/// aligned) the fused node runs the GEMM and the chain kernel instead.
 
 #include <array>
 #include <atomic>
@@ -82,12 +92,32 @@ struct FusedChainProgram {
   void* partials = nullptr;
 };
 
-/// The kernel that runs FusedChainPrograms on a GPU: registered by src/devtensor_cuda.cu, or by a
-/// test's fake GPU kernels.
+/// A GEMM with the epilogue that cuBLASLt applies as it writes the product (Note [GEMM
+/// epilogues]): out[m, n] = op(a) · op(b), plus `bias` (n values) when given, then Relu when
+/// asked; row-major, one matrix.
+struct FusedGemm {
+  DType dtype = DType::DT_FLOAT;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  bool relu = false;
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* bias = nullptr;
+  void* out = nullptr;
+};
+
+/// The kernels that run fused nodes on a GPU: registered by src/devtensor_cuda.cu, or by a test's
+/// fake GPU kernels.
 struct GpuFusedChain {
   const char* name;
   /// Queues `program` on `stream` of CUDA ordinal `ordinal`.
   void (*run)(const FusedChainProgram& program, int ordinal, void* stream);
+  /// Queues `gemm` on `stream` and returns true when it has an algorithm for it; false queues
+  /// nothing (the fused node then runs the GEMM and the chain). nullptr: no GEMM epilogues.
+  bool (*gemm)(const FusedGemm& gemm, int ordinal, void* stream) = nullptr;
 };
 
 inline std::atomic<const GpuFusedChain*>& gpu_fused_chain_slot() noexcept {

@@ -16,6 +16,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -656,10 +657,12 @@ BOOST_AUTO_TEST_CASE(elementwise_chains_fuse_into_one_gpu_launch) {
   BOOST_TEST(traced.to_vector() == body(x, bias).to_vector(), boost::test_tools::per_element());
 }
 
-// A MatMul that only the chain reads runs into the fused node's output and the chain runs over it
-// in place: MatMul + BiasAdd + Relu is one GEMM and one chain launch, with eager execution's bits,
-// and it replays as a CUDA graph.
-BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_and_one_chain_launch) {
+// Note [GEMM epilogues]: MatMul + BiasAdd + Relu is one cuBLASLt call with its epilogue (on the
+// fake GPU: the CPU GEMM, then the ops' functors), no chain launch, eager execution's bits, and it
+// replays as a CUDA graph. When cuBLASLt has no algorithm for the problem, the GEMM runs into the
+// fused node's output and the chain kernel runs over it in place: one GEMM and one chain launch.
+BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_with_its_epilogue) {
+  namespace fake = dt::test::fake_kernels;
   dt::DeviceScope scope("/GPU:0");
   const auto body = [](const dt::Tensor<float>& x, const dt::Tensor<float>& w, const dt::Tensor<float>& bias) {
     return dt::relu(dt::matmul(x, w) + bias);
@@ -669,9 +672,11 @@ BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_and_one_chain_launch) {
   const auto w = dt::constant<float>(ramp(8 * 4, 2), {8, 4});
   const auto bias = dt::constant<float>({-40, -0.5f, 0, 30});
   const auto eager = body(x, w, bias).to_vector();
-  const auto before = dt::test::fake_kernels::chain_launches.load();
+  const auto chains = fake::chain_launches.load();
+  const auto gemms = fake::gemm_launches.load();
   BOOST_TEST(f(x, w, bias).to_vector() == eager, boost::test_tools::per_element());
-  BOOST_TEST(dt::test::fake_kernels::chain_launches.load() - before == 1);
+  BOOST_TEST(fake::gemm_launches.load() - gemms == 1);
+  BOOST_TEST(fake::chain_launches.load() - chains == 0);
   const auto concrete = f.get_concrete_function(x, w, bias);
   const auto ops = concrete->optimized_ops();
   BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedMatMul") == 1);
@@ -682,6 +687,59 @@ BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_and_one_chain_launch) {
     BOOST_TEST(f(x, w, bias).to_vector() == eager, boost::test_tools::per_element());
   BOOST_TEST((concrete->cuda_graph()->stage() == Stage::replay));
   BOOST_TEST(concrete->cuda_graph()->launches() == 2);
+
+  fake::gemm_epilogues = false;  // "no algorithm": the GEMM, then the chain
+  auto g = dt::function(body);
+  const auto before = fake::chain_launches.load();
+  BOOST_TEST(g(x, w, bias).to_vector() == eager, boost::test_tools::per_element());
+  BOOST_TEST(fake::chain_launches.load() - before == 1);
+  fake::gemm_epilogues = true;
+}
+
+// Which chains are an epilogue: a bias over the last dimension ([n] or [1, n], on either side of
+// the add), a Relu, the bias then the Relu; with either operand transposed. Anything else after the
+// product (another op, a bias of the product's shape, Relu before the add, a batch of matrices)
+// runs as a chain over the GEMM's output. All of them give eager execution's bits.
+BOOST_AUTO_TEST_CASE(only_bias_and_relu_chains_become_epilogues) {
+  namespace fake = dt::test::fake_kernels;
+  dt::DeviceScope scope("/GPU:0");
+  using T = dt::Tensor<float>;
+  const auto x = dt::constant<float>(ramp(6 * 5, -1), {6, 5});
+  const auto w = dt::constant<float>(ramp(5 * 3, 0.5f), {5, 3});
+  const auto bias = dt::constant<float>({-3, 0.5f, 4});
+  const auto full = dt::constant<float>(ramp(6 * 3, -2), {6, 3});
+  const auto x3 = dt::reshape(dt::concat(std::vector{x, x}, 0), {2, 6, 5});
+  const auto w3 = dt::reshape(dt::concat(std::vector{w, w}, 0), {2, 5, 3});
+  struct Case {
+    const char* what;
+    std::function<T(const T&, const T&)> body;
+    T a, b;
+    bool epilogue;
+  };
+  const std::vector<Case> cases{
+      {"bias", [&](const T& a, const T& b) { return dt::matmul(a, b) + bias; }, x, w, true},
+      {"bias on the left, [1, n]",
+       [&](const T& a, const T& b) { return dt::reshape(bias, {1, 3}) + dt::matmul(a, b); }, x, w, true},
+      {"relu", [&](const T& a, const T& b) { return dt::relu(dt::matmul(a, b)); }, x, w, true},
+      {"transposed operands, bias, relu",
+       [&](const T& a, const T& b) { return dt::relu(dt::matmul(a, b, true, true) + bias); }, dt::transpose(x),
+       dt::transpose(w), true},
+      {"one op more", [&](const T& a, const T& b) { return dt::relu(dt::matmul(a, b) + bias) * 2.0f; }, x, w, false},
+      {"a bias of the product's shape", [&](const T& a, const T& b) { return dt::matmul(a, b) + full; }, x, w, false},
+      {"relu before the bias", [&](const T& a, const T& b) { return dt::relu(dt::matmul(a, b)) + bias; }, x, w, false},
+      {"a batch of matrices", [&](const T& a, const T& b) { return dt::matmul(a, b) + bias; }, x3, w3, false},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.what) {
+      auto f = dt::function(c.body);
+      const auto eager = c.body(c.a, c.b).to_vector();
+      const auto gemms = fake::gemm_launches.load();
+      BOOST_TEST(f(c.a, c.b).to_vector() == eager, boost::test_tools::per_element());
+      BOOST_TEST((fake::gemm_launches.load() - gemms == 1) == c.epilogue);
+      const auto ops = f.get_concrete_function(c.a, c.b)->optimized_ops();
+      BOOST_TEST(std::count(ops.begin(), ops.end(), "_FusedMatMul") == 1);
+    }
+  }
 }
 
 // A Sum or Mean over trailing axes ends the chain on a GPU too: one launch of the chain kernel per

@@ -1,6 +1,7 @@
 #pragma once
 /// @file cublas.hpp
-/// @brief Checked cuBLAS calls and one cuBLAS handle per (GPU, stream).
+/// @brief Checked cuBLAS calls and one cuBLAS handle per (GPU, stream), with a cuBLASLt handle and
+/// the workspace they share.
 ///
 /// A handle is bound to one logical device's stream and used under its own mutex (cuBLAS handles
 /// must not be used by two threads at once); replicas on different logical devices never share
@@ -12,6 +13,7 @@
 /// which are faster and round inputs to 10 mantissa bits. TensorFlow's default is on; devtensor's
 /// is off, so a GPU result matches the CPU's to fp32 accuracy unless the user opts in.
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -51,15 +53,26 @@ inline void check_cublas(cublasStatus_t status, std::string_view what) {
 
 namespace devtensor::backend::cuda {
 
+/// What one (GPU, stream) pair calls cuBLAS with.
+struct BlasContext {
+  cublasHandle_t handle = nullptr;
+  cublasLtHandle_t lt = nullptr;  // cuBLASLt, for GEMMs with epilogues (ops/cuda/gemm_epilogue.hpp)
+  void* workspace = nullptr;      // both handles' workspace: their calls are ordered by the stream
+  std::size_t workspace_bytes = 0;
+};
+
 /// A cuBLAS handle bound to a stream, locked for the duration of one call sequence.
 class BlasLease {
  public:
-  BlasLease(cublasHandle_t handle, std::unique_lock<std::mutex> lock)
-      : handle_(handle), lock_(std::move(lock)) {}
-  [[nodiscard]] cublasHandle_t get() const noexcept { return handle_; }
+  BlasLease(const BlasContext& context, std::unique_lock<std::mutex> lock)
+      : context_(&context), lock_(std::move(lock)) {}
+  [[nodiscard]] cublasHandle_t get() const noexcept { return context_->handle; }
+  [[nodiscard]] cublasLtHandle_t lt() const noexcept { return context_->lt; }
+  [[nodiscard]] void* workspace() const noexcept { return context_->workspace; }
+  [[nodiscard]] std::size_t workspace_bytes() const noexcept { return context_->workspace_bytes; }
 
  private:
-  cublasHandle_t handle_;
+  const BlasContext* context_;
   std::unique_lock<std::mutex> lock_;
 };
 
@@ -81,9 +94,11 @@ class BlasHandles {
       if (!slot) {
         auto created = std::make_unique<Entry>();
         DeviceGuard guard(ordinal);
-        DEVTENSOR_CUBLAS_CHECK(cublasCreate(&created->handle));
-        DEVTENSOR_CUBLAS_CHECK(cublasSetStream(created->handle, stream));
-        set_workspace(ordinal, created->handle);
+        BlasContext& context = created->context;
+        DEVTENSOR_CUBLAS_CHECK(cublasCreate(&context.handle));
+        DEVTENSOR_CUBLAS_CHECK(cublasSetStream(context.handle, stream));
+        DEVTENSOR_CUBLAS_CHECK(cublasLtCreate(&context.lt));
+        set_workspace(ordinal, context);
         slot = std::move(created);
       }
       entry = slot.get();
@@ -91,15 +106,16 @@ class BlasHandles {
     std::unique_lock lock(entry->mutex);
     const bool tf32 = config::experimental::tensor_float_32_execution_enabled();
     if (entry->tf32 != tf32) {
-      DEVTENSOR_CUBLAS_CHECK(cublasSetMathMode(entry->handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      DEVTENSOR_CUBLAS_CHECK(
+          cublasSetMathMode(entry->context.handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
       entry->tf32 = tf32;
     }
-    return {entry->handle, std::move(lock)};
+    return {entry->context, std::move(lock)};
   }
 
  private:
   struct Entry {
-    cublasHandle_t handle = nullptr;
+    BlasContext context;
     std::mutex mutex;
     bool tf32 = false;
   };
@@ -108,14 +124,17 @@ class BlasHandles {
 
   /// A workspace of the handle's own (cuBLAS's recommended size: 32 MiB from Hopper on, 4 MiB
   /// before), so that a call captured into a CUDA graph uses it instead of allocating one per
-  /// capture. After cublasSetStream, which resets it. Never freed, as the handle.
-  static void set_workspace(int ordinal, cublasHandle_t handle) {
+  /// capture; cuBLASLt calls get it as an argument. After cublasSetStream, which resets it. Never
+  /// freed, as the handle.
+  static void set_workspace(int ordinal, BlasContext& context) {
     int major = 0;
     DEVTENSOR_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal));
     const std::size_t bytes = (major >= 9 ? std::size_t{32} : std::size_t{4}) << 20;
     void* workspace = nullptr;
     DEVTENSOR_CUDA_CHECK(cudaMalloc(&workspace, bytes));
-    DEVTENSOR_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, bytes));
+    DEVTENSOR_CUBLAS_CHECK(cublasSetWorkspace(context.handle, workspace, bytes));
+    context.workspace = workspace;
+    context.workspace_bytes = bytes;
   }
 };
 

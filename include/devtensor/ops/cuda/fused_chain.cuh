@@ -3,7 +3,8 @@
 /// @brief The GPU kernel of fused elementwise chains (Note [Fused chains on a GPU] in
 /// ops/fused_chain.hpp), registered by src/devtensor_cuda.cu: each thread evaluates the chain's
 /// program over kLanes elements a block apart, and the grid strides over tiles of the input; a
-/// chain that ends in a row reduction adds its results per block, as the GPU reduction does.
+/// chain that ends in a row reduction adds its results per block, as the GPU reduction does; a
+/// MatMul whose chain is a bias and a Relu is one cuBLASLt call (ops/cuda/gemm_epilogue.hpp).
 
 #include <cuda_runtime_api.h>
 
@@ -13,9 +14,10 @@
 #include "devtensor/backend/cuda/device_guard.hpp"
 #include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/core/error.hpp"
-#include "devtensor/ops/fused_chain.hpp"
+#include "devtensor/ops/cuda/gemm_epilogue.hpp"
 #include "devtensor/ops/cuda/kernels.cuh"
 #include "devtensor/ops/cuda/reduce.cuh"
+#include "devtensor/ops/fused_chain.hpp"
 
 namespace devtensor::ops::cuda {
 
@@ -75,6 +77,6 @@ inline void run_fused_chain(const FusedChainProgram& program, int ordinal, void*
                         backend::cuda::describe(status));
 }
 
-inline constexpr GpuFusedChain chain_kernel{"CUDA (src/devtensor_cuda.cu)", &run_fused_chain};
+inline constexpr GpuFusedChain chain_kernel{"CUDA (src/devtensor_cuda.cu)", &run_fused_chain, &run_gemm_epilogue};
 
 }  // namespace devtensor::ops::cuda
