@@ -4,6 +4,7 @@
 //   BFC allocate/free                             vs cudaMalloc/cudaFree and cudaMallocAsync
 //   a 1-element op (placement, allocation, launch) vs a bare kernel launch
 //   a traced chain of 8 elementwise ops (one fused launch) vs the copy (both 8 B per element)
+//   a traced Dense forward pass (one cuBLASLt call with its epilogue) vs the bare sgemm
 // GPU time comes from CUDA events around each iteration (UseManualTime); host-side cases use real
 // time with a stream synchronisation at the end of each batch. Without a GPU the program prints
 // "skipped" and exits 0.
@@ -158,6 +159,31 @@ void squared_distance_case(benchmark::State& state, bool traced) {
 void BM_SquaredDistance_traced(benchmark::State& state) { squared_distance_case(state, true); }
 void BM_SquaredDistance_eager(benchmark::State& state) { squared_distance_case(state, false); }
 
+// Issue 30: Dense's forward pass, relu(x·w + b) with n × n operands: traced, one cuBLASLt call with
+// the bias and Relu as its epilogue (Note [GEMM epilogues]); eager: the GEMM, the add, the Relu.
+// Reference: the bare sgemm of the same size (BM_MatMul_cublas<float>); goal: >= 0.98x its speed.
+void dense_case(benchmark::State& state, bool traced) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto x = dt::random_uniform<float>({n, n}, {.seed = 1});
+  const auto w = dt::random_uniform<float>({n, n}, {.seed = 2});
+  const auto b = dt::random_uniform<float>({n}, {.minval = -0.5, .maxval = 0.5, .seed = 3});
+  const auto body = [](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& bias) {
+    return dt::relu(dt::matmul(in, kernel) + bias);
+  };
+  auto f = dt::function(body);
+  if (traced) {
+    benchmark::DoNotOptimize(f(x, w, b));
+    const auto ops = f.get_concrete_function(x, w, b)->optimized_ops();
+    state.counters["fused"] = std::count(ops.begin(), ops.end(), "_FusedMatMul") == 1 ? 1 : 0;
+  }
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(traced ? f(x, w, b) : body(x, w, b)); });
+  state.counters["TFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
+                                                benchmark::Counter::kIsRate);
+}
+void BM_Dense_traced(benchmark::State& state) { dense_case(state, true); }
+void BM_Dense_eager(benchmark::State& state) { dense_case(state, false); }
+
 void BM_Alloc_bfc(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   auto& allocator = dt::Context::global().allocator(gpu0());
@@ -227,6 +253,8 @@ BENCHMARK(BM_Chain8_traced)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMic
 BENCHMARK(BM_Chain8_eager)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SquaredDistance_traced)->Arg(4096)->Arg(16)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SquaredDistance_eager)->Arg(4096)->Arg(16)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Dense_traced)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Dense_eager)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Alloc_bfc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMalloc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMallocAsync)->Arg(1 << 20);
