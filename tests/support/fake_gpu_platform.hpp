@@ -38,7 +38,11 @@ struct FakeGpuRecorder {
   void* capturing = nullptr;
   bool capture_invalidated = false;
   bool refuse_capture = false;  // begin_capture fails (a platform that cannot capture now)
+  // false: a launch runs nothing, as a real graph runs no host code (its results are then the
+  // capture's): for tests of the host work a replay must repeat itself (ops/capture.hpp).
+  bool replays_run_host_work = true;
   int captures = 0;             // graphs made
+  int updates = 0;              // of those, updates of the previous graph
   int launches = 0;
   int graphs_destroyed = 0;
   std::mutex mutex;
@@ -48,7 +52,8 @@ struct FakeGpuRecorder {
     capturing = nullptr;
     capture_invalidated = false;
     refuse_capture = false;
-    captures = launches = graphs_destroyed = 0;
+    replays_run_host_work = true;
+    captures = updates = launches = graphs_destroyed = 0;
     gpu_count = gpus;
     created.clear();
     destroyed.clear();
@@ -135,7 +140,9 @@ inline const GpuPlatform fake_gpu_platform{
       return true;
     },
     // No real graphs: the work ran while "capturing", and a replay calls it again.
-    [](int, void*, void (*host_work)(void*), void* context, bool* ran, std::string* error) noexcept -> void* {
+    // Given the previous graph, updates it, as cudaGraphExecUpdate does when the recording has its shape.
+    [](int, void*, void* previous, void (*host_work)(void*), void* context, bool* ran,
+       std::string* error) noexcept -> void* {
       auto& r = fake_gpu_recorder();
       std::lock_guard lock(r.mutex);
       r.capturing = nullptr;
@@ -145,12 +152,18 @@ inline const GpuPlatform fake_gpu_platform{
         return nullptr;
       }
       ++r.captures;
+      if (previous) {
+        ++r.updates;
+        *static_cast<FakeGpuGraph*>(previous) = {host_work, context};
+        return previous;
+      }
       return new FakeGpuGraph{host_work, context};
     },
     [](int, void* graph, void*, std::string*) noexcept {
       {
         std::lock_guard lock(fake_gpu_recorder().mutex);
         ++fake_gpu_recorder().launches;
+        if (!fake_gpu_recorder().replays_run_host_work) return true;
       }
       const auto* g = static_cast<FakeGpuGraph*>(graph);
       g->host_work(g->context);

@@ -104,9 +104,12 @@ struct GpuPlatform {
   bool (*begin_capture)(int ordinal, void* stream, std::string* error) noexcept = nullptr;
   /// Ends the recording and instantiates it (cudaStreamEndCapture, cudaGraphInstantiate): the
   /// graph, or nullptr with the error text when something invalidated the capture (a host read).
-  /// `*ran` says whether the recorded work also ran (CUDA: no; a platform without real graphs:
-  /// yes), and such a platform replays by calling `host_work(context)` again.
-  void* (*end_capture)(int ordinal, void* stream, void (*host_work)(void*), void* context, bool* ran,
+  /// With `previous` (an earlier graph of the same work, at other addresses), updates it in place
+  /// when the recording has its shape (cudaGraphExecUpdate: no new instantiation) and returns it;
+  /// otherwise the caller still owns `previous`. `*ran` says whether the recorded work also ran
+  /// (CUDA: no; a platform without real graphs: yes), and such a platform replays by calling
+  /// `host_work(context)` again.
+  void* (*end_capture)(int ordinal, void* stream, void* previous, void (*host_work)(void*), void* context, bool* ran,
                        std::string* error) noexcept = nullptr;
   /// Queues one replay of `graph` on `stream` (cudaGraphLaunch); false with the error text.
   bool (*launch_graph)(int ordinal, void* graph, void* stream, std::string* error) noexcept = nullptr;

@@ -25,6 +25,13 @@
 ///   capture), or whose platform cannot capture, runs op by op, with one WARNING saying why. A
 ///   function entirely on CPUs runs op by op without a word (nothing to capture). Calls under a
 ///   GradientTape run op by op (the tape records the ops).
+/// - Host code: a replay runs none. Host work of every run (an optimizer's step count) is
+///   repeated after each launch; a variable's or slot's buffer replaced between calls (assign,
+///   restore) has the function captured again before it launches, and the graph updated with the
+///   new addresses (cudaGraphExecUpdate) rather than instantiated again; host code whose kernel
+///   arguments would change from run to run (Adam's bias correction) makes the capture fail
+///   (ops/capture.hpp). A value read from a variable and kept across a replay (`w.value()`) sees
+///   the replay's in-place update, as PyTorch's parameters do; an op-by-op call leaves it as read.
 /// - Calls of one function are replayed one after another (one set of buffers). Work queued on the
 ///   GPU's stream by other threads while a capture is in progress would join the graph: capture
 ///   (the second call) while the GPU is otherwise idle.
@@ -44,6 +51,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/graph/executor.hpp"
+#include "devtensor/ops/capture.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 
@@ -77,6 +85,11 @@ class DEVTENSOR_EXPORT CudaGraphReplay {
     std::lock_guard lock(mutex_);
     return launches_;
   }
+  /// Captures after the first that updated the graph in place instead of instantiating a new one.
+  [[nodiscard]] std::int64_t updates() const {
+    std::lock_guard lock(mutex_);
+    return updates_;
+  }
 
   /// Why `executable` cannot be captured on one GPU, or nothing; `*gpu` is that GPU (null when
   /// every node runs on a CPU: nothing to capture, and nothing to say).
@@ -95,11 +108,16 @@ class DEVTENSOR_EXPORT CudaGraphReplay {
   std::vector<AnyTensor> inputs_;   // the graph reads its arguments here
   std::vector<AnyTensor> outputs_;  // and leaves its results here
   std::vector<std::shared_ptr<TensorStorage>> pool_;  // every buffer the capture allocated
+  Capture host_;  // the host's part of the graph: work after each replay, addresses to check
+  bool host_replayed_ = false;  // the last launch ran the host work itself (a platform without graphs)
   std::string host_replay_error_;
   std::int64_t launches_ = 0;
+  std::int64_t updates_ = 0;
 
   std::vector<AnyTensor> capture(const std::vector<AnyTensor>& args);
   std::vector<AnyTensor> replay(const std::vector<AnyTensor>& args);
+  /// Drops the graph, its pool and its host part (the next capture makes new ones).
+  void forget_graph() noexcept;
   void launch();
   void fall_back(std::string why);
   void destroy_graph() noexcept;
@@ -171,24 +189,30 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::
   }
   std::string error;
   if (!platform.begin_capture(gpu.platform_ordinal, gpu.stream, &error)) {
+    forget_graph();
     fall_back("the capture could not start: " + error);
     return executable_->run(args);
   }
   std::string failure;
   std::vector<AnyTensor> outputs;
+  host_ = Capture{};
   try {
     const KeepAllocations keep(pool_);
+    const CaptureScope scope(host_);
     outputs = executable_->run_capturing(inputs_);
   } catch (const std::exception& e) {
     failure = e.what();
   }
   bool ran = false;
-  graph_ = platform.end_capture(gpu.platform_ordinal, gpu.stream, &CudaGraphReplay::host_replay, this, &ran, &error);
+  void* const previous = std::exchange(graph_, nullptr);  // a graph captured again: updated in place
+  graph_ = platform.end_capture(gpu.platform_ordinal, gpu.stream, previous, &CudaGraphReplay::host_replay, this, &ran,
+                                &error);
+  if (previous && graph_ != previous) platform.destroy_graph(gpu.platform_ordinal, previous);
+  if (previous && graph_ == previous) ++updates_;
   graph_platform_ = &platform;
   graph_ordinal_ = gpu.platform_ordinal;
   if (!graph_ || !failure.empty()) {
-    destroy_graph();
-    pool_.clear();
+    forget_graph();
     fall_back("the capture failed: " + (failure.empty() ? error : failure));
     return executable_->run(args);
   }
@@ -205,8 +229,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::
   if (escaped) {
     std::string sync_error;
     if (!platform.synchronize(gpu.platform_ordinal, gpu.stream, &sync_error)) throw InternalError(sync_error);
-    destroy_graph();
-    pool_.clear();
+    forget_graph();
     auto results = std::exchange(outputs_, {});
     fall_back("a buffer the capture allocated is held outside the graph (a variable assigned a value it computed, "
               "or updated copy-on-write)");
@@ -221,12 +244,19 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::replay(const std::v
   for (std::size_t i = 0; same && i < args.size(); ++i)
     same = args[i].defined() && args[i].dtype == inputs_[i].dtype && args[i].shape == inputs_[i].shape;
   if (!same) return executable_->run(args);  // another signature's shapes: op by op
+  for (const auto& valid : host_.still_valid)
+    if (!valid()) {  // an address the graph uses moved: record it again, and update the graph
+      pool_.clear();
+      return capture(args);  // which replaces host_ (and `valid` with it)
+    }
   const Device& gpu = *gpu_;
   for (std::size_t i = 0; i < args.size(); ++i)
     if (args[i].storage != inputs_[i].storage)
       copy_bytes(inputs_[i].storage->data, gpu, args[i].storage->data, *args[i].storage->device,
                  inputs_[i].storage->bytes);
   launch();
+  if (!host_replayed_)
+    for (const auto& work : host_.each_replay) work();
   return outputs_;
 }
 
@@ -234,6 +264,7 @@ DEVTENSOR_DEFINITION void CudaGraphReplay::launch() {
   const Device& gpu = *gpu_;
   std::string error;
   host_replay_error_.clear();
+  host_replayed_ = false;
   if (!gpu.platform->launch_graph(gpu.platform_ordinal, graph_, gpu.stream, &error))
     throw InternalError("Launching the CUDA graph of " + name_ + " on " + gpu.full_name + " failed: " + error);
   if (!host_replay_error_.empty())
@@ -249,6 +280,12 @@ DEVTENSOR_DEFINITION void CudaGraphReplay::fall_back(std::string why) {
   outputs_.clear();
 }
 
+DEVTENSOR_DEFINITION void CudaGraphReplay::forget_graph() noexcept {
+  destroy_graph();  // one still running finishes first (cudaGraphExecDestroy)
+  pool_.clear();    // stream-ordered: later work on the stream may reuse the buffers
+  host_ = Capture{};
+}
+
 DEVTENSOR_DEFINITION void CudaGraphReplay::destroy_graph() noexcept {
   if (graph_ && graph_platform_) graph_platform_->destroy_graph(graph_ordinal_, graph_);
   graph_ = nullptr;
@@ -256,6 +293,7 @@ DEVTENSOR_DEFINITION void CudaGraphReplay::destroy_graph() noexcept {
 
 DEVTENSOR_DEFINITION void CudaGraphReplay::host_replay(void* self) noexcept {
   auto& replay = *static_cast<CudaGraphReplay*>(self);
+  replay.host_replayed_ = true;
   try {
     const auto results = replay.executable_->run_capturing(replay.inputs_);
     for (std::size_t k = 0; k < results.size(); ++k)

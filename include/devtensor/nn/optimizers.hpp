@@ -28,6 +28,7 @@
 #include "devtensor/core/log.hpp"
 #include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
+#include "devtensor/nn/optimizer_slots.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -36,75 +37,6 @@ namespace devtensor {
 namespace nn {
 
 namespace optimizer_detail {
-/// An optimizer's state: the step count and K slots per component of every variable it updated,
-/// by the variable's handle id. Guarded by `mutex` (apply_gradients holds it for a whole step).
-template <std::size_t K>
-struct SlotTable {
-  std::mutex mutex;
-  std::int64_t iterations = 0;
-  std::unordered_map<std::uint64_t, std::vector<std::array<Tensor<float>, K>>> slots;
-
-  /// Variable v's slots for its component c (zeros on the component's device the first time).
-  std::array<Tensor<float>, K>& of(const Variable<float>& v, std::size_t c, const Tensor<float>& component,
-                                   std::size_t used = K) {
-    auto& per_component = slots[v.handle_id()];
-    if (per_component.size() < v.num_components()) per_component.resize(v.num_components());
-    auto& mine = per_component[c];
-    for (std::size_t k = 0; k < used; ++k)
-      if (!mine[k].defined())
-        mine[k] = kernels::filled_on<float>(component.device_info(), component.shape(), 0.0f, "ZerosLike");
-    return mine;
-  }
-};
-
-/// Which slots Keras saves, in its order: for each group, every variable's slots of that group
-/// in turn (Adam: m and v interleaved per variable, then AMSGrad's v_hat per variable).
-using SlotGroups = std::vector<std::vector<std::size_t>>;
-
-/// The slots of `vars` in Keras's order (component 0's: a mirrored variable's are all equal);
-/// zeros for a variable the optimizer has not updated yet, as Keras builds them.
-template <std::size_t K>
-std::vector<Tensor<float>> export_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars,
-                                        const SlotGroups& groups) {
-  std::lock_guard lock(table.mutex);
-  std::vector<Tensor<float>> out;
-  for (const auto& group : groups)
-    for (const auto& v : vars)
-      for (const std::size_t k : group) {
-        const auto it = table.slots.find(v.handle_id());
-        const bool has = it != table.slots.end() && !it->second.empty() && it->second[0][k].defined();
-        out.push_back(has ? it->second[0][k] : kernels::filled_on<float>(v.component(0).device_info(), v.shape(), 0.0f, "ZerosLike"));
-      }
-  return out;
-}
-
-/// Sets the step count and the slots of `vars` (Keras's order) on every component's device.
-template <std::size_t K>
-void import_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars, const SlotGroups& groups,
-                  std::int64_t iterations, const std::vector<Tensor<float>>& slots) {
-  std::size_t count = 0;
-  for (const auto& group : groups) count += group.size() * vars.size();
-  if (slots.size() != count)
-    throw InvalidArgumentError("the optimizer keeps " + std::to_string(count) + " slot variables for these " +
-                               std::to_string(vars.size()) + " variables, but " + std::to_string(slots.size()) +
-                               " were given");
-  std::lock_guard lock(table.mutex);
-  std::size_t i = 0;
-  for (const auto& group : groups)
-    for (const auto& v : vars)
-      for (const std::size_t k : group) {
-        if (slots[i].shape() != v.shape())
-          throw InvalidArgumentError("slot " + std::to_string(i) + " has shape " + slots[i].shape().to_string() +
-                                     ", but variable " + v.name() + " has shape " + v.shape().to_string());
-        for (std::size_t c = 0; c < v.num_components(); ++c) {
-          auto& mine = table.of(v, c, v.component(c), k + 1);  // on the component's device
-          // A buffer of its own (updates write slots in place), through the host.
-          mine[k] = to_device(constant<float>(slots[i].to_vector(), v.shape()), *mine[k].storage()->device, "Identity");
-        }
-        ++i;
-      }
-  table.iterations = iterations;
-}
 
 /// The (gradient, variable) pairs that have a gradient, after Keras's checks.
 inline std::vector<std::pair<Tensor<float>, Variable<float>>> pairs(const std::vector<Tensor<float>>& grads,
@@ -458,7 +390,7 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
             var.num_elements());
       });
     }
-    ++slots->iterations;
+    optimizer_detail::advance(slots);
   });
 }
 
@@ -470,6 +402,9 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
   if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]
     return host->apply_gradients({std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}}, grads, vars);
   optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
+    if (graph::Capture::current())  // ops/capture.hpp: alpha is a kernel argument
+      throw UnimplementedError("Adam's step size (its bias correction) changes at every step and is an argument of its "
+                               "update kernel, which a CUDA graph would replay unchanged");
     std::lock_guard lock(slots->mutex);
     const double t = static_cast<double>(slots->iterations + 1);
     const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
@@ -487,7 +422,7 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
             var.num_elements());
       });
     }
-    ++slots->iterations;
+    optimizer_detail::advance(slots);
   });
 }
 

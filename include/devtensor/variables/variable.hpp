@@ -27,6 +27,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/scope.hpp"
+#include "devtensor/ops/capture.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/graph.hpp"
@@ -445,6 +446,11 @@ class Variable {
                                                           std::span<AnyTensor> out) {
       DeviceScope scope(where);
       out[0] = AnyTensor(Variable<T>(variable).value());
+      if (auto* capture = graph::Capture::current())  // a CUDA graph reads this buffer at every replay
+        capture->still_valid.push_back([variable, where, at = out[0].storage->data] {
+          DeviceScope again(where);
+          return Variable<T>(variable).value().storage()->data == at;
+        });
     };
     const auto index = graph.add(std::move(node));
     const auto read = graph::symbolic_output(graph, index, *graph.node(index), 0).template as<T>();

@@ -557,6 +557,87 @@ BOOST_AUTO_TEST_CASE(a_training_step_replays_and_equals_op_by_op) {
   BOOST_TEST(log.count("CUDA graph") == 0);
 }
 
+// A replay runs no host code (ops/capture.hpp): the optimizer's step count, host state its step
+// advances, is advanced after each launch by the work the capture registered; where a launch runs
+// the host code itself (the fake's default), it is not advanced twice.
+BOOST_AUTO_TEST_CASE(a_replay_repeats_the_host_work_of_a_step) {
+  dt::DeviceScope scope("/GPU:0");
+  const auto x = dt::constant<float>(kX1, {2, 3}), y = dt::constant<float>(kY, {2, 2});
+  for (const bool device_work_only : {true, false}) {
+    dt::test::fake_gpu_recorder().replays_run_host_work = !device_work_only;
+    LinearStep model;
+    auto step = dt::function([&](const dt::Tensor<float>& a, const dt::Tensor<float>& b) { return model(a, b); },
+                             {.name = "train_step", .cuda_graph = true});
+    for (int i = 0; i < 5; ++i) (void)step(x, y);  // op by op, captured, then 3 replays
+    BOOST_TEST((step.get_concrete_function(x, y)->cuda_graph()->stage() == Stage::replay));
+    BOOST_TEST(model.sgd.iterations() == 5);
+  }
+}
+
+// Adam's update kernel takes its step size as an argument computed from the step count, which a
+// graph would replay unchanged: the capture fails, and the step runs op by op after one WARNING,
+// with the op-by-op function's results.
+BOOST_AUTO_TEST_CASE(an_adam_step_runs_op_by_op_with_one_warning) {
+  dt::DeviceScope scope("/GPU:0");
+  const auto run = [](bool cuda_graph) {
+    dt::Variable<float> w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2}));
+    const dt::nn::optimizers::Adam adam{.learning_rate = 0.1};
+    auto step = dt::function(
+        [&](const dt::Tensor<float>& x) {
+          dt::GradientTape tape;
+          const auto loss = dt::reduce_sum(dt::square(dt::matmul(x, w.value())));
+          adam.apply_gradients(tape.gradient(loss, std::vector{w}), {w});
+          return loss;
+        },
+        {.name = "adam_step", .cuda_graph = cuda_graph});
+    std::vector<float> losses;
+    for (int i = 0; i < 4; ++i) losses.push_back(step(dt::constant<float>(i % 2 ? kX2 : kX1, {2, 3})).item());
+    BOOST_TEST(adam.iterations() == 4);
+    return std::pair{losses, w.to_vector()};
+  };
+  const auto plain = run(false);
+  const auto graphed = run(true);
+  BOOST_TEST(graphed.first == plain.first, boost::test_tools::per_element());
+  BOOST_TEST(graphed.second == plain.second, boost::test_tools::per_element());
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture failed: Adam's step size") == 1);
+  BOOST_TEST(dt::test::fake_gpu_recorder().launches == 0);
+}
+
+// A graph reads and writes the addresses of its capture. A variable assigned between calls, or
+// slots restored, have new buffers: the next call captures the graph again and updates the graph
+// with it (cudaGraphExecUpdate), and the results stay the op-by-op function's, bit for bit, with
+// the count restored.
+BOOST_AUTO_TEST_CASE(new_buffers_for_variables_or_slots_mean_a_new_capture) {
+  const auto run = [](bool cuda_graph) {
+    dt::DeviceScope scope("/GPU:0");
+    LinearStep model;
+    auto step = dt::function([&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) { return model(x, y); },
+                             {.name = "train_step", .cuda_graph = cuda_graph});
+    const auto x = dt::constant<float>(kX1, {2, 3}), y = dt::constant<float>(kY, {2, 2});
+    std::vector<float> losses;
+    std::vector<int> captures;
+    for (int i = 0; i < 9; ++i) {
+      if (i == 4) model.w.assign(dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+      if (i == 7) model.sgd.restore({model.w, model.b}, 40, {dt::ones<float>({3, 2}), dt::ones<float>({2})});
+      losses.push_back(step(x, y).item());
+      captures.push_back(dt::test::fake_gpu_recorder().captures);
+    }
+    auto weights = model.w.to_vector();
+    for (float v : model.b.to_vector()) weights.push_back(v);
+    weights.push_back(static_cast<float>(model.sgd.iterations()));
+    return std::tuple{losses, weights, captures};
+  };
+  const auto [plain_losses, plain_weights, plain_captures] = run(false);
+  dt::test::fake_gpu_recorder().reset(1);
+  const auto [losses, weights, captures] = run(true);
+  BOOST_TEST(losses == plain_losses, boost::test_tools::per_element());
+  BOOST_TEST(weights == plain_weights, boost::test_tools::per_element());
+  BOOST_TEST(weights.back() == 42.0f);  // restored to 40, then two steps
+  BOOST_TEST(captures == (std::vector<int>{0, 1, 1, 1, 2, 2, 2, 3, 3}), boost::test_tools::per_element());
+  BOOST_TEST(dt::test::fake_gpu_recorder().updates == 2);
+  BOOST_TEST(dt::test::fake_gpu_recorder().graphs_destroyed == 1);  // updated twice, destroyed with the function
+}
+
 // PyTorch's contract: a result is the graph's output buffer, overwritten by the next call.
 BOOST_AUTO_TEST_CASE(results_are_the_graphs_buffers_until_the_next_call) {
   dt::DeviceScope scope("/GPU:0");

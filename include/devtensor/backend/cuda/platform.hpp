@@ -195,7 +195,7 @@ inline bool platform_begin_capture(int ordinal, void* stream, std::string* error
   }
 }
 
-inline void* platform_end_capture(int ordinal, void* stream, void (*)(void*), void*, bool* ran,
+inline void* platform_end_capture(int ordinal, void* stream, void* previous, void (*)(void*), void*, bool* ran,
                                   std::string* error) noexcept {
   *ran = false;  // the recorded kernels run when the graph is launched
   cudaGraph_t graph = nullptr;
@@ -207,6 +207,14 @@ inline void* platform_end_capture(int ordinal, void* stream, void (*)(void*), vo
       if (graph) (void)cudaGraphDestroy(graph);
       if (error) *error = "the capture was invalidated: " + describe(ended);
       return nullptr;
+    }
+    if (previous) {  // the same kernels at other addresses: new parameters, no new instantiation
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(static_cast<cudaGraphExec_t>(previous), graph, &info) == cudaSuccess) {
+        (void)cudaGraphDestroy(graph);
+        return previous;
+      }
+      (void)cudaGetLastError();  // another shape: instantiated anew below
     }
     cudaGraphExec_t exec = nullptr;
     const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);

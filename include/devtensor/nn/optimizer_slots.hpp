@@ -1,0 +1,114 @@
+#pragma once
+/// @file optimizer_slots.hpp
+/// @brief An optimizer's state (nn/optimizers.hpp): its step count and the slots (velocity,
+/// moments) beside each component of every variable it updates, in Keras's order for saving
+/// and restoring, and how a CUDA-graph capture of a step keeps the count going.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/capture.hpp"
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/training_ops.hpp"
+#include "devtensor/variables/variable.hpp"
+
+namespace devtensor::nn::optimizer_detail {
+
+/// An optimizer's state: the step count and K slots per component of every variable it updated,
+/// by the variable's handle id. Guarded by `mutex` (apply_gradients holds it for a whole step).
+template <std::size_t K>
+struct SlotTable {
+  std::mutex mutex;
+  std::int64_t iterations = 0;
+  std::unordered_map<std::uint64_t, std::vector<std::array<Tensor<float>, K>>> slots;
+  std::uint64_t restores = 0;  // import_slots calls: each gives the slots new buffers
+
+  /// Variable v's slots for its component c (zeros on the component's device the first time).
+  std::array<Tensor<float>, K>& of(const Variable<float>& v, std::size_t c, const Tensor<float>& component,
+                                   std::size_t used = K) {
+    auto& per_component = slots[v.handle_id()];
+    if (per_component.size() < v.num_components()) per_component.resize(v.num_components());
+    auto& mine = per_component[c];
+    for (std::size_t k = 0; k < used; ++k)
+      if (!mine[k].defined())
+        mine[k] = kernels::filled_on<float>(component.device_info(), component.shape(), 0.0f, "ZerosLike");
+    return mine;
+  }
+};
+
+/// Which slots Keras saves, in its order: for each group, every variable's slots of that group
+/// in turn (Adam: m and v interleaved per variable, then AMSGrad's v_hat per variable).
+using SlotGroups = std::vector<std::vector<std::size_t>>;
+
+/// The slots of `vars` in Keras's order (component 0's: a mirrored variable's are all equal);
+/// zeros for a variable the optimizer has not updated yet, as Keras builds them.
+template <std::size_t K>
+std::vector<Tensor<float>> export_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars,
+                                        const SlotGroups& groups) {
+  std::lock_guard lock(table.mutex);
+  std::vector<Tensor<float>> out;
+  for (const auto& group : groups)
+    for (const auto& v : vars)
+      for (const std::size_t k : group) {
+        const auto it = table.slots.find(v.handle_id());
+        const bool has = it != table.slots.end() && !it->second.empty() && it->second[0][k].defined();
+        out.push_back(has ? it->second[0][k] : kernels::filled_on<float>(v.component(0).device_info(), v.shape(), 0.0f, "ZerosLike"));
+      }
+  return out;
+}
+
+/// Sets the step count and the slots of `vars` (Keras's order) on every component's device.
+template <std::size_t K>
+void import_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars, const SlotGroups& groups,
+                  std::int64_t iterations, const std::vector<Tensor<float>>& slots) {
+  std::size_t count = 0;
+  for (const auto& group : groups) count += group.size() * vars.size();
+  if (slots.size() != count)
+    throw InvalidArgumentError("the optimizer keeps " + std::to_string(count) + " slot variables for these " +
+                               std::to_string(vars.size()) + " variables, but " + std::to_string(slots.size()) +
+                               " were given");
+  std::lock_guard lock(table.mutex);
+  std::size_t i = 0;
+  for (const auto& group : groups)
+    for (const auto& v : vars)
+      for (const std::size_t k : group) {
+        if (slots[i].shape() != v.shape())
+          throw InvalidArgumentError("slot " + std::to_string(i) + " has shape " + slots[i].shape().to_string() +
+                                     ", but variable " + v.name() + " has shape " + v.shape().to_string());
+        for (std::size_t c = 0; c < v.num_components(); ++c) {
+          auto& mine = table.of(v, c, v.component(c), k + 1);  // on the component's device
+          // A buffer of its own (updates write slots in place), through the host.
+          mine[k] = to_device(constant<float>(slots[i].to_vector(), v.shape()), *mine[k].storage()->device, "Identity");
+        }
+        ++i;
+      }
+  table.iterations = iterations;
+  ++table.restores;
+}
+
+/// One step more, under the table's lock. While a CUDA graph captures the step (ops/capture.hpp),
+/// each replay counts one too, and a restore between calls (new slot buffers) has the graph
+/// captured again.
+template <std::size_t K>
+void advance(const std::shared_ptr<SlotTable<K>>& table) {
+  ++table->iterations;
+  if (auto* capture = graph::Capture::current()) {
+    capture->each_replay.push_back([table] {
+      std::lock_guard lock(table->mutex);
+      ++table->iterations;
+    });
+    capture->still_valid.push_back([table, restores = table->restores] {
+      std::lock_guard lock(table->mutex);
+      return table->restores == restores;
+    });
+  }
+}
+
+}  // namespace devtensor::nn::optimizer_detail
