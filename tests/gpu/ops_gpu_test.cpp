@@ -445,8 +445,9 @@ void check_gemm_epilogue(bool transpose_a, bool transpose_b, bool with_bias, boo
     auto a_values = random_input<T>(transpose_a ? dt::Shape{k, m} : dt::Shape{m, k}, seed).to_vector();
     a_values[0] = std::numeric_limits<T>::quiet_NaN();  // a NaN product in row 0 (column 0 when transposed)
     const auto a = dt::constant<T>(a_values, transpose_a ? dt::Shape{k, m} : dt::Shape{m, k});
-    const auto b = random_input<T>(transpose_b ? dt::Shape{n, k} : dt::Shape{k, n}, seed + 1);
-    const auto bias = random_input<T>({n}, seed + 2);
+    const dt::Shape b_shape = transpose_b ? dt::Shape{n, k} : dt::Shape{k, n};
+    const auto b = dt::constant<T>(random_input<T>(b_shape, seed + 1).to_vector(), b_shape);  // on the GPU
+    const auto bias = dt::constant<T>(random_input<T>({n}, seed + 2).to_vector(), {n});
     auto want = dt::matmul(a, b, transpose_a, transpose_b);
     if (with_bias) want = want + bias;
     if (relu) want = dt::relu(want);
@@ -464,6 +465,7 @@ void check_gemm_epilogue(bool transpose_a, bool transpose_b, bool with_bias, boo
     call.bias = with_bias ? bias.storage()->data : nullptr;
     call.out = out.storage()->data;
     const dt::Device& gpu = *out.storage()->device;
+    for (const auto* operand : {&a, &b, &bias}) BOOST_TEST_REQUIRE(operand->device() == kGpu0);
     BOOST_TEST_REQUIRE(dt::ops::gpu_fused_chain()->gemm(call, gpu.platform_ordinal, gpu.stream));
     const auto expected = want.to_vector();
     const auto got = out.to_vector();
