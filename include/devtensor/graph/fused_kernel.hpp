@@ -71,6 +71,8 @@ class FusedKernel {
  private:
   /// On a GPU: the group as one ops::FusedChainProgram for the registered chain kernel.
   void run_on_gpu(const RunContext& context, NodeInputs in, AnyTensor& out) const;
+  /// `out` itself when a replay may write into it again (graph::reusable), else a new buffer.
+  void reuse_or_allocate(AnyTensor& out, const Shape& result_shape, const Device& device) const;
   /// The producer and its epilogue as one cuBLASLt call; false when `chain` has none for them.
   bool run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context, NodeInputs in, AnyTensor& out) const;
   /// Elements [begin, end) of S; `output` is where element `begin`'s result goes, or with a
@@ -119,10 +121,8 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
     const AnyTensor* operands[2] = {&in[0], &in[1]};
     producer(context, NodeInputs(operands, 2), out.first(1));
     first = 2;
-  } else if (!reusable(out[0], dtype, result_shape, context.device)) {
-    out[0] = AnyTensor(next_tensor_id(), dtype, result_shape,
-                       allocate_storage(context.device, static_cast<std::size_t>(results) * width, result_shape,
-                                        dtype_string(dtype), op));
+  } else {
+    reuse_or_allocate(out[0], result_shape, context.device);
   }
   if (!out[0].defined() || out[0].storage->bytes != static_cast<std::size_t>(results) * width)
     throw InternalError(op + " " + out[0].shape.to_string() + ": its output must have shape " + result_shape.to_string());
@@ -160,7 +160,6 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
     throw UnimplementedError(op + " on a GPU reduces up to 2^31 - 1 blocks' worth of rows, got " +
                              std::to_string(rows) + " rows; reduce on the CPU or in steps");
   const Shape& result_shape = reduces ? reduced_shape : shape;
-  const std::int64_t results = reduces ? rows : n;
   std::size_t first = 0;  // the node's first input that is a register
   if (producer && epilogue.gemm.gemm && chain->gemm && run_gemm_epilogue(*chain, context, in, out)) return;
   if (producer) {
@@ -172,10 +171,8 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
     if (!out.defined() || out.dtype != dtype || out.shape.num_elements() != n)
       throw InternalError(op + " " + out.shape.to_string() + ": its product must have shape " + shape.to_string());
     first = 1;  // in[0] and in[1] are the product's operands, standing for register 0
-  } else if (!reusable(out, dtype, result_shape, context.device)) {
-    out = AnyTensor(next_tensor_id(), dtype, result_shape,
-                    allocate_storage(context.device, static_cast<std::size_t>(results) * dtype_size(dtype),
-                                     result_shape, dtype_string(dtype), op));
+  } else {
+    reuse_or_allocate(out, result_shape, context.device);
   }
   ops::FusedChainProgram program;
   std::shared_ptr<TensorStorage> partials;  // freed stream-ordered, as the GPU reduction's
@@ -211,6 +208,14 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
   chain->run(program, context.device.platform_ordinal, context.device.stream);
 }
 
+DEVTENSOR_DEFINITION void FusedKernel::reuse_or_allocate(AnyTensor& out, const Shape& result_shape,
+                                                       const Device& device) const {
+  if (reusable(out, dtype, result_shape, device)) return;
+  const auto bytes = static_cast<std::size_t>(result_shape.num_elements()) * dtype_size(dtype);
+  out = AnyTensor(next_tensor_id(), dtype, result_shape,
+                  allocate_storage(device, bytes, result_shape, dtype_string(dtype), op));
+}
+
 DEVTENSOR_DEFINITION bool FusedKernel::run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context,
                                                        NodeInputs in, AnyTensor& out) const {
   const Shape& as = in[0].shape;
@@ -234,10 +239,7 @@ DEVTENSOR_DEFINITION bool FusedKernel::run_gemm_epilogue(const ops::GpuFusedChai
     if (bias.dtype != dtype || bias.shape.num_elements() != call.n) return false;
     call.bias = bias.storage->data;
   }
-  if (!reusable(out, dtype, shape, context.device))
-    out = AnyTensor(next_tensor_id(), dtype, shape,
-                    allocate_storage(context.device, static_cast<std::size_t>(call.m * call.n) * dtype_size(dtype), shape,
-                                     dtype_string(dtype), op));
+  reuse_or_allocate(out, shape, context.device);
   call.a = in[0].storage->data;
   call.b = in[1].storage->data;
   call.out = out.storage->data;
