@@ -26,6 +26,8 @@ struct FitCase {
   /// The same layers written with Keras's functional API (Input, layer calls, Model) instead of
   /// as a Sequential.
   bool functional = false;
+  /// CompileOptions::cuda_graph for every model (on CPUs and across processes: op by op).
+  bool cuda_graph = false;
 };
 
 /// Trains both models and checks them; returns the distributed model's trainable variables (for
@@ -38,13 +40,13 @@ std::vector<Variable<float>> check_fit_matches_one_process(Strategy& strategy, c
     if (c.functional) {
       const auto inputs = nn::Input({c.features});
       auto model = std::make_unique<nn::Model>(inputs, nn::Dense(1, out)(nn::Dense(c.hidden, hidden)(inputs)));
-      model->compile(nn::losses::MeanSquaredError{}, c.optimizer());
+      model->compile(nn::losses::MeanSquaredError{}, c.optimizer(), {.cuda_graph = c.cuda_graph});
       return model;
     }
     auto first = hidden;
     first.input_dim = c.features;
     auto model = std::make_unique<nn::Sequential>(std::vector<nn::Layer>{nn::Dense(c.hidden, first), nn::Dense(1, out)});
-    model->compile(nn::losses::MeanSquaredError{}, c.optimizer());
+    model->compile(nn::losses::MeanSquaredError{}, c.optimizer(), {.cuda_graph = c.cuda_graph});
     return model;
   };
   nn::clear_session();

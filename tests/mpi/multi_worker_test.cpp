@@ -495,6 +495,26 @@ BOOST_AUTO_TEST_CASE(fit_with_nccl_between_workers_matches_single_process_traini
   for (const auto& v : variables) BOOST_TEST(v.device() == "/job:localhost/replica:0/task:0/device:GPU:0");
 }
 
+// CompileOptions::cuda_graph across processes: the all-reduce talks to the other workers at every
+// step (host code a CUDA graph cannot replay), so the step runs op by op after one WARNING per
+// worker, with the same numbers. A job of one process is captured.
+BOOST_AUTO_TEST_CASE(a_cuda_graph_fit_across_workers_runs_op_by_op_with_one_warning) {
+  FakeGpusPerWorker gpus(1, own_bus(), &cross_process_stand_in);
+  dt::test::FakeGpuKernels kernels;
+  const dt::test::LogCapture log;
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), communication(ds::CommunicationImplementation::NCCL));
+  (void)dt::test::check_fit_matches_one_process(
+      strategy, {.optimizer = [] { return nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.5}; }, .cuda_graph = true});
+  if (world_size() > 1) {
+    BOOST_TEST(log.count("is not replayed as a CUDA graph") == 1);
+    BOOST_TEST(log.count("(BatchAllReduce) runs host code at every call, which a graph cannot record") == 1);
+    BOOST_TEST(dt::test::fake_gpu_recorder().captures == 0);
+  } else {  // a job of one process sums within it: the step is a graph
+    BOOST_TEST(log.count("CUDA graph") == 0);
+    BOOST_TEST(dt::test::fake_gpu_recorder().captures == 1);
+  }
+}
+
 // NCCL allows one rank per GPU. Workers on one GPU (the fake GPUs of every process share a PCI
 // bus id here): asking for NCCL is refused on every worker, saying how to launch; AUTO sums
 // through host memory and MPI instead.

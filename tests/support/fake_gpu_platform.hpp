@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -32,10 +33,14 @@ struct FakeGpuRecorder {
   std::vector<std::pair<void*, int>> created;  // stream token, priority
   std::vector<void*> destroyed;
   std::vector<FakeGpuCopy> copies;
+  std::vector<std::pair<void*, void*>> waits;  // wait_for: (stream, the stream it waited for)
   int next_token = 1;
-  // Graph capture: a stream being captured refuses synchronisations and host reads, as CUDA's
-  // (cudaErrorStreamCaptureUnsupported), which invalidates the capture.
-  void* capturing = nullptr;
+  // Graph capture: the streams being captured (the first began it, the others joined it by waiting
+  // for a captured one) refuse synchronisations and host reads, as CUDA's do
+  // (cudaErrorStreamCaptureUnsupported), which invalidates the capture; a joined stream whose last
+  // work no captured stream waited for makes the capture end in error (cudaErrorStreamCaptureUnjoined).
+  std::vector<void*> capturing;
+  std::vector<void*> unjoined;
   bool capture_invalidated = false;
   bool refuse_capture = false;  // begin_capture fails (a platform that cannot capture now)
   // false: a launch runs nothing, as a real graph runs no host code (its results are then the
@@ -47,9 +52,30 @@ struct FakeGpuRecorder {
   int graphs_destroyed = 0;
   std::mutex mutex;
 
+  // Under `mutex`:
+  [[nodiscard]] bool in_capture(void* stream) const {
+    return std::find(capturing.begin(), capturing.end(), stream) != capturing.end();
+  }
+  /// `stream` waited for `other`'s work (an event, a peer copy's ordering).
+  void wait(void* stream, void* other) {
+    if (!in_capture(other)) return;
+    if (!in_capture(stream)) {  // a fork: it joins the capture, and must be joined back
+      capturing.push_back(stream);
+      unjoined.push_back(stream);
+    }
+    std::erase(unjoined, other);  // joined (or the waiting stream, unjoined in turn, carries it)
+  }
+  /// Work queued on `stream` (a copy): a forked stream must be joined back after it.
+  void work_on(void* stream) {
+    if (in_capture(stream) && stream != capturing.front() &&
+        std::find(unjoined.begin(), unjoined.end(), stream) == unjoined.end())
+      unjoined.push_back(stream);
+  }
+
   void reset(int gpus) {
     std::lock_guard lock(mutex);
-    capturing = nullptr;
+    capturing.clear();
+    unjoined.clear();
     capture_invalidated = false;
     refuse_capture = false;
     replays_run_host_work = true;
@@ -58,6 +84,7 @@ struct FakeGpuRecorder {
     created.clear();
     destroyed.clear();
     copies.clear();
+    waits.clear();
     next_token = 1;
   }
 };
@@ -108,7 +135,7 @@ inline const GpuPlatform fake_gpu_platform{
     [](int, void* stream, std::string* error) noexcept {
       auto& r = fake_gpu_recorder();
       std::lock_guard lock(r.mutex);
-      if (r.capturing != stream) return true;
+      if (!r.in_capture(stream)) return true;
       r.capture_invalidated = true;
       *error = kFakeCaptureUnsupported;
       return false;
@@ -118,12 +145,17 @@ inline const GpuPlatform fake_gpu_platform{
       {
         auto& r = fake_gpu_recorder();
         std::lock_guard lock(r.mutex);
-        if (dst_ordinal < 0 && r.capturing && r.capturing == src_stream) {  // a host read waits for the stream
+        if (dst_ordinal < 0 && r.in_capture(src_stream)) {  // a host read waits for the stream
           r.capture_invalidated = true;
           *error = kFakeCaptureUnsupported;
           return false;
         }
         r.copies.push_back({dst_ordinal, dst_stream, src_ordinal, src_stream, bytes});
+        if (dst_ordinal >= 0 && src_ordinal >= 0 && dst_stream != src_stream) {  // GpuPlatform::copy's ordering
+          r.wait(dst_stream, src_stream);
+          r.work_on(dst_stream);
+          r.wait(src_stream, dst_stream);
+        }
       }
       std::memcpy(dst, src, bytes);
       return true;
@@ -131,11 +163,12 @@ inline const GpuPlatform fake_gpu_platform{
     [](int, void* stream, std::string* error) noexcept {
       auto& r = fake_gpu_recorder();
       std::lock_guard lock(r.mutex);
-      if (r.refuse_capture || r.capturing) {
+      if (r.refuse_capture || !r.capturing.empty()) {
         *error = "operation not permitted when stream is capturing";
         return false;
       }
-      r.capturing = stream;
+      r.capturing = {stream};
+      r.unjoined.clear();
       r.capture_invalidated = false;
       return true;
     },
@@ -145,10 +178,14 @@ inline const GpuPlatform fake_gpu_platform{
        std::string* error) noexcept -> void* {
       auto& r = fake_gpu_recorder();
       std::lock_guard lock(r.mutex);
-      r.capturing = nullptr;
+      r.capturing.clear();
       *ran = true;
       if (r.capture_invalidated) {
         *error = "the capture was invalidated: operation failed due to a previous error during capture";
+        return nullptr;
+      }
+      if (!r.unjoined.empty()) {
+        *error = "the capture was invalidated: capture was not joined";
         return nullptr;
       }
       ++r.captures;
@@ -175,6 +212,13 @@ inline const GpuPlatform fake_gpu_platform{
         ++fake_gpu_recorder().graphs_destroyed;
       }
       delete static_cast<FakeGpuGraph*>(graph);
+    },
+    [](int, void* stream, int, void* other, std::string*) noexcept {
+      auto& r = fake_gpu_recorder();
+      std::lock_guard lock(r.mutex);
+      r.waits.emplace_back(stream, other);
+      r.wait(stream, other);
+      return true;
     }};
 
 /// Fixture: the fake platform with `gpus` GPUs for one test, taken away again afterwards.

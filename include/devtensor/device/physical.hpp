@@ -114,6 +114,12 @@ struct GpuPlatform {
   /// Queues one replay of `graph` on `stream` (cudaGraphLaunch); false with the error text.
   bool (*launch_graph)(int ordinal, void* graph, void* stream, std::string* error) noexcept = nullptr;
   void (*destroy_graph)(int ordinal, void* graph) noexcept = nullptr;
+  /// Makes `stream` wait for the work queued so far on `other` (cudaEventRecord on `other`,
+  /// cudaStreamWaitEvent on `stream`; any two GPUs), without blocking the host. While `other` is
+  /// being captured this brings `stream` into the capture (a fork), and waiting the other way brings
+  /// its work back (a join): how one graph spans several GPUs. False with the error text; nullptr:
+  /// the platform captures graphs of one GPU only.
+  bool (*wait_for)(int ordinal, void* stream, int other_ordinal, void* other, std::string* error) noexcept = nullptr;
 };
 
 /// A collective all-reduce over real GPUs of this process: NCCL. Registered, like the platform,

@@ -159,7 +159,8 @@ class MirroredStrategy {
                                      for (const auto& t : in) values.values.push_back(t.as<T>());
                                      DeviceScope scope(destination);
                                      return std::vector<AnyTensor>{strategy.reduce(op, values, axis)};
-                                   })
+                                   },
+                                   {.capturable = impl_->device_work_only()})
           .front()
           .template as<T>();
     }
@@ -277,7 +278,8 @@ class MirroredStrategy {
           for (const auto& mirrored : strategy.impl_->batch_reduce_all_workers(op, per_replica))
             for (const auto& t : mirrored.values) out.emplace_back(t);
           return out;
-        });
+        },
+        {.capturable = impl_->device_work_only()});
     std::vector<Mirrored<Tensor<T>>> out(values.size());
     for (std::size_t k = 0, next = 0; k < values.size(); ++k)
       for (std::size_t d = 0; d < replicas; ++d) out[k].values.push_back(symbolic[next++].template as<T>());
@@ -334,6 +336,9 @@ class MirroredStrategy {
     }
     int num_replicas_in_sync() const override { return num_replicas() * num_workers(); }
     int num_workers() const { return across ? across->num_workers() : 1; }
+    /// Whether combining values only queues device work (within this process): a CUDA graph may
+    /// record it (graph::EagerNodeOptions::capturable). Across processes it talks to the others.
+    bool device_work_only() const { return !across; }
     int worker_index() const { return across ? across->worker_index() : 0; }
     WorkerGroup* worker_group() const override { return across ? &across->group() : nullptr; }
     const std::vector<const Device*>& replica_devices() const override { return devices.devices(); }
@@ -418,7 +423,8 @@ class MirroredStrategy {
             for (const auto& row : eager(*self, rows))
               for (const auto& t : row) out.emplace_back(t);
             return out;
-          });
+          },
+          {.capturable = device_work_only()});
       std::vector<std::vector<Tensor<float>>> out;
       for (std::size_t next = 0; next < symbolic.size(); next += outputs_per_row) {
         out.emplace_back();

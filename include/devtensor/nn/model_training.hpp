@@ -219,7 +219,7 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(con
       parts.push_back(model_detail::unflatten(flat, begin, inputs, per_replica - inputs));
     return replicated_train_step(parts, seed, examples);
   };
-  const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function") : nullptr;
+  const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function", cuda_graph_) : nullptr;
   std::vector<Tensor<float>> values;
   if (traced_step) {
     std::vector<Tensor<float>> flat;

@@ -34,9 +34,11 @@ struct CompileOptions {
   /// traced into a graph once per batch shape and replayed (graph/function.hpp; a program that
   /// does not include it runs them eagerly): the same results, bit for bit, from fused kernels.
   bool run_eagerly = false;
-  /// On a GPU, replay fit's and evaluate's traced steps as CUDA graphs (FunctionOptions::
+  /// On GPUs, replay fit's and evaluate's traced steps as CUDA graphs (FunctionOptions::
   /// cuda_graph, graph/cuda_graph.hpp): a step's results are read before the next step overwrites
-  /// them. Not predict's, whose batches' results are kept. No effect with run_eagerly.
+  /// them. Under a MirroredStrategy one graph holds every replica's step and the all-reduce; across
+  /// processes (MultiWorkerMirroredStrategy) the step runs op by op after one WARNING. Not
+  /// predict's, whose batches' results are kept. No effect with run_eagerly.
   bool cuda_graph = false;
 };
 

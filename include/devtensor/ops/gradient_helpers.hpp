@@ -39,7 +39,8 @@ DEVTENSOR_COLD Tensor<T> unbroadcast_when_run(const Tensor<T>& g, const Tensor<T
   return graph::add_eager_node(*graph, "Unbroadcast", inputs, {{dtype_enum<T>(), like.shape()}},
                                [](std::span<const AnyTensor> in) {
                                  return std::vector<AnyTensor>{AnyTensor(unbroadcast(in[0].as<T>(), in[1].shape))};
-                               })
+                               },
+                               {.capturable = true})  // a reduction fixed by the shapes
       .front()
       .template as<T>();
 }

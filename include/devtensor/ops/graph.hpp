@@ -174,6 +174,7 @@ struct Node {
   bool stateful = false;       // changes state (a variable's assignment): a traced function runs it
                                // at every call even when no output depends on it
   bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
+  bool capturable = false;     // of those, one a CUDA graph may record (EagerNodeOptions::capturable)
   Pointwise pointwise;         // elementwise ops of one element type: their scalar function
   RowReduction row_reduction;  // a Sum or Mean over trailing axes
   GemmAttrs gemm;              // a MatMul

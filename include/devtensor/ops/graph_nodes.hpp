@@ -38,13 +38,24 @@ std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_vie
                               bool pass_through = false, Pointwise pointwise = {}, RowReduction row_reduction = {},
                               GemmAttrs gemm = {});
 
+/// What an eager node's code does besides computing its outputs.
+struct EagerNodeOptions {
+  /// It changes state: a traced function runs it at every call even when no output depends on it.
+  bool stateful = false;
+  /// Its host code only queues device work that its inputs' shapes and addresses fix (a collective
+  /// within this process), so a CUDA graph may record that work once and replay it
+  /// (graph/cuda_graph.hpp). Not for code with host work of its own at every run (a collective
+  /// across processes, a host read).
+  bool capturable = false;
+};
+
 /// Adds a node whose kernel runs `body` eagerly on its inputs' values at every run, the inputs
 /// where they are (a strategy's reduction across replicas, a collective): code that already moves
 /// data between devices joins a graph as one node. Returns the outputs as symbolic tensors.
 std::vector<AnyTensor> add_eager_node(Graph& graph, std::string_view op, std::span<const AnyTensor> inputs,
                                       std::vector<OutputSpec> outputs,
                                       std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body,
-                                      bool stateful = false);
+                                      EagerNodeOptions options = {});
 
 /// Adds a Const node holding `bytes` (host values of `dtype`, row-major; one value fills the shape,
 /// expanded when the node runs, as TensorFlow's TensorProto keeps one value) and returns its
@@ -178,14 +189,15 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> add_eager_node(
     Graph& graph, std::string_view op, std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs,
-    std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body, bool stateful) {
+    std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body, EagerNodeOptions options) {
   Node node;
   node.op = std::string(op);
   node.requested = current_graph_device_spec();
   for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
   node.outputs = std::move(outputs);
-  node.stateful = stateful;
+  node.stateful = options.stateful;
   node.inputs_stay = true;
+  node.capturable = options.capturable;
   node.name = graph.unique_name(op);
   const std::size_t expected = node.outputs.size();
   node.run = [body = std::move(body), expected, op = std::string(op)](const RunContext&, NodeInputs in,

@@ -255,6 +255,53 @@ BOOST_AUTO_TEST_CASE(with_gpu_bodies_a_mirrored_fit_stays_on_the_gpus) {
     BOOST_TEST(std::abs(on_gpus[i] - on_cpu[i]) <= 1e-5 * (1 + std::abs(on_cpu[i])), "value " << i);
 }
 
+// CompileOptions::cuda_graph under a MirroredStrategy over two GPUs: the traced step (both
+// replicas' passes, the NCCL all-reduce, the mirrored update, the loss's reduction) is one CUDA
+// graph over both GPUs, captured at the second step and replayed after; the losses and weights are
+// the traced step's, bit for bit. The fake platform replays by running the step again, so the
+// stand-in NCCL kernel is called as often.
+BOOST_AUTO_TEST_CASE(a_mirrored_fit_replays_as_one_cuda_graph_over_the_gpus) {
+  install();
+  auto& recorder = dt::test::fake_gpu_recorder();
+  dt::Tensor<float> x, y;
+  {
+    dt::DeviceScope host("/cpu:0");
+    x = dt::constant<float>({1, 2, 3, 4, 5, 6, 7, 8}, {8, 1});
+    y = dt::constant<float>({3, 5, 7, 9, 11, 13, 15, 17}, {8, 1});
+  }
+  const auto data_set = dt::data::Dataset<float, float>::from_tensor_slices(x, y).batch(4);
+  const auto train = [&](bool cuda_graph) {
+    dt::nn::clear_session();
+    ds::MirroredStrategy strategy({"/gpu:0", "/gpu:1"});
+    std::optional<dt::nn::Sequential> model;
+    {
+      auto guard = strategy.scope();
+      model.emplace(std::vector<dt::nn::Layer>{
+          dt::nn::Dense(4, {.input_dim = 1, .activation = dt::nn::Activation::relu,
+                            .kernel_initializer = dt::nn::initializers::GlorotUniform{.seed = 5}}),
+          dt::nn::Dense(1, {.kernel_initializer = dt::nn::initializers::Constant{0.5f}})});
+      model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.001, .momentum = 0.5},
+                     {.cuda_graph = cuda_graph});
+    }
+    auto losses = model->fit(data_set, {.epochs = 3, .verbose = 0}).loss;
+    for (const auto& v : model->trainable_variables())
+      for (std::size_t c = 0; c < v.num_components(); ++c)
+        for (float w : v.component(c).to_vector()) losses.push_back(w);
+    return losses;
+  };
+  dt::test::FakeGpuKernels kernels;
+  const auto traced = train(false);
+  const auto calls = kernel_calls.size();
+  BOOST_TEST(recorder.captures == 0);
+  const auto replayed = train(true);
+  BOOST_TEST(replayed == traced, boost::test_tools::per_element());
+  BOOST_TEST(replayed[2] < replayed[0]);
+  BOOST_TEST(kernel_calls.size() == 2 * calls);
+  BOOST_TEST(recorder.captures == 1);
+  BOOST_TEST(recorder.launches == 4);  // 6 steps: a warm-up, the capture, 4 replays
+  BOOST_TEST(log.count("CUDA graph") == 0);
+}
+
 BOOST_AUTO_TEST_CASE(distributed_variables_combine_their_components_on_the_gpu) {
   // Replica writes to a mirrored variable (MEAN), and a sync-on-read variable (SUM) written in
   // replicas and read across them: the components are combined by device kernels, no host trip.

@@ -677,8 +677,7 @@ BOOST_AUTO_TEST_CASE(a_node_on_another_device_means_op_by_op_with_one_warning) {
       {.name = "split", .cuda_graph = true});
   for (int i = 0; i < 3; ++i) BOOST_TEST(f(dt::constant<float>({0, 0})).to_vector()[0] == 2.0f);
   BOOST_TEST(log.count("is not replayed as a CUDA graph: node 'Exp' (Exp) runs on /job:localhost/replica:0/task:0/"
-                       "device:CPU:0, and a CUDA graph is captured on one GPU, /job:localhost/replica:0/task:0/"
-                       "device:GPU:0. It runs op by op.") == 1);
+                       "device:CPU:0, and a CUDA graph records GPU work only. It runs op by op.") == 1);
   BOOST_TEST(dt::test::fake_gpu_recorder().captures == 0);
 }
 
@@ -884,6 +883,147 @@ BOOST_AUTO_TEST_CASE(other_shapes_and_tapes_run_op_by_op) {
   BOOST_TEST(f.get_concrete_function(a)->cuda_graph()->launches() == 0);  // the fake's capture ran itself
   BOOST_TEST(f(a).to_vector() == (std::vector<float>{5, 25}), boost::test_tools::per_element());
   BOOST_TEST(f.get_concrete_function(a)->cuda_graph()->launches() == 1);
+}
+
+// --- one graph over several GPUs (Note [CUDA-graph replay], "Several GPUs") -----------------------
+
+namespace {
+void use_fake_gpus(int gpus) {
+  dt::test::fake_gpu_recorder().reset(gpus);
+  dt::testing::reset_context();
+}
+/// A step across two GPUs: GPU 0's part, copied to GPU 1, where the second argument already is.
+std::vector<dt::Tensor<float>> two_gpu_step(const dt::Tensor<float>& x0, const dt::Tensor<float>& x1) {
+  dt::Tensor<float> a, b;
+  {
+    dt::DeviceScope gpu0("/GPU:0");
+    a = dt::square(x0) - 1.0f;
+  }
+  {
+    dt::DeviceScope gpu1("/GPU:1");
+    b = dt::exp(a * 0.5f) + x1;
+  }
+  return {a * 2.0f, b};
+}
+}  // namespace
+
+// The capture starts on GPU 0's stream, GPU 1's stream joins it and is joined back before it ends
+// (the fake platform refuses a capture that leaves it unjoined, as CUDA does); each launch waits for
+// GPU 1's queued work and GPU 1 then waits for the launch. The arguments' buffers are on their own
+// GPUs. Every call equals the op-by-op function's.
+BOOST_AUTO_TEST_CASE(one_graph_spans_the_gpus_a_function_runs_on) {
+  use_fake_gpus(2);
+  auto& recorder = dt::test::fake_gpu_recorder();
+  const auto call_all = [](bool cuda_graph) {
+    auto f = dt::function(two_gpu_step, {.name = "two_gpus", .cuda_graph = cuda_graph});
+    std::vector<std::vector<float>> results;
+    for (int i = 0; i < 5; ++i) {
+      dt::Tensor<float> x0, x1;
+      {
+        dt::DeviceScope gpu0("/GPU:0");
+        x0 = dt::constant<float>({0.5f * static_cast<float>(i), -1, 2});
+      }
+      {
+        dt::DeviceScope gpu1("/GPU:1");
+        x1 = dt::constant<float>({1, 2.0f * static_cast<float>(i), 3});
+      }
+      for (const auto& r : f(x0, x1)) results.push_back(r.to_vector());
+    }
+    return results;
+  };
+  const auto plain = call_all(false);
+  const auto stream_of = [](const char* gpu) {
+    dt::DeviceScope scope(gpu);
+    return dt::constant<float>({1}).device_info().stream;
+  };
+  void* const stream0 = stream_of("/GPU:0");
+  void* const stream1 = stream_of("/GPU:1");
+  BOOST_TEST_REQUIRE(stream0 != stream1);
+  recorder.reset(2);
+  const auto replayed = call_all(true);
+  BOOST_TEST_REQUIRE(replayed.size() == plain.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) BOOST_TEST(replayed[i] == plain[i], boost::test_tools::per_element());
+  BOOST_TEST(recorder.captures == 1);
+  BOOST_TEST(recorder.launches == 3);
+  BOOST_TEST(log.count("CUDA graph") == 0);
+  // Capture: fork, join. Three launches: join before, fork after.
+  using Wait = std::pair<void*, void*>;
+  const Wait fork{stream1, stream0}, join{stream0, stream1};
+  BOOST_TEST((recorder.waits == std::vector<Wait>{fork, join, join, fork, join, fork, join, fork}));
+  // x1's buffer in the graph is on GPU 1, where x1 is: the only copy between the GPUs is of GPU 0's
+  // part, once per run (warm-up, capture, replays).
+  const auto copies = [&](int from, int to) {
+    return std::count_if(recorder.copies.begin(), recorder.copies.end(), [&](const dt::test::FakeGpuCopy& c) {
+      return c.src_ordinal == from && c.dst_ordinal == to;
+    });
+  };
+  BOOST_TEST(copies(0, 1) == 5);
+  BOOST_TEST(copies(1, 0) == 0);
+}
+
+// A GPU platform with graphs but without wait_for captures one GPU: a function across two runs op
+// by op, and says so once.
+BOOST_AUTO_TEST_CASE(a_platform_without_stream_ordering_captures_one_gpu) {
+  static dt::GpuPlatform one_gpu_graphs = dt::test::fake_gpu_platform;  // outlives the fixture's reset
+  one_gpu_graphs.wait_for = nullptr;
+  dt::Context::global().register_gpu_platform(&one_gpu_graphs);
+  use_fake_gpus(2);
+  auto f = dt::function(two_gpu_step, {.name = "two_gpus", .cuda_graph = true});
+  dt::Tensor<float> x0, x1;
+  {
+    dt::DeviceScope gpu0("/GPU:0");
+    x0 = dt::constant<float>({1, 2});
+    x1 = dt::constant<float>({3, 4});  // copied to GPU 1 by the graph's run
+  }
+  for (int i = 0; i < 3; ++i) BOOST_TEST(f(x0, x1)[1].to_vector() == two_gpu_step(x0, x1)[1].to_vector(),
+                                         boost::test_tools::per_element());
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: it runs on 2 GPUs, and the GPU platform 'fake' captures "
+                       "graphs of one GPU. It runs op by op.") == 1);
+  BOOST_TEST(dt::test::fake_gpu_recorder().captures == 0);
+  use_fake_gpus(1);  // before the platform goes
+  dt::Context::global().register_gpu_platform(&dt::test::fake_gpu_platform);
+}
+
+// An eager node (graph::add_eager_node) runs host code at every call: a graph records it only when
+// it says that code just queues device work (EagerNodeOptions::capturable), and then only the GPUs
+// the graph spans: work on another GPU would run at capture and never again.
+BOOST_AUTO_TEST_CASE(eager_nodes_are_recorded_only_when_capturable) {
+  use_fake_gpus(2);
+  int host_runs = 0;
+  const auto make = [&](dt::graph::EagerNodeOptions options, const char* where) {
+    return dt::function(
+        [&host_runs, options, where](const dt::Tensor<float>& x) {
+          const dt::AnyTensor in[1] = {dt::AnyTensor(x * 3.0f)};
+          const auto out = dt::graph::add_eager_node(
+              *dt::graph::building(), "Twice", in, {{dt::DType::DT_FLOAT, x.shape()}},
+              [&host_runs, where](std::span<const dt::AnyTensor> v) {
+                ++host_runs;
+                dt::DeviceScope scope(where);
+                return std::vector<dt::AnyTensor>{dt::AnyTensor(v[0].as<float>() * 2.0f)};
+              },
+              options);
+          return out.front().as<float>() + 1.0f;
+        },
+        {.name = "twice", .cuda_graph = true});
+  };
+  dt::DeviceScope gpu0("/GPU:0");
+  const auto x = dt::constant<float>({1, -2});
+  auto host_code = make({}, "/GPU:0");
+  auto device_work = make({.capturable = true}, "/GPU:0");
+  auto elsewhere = make({.capturable = true}, "/GPU:1");
+  for (int i = 0; i < 4; ++i) {
+    BOOST_TEST(host_code(x).to_vector() == (std::vector<float>{7, -11}), boost::test_tools::per_element());
+    BOOST_TEST(device_work(x).to_vector() == (std::vector<float>{7, -11}), boost::test_tools::per_element());
+    BOOST_TEST(elsewhere(x).to_vector() == (std::vector<float>{7, -11}), boost::test_tools::per_element());
+  }
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: node 'Twice' (Twice) runs host code at every call, which a "
+                       "graph cannot record. It runs op by op.") == 1);
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture failed: it allocated on "
+                       "/job:localhost/replica:0/task:0/device:GPU:1, a GPU outside the graph. It runs op by op.") == 1);
+  BOOST_TEST((device_work.get_concrete_function(x)->cuda_graph()->stage() == Stage::replay));
+  BOOST_TEST((elsewhere.get_concrete_function(x)->cuda_graph()->stage() == Stage::op_by_op));
+  BOOST_TEST(dt::test::fake_gpu_recorder().captures == 2);  // the one that allocated elsewhere, dropped
+  BOOST_TEST(host_runs == 4 + 4 + 5);  // the fake replays by running the host code again; one failed capture
 }
 
 BOOST_AUTO_TEST_SUITE_END()

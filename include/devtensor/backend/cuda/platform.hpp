@@ -251,11 +251,27 @@ inline void platform_destroy_graph(int ordinal, void* graph) noexcept {
   }
 }
 
+inline bool platform_wait_for(int ordinal, void* stream, int other_ordinal, void* other, std::string* error) noexcept {
+  try {
+    const Event queued(other_ordinal);  // destroying a recorded event is legal: the wait keeps its point
+    {
+      DeviceGuard guard(other_ordinal);
+      queued.record(static_cast<cudaStream_t>(other));
+    }
+    DeviceGuard guard(ordinal);
+    queued.wait_in(static_cast<cudaStream_t>(stream));
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    return false;
+  }
+}
+
 inline constexpr ::devtensor::GpuPlatform platform{
     "CUDA",           &platform_device_count,  &platform_describe,        &platform_allocate,
     &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
     &platform_synchronize, &platform_copy, &platform_begin_capture, &platform_end_capture,
-    &platform_launch_graph, &platform_destroy_graph};
+    &platform_launch_graph, &platform_destroy_graph, &platform_wait_for};
 
 /// Registers the CUDA platform once per program, from src/devtensor_cuda.cu (the kernel TU).
 inline const bool platform_registered = [] {
