@@ -497,18 +497,24 @@ BOOST_AUTO_TEST_CASE(gemm_epilogues_run_on_cublaslt) {
 // A traced training step replayed as a CUDA graph (Note [CUDA-graph replay]): the capture succeeds
 // (no fallback warning), replays allocate nothing on the GPU, and losses and weights follow the
 // op-by-op function's (the same kernels on the same values; cuBLAS may choose another algorithm
-// under capture, hence a tolerance).
-BOOST_AUTO_TEST_CASE(a_training_step_replays_as_a_cuda_graph) {
-  const auto run = [](bool cuda_graph, std::int64_t* allocations) {
+// under capture, hence a tolerance). With SGD, and with Adam, whose step size the GPU computes from
+// its own step count (ops::AdamStepSize), so that each replay takes its own.
+template <class Optimizer>
+void check_training_step_replays(const Optimizer& optimizer_settings) {
+  const auto run = [&](bool cuda_graph, std::int64_t* allocations) {
     dt::DeviceScope scope("/gpu:0");
     dt::Variable<float> w(dt::random_uniform<float>({64, 32}, {.minval = -0.5, .maxval = 0.5, .seed = 3}));
     dt::Variable<float> b(dt::zeros<float>({32}));
-    const dt::nn::optimizers::SGD sgd{.learning_rate = 0.05, .momentum = 0.9};
+    const Optimizer optimizer = [&] {
+      Optimizer fresh = optimizer_settings;  // slots of its own
+      fresh.slots = std::make_shared<typename decltype(fresh.slots)::element_type>();
+      return fresh;
+    }();
     auto step = dt::function(
         [&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
           dt::GradientTape tape;
           const auto loss = dt::reduce_mean(dt::square(dt::relu(dt::matmul(x, w.value()) + b.value()) - y));
-          sgd.apply_gradients(tape.gradient(loss, std::vector{w, b}), {w, b});
+          optimizer.apply_gradients(tape.gradient(loss, std::vector{w, b}), {w, b});
           return loss;
         },
         {.name = "train_step", .cuda_graph = cuda_graph});
@@ -524,6 +530,7 @@ BOOST_AUTO_TEST_CASE(a_training_step_replays_as_a_cuda_graph) {
     *allocations = gpu.allocator->stats().num_allocs - before;
     if (cuda_graph)
       BOOST_TEST((step.get_concrete_function(x1, y)->cuda_graph()->stage() == dt::graph::CudaGraphReplay::Stage::replay));
+    BOOST_TEST(optimizer.iterations() == 8);
     auto weights = w.to_vector();
     for (float v : b.to_vector()) weights.push_back(v);
     return std::pair{losses, weights};
@@ -531,13 +538,22 @@ BOOST_AUTO_TEST_CASE(a_training_step_replays_as_a_cuda_graph) {
   std::int64_t plain_allocations = 0, replay_allocations = 0;
   const auto plain = run(false, &plain_allocations);
   const auto replayed = run(true, &replay_allocations);
-  BOOST_TEST(log.count("CUDA graph") == 0);
   BOOST_TEST(replay_allocations == 0);  // five replays
   BOOST_TEST(plain_allocations > 0);
   for (std::size_t i = 0; i < plain.first.size(); ++i)
     BOOST_TEST(std::abs(replayed.first[i] - plain.first[i]) <= 1e-5f * (1 + std::abs(plain.first[i])));
   for (std::size_t i = 0; i < plain.second.size(); ++i)
     BOOST_TEST(std::abs(replayed.second[i] - plain.second[i]) <= 1e-5f * (1 + std::abs(plain.second[i])));
+}
+
+BOOST_AUTO_TEST_CASE(a_training_step_replays_as_a_cuda_graph) {
+  check_training_step_replays(dt::nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9});
+  BOOST_TEST(log.count("CUDA graph") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_adam_training_step_replays_as_a_cuda_graph) {
+  check_training_step_replays(dt::nn::optimizers::Adam{.learning_rate = 0.01});
+  BOOST_TEST(log.count("CUDA graph") == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

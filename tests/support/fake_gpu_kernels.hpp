@@ -11,6 +11,7 @@
 #include "devtensor/devtensor.hpp"
 #include "devtensor/ops/cpu/matmul.hpp"
 #include "devtensor/ops/op_list.hpp"
+#include "fake_gpu_platform.hpp"
 
 namespace devtensor::test {
 namespace fake_kernels {
@@ -20,13 +21,18 @@ using kernels::Device;
 inline void assign(const Device&, float* dst, const float* src, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
 }
-/// Launches of each fused update, for tests that count them.
+/// Launches of each fused update, for tests that count them. A launch while the device's stream
+/// is captured is recorded, with its arguments, for the graph's replays (fake_gpu_platform.hpp).
 template <class Update>
 inline std::atomic<std::int64_t> update_launches{0};
 template <class Update>
-void apply_update(const Device&, const Update& update, std::int64_t n) {
+void apply_update(const Device& device, const Update& update, std::int64_t n) {
   ++update_launches<Update>;
-  for (std::int64_t i = 0; i < n; ++i) update(i);
+  const auto run = [update, n] {
+    for (std::int64_t i = 0; i < n; ++i) update(i);
+  };
+  record_device_work(device.stream, run);
+  run();
 }
 
 /// Fused elementwise chains (ops/fused_chain.hpp): the CUDA kernel's threads run one after another
@@ -105,6 +111,7 @@ class FakeGpuKernels {
     add<ops::ApplyGradientDescent>(&k::apply_update<ops::GradientDescentUpdate<float>>);
     add<ops::ApplyKerasMomentum>(&k::apply_update<ops::KerasMomentumUpdate<float>>);
     add<ops::ApplyAdam>(&k::apply_update<ops::AdamUpdate<float>>);
+    add<ops::AdamStepSize>(&k::apply_update<ops::AdamStepSizeUpdate<float>>);
     add<ops::AccumulateWeighted>(&k::apply_update<ops::WeightedAccumulateUpdate<float>>);
     previous_chain_ = ops::register_gpu_fused_chain(&k::chain);
   }

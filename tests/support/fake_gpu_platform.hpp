@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <algorithm>
@@ -43,9 +44,12 @@ struct FakeGpuRecorder {
   std::vector<void*> unjoined;
   bool capture_invalidated = false;
   bool refuse_capture = false;  // begin_capture fails (a platform that cannot capture now)
-  // false: a launch runs nothing, as a real graph runs no host code (its results are then the
-  // capture's): for tests of the host work a replay must repeat itself (ops/capture.hpp).
+  // false: a launch runs what a real graph would of the fake's work: the fused updates recorded
+  // while capturing (fake_gpu_kernels.hpp), with the arguments they had then, and no host code;
+  // other ops' results stay the capture's. For tests of what a replay must repeat by itself
+  // (ops/capture.hpp).
   bool replays_run_host_work = true;
+  std::vector<std::function<void()>> recorded;  // the capture's device work, so far
   int captures = 0;             // graphs made
   int updates = 0;              // of those, updates of the previous graph
   int launches = 0;
@@ -85,6 +89,7 @@ struct FakeGpuRecorder {
     destroyed.clear();
     copies.clear();
     waits.clear();
+    recorded.clear();
     next_token = 1;
   }
 };
@@ -97,7 +102,15 @@ inline constexpr const char* kFakeCaptureUnsupported = "operation not permitted 
 struct FakeGpuGraph {
   void (*host_work)(void*);
   void* context;
+  std::vector<std::function<void()>> device_work;
 };
+
+/// Device work queued on `stream`: recorded into the graph while the stream is captured.
+inline void record_device_work(void* stream, std::function<void()> work) {
+  auto& r = fake_gpu_recorder();
+  std::lock_guard lock(r.mutex);
+  if (r.in_capture(stream)) r.recorded.push_back(std::move(work));
+}
 
 inline const GpuPlatform fake_gpu_platform{
     "fake",
@@ -169,6 +182,7 @@ inline const GpuPlatform fake_gpu_platform{
       }
       r.capturing = {stream};
       r.unjoined.clear();
+      r.recorded.clear();
       r.capture_invalidated = false;
       return true;
     },
@@ -191,19 +205,24 @@ inline const GpuPlatform fake_gpu_platform{
       ++r.captures;
       if (previous) {
         ++r.updates;
-        *static_cast<FakeGpuGraph*>(previous) = {host_work, context};
+        *static_cast<FakeGpuGraph*>(previous) = {host_work, context, std::move(r.recorded)};
         return previous;
       }
-      return new FakeGpuGraph{host_work, context};
+      return new FakeGpuGraph{host_work, context, std::move(r.recorded)};
     },
     [](int, void* graph, void*, std::string*) noexcept {
+      const auto* g = static_cast<FakeGpuGraph*>(graph);
+      bool host_work = true;
       {
         std::lock_guard lock(fake_gpu_recorder().mutex);
         ++fake_gpu_recorder().launches;
-        if (!fake_gpu_recorder().replays_run_host_work) return true;
+        host_work = fake_gpu_recorder().replays_run_host_work;
       }
-      const auto* g = static_cast<FakeGpuGraph*>(graph);
-      g->host_work(g->context);
+      if (host_work) {
+        g->host_work(g->context);
+      } else {
+        for (const auto& work : g->device_work) work();
+      }
       return true;
     },
     [](int, void* graph) noexcept {

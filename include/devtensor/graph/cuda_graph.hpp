@@ -35,9 +35,10 @@
 /// - Host code: a replay runs none. Host work of every run (an optimizer's step count) is
 ///   repeated after each launch; a variable's or slot's buffer replaced between calls (assign,
 ///   restore) has the function captured again before it launches, and the graph updated with the
-///   new addresses (cudaGraphExecUpdate) rather than instantiated again; host code whose kernel
-///   arguments would change from run to run (Adam's bias correction) makes the capture fail
-///   (ops/capture.hpp). A value read from a variable and kept across a replay (`w.value()`) sees
+///   new addresses (cudaGraphExecUpdate) rather than instantiated again. A kernel argument that
+///   changes from run to run is computed on the device instead (Adam's step size, from a step
+///   count kept on the GPU: nn/optimizer_slots.hpp); host code that cannot do either makes the
+///   capture fail (ops/capture.hpp). A value read from a variable and kept across a replay (`w.value()`) sees
 ///   the replay's in-place update, as PyTorch's parameters do; an op-by-op call leaves it as read.
 /// - Calls of one function are replayed one after another (one set of buffers). Work queued on the
 ///   GPU's stream by other threads while a capture is in progress would join the graph: capture

@@ -2,7 +2,8 @@
 /// @file optimizer_slots.hpp
 /// @brief An optimizer's state (nn/optimizers.hpp): its step count and the slots (velocity,
 /// moments) beside each component of every variable it updates, in Keras's order for saving
-/// and restoring, and how a CUDA-graph capture of a step keeps the count going.
+/// and restoring, and how a CUDA-graph capture of a step keeps the count going (on the host, and
+/// on the GPUs where Adam computes its step size).
 
 #include <array>
 #include <cstddef>
@@ -29,6 +30,14 @@ struct SlotTable {
   std::int64_t iterations = 0;
   std::unordered_map<std::uint64_t, std::vector<std::array<Tensor<float>, K>>> slots;
   std::uint64_t restores = 0;  // import_slots calls: each gives the slots new buffers
+  /// Adam on a GPU: the step count kept in that GPU's memory and the step size computed from it
+  /// (step_size_on). `count` is what `steps` holds once the work queued so far has run.
+  struct StepOnDevice {
+    Tensor<std::int64_t> steps;
+    Tensor<float> size;
+    std::int64_t count = 0;
+  };
+  std::unordered_map<const Device*, StepOnDevice> on_device;
 
   /// Variable v's slots for its component c (zeros on the component's device the first time).
   std::array<Tensor<float>, K>& of(const Variable<float>& v, std::size_t c, const Tensor<float>& component,
@@ -91,6 +100,10 @@ void import_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars,
       }
   table.iterations = iterations;
   ++table.restores;
+  for (auto& [device, on] : table.on_device) {  // through the host, before any capture sees them
+    copy_bytes(on.steps.mutable_data(), *device, &iterations, host_buffer_device(), sizeof iterations);
+    on.count = iterations;
+  }
 }
 
 /// One step more, under the table's lock. While a CUDA graph captures the step (ops/capture.hpp),
@@ -109,6 +122,50 @@ void advance(const std::shared_ptr<SlotTable<K>>& table) {
       return table->restores == restores;
     });
   }
+}
+
+/// Where on `device` (a GPU) the size of the step under way is, for Adam's update kernels there
+/// (ops::AdamUpdate::alpha_at): the count kept on the device advances by one and the size is
+/// computed from it (ops::AdamStepSize), so that a CUDA graph replaying the step computes each
+/// step's own. A count behind the table's (the device's first step, or steps it had no part in) is
+/// set through the host first, which a capture cannot record. Once per device and step, under the
+/// table's lock, before advance().
+/// @throws UnimplementedError under a capture when the device's count is behind (the capture fails
+///         and the function runs op by op, ops/capture.hpp).
+template <std::size_t K>
+const float* step_size_on(const std::shared_ptr<SlotTable<K>>& table, const Device& device, double learning_rate,
+                          double beta_1, double beta_2) {
+  auto* capture = graph::Capture::current();
+  auto& on = table->on_device[&device];
+  if (!on.steps.defined() || on.count != table->iterations) {
+    if (capture)
+      throw UnimplementedError("Adam's step count on " + device.full_name + " is behind the optimizer's (its first "
+                               "step there, or steps without it since), and setting it is host work a CUDA graph "
+                               "would not repeat");
+    if (!on.steps.defined()) {
+      on.steps = Tensor<std::int64_t>::empty(Shape{1}, device, "AdamSteps");
+      on.size = Tensor<float>::empty(Shape{1}, device, "AdamStepSize");
+    }
+    copy_bytes(on.steps.mutable_data(), device, &table->iterations, host_buffer_device(), sizeof table->iterations);
+    on.count = table->iterations;
+  }
+  kernels::run_update<ops::AdamStepSize, float>(
+      device, ops::AdamStepSizeUpdate<float>{on.steps.mutable_data(), on.size.mutable_data(), learning_rate, beta_1, beta_2},
+      1);
+  ++on.count;
+  if (capture) {  // each replay advances the device's count: the host's record of it follows
+    const Device* where = &device;
+    capture->each_replay.push_back([table, where] {
+      std::lock_guard lock(table->mutex);
+      ++table->on_device[where].count;
+    });
+    capture->still_valid.push_back([table, where, steps = on.steps.storage()] {
+      std::lock_guard lock(table->mutex);
+      const auto& now = table->on_device[where];
+      return now.steps.storage() == steps && now.count == table->iterations;
+    });
+  }
+  return on.size.data();
 }
 
 }  // namespace devtensor::nn::optimizer_detail

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "devtensor/core/error.hpp"
@@ -402,23 +403,35 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
   if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]
     return host->apply_gradients({std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}}, grads, vars);
   optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-    if (graph::Capture::current())  // ops/capture.hpp: alpha is a kernel argument
-      throw UnimplementedError("Adam's step size (its bias correction) changes at every step and is an argument of its "
-                               "update kernel, which a CUDA graph would replay unchanged");
     std::lock_guard lock(slots->mutex);
     const double t = static_cast<double>(slots->iterations + 1);
     const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+    // GPUs compute the step size themselves, from their own step count: a replayed CUDA graph
+    // takes each step with its own (ops/capture.hpp). Once per GPU and step.
+    std::vector<std::pair<const Device*, const float*>> step_sizes;
+    const auto step_size_at = [&](const Device& device) -> const float* {
+      if (device.host_memory()) {
+        if (graph::Capture::current())  // not expected: a capture holds GPU work only
+          throw UnimplementedError("Adam's step size on " + device.full_name + " is computed on the host");
+        return nullptr;
+      }
+      for (const auto& [where, size] : step_sizes)
+        if (where == &device) return size;
+      return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, learning_rate, beta_1, beta_2))
+          .second;
+    };
     for (std::size_t k = 0; k < updates.size(); ++k) {
       const Variable<float>& v = updates[k].second;
       v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
         const auto grad = gradient(k, c, var.device_info());
+        const float* alpha_at = step_size_at(var.device_info());
         auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
         kernels::run_update<ops::ApplyAdam, float>(
             var.device_info(),
             ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
                                    amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
                                    static_cast<float>(alpha), static_cast<float>(1 - beta_1),
-                                   static_cast<float>(1 - beta_2), static_cast<float>(epsilon)},
+                                   static_cast<float>(1 - beta_2), static_cast<float>(epsilon), alpha_at},
             var.num_elements());
       });
     }

@@ -11,8 +11,9 @@
 ///   replaced by assign; an optimizer's slots, replaced by restore): `still_valid`, asked before
 ///   every launch; one that answers false has the function captured again;
 /// - and it throws when its device work would differ from run to run in a way neither covers (a
-///   kernel argument computed from the step count): the capture fails and the function runs op by
-///   op, with one WARNING that says why.
+///   kernel argument computed on the host from the step count; Adam computes its step size on the
+///   GPU for this reason): the capture fails and the function runs op by op, with one WARNING that
+///   says why.
 
 #include <functional>
 #include <vector>

@@ -61,7 +61,7 @@ struct KerasMomentumUpdate {
 };
 
 /// Keras's Adam, step t (1-based), with alpha = lr · sqrt(1 − beta_2^t) / (1 − beta_1^t) computed
-/// once per step on the host:
+/// once per step, on the host or, for GPUs, on the device (AdamStepSizeUpdate, read at `alpha_at`):
 ///   m += (g − m)(1 − beta_1);  v += (g² − v)(1 − beta_2)
 ///   amsgrad: v_hat = max(v_hat, v), and v_hat replaces v below
 ///   out = var − (m · alpha) / (sqrt(v) + epsilon)
@@ -78,7 +78,11 @@ struct AdamUpdate {
   T one_minus_beta_1;
   T one_minus_beta_2;
   T epsilon;
+  /// Where the step size is in device memory, read instead of `alpha` (null: `alpha`): a CUDA
+  /// graph replays its kernels' arguments unchanged, and the step size changes at every step.
+  const T* alpha_at = nullptr;
   DEVTENSOR_HOST_DEVICE void operator()(std::int64_t i) const {
+    const T step = alpha_at != nullptr ? *alpha_at : alpha;
     const T g = grad[i];
     const T m_next = m[i] + (g - m[i]) * one_minus_beta_1;
     T v_next = v[i] + (g * g - v[i]) * one_minus_beta_2;
@@ -88,7 +92,7 @@ struct AdamUpdate {
       v_next = v_hat[i] > v_next ? v_hat[i] : v_next;
       v_hat[i] = v_next;
     }
-    out[i] = var[i] - (m_next * alpha) / (std::sqrt(v_next) + epsilon);
+    out[i] = var[i] - (m_next * step) / (std::sqrt(v_next) + epsilon);
   }
   template <class F>
   void visit_buffers(F&& f) {
@@ -98,6 +102,29 @@ struct AdamUpdate {
     f(v, true);
     if (v_hat != nullptr) f(v_hat, true);
     f(out, true);
+    if (alpha_at != nullptr) f(alpha_at, false, 1);
+  }
+};
+
+/// Adam's step size computed on the device whose variables it updates, from the step count kept
+/// there: the count advances by one (to t) and *alpha = lr · sqrt(1 − beta_2^t) / (1 − beta_1^t),
+/// in double then rounded to T, as the host computes it. One element (n = 1). A CUDA graph that
+/// replays this kernel and the updates reading `alpha` takes each step with its own step size.
+template <class T>
+struct AdamStepSizeUpdate {
+  std::int64_t* steps;
+  T* alpha;
+  double learning_rate;
+  double beta_1;
+  double beta_2;
+  DEVTENSOR_HOST_DEVICE void operator()(std::int64_t) const {
+    const double t = static_cast<double>(++*steps);
+    *alpha = static_cast<T>(learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t)));
+  }
+  template <class F>
+  void visit_buffers(F&& f) {
+    f(steps, true, 1);
+    f(alpha, true, 1);
   }
 };
 

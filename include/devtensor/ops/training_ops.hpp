@@ -4,8 +4,10 @@
 /// as TensorFlow's ResourceApply* kernels run where the resource lives: one GPU launch per
 /// variable per step on a real GPU, one pass over the CPU pool elsewhere.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "devtensor/backend/cpu/parallel.hpp"
@@ -51,12 +53,17 @@ struct ApplyKerasMomentum : UpdateOp<KerasMomentumUpdate> {
 struct ApplyAdam : UpdateOp<AdamUpdate> {
   static constexpr std::string_view name = "ResourceApplyAdam";
 };
+/// Adam's step size on a GPU (AdamStepSizeUpdate), once per device and step, before its updates.
+struct AdamStepSize : UpdateOp<AdamStepSizeUpdate> {
+  static constexpr std::string_view name = "AdamStepSize";
+};
 /// fit's and evaluate's loss tracker: total += loss · batch size on the loss's device, one launch.
 struct AccumulateWeighted : UpdateOp<WeightedAccumulateUpdate> {
   static constexpr std::string_view name = "AccumulateWeighted";
 };
 
-using TrainingOps = TypeList<VarHandleOp, ApplyGradientDescent, ApplyKerasMomentum, ApplyAdam, AccumulateWeighted>;
+using TrainingOps =
+    TypeList<VarHandleOp, ApplyGradientDescent, ApplyKerasMomentum, ApplyAdam, AdamStepSize, AccumulateWeighted>;
 
 }  // namespace devtensor::ops
 
@@ -64,28 +71,29 @@ using TrainingOps = TypeList<VarHandleOp, ApplyGradientDescent, ApplyKerasMoment
 // (a variable's updates run where it lives, an optimizer's slots are made beside their variable).
 namespace devtensor::kernels {
 
-/// Runs `update(i)` for i in [0, n) over host copies of its buffers, and copies the written ones
-/// back: a real GPU whose program lacks the GPU body (a host-compiled program's mirrored
-/// variables live in GPU memory). Correct, not fast.
-template <class T, class Update>
+/// Runs `update(i)` for i in [0, n) over host copies of its buffers (n elements each, unless the
+/// functor gives a count), and copies the written ones back: a real GPU whose program lacks the
+/// GPU body (a host-compiled program's mirrored variables live in GPU memory). Correct, not fast.
+template <class Update>
 void run_update_staged(const Device& device, Update update, std::int64_t n) {
   struct Staged {
-    std::vector<T> host;
+    std::vector<std::byte> host;  // operator new's alignment: enough for every element type
     void* on_device;
     bool written;
   };
-  const auto bytes = static_cast<std::size_t>(n) * sizeof(T);
   std::vector<Staged> staged;
-  staged.reserve(6);  // no reallocation: `update` points into the vectors
-  update.visit_buffers([&](auto*& buffer, bool written) {
-    auto& s = staged.emplace_back(Staged{std::vector<T>(static_cast<std::size_t>(n)),
-                                         const_cast<void*>(static_cast<const void*>(buffer)), written});
+  staged.reserve(8);  // no reallocation: `update` points into the vectors
+  update.visit_buffers([&](auto*& buffer, bool written, std::int64_t count = -1) {
+    using Pointer = std::remove_reference_t<decltype(buffer)>;
+    const auto bytes = static_cast<std::size_t>(count < 0 ? n : count) * sizeof(*buffer);
+    auto& s = staged.emplace_back(
+        Staged{std::vector<std::byte>(bytes), const_cast<void*>(static_cast<const void*>(buffer)), written});
     copy_bytes(s.host.data(), host_buffer_device(), buffer, device, bytes);
-    buffer = s.host.data();
+    buffer = reinterpret_cast<Pointer>(s.host.data());
   });
   for (std::int64_t i = 0; i < n; ++i) update(i);
   for (const auto& s : staged)
-    if (s.written) copy_bytes(s.on_device, device, s.host.data(), host_buffer_device(), bytes);
+    if (s.written) copy_bytes(s.on_device, device, s.host.data(), host_buffer_device(), s.host.size());
 }
 
 /// The CPU loop of a fused update over [begin, end): `update(i)` element by element.
@@ -120,6 +128,7 @@ template <Floating T>
 void cpu_update(const ops::AdamUpdate<T>& u, std::int64_t begin, std::int64_t end) {
   namespace simd = backend::cpu::simd;
   std::int64_t i = begin;
+  const T alpha = u.alpha_at != nullptr ? *u.alpha_at : u.alpha;
   if (u.v_hat == nullptr) {  // amsgrad (a running max) stays with the functor
     for (; i + simd::lanes<T> <= end; i += simd::lanes<T>) {
       const simd::Vec<T> g = simd::load(u.grad + i);
@@ -129,7 +138,7 @@ void cpu_update(const ops::AdamUpdate<T>& u, std::int64_t begin, std::int64_t en
       const simd::Vec<T> v_next = v + (g * g - v) * u.one_minus_beta_2;
       simd::store(u.m + i, m_next);
       simd::store(u.v + i, v_next);
-      simd::store(u.out + i, simd::load(u.var + i) - (m_next * u.alpha) / (simd::sqrt<T>(v_next) + u.epsilon));
+      simd::store(u.out + i, simd::load(u.var + i) - (m_next * alpha) / (simd::sqrt<T>(v_next) + u.epsilon));
     }
   }
   for (; i < end; ++i) u(i);
@@ -145,7 +154,7 @@ void run_update(const Device& device, const Update& update, std::int64_t n) {
     if (auto* body = registered_kernel<Op, gpu_t, T>())
       body(device, update, n);
     else
-      run_update_staged<T>(device, update, n);
+      run_update_staged(device, update, n);
     return;
   }
   backend::cpu::parallel_for(n, ops::cpu::kParallelGrain,

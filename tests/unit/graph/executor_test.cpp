@@ -574,14 +574,54 @@ BOOST_AUTO_TEST_CASE(a_replay_repeats_the_host_work_of_a_step) {
   }
 }
 
-// Adam's update kernel takes its step size as an argument computed from the step count, which a
-// graph would replay unchanged: the capture fails, and the step runs op by op after one WARNING,
-// with the op-by-op function's results.
-BOOST_AUTO_TEST_CASE(an_adam_step_runs_op_by_op_with_one_warning) {
+// Adam's update kernels read their step size from GPU memory, where a one-thread kernel computes
+// it from the step count kept there (ops::AdamStepSize): a replayed graph takes each step with its
+// own. The fake replays here what a real graph would: the update kernels recorded while capturing,
+// with their arguments, and no host code. The weights, the moments and the count equal the op-by-op
+// steps', across a restore too (it sets the GPU's count, and the step is captured again).
+BOOST_AUTO_TEST_CASE(an_adam_step_replays_with_its_step_size_computed_on_the_gpu) {
+  dt::DeviceScope scope("/GPU:0");
+  const auto run = [](bool cuda_graph) {
+    dt::test::fake_gpu_recorder().reset(1);
+    dt::test::fake_gpu_recorder().replays_run_host_work = false;
+    dt::Variable<float> w(dt::constant<float>({0.5f, -1, 2, 0.25f}));
+    const dt::nn::optimizers::Adam adam{.learning_rate = 0.1};
+    auto step = dt::function(
+        [&](const dt::Tensor<float>& g) {
+          adam.apply_gradients({g}, {w});
+          return dt::reduce_sum(g);
+        },
+        {.name = "adam_step", .cuda_graph = cuda_graph});
+    std::vector<float> seen;
+    for (int i = 0; i < 8; ++i) {
+      if (i == 5) adam.restore({w}, 40, {dt::ones<float>({4}), dt::ones<float>({4})});
+      const auto f = static_cast<float>(i);
+      (void)step(dt::constant<float>({0.5f * f, -1, 2 - f, 0.25f}));
+      for (float v : w.to_vector()) seen.push_back(v);
+    }
+    for (const auto& slot : adam.slot_values({w}))
+      for (float v : slot.to_vector()) seen.push_back(v);
+    seen.push_back(static_cast<float>(adam.iterations()));
+    return seen;
+  };
+  const auto plain = run(false);
+  const auto replayed = run(true);
+  BOOST_TEST(replayed == plain, boost::test_tools::per_element());
+  BOOST_TEST(plain.back() == 43.0f);  // restored to 40 before the sixth step
+  auto& recorder = dt::test::fake_gpu_recorder();
+  BOOST_TEST(recorder.captures == 2);  // the second call, and the sixth after the restore (an update)
+  BOOST_TEST(recorder.updates == 1);
+  BOOST_TEST(recorder.launches == 5);
+  BOOST_TEST(log.count("CUDA graph") == 0);
+}
+
+// A whole training step with Adam replays (the fake's default: a launch runs the step again) with
+// the op-by-op step's losses and weights, bit for bit.
+BOOST_AUTO_TEST_CASE(an_adam_training_step_replays) {
   dt::DeviceScope scope("/GPU:0");
   const auto run = [](bool cuda_graph) {
     dt::Variable<float> w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2}));
-    const dt::nn::optimizers::Adam adam{.learning_rate = 0.1};
+    const dt::nn::optimizers::Adam adam{.learning_rate = 0.1, .amsgrad = true};
     auto step = dt::function(
         [&](const dt::Tensor<float>& x) {
           dt::GradientTape tape;
@@ -591,16 +631,52 @@ BOOST_AUTO_TEST_CASE(an_adam_step_runs_op_by_op_with_one_warning) {
         },
         {.name = "adam_step", .cuda_graph = cuda_graph});
     std::vector<float> losses;
-    for (int i = 0; i < 4; ++i) losses.push_back(step(dt::constant<float>(i % 2 ? kX2 : kX1, {2, 3})).item());
-    BOOST_TEST(adam.iterations() == 4);
+    for (int i = 0; i < 5; ++i) losses.push_back(step(dt::constant<float>(i % 2 ? kX2 : kX1, {2, 3})).item());
+    BOOST_TEST(adam.iterations() == 5);
     return std::pair{losses, w.to_vector()};
   };
   const auto plain = run(false);
   const auto graphed = run(true);
   BOOST_TEST(graphed.first == plain.first, boost::test_tools::per_element());
   BOOST_TEST(graphed.second == plain.second, boost::test_tools::per_element());
-  BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture failed: Adam's step size") == 1);
-  BOOST_TEST(dt::test::fake_gpu_recorder().launches == 0);
+  BOOST_TEST(log.count("CUDA graph") == 0);
+  BOOST_TEST(dt::test::fake_gpu_recorder().launches == 3);
+}
+
+// Steps the GPU took no part in (the same optimizer updating a variable on the CPU) leave its count
+// behind: setting it is host work, so the graph is captured again, that capture fails, and the step
+// runs op by op after one WARNING, with the op-by-op results.
+BOOST_AUTO_TEST_CASE(an_adam_count_left_behind_means_op_by_op) {
+  const auto run = [](bool cuda_graph) {
+    dt::Variable<float> on_gpu = [] {
+      dt::DeviceScope gpu("/GPU:0");
+      return dt::Variable<float>(dt::constant<float>({0.5f, -1}));
+    }();
+    dt::Variable<float> on_cpu = [] {
+      dt::DeviceScope cpu("/cpu:0");
+      return dt::Variable<float>(dt::constant<float>({2, 3}));
+    }();
+    const dt::nn::optimizers::Adam adam{.learning_rate = 0.1};
+    auto step = dt::function(
+        [&](const dt::Tensor<float>& g) {
+          adam.apply_gradients({g}, {on_gpu});
+          return dt::reduce_sum(g);
+        },
+        {.name = "gpu_step", .cuda_graph = cuda_graph});
+    dt::DeviceScope gpu("/GPU:0");
+    for (int i = 0; i < 6; ++i) {
+      if (i == 3) adam.apply_gradients({dt::constant<float>({1, 1})}, {on_cpu});  // a step without the GPU
+      (void)step(dt::constant<float>({1, -2}));
+    }
+    auto seen = on_gpu.to_vector();
+    for (float v : on_cpu.to_vector()) seen.push_back(v);
+    return seen;
+  };
+  const auto plain = run(false);
+  const auto graphed = run(true);
+  BOOST_TEST(graphed == plain, boost::test_tools::per_element());
+  BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture failed: Adam's step count on "
+                       "/job:localhost/replica:0/task:0/device:GPU:0 is behind the optimizer's") == 1);
 }
 
 // A graph reads and writes the addresses of its capture. A variable assigned between calls, or
