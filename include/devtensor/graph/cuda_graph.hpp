@@ -241,6 +241,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::
     if (failure.empty() && graph_ && buffer->device->is_gpu && !spans(*buffer->device))
       failure = "it allocated on " + buffer->device->full_name + ", a GPU outside the graph";
   if (!graph_ || !failure.empty()) {
+    if (!ran)  // the recorded work never ran: neither did the step the host code counted
+      for (auto it = host_.undo.rbegin(); it != host_.undo.rend(); ++it) (*it)();
     forget_graph();
     fall_back("the capture failed: " + (failure.empty() ? error : failure));
     return executable_->run(args);

@@ -121,6 +121,10 @@ void advance(const std::shared_ptr<SlotTable<K>>& table) {
       std::lock_guard lock(table->mutex);
       return table->restores == restores;
     });
+    capture->undo.push_back([table] {
+      std::lock_guard lock(table->mutex);
+      --table->iterations;
+    });
   }
 }
 
@@ -163,6 +167,10 @@ const float* step_size_on(const std::shared_ptr<SlotTable<K>>& table, const Devi
       std::lock_guard lock(table->mutex);
       const auto& now = table->on_device[where];
       return now.steps.storage() == steps && now.count == table->iterations;
+    });
+    capture->undo.push_back([table, where] {
+      std::lock_guard lock(table->mutex);
+      --table->on_device[where].count;
     });
   }
   return on.size.data();

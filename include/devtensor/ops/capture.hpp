@@ -10,6 +10,8 @@
 /// - which addresses it gave the device work that may change between calls (a variable's buffer,
 ///   replaced by assign; an optimizer's slots, replaced by restore): `still_valid`, asked before
 ///   every launch; one that answers false has the function captured again;
+/// - what to undo of its host work if the capture fails before its device work ran (CUDA records
+///   without running): `undo`, so that the op-by-op run that follows counts the step once;
 /// - and it throws when its device work would differ from run to run in a way neither covers (a
 ///   kernel argument computed on the host from the step count; Adam computes its step size on the
 ///   GPU for this reason): the capture fails and the function runs op by op, with one WARNING that
@@ -24,6 +26,7 @@ class Capture {
  public:
   std::vector<std::function<void()>> each_replay;
   std::vector<std::function<bool()>> still_valid;
+  std::vector<std::function<void()>> undo;
 
   /// The capture in progress on this thread, or nullptr.
   [[nodiscard]] static Capture*& current() noexcept {

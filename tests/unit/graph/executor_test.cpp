@@ -1102,4 +1102,44 @@ BOOST_AUTO_TEST_CASE(eager_nodes_are_recorded_only_when_capturable) {
   BOOST_TEST(host_runs == 4 + 4 + 5);  // the fake replays by running the host code again; one failed capture
 }
 
+// A capture that fails after the step's host code ran (here a host read after the update): CUDA
+// records without running, so the update never ran, and the host's count of it is undone before
+// the op-by-op run counts it (Capture::undo). The platform here says so, as CUDA does, though the
+// fake ran the work.
+BOOST_AUTO_TEST_CASE(a_failed_capture_undoes_the_host_count_of_its_step) {
+  static dt::GpuPlatform records_only = dt::test::fake_gpu_platform;  // outlives the fixture's reset
+  records_only.end_capture = [](int ordinal, void* stream, void* earlier, void (*host_work)(void*), void* context,
+                                bool* ran, std::string* error) noexcept -> void* {
+    void* graph = dt::test::fake_gpu_platform.end_capture(ordinal, stream, earlier, host_work, context, ran, error);
+    *ran = false;
+    return graph;
+  };
+  dt::Context::global().register_gpu_platform(&records_only);
+  use_fake_gpus(1);
+  {
+    dt::DeviceScope gpu("/GPU:0");
+    dt::Variable<float> w(dt::constant<float>({0.5f, -1}));
+    const dt::nn::optimizers::SGD sgd{.learning_rate = 0.1, .momentum = 0.9};
+    auto step = dt::function(
+        [&](const dt::Tensor<float>& g) {
+          sgd.apply_gradients({g}, {w});
+          const dt::AnyTensor in[1] = {dt::AnyTensor(w.value())};
+          return dt::graph::add_eager_node(*dt::graph::building(), "HostRead", in, {{dt::DType::DT_FLOAT, dt::Shape{}}},
+                                           [](std::span<const dt::AnyTensor> v) {
+                                             const float first = v[0].as<float>().to_vector()[0];  // a host read
+                                             return std::vector<dt::AnyTensor>{dt::AnyTensor(dt::scalar<float>(first))};
+                                           },
+                                           {.capturable = true})
+              .front()
+              .as<float>();
+        },
+        {.name = "reads_back", .cuda_graph = true});
+    for (int i = 0; i < 3; ++i) (void)step(dt::constant<float>({1, 1}));
+    BOOST_TEST(sgd.iterations() == 3);
+    BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture failed") == 1);
+  }
+  use_fake_gpus(1);  // before the platform goes
+  dt::Context::global().register_gpu_platform(&dt::test::fake_gpu_platform);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
