@@ -6,6 +6,13 @@
 //   BM_TrainStep_Traced  BM_TrainStep_Tape's step traced by dt::function (issue 29: not slower);
 //   BM_TrainStep_Classifier  a softmax classifier's train_on_batch with "accuracy" (issue 31).
 // Tape / Manual is the tape's overhead; Keras / Manual adds the layer and loss machinery.
+// Keras's fit over host data, 8 batches of 256 per epoch (one iteration is one epoch):
+//   BM_FitEpoch/0  over Dataset::from_tensor_slices(x, y).batch(256);
+//   BM_FitEpoch/1  fit(x, y) without shuffling; BM_FitEpoch/2  fit(x, y), shuffled (Keras's default);
+//   the reference: 8 × BM_TrainStep_KerasTraced/256 (train_on_batch on a batch made beforehand).
+// The input pipeline alone, a pass of 8 batches of 256 rows of 1024 floats and one float:
+//   BM_DatasetPass/0  from_tensor_slices(x, y).batch(256); /1 the same shuffled (buffer 2048);
+//   BM_DatasetPass_Memcpy  the reference: memcpy of the same bytes.
 // The optimizer update alone, one variable of N floats, three ways:
 //   BM_AdamUpdate_Loop      the reference: Keras's Adam formulas as one plain C++ loop over vectors;
 //   BM_AdamUpdate_Fused     nn::optimizers::Adam::apply_gradients (ResourceApplyAdam, in place);
@@ -13,6 +20,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 
@@ -135,6 +143,48 @@ void BM_TrainStep_KerasTraced(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
 }
 
+void BM_FitEpoch(benchmark::State& state) {
+  dt::DeviceScope cpu("/cpu:0");
+  constexpr std::int64_t kBatch = 256, kSteps = 8;
+  auto model = keras_mlp();
+  const Batch data(kBatch * kSteps);
+  const auto dataset = dt::data::Dataset<float, float>::from_tensor_slices(data.x, data.y).batch(kBatch);
+  const auto source = state.range(0);
+  const auto epoch = [&] {
+    if (source == 0) return model.fit(dataset, {.epochs = 1, .verbose = 0});
+    return model.fit(data.x, data.y, {.epochs = 1, .batch_size = kBatch, .verbose = 0, .shuffle = source == 2, .seed = 1});
+  };
+  epoch();  // traced before the timing
+  for (auto _ : state) benchmark::DoNotOptimize(epoch().loss.back());
+  state.SetItemsProcessed(state.iterations() * kBatch * kSteps);
+}
+
+constexpr std::int64_t kPipelineRows = 2048, kPipelineBatch = 256, kPipelineFeatures = 1024;
+
+void BM_DatasetPass(benchmark::State& state) {
+  const auto x = dt::random_normal<float>(dt::Shape({kPipelineRows, kPipelineFeatures}), {.seed = 1});
+  const auto y = dt::random_normal<float>(dt::Shape({kPipelineRows, 1}), {.seed = 2});
+  auto dataset = dt::data::Dataset<float, float>::from_tensor_slices(x, y);
+  if (state.range(0) == 1) dataset = dataset.shuffle(kPipelineRows, 1);
+  const auto batches = dataset.batch(kPipelineBatch);
+  for (auto _ : state)
+    for (const auto& [xb, yb] : batches) benchmark::DoNotOptimize(xb.data());
+  state.SetBytesProcessed(state.iterations() * kPipelineRows * (kPipelineFeatures + 1) * 4);
+}
+void BM_DatasetPass_Memcpy(benchmark::State& state) {
+  const std::vector<float> x(kPipelineRows * kPipelineFeatures, 1.0f), y(kPipelineRows, 2.0f);
+  std::vector<float> xb(kPipelineBatch * kPipelineFeatures), yb(kPipelineBatch);
+  for (auto _ : state)
+    for (std::int64_t b = 0; b < kPipelineRows; b += kPipelineBatch) {
+      std::memcpy(xb.data(), x.data() + b * kPipelineFeatures, xb.size() * sizeof(float));
+      std::memcpy(yb.data(), y.data() + b, yb.size() * sizeof(float));
+      benchmark::DoNotOptimize(xb.data());
+      benchmark::DoNotOptimize(yb.data());
+      benchmark::ClobberMemory();
+    }
+  state.SetBytesProcessed(state.iterations() * kPipelineRows * (kPipelineFeatures + 1) * 4);
+}
+
 // A classifier's step (issue 31): 64 features -> Dense(128, relu) -> Dense(10, softmax), sparse
 // categorical cross-entropy, SGD, "accuracy" computed every step, as Keras's train_on_batch does;
 // range(1): 1 traced (fit's default), 0 op by op. TensorFlow's numbers: benchmarks/RESULTS.md.
@@ -215,6 +265,9 @@ BENCHMARK(BM_AdamUpdate_Composed)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_TrainStep_Manual)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
-BENCHMARK(BM_TrainStep_KerasTraced)->Arg(8)->Arg(64)->Arg(512);
+BENCHMARK(BM_TrainStep_KerasTraced)->Arg(8)->Arg(64)->Arg(256)->Arg(512);
+BENCHMARK(BM_FitEpoch)->DenseRange(0, 2);
+BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1);
+BENCHMARK(BM_DatasetPass_Memcpy);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Classifier)->ArgsProduct({{8, 64, 512}, {0, 1}});

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -88,8 +89,6 @@ inline Tensor<float> rows(const Tensor<float>& t, std::int64_t begin, std::int64
   size[0] = count;
   return slice(t, start, size);
 }
-/// The rows of t listed in `indices`, on the host (runs of consecutive rows copied at once).
-Tensor<float> gather_rows(const Tensor<float>& t, const Tensor<std::int64_t>& indices);
 }  // namespace detail
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
@@ -119,24 +118,6 @@ DEVTENSOR_DEFINITION void split_validation(std::vector<Tensor<float>>& xs, std::
       t = detail::rows(t, 0, train);
     }
   options.validation_data = std::move(held_out);
-}
-
-DEVTENSOR_DEFINITION Tensor<float> detail::gather_rows(const Tensor<float>& t, const Tensor<std::int64_t>& indices) {
-  auto dims = t.shape().dims_vector();
-  const std::int64_t row_elements = dims[0] > 0 ? t.num_elements() / dims[0] : 0;
-  const std::int64_t count = indices.num_elements();
-  dims[0] = count;
-  auto out = Tensor<float>::empty(Shape(dims), data::pipeline::host_device(), "DataAdapter");
-  const std::int64_t* index = indices.data();
-  const auto row_bytes = static_cast<std::size_t>(row_elements) * sizeof(float);
-  for (std::int64_t i = 0; i < count;) {
-    std::int64_t run = 1;
-    while (i + run < count && index[i + run] == index[i] + run) ++run;
-    copy_bytes(out.mutable_data() + i * row_elements, out.device_info(), t.data() + index[i] * row_elements,
-               t.device_info(), static_cast<std::size_t>(run) * row_bytes);
-    i += run;
-  }
-  return out;
 }
 
 DEVTENSOR_DEFINITION Batches from_arrays(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
@@ -189,9 +170,10 @@ DEVTENSOR_DEFINITION Batches from_arrays(const std::vector<Tensor<float>>& xs, c
           else ++*it;
           if (*it == std::default_sentinel) return std::nullopt;
           const auto& indices = std::get<0>(**it);
+          const std::span<const std::int64_t> rows(indices.data(), static_cast<std::size_t>(indices.num_elements()));
           Batch batch;
-          for (const auto& x : xs) batch.xs.push_back(detail::gather_rows(x, indices));
-          for (const auto& y : ys) batch.ys.push_back(detail::gather_rows(y, indices));
+          for (const auto& x : xs) batch.xs.push_back(data::pipeline::gather_rows(x, rows, "DataAdapter"));
+          for (const auto& y : ys) batch.ys.push_back(data::pipeline::gather_rows(y, rows, "DataAdapter"));
           return batch;
         };
       },

@@ -1,4 +1,5 @@
-// data::Dataset: sources, repeat, batch (remainders), shuffle determinism, take, cardinality, errors.
+// data::Dataset: sources, repeat, batch (remainders), shuffle determinism, take, cardinality, errors;
+// datasets of rows (Note [Datasets of rows]) batch as tensors per element do, copying rows at once.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -156,6 +157,68 @@ BOOST_AUTO_TEST_CASE(take_limits_and_a_dataset_can_be_iterated_again) {
   BOOST_TEST(range_dataset(5).take(-1).cardinality() == 5);
   BOOST_TEST(range_dataset(5).take(9).cardinality() == 5);
   DEVTENSOR_CHECK_THROW_WITH((void)range_dataset(5).take(-3), dt::InvalidArgumentError, "count must be >= -1");
+}
+
+// A dataset of rows (from_tensor_slices and what take, repeat and shuffle make of it) batches
+// straight from its sources; the same elements as tensors, made element by element (concatenate
+// with nothing turns a dataset of rows into one of tensors), batch to the same values.
+BOOST_AUTO_TEST_CASE(batches_of_rows_equal_batches_of_the_same_elements_as_tensors) {
+  std::vector<float> features(6 * 23);
+  for (std::size_t i = 0; i < features.size(); ++i) features[i] = static_cast<float>(i) * 0.5f;
+  std::vector<std::int64_t> labels(23);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = 100 + static_cast<std::int64_t>(i);
+  const auto rows = Dataset<float, std::int64_t>::from_tensor_slices(dt::constant<float>(features, {23, 2, 3}),
+                                                                     dt::constant<std::int64_t>(labels, {23}));
+  const auto tensors = rows.concatenate(rows.take(0));
+  const auto batched = [](const auto& ds) {
+    std::vector<std::pair<std::vector<float>, std::vector<std::int64_t>>> out;
+    for (const auto& [x, y] : ds) {
+      BOOST_TEST(x.rank() == 3);
+      BOOST_TEST(x.shape()[0] == y.shape()[0]);
+      BOOST_TEST(x.device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+      out.emplace_back(x.to_vector(), y.to_vector());
+    }
+    return out;
+  };
+  const auto pipelines = {
+      +[](const Dataset<float, std::int64_t>& ds) { return ds.batch(5); },
+      +[](const Dataset<float, std::int64_t>& ds) { return ds.batch(5, true); },
+      +[](const Dataset<float, std::int64_t>& ds) { return ds.shuffle(7, 42).batch(4); },
+      +[](const Dataset<float, std::int64_t>& ds) { return ds.shuffle(23, 3).repeat(2).take(40).batch(9); },
+      +[](const Dataset<float, std::int64_t>& ds) { return ds.take(11).repeat().take(30).batch(8, true); },
+      +[](const Dataset<float, std::int64_t>& ds) { return ds.repeat(3).shuffle(10, 5).batch(16); },
+  };
+  for (const auto pipeline : pipelines) {
+    const auto from_rows = batched(pipeline(rows));
+    BOOST_TEST(!from_rows.empty());
+    BOOST_TEST((from_rows == batched(pipeline(tensors))));
+    BOOST_TEST(pipeline(rows).cardinality() == pipeline(tensors).cardinality());
+  }
+  // The first batch of five, in order.
+  const auto first = batched(rows.batch(5)).front();
+  BOOST_TEST(first.first == std::vector<float>(features.begin(), features.begin() + 30), boost::test_tools::per_element());
+  BOOST_TEST(first.second == std::vector<std::int64_t>({100, 101, 102, 103, 104}), boost::test_tools::per_element());
+  // Reshuffling passes too: the second pass of a shuffled dataset of rows is the tensors' second pass.
+  const auto shuffled_rows = rows.shuffle(23, 8).batch(23);
+  const auto shuffled_tensors = tensors.shuffle(23, 8).batch(23);
+  (void)batched(shuffled_rows);
+  (void)batched(shuffled_tensors);
+  BOOST_TEST((batched(shuffled_rows) == batched(shuffled_tensors)));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_of_rows_is_one_allocation_per_component) {
+  const auto x = dt::random_normal<float>({64, 8}, {.seed = 1});
+  const auto y = dt::random_normal<float>({64}, {.seed = 2});
+  const auto& cpu = x.device_info();
+  const auto ds = Dataset<float, float>::from_tensor_slices(x, y).shuffle(64, 1).batch(16);
+  const auto before = cpu.allocator->stats().num_allocs;
+  int batches = 0;
+  for (const auto& [xb, yb] : ds) {
+    BOOST_TEST(xb.shape() == dt::Shape({16, 8}));
+    ++batches;
+  }
+  BOOST_TEST(batches == 4);
+  BOOST_TEST(cpu.allocator->stats().num_allocs - before == 8u);  // a tensor per row would be 136
 }
 
 BOOST_AUTO_TEST_CASE(elements_come_from_the_host_even_for_gpu_tensors) {
