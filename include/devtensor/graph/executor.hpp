@@ -3,7 +3,7 @@
 /// @brief The executor: runs the part of a placed graph that some fetches need, optimised
 /// (graph/optimizer.hpp), node by node in graph order through the nodes' kernels (the registry's
 /// bodies, as eager ops, or fused kernels), each buffer reused or freed after its last use and
-/// each edge between devices a copy.
+/// each value read on another device copied there once.
 ///
 /// An Executable is built once per (fetches, feeds) and placement and is immutable, so several
 /// threads may run it at once; each run keeps its values to itself.
@@ -30,14 +30,28 @@
 /// view of it) is let go instead, and the next run allocates that buffer anew (the kernels' own
 /// check, graph::reusable, would refuse it too). A plan holds at most kMaxPlannedBytes between
 /// runs; beyond that, values are freed at their last use.
+///
+/// Note [One copy per value and device]
+/// A value read on a device other than its own is copied there (TensorFlow's _Send/_Recv pair).
+/// When several nodes on one device read it, the first read makes the copy and the others share
+/// it until the last of them has run, as TensorFlow's partitioner gives them one _Recv: a traced
+/// train step on a GPU reads its host batch in the forward MatMul and again for the kernel's
+/// gradient, which was two uploads of the batch per step. Where an argument lives is known only
+/// when the run gets it (on the host or on a GPU), so each (argument or value made on another
+/// device, reading device) with more than one read gets a transfer slot when the executable is
+/// built, and a run fills it only if a copy is needed. Any other read of a value on another device
+/// (a node's only one there; a host-memory output of a node on the reader's own device) copies
+/// into the node's scratch, freed as soon as it has run.
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -119,6 +133,7 @@ class DEVTENSOR_EXPORT Executable {
   /// Where a value comes from: a feed (its position) or a node output's slot.
   struct Source {
     bool feed = false;
+    int transfer = -1;  // a read's transfer slot, when it shares a copy (Note [One copy per value and device])
     std::size_t index = 0;
   };
   struct Step {
@@ -135,6 +150,7 @@ class DEVTENSOR_EXPORT Executable {
   std::vector<Source> inputs_;    // every step's inputs, consecutive
   std::vector<Source> fetches_;
   std::vector<int> uses_;         // per slot: how many reads a run makes (inputs and fetches)
+  std::vector<int> transfer_uses_;  // per transfer slot: the reads that share its copy
   std::vector<std::size_t> alias_slots_;  // outputs of pass-through nodes: emptied after each run
   std::size_t slots_ = 0;
   std::size_t max_inputs_ = 0;
@@ -143,6 +159,7 @@ class DEVTENSOR_EXPORT Executable {
   std::size_t buffers_ = 0;
   std::size_t planned_bytes_ = 0;
   void plan_memory();
+  void plan_transfers();
 
   /// One run's values and scratch (Note [Replays reuse small buffers]).
   struct RunState {
@@ -150,6 +167,8 @@ class DEVTENSOR_EXPORT Executable {
     std::vector<int> left;                    // per slot: reads still to come in this run
     std::vector<const AnyTensor*> inputs;     // the running node's inputs
     std::vector<AnyTensor> copies;            // the running node's inputs copied to its device
+    std::vector<AnyTensor> transfers;         // per transfer slot: a copy several nodes read
+    std::vector<int> transfers_left;          // per transfer slot: reads still to come in this run
     std::vector<std::shared_ptr<TensorStorage>> pool;  // per plan buffer: free between its values
   };
   mutable std::atomic<RunState*> cached_{nullptr};
@@ -194,10 +213,10 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
   }
   uses_.assign(slots_, 0);
   const auto source = [&](const Edge& e) -> Source {
-    if (auto f = feed_of(e)) return {true, *f};
+    if (auto f = feed_of(e)) return {.feed = true, .index = *f};
     const std::size_t slot = first_slot[e.node] + e.output;
     ++uses_[slot];
-    return {false, slot};
+    return {.feed = false, .index = slot};
   };
   for (auto i : schedule_) {
     const Node& node = *nodes_[i];
@@ -208,7 +227,29 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
     max_inputs_ = std::max(max_inputs_, node.inputs.size());
   }
   for (const auto& f : fetches) fetches_.push_back(source(f));
+  plan_transfers();
   plan_memory();
+}
+
+DEVTENSOR_DEFINITION void Executable::plan_transfers() {
+  std::vector<const Device*> made_on(slots_, nullptr);  // each node output's device
+  for (const auto& step : steps_)
+    for (std::size_t k = 0; k < step.node->outputs.size(); ++k) made_on[step.first_slot + k] = step.device;
+  // The reads of each (argument or value made on another device, reading device).
+  std::map<std::tuple<bool, std::size_t, const Device*>, std::vector<std::size_t>> reads;  // -> entries of inputs_
+  for (const auto& step : steps_) {
+    if (step.node->inputs_stay) continue;  // read where they are, never copied
+    for (std::size_t k = 0; k < step.node->inputs.size(); ++k) {
+      const Source& s = inputs_[step.first_input + k];
+      if (!s.feed && made_on[s.index] == step.device) continue;
+      reads[{s.feed, s.index, step.device}].push_back(step.first_input + k);
+    }
+  }
+  for (const auto& [pair, entries] : reads) {
+    if (entries.size() < 2) continue;
+    for (auto entry : entries) inputs_[entry].transfer = static_cast<int>(transfer_uses_.size());
+    transfer_uses_.push_back(static_cast<int>(entries.size()));
+  }
 }
 
 DEVTENSOR_DEFINITION void Executable::plan_memory() {
@@ -266,6 +307,8 @@ DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::fresh_sta
   state->left.resize(slots_);
   state->inputs.resize(max_inputs_);
   state->copies.resize(max_inputs_);
+  state->transfers.resize(transfer_uses_.size());
+  state->transfers_left.resize(transfer_uses_.size());
   state->pool.resize(buffers_);
   return state;
 }
@@ -292,6 +335,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
   const bool capturing = !owned;
   auto& values = state->values;
   std::copy(uses_.begin(), uses_.end(), state->left.begin());
+  if (!transfer_uses_.empty()) std::copy(transfer_uses_.begin(), transfer_uses_.end(), state->transfers_left.begin());
   try {
     for (const auto& step : steps_) {
       const Node& node = *step.node;
@@ -300,11 +344,13 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
       for (std::size_t k = 0; k < n; ++k) {
         const Source& s = inputs_[step.first_input + k];
         const AnyTensor* v = s.feed ? &feeds[s.index] : &values[s.index];
-        // An edge between devices is a copy (TensorFlow's _Send/_Recv pair), stream-ordered on GPUs.
-        // A variable's handle carries no tensor (undefined): its readers are on its device.
+        // A value read on another device is copied there, stream-ordered on GPUs, once per run
+        // (Note [One copy per value and device]). A variable's handle carries no tensor
+        // (undefined): its readers are on its device.
         if (v->defined() && !node.inputs_stay && v->storage->device != &device) {
-          state->copies[k] = copy_to(*v, device, "_Recv");
-          v = &state->copies[k];
+          AnyTensor& copy = s.transfer >= 0 ? state->transfers[static_cast<std::size_t>(s.transfer)] : state->copies[k];
+          if (!copy.defined()) copy = copy_to(*v, device, "_Recv");
+          v = &copy;
         }
         state->inputs[k] = v;
       }
@@ -317,6 +363,9 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
       for (std::size_t k = 0; k < n; ++k) {
         if (state->copies[k].storage) state->copies[k] = AnyTensor();
         const Source& s = inputs_[step.first_input + k];
+        if (s.transfer >= 0 && --state->transfers_left[static_cast<std::size_t>(s.transfer)] == 0 &&
+            state->transfers[static_cast<std::size_t>(s.transfer)].storage)
+          state->transfers[static_cast<std::size_t>(s.transfer)] = AnyTensor();
         // Its last read returns a planned buffer to the pool when nothing else holds it, and frees
         // another large value; a small one stays for the next run.
         if (!s.feed && --state->left[s.index] == 0 && values[s.index].defined() &&
@@ -333,6 +382,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
     }
   } catch (...) {
     for (auto& v : values) v = AnyTensor();  // a failed run leaves nothing behind
+    for (auto& t : state->transfers) t = AnyTensor();
+    for (auto& c : state->copies) c = AnyTensor();
     if (owned) release(std::move(owned));
     throw;
   }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -1058,6 +1059,59 @@ BOOST_AUTO_TEST_CASE(a_platform_without_stream_ordering_captures_one_gpu) {
   BOOST_TEST(dt::test::fake_gpu_recorder().captures == 0);
   use_fake_gpus(1);  // before the platform goes
   dt::Context::global().register_gpu_platform(&dt::test::fake_gpu_platform);
+}
+
+// Note [One copy per value and device]: a value several nodes read on another device is copied
+// there once per run, and the copy lives until the last of them has run. Here a host batch is read
+// by two MatMuls on GPU 0, their products by two on GPU 1, and those products by two on the host.
+BOOST_AUTO_TEST_CASE(a_value_read_on_another_device_is_copied_there_once_per_run) {
+  use_fake_gpus(2);
+  auto& recorder = dt::test::fake_gpu_recorder();
+  dt::Tensor<float> x, w1, w2;
+  {
+    dt::DeviceScope host("/cpu:0");
+    x = dt::constant<float>({1, -2, 0.5f, 3, 0.25f, -1}, {2, 3});
+  }
+  {
+    dt::DeviceScope gpu0("/GPU:0");
+    w1 = dt::constant<float>({0.5f, 1, -1, 2, 0.25f, -0.5f}, {3, 2});
+    w2 = dt::constant<float>({1, 0, 2, -1, -0.5f, 1.5f}, {3, 2});
+  }
+  const auto step = [&](const dt::Tensor<float>& in) -> std::vector<dt::Tensor<float>> {
+    dt::Tensor<float> a, b, p, q;
+    {
+      dt::DeviceScope gpu0("/GPU:0");
+      a = dt::matmul(in, w1);
+      b = dt::matmul(in, w2);
+    }
+    {
+      dt::DeviceScope gpu1("/GPU:1");
+      p = dt::matmul(a, b, true, false);
+      q = dt::matmul(b, a, true, false);
+    }
+    dt::DeviceScope host("/cpu:0");
+    return {dt::matmul(p, q), dt::matmul(q, p)};
+  };
+  auto f = dt::function(step, {.name = "three_devices"});
+  (void)f(x);  // traced
+  const auto copies_in = [&](auto&& call) {
+    const std::size_t before = recorder.copies.size();
+    call();
+    std::map<std::pair<int, int>, int> out;  // (from, to): copies
+    for (std::size_t i = before; i < recorder.copies.size(); ++i) ++out[{recorder.copies[i].src_ordinal, recorder.copies[i].dst_ordinal}];
+    return out;
+  };
+  std::vector<dt::Tensor<float>> results;
+  const auto copies = copies_in([&] {
+    for (int i = 0; i < 3; ++i) results = f(x);
+  });
+  // Three runs: x to GPU 0 once a run, a and b to GPU 1, p and q to the host (a read each
+  // would be 6, 12 and 12).
+  BOOST_TEST((copies == std::map<std::pair<int, int>, int>{{{-1, 0}, 3}, {{0, 1}, 6}, {{1, -1}, 6}}));
+  const auto eager = step(x);
+  for (std::size_t i = 0; i < 2; ++i)
+    BOOST_TEST(results[i].to_vector() == eager[i].to_vector(), boost::test_tools::per_element());
+  use_fake_gpus(1);
 }
 
 // An eager node (graph::add_eager_node) runs host code at every call: a graph records it only when

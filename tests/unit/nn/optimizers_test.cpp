@@ -495,14 +495,20 @@ BOOST_AUTO_TEST_CASE(fit_and_evaluate_read_the_loss_once_per_epoch_not_once_per_
     auto history = model.fit(data, {.epochs = 3, .verbose = 0});
     history.loss.push_back(model.evaluate(data, {.verbose = 0}));
     const std::int64_t tracker_steps = tracker_launches - launches_before;
-    std::size_t to_host = 0;
+    std::size_t to_host = 0, batches_up = 0;
     {
       std::lock_guard lock(recorder.mutex);
-      for (std::size_t i = before; i < recorder.copies.size(); ++i)
-        to_host += recorder.copies[i].dst_ordinal < 0 && recorder.copies[i].src_ordinal >= 0 ? 1u : 0u;
+      for (std::size_t i = before; i < recorder.copies.size(); ++i) {
+        const auto& c = recorder.copies[i];
+        to_host += c.dst_ordinal < 0 && c.src_ordinal >= 0 ? 1u : 0u;
+        batches_up += c.dst_ordinal >= 0 && c.src_ordinal < 0 && c.bytes == 8 * 2 * sizeof(float) ? 1u : 0u;
+      }
     }
     if (device != "/cpu:0") {
       BOOST_TEST(to_host == 4u);  // the loss of 3 epochs and of evaluate: one read each
+      // Each step uploads its batch of x once, though the train step reads it twice there (the
+      // forward MatMul and the kernel's gradient): Note [One copy per value and device].
+      BOOST_TEST(batches_up == 20u);
       BOOST_TEST(tracker_steps == 20);  // the loss tracker: one fused launch per step (15 + 5)
       for (const auto& v : model.trainable_variables()) BOOST_TEST(dt::test::contains(v.device(), "GPU:0"));
     }
