@@ -20,7 +20,9 @@
 // builds a row's tensor at the end, and batch copies its rows from the sliced tensors directly, a
 // run of consecutive rows at once. The transformations are written once for any element type
 // (pipeline::take, repeat, shuffle), so row numbers go through the same steps as tensors would:
-// shuffle draws the same random numbers and the elements come out in the same order.
+// shuffle draws the same random numbers and the elements come out in the same order. Their
+// row-number versions are compiled once, not in every translation unit that uses a dataset
+// (pipeline::take_rows, ...).
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/placer.hpp"
@@ -173,6 +176,67 @@ Next<E> shuffle(Next<E> inner, std::int64_t buffer_size, std::mt19937_64 rng) {
   };
 }
 
+/// Openers of passes transformed by take, repeat and shuffle (Dataset's, for either kind of element).
+template <class E>
+Open<E> take_opener(Open<E> open, std::int64_t count) {
+  return [open = std::move(open), count] { return take(open(), count); };
+}
+template <class E>
+Open<E> repeat_opener(Open<E> open, std::int64_t count) {
+  return [open = std::move(open), count] { return repeat(open, count); };
+}
+/// Pass p of a shuffle draws from splitmix64(base ^ splitmix64(p)); p counts the passes opened
+/// when `reshuffle`, else stays 0.
+template <class E>
+Open<E> shuffle_opener(Open<E> open, std::int64_t buffer_size, std::uint64_t base,
+                       std::shared_ptr<std::atomic<std::uint64_t>> passes, bool reshuffle) {
+  return [open = std::move(open), buffer_size, base, passes = std::move(passes), reshuffle] {
+    const std::uint64_t pass = reshuffle ? passes->fetch_add(1) : 0;
+    return shuffle(open(), buffer_size, std::mt19937_64(splitmix64(base ^ splitmix64(pass))));
+  };
+}
+
+// The same for row numbers, the same for every Dataset type: compiled once, in the library in
+// compiled mode, rather than in every translation unit that uses a dataset.
+Open<std::int64_t> row_numbers(std::int64_t rows);
+Open<std::int64_t> take_rows(Open<std::int64_t> open, std::int64_t count);
+Open<std::int64_t> repeat_rows(Open<std::int64_t> open, std::int64_t count);
+Open<std::int64_t> shuffle_rows(Open<std::int64_t> open, std::int64_t buffer_size, std::uint64_t base,
+                                std::shared_ptr<std::atomic<std::uint64_t>> passes, bool reshuffle);
+/// Replaces `rows` with the next at most `count` row numbers of `pass`.
+void next_rows(Next<std::int64_t>& pass, std::int64_t count, std::vector<std::int64_t>& rows);
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION Open<std::int64_t> row_numbers(std::int64_t rows) {
+  return [rows] {
+    return Next<std::int64_t>([rows, next = std::int64_t{0}]() mutable -> std::optional<std::int64_t> {
+      if (next >= rows) return std::nullopt;
+      return next++;
+    });
+  };
+}
+DEVTENSOR_DEFINITION Open<std::int64_t> take_rows(Open<std::int64_t> open, std::int64_t count) {
+  return take_opener(std::move(open), count);
+}
+DEVTENSOR_DEFINITION Open<std::int64_t> repeat_rows(Open<std::int64_t> open, std::int64_t count) {
+  return repeat_opener(std::move(open), count);
+}
+DEVTENSOR_DEFINITION Open<std::int64_t> shuffle_rows(Open<std::int64_t> open, std::int64_t buffer_size,
+                                                     std::uint64_t base,
+                                                     std::shared_ptr<std::atomic<std::uint64_t>> passes,
+                                                     bool reshuffle) {
+  return shuffle_opener(std::move(open), buffer_size, base, std::move(passes), reshuffle);
+}
+DEVTENSOR_DEFINITION void next_rows(Next<std::int64_t>& pass, std::int64_t count, std::vector<std::int64_t>& rows) {
+  rows.clear();
+  while (static_cast<std::int64_t>(rows.size()) < count) {
+    const auto row = pass();
+    if (!row) break;
+    rows.push_back(*row);
+  }
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
 }  // namespace pipeline
 
 template <Element... Ts>
@@ -207,13 +271,7 @@ class Dataset {
     require_defined(components...);
     std::int64_t rows = -1;
     (check_sliceable(components, rows), ...);
-    const auto row_numbers = [rows] {
-      return pipeline::Next<std::int64_t>([rows, next = std::int64_t{0}]() mutable -> std::optional<std::int64_t> {
-        if (next >= rows) return std::nullopt;
-        return next++;
-      });
-    };
-    return Dataset(Rows{std::make_shared<const value_type>(std::move(components)...), row_numbers}, rows);
+    return Dataset(Rows{std::make_shared<const value_type>(std::move(components)...), pipeline::row_numbers(rows)}, rows);
   }
 
   /// The dataset `count` times over; forever when `count` is -1 (the default).
@@ -225,7 +283,8 @@ class Dataset {
     if (c == 0 || count == 0) card = 0;
     else if (c == INFINITE_CARDINALITY || count == -1) card = INFINITE_CARDINALITY;
     else if (c > 0) card = devtensor::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
-    return transformed([count](auto open) { return [open, count] { return pipeline::repeat(open, count); }; }, card);
+    if (rows_) return with_rows(pipeline::repeat_rows(rows_->open, count), card);
+    return Dataset(pipeline::repeat_opener(open_, count), card, batch_size_);
   }
 
   /// Consecutive elements stacked along a new first dimension; the last batch may be smaller
@@ -241,12 +300,7 @@ class Dataset {
           [rows = *rows_, batch_size, drop_remainder] {
             return Generator([source = rows.source, inner = rows.open(), batch_size, drop_remainder,
                               picked = std::vector<std::int64_t>()]() mutable -> std::optional<value_type> {
-              picked.clear();
-              while (static_cast<std::int64_t>(picked.size()) < batch_size) {
-                auto row = inner();
-                if (!row) break;
-                picked.push_back(*row);
-              }
+              pipeline::next_rows(inner, batch_size, picked);
               if (picked.empty() || (drop_remainder && static_cast<std::int64_t>(picked.size()) < batch_size))
                 return std::nullopt;
               return std::apply([&](const auto&... part) { return value_type{pipeline::gather_rows(part, picked, "BatchDataset")...}; },
@@ -280,14 +334,11 @@ class Dataset {
     if (buffer_size < 1) throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
     const std::uint64_t base = seed.value_or(next_seed());
     auto passes = std::make_shared<std::atomic<std::uint64_t>>(0);
-    return transformed(
-        [buffer_size, base, passes, reshuffle_each_iteration](auto open) {
-          return [open, buffer_size, base, passes, reshuffle_each_iteration] {
-            const std::uint64_t pass = reshuffle_each_iteration ? passes->fetch_add(1) : 0;
-            return pipeline::shuffle(open(), buffer_size, std::mt19937_64(splitmix64(base ^ splitmix64(pass))));
-          };
-        },
-        cardinality_);
+    if (rows_)
+      return with_rows(pipeline::shuffle_rows(rows_->open, buffer_size, base, std::move(passes), reshuffle_each_iteration),
+                       cardinality_);
+    return Dataset(pipeline::shuffle_opener(open_, buffer_size, base, std::move(passes), reshuffle_each_iteration),
+                   cardinality_, batch_size_);
   }
 
   /// At most the first `count` elements (-1: all). @throws InvalidArgumentError for count < -1.
@@ -297,7 +348,8 @@ class Dataset {
     std::int64_t card = c;
     if (count >= 0 && c == INFINITE_CARDINALITY) card = count;
     else if (count >= 0 && c >= 0) card = std::min(c, count);
-    return transformed([count](auto open) { return [open, count] { return pipeline::take(open(), count); }; }, card);
+    if (rows_) return with_rows(pipeline::take_rows(rows_->open, count), card);
+    return Dataset(pipeline::take_opener(open_, count), card, batch_size_);
   }
 
   /// This dataset's elements, then `other`'s.
@@ -380,12 +432,9 @@ class Dataset {
         cardinality_(cardinality),
         batch_size_(batch_size) {}
 
-  /// This dataset with `make` applied to its passes: `make(open)` returns an opener of the new
-  /// passes, for an `open` over either kind of element (tuples of tensors, or row numbers).
-  template <class Make>
-  Dataset transformed(const Make& make, std::int64_t cardinality) const {
-    if (rows_) return Dataset(Rows{rows_->source, pipeline::Open<std::int64_t>(make(rows_->open))}, cardinality, batch_size_);
-    return Dataset(Opener(make(open_)), cardinality, batch_size_);
+  /// A dataset of the same rows, told by the row numbers `open` gives.
+  Dataset with_rows(pipeline::Open<std::int64_t> open, std::int64_t cardinality) const {
+    return Dataset(Rows{rows_->source, std::move(open)}, cardinality, batch_size_);
   }
 
   static void require_defined(const Tensor<Ts>&... components) {
