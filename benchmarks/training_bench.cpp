@@ -12,6 +12,7 @@
 //   the reference: 8 × BM_TrainStep_KerasTraced/256 (train_on_batch on a batch made beforehand).
 // The input pipeline alone, a pass of 8 batches of 256 rows of 1024 floats and one float:
 //   BM_DatasetPass/0  from_tensor_slices(x, y).batch(256); /1 the same shuffled (buffer 2048);
+//   /2 from_tensors(a row of x, a row of y).repeat(2048).batch(256): a tensor per element, stacked;
 //   BM_DatasetPass_Memcpy  the reference: memcpy of the same bytes.
 // The optimizer update alone, one variable of N floats, three ways:
 //   BM_AdamUpdate_Loop      the reference: Keras's Adam formulas as one plain C++ loop over vectors;
@@ -166,6 +167,10 @@ void BM_DatasetPass(benchmark::State& state) {
   const auto y = dt::random_normal<float>(dt::Shape({kPipelineRows, 1}), {.seed = 2});
   auto dataset = dt::data::Dataset<float, float>::from_tensor_slices(x, y);
   if (state.range(0) == 1) dataset = dataset.shuffle(kPipelineRows, 1);
+  if (state.range(0) == 2)
+    dataset = dt::data::Dataset<float, float>::from_tensors(dt::random_normal<float>(dt::Shape({kPipelineFeatures}), {.seed = 3}),
+                                                            dt::random_normal<float>(dt::Shape({1}), {.seed = 4}))
+                  .repeat(kPipelineRows);
   const auto batches = dataset.batch(kPipelineBatch);
   for (auto _ : state)
     for (const auto& [xb, yb] : batches) benchmark::DoNotOptimize(xb.data());
@@ -267,7 +272,7 @@ BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_KerasTraced)->Arg(8)->Arg(64)->Arg(256)->Arg(512);
 BENCHMARK(BM_FitEpoch)->DenseRange(0, 2);
-BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1);
+BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(BM_DatasetPass_Memcpy);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Classifier)->ArgsProduct({{8, 64, 512}, {0, 1}});

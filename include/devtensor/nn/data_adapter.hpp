@@ -21,6 +21,7 @@
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/nn/training_options.hpp"
 #include "devtensor/ops/shape_ops.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
@@ -45,20 +46,11 @@ class Batches {
   template <Element... Ts>
   static Batches from_dataset(const data::Dataset<Ts...>& dataset, std::size_t inputs) {
     static_assert((std::is_same_v<Ts, float> && ...), "fit and evaluate take datasets of float32 components");
-    return Batches(
-        [dataset, inputs]() -> Next {
-          return [it = std::optional<typename data::Dataset<Ts...>::Iterator>(), dataset, inputs]() mutable
-                 -> std::optional<Batch> {
-            if (!it) it = dataset.begin();  // opened on the first request: a pass reads lazily
-            else ++*it;
-            if (*it == std::default_sentinel) return std::nullopt;
-            std::vector<Tensor<float>> components = std::apply([](const auto&... c) { return std::vector{c...}; }, **it);
-            const auto split = components.begin() + static_cast<std::ptrdiff_t>(std::min(inputs, components.size()));
-            return Batch{{components.begin(), split}, {split, components.end()}};
-          };
-        },
-        dataset.cardinality());
+    return from_dataset(dataset.erased(), inputs);
   }
+  /// The same for a dataset whose components are float32 (checked as each element is read:
+  /// InvalidArgumentError).
+  static Batches from_dataset(const data::AnyDataset& dataset, std::size_t inputs);
 
   [[nodiscard]] Next open() const { return open_(); }
   [[nodiscard]] std::int64_t cardinality() const noexcept { return cardinality_; }
@@ -92,6 +84,27 @@ inline Tensor<float> rows(const Tensor<float>& t, std::int64_t begin, std::int64
 }  // namespace detail
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION Batches Batches::from_dataset(const data::AnyDataset& dataset, std::size_t inputs) {
+  return Batches(
+      [dataset, inputs]() -> Next {
+        return [pass = data::pipeline::Next<data::pipeline::Columns>(), dataset, inputs]() mutable -> std::optional<Batch> {
+          if (!pass) pass = dataset.open();  // opened on the first request: a pass reads lazily
+          const auto element = pass();
+          if (!element) return std::nullopt;
+          Batch batch;
+          for (std::size_t i = 0; i < element->size(); ++i) {
+            const AnyTensor& component = (*element)[i];
+            if (component.dtype != DType::DT_FLOAT)
+              throw InvalidArgumentError("fit and evaluate take datasets of float32 components, got " +
+                                         std::string(dtype_name(component.dtype)) + " in component " + std::to_string(i));
+            (i < inputs ? batch.xs : batch.ys).push_back(component.as<float>());
+          }
+          return batch;
+        };
+      },
+      dataset.cardinality());
+}
+
 DEVTENSOR_DEFINITION void split_validation(std::vector<Tensor<float>>& xs, std::vector<Tensor<float>>& ys,
                                            FitOptions& options) {
   const double split = options.validation_split;
@@ -159,18 +172,18 @@ DEVTENSOR_DEFINITION Batches from_arrays(const std::vector<Tensor<float>>& xs, c
   auto positions = Tensor<std::int64_t>::empty(Shape({n}), data::pipeline::host_device(), "DataAdapter");
   std::int64_t* position = positions.mutable_data();
   for (std::int64_t i = 0; i < n; ++i) position[i] = i;
-  const auto order = data::Dataset<std::int64_t>::from_tensor_slices(positions)
-                         .shuffle(std::max<std::int64_t>(1, n), seed)
-                         .batch(batch_size);
+  const auto order = data::AnyDataset::from_tensor_slices({AnyTensor(positions)})
+                         .shuffle(std::max<std::int64_t>(1, n), seed, true)
+                         .batch(batch_size, false);
   return Batches(
       [xs, ys, order]() -> Batches::Next {
-        return [xs, ys, it = std::optional<data::Dataset<std::int64_t>::Iterator>(), order]() mutable
-               -> std::optional<Batch> {
-          if (!it) it = order.begin();
-          else ++*it;
-          if (*it == std::default_sentinel) return std::nullopt;
-          const auto& indices = std::get<0>(**it);
-          const std::span<const std::int64_t> rows(indices.data(), static_cast<std::size_t>(indices.num_elements()));
+        return [xs, ys, pass = data::pipeline::Next<data::pipeline::Columns>(), order]() mutable -> std::optional<Batch> {
+          if (!pass) pass = order.open();  // opened on the first request: a pass reads lazily
+          const auto indices = pass();
+          if (!indices) return std::nullopt;
+          const AnyTensor& picked = indices->front();
+          const std::span<const std::int64_t> rows(static_cast<const std::int64_t*>(picked.storage->data),
+                                                   static_cast<std::size_t>(picked.shape.num_elements()));
           Batch batch;
           for (const auto& x : xs) batch.xs.push_back(data::pipeline::gather_rows(x, rows, "DataAdapter"));
           for (const auto& y : ys) batch.ys.push_back(data::pipeline::gather_rows(y, rows, "DataAdapter"));

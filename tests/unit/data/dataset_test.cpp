@@ -1,5 +1,6 @@
 // data::Dataset: sources, repeat, batch (remainders), shuffle determinism, take, cardinality, errors;
-// datasets of rows (Note [Datasets of rows]) batch as tensors per element do, copying rows at once.
+// datasets of rows (Note [Datasets of rows]) batch as tensors per element do, copying rows at once;
+// a Dataset's erased pipeline (AnyDataset) is the same pipeline with its dtypes as values.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -69,6 +70,14 @@ BOOST_AUTO_TEST_CASE(from_tensor_slices_slices_the_first_dimension) {
                              "rank >= 1");
   DEVTENSOR_CHECK_THROW_WITH(Dataset<float>::from_tensors(dt::Tensor<float>()), dt::InvalidArgumentError,
                              "undefined tensor");
+  // A graph's tensor has no rows to slice yet: said at once, not when the dataset is iterated.
+  dt::compat::v1::Graph g;
+  auto scope = g.as_default();
+  const auto symbolic = dt::constant<float>({1, 2}, {2}, {.name = "s"});
+  BOOST_REQUIRE(symbolic.symbolic());
+  DEVTENSOR_CHECK_THROW_WITH(Dataset<float>::from_tensor_slices(symbolic), dt::InvalidArgumentError,
+                             "Tensor 's:0' is symbolic: it is an output of a graph node and has no values while the "
+                             "graph is being built, so from_tensor_slices cannot read it");
 }
 
 BOOST_AUTO_TEST_CASE(repeat_counts_and_forever) {
@@ -219,6 +228,35 @@ BOOST_AUTO_TEST_CASE(a_batch_of_rows_is_one_allocation_per_component) {
   }
   BOOST_TEST(batches == 4);
   BOOST_TEST(cpu.allocator->stats().num_allocs - before == 8u);  // a tensor per row would be 136
+}
+
+BOOST_AUTO_TEST_CASE(an_erased_dataset_is_the_same_pipeline_with_dtypes_as_values) {
+  auto x = dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  auto y = dt::constant<std::int64_t>({10, 20, 30}, {3});
+  const auto ds = Dataset<float, std::int64_t>::from_tensor_slices(x, y).batch(2);
+  const dt::data::AnyDataset& erased = ds.erased();
+  BOOST_TEST(erased.cardinality() == 2);
+  BOOST_TEST(erased.batch_size().value_or(0) == 2);
+  auto pass = erased.open();
+  const auto first = pass();
+  BOOST_REQUIRE(first.has_value());
+  BOOST_REQUIRE(first->size() == 2u);
+  BOOST_TEST(((*first)[0].dtype == dt::DType::DT_FLOAT));
+  BOOST_TEST(((*first)[1].dtype == dt::DType::DT_INT64));
+  BOOST_TEST((*first)[0].as<float>().to_vector() == std::vector<float>({1, 2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST((*first)[1].as<std::int64_t>().to_vector() == std::vector<std::int64_t>({10, 20}),
+             boost::test_tools::per_element());
+  const auto last = pass();
+  BOOST_REQUIRE(last.has_value());
+  BOOST_TEST((*last)[0].shape == dt::Shape({1, 2}));
+  BOOST_TEST(!pass().has_value());
+  // Transforming the erased dataset is transforming the typed one.
+  BOOST_TEST(erased.repeat(3).cardinality() == ds.repeat(3).cardinality());
+  DEVTENSOR_CHECK_THROW_WITH((void)erased.take(-2), dt::InvalidArgumentError, "count must be >= -1");
+  // fit's adapter takes erased datasets too, and checks what Dataset's types said.
+  const auto batches = dt::nn::data_adapter::Batches::from_dataset(erased, 1);
+  DEVTENSOR_CHECK_THROW_WITH((void)batches.open()(), dt::InvalidArgumentError,
+                             "fit and evaluate take datasets of float32 components, got int64 in component 1");
 }
 
 BOOST_AUTO_TEST_CASE(elements_come_from_the_host_even_for_gpu_tensors) {
