@@ -13,6 +13,7 @@
 // The input pipeline alone, a pass of 8 batches of 256 rows of 1024 floats and one float:
 //   BM_DatasetPass/0  from_tensor_slices(x, y).batch(256); /1 the same shuffled (buffer 2048);
 //   /2 from_tensors(a row of x, a row of y).repeat(2048).batch(256): a tensor per element, stacked;
+//   /3 /0 prefetched (AUTOTUNE): the hand-over between the pipeline's thread and the reader's;
 //   BM_DatasetPass_Memcpy  the reference: memcpy of the same bytes.
 // The optimizer update alone, one variable of N floats, three ways:
 //   BM_AdamUpdate_Loop      the reference: Keras's Adam formulas as one plain C++ loop over vectors;
@@ -171,7 +172,8 @@ void BM_DatasetPass(benchmark::State& state) {
     dataset = dt::data::Dataset<float, float>::from_tensors(dt::random_normal<float>(dt::Shape({kPipelineFeatures}), {.seed = 3}),
                                                             dt::random_normal<float>(dt::Shape({1}), {.seed = 4}))
                   .repeat(kPipelineRows);
-  const auto batches = dataset.batch(kPipelineBatch);
+  auto batches = dataset.batch(kPipelineBatch);
+  if (state.range(0) == 3) batches = batches.prefetch(dt::data::AUTOTUNE);
   for (auto _ : state)
     for (const auto& [xb, yb] : batches) benchmark::DoNotOptimize(xb.data());
   state.SetBytesProcessed(state.iterations() * kPipelineRows * (kPipelineFeatures + 1) * 4);
@@ -272,7 +274,7 @@ BENCHMARK(BM_TrainStep_Tape)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Keras)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_KerasTraced)->Arg(8)->Arg(64)->Arg(256)->Arg(512);
 BENCHMARK(BM_FitEpoch)->DenseRange(0, 2);
-BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
 BENCHMARK(BM_DatasetPass_Memcpy);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Classifier)->ArgsProduct({{8, 64, 512}, {0, 1}});

@@ -32,13 +32,12 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
+#include "devtensor/data/pipeline.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 #include <algorithm>
-#include <atomic>
-#include <random>
 #include <string>
 #include <utility>
 
@@ -54,17 +53,13 @@ namespace devtensor::data {
 inline constexpr std::int64_t INFINITE_CARDINALITY = -1;
 /// cardinality() when the number of elements is not known in advance.
 inline constexpr std::int64_t UNKNOWN_CARDINALITY = -2;
+/// prefetch's buffer size that lets devtensor choose (tf.data.AUTOTUNE): two elements ahead.
+inline constexpr std::int64_t AUTOTUNE = -1;
 
 namespace pipeline {
 
 /// An element: one tensor per component.
 using Columns = std::vector<AnyTensor>;
-/// One pass: the next element, or nothing at the end.
-template <class E>
-using Next = std::function<std::optional<E>()>;
-/// Opens a fresh pass.
-template <class E>
-using Open = std::function<Next<E>()>;
 
 /// The host CPU, where input pipelines run (the first dataset may initialise devtensor).
 const Device& host_device();
@@ -104,11 +99,15 @@ class AnyDataset {
                                    bool reshuffle_each_iteration) const;
   [[nodiscard]] AnyDataset take(std::int64_t count) const;
   [[nodiscard]] AnyDataset concatenate(const AnyDataset& other) const;
+  [[nodiscard]] AnyDataset prefetch(std::int64_t buffer_size) const;
 
   [[nodiscard]] std::int64_t cardinality() const noexcept { return cardinality_; }
   [[nodiscard]] std::optional<std::int64_t> batch_size() const noexcept { return batch_size_; }
   /// A fresh pass over the elements.
   [[nodiscard]] pipeline::Next<Columns> open() const { return open_(); }
+  /// Whether a pass reads tensors in device memory (a GPU's): such a pipeline is not prefetched,
+  /// as its copies would queue on the streams the steps use (Note [Prefetching]).
+  [[nodiscard]] bool reads_device_memory() const noexcept { return device_sources_; }
 
  private:
   /// A dataset of rows of fixed tensors, told by row numbers (Note [Datasets of rows]).
@@ -121,10 +120,12 @@ class AnyDataset {
   std::optional<Rows> rows_;  // when the elements are rows of rows_->source
   std::int64_t cardinality_;
   std::optional<std::int64_t> batch_size_;
+  bool device_sources_;  // some tensor it reads lives in device memory
 
-  AnyDataset(pipeline::Open<Columns> open, std::int64_t cardinality, std::optional<std::int64_t> batch_size);
+  AnyDataset(pipeline::Open<Columns> open, std::int64_t cardinality, std::optional<std::int64_t> batch_size,
+             bool device_sources);
   /// A dataset of rows; iterating it makes a tensor of every row.
-  AnyDataset(Rows rows, std::int64_t cardinality, std::optional<std::int64_t> batch_size);
+  AnyDataset(Rows rows, std::int64_t cardinality, std::optional<std::int64_t> batch_size, bool device_sources);
   /// A dataset of the same rows, told by the row numbers `open` gives.
   [[nodiscard]] AnyDataset with_rows(pipeline::Open<std::int64_t> open, std::int64_t cardinality) const;
 };
@@ -173,6 +174,12 @@ DEVTENSOR_DEFINITION AnyTensor gather_rows(const AnyTensor& t, std::span<const s
   return AnyTensor(next_tensor_id(), t.dtype, std::move(shape), std::move(storage));
 }
 
+/// Whether any of `tensors` lives in device memory.
+DEVTENSOR_DEFINITION bool in_device_memory(const Columns& tensors) {
+  return std::any_of(tensors.begin(), tensors.end(),
+                     [](const AnyTensor& t) { return t.storage && t.storage->device && !t.storage->device->host_memory(); });
+}
+
 /// Component `component` of every element, stacked along a new first dimension on the host CPU.
 /// @throws InvalidArgumentError when their shapes differ.
 DEVTENSOR_DEFINITION AnyTensor stack(const std::vector<Columns>& elements, std::size_t component) {
@@ -197,79 +204,14 @@ DEVTENSOR_DEFINITION AnyTensor stack(const std::vector<Columns>& elements, std::
   return AnyTensor(next_tensor_id(), first.dtype, std::move(shape), std::move(storage));
 }
 
-// The transformations, written once for any element type E: a dataset's elements, or the row
-// numbers of a dataset of rows (Note [Datasets of rows]).
-
-/// The first `count` elements of each pass (-1: all).
-template <class E>
-Open<E> take(Open<E> open, std::int64_t count) {
-  return [open = std::move(open), count] {
-    return Next<E>([inner = open(), count, taken = std::int64_t{0}]() mutable -> std::optional<E> {
-      if (count >= 0 && taken >= count) return std::nullopt;
-      ++taken;
-      return inner();
-    });
-  };
-}
-
-/// `count` passes one after the other (-1: forever); a pass without elements ends it, as
-/// repeating it forever would hang.
-template <class E>
-Open<E> repeat(Open<E> open, std::int64_t count) {
-  return [open = std::move(open), count] {
-    return Next<E>([open, count, done = std::int64_t{0}, current = Next<E>(),
-                    produced = false]() mutable -> std::optional<E> {
-      while (count == -1 || done < count) {
-        if (!current) {
-          current = open();
-          produced = false;
-        }
-        if (auto element = current()) {
-          produced = true;
-          return element;
-        }
-        current = Next<E>();
-        ++done;
-        if (!produced) return std::nullopt;
-      }
-      return std::nullopt;
-    });
-  };
-}
-
-/// TensorFlow's shuffle buffer: up to `buffer_size` elements; each output is drawn uniformly from
-/// it and its place taken by the last. Pass p draws from splitmix64(base ^ splitmix64(p)); p counts
-/// the passes opened when `reshuffle`, else stays 0.
-template <class E>
-Open<E> shuffle(Open<E> open, std::int64_t buffer_size, std::uint64_t base, bool reshuffle) {
-  return [open = std::move(open), buffer_size, base, reshuffle,
-          passes = std::make_shared<std::atomic<std::uint64_t>>(0)] {
-    const std::uint64_t pass = reshuffle ? passes->fetch_add(1) : 0;
-    return Next<E>([inner = open(), buffer_size, rng = std::mt19937_64(splitmix64(base ^ splitmix64(pass))),
-                    buffer = std::vector<E>(), exhausted = false]() mutable -> std::optional<E> {
-      while (!exhausted && static_cast<std::int64_t>(buffer.size()) < buffer_size) {
-        auto element = inner();
-        if (!element) exhausted = true;
-        else buffer.push_back(std::move(*element));
-      }
-      if (buffer.empty()) return std::nullopt;
-      std::uniform_int_distribution<std::size_t> pick(0, buffer.size() - 1);
-      const std::size_t i = pick(rng);
-      E out = std::move(buffer[i]);
-      buffer[i] = std::move(buffer.back());
-      buffer.pop_back();
-      return out;
-    });
-  };
-}
-
 }  // namespace pipeline
 
 DEVTENSOR_DEFINITION AnyDataset::AnyDataset(pipeline::Open<Columns> open, std::int64_t cardinality,
-                                            std::optional<std::int64_t> batch_size)
-    : open_(std::move(open)), cardinality_(cardinality), batch_size_(batch_size) {}
+                                            std::optional<std::int64_t> batch_size, bool device_sources)
+    : open_(std::move(open)), cardinality_(cardinality), batch_size_(batch_size), device_sources_(device_sources) {}
 
-DEVTENSOR_DEFINITION AnyDataset::AnyDataset(Rows rows, std::int64_t cardinality, std::optional<std::int64_t> batch_size)
+DEVTENSOR_DEFINITION AnyDataset::AnyDataset(Rows rows, std::int64_t cardinality, std::optional<std::int64_t> batch_size,
+                                            bool device_sources)
     : open_([source = rows.source, open = rows.open] {
         return pipeline::Next<Columns>([source, inner = open()]() mutable -> std::optional<Columns> {
           const auto row = inner();
@@ -283,16 +225,18 @@ DEVTENSOR_DEFINITION AnyDataset::AnyDataset(Rows rows, std::int64_t cardinality,
       }),
       rows_(std::move(rows)),
       cardinality_(cardinality),
-      batch_size_(batch_size) {}
+      batch_size_(batch_size),
+      device_sources_(device_sources) {}
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::with_rows(pipeline::Open<std::int64_t> open, std::int64_t cardinality) const {
-  return AnyDataset(Rows{rows_->source, std::move(open)}, cardinality, batch_size_);
+  return AnyDataset(Rows{rows_->source, std::move(open)}, cardinality, batch_size_, device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::from_tensors(Columns element) {
   for (const auto& component : element)
     if (!component.defined())
       throw InvalidArgumentError("Dataset: a component is an undefined tensor (default-constructed or moved from)");
+  const bool device_sources = pipeline::in_device_memory(element);
   return AnyDataset(
       [element = std::move(element)] {
         return pipeline::Next<Columns>([element, done = false]() mutable -> std::optional<Columns> {
@@ -301,7 +245,7 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::from_tensors(Columns element) {
           return element;
         });
       },
-      1, std::nullopt);
+      1, std::nullopt, device_sources);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::from_tensor_slices(Columns components) {
@@ -325,8 +269,9 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::from_tensor_slices(Columns component
       return next++;
     });
   };
+  const bool device_sources = pipeline::in_device_memory(components);
   return AnyDataset(Rows{std::make_shared<const Columns>(std::move(components)), std::move(row_numbers)}, rows,
-                    std::nullopt);
+                    std::nullopt, device_sources);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::repeat(std::int64_t count) const {
@@ -337,7 +282,7 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::repeat(std::int64_t count) const {
   else if (c == INFINITE_CARDINALITY || count == -1) card = INFINITE_CARDINALITY;
   else if (c > 0) card = devtensor::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
   if (rows_) return with_rows(pipeline::repeat(rows_->open, count), card);
-  return AnyDataset(pipeline::repeat(open_, count), card, batch_size_);
+  return AnyDataset(pipeline::repeat(open_, count), card, batch_size_, device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::batch(std::int64_t batch_size, bool drop_remainder) const {
@@ -366,7 +311,7 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::batch(std::int64_t batch_size, bool 
             return batch;
           });
         },
-        card, batch_size);
+        card, batch_size, device_sources_);
   return AnyDataset(
       [open = open_, batch_size, full] {
         return pipeline::Next<Columns>([inner = open(), batch_size, full]() mutable -> std::optional<Columns> {
@@ -383,7 +328,7 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::batch(std::int64_t batch_size, bool 
           return batch;
         });
       },
-      card, batch_size);
+      card, batch_size, device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed,
@@ -391,7 +336,8 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::shuffle(std::int64_t buffer_size, st
   if (buffer_size < 1) throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
   const std::uint64_t base = seed.value_or(next_seed());
   if (rows_) return with_rows(pipeline::shuffle(rows_->open, buffer_size, base, reshuffle_each_iteration), cardinality_);
-  return AnyDataset(pipeline::shuffle(open_, buffer_size, base, reshuffle_each_iteration), cardinality_, batch_size_);
+  return AnyDataset(pipeline::shuffle(open_, buffer_size, base, reshuffle_each_iteration), cardinality_, batch_size_,
+                    device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::take(std::int64_t count) const {
@@ -401,7 +347,7 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::take(std::int64_t count) const {
   if (count >= 0 && c == INFINITE_CARDINALITY) card = count;
   else if (count >= 0 && c >= 0) card = std::min(c, count);
   if (rows_) return with_rows(pipeline::take(rows_->open, count), card);
-  return AnyDataset(pipeline::take(open_, count), card, batch_size_);
+  return AnyDataset(pipeline::take(open_, count), card, batch_size_, device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::concatenate(const AnyDataset& other) const {
@@ -421,7 +367,17 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::concatenate(const AnyDataset& other)
               return rest();
             });
       },
-      card, batch_size_ == other.batch_size_ ? batch_size_ : std::nullopt);
+      card, batch_size_ == other.batch_size_ ? batch_size_ : std::nullopt, device_sources_ || other.device_sources_);
+}
+
+DEVTENSOR_DEFINITION AnyDataset AnyDataset::prefetch(std::int64_t buffer_size) const {
+  if (buffer_size < AUTOTUNE)
+    throw InvalidArgumentError("prefetch: buffer_size must be >= 0, or AUTOTUNE (-1) to let devtensor choose, got " +
+                               std::to_string(buffer_size));
+  if (buffer_size == 0 || device_sources_) return *this;  // nothing ahead: the same pipeline
+  const auto buffer = static_cast<std::size_t>(buffer_size == AUTOTUNE ? 2 : buffer_size);
+  // The elements are no longer rows for a later batch to gather: the thread has made them.
+  return AnyDataset(pipeline::prefetch(open_, buffer), cardinality_, batch_size_, device_sources_);
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

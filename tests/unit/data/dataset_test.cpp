@@ -1,14 +1,18 @@
 // data::Dataset: sources, repeat, batch (remainders), shuffle determinism, take, cardinality, errors;
 // datasets of rows (Note [Datasets of rows]) batch as tensors per element do, copying rows at once;
-// a Dataset's erased pipeline (AnyDataset) is the same pipeline with its dtypes as values.
+// a Dataset's erased pipeline (AnyDataset) is the same pipeline with its dtypes as values; prefetch
+// (Note [Prefetching]) keeps the elements, their order and errors.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
+#include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
 using dt::data::Dataset;
@@ -259,12 +263,119 @@ BOOST_AUTO_TEST_CASE(an_erased_dataset_is_the_same_pipeline_with_dtypes_as_value
                              "fit and evaluate take datasets of float32 components, got int64 in component 1");
 }
 
+BOOST_AUTO_TEST_CASE(prefetch_gives_the_same_elements_in_the_same_order) {
+  const auto x = dt::random_normal<float>({40, 3}, {.seed = 1});
+  const auto y = dt::random_normal<float>({40}, {.seed = 2});
+  // Each its own shuffle, so each numbers its own passes.
+  const auto make = [&] { return Dataset<float, float>::from_tensor_slices(x, y).shuffle(16, 5).batch(6); };
+  const auto ds = make();
+  const auto ahead = make().prefetch(dt::data::AUTOTUNE);
+  BOOST_TEST(ahead.cardinality() == ds.cardinality());
+  BOOST_TEST(ahead.batch_size().value_or(0) == 6);
+  // Two passes each: a reshuffling pass is numbered on the reader's thread, so the orders match.
+  for (int pass = 0; pass < 2; ++pass) {
+    BOOST_TEST(firsts(ahead) == firsts(ds));
+  }
+  BOOST_TEST(firsts(make().prefetch(0)) == firsts(make()));
+  BOOST_TEST(firsts(make().prefetch(5).repeat(2)) == firsts(make().repeat(2)));
+  // Elements, rather than rows, once prefetched: batching them is batching the tensors.
+  BOOST_TEST(firsts(Dataset<float, float>::from_tensor_slices(x, y).prefetch(3).batch(7)) ==
+             firsts(Dataset<float, float>::from_tensor_slices(x, y).batch(7)));
+  DEVTENSOR_CHECK_THROW_WITH((void)make().prefetch(-2), dt::InvalidArgumentError,
+                             "prefetch: buffer_size must be >= 0, or AUTOTUNE (-1) to let devtensor choose, got -2");
+}
+
+BOOST_AUTO_TEST_CASE(prefetch_runs_ahead_of_the_reader_by_its_buffer) {
+  const auto x = dt::random_normal<float>({64, 8}, {.seed = 1});
+  const auto& cpu = x.device_info();
+  const auto ds = Dataset<float>::from_tensor_slices(x).batch(4).prefetch(3);
+  const auto allocations = [&, before = cpu.allocator->stats().num_allocs] {
+    return cpu.allocator->stats().num_allocs - before;
+  };
+  auto it = ds.begin();  // reads the first batch; the thread makes three more meanwhile, and stops
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (allocations() < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(allocations() == 4u);  // one batch read, three ahead: no more
+  ++it;
+  const auto rows = x.to_vector();
+  BOOST_TEST(std::get<0>(*it).to_vector() == std::vector<float>(rows.begin() + 32, rows.begin() + 64),
+             boost::test_tools::per_element());  // the second batch: rows 4 to 7
+}
+
+BOOST_AUTO_TEST_CASE(prefetch_passes_errors_in_their_place_and_stops_when_the_reader_does) {
+  auto a = Dataset<float>::from_tensors(dt::constant<float>({1, 2}));
+  auto b = Dataset<float>::from_tensors(dt::constant<float>({3, 4, 5}));
+  const auto ds = a.repeat(3).concatenate(b).batch(2).prefetch(2);  // [a a], then [a b] fails
+  auto it = ds.begin();
+  BOOST_TEST(std::get<0>(*it).to_vector() == std::vector<float>({1, 2, 1, 2}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(++it, dt::InvalidArgumentError, "Cannot batch tensors with different shapes");
+  ++it;  // after the error the pass has ended
+  BOOST_TEST((it == std::default_sentinel));
+  // A reader that stops early: the forever-repeating pass's thread stops and is joined.
+  int read = 0;
+  for (const auto& [row] : a.repeat().prefetch(2)) {
+    BOOST_TEST(row.to_vector() == std::vector<float>({1, 2}), boost::test_tools::per_element());
+    if (++read == 3) break;
+  }
+  BOOST_TEST(read == 3);
+}
+
+BOOST_AUTO_TEST_CASE(fit_over_a_prefetched_dataset_trains_as_over_the_dataset) {
+  namespace nn = dt::nn;
+  const auto x = dt::random_normal<float>({64, 4}, {.seed = 1});
+  const auto y = dt::random_normal<float>({64, 1}, {.seed = 2});
+  auto make_model = [] {
+    nn::Sequential model({nn::Dense(1, {.input_dim = 4, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})});
+    model.compile("mse", nn::optimizers::SGD{.learning_rate = 0.05});
+    return model;
+  };
+  // Each its own shuffle: the same orders, pass by pass.
+  const auto make_dataset = [&] { return Dataset<float, float>::from_tensor_slices(x, y).shuffle(64, 7).batch(16); };
+  const auto ahead = make_model().fit(make_dataset().prefetch(dt::data::AUTOTUNE), {.epochs = 3, .verbose = 0});
+  const auto plain = make_model().fit(make_dataset(), {.epochs = 3, .verbose = 0});
+  BOOST_TEST(ahead.loss == plain.loss, boost::test_tools::per_element());
+  // A batch the pipeline cannot make fails fit with the pipeline's error.
+  auto broken = Dataset<float, float>::from_tensors(dt::constant<float>({1, 2, 3, 4}, {1, 4}), dt::constant<float>({1}, {1, 1}))
+                    .concatenate(Dataset<float, float>::from_tensors(dt::constant<float>({1, 2, 3, 4, 5}, {1, 5}),
+                                                                     dt::constant<float>({1}, {1, 1})))
+                    .batch(2)
+                    .prefetch(1);
+  DEVTENSOR_CHECK_THROW_WITH((void)make_model().fit(broken, {.epochs = 1, .verbose = 0}), dt::InvalidArgumentError,
+                             "Cannot batch tensors with different shapes");
+}
+
 BOOST_AUTO_TEST_CASE(elements_come_from_the_host_even_for_gpu_tensors) {
   dt::config::set_simulated_gpus(1);
   auto x = dt::constant<float>({1, 2, 3, 4}, {2, 2});
   BOOST_TEST(dt::test::contains(x.device(), "GPU:0"));
   for (const auto& [row] : Dataset<float>::from_tensor_slices(x).batch(2))
     BOOST_TEST(row.device() == "/job:localhost/replica:0/task:0/device:CPU:0");
+}
+
+// A pipeline that reads a GPU's memory is not prefetched: its copies would queue on the GPU's
+// stream from a thread of their own, which a CUDA graph being captured there forbids.
+BOOST_AUTO_TEST_CASE(a_pipeline_that_reads_device_memory_is_not_prefetched) {
+  dt::test::FakeGpuPlatform platform(1);
+  const auto x = [] {
+    dt::DeviceScope gpu("/GPU:0");
+    return dt::constant<float>({1, 2, 3, 4}, {2, 2});
+  }();
+  BOOST_REQUIRE(!x.host_memory());
+  const auto on_host = [] {
+    dt::DeviceScope cpu("/cpu:0");
+    return dt::constant<float>({1, 2}, {2, 1});
+  }();
+  BOOST_TEST(!Dataset<float>::from_tensor_slices(on_host).erased().reads_device_memory());
+  BOOST_TEST(Dataset<float>::from_tensor_slices(x).erased().reads_device_memory());
+  BOOST_TEST(Dataset<float>::from_tensors(on_host).concatenate(Dataset<float>::from_tensors(x)).erased().reads_device_memory());
+  const auto& cpu = on_host.device_info();
+  const auto before = cpu.allocator->stats().num_allocs;
+  const auto ahead = Dataset<float>::from_tensor_slices(x).repeat().batch(1).prefetch(4);
+  auto it = ahead.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(cpu.allocator->stats().num_allocs - before == 1u);  // the batch read, nothing ahead
 }
 
 BOOST_AUTO_TEST_SUITE_END()
