@@ -74,7 +74,7 @@ class Dataset {
   /// The same elements, each pass computed up to `buffer_size` elements ahead on a thread of its
   /// own while the reader works (tf.data's prefetch; Note [Prefetching]); AUTOTUNE (-1): two
   /// elements; 0: none. Errors reach the reader in the element's place. It pays when an element
-  /// costs more to make than the hand-over between threads (~16 us on a 2-vCPU VM); a pipeline
+  /// costs more to make than the hand-over between threads (16-19 us on a 2-vCPU VM); a pipeline
   /// that reads GPU memory is not prefetched. @throws InvalidArgumentError below -1.
   [[nodiscard]] Dataset prefetch(std::int64_t buffer_size) const { return Dataset(any_.prefetch(buffer_size)); }
 

@@ -14,7 +14,7 @@
 // it. A pipeline that reads device memory is not prefetched: its copies would queue on the stream
 // the reader's steps use, from another thread, which a CUDA graph being captured there forbids.
 //
-// What it costs: on a 2-vCPU VM (2026-11-28) handing an element over took ~16 us (a pass of 8
+// What it costs: on a 2-vCPU VM (2026-11-28) handing an element over took 16-19 us (a pass of 8
 // batches: 238 -> 378 us), a thread's start and join 47 us, and a pool of kept threads did not
 // change fit's times. fit's own batching costs 2-11 us a step, so fit prefetching its batches, as
 // Keras does, made an epoch 9-15 % slower: fit does not prefetch; a user's dataset can.
