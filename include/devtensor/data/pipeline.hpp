@@ -1,8 +1,9 @@
 #pragma once
 /// @file pipeline.hpp
 /// @brief The steps of an input pipeline, written once for any element type E (a dataset's
-/// elements, the row numbers of a dataset of rows, fit's batches): take, repeat, shuffle and
-/// prefetch, each turning an opener of passes into another.
+/// elements, or the row numbers of a dataset of rows): take, repeat, shuffle and prefetch, each
+/// turning an opener of passes into another. Only data/any_dataset.hpp's definitions use the steps,
+/// so translation units of the compiled mode see just the pass types.
 
 // Note [Prefetching]
 // prefetch runs a pass's steps on a thread of its own, up to `buffer` elements ahead of the
@@ -19,22 +20,27 @@
 // change fit's times. fit's own batching costs 2-11 us a step, so fit prefetching its batches, as
 // Keras does, made an epoch 9-15 % slower: fit does not prefetch; a user's dataset can.
 
+#include <functional>
+#include <optional>
+
+#include "devtensor/config.hpp"
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // only the definitions instantiate the steps (Note [Compiled mode])
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "devtensor/ops/random.hpp"
+#endif
 
 namespace devtensor::data::pipeline {
 
@@ -45,6 +51,7 @@ using Next = std::function<std::optional<E>()>;
 template <class E>
 using Open = std::function<Next<E>()>;
 
+#if DEVTENSOR_HEADER_DEFINITIONS
 // The transformations, written once for any element type E: a dataset's elements, or the row
 // numbers of a dataset of rows (Note [Datasets of rows]).
 
@@ -185,5 +192,7 @@ Open<E> prefetch(Open<E> open, std::size_t buffer) {
     return Next<E>([prefetcher = std::make_shared<Prefetcher<E>>(open(), buffer)] { return prefetcher->next(); });
   };
 }
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace devtensor::data::pipeline
