@@ -135,20 +135,27 @@ namespace pipeline {
 
 DEVTENSOR_DEFINITION const Device& host_device() { return device_set("the first dataset").host_cpu(); }
 
+/// A new tensor of `dtype` and `dims` on `device`, for the pipeline's copies to fill.
+DEVTENSOR_DEFINITION AnyTensor empty_tensor(DType dtype, std::span<const std::int64_t> dims, const Device& device,
+                                            std::string_view op) {
+  Shape shape(dims, op);
+  auto storage = allocate_storage(device, checked_byte_count(shape.num_elements(), dtype_size(dtype), op), shape,
+                                  dtype_string(dtype), op);
+  return AnyTensor(next_tensor_id(), dtype, std::move(shape), std::move(storage));
+}
+
 DEVTENSOR_DEFINITION AnyTensor copy_rows(const AnyTensor& t, std::int64_t start, std::int64_t count,
                                          const Device& device, bool drop_dim, std::string_view op) {
   std::vector<std::int64_t> dims = t.shape.dims_vector();
   const std::int64_t row_elements = dims[0] > 0 ? t.shape.num_elements() / dims[0] : 0;
   if (drop_dim) dims.erase(dims.begin());
   else dims[0] = count;
-  Shape shape(std::span<const std::int64_t>(dims), op);
+  AnyTensor out = empty_tensor(t.dtype, dims, device, op);
   const std::size_t element_bytes = dtype_size(t.dtype);
-  auto storage = allocate_storage(device, checked_byte_count(shape.num_elements(), element_bytes, op), shape,
-                                  dtype_string(t.dtype), op);
   const auto offset = static_cast<std::size_t>(start * row_elements) * element_bytes;
-  copy_bytes(storage->data, device, static_cast<const unsigned char*>(t.storage->data) + offset, *t.storage->device,
+  copy_bytes(out.storage->data, device, static_cast<const unsigned char*>(t.storage->data) + offset, *t.storage->device,
              static_cast<std::size_t>(count * row_elements) * element_bytes);
-  return AnyTensor(next_tensor_id(), t.dtype, std::move(shape), std::move(storage));
+  return out;
 }
 
 DEVTENSOR_DEFINITION AnyTensor gather_rows(const AnyTensor& t, std::span<const std::int64_t> rows,
@@ -156,13 +163,10 @@ DEVTENSOR_DEFINITION AnyTensor gather_rows(const AnyTensor& t, std::span<const s
   std::vector<std::int64_t> dims = t.shape.dims_vector();
   const std::int64_t row_elements = dims[0] > 0 ? t.shape.num_elements() / dims[0] : 0;
   dims[0] = static_cast<std::int64_t>(rows.size());
-  Shape shape(std::span<const std::int64_t>(dims), op);
-  const std::size_t element_bytes = dtype_size(t.dtype);
   const Device& host = host_device();
-  auto storage = allocate_storage(host, checked_byte_count(shape.num_elements(), element_bytes, op), shape,
-                                  dtype_string(t.dtype), op);
-  const auto row_bytes = static_cast<std::size_t>(row_elements) * element_bytes;
-  auto* out = static_cast<unsigned char*>(storage->data);
+  AnyTensor gathered = empty_tensor(t.dtype, dims, host, op);
+  const auto row_bytes = static_cast<std::size_t>(row_elements) * dtype_size(t.dtype);
+  auto* out = static_cast<unsigned char*>(gathered.storage->data);
   const auto* in = static_cast<const unsigned char*>(t.storage->data);
   for (std::size_t i = 0; i < rows.size();) {
     std::size_t run = 1;
@@ -171,7 +175,7 @@ DEVTENSOR_DEFINITION AnyTensor gather_rows(const AnyTensor& t, std::span<const s
                run * row_bytes);
     i += run;
   }
-  return AnyTensor(next_tensor_id(), t.dtype, std::move(shape), std::move(storage));
+  return gathered;
 }
 
 /// Whether any of `tensors` lives in device memory.
@@ -191,17 +195,15 @@ DEVTENSOR_DEFINITION AnyTensor stack(const std::vector<Columns>& elements, std::
                                  std::to_string(i) + " had shape " + elements[i][component].shape.to_string() + ".");
   std::vector<std::int64_t> dims{static_cast<std::int64_t>(elements.size())};
   for (auto d : first.shape.dims()) dims.push_back(d);
-  Shape shape(std::span<const std::int64_t>(dims), "BatchDataset");
   const Device& host = host_device();
-  auto storage = allocate_storage(host, checked_byte_count(shape.num_elements(), dtype_size(first.dtype), "BatchDataset"),
-                                  shape, dtype_string(first.dtype), "BatchDataset");
+  AnyTensor batch = empty_tensor(first.dtype, dims, host, "BatchDataset");
   const std::size_t bytes = first.bytes();  // every element's, <= the batch's bytes
-  auto* out = static_cast<unsigned char*>(storage->data);
+  auto* out = static_cast<unsigned char*>(batch.storage->data);
   for (std::size_t i = 0; i < elements.size(); ++i) {
     const AnyTensor& part = elements[i][component];
     copy_bytes(out + i * bytes, host, part.storage->data, *part.storage->device, bytes);
   }
-  return AnyTensor(next_tensor_id(), first.dtype, std::move(shape), std::move(storage));
+  return batch;
 }
 
 }  // namespace pipeline
