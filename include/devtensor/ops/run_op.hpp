@@ -138,9 +138,24 @@ constexpr autodiff::ErasedGradient* gradient_of() noexcept {
   else return nullptr;
 }
 
-/// Records a run of Op on the tapes that watch one of its inputs.
+// Note [The tape keeps the copies it read]
+// An op copies an input that lives on another device to its own (to_device): a host batch fed to
+// a Dense layer on a GPU. The tape records that input with its identity, which gradients are
+// asked for, and the buffer of the copy, which the kernel read. MatMul's gradient reads its inputs
+// again on the op's device (dW = x^T dy), and would otherwise copy the host batch a second time:
+// fit(run_eagerly) on a fake GPU uploaded every batch twice per step. The gradient's bits are the
+// same (the same values, the same kernel). The cost: the tape holds the copy until it is dropped,
+// also for an op whose gradient never reads it (a host operand of an Add), so device memory holds
+// one copy of each host input for the tape's life, as a traced step's executor holds the one copy
+// it makes until its last reader has run.
+
+/// Records a run of Op on the tapes that watch one of its inputs. `read`, when given, holds the
+/// tensors the kernel read: an input copied to the op's device is recorded with its own identity
+/// and the copy's buffer, so a gradient that reads it again (MatMul's reads its other input) finds
+/// it there and does not copy it a second time (Note [The tape keeps the copies it read]).
 template <class Op, Element Out, Element T>
-void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs, std::span<const Tensor<Out>> outputs) {
+void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs, std::span<const Tensor<Out>> outputs,
+            std::span<const Tensor<T>* const> read = {}) {
   if constexpr (Floating<Out> && ops::differentiable<Op>()) {
     if (inputs.empty() || !autodiff::tapes_active()) return;  // nothing to differentiate with respect to
     auto r = std::make_shared<autodiff::OpRecord>();
@@ -149,7 +164,10 @@ void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> i
     if constexpr (!std::derived_from<Op, ops::Builtin>) r->gradient = gradient_of<Op>();
     if constexpr (!std::is_empty_v<typename Op::Attrs>) r->attrs = std::make_shared<typename Op::Attrs>(attrs);
     r->inputs.reserve(inputs.size());
-    for (const auto* in : inputs) r->inputs.push_back(autodiff::tape_tensor(*in));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      auto& recorded = r->inputs.emplace_back(autodiff::tape_tensor(*inputs[i]));
+      if (!read.empty()) recorded.storage = read[i]->storage();
+    }
     for (const auto& out : outputs) r->outputs.push_back(autodiff::tape_tensor(out));
     autodiff::record_on_tapes(std::move(r));
   }
@@ -174,7 +192,12 @@ std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& 
     for (const auto& t : outputs) outs.push_back({t.mutable_data(), &t.shape()});
     run_body<Op, Out, T>({outputs.front().device_info(), &attrs, ins, outs});
   }
-  record<Op, Out, T>(attrs, inputs, outputs);
+  if (Floating<Out> && ops::differentiable<Op>() && autodiff::tapes_active()) {
+    std::vector<const Tensor<T>*> read;
+    read.reserve(local.size());
+    for (const auto& t : local) read.push_back(&t);
+    record<Op, Out, T>(attrs, inputs, outputs, read);
+  }
   return outputs;
 }
 
@@ -206,7 +229,7 @@ Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, c
       run_body<Op, Out, T>({out.device_info(), &attrs, ins, outs});
     }
   }
-  record<Op, Out, T>(attrs, inputs, std::span<const Tensor<Out>>(&out, 1));
+  record<Op, Out, T>(attrs, inputs, std::span<const Tensor<Out>>(&out, 1), local);
   return out;
 }
 
