@@ -289,6 +289,10 @@ class Model {
   /// The seed of the next training step's random layers: the optimizer's iterations, so that a
   /// run resumed from a checkpoint draws as the uninterrupted one.
   Tensor<std::int64_t> step_seed() const { return scalar<std::int64_t>(optimizer_->iterations()); }
+  /// The same on the host, for the traced steps, as TensorFlow keeps int64 scalars in host memory:
+  /// their graph reads it only where a random layer does, and the executor copies it there, so a
+  /// step on a GPU without one uploads nothing for it.
+  Tensor<std::int64_t> host_step_seed() const;
 
   void capture_strategy();
 

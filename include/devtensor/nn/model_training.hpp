@@ -179,8 +179,14 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const data_adapte
       },
       "train_function", cuda_graph_);
   if (!traced_step) return local_train_step(batch, step_seed());
-  auto values = (*traced_step)(model_detail::flatten(batch), step_seed(), 0);
+  auto values = (*traced_step)(model_detail::flatten(batch), host_step_seed(), 0);
   return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
+}
+
+DEVTENSOR_DEFINITION Tensor<std::int64_t> Model::host_step_seed() const {
+  auto seed = Tensor<std::int64_t>::empty(Shape{}, device_set("fit").host_cpu(), "Const");
+  *seed.mutable_data() = optimizer_->iterations();
+  return seed;
 }
 
 DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const data_adapter::Batch& batch,
@@ -225,7 +231,7 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(con
     std::vector<Tensor<float>> flat;
     for (const auto& replica : replicas)
       for (auto& t : model_detail::flatten(replica)) flat.push_back(std::move(t));
-    values = (*traced_step)(flat, step_seed(), global);
+    values = (*traced_step)(flat, host_step_seed(), global);
   } else {
     values = replicated_train_step(replicas, step_seed(), global);
   }

@@ -352,4 +352,74 @@ BOOST_AUTO_TEST_CASE(a_copy_of_a_model_traces_its_own_steps) {
   BOOST_TEST(history.loss[1] < history.loss[0]);
 }
 
+// Note [The tape keeps the copies it read] (ops/run_op.hpp): an op on a GPU copies a host input
+// once, and its gradient reads that copy. On the fake platform, which records every copy.
+BOOST_AUTO_TEST_CASE(a_host_batch_is_copied_to_the_gpu_once_per_step) {
+  dt::test::FakeGpuPlatform platform(1);
+  dt::test::FakeGpuKernels kernels;
+  const auto& recorder = dt::test::fake_gpu_recorder();
+  const auto uploads_of = [&](std::size_t from, std::size_t bytes) {
+    return std::count_if(recorder.copies.begin() + static_cast<std::ptrdiff_t>(from), recorder.copies.end(),
+                         [&](const dt::test::FakeGpuCopy& c) { return c.src_ordinal < 0 && c.dst_ordinal >= 0 && c.bytes == bytes; });
+  };
+  dt::Tensor<float> x, y;
+  {
+    dt::DeviceScope host("/cpu:0");
+    x = dt::random_normal<float>({64, 5}, {.seed = 11});
+    y = dt::random_normal<float>({64, 1}, {.seed = 12});
+  }
+  constexpr std::size_t kBatchBytes = 8 * 5 * sizeof(float);
+
+  // The tape: the gradients with respect to the host input and to the weights, as on the host.
+  dt::Tensor<float> xs;
+  {
+    dt::DeviceScope host("/cpu:0");
+    xs = dt::slice(x, {0, 0}, {8, 5});
+  }
+  const auto gradients = [&](const char* device) {
+    dt::DeviceScope scope(device);
+    dt::Variable<float> w(dt::random_normal<float>({5, 3}, {.seed = 13}));
+    dt::GradientTape tape({.persistent = true});
+    tape.watch(xs);
+    const auto loss = dt::reduce_sum(dt::square(dt::matmul(xs, w.value())));
+    const auto dx = tape.gradient(loss, xs);
+    return std::pair{dx.to_vector(), tape.gradient(loss, w).to_vector()};
+  };
+  const auto on_host = gradients("/cpu:0");
+  std::size_t before = recorder.copies.size();
+  const auto on_gpu = gradients("/GPU:0");
+  BOOST_TEST(uploads_of(before, kBatchBytes) == 1);
+  BOOST_TEST(on_gpu.first == on_host.first, boost::test_tools::per_element());
+  BOOST_TEST(on_gpu.second == on_host.second, boost::test_tools::per_element());
+
+  // fit over host batches, op by op and traced: one upload of each batch per step. The traced
+  // step's seed stays on the host (Model::host_step_seed) unless a random layer reads it.
+  const auto fit = [&](bool eagerly, bool dropout) {
+    nn::clear_session();
+    dt::DeviceScope gpu("/GPU:0");
+    std::vector<nn::Layer> layers{nn::Dense(4, {.input_dim = 5, .activation = nn::Activation::relu,
+                                                .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})};
+    if (dropout) layers.push_back(nn::Dropout(0.5, {.seed = 5}));
+    layers.push_back(nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}}));
+    nn::Sequential model(std::move(layers));
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.01});
+    model.set_run_eagerly(eagerly);
+    return model.fit(Dataset::from_tensor_slices(x, y).batch(8), {.epochs = 2, .verbose = 0}).loss;
+  };
+  std::vector<double> without_dropout;
+  for (const bool eagerly : {true, false}) {
+    BOOST_TEST_CONTEXT("run_eagerly " << eagerly) {
+      before = recorder.copies.size();
+      without_dropout = fit(eagerly, false);
+      BOOST_TEST(uploads_of(before, kBatchBytes) == 16);
+      BOOST_TEST(uploads_of(before, sizeof(std::int64_t)) == (eagerly ? 16 : 0));
+    }
+  }
+  // With a random layer the traced step reads the host seed: the same draws as op by op.
+  const auto traced = fit(false, true);
+  BOOST_TEST(traced == fit(true, true), boost::test_tools::per_element());
+  BOOST_TEST(traced != without_dropout);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
+
