@@ -5,6 +5,8 @@
 //   a 1-element op (placement, allocation, launch) vs a bare kernel launch
 //   a traced chain of 8 elementwise ops (one fused launch) vs the copy (both 8 B per element)
 //   a traced Dense forward pass (one cuBLASLt call with its epilogue) vs the bare sgemm
+//   a host tensor's upload (1 MiB)              vs raw cudaMemcpyAsync from pageable and from pinned memory
+//   the host time of that cudaMemcpyAsync call behind 0.5 ms of queued GPU work (pageable, pinned)
 // GPU time comes from CUDA events around each iteration (UseManualTime); host-side cases use real
 // time with a stream synchronisation at the end of each batch. Without a GPU the program prints
 // "skipped" and exits 0.
@@ -13,6 +15,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <vector>
 
 #include "devtensor/backend/cuda/cublas.hpp"
@@ -28,6 +32,11 @@ namespace cu = devtensor::backend::cuda;
 namespace {
 
 __global__ void empty_kernel() {}
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
 
 const dt::Device& gpu0() {
   for (const auto& d : dt::Context::global().devices())
@@ -241,6 +250,83 @@ void BM_TinyOp_bare_launch(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 100);
 }
 
+// The upload fit makes of every host batch (the H200's BM_MlpStep_Fit at hidden 256 spent ~700 us
+// a step more than the tape loop on GPU-resident data; Note in gpu_training_bench.cu). Real time:
+// the host's time from the call to the end of the copy, so a pageable source's staging counts.
+// devtensor: a host tensor copied to GPU:0 (identity under a DeviceScope, the executor's _Recv
+// path); raw: cudaMemcpyAsync from malloc'd (pageable) and from cudaMallocHost (pinned) memory.
+void BM_Upload_devtensor(benchmark::State& state) {
+  const auto n = state.range(0) / 4;
+  dt::Tensor<float> host;
+  {
+    dt::DeviceScope cpu("/cpu:0");
+    host = dt::random_uniform<float>({n}, {.seed = 1});
+  }
+  dt::DeviceScope scope("/gpu:0");
+  const auto stream = cu::stream_of(gpu0());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(dt::identity(host));
+    DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+
+void upload_raw(benchmark::State& state, bool pinned) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto& d = gpu0();
+  cu::DeviceGuard guard(d.platform_ordinal);
+  const auto stream = cu::stream_of(d);
+  std::vector<char> pageable(pinned ? 0 : bytes, 1);
+  void* pinned_buffer = nullptr;
+  if (pinned) {
+    DEVTENSOR_CUDA_CHECK(cudaMallocHost(&pinned_buffer, bytes));
+    std::memset(pinned_buffer, 1, bytes);
+  }
+  const void* src = pinned ? pinned_buffer : pageable.data();
+  void* dst = nullptr;
+  DEVTENSOR_CUDA_CHECK(cudaMalloc(&dst, bytes));
+  for (auto _ : state) {
+    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  DEVTENSOR_CUDA_CHECK(cudaFree(dst));
+  if (pinned_buffer) DEVTENSOR_CUDA_CHECK(cudaFreeHost(pinned_buffer));
+  state.SetBytesProcessed(state.iterations() * state.range(0));
+}
+void BM_Upload_pageable_raw(benchmark::State& state) { upload_raw(state, false); }
+void BM_Upload_pinned_raw(benchmark::State& state) { upload_raw(state, true); }
+
+// Whether a pageable upload waits for the GPU work queued before it (CUDA may "synchronize with
+// the stream" to stage a pageable copy): the host time of the cudaMemcpyAsync call alone, behind a
+// kernel that spins for `cycles` (about 0.5 ms). Near 0.5 ms: the call waited, and host work
+// after it cannot overlap the GPU's; a few microseconds: it did not. Pinned memory for reference.
+void upload_behind_work(benchmark::State& state, bool pinned) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto& d = gpu0();
+  cu::DeviceGuard guard(d.platform_ordinal);
+  const auto stream = cu::stream_of(d);
+  int clock_khz = 0;
+  DEVTENSOR_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, d.platform_ordinal));
+  const long long cycles = static_cast<long long>(clock_khz) * 1000 / 2000;  // 0.5 ms
+  std::vector<char> pageable(pinned ? 0 : bytes, 1);
+  void* pinned_buffer = nullptr;
+  if (pinned) DEVTENSOR_CUDA_CHECK(cudaMallocHost(&pinned_buffer, bytes));
+  const void* src = pinned ? pinned_buffer : pageable.data();
+  void* dst = nullptr;
+  DEVTENSOR_CUDA_CHECK(cudaMalloc(&dst, bytes));
+  for (auto _ : state) {
+    spin_kernel<<<1, 1, 0, stream>>>(cycles);
+    const auto start = std::chrono::steady_clock::now();
+    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  DEVTENSOR_CUDA_CHECK(cudaFree(dst));
+  if (pinned_buffer) DEVTENSOR_CUDA_CHECK(cudaFreeHost(pinned_buffer));
+}
+void BM_UploadCall_behind_work_pageable(benchmark::State& state) { upload_behind_work(state, false); }
+void BM_UploadCall_behind_work_pinned(benchmark::State& state) { upload_behind_work(state, true); }
+
 }  // namespace
 
 BENCHMARK(BM_MatMul_devtensor<float>)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -260,5 +346,11 @@ BENCHMARK(BM_Alloc_cudaMalloc)->Arg(1 << 20);
 BENCHMARK(BM_Alloc_cudaMallocAsync)->Arg(1 << 20);
 BENCHMARK(BM_TinyOp_devtensor)->UseRealTime();
 BENCHMARK(BM_TinyOp_bare_launch)->UseRealTime();
+BENCHMARK(BM_Upload_devtensor)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Upload_pageable_raw)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Upload_pinned_raw)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+// A fixed count: the manual time (the call alone) may be microseconds, each iteration's spin 0.5 ms.
+BENCHMARK(BM_UploadCall_behind_work_pageable)->Arg(1 << 20)->Iterations(200)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_UploadCall_behind_work_pinned)->Arg(1 << 20)->Iterations(200)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 // main: gpu_bench_main.cpp (skips without a CUDA device).

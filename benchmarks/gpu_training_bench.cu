@@ -4,7 +4,8 @@
 //   BM_MlpStep_Tape<SGD|Adam>/H  GradientTape + apply_gradients, data resident on GPU:0;
 //   BM_MlpStep_Fit/H             Sequential::fit over 8 host batches per epoch (host data, as
 //                                Keras users pass NumPy arrays): one iteration is 8 steps; the
-//                                step traced (Keras's default); BM_MlpStep_FitEager: run_eagerly.
+//                                step traced (Keras's default); BM_MlpStep_FitEager: run_eagerly;
+//                                BM_MlpStep_FitResident: traced, over batches already on the GPU.
 //   BM_MlpStep_TracedSGD/H       the tape step as a dt::function, op by op;
 //   BM_MlpStep_CudaGraphSGD/H    the same replayed as a CUDA graph (FunctionOptions::cuda_graph).
 // Each iteration ends with a stream synchronisation (the PyTorch script synchronises per step
@@ -111,12 +112,15 @@ void mlp_step_traced(benchmark::State& state, bool cuda_graph) {
 void BM_MlpStep_TracedSGD(benchmark::State& state) { mlp_step_traced(state, false); }
 void BM_MlpStep_CudaGraphSGD(benchmark::State& state) { mlp_step_traced(state, true); }
 
-void mlp_step_fit(benchmark::State& state, bool run_eagerly) {
+// fit's step beside the tape loop's: FitEager / Fit splits the executor's share of the difference,
+// Fit / FitResident the host batches' (slicing, the pageable 1 MiB upload per step; bench_gpu's
+// BM_Upload* time the upload alone).
+void mlp_step_fit(benchmark::State& state, bool run_eagerly, bool resident = false) {
   const std::int64_t hidden = state.range(0);
   constexpr std::int64_t kSteps = 8;
   dt::Tensor<float> x, y;
   {
-    dt::DeviceScope host("/cpu:0");
+    dt::DeviceScope host(resident ? "/gpu:0" : "/cpu:0");
     x = dt::random_normal<float>({kBatch * kSteps, kIn}, {.seed = 11});
     y = dt::random_normal<float>({kBatch * kSteps, 1}, {.seed = 12});
   }
@@ -135,6 +139,7 @@ void mlp_step_fit(benchmark::State& state, bool run_eagerly) {
 }
 void BM_MlpStep_Fit(benchmark::State& state) { mlp_step_fit(state, false); }  // traced, Keras's default
 void BM_MlpStep_FitEager(benchmark::State& state) { mlp_step_fit(state, true); }
+void BM_MlpStep_FitResident(benchmark::State& state) { mlp_step_fit(state, false, true); }
 
 }  // namespace
 
@@ -144,5 +149,6 @@ BENCHMARK(BM_MlpStep_TracedSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchm
 BENCHMARK(BM_MlpStep_CudaGraphSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Fit)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_FitEager)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_FitResident)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // main: gpu_bench_main.cpp (skips without a CUDA device).
