@@ -82,6 +82,33 @@ inline void set_simulated_gpus(int count, std::uint64_t memory_bytes = 16 * kGiB
   Context::global().set_simulated_gpus({count, memory_bytes});
 }
 
+/// TensorFlow's tf.config.threading: thread counts, settable before initialisation (afterwards a
+/// different value is a FailedPreconditionError); 0, the default, lets devtensor pick. Negative
+/// values are kept, as TensorFlow keeps them.
+namespace threading {
+
+/// Threads within one op: the CPU kernels' pool has this many (the caller's and the pool's), read
+/// when a kernel first splits its work. 0 or less: DEVTENSOR_CPU_THREADS when set, else one per
+/// hardware thread.
+inline void set_intra_op_parallelism_threads(int num_threads) {
+  Context::global().set_parallelism_threads(Parallelism::intra_op, num_threads);
+}
+inline int get_intra_op_parallelism_threads() {
+  return Context::global().parallelism_threads(Parallelism::intra_op);
+}
+
+/// Threads across ops: how many of a graph's independent parts (one per device, Note
+/// [Independent parts run at once] in graph/inter_op.hpp) run at once. 1 or a negative value: one
+/// after another on the caller's thread; 0: one per hardware thread.
+inline void set_inter_op_parallelism_threads(int num_threads) {
+  Context::global().set_parallelism_threads(Parallelism::inter_op, num_threads);
+}
+inline int get_inter_op_parallelism_threads() {
+  return Context::global().parallelism_threads(Parallelism::inter_op);
+}
+
+}  // namespace threading
+
 namespace experimental {
 
 /// Growth mode for a physical GPU: the allocator starts small and grows instead of reserving its

@@ -21,6 +21,15 @@
 
 namespace devtensor::detail {
 
+}  // namespace devtensor::detail
+
+namespace devtensor {
+/// Which of config::threading's thread counts: within one op, or across a graph's ops.
+enum class Parallelism { intra_op, inter_op };
+}  // namespace devtensor
+
+namespace devtensor::detail {
+
 /// The configuration a user assembles before initialisation.
 struct Configuration {
   std::optional<SimulatedGpus> simulated_gpus;  // set by the API; wins over the environment
@@ -32,6 +41,8 @@ struct Configuration {
   std::int64_t gpu_system_memory_size_in_mb = 0;
   std::chrono::milliseconds retry_timeout{10000};
   std::uint64_t host_memory_limit = 0;  // 0: the host's physical memory
+  int intra_op_threads = 0;  // config::threading's settings (0: the system picks)
+  int inter_op_threads = 0;
 };
 
 // Each check throws InvalidArgumentError naming what was wrong and what is accepted.

@@ -216,6 +216,21 @@ class Context {
     configuration_.host_memory_limit = bytes;
   }
 
+  /// config::threading's settings (TensorFlow's intra_op/inter_op_parallelism_threads), frozen at
+  /// initialisation like the devices' (0: the system picks).
+  void set_parallelism_threads(Parallelism which, int threads) {
+    std::lock_guard lock(mutex_);
+    int& current = which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
+    if (current == threads) return;
+    require_uninitialized_locked(which == Parallelism::intra_op ? "Intra op parallelism cannot be modified after initialization"
+                                                                : "Inter op parallelism cannot be modified after initialization");
+    current = threads;
+  }
+  [[nodiscard]] int parallelism_threads(Parallelism which) {
+    std::lock_guard lock(mutex_);
+    return which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
+  }
+
   // Soft placement and placement logging may change at any time, as in TensorFlow.
   void set_soft_device_placement(bool enable) noexcept { soft_placement_.store(enable); }
   [[nodiscard]] bool soft_device_placement() const noexcept { return soft_placement_.load(); }

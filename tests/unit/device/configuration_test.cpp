@@ -2,8 +2,12 @@
 // same value, and with bad arguments.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <thread>
 
+#include "devtensor/backend/cpu/parallel.hpp"
 #include "devtensor/device/configuration.hpp"
 #include "devtensor_test.hpp"
 
@@ -162,6 +166,44 @@ BOOST_AUTO_TEST_CASE(allocation_retry_timeout_rules) {
   cfg::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(5));
   DEVTENSOR_CHECK_THROW_WITH(cfg::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(6)),
                              FailedPreconditionError, "cannot be modified after being initialized");
+}
+
+// TensorFlow 2.21's tf.config.threading (checked beside it): 0 by default, any int kept (negative
+// ones too), RuntimeError "Intra/Inter op parallelism cannot be modified after initialization."
+BOOST_AUTO_TEST_CASE(threading_rules) {
+  namespace threading = cfg::threading;
+  BOOST_TEST(threading::get_intra_op_parallelism_threads() == 0);
+  BOOST_TEST(threading::get_inter_op_parallelism_threads() == 0);
+  threading::set_intra_op_parallelism_threads(-3);
+  threading::set_inter_op_parallelism_threads(-2);
+  BOOST_TEST(threading::get_intra_op_parallelism_threads() == -3);
+  BOOST_TEST(threading::get_inter_op_parallelism_threads() == -2);
+  threading::set_intra_op_parallelism_threads(3);
+  threading::set_inter_op_parallelism_threads(2);
+  BOOST_TEST(!devtensor::Context::global().initialized());  // the setters do not initialise
+  (void)cfg::list_logical_devices();
+  threading::set_intra_op_parallelism_threads(3);  // the same value: silently accepted
+  threading::set_inter_op_parallelism_threads(2);
+  DEVTENSOR_CHECK_THROW_WITH(threading::set_intra_op_parallelism_threads(4), FailedPreconditionError,
+                             "Intra op parallelism cannot be modified after initialization. " + std::string(kInitialisedBy));
+  DEVTENSOR_CHECK_THROW_WITH(threading::set_inter_op_parallelism_threads(5), FailedPreconditionError,
+                             "Inter op parallelism cannot be modified after initialization. " + std::string(kInitialisedBy));
+  BOOST_TEST(threading::get_intra_op_parallelism_threads() == 3);
+  BOOST_TEST(threading::get_inter_op_parallelism_threads() == 2);
+}
+
+// The CPU kernels' pool takes its size from the intra-op setting, then DEVTENSOR_CPU_THREADS, then
+// the hardware (read when the pool is made, after the Context froze the setting).
+BOOST_AUTO_TEST_CASE(the_intra_op_setting_sizes_the_cpu_pool) {
+  using devtensor::backend::cpu::ThreadPool;
+  devtensor::test::ScopedEnv env{"DEVTENSOR_CPU_THREADS", "3"};
+  BOOST_TEST(ThreadPool::configured_threads() == 3u);
+  cfg::threading::set_intra_op_parallelism_threads(5);
+  BOOST_TEST(ThreadPool::configured_threads() == 5u);
+  cfg::threading::set_intra_op_parallelism_threads(-1);  // not positive: the environment decides
+  BOOST_TEST(ThreadPool::configured_threads() == 3u);
+  devtensor::test::ScopedEnv unset{"DEVTENSOR_CPU_THREADS", std::nullopt};
+  BOOST_TEST(ThreadPool::configured_threads() == std::max(1u, std::thread::hardware_concurrency()));
 }
 
 BOOST_AUTO_TEST_CASE(soft_placement_and_logging_change_any_time) {

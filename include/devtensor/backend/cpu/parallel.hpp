@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
+#include "devtensor/device/context.hpp"
 
 namespace devtensor::backend::cpu {
 
@@ -68,15 +69,19 @@ class ThreadPool {
     body_ = nullptr;
   }
 
-  /// The process-wide pool: one worker per hardware thread beyond the caller's, or
-  /// DEVTENSOR_CPU_THREADS - 1 when that variable holds a positive number (1: no workers, every
-  /// kernel on the calling thread). Read once, at the first large kernel.
+  /// The process-wide pool: configured_threads() - 1 workers beyond the caller (1: no workers,
+  /// every kernel on the calling thread). Read once, at the first large kernel.
   DEVTENSOR_EXPORT static ThreadPool& global() {
     static ThreadPool pool(configured_threads() - 1);
     return pool;
   }
 
+  /// config::threading::set_intra_op_parallelism_threads when positive (frozen before any kernel
+  /// runs: the first tensor initialises the Context), else DEVTENSOR_CPU_THREADS when it holds a
+  /// positive number, else one per hardware thread.
   static unsigned configured_threads() {
+    if (const int configured = Context::global().parallelism_threads(Parallelism::intra_op); configured > 0)
+      return static_cast<unsigned>(std::min(configured, 1024));
     const char* value = std::getenv("DEVTENSOR_CPU_THREADS");  // NOLINT(concurrency-mt-unsafe)
     if (value != nullptr) {
       char* end = nullptr;
