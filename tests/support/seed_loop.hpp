@@ -4,6 +4,7 @@
 // apply_gradients on the mirrored variables, strategy.reduce), run eagerly or traced once by
 // dt::function. Graph tests run it on virtual CPUs and simulated GPUs, the multi-worker tests
 // across processes; each checks that the traced loop gives the eager loop's numbers.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -25,6 +26,7 @@ struct SeedLoopResult {
   std::vector<float> losses;   // every step's
   std::vector<float> weights;  // the kernel's, then the bias
   int traces = 0;
+  std::size_t parts = 0;  // the traced step's independent parts (ConcreteFunction::parts)
 };
 
 template <class Strategy>
@@ -75,6 +77,11 @@ SeedLoopResult run_seed_loop(Strategy& strategy, bool traced, const SeedLoopOpti
   result.weights = layer->kernel().to_vector();
   result.weights.push_back(layer->bias().value().item());
   result.traces = traced_step.experimental_get_tracing_count();
+  if (traced)
+    for (const auto& batch : strategy.experimental_distribute_dataset(data)) {
+      result.parts = traced_step.get_concrete_function(batch)->parts();
+      break;
+    }
   return result;
 }
 

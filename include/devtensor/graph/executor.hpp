@@ -6,7 +6,9 @@
 /// each value read on another device copied there once.
 ///
 /// An Executable is built once per (fetches, feeds) and placement and is immutable, so several
-/// threads may run it at once; each run keeps its values to itself.
+/// threads may run it at once; each run keeps its values to itself. A schedule over several devices
+/// runs its devices' parts on several threads at once (Note [Independent parts run at once] in
+/// graph/inter_op.hpp).
 ///
 /// Note [Replays reuse small buffers]
 /// A run keeps its values in a RunState that the next run of the same executable reuses (one is
@@ -46,6 +48,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -120,6 +123,8 @@ class DEVTENSOR_EXPORT Executable {
 
   /// The nodes a run executes, in order.
   [[nodiscard]] const std::vector<std::size_t>& schedule() const noexcept { return schedule_; }
+  /// The parts a run gives threads of their own (Note [Independent parts run at once]); 0: none.
+  [[nodiscard]] std::size_t parts() const noexcept { return parts_.size(); }
   /// The bytes the memory plan keeps between runs (Note [A replay's memory plan]).
   [[nodiscard]] std::size_t planned_bytes() const noexcept { return planned_bytes_; }
   /// The op types a run executes, in order (fused nodes: `_FusedElementwise`, `_FusedMatMul`).
@@ -158,18 +163,31 @@ class DEVTENSOR_EXPORT Executable {
   std::vector<int> buffer_of_;    // per slot: its buffer in the memory plan, -1 for none
   std::size_t buffers_ = 0;
   std::size_t planned_bytes_ = 0;
+  // Independent parts (Note [Independent parts run at once]); empty: the schedule is one part.
+  std::vector<std::uint32_t> part_of_;          // per step
+  std::vector<std::vector<std::size_t>> parts_;  // per part: its steps, in schedule order
+  std::vector<std::size_t> wait_begin_;         // per step: its waits are waits_[wait_begin_[s] .. [s + 1])
+  std::vector<std::size_t> waits_;              // steps of other parts that must have run first
+  std::vector<bool> awaited_;                   // per step: another part waits for it
+  void plan_parts();
   void plan_memory();
   void plan_transfers();
+  [[nodiscard]] std::uint32_t part_of(std::size_t step) const noexcept { return part_of_.empty() ? 0 : part_of_[step]; }
 
+  /// A node's inputs as its kernel gets them, per part running at once.
+  struct Scratch {
+    std::vector<const AnyTensor*> inputs;  // the running node's inputs
+    std::vector<AnyTensor> copies;         // the running node's inputs copied to its device
+  };
   /// One run's values and scratch (Note [Replays reuse small buffers]).
   struct RunState {
     std::vector<AnyTensor> values;            // per slot
     std::vector<int> left;                    // per slot: reads still to come in this run
-    std::vector<const AnyTensor*> inputs;     // the running node's inputs
-    std::vector<AnyTensor> copies;            // the running node's inputs copied to its device
+    std::vector<Scratch> scratch;             // per part
     std::vector<AnyTensor> transfers;         // per transfer slot: a copy several nodes read
     std::vector<int> transfers_left;          // per transfer slot: reads still to come in this run
     std::vector<std::shared_ptr<TensorStorage>> pool;  // per plan buffer: free between its values
+    std::unique_ptr<std::atomic<std::uint32_t>[]> done;  // per step, for runs of parts: it has run
   };
   mutable std::atomic<RunState*> cached_{nullptr};
   [[nodiscard]] std::unique_ptr<RunState> acquire() const;
@@ -178,6 +196,16 @@ class DEVTENSOR_EXPORT Executable {
   /// Runs in `state`; `owned` (the same state, or null for a capture's) goes back to the cache.
   std::vector<AnyTensor> run_in(RunState& state, std::unique_ptr<RunState> owned, const std::vector<AnyTensor>& feeds,
                                 ResourceStore* resources) const;
+  /// Step `index`: its inputs (copied to its device where needed), its kernel, its inputs' reads
+  /// counted. `Shared`: other parts run at once, so the counts are changed atomically. Inlined in
+  /// both loops: as a call it cost a replay of a 1-element fused op 2 % more instructions.
+  template <bool Shared>
+  [[gnu::always_inline]] inline void run_step(RunState& state, Scratch& scratch, std::size_t index,
+                                              const std::vector<AnyTensor>& feeds, ResourceStore* resources,
+                                              bool capturing) const;
+  /// The parts on the inter-op team; false, with nothing run, when they must run one after
+  /// another (no team, a busy one, a tape or a capture on this thread). Rethrows the first error.
+  bool run_parts(RunState& state, const std::vector<AnyTensor>& feeds, ResourceStore* resources) const;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -227,6 +255,7 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
     max_inputs_ = std::max(max_inputs_, node.inputs.size());
   }
   for (const auto& f : fetches) fetches_.push_back(source(f));
+  plan_parts();
   plan_transfers();
   plan_memory();
 }
@@ -235,14 +264,15 @@ DEVTENSOR_DEFINITION void Executable::plan_transfers() {
   std::vector<const Device*> made_on(slots_, nullptr);  // each node output's device
   for (const auto& step : steps_)
     for (std::size_t k = 0; k < step.node->outputs.size(); ++k) made_on[step.first_slot + k] = step.device;
-  // The reads of each (argument or value made on another device, reading device).
-  std::map<std::tuple<bool, std::size_t, const Device*>, std::vector<std::size_t>> reads;  // -> entries of inputs_
-  for (const auto& step : steps_) {
+  // The reads of each (argument or value made on another device, reading device, reading part).
+  std::map<std::tuple<bool, std::size_t, const Device*, std::uint32_t>, std::vector<std::size_t>> reads;  // -> inputs_
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
     if (step.node->inputs_stay) continue;  // read where they are, never copied
     for (std::size_t k = 0; k < step.node->inputs.size(); ++k) {
       const Source& s = inputs_[step.first_input + k];
       if (!s.feed && made_on[s.index] == step.device) continue;
-      reads[{s.feed, s.index, step.device}].push_back(step.first_input + k);
+      reads[{s.feed, s.index, step.device, part_of(i)}].push_back(step.first_input + k);
     }
   }
   for (const auto& [pair, entries] : reads) {
@@ -262,9 +292,12 @@ DEVTENSOR_DEFINITION void Executable::plan_memory() {
     std::size_t bytes;
   };
   std::vector<Buffer> buffers;
-  std::vector<int> free;  // buffers free at this point of the schedule
+  // Buffers free at this point of the schedule, with the part whose read freed them: only a step
+  // of that part may take one, since another part may run before that read.
+  std::vector<std::pair<int, std::uint32_t>> free;
   std::vector<int> left = uses_;
-  for (const auto& step : steps_) {
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
     const Node& node = *step.node;
     const bool plannable = node.kind == NodeKind::op && node.run && !node.inputs_stay && !node.pass_through;
     for (std::size_t k = 0; plannable && k < node.outputs.size(); ++k) {
@@ -273,12 +306,12 @@ DEVTENSOR_DEFINITION void Executable::plan_memory() {
       if (result[slot] || uses_[slot] == 0 || !spec.shape.is_fully_defined()) continue;
       const auto bytes = static_cast<std::size_t>(spec.shape.num_elements()) * dtype_size(spec.dtype);
       if (bytes <= kKeptBytes) continue;
-      const auto fits = std::find_if(free.begin(), free.end(), [&](int b) {
-        return buffers[static_cast<std::size_t>(b)].device == step.device &&
-               buffers[static_cast<std::size_t>(b)].bytes == bytes;
+      const auto fits = std::find_if(free.begin(), free.end(), [&](const std::pair<int, std::uint32_t>& b) {
+        return b.second == part_of(i) && buffers[static_cast<std::size_t>(b.first)].device == step.device &&
+               buffers[static_cast<std::size_t>(b.first)].bytes == bytes;
       });
       if (fits != free.end()) {
-        buffer_of_[slot] = *fits;
+        buffer_of_[slot] = fits->first;
         free.erase(fits);
       } else if (planned_bytes_ + bytes <= kMaxPlannedBytes) {
         buffer_of_[slot] = static_cast<int>(buffers.size());
@@ -290,7 +323,7 @@ DEVTENSOR_DEFINITION void Executable::plan_memory() {
     // the outputs took theirs (a kernel never writes over its inputs).
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const Source& s = inputs_[step.first_input + k];
-      if (!s.feed && --left[s.index] == 0 && buffer_of_[s.index] >= 0) free.push_back(buffer_of_[s.index]);
+      if (!s.feed && --left[s.index] == 0 && buffer_of_[s.index] >= 0) free.emplace_back(buffer_of_[s.index], part_of(i));
     }
   }
   buffers_ = buffers.size();
@@ -305,8 +338,12 @@ DEVTENSOR_DEFINITION std::unique_ptr<Executable::RunState> Executable::fresh_sta
   auto state = std::make_unique<RunState>();
   state->values.resize(slots_);
   state->left.resize(slots_);
-  state->inputs.resize(max_inputs_);
-  state->copies.resize(max_inputs_);
+  state->scratch.resize(std::max<std::size_t>(parts_.size(), 1));
+  for (auto& scratch : state->scratch) {
+    scratch.inputs.resize(max_inputs_);
+    scratch.copies.resize(max_inputs_);
+  }
+  if (!parts_.empty()) state->done = std::make_unique<std::atomic<std::uint32_t>[]>(steps_.size());
   state->transfers.resize(transfer_uses_.size());
   state->transfers_left.resize(transfer_uses_.size());
   state->pool.resize(buffers_);
@@ -323,8 +360,9 @@ DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) c
       v = AnyTensor();
   for (auto slot : alias_slots_)
     if (state->values[slot].storage) state->values[slot] = AnyTensor();
-  for (auto& c : state->copies)
-    if (c.storage) c = AnyTensor();
+  for (auto& scratch : state->scratch)
+    for (auto& c : scratch.copies)
+      if (c.storage) c = AnyTensor();
   delete cached_.exchange(state.release(), std::memory_order_acq_rel);  // a concurrent run's state, if any, goes
 }
 
@@ -337,53 +375,13 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
   std::copy(uses_.begin(), uses_.end(), state->left.begin());
   if (!transfer_uses_.empty()) std::copy(transfer_uses_.begin(), transfer_uses_.end(), state->transfers_left.begin());
   try {
-    for (const auto& step : steps_) {
-      const Node& node = *step.node;
-      const Device& device = *step.device;
-      const std::size_t n = node.inputs.size();
-      for (std::size_t k = 0; k < n; ++k) {
-        const Source& s = inputs_[step.first_input + k];
-        const AnyTensor* v = s.feed ? &feeds[s.index] : &values[s.index];
-        // A value read on another device is copied there, stream-ordered on GPUs, once per run
-        // (Note [One copy per value and device]). A variable's handle carries no tensor
-        // (undefined): its readers are on its device.
-        if (v->defined() && !node.inputs_stay && v->storage->device != &device) {
-          AnyTensor& copy = s.transfer >= 0 ? state->transfers[static_cast<std::size_t>(s.transfer)] : state->copies[k];
-          if (!copy.defined()) copy = copy_to(*v, device, "_Recv");
-          v = &copy;
-        }
-        state->inputs[k] = v;
-      }
-      const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
-      for (std::size_t k = 0; k < outputs.size(); ++k)  // the plan's buffers, for the kernel to write into
-        if (const int b = buffer_of_[step.first_slot + k]; b >= 0 && state->pool[static_cast<std::size_t>(b)])
-          outputs[k] = AnyTensor(next_tensor_id(), node.outputs[k].dtype, node.outputs[k].shape,
-                                 std::move(state->pool[static_cast<std::size_t>(b)]));
-      node.run({device, resources}, NodeInputs(state->inputs.data(), n), outputs);
-      for (std::size_t k = 0; k < n; ++k) {
-        if (state->copies[k].storage) state->copies[k] = AnyTensor();
-        const Source& s = inputs_[step.first_input + k];
-        if (s.transfer >= 0 && --state->transfers_left[static_cast<std::size_t>(s.transfer)] == 0 &&
-            state->transfers[static_cast<std::size_t>(s.transfer)].storage)
-          state->transfers[static_cast<std::size_t>(s.transfer)] = AnyTensor();
-        // Its last read returns a planned buffer to the pool when nothing else holds it, and frees
-        // another large value; a small one stays for the next run.
-        if (!s.feed && --state->left[s.index] == 0 && values[s.index].defined() &&
-            (capturing || values[s.index].storage->bytes > kKeptBytes)) {
-          auto storage = std::move(values[s.index].storage);
-          values[s.index] = AnyTensor();
-          if (const int b = buffer_of_[s.index]; b >= 0 && exclusively_held(storage))
-            state->pool[static_cast<std::size_t>(b)] = std::move(storage);
-        }
-      }
-      for (std::size_t k = 0; k < outputs.size(); ++k)
-        if (uses_[step.first_slot + k] == 0 && outputs[k].defined() && outputs[k].storage->bytes > kKeptBytes)
-          outputs[k] = AnyTensor();  // an output nobody reads
-    }
+    if (capturing || parts_.empty() || !run_parts(*state, feeds, resources))
+      for (std::size_t i = 0; i < steps_.size(); ++i) run_step<false>(*state, state->scratch[0], i, feeds, resources, capturing);
   } catch (...) {
     for (auto& v : values) v = AnyTensor();  // a failed run leaves nothing behind
     for (auto& t : state->transfers) t = AnyTensor();
-    for (auto& c : state->copies) c = AnyTensor();
+    for (auto& scratch : state->scratch)
+      for (auto& c : scratch.copies) c = AnyTensor();
     if (owned) release(std::move(owned));
     throw;
   }
@@ -394,6 +392,64 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
   return out;
 }
 
+template <bool Shared>
+inline void Executable::run_step(RunState& state, Scratch& scratch, std::size_t index, const std::vector<AnyTensor>& feeds,
+                          ResourceStore* resources, bool capturing) const {
+  // Whether this read of a count was the last one: atomically when parts run at once, as a value
+  // read by several parts is freed by whichever reads it last.
+  const auto last_read = [](int& count) {
+    if constexpr (Shared) return std::atomic_ref<int>(count).fetch_sub(1, std::memory_order_acq_rel) == 1;
+    else return --count == 0;
+  };
+  auto& values = state.values;
+  const Step& step = steps_[index];
+  const Node& node = *step.node;
+  const Device& device = *step.device;
+  const std::size_t n = node.inputs.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const Source& s = inputs_[step.first_input + k];
+    const AnyTensor* v = s.feed ? &feeds[s.index] : &values[s.index];
+    // A value read on another device is copied there, stream-ordered on GPUs, once per run
+    // (Note [One copy per value and device]). A variable's handle carries no tensor
+    // (undefined): its readers are on its device.
+    if (v->defined() && !node.inputs_stay && v->storage->device != &device) {
+      AnyTensor& copy = s.transfer >= 0 ? state.transfers[static_cast<std::size_t>(s.transfer)] : scratch.copies[k];
+      if (!copy.defined()) copy = copy_to(*v, device, "_Recv");
+      v = &copy;
+    }
+    scratch.inputs[k] = v;
+  }
+  const std::span<AnyTensor> outputs(values.data() + step.first_slot, node.outputs.size());
+  for (std::size_t k = 0; k < outputs.size(); ++k)  // the plan's buffers, for the kernel to write into
+    if (const int b = buffer_of_[step.first_slot + k]; b >= 0 && state.pool[static_cast<std::size_t>(b)])
+      outputs[k] = AnyTensor(next_tensor_id(), node.outputs[k].dtype, node.outputs[k].shape,
+                             std::move(state.pool[static_cast<std::size_t>(b)]));
+  node.run({device, resources}, NodeInputs(scratch.inputs.data(), n), outputs);
+  for (std::size_t k = 0; k < n; ++k) {
+    if (scratch.copies[k].storage) scratch.copies[k] = AnyTensor();
+    const Source& s = inputs_[step.first_input + k];
+    if (s.transfer >= 0 && last_read(state.transfers_left[static_cast<std::size_t>(s.transfer)]) &&
+        state.transfers[static_cast<std::size_t>(s.transfer)].storage)
+      state.transfers[static_cast<std::size_t>(s.transfer)] = AnyTensor();
+    // Its last read returns a planned buffer to the pool when nothing else holds it, and frees
+    // another large value; a small one stays for the next run.
+    if (!s.feed && last_read(state.left[s.index]) && values[s.index].defined() &&
+        (capturing || values[s.index].storage->bytes > kKeptBytes)) {
+      auto storage = std::move(values[s.index].storage);
+      values[s.index] = AnyTensor();
+      if (const int b = buffer_of_[s.index]; b >= 0 && exclusively_held(storage))
+        state.pool[static_cast<std::size_t>(b)] = std::move(storage);
+    }
+  }
+  for (std::size_t k = 0; k < outputs.size(); ++k)
+    if (uses_[step.first_slot + k] == 0 && outputs[k].defined() && outputs[k].storage->bytes > kKeptBytes)
+      outputs[k] = AnyTensor();  // an output nobody reads
+}
+
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace devtensor::graph
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+#include "devtensor/graph/executor_parts.hpp"  // plan_parts and run_parts
+#endif

@@ -93,6 +93,12 @@ class DEVTENSOR_EXPORT ConcreteFunction {
     prepare();
     return executable_->scheduled_ops();
   }
+  /// How many parts of its graph run at once, on threads of their own (Note [Independent parts
+  /// run at once] in graph/inter_op.hpp); 0: one step after another.
+  [[nodiscard]] std::size_t parts() const {
+    prepare();
+    return executable_->parts();
+  }
   /// Its CUDA-graph replay (FunctionOptions::cuda_graph; null without): stage, launches, why not.
   [[nodiscard]] const graph::CudaGraphReplay* cuda_graph() const {
     prepare();

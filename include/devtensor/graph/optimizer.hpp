@@ -248,6 +248,7 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     fused.requested = replaced.requested;
     fused.kernel = replaced.kernel;
     fused.outputs = replaced.outputs;
+    fused.any_thread = true;  // its members are the registry's ops
     if (reducer) {
       kernel.reduction = replaced.row_reduction;
       kernel.reduced_shape = replaced.outputs[0].shape;

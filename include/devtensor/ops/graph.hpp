@@ -175,6 +175,8 @@ struct Node {
                                // at every call even when no output depends on it
   bool inputs_stay = false;    // its kernel takes inputs on any device (a collective): no copies
   bool capturable = false;     // of those, one a CUDA graph may record (EagerNodeOptions::capturable)
+  bool any_thread = false;     // its kernel reads no thread's state (scopes, strategies): a run may
+                               // give it to another thread (Note [Independent parts run at once])
   Pointwise pointwise;         // elementwise ops of one element type: their scalar function
   RowReduction row_reduction;  // a Sum or Mean over trailing axes
   GemmAttrs gemm;              // a MatMul

@@ -175,6 +175,7 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
   node.pointwise = pointwise;
   node.row_reduction = row_reduction;
   node.gemm = gemm;
+  node.any_thread = true;  // the registry's ops run on the device their RunContext names
   node.inputs.reserve(inputs.size());
   for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
   node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name

@@ -439,6 +439,7 @@ class Variable {
     node.op = "ReadVariableOp";
     node.requested = read_device_info().spec;  // where the variable is read: placed there exactly
     node.outputs = {{dtype_enum<T>(), shape()}};
+    node.any_thread = true;  // it sets the DeviceScope it reads under itself
     // The kernel reads as an eager value() does (a tape around the graph's run records the read),
     // under the read's device: a distributed variable read in a replica context reads that
     // replica's component when the graph runs.

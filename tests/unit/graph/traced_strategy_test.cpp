@@ -4,6 +4,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstddef>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
@@ -37,6 +40,93 @@ BOOST_AUTO_TEST_CASE(three_virtual_cpus) {
 BOOST_AUTO_TEST_CASE(two_simulated_gpus) {
   dt::config::set_simulated_gpus(2, dt::kGiB);
   check_traced_equals_eager(ds::HierarchicalCopyAllReduce{.num_packs = 1});
+}
+
+// Note [Independent parts run at once] (graph/inter_op.hpp): a graph over two logical CPUs runs
+// each CPU's steps on a thread of its own, with the bits of a run one step after another.
+namespace {
+/// Two chains of MatMuls, one per CPU, then their sum on CPU:0; `rows` of x's rows reshaped to
+/// [3, -1] on CPU:1 (an error there when the element count is not a multiple of 3).
+dt::Tensor<float> two_devices(const dt::Tensor<float>& x, const dt::Tensor<float>& w) {
+  dt::Tensor<float> a, b;
+  {
+    dt::DeviceScope cpu0("/cpu:0");
+    a = x;
+    for (int i = 0; i < 10; ++i) a = dt::matmul(a, w);
+  }
+  {
+    dt::DeviceScope cpu1("/cpu:1");
+    b = dt::reshape(x, {3, -1});
+    b = dt::reshape(b, {-1, 4});
+    for (int i = 0; i < 10; ++i) b = dt::matmul(b, w);
+  }
+  dt::DeviceScope cpu0("/cpu:0");
+  return dt::add(dt::reduce_sum(a), dt::reduce_sum(b));
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(parts_on_two_cpus_give_the_bits_of_one_thread) {
+  const auto run = [](int inter_op) {
+    dt::testing::reset_context();
+    dt::config::threading::set_inter_op_parallelism_threads(inter_op);
+    dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+    const auto w = dt::random_uniform<float>({4, 4}, {.minval = -0.6, .maxval = 0.6, .seed = 2});
+    auto f = dt::function(two_devices, {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 4}),
+                                                                        dt::TensorSpec::of<float>({4, 4})}});
+    const auto x = dt::random_uniform<float>({6, 4}, {.seed = 1});
+    std::vector<float> results;
+    for (int call = 0; call < 20; ++call) results.push_back(f(x, w).item());
+    // A failure on CPU:1's part (5 rows: 20 elements do not reshape to [3, -1]) fails the call,
+    // and the next call runs as before.
+    DEVTENSOR_CHECK_THROW_WITH(f(dt::random_uniform<float>({5, 4}, {.seed = 3}), w), dt::InvalidArgumentError, "reshape");
+    results.push_back(f(x, w).item());
+    return std::pair{f.get_concrete_function(x, w)->parts(), results};
+  };
+  const auto [one_part, one] = run(1);
+  const auto [two_parts, two] = run(2);
+  BOOST_TEST(one_part == 0u);
+  BOOST_TEST(two_parts == 2u);
+  BOOST_TEST(two == one, boost::test_tools::per_element());
+  BOOST_TEST(run(-1).first == 0u);  // negative: the caller's thread only, as TensorFlow's
+}
+
+// A run nested in a part (an eager node of the caller's part that calls another function with
+// parts) finds the team busy and runs one step after another: no deadlock, the same values.
+BOOST_AUTO_TEST_CASE(a_run_nested_in_a_part_runs_on_its_thread) {
+  dt::config::threading::set_inter_op_parallelism_threads(2);
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  const auto w = dt::random_uniform<float>({4, 4}, {.minval = -0.6, .maxval = 0.6, .seed = 2});
+  auto inner = dt::function(two_devices);
+  auto outer = dt::function([&](const dt::Tensor<float>& x) {
+    const dt::AnyTensor in[1] = {dt::AnyTensor(x)};
+    const auto nested = dt::graph::add_eager_node(*dt::graph::building(), "Nested", in, {{dt::DType::DT_FLOAT, dt::Shape{}}},
+                                                  [&](std::span<const dt::AnyTensor> v) {
+                                                    return std::vector<dt::AnyTensor>{dt::AnyTensor(inner(v[0].as<float>(), w))};
+                                                  });
+    return dt::add(nested.front().as<float>(), two_devices(x, w));
+  });
+  const auto x = dt::random_uniform<float>({6, 4}, {.seed = 1});
+  const float expected = 2 * inner(x, w).item();
+  for (int call = 0; call < 5; ++call) BOOST_TEST(outer(x).item() == expected);
+  BOOST_TEST(outer.get_concrete_function(x)->parts() == 2u);
+  BOOST_TEST(inner.get_concrete_function(x, w)->parts() == 2u);
+}
+
+// The seed loop's replicas on two logical CPUs as parts: its losses and weights bit for bit.
+BOOST_AUTO_TEST_CASE(a_traced_strategy_step_runs_its_replicas_as_parts) {
+  const auto run = [](int inter_op) {
+    dt::testing::reset_context();
+    dt::config::threading::set_inter_op_parallelism_threads(inter_op);
+    dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+    ds::MirroredStrategy strategy({}, ds::ReductionToOneDevice{});
+    return dt::test::run_seed_loop(strategy, true);
+  };
+  const auto one = run(1);
+  const auto two = run(2);
+  BOOST_TEST(one.parts == 0u);
+  BOOST_TEST(two.parts == 2u);
+  BOOST_TEST(two.losses == one.losses, boost::test_tools::per_element());
+  BOOST_TEST(two.weights == one.weights, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,150 @@
+#pragma once
+/// @file inter_op.hpp
+/// @brief The inter-op team: the threads that run a graph's independent parts at once
+/// (TensorFlow's inter-op thread pool), sized by config::threading's inter-op setting.
+///
+/// Note [Independent parts run at once]
+/// An executable whose nodes sit on several devices (a MirroredStrategy's replicas on logical CPUs
+/// or GPUs) splits its schedule into parts, one per such device, and a run gives each part a thread
+/// of the team: the caller runs part 0, workers the others, each its steps in schedule order. A step
+/// waits only for the steps of other parts it depends on: the producers of its inputs, its control
+/// inputs, and for state, the last change of state before it (a variable read waits for the last
+/// stateful node; a stateful node for the last read or change in every part). Every wait points to
+/// an earlier step of the schedule, so no two parts wait for each other.
+/// - Which steps may run on a worker: nodes whose kernel reads no thread's state (Node::any_thread:
+///   the registry's ops, fused groups, variable reads, which set their own DeviceScope; constants).
+///   Workers act in the caller's strategy scope and replica context. Every
+///   other node (a collective, an optimizer's update, a user's eager node, which may read the
+///   caller's strategy or scopes) runs in part 0, on the caller's thread, whatever its device.
+/// - A device gets a part of its own only with kMinPartSteps such steps, and only beside another
+///   device of its type that has as many (replicas): a graph whose second device holds a few
+///   host-side nodes, or a GPU graph's host steps, runs as one part, since a hand-over between
+///   threads costs more (tens of microseconds on a 2-vCPU VM) than those nodes.
+/// - Parts share a run's values: a value's producer publishes it (a release store of its step's
+///   flag) before any reader of another part acquires it, and the count of a value's reads left is
+///   decremented atomically, so exactly one reader frees it. Copies to another device are made per
+///   (value, device, part), and the memory plan reuses a buffer only within the part that freed it.
+/// - A run under a GradientTape (the tape records on the caller's thread), a run being captured
+///   into a CUDA graph, a team that is busy (a run nested in another's part, or two threads' runs
+///   at once) and an inter-op setting of one thread run the schedule one step after another.
+/// - Hand-overs spin before they sleep: a worker that finished its part, and a part waiting for
+///   another's step, poll for up to kSpin (50 us) before blocking. Waking a sleeping thread cost
+///   20-25 us on a 2-vCPU VM, about what a traced replica pass of the small MLP leaves between two
+///   steps; the spin costs that much CPU time on an otherwise idle core.
+/// - A part that fails marks its remaining steps done so that no other part waits forever; the
+///   other parts stop at their next wait, and the run rethrows the first error, as one that runs
+///   step by step would (which error is first may differ when two parts fail at once).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/device/context.hpp"
+
+namespace devtensor::graph {
+
+/// How long a hand-over polls before it sleeps (Note [Independent parts run at once]).
+inline constexpr std::chrono::microseconds kSpin{50};
+
+/// One poll's pause: a hint to the core that this thread is spinning.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// Polls `ready` until it returns true or kSpin has passed; its last answer.
+template <class Ready>
+bool spin_until(Ready ready) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int polls = 1;; ++polls) {
+    if (ready()) return true;
+    cpu_relax();
+    if (polls % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
+/// Threads that run a graph's parts together with the caller. One run at a time: a second one
+/// (another thread's, or one nested inside a part) is refused and runs one step after another.
+class InterOpTeam {
+ public:
+  explicit InterOpTeam(int workers) {
+    for (int w = 0; w < workers; ++w) slots_.push_back(std::make_unique<Slot>());
+    for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { loop(w); });
+  }
+  InterOpTeam(const InterOpTeam&) = delete;
+  InterOpTeam& operator=(const InterOpTeam&) = delete;
+  ~InterOpTeam() {
+    stop_.store(true, std::memory_order_relaxed);  // published by the semaphores
+    for (auto& slot : slots_) slot->start.release();
+    for (auto& t : threads_) t.join();
+  }
+
+  [[nodiscard]] int workers() const noexcept { return static_cast<int>(threads_.size()); }
+
+  /// Runs part(0) on the calling thread and part(1) .. part(parts - 1) on workers, and returns
+  /// true once all have returned; false, with nothing run, when the team is busy or has fewer
+  /// than parts - 1 workers. `part` must not throw.
+  bool try_run(int parts, const std::function<void(int)>& part) noexcept {
+    if (parts - 1 > workers()) return false;
+    // A flag, not a mutex: a run nested in part 0 asks on the thread that holds the team.
+    if (busy_.exchange(true, std::memory_order_acquire)) return false;
+    task_ = &part;
+    remaining_.store(parts - 1, std::memory_order_relaxed);
+    for (int w = 0; w + 1 < parts; ++w) slots_[static_cast<std::size_t>(w)]->start.release();  // publishes task_
+    part(0);
+    if (parts > 1) done_.acquire();  // every worker's part happened before this
+    task_ = nullptr;
+    busy_.store(false, std::memory_order_release);
+    return true;
+  }
+
+ private:
+  struct Slot {
+    std::binary_semaphore start{0};
+  };
+  std::atomic<bool> busy_{false};
+  std::vector<std::unique_ptr<Slot>> slots_;
+  const std::function<void(int)>* task_ = nullptr;
+  std::atomic<int> remaining_{0};
+  std::atomic<bool> stop_{false};
+  std::binary_semaphore done_{0};
+  std::vector<std::thread> threads_;
+
+  void loop(int worker) {
+    Slot& slot = *slots_[static_cast<std::size_t>(worker)];
+    for (;;) {
+      if (!spin_until([&] { return slot.start.try_acquire(); })) slot.start.acquire();
+      if (stop_.load(std::memory_order_relaxed)) return;
+      (*task_)(worker + 1);
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.release();
+    }
+  }
+};
+
+/// How many threads may run one graph's parts at once: config::threading's inter-op setting when
+/// positive, one (the caller's) when negative, else one per hardware thread.
+inline int inter_op_threads() {
+  const int configured = Context::global().parallelism_threads(Parallelism::inter_op);
+  if (configured > 0) return configured;
+  if (configured < 0) return 1;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+/// The process's team (inter_op_threads() - 1 workers, made at the first run that has parts);
+/// null when only one thread may run. Never destroyed: runs may end during static destruction.
+DEVTENSOR_EXPORT inline InterOpTeam* inter_op_team() {
+  static InterOpTeam* const team = inter_op_threads() > 1 ? new InterOpTeam(inter_op_threads() - 1) : nullptr;
+  return team;
+}
+
+}  // namespace devtensor::graph
