@@ -61,8 +61,8 @@ DEVTENSOR_DEFINITION void Executable::plan_parts() {
       ++counts[static_cast<std::size_t>(at - devices.begin())];
     }
   }
-  // Parts are for replicas: devices of one type that each hold enough steps. A GPU graph's host
-  // steps (shapes, small integers) stay with the GPU's part, whose steps wait for them.
+  // Parts are for replicas: devices of one type that each hold enough steps. The steps of any
+  // other device (a GPU graph's host steps: shapes, small integers) run in part 0, the caller's.
   std::vector<const Device*> own;
   for (std::size_t d = 0; d < devices.size(); ++d) {
     if (counts[d] < executor_detail::kMinPartSteps) continue;
