@@ -271,26 +271,44 @@ void BM_Upload_devtensor(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
+// A host source of `bytes` (pageable or pinned) and a device destination, freed at scope exit.
+struct UploadBuffers {
+  std::vector<char> pageable;
+  void* pinned = nullptr;
+  void* device = nullptr;
+  UploadBuffers(std::size_t bytes, bool pin) : pageable(pin ? 0 : bytes, 1) {
+    try {
+      if (pin) {
+        DEVTENSOR_CUDA_CHECK(cudaMallocHost(&pinned, bytes));
+        std::memset(pinned, 1, bytes);
+      }
+      DEVTENSOR_CUDA_CHECK(cudaMalloc(&device, bytes));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  UploadBuffers(const UploadBuffers&) = delete;
+  UploadBuffers& operator=(const UploadBuffers&) = delete;
+  ~UploadBuffers() { release(); }
+  void release() noexcept {
+    if (device) static_cast<void>(cudaFree(device));
+    if (pinned) static_cast<void>(cudaFreeHost(pinned));
+    device = pinned = nullptr;
+  }
+  [[nodiscard]] const void* host() const { return pinned ? pinned : pageable.data(); }
+};
+
 void upload_raw(benchmark::State& state, bool pinned) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   const auto& d = gpu0();
   cu::DeviceGuard guard(d.platform_ordinal);
   const auto stream = cu::stream_of(d);
-  std::vector<char> pageable(pinned ? 0 : bytes, 1);
-  void* pinned_buffer = nullptr;
-  if (pinned) {
-    DEVTENSOR_CUDA_CHECK(cudaMallocHost(&pinned_buffer, bytes));
-    std::memset(pinned_buffer, 1, bytes);
-  }
-  const void* src = pinned ? pinned_buffer : pageable.data();
-  void* dst = nullptr;
-  DEVTENSOR_CUDA_CHECK(cudaMalloc(&dst, bytes));
+  const UploadBuffers buffers(bytes, pinned);
   for (auto _ : state) {
-    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(buffers.device, buffers.host(), bytes, cudaMemcpyHostToDevice, stream));
     DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  DEVTENSOR_CUDA_CHECK(cudaFree(dst));
-  if (pinned_buffer) DEVTENSOR_CUDA_CHECK(cudaFreeHost(pinned_buffer));
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 void BM_Upload_pageable_raw(benchmark::State& state) { upload_raw(state, false); }
@@ -308,21 +326,14 @@ void upload_behind_work(benchmark::State& state, bool pinned) {
   int clock_khz = 0;
   DEVTENSOR_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, d.platform_ordinal));
   const long long cycles = static_cast<long long>(clock_khz) * 1000 / 2000;  // 0.5 ms
-  std::vector<char> pageable(pinned ? 0 : bytes, 1);
-  void* pinned_buffer = nullptr;
-  if (pinned) DEVTENSOR_CUDA_CHECK(cudaMallocHost(&pinned_buffer, bytes));
-  const void* src = pinned ? pinned_buffer : pageable.data();
-  void* dst = nullptr;
-  DEVTENSOR_CUDA_CHECK(cudaMalloc(&dst, bytes));
+  const UploadBuffers buffers(bytes, pinned);
   for (auto _ : state) {
     spin_kernel<<<1, 1, 0, stream>>>(cycles);
     const auto start = std::chrono::steady_clock::now();
-    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(buffers.device, buffers.host(), bytes, cudaMemcpyHostToDevice, stream));
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  DEVTENSOR_CUDA_CHECK(cudaFree(dst));
-  if (pinned_buffer) DEVTENSOR_CUDA_CHECK(cudaFreeHost(pinned_buffer));
 }
 void BM_UploadCall_behind_work_pageable(benchmark::State& state) { upload_behind_work(state, false); }
 void BM_UploadCall_behind_work_pinned(benchmark::State& state) { upload_behind_work(state, true); }

@@ -3,52 +3,38 @@
 /// @brief ReplicaWorkers: the persistent threads a MirroredStrategy runs its replicas on, one per
 /// replica, woken together for each strategy.run.
 
-#include <atomic>
 #include <exception>
 #include <functional>
-#include <memory>
 #include <mutex>
-#include <semaphore>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "devtensor/backend/cpu/worker_threads.hpp"
 #include "devtensor/distribute/context.hpp"
 
 namespace devtensor::distribute::strategy_detail {
 
-/// One persistent thread per replica. run() hands every thread the same task and waits for all;
-/// an exception in one replica does not stop the others, and the first (in replica order) is
-/// rethrown once all have finished, so the pool stays usable.
-///
-/// Each worker sleeps on its own semaphore and the last one to finish releases the caller's, so a
-/// run costs one wake-up per replica and one for the caller, with no mutex for the threads to
-/// queue on (a shared mutex and condition variable cost 75 us per 2-replica run on a 2-vCPU VM,
-/// most of it threads waking only to wait for the lock; these semaphores cost 25 us).
+/// One persistent thread per replica (backend::cpu::WorkerThreads). run() hands every thread the
+/// same task and waits for all; an exception in one replica does not stop the others, and the
+/// first (in replica order) is rethrown once all have finished, so the pool stays usable.
 class ReplicaWorkers {
  public:
-  explicit ReplicaWorkers(int replicas) {
-    for (int r = 0; r < replicas; ++r) slots_.push_back(std::make_unique<Slot>());
-    for (int r = 0; r < replicas; ++r) threads_.emplace_back([this, r] { loop(r); });
-  }
-  ReplicaWorkers(const ReplicaWorkers&) = delete;
-  ReplicaWorkers& operator=(const ReplicaWorkers&) = delete;
-  ~ReplicaWorkers() {
-    stop_.store(true, std::memory_order_relaxed);  // published by the semaphores
-    for (auto& slot : slots_) slot->start.release();
-    for (auto& t : threads_) t.join();
-  }
+  explicit ReplicaWorkers(int replicas) : errors_(static_cast<std::size_t>(replicas)), threads_(replicas) {}
 
   void run(const std::function<void(int)>& task) {
     std::lock_guard serial(run_mutex_);  // one run at a time
-    task_ = &task;
-    remaining_.store(static_cast<int>(slots_.size()), std::memory_order_relaxed);
-    for (auto& slot : slots_) slot->start.release();  // publishes task_ and remaining_
-    done_.acquire();  // every worker's error is visible after this
-    task_ = nullptr;
+    const std::function<void(int)> guarded = [this, &task](int replica) {
+      try {
+        task(replica);
+      } catch (...) {
+        errors_[static_cast<std::size_t>(replica)] = std::current_exception();  // read after wait()
+      }
+    };
+    threads_.start(threads_.size(), guarded);
+    threads_.wait();
     // Take every error out, so no worker keeps a reference to an exception the caller rethrows.
     std::vector<std::exception_ptr> errors;
-    for (auto& slot : slots_) errors.push_back(std::exchange(slot->error, nullptr));
+    for (auto& e : errors_) errors.push_back(std::exchange(e, nullptr));
     // The first replica error in replica order, preferring a root cause over replicas that were
     // merely released from a merge_call because of it.
     std::exception_ptr first, root;
@@ -68,34 +54,9 @@ class ReplicaWorkers {
   }
 
  private:
-  struct Slot {
-    std::binary_semaphore start{0};
-    std::exception_ptr error;  // written by the worker, taken by run() after done_
-  };
   std::mutex run_mutex_;
-  std::vector<std::unique_ptr<Slot>> slots_;
-  const std::function<void(int)>* task_ = nullptr;
-  std::atomic<int> remaining_{0};
-  std::atomic<bool> stop_{false};
-  std::binary_semaphore done_{0};
-  std::vector<std::thread> threads_;
-
-  void loop(int replica) {
-    Slot& slot = *slots_[static_cast<std::size_t>(replica)];
-    for (;;) {
-      slot.start.acquire();
-      if (stop_.load(std::memory_order_relaxed)) return;
-      std::exception_ptr error;
-      try {
-        (*task_)(replica);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      slot.error = std::move(error);  // moved: this thread keeps no reference
-      // acq_rel: the last worker's decrement sees every other worker's error before releasing.
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.release();
-    }
-  }
+  std::vector<std::exception_ptr> errors_;  // one per replica: written by its worker, taken by run()
+  backend::cpu::WorkerThreads threads_;
 };
 
 }  // namespace devtensor::distribute::strategy_detail

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "devtensor/backend/cpu/worker_threads.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/graph/executor.hpp"
@@ -30,7 +31,7 @@ inline constexpr std::size_t kMinPartSteps = 8;
 
 /// Waits until `flag` is set: polling first, since the other part is usually running.
 inline void await_step(const std::atomic<std::uint32_t>& flag) noexcept {
-  if (spin_until([&] { return flag.load(std::memory_order_acquire) != 0; })) return;
+  if (backend::cpu::spin_until([&] { return flag.load(std::memory_order_acquire) != 0; })) return;
   while (flag.load(std::memory_order_acquire) == 0) flag.wait(0, std::memory_order_acquire);
 }
 

@@ -28,68 +28,31 @@
 ///   into a CUDA graph, a team that is busy (a run nested in another's part, or two threads' runs
 ///   at once) and an inter-op setting of one thread run the schedule one step after another.
 /// - Hand-overs spin before they sleep: a worker that finished its part, and a part waiting for
-///   another's step, poll for up to kSpin (50 us) before blocking. Waking a sleeping thread cost
-///   20-25 us on a 2-vCPU VM, about what a traced replica pass of the small MLP leaves between two
-///   steps; the spin costs that much CPU time on an otherwise idle core.
+///   another's step, poll for up to backend::cpu::kSpin (50 us) before blocking. Waking a sleeping
+///   thread cost 20-25 us on a 2-vCPU VM, about what a traced replica pass of the small MLP leaves
+///   between two steps; the spin costs that much CPU time on an otherwise idle core.
 /// - A part that fails marks its remaining steps done so that no other part waits forever; the
 ///   other parts stop at their next wait, and the run rethrows the first error, as one that runs
 ///   step by step would (which error is first may differ when two parts fail at once).
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstdint>
 #include <functional>
-#include <memory>
-#include <semaphore>
 #include <thread>
-#include <vector>
 
+#include "devtensor/backend/cpu/worker_threads.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/device/context.hpp"
 
 namespace devtensor::graph {
 
-/// How long a hand-over polls before it sleeps (Note [Independent parts run at once]).
-inline constexpr std::chrono::microseconds kSpin{50};
-
-/// One poll's pause: a hint to the core that this thread is spinning.
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-/// Polls `ready` until it returns true or kSpin has passed; its last answer.
-template <class Ready>
-bool spin_until(Ready ready) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
-  for (int polls = 1;; ++polls) {
-    if (ready()) return true;
-    cpu_relax();
-    if (polls % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return ready();
-  }
-}
-
 /// Threads that run a graph's parts together with the caller. One run at a time: a second one
 /// (another thread's, or one nested inside a part) is refused and runs one step after another.
 class InterOpTeam {
  public:
-  explicit InterOpTeam(int workers) {
-    for (int w = 0; w < workers; ++w) slots_.push_back(std::make_unique<Slot>());
-    for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { loop(w); });
-  }
-  InterOpTeam(const InterOpTeam&) = delete;
-  InterOpTeam& operator=(const InterOpTeam&) = delete;
-  ~InterOpTeam() {
-    stop_.store(true, std::memory_order_relaxed);  // published by the semaphores
-    for (auto& slot : slots_) slot->start.release();
-    for (auto& t : threads_) t.join();
-  }
+  explicit InterOpTeam(int workers) : threads_(workers, {.spin = true}) {}
 
-  [[nodiscard]] int workers() const noexcept { return static_cast<int>(threads_.size()); }
+  [[nodiscard]] int workers() const noexcept { return threads_.size(); }
 
   /// Runs part(0) on the calling thread and part(1) .. part(parts - 1) on workers, and returns
   /// true once all have returned; false, with nothing run, when the team is busy or has fewer
@@ -98,37 +61,16 @@ class InterOpTeam {
     if (parts - 1 > workers()) return false;
     // A flag, not a mutex: a run nested in part 0 asks on the thread that holds the team.
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
-    task_ = &part;
-    remaining_.store(parts - 1, std::memory_order_relaxed);
-    for (int w = 0; w + 1 < parts; ++w) slots_[static_cast<std::size_t>(w)]->start.release();  // publishes task_
+    threads_.start(parts - 1, part, 1);
     part(0);
-    if (parts > 1) done_.acquire();  // every worker's part happened before this
-    task_ = nullptr;
+    threads_.wait();  // every worker's part happened before this
     busy_.store(false, std::memory_order_release);
     return true;
   }
 
  private:
-  struct Slot {
-    std::binary_semaphore start{0};
-  };
   std::atomic<bool> busy_{false};
-  std::vector<std::unique_ptr<Slot>> slots_;
-  const std::function<void(int)>* task_ = nullptr;
-  std::atomic<int> remaining_{0};
-  std::atomic<bool> stop_{false};
-  std::binary_semaphore done_{0};
-  std::vector<std::thread> threads_;
-
-  void loop(int worker) {
-    Slot& slot = *slots_[static_cast<std::size_t>(worker)];
-    for (;;) {
-      if (!spin_until([&] { return slot.start.try_acquire(); })) slot.start.acquire();
-      if (stop_.load(std::memory_order_relaxed)) return;
-      (*task_)(worker + 1);
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.release();
-    }
-  }
+  backend::cpu::WorkerThreads threads_;
 };
 
 /// How many threads may run one graph's parts at once: config::threading's inter-op setting when
