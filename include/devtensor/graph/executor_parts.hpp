@@ -130,8 +130,6 @@ DEVTENSOR_DEFINITION bool Executable::run_parts(RunState& state, const std::vect
   // A tape records on this thread; a capture keeps this thread's allocations and records this
   // thread's stream work: both need every step here.
   if (autodiff::tapes_active() || KeepAllocations::current() || Capture::current()) return false;
-  InterOpTeam* const team = inter_op_team();
-  if (!team) return false;
   for (std::size_t s = 0; s < steps_.size(); ++s)
     if (awaited_[s]) state.done[s].store(0, std::memory_order_relaxed);  // published by the team's start
   // The workers act in the caller's distribution contexts (a distributed variable's read
@@ -169,7 +167,7 @@ DEVTENSOR_DEFINITION bool Executable::run_parts(RunState& state, const std::vect
     for (; i < steps.size(); ++i)  // stopped: nobody may wait for the rest
       if (awaited_[steps[i]]) executor_detail::mark_done(state.done[steps[i]]);
   };
-  if (!team->try_run(static_cast<int>(parts_.size()), part)) return false;
+  if (!inter_op_team().try_run(static_cast<int>(parts_.size()), part)) return false;
   if (error) std::rethrow_exception(error);
   return true;
 }

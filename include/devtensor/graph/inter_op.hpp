@@ -37,30 +37,43 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <functional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "devtensor/backend/cpu/worker_threads.hpp"
 #include "devtensor/config.hpp"
+#include "devtensor/core/log.hpp"
 #include "devtensor/device/context.hpp"
 
 namespace devtensor::graph {
 
-/// Threads that run a graph's parts together with the caller. One run at a time: a second one
-/// (another thread's, or one nested inside a part) is refused and runs one step after another.
+/// Threads that run a graph's parts together with the caller, made as runs need them (a run of
+/// n parts needs n - 1 workers), up to kMaxInterOpThreads. One run at a time: a second one
+/// (another thread's, or one nested inside a part) is refused and runs one step after another, as
+/// does a run the team cannot grow for (a thread that could not be made: one WARNING).
+inline constexpr int kMaxInterOpThreads = 1024;  // as config::threading's intra-op setting
+
 class InterOpTeam {
  public:
-  explicit InterOpTeam(int workers) : threads_(workers, {.spin = true}) {}
+  InterOpTeam() = default;
 
+  /// The workers made so far.
   [[nodiscard]] int workers() const noexcept { return threads_.size(); }
 
   /// Runs part(0) on the calling thread and part(1) .. part(parts - 1) on workers, and returns
-  /// true once all have returned; false, with nothing run, when the team is busy or has fewer
-  /// than parts - 1 workers. `part` must not throw.
+  /// true once all have returned; false, with nothing run, when the team is busy or cannot have
+  /// parts - 1 workers. `part` must not throw.
   bool try_run(int parts, const std::function<void(int)>& part) noexcept {
-    if (parts - 1 > workers()) return false;
+    if (parts > kMaxInterOpThreads) return false;
     // A flag, not a mutex: a run nested in part 0 asks on the thread that holds the team.
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
+    if (!grow_to(parts - 1)) {
+      busy_.store(false, std::memory_order_release);
+      return false;
+    }
     threads_.start(parts - 1, part, 1);
     part(0);
     threads_.wait();  // every worker's part happened before this
@@ -70,23 +83,40 @@ class InterOpTeam {
 
  private:
   std::atomic<bool> busy_{false};
-  backend::cpu::WorkerThreads threads_;
+  bool warned_ = false;  // under busy_
+  backend::cpu::WorkerThreads threads_{0, {.spin = true}};
+
+  bool grow_to(int workers) noexcept {
+    if (workers <= threads_.size()) return true;
+    try {
+      threads_.grow(workers);
+      return true;
+    } catch (const std::exception& e) {
+      if (std::exchange(warned_, true)) return false;
+      try {
+        log(LogSeverity::warning, "Could not start inter-op thread " + std::to_string(threads_.size() + 1) + " (" +
+                                      e.what() + "): graphs whose parts need more threads run them one after another.");
+      } catch (...) {  // no memory for the message: the run goes on without it
+      }
+      return false;
+    }
+  }
 };
 
 /// How many threads may run one graph's parts at once: config::threading's inter-op setting when
-/// positive, one (the caller's) when negative, else one per hardware thread.
+/// positive, one (the caller's) when negative, else one per hardware thread; kMaxInterOpThreads at
+/// the most.
 inline int inter_op_threads() {
   const int configured = Context::global().parallelism_threads(Parallelism::inter_op);
-  if (configured > 0) return configured;
+  if (configured > 0) return std::min(configured, kMaxInterOpThreads);
   if (configured < 0) return 1;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxInterOpThreads)));
 }
 
-/// The process's team (inter_op_threads() - 1 workers, made at the first run that has parts);
-/// null when only one thread may run. Never destroyed: runs may end during static destruction.
-DEVTENSOR_EXPORT inline InterOpTeam* inter_op_team() {
-  static InterOpTeam* const team = inter_op_threads() > 1 ? new InterOpTeam(inter_op_threads() - 1) : nullptr;
-  return team;
+/// The process's team. Never destroyed: runs may end during static destruction.
+DEVTENSOR_EXPORT inline InterOpTeam& inter_op_team() {
+  static InterOpTeam* const team = new InterOpTeam;
+  return *team;
 }
 
 }  // namespace devtensor::graph

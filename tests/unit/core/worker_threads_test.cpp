@@ -1,6 +1,7 @@
 // backend::cpu::WorkerThreads, the threads under the inter-op team and a MirroredStrategy's
 // replicas: which workers a batch wakes and with which index, that their writes are the caller's
-// after wait(), batches back to back (polling and sleeping), and an empty batch.
+// after wait(), growing between batches, batches back to back (polling and sleeping), and an
+// empty batch.
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -39,6 +40,21 @@ BOOST_AUTO_TEST_CASE(an_empty_batch_returns_at_once) {
   none.start(0, task);
   none.wait();
   BOOST_TEST(none.size() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_pool_grows_between_batches) {
+  cpu::WorkerThreads threads(0, {.spin = true});  // the inter-op team starts empty
+  std::vector<int> calls(4, 0);
+  const std::function<void(int)> task = [&](int index) { ++calls[static_cast<std::size_t>(index)]; };
+  threads.grow(1);
+  threads.start(1, task);
+  threads.wait();
+  threads.grow(3);
+  threads.grow(2);  // never shrinks
+  BOOST_TEST(threads.size() == 3);
+  threads.start(3, task, 1);  // the new workers take indices 2 and 3
+  threads.wait();
+  BOOST_TEST(calls == (std::vector<int>{1, 1, 1, 1}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(batches_run_back_to_back_polling_or_sleeping) {

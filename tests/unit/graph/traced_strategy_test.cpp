@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/graph/inter_op.hpp"
 #include "devtensor_test.hpp"
 #include "seed_loop.hpp"
 
@@ -88,6 +90,40 @@ BOOST_AUTO_TEST_CASE(parts_on_two_cpus_give_the_bits_of_one_thread) {
   BOOST_TEST(two_parts == 2u);
   BOOST_TEST(two == one, boost::test_tools::per_element());
   BOOST_TEST(run(-1).first == 0u);  // negative: the caller's thread only, as TensorFlow's
+}
+
+// The team starts the threads a run's parts need, whatever it had before: four logical CPUs with
+// an inter-op setting of 4 run as four parts on four threads, after the tests above ran with two.
+BOOST_AUTO_TEST_CASE(the_team_grows_to_the_parts_a_graph_has) {
+  const auto run = [](int inter_op) {
+    dt::testing::reset_context();
+    dt::config::threading::set_inter_op_parallelism_threads(inter_op);
+    dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}, {}, {}});
+    const auto w = dt::random_uniform<float>({4, 4}, {.minval = -0.6, .maxval = 0.6, .seed = 2});
+    auto f = dt::function([&](const dt::Tensor<float>& x) {
+      dt::Tensor<float> total;
+      for (int d = 0; d < 4; ++d) {
+        dt::Tensor<float> chain = x;
+        {
+          dt::DeviceScope cpu("/cpu:" + std::to_string(d));
+          for (int i = 0; i < 10; ++i) chain = dt::matmul(chain, w);
+        }
+        dt::DeviceScope cpu0("/cpu:0");
+        total = d == 0 ? dt::reduce_sum(chain) : dt::add(total, dt::reduce_sum(chain));
+      }
+      return total;
+    });
+    const auto x = dt::random_uniform<float>({6, 4}, {.seed = 1});
+    std::vector<float> results;
+    for (int call = 0; call < 5; ++call) results.push_back(f(x).item());
+    return std::pair{f.get_concrete_function(x)->parts(), results};
+  };
+  const auto [one_part, one] = run(1);
+  const auto [four_parts, four] = run(4);
+  BOOST_TEST(one_part == 0u);
+  BOOST_TEST(four_parts == 4u);
+  BOOST_TEST(dt::graph::inter_op_team().workers() >= 3);  // the caller runs part 0
+  BOOST_TEST(four == one, boost::test_tools::per_element());
 }
 
 // A run nested in a part (an eager node of the caller's part that calls another function with

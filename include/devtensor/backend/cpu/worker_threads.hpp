@@ -54,9 +54,8 @@ class WorkerThreads {
  public:
   /// @throws std::system_error when a thread cannot be made (those made are stopped first).
   explicit WorkerThreads(int workers, WorkerThreadsOptions options = {}) : spin_(options.spin) {
-    for (int w = 0; w < workers; ++w) slots_.push_back(std::make_unique<Slot>());
     try {
-      for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { loop(w); });
+      grow(workers);
     } catch (...) {
       stop();
       throw;
@@ -66,7 +65,24 @@ class WorkerThreads {
   WorkerThreads& operator=(const WorkerThreads&) = delete;
   ~WorkerThreads() { stop(); }
 
-  [[nodiscard]] int size() const noexcept { return static_cast<int>(slots_.size()); }
+  [[nodiscard]] int size() const noexcept { return static_cast<int>(threads_.size()); }
+
+  /// Adds workers until there are `workers`; between batches only. @throws std::system_error
+  /// when a thread cannot be made, keeping the workers made until then.
+  void grow(int workers) {
+    if (workers <= size()) return;
+    slots_.reserve(static_cast<std::size_t>(workers));  // no reallocation below: a failure leaves both in step
+    threads_.reserve(static_cast<std::size_t>(workers));
+    while (size() < workers) {
+      Slot& slot = *slots_.emplace_back(std::make_unique<Slot>());
+      try {
+        threads_.emplace_back([this, &slot, w = size()] { loop(slot, w); });
+      } catch (...) {
+        slots_.pop_back();
+        throw;
+      }
+    }
+  }
 
   /// Starts task(first + w) on workers w = 0 .. count - 1 (count <= size()) and returns at once.
   /// `task` must not throw, and must live until wait() has returned.
@@ -106,8 +122,7 @@ class WorkerThreads {
     for (auto& t : threads_) t.join();
   }
 
-  void loop(int worker) {
-    Slot& slot = *slots_[static_cast<std::size_t>(worker)];
+  void loop(Slot& slot, int worker) {
     for (;;) {
       if (!spin_ || !spin_until([&] { return slot.start.try_acquire(); })) slot.start.acquire();
       if (stop_.load(std::memory_order_relaxed)) return;
