@@ -19,13 +19,11 @@
 #include "devtensor/device/physical.hpp"
 #include "devtensor/device/tags.hpp"
 
-namespace devtensor::detail {
-
-}  // namespace devtensor::detail
-
 namespace devtensor {
 /// Which of config::threading's thread counts: within one op, or across a graph's ops.
 enum class Parallelism { intra_op, inter_op };
+/// The most threads either may use (a larger setting is taken as this).
+inline constexpr int kMaxParallelismThreads = 1024;
 }  // namespace devtensor
 
 namespace devtensor::detail {

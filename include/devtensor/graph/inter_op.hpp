@@ -51,11 +51,9 @@
 namespace devtensor::graph {
 
 /// Threads that run a graph's parts together with the caller, made as runs need them (a run of
-/// n parts needs n - 1 workers), up to kMaxInterOpThreads. One run at a time: a second one
+/// n parts needs n - 1 workers), up to kMaxParallelismThreads. One run at a time: a second one
 /// (another thread's, or one nested inside a part) is refused and runs one step after another, as
 /// does a run the team cannot grow for (a thread that could not be made: one WARNING).
-inline constexpr int kMaxInterOpThreads = 1024;  // as config::threading's intra-op setting
-
 class InterOpTeam {
  public:
   InterOpTeam() = default;
@@ -67,7 +65,7 @@ class InterOpTeam {
   /// true once all have returned; false, with nothing run, when the team is busy or cannot have
   /// parts - 1 workers. `part` must not throw.
   bool try_run(int parts, const std::function<void(int)>& part) noexcept {
-    if (parts > kMaxInterOpThreads) return false;
+    if (parts > kMaxParallelismThreads) return false;
     // A flag, not a mutex: a run nested in part 0 asks on the thread that holds the team.
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
     if (!grow_to(parts - 1)) {
@@ -104,13 +102,13 @@ class InterOpTeam {
 };
 
 /// How many threads may run one graph's parts at once: config::threading's inter-op setting when
-/// positive, one (the caller's) when negative, else one per hardware thread; kMaxInterOpThreads at
-/// the most.
+/// positive, one (the caller's) when negative, else one per hardware thread; at most
+/// kMaxParallelismThreads.
 inline int inter_op_threads() {
   const int configured = Context::global().parallelism_threads(Parallelism::inter_op);
-  if (configured > 0) return std::min(configured, kMaxInterOpThreads);
+  if (configured > 0) return std::min(configured, kMaxParallelismThreads);
   if (configured < 0) return 1;
-  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxInterOpThreads)));
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxParallelismThreads)));
 }
 
 /// The process's team. Never destroyed: runs may end during static destruction.

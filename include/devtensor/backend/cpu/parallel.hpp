@@ -81,12 +81,12 @@ class ThreadPool {
   /// positive number, else one per hardware thread.
   static unsigned configured_threads() {
     if (const int configured = Context::global().parallelism_threads(Parallelism::intra_op); configured > 0)
-      return static_cast<unsigned>(std::min(configured, 1024));
+      return static_cast<unsigned>(std::min(configured, kMaxParallelismThreads));
     const char* value = std::getenv("DEVTENSOR_CPU_THREADS");  // NOLINT(concurrency-mt-unsafe)
     if (value != nullptr) {
       char* end = nullptr;
       const long n = std::strtol(value, &end, 10);
-      if (end != value && *end == '\0' && n > 0 && n <= 1024) return static_cast<unsigned>(n);
+      if (end != value && *end == '\0' && n > 0 && n <= kMaxParallelismThreads) return static_cast<unsigned>(n);
     }
     return std::max(1u, std::thread::hardware_concurrency());
   }
