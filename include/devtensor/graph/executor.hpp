@@ -204,7 +204,8 @@ class DEVTENSOR_EXPORT Executable {
                                               const std::vector<AnyTensor>& feeds, ResourceStore* resources,
                                               bool capturing) const;
   /// The parts on the inter-op team; false, with nothing run, when they must run one after
-  /// another (no team, a busy one, a tape or a capture on this thread). Rethrows the first error.
+  /// another (a busy team, or one short of threads; a tape or a capture on this thread). Rethrows
+  /// the first error.
   bool run_parts(RunState& state, const std::vector<AnyTensor>& feeds, ResourceStore* resources) const;
 };
 
