@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -63,6 +64,20 @@ class DistributedVariable : public VariableImpl<T> {
   [[nodiscard]] const Device& read_device() const override {
     const int replica = local_replica();
     return replica >= 0 ? *devices_[static_cast<std::size_t>(replica)] : cross_replica_device();
+  }
+
+  /// Every component's state (graph mode: Note [Automatic control dependencies]).
+  [[nodiscard]] std::vector<const void*> resources() const override {
+    std::vector<const void*> out;
+    for (const auto& c : components_)
+      for (const void* r : c.implementation().resources()) out.push_back(r);
+    return out;
+  }
+  /// Inside strategy.run, a read traced there reads the replica's component when the graph runs
+  /// (which runs in cross-replica context).
+  [[nodiscard]] VariableImpl<T>& read_target() override {
+    const int replica = local_replica();
+    return replica >= 0 ? components_[static_cast<std::size_t>(replica)].implementation() : *this;
   }
 
   /// Each component updated on its own device (kernel(c, value, out) for component c).
@@ -122,6 +137,7 @@ class DistributedVariable : public VariableImpl<T> {
     for (auto& c : components_) c.implementation().update(kind, delta);
   }
   void assign_component(std::size_t i, const Tensor<T>& value) { components_[i].implementation().assign(value); }
+  VariableImpl<T>& component_variable(std::size_t i) const { return components_[i].implementation(); }
   void update_component(std::size_t i, VariableUpdate kind, const Tensor<T>& delta) {
     components_[i].implementation().update(kind, delta);
   }
@@ -266,6 +282,16 @@ class MirroredVariable final : public DistributedVariable<T> {
   /// combines them, and `apply` writes the result to every component (so they stay equal).
   template <class Apply>
   void merged(const Tensor<T>& value, std::string_view what, Apply apply) {
+    check_replica_write(what);
+    this->strategy().merge_call(this->local_replica(), std::make_shared<const Tensor<T>>(value),
+                                [&](const std::vector<std::shared_ptr<const void>>& all) {
+                                  std::vector<Tensor<T>> parts;
+                                  for (const auto& p : all) parts.push_back(*static_cast<const Tensor<T>*>(p.get()));
+                                  apply(aggregated(parts, what));
+                                });
+  }
+  /// @throws InvalidArgumentError for a write in a replica context that the aggregation refuses.
+  void check_replica_write(std::string_view what) const {
     const auto& name = this->info().name;
     const auto aggregation = this->info().aggregation;
     if (aggregation == VariableAggregation::NONE)
@@ -277,18 +303,38 @@ class MirroredVariable final : public DistributedVariable<T> {
       throw InvalidArgumentError("Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in "
                                  "replica context. Either change the variable dtype to float or update it in "
                                  "cross-replica context. (variable " + name + ")");
-    this->strategy().merge_call(
-        this->local_replica(), std::make_shared<const Tensor<T>>(value),
-        [&](const std::vector<std::shared_ptr<const void>>& all) {
-          std::vector<Tensor<T>> parts;
-          for (const auto& p : all) parts.push_back(*static_cast<const Tensor<T>*>(p.get()));
-          if (aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
-            auto* group = this->workers();
-            apply(group ? this->from_chief(parts[0], *group, this->info().base_name) : parts[0]);
-            return;
-          }
-          apply(this->sum_over_replicas(parts, aggregation == VariableAggregation::MEAN, what));
-        });
+  }
+  /// The replicas' values (replica order) combined by the variable's aggregation.
+  Tensor<T> aggregated(const std::vector<Tensor<T>>& parts, std::string_view what) const {
+    if (this->info().aggregation == VariableAggregation::ONLY_FIRST_REPLICA) {
+      auto* group = this->workers();
+      return group ? this->from_chief(parts[0], *group, this->info().base_name) : parts[0];
+    }
+    return this->sum_over_replicas(parts, this->info().aggregation == VariableAggregation::MEAN, what);
+  }
+
+ public:
+  /// Traced inside strategy.run: the replicas' values meet at trace time (the same checks as the
+  /// eager write), and one node writes their aggregation when the graph runs.
+  void gather_write(std::string_view op, const Tensor<T>& value,
+                    FunctionRef<void(const std::vector<Tensor<T>>&)> write) override {
+    if (this->local_replica() < 0) {
+      write(std::vector<Tensor<T>>{value});
+      return;
+    }
+    check_replica_write(op);
+    this->strategy().merge_call(this->local_replica(), std::make_shared<const Tensor<T>>(value),
+                                [&](const std::vector<std::shared_ptr<const void>>& all) {
+                                  std::vector<Tensor<T>> parts;
+                                  for (const auto& p : all) parts.push_back(*static_cast<const Tensor<T>*>(p.get()));
+                                  write(parts);
+                                });
+  }
+  void write_gathered(std::optional<VariableUpdate> kind, const std::vector<Tensor<T>>& values) override {
+    const std::string_view what = !kind ? "assign" : *kind == VariableUpdate::add ? "AssignAddVariableOp" : "AssignSubVariableOp";
+    const Tensor<T> value = values.size() == 1 ? values[0] : aggregated(values, what);
+    if (kind) this->update_every_component(*kind, value);
+    else this->assign_every_component(value);
   }
 };
 
@@ -298,6 +344,12 @@ class SyncOnReadVariable final : public DistributedVariable<T> {
  public:
   SyncOnReadVariable(VariableInfo info, const Tensor<T>& initial_value, const StrategyInterface& strategy)
       : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
+
+  /// Traced inside strategy.run, a write stays with the replica's component, as an eager one.
+  [[nodiscard]] VariableImpl<T>& write_target() override {
+    const int replica = this->local_replica();
+    return replica >= 0 ? this->component_variable(static_cast<std::size_t>(replica)) : *this;
+  }
 
   /// In a replica: that replica's component. Cross-replica: every component, a SUM variable its
   /// share value / num_replicas_in_sync, so that reading it gives `value` back.

@@ -347,8 +347,10 @@ class MirroredStrategy {
       const int n = num_replicas();
       merge_point.reset(n);
       // While tracing, every replica builds the caller's graph (replica r > 0 under the name scope
-      // `replica_<r>`, as TensorFlow's MirroredStrategy names them).
+      // `replica_<r>`, as TensorFlow's MirroredStrategy names them), one at a time (TurnOrder).
       const auto graph = graph::current_graph();
+      tracing = graph != nullptr;
+      if (tracing) turns.reset(n);
       workers->run([&](int r) {
         const ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
         const ScopedSet in_replica(current_replica_context(), &state);
@@ -358,17 +360,30 @@ class MirroredStrategy {
         if (graph) into_graph.emplace(graph);
         if (graph && r > 0) replica_names.emplace("replica_" + std::to_string(r));
         try {
+          if (graph) turns.wait(r);
           fn(r);
         } catch (...) {
           merge_point.abort();  // replicas waiting in merge_call must not wait for this one
+          if (graph) turns.abort();
           throw;
         }
         merge_point.finished();
+        if (graph) turns.finish(r);
       });
     }
     void merge_call(int replica_id, std::shared_ptr<const void> contribution,
                     const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const override {
-      merge_point.arrive(replica_id, std::move(contribution), combine);
+      if (!tracing) {
+        merge_point.arrive(replica_id, std::move(contribution), combine);
+        return;
+      }
+      const int replica = replica_id;  // this process's replica (ReplicaContextState::local_replica_id)
+      turns.pause(replica);
+      merge_point.arrive(replica_id, std::move(contribution), [&](const std::vector<std::shared_ptr<const void>>& all) {
+        combine(all);
+        turns.merged();
+      });
+      turns.wait(replica);
     }
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
       if (auto* graph = graph::building()) [[unlikely]]
@@ -458,6 +473,8 @@ class MirroredStrategy {
     const Device* host = nullptr;
     std::unique_ptr<strategy_detail::ReplicaWorkers> workers;
     mutable MergePoint merge_point;
+    mutable strategy_detail::TurnOrder turns;  // while a run is traced
+    bool tracing = false;                      // whether the run under way is traced
   };
 };
 

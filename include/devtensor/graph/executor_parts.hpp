@@ -88,8 +88,6 @@ DEVTENSOR_DEFINITION void Executable::plan_parts() {
     for (std::size_t k = 0; k < steps_[s].node->outputs.size(); ++k) producer[steps_[s].first_slot + k] = s;
     step_of_node[schedule_[s]] = s;
   }
-  std::optional<std::size_t> last_change;               // the latest stateful step
-  std::vector<std::optional<std::size_t>> last_touch(parts);  // per part: its latest step that reads or changes state
   std::vector<std::optional<std::size_t>> latest(parts);
   awaited_.assign(steps_.size(), false);
   wait_begin_.assign(1, 0);
@@ -104,16 +102,9 @@ DEVTENSOR_DEFINITION void Executable::plan_parts() {
     };
     for (std::size_t k = 0; k < node.inputs.size(); ++k)
       if (const Source& src = inputs_[steps_[s].first_input + k]; !src.feed) after(producer[src.index]);
+    // Control inputs, and the uses of state before it (Note [Automatic control dependencies]).
     for (auto c : node.control_inputs) after(c < step_of_node.size() ? step_of_node[c] : none);
-    // State: an op node without inputs reads it (a variable's value); a stateful node changes it.
-    const bool changes = node.stateful;
-    const bool reads = node.kind == NodeKind::op && node.inputs.empty();
-    if ((changes || reads) && last_change) after(*last_change);
-    if (changes)
-      for (const auto& t : last_touch)
-        if (t) after(*t);
-    if (changes) last_change = s;
-    if (changes || reads) last_touch[own_part] = s;
+    for (auto a : node.after) after(a < step_of_node.size() ? step_of_node[a] : none);
     for (const auto& l : latest)
       if (l) {
         waits_.push_back(*l);

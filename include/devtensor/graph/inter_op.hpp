@@ -8,9 +8,10 @@
 /// or GPUs) splits its schedule into parts, one per such device, and a run gives each part a thread
 /// of the team: the caller runs part 0, workers the others, each its steps in schedule order. A step
 /// waits only for the steps of other parts it depends on: the producers of its inputs, its control
-/// inputs, and for state, the last change of state before it (a variable read waits for the last
-/// stateful node; a stateful node for the last read or change in every part). Every wait points to
-/// an earlier step of the schedule, so no two parts wait for each other.
+/// inputs, and the earlier uses of the state it uses (Node::after: a variable's read waits for the
+/// write before it, a write for every read since; Note [Automatic control dependencies] in
+/// ops/graph.hpp). Every wait points to an earlier step of the schedule, so no two parts wait for
+/// each other.
 /// - Which steps may run on a worker: nodes whose kernel reads no thread's state (Node::any_thread:
 ///   the registry's ops, fused groups, variable reads, which set their own DeviceScope; constants).
 ///   Workers act in the caller's strategy scope and replica context. Every

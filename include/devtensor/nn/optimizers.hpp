@@ -143,32 +143,80 @@ void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<f
   });
 }
 
-/// apply_gradients while a graph is being built (a traced train step): one stateful node whose
-/// kernel runs the optimizer's update with the gradients' values of each run (its fused kernels,
-/// its slots and step count shared with the optimizer). Gradients that are undefined stay so.
+/// The state an update of `updates` by an optimizer with slots `state` writes: every component
+/// of every variable, and the optimizer's slots and step count (Note [Automatic control
+/// dependencies] in ops/graph.hpp).
+inline std::vector<graph::ResourceUse> update_uses(const Updates& updates, const void* state) {
+  std::vector<graph::ResourceUse> out{{state, true}};
+  for (const auto& [g, v] : updates)
+    for (const void* r : v.implementation().resources()) out.push_back({r, true});
+  return out;
+}
+
+/// apply_gradients while a graph is being built (a traced train step), with Keras's checks at
+/// trace time: one stateful node whose kernel runs the optimizer's update `O::update` (its fused
+/// kernels, its slots and step count shared with the optimizer) when the graph runs. In
+/// cross-replica context its inputs are the gradients, brought to each component's device. Inside
+/// strategy.run the replicas' gradients meet in merge_call at trace time, as eagerly: a node sums
+/// them across the replicas (the strategy's all-reduce), and one update node writes every
+/// component with the sum on its device, after every replica's reads of it.
 template <class O>
 void add_apply_node(graph::Graph& graph, const O& optimizer, const std::vector<Tensor<float>>& grads,
                     const std::vector<Variable<float>>& vars, std::string_view op) {
-  if (grads.size() != vars.size())
-    throw InvalidArgumentError("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
-                               std::to_string(vars.size()) + " variables");
-  graph::Node node;
-  std::vector<bool> present;
-  for (const auto& g : grads) {
-    present.push_back(g.defined());
-    if (g.defined()) node.inputs.push_back(graph.input_edge(g, op));
-  }
-  node.name = graph.unique_name(std::string(O::name) + "/" + std::string(op));
-  node.op = std::string(op);
-  node.stateful = true;
-  if (!vars.empty() && vars.front().defined()) node.requested = vars.front().implementation().device().spec;
-  node.run = [optimizer, vars, present](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
-    std::vector<Tensor<float>> values;
-    std::size_t next = 0;
-    for (bool p : present) values.push_back(p ? in[next++].as<float>() : Tensor<float>());
-    optimizer.apply_gradients(values, vars);
+  const Updates updates = pairs(grads, vars);
+  const distribute::ReplicaContextState* ctx = replica_context_of(updates);
+  const auto add_update = [&](std::vector<AnyTensor> inputs, bool per_component) {
+    graph::Node node;
+    for (const auto& t : inputs) node.inputs.push_back(graph.input_edge(t, op));
+    node.name = graph.unique_name(std::string(O::name) + "/" + std::string(op));
+    node.op = std::string(op);
+    node.stateful = true;
+    node.resources = update_uses(updates, optimizer.slots.get());
+    node.requested = updates.front().second.implementation().device().spec;
+    // Per component, the gradients are where the all-reduce left them, on the components' devices.
+    node.inputs_stay = per_component;
+    node.capturable = per_component;  // the updates' device work only
+    std::vector<Variable<float>> variables;
+    for (const auto& [g, v] : updates) variables.push_back(v);
+    node.run = [optimizer, variables, per_component, op = std::string(op)](const graph::RunContext&, graph::NodeInputs in,
+                                                                          std::span<AnyTensor>) {
+      Updates now;
+      const std::size_t count = variables.size();
+      for (std::size_t k = 0; k < count; ++k) now.emplace_back(in[k].as<float>(), variables[k]);
+      if (!per_component) {
+        require_gradients_on_variable_devices(now, op);
+        optimizer.update(now, GradientFor([&](std::size_t k, std::size_t, const Device& device) {
+                           return to_device(now[k].first, device, op, 1);
+                         }));
+        return;
+      }
+      optimizer.update(now, GradientFor([&](std::size_t k, std::size_t c, const Device&) { return in[c * count + k].as<float>(); }));
+    };
+    graph.add(std::move(node));
   };
-  graph.add(std::move(node));
+  if (!ctx) {
+    std::vector<AnyTensor> inputs;
+    for (const auto& [g, v] : updates) inputs.emplace_back(g);
+    add_update(std::move(inputs), false);
+    return;
+  }
+  auto mine = std::make_shared<std::vector<Tensor<float>>>();
+  for (const auto& [g, v] : updates) mine->push_back(g);
+  ctx->strategy->merge_call(ctx->local_replica_id, mine, [&](const std::vector<std::shared_ptr<const void>>& all) {
+    std::vector<std::vector<Tensor<float>>> per_replica;
+    for (const auto& contribution : all) {
+      per_replica.push_back(*static_cast<const std::vector<Tensor<float>>*>(contribution.get()));
+      if (per_replica.back().size() != updates.size())
+        throw InvalidArgumentError("apply_gradients inside strategy.run: replicas passed gradients for different "
+                                   "variables; every replica must update the same variables");
+    }
+    const auto reduced = const_cast<distribute::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
+    const distribute::ScopedSet<distribute::ReplicaContextState> cross_replica(distribute::current_replica_context(), nullptr);
+    std::vector<AnyTensor> inputs;  // component c's gradients, then c + 1's
+    for (const auto& row : reduced)
+      for (const auto& g : row) inputs.emplace_back(g);
+    add_update(std::move(inputs), true);
+  });
 }
 
 }  // namespace optimizer_detail
@@ -191,6 +239,9 @@ struct SGD {
   /// with Keras's warning. @throws InvalidArgumentError for no variables, no gradients at all,
   /// mismatched counts or shapes (nothing is updated then).
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
+  /// Internal (apply_gradients, traced steps): one step of every variable of `updates`, component
+  /// c of variable k with `gradient(k, c, its device)`, and the step count advanced.
+  void update(const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) const;
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
@@ -241,6 +292,8 @@ struct Adam {
 
   /// One Adam step of every variable with its gradient (ResourceApplyAdam), rules as SGD's.
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
+  /// Internal: as SGD::update.
+  void update(const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) const;
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
@@ -367,32 +420,38 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
     return host->apply_gradients({std::string(name), {learning_rate, momentum, nesterov ? 1.0 : 0.0}}, grads, vars);
   const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
   optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-    const auto lr = static_cast<float>(learning_rate);
-    const auto m = static_cast<float>(momentum);
-    std::lock_guard lock(slots->mutex);
-    for (std::size_t k = 0; k < updates.size(); ++k) {
-      const Variable<float>& v = updates[k].second;
-      if (momentum == 0.0) {
-        v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-          const auto grad = gradient(k, c, var.device_info());
-          kernels::run_update<ops::ApplyGradientDescent, float>(
-              var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
-              var.num_elements());
-        });
-        continue;
-      }
+    update(updates, gradient);
+  });
+}
+
+DEVTENSOR_DEFINITION void optimizers::SGD::update(const optimizer_detail::Updates& updates,
+                                                  const optimizer_detail::GradientFor& gradient) const {
+  const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
+  const auto lr = static_cast<float>(learning_rate);
+  const auto m = static_cast<float>(momentum);
+  std::lock_guard lock(slots->mutex);
+  for (std::size_t k = 0; k < updates.size(); ++k) {
+    const Variable<float>& v = updates[k].second;
+    if (momentum == 0.0) {
       v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
         const auto grad = gradient(k, c, var.device_info());
-        auto& [velocity] = slots->of(v, c, var);
-        kernels::run_update<ops::ApplyKerasMomentum, float>(
-            var.device_info(),
-            ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
-                                            m, nesterov},
+        kernels::run_update<ops::ApplyGradientDescent, float>(
+            var.device_info(), ops::GradientDescentUpdate<float>{var.data(), grad.data(), out.mutable_data(), lr},
             var.num_elements());
       });
+      continue;
     }
-    optimizer_detail::advance(slots);
-  });
+    v.apply_update(op, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+      const auto grad = gradient(k, c, var.device_info());
+      auto& [velocity] = slots->of(v, c, var);
+      kernels::run_update<ops::ApplyKerasMomentum, float>(
+          var.device_info(),
+          ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
+                                          m, nesterov},
+          var.num_elements());
+    });
+  }
+  optimizer_detail::advance(slots);
 }
 
 DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
@@ -403,40 +462,45 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
   if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]
     return host->apply_gradients({std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}}, grads, vars);
   optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-    std::lock_guard lock(slots->mutex);
-    const double t = static_cast<double>(slots->iterations + 1);
-    const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
-    // GPUs compute the step size themselves, from their own step count: a replayed CUDA graph
-    // takes each step with its own (ops/capture.hpp). Once per GPU and step.
-    std::vector<std::pair<const Device*, const float*>> step_sizes;
-    const auto step_size_at = [&](const Device& device) -> const float* {
-      if (device.host_memory()) {
-        if (graph::Capture::current())  // not expected: a capture holds GPU work only
-          throw UnimplementedError("Adam's step size on " + device.full_name + " is computed on the host");
-        return nullptr;
-      }
-      for (const auto& [where, size] : step_sizes)
-        if (where == &device) return size;
-      return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, learning_rate, beta_1, beta_2))
-          .second;
-    };
-    for (std::size_t k = 0; k < updates.size(); ++k) {
-      const Variable<float>& v = updates[k].second;
-      v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
-        const auto grad = gradient(k, c, var.device_info());
-        const float* alpha_at = step_size_at(var.device_info());
-        auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
-        kernels::run_update<ops::ApplyAdam, float>(
-            var.device_info(),
-            ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
-                                   amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
-                                   static_cast<float>(alpha), static_cast<float>(1 - beta_1),
-                                   static_cast<float>(1 - beta_2), static_cast<float>(epsilon), alpha_at},
-            var.num_elements());
-      });
-    }
-    optimizer_detail::advance(slots);
+    update(updates, gradient);
   });
+}
+
+DEVTENSOR_DEFINITION void optimizers::Adam::update(const optimizer_detail::Updates& updates,
+                                                   const optimizer_detail::GradientFor& gradient) const {
+  std::lock_guard lock(slots->mutex);
+  const double t = static_cast<double>(slots->iterations + 1);
+  const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+  // GPUs compute the step size themselves, from their own step count: a replayed CUDA graph
+  // takes each step with its own (ops/capture.hpp). Once per GPU and step.
+  std::vector<std::pair<const Device*, const float*>> step_sizes;
+  const auto step_size_at = [&](const Device& device) -> const float* {
+    if (device.host_memory()) {
+      if (graph::Capture::current())  // not expected: a capture holds GPU work only
+        throw UnimplementedError("Adam's step size on " + device.full_name + " is computed on the host");
+      return nullptr;
+    }
+    for (const auto& [where, size] : step_sizes)
+      if (where == &device) return size;
+    return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, learning_rate, beta_1, beta_2))
+        .second;
+  };
+  for (std::size_t k = 0; k < updates.size(); ++k) {
+    const Variable<float>& v = updates[k].second;
+    v.apply_update(ops::ApplyAdam::name, [&](std::size_t c, const Tensor<float>& var, Tensor<float>& out) {
+      const auto grad = gradient(k, c, var.device_info());
+      const float* alpha_at = step_size_at(var.device_info());
+      auto& [m, v_moment, v_hat] = slots->of(v, c, var, amsgrad ? 3 : 2);
+      kernels::run_update<ops::ApplyAdam, float>(
+          var.device_info(),
+          ops::AdamUpdate<float>{var.data(), grad.data(), m.mutable_data(), v_moment.mutable_data(),
+                                 amsgrad ? v_hat.mutable_data() : nullptr, out.mutable_data(),
+                                 static_cast<float>(alpha), static_cast<float>(1 - beta_1),
+                                 static_cast<float>(1 - beta_2), static_cast<float>(epsilon), alpha_at},
+          var.num_elements());
+    });
+  }
+  optimizer_detail::advance(slots);
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

@@ -12,11 +12,23 @@
 /// used by a node is captured as a Const node. ops/graph_nodes.hpp adds nodes; graph/ places and
 /// runs graphs.
 ///
+/// Note [Automatic control dependencies]
+/// Nodes that read or change state say which (Node::resources: a variable's component, an
+/// optimizer's slots, standard output), and Graph::add orders each after the earlier nodes that use
+/// the same state, as TensorFlow's automatic control dependencies do in a tf.function: a read after
+/// the write before it, a write after that write and every read since, a node of unknown effects
+/// (all state) after everything before it and before everything after. Nodes of other state, and
+/// reads of the same state, stay unordered, so independent replicas still run at once. The order
+/// is the order the program made the nodes in (a MirroredStrategy traces its replicas one after
+/// another, as TensorFlow's does). The edges order, they do not pull in: a node runs because its
+/// value is needed or because it is stateful (a traced function runs every stateful node).
+///
 /// Note [Graph mode costs the eager path one load]
 /// run_op asks `graph::building()` first. It reads one process-wide counter of the graph scopes
 /// open on any thread (plus one while eager execution is disabled); only when it is not zero does
 /// it look at the thread's current graph.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -152,6 +164,17 @@ struct GemmAttrs {
   bool transpose_b = false;
 };
 
+/// A piece of state a node reads or changes (TensorFlow's resource input): a variable's component,
+/// a session's variable, an optimizer's slots, the process's standard streams. `resource` names
+/// it by the address of the object that holds it; nullptr stands for all state (a node whose
+/// effects are unknown). Nodes that use one resource keep the order they were made in (Note
+/// [Automatic control dependencies]).
+struct ResourceUse {
+  const void* resource = nullptr;
+  bool writes = false;
+  friend bool operator==(const ResourceUse&, const ResourceUse&) = default;
+};
+
 /// One output's type and (static) shape.
 struct OutputSpec {
   DType dtype = DType::DT_FLOAT;
@@ -165,6 +188,11 @@ struct Node {
   NodeKind kind = NodeKind::op;
   std::vector<Edge> inputs;
   std::vector<std::size_t> control_inputs;  // nodes that run first (an initializer's assignments)
+  std::vector<ResourceUse> resources;       // the state it reads or changes
+  /// Automatic control dependencies (Graph::add fills them from `resources`): when this node and
+  /// one of these run in the same run, that one runs first. Unlike control inputs they pull
+  /// nothing into a run (a v1 Session prunes to its fetches, as TensorFlow 1 does).
+  std::vector<std::size_t> after;
   std::optional<std::size_t> colocated_with;  // a variable's handle node: placed with it (SPEC 10.2)
   DeviceSpec requested;        // the DeviceScope stack's request when the node was made
   const KernelSupport* kernel = nullptr;  // which device types run it
@@ -228,7 +256,8 @@ class DEVTENSOR_EXPORT Graph {
   /// The current name scope ("" or "outer/inner").
   [[nodiscard]] std::string name_scope() const;
 
-  /// Adds `node` (its name already unique) and returns its position.
+  /// Adds `node` (its name already unique) and returns its position, ordered after the earlier
+  /// nodes that use its resources (Note [Automatic control dependencies]).
   std::size_t add(Node node);
 
   /// Adds node `index` to collection `name` ("variables": what global_variables_initializer runs).
@@ -270,6 +299,14 @@ class DEVTENSOR_EXPORT Graph {
     return it == scopes_.end() || it->second.empty() ? nullptr : &it->second.back();
   }
   std::unordered_map<std::uint64_t, Edge> captures_;   // eager tensor id -> its Const node
+  // Per resource, the uses a new node must follow (Note [Automatic control dependencies]).
+  struct ResourceOrder {
+    std::optional<std::size_t> last_write;
+    std::vector<std::size_t> reads;  // since the last write
+  };
+  std::unordered_map<const void*, ResourceOrder> resource_order_;
+  std::optional<std::size_t> last_barrier_;  // the latest node that uses all state
+  void order_by_resources_locked(Node& node, std::size_t index);
   std::unordered_map<std::string, std::vector<std::size_t>> collections_;
 };
 
@@ -421,8 +458,44 @@ DEVTENSOR_DEFINITION std::string Graph::name_scope() const {
 
 DEVTENSOR_DEFINITION std::size_t Graph::add(Node node) {
   std::lock_guard lock(mutex_);
+  const std::size_t index = nodes_.size();
+  if (!node.resources.empty()) order_by_resources_locked(node, index);
   nodes_.push_back(std::make_shared<const Node>(std::move(node)));
-  return nodes_.size() - 1;
+  return index;
+}
+
+DEVTENSOR_DEFINITION void Graph::order_by_resources_locked(Node& node, std::size_t index) {
+  std::vector<std::size_t>& after = node.after;
+  const auto follow = [&after, index](std::size_t earlier) {
+    if (earlier != index && std::find(after.begin(), after.end(), earlier) == after.end()) after.push_back(earlier);
+  };
+  const bool barrier = std::any_of(node.resources.begin(), node.resources.end(),
+                                   [](const ResourceUse& use) { return use.resource == nullptr; });
+  if (barrier) {  // after every earlier use of any state; every later use follows it
+    if (last_barrier_) follow(*last_barrier_);
+    for (auto& [resource, order] : resource_order_) {
+      if (order.last_write) follow(*order.last_write);
+      for (auto r : order.reads) follow(r);
+      order.last_write = index;
+      order.reads.clear();
+    }
+    last_barrier_ = index;
+  } else {
+    for (const auto& use : node.resources) {
+      auto [it, added] = resource_order_.try_emplace(use.resource);
+      ResourceOrder& order = it->second;
+      if (added) order.last_write = last_barrier_;  // state first used after a barrier follows it
+      if (order.last_write) follow(*order.last_write);
+      if (use.writes) {
+        for (auto r : order.reads) follow(r);
+        order.reads.clear();
+        order.last_write = index;
+      } else {
+        order.reads.push_back(index);
+      }
+    }
+  }
+  std::sort(after.begin(), after.end());
 }
 
 DEVTENSOR_DEFINITION AnyTensor copy_to(const AnyTensor& value, const Device& device, std::string_view op) {

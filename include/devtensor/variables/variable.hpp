@@ -24,6 +24,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/scope.hpp"
@@ -147,6 +148,30 @@ class VariableImpl {
   virtual void update(VariableUpdate kind, const Tensor<T>& delta) = 0;
   virtual void apply_update(std::string_view op, UpdateKernel kernel) = 0;
 
+  // Graph mode (Note [Automatic control dependencies] in ops/graph.hpp).
+  /// The state its components hold, by address: one per component.
+  [[nodiscard]] virtual std::vector<const void*> resources() const = 0;
+  /// What a read made in the calling context reads when its graph runs (inside strategy.run, the
+  /// replica's component), and what a write made there writes (a sync-on-read variable's
+  /// component). The variable itself elsewhere; a target is owned by the variable.
+  [[nodiscard]] virtual VariableImpl& read_target() { return *this; }
+  [[nodiscard]] virtual VariableImpl& write_target() { return *this; }
+  /// A write of `value` by `op` being traced: calls `write(values)` with the values one node must
+  /// write together. A mirrored variable inside strategy.run gathers every replica's value (its
+  /// merge_call, at trace time) and calls it once, on the replica that arrives last; every other
+  /// variable calls it with {value}. @throws InvalidArgumentError as the eager write would.
+  virtual void gather_write(std::string_view op, const Tensor<T>& value,
+                            FunctionRef<void(const std::vector<Tensor<T>>&)> write) {
+    (void)op;
+    write(std::vector<Tensor<T>>{value});
+  }
+  /// The write of gathered `values` when the graph runs: their aggregation assigned (`kind`
+  /// empty) or added or subtracted. One value: an ordinary assign or update.
+  virtual void write_gathered(std::optional<VariableUpdate> kind, const std::vector<Tensor<T>>& values) {
+    if (kind) update(*kind, values.at(0));
+    else assign(values.at(0));
+  }
+
  protected:
   /// @throws InvalidArgumentError naming the variable for a component out of range.
   void check_component(std::size_t i) const {
@@ -210,6 +235,7 @@ class LocalVariable final : public VariableImpl<T> {
   }
   [[nodiscard]] const Device& device() const noexcept override { return *device_; }
   [[nodiscard]] const Device& read_device() const override { return *device_; }
+  [[nodiscard]] std::vector<const void*> resources() const override { return {this}; }
   [[nodiscard]] Tensor<T> read() const override {
     std::lock_guard lock(mutex_);
     return value_;
@@ -432,25 +458,33 @@ class Variable {
     return *impl_;
   }
   const Device& read_device_info() const { return impl().read_device(); }
-  // Graph mode: nodes that hold the variable's implementation (TensorFlow's capture by handle).
+  // Graph mode: nodes that hold the variable's implementation (TensorFlow's capture by handle),
+  // with the state they use (Note [Automatic control dependencies] in ops/graph.hpp).
+  static std::vector<graph::ResourceUse> uses(const VariableImpl<T>& target, bool writes) {
+    std::vector<graph::ResourceUse> out;
+    for (const void* r : target.resources()) out.push_back({r, writes});
+    return out;
+  }
   Tensor<T> graph_read(graph::Graph& graph) const {
+    VariableImpl<T>& target = impl().read_target();  // inside strategy.run: the replica's component
     graph::Node node;
     node.name = graph.unique_name("ReadVariableOp");
     node.op = "ReadVariableOp";
     node.requested = read_device_info().spec;  // where the variable is read: placed there exactly
     node.outputs = {{dtype_enum<T>(), shape()}};
+    node.resources = uses(target, false);
     node.any_thread = true;  // it sets the DeviceScope it reads under itself
-    // The kernel reads as an eager value() does (a tape around the graph's run records the read),
-    // under the read's device: a distributed variable read in a replica context reads that
-    // replica's component when the graph runs.
-    node.run = [variable = impl_, where = node.requested](const graph::RunContext&, graph::NodeInputs,
-                                                          std::span<AnyTensor> out) {
+    // The kernel reads as an eager value() does, under the read's device (a mirrored variable read
+    // outside strategy.run reads the component there), and a tape around the graph's run records
+    // the read as one of this variable (its handle id, whatever component was read).
+    node.run = [variable = impl_, &target, where = node.requested](const graph::RunContext&, graph::NodeInputs,
+                                                                    std::span<AnyTensor> out) {
       DeviceScope scope(where);
-      out[0] = AnyTensor(Variable<T>(variable).value());
+      out[0] = AnyTensor(Variable<T>::recorded_read(*variable, target.read()));
       if (auto* capture = graph::Capture::current())  // a CUDA graph reads this buffer at every replay
-        capture->still_valid.push_back([variable, where, at = out[0].storage->data] {
+        capture->still_valid.push_back([variable, &target, where, at = out[0].storage->data] {
           DeviceScope again(where);
-          return Variable<T>(variable).value().storage()->data == at;
+          return target.read().storage()->data == at;
         });
     };
     const auto index = graph.add(std::move(node));
@@ -464,25 +498,42 @@ class Variable {
     }
     return read;
   }
-  const Variable& graph_update(graph::Graph& graph, std::string_view op, const Tensor<T>& value) const {
-    graph::Node node;
-    node.inputs = {graph.input_edge(value, op)};
-    node.name = graph.unique_name(op);
-    node.op = std::string(op);
-    node.requested = impl().device().spec;
-    node.stateful = true;
-    const bool add = op == "AssignAddVariableOp", sub = op == "AssignSubVariableOp";
-    node.run = [variable = impl_, add, sub](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
-      const auto delta = in[0].as<T>();
-      if constexpr (Numeric<T>) {
-        if (add || sub) {
-          variable->update(add ? VariableUpdate::add : VariableUpdate::sub, delta);
-          return;
-        }
+  /// `current` (a value of `variable`) as value() returns it: recorded on active tapes as a read of
+  /// `variable` (in a graph's kernel: a distributed variable's read of one component).
+  static Tensor<T> recorded_read(const VariableImpl<T>& variable, const Tensor<T>& current) {
+    if constexpr (Floating<T>) {
+      if (autodiff::tapes_active()) {
+        Tensor<T> read(current.storage(), current.shape());  // a new tensor value per read
+        autodiff::TapeTensor handle = autodiff::tape_tensor(current);
+        handle.id = variable.info().handle_id;
+        autodiff::record_variable_read(handle, autodiff::tape_tensor(read), variable.info().trainable);
+        return read;
       }
-      variable->assign(delta);
-    };
-    graph.add(std::move(node));
+    }
+    return current;
+  }
+  const Variable& graph_update(graph::Graph& graph, std::string_view op, const Tensor<T>& value) const {
+    std::optional<VariableUpdate> kind;
+    if (op == "AssignAddVariableOp") kind = VariableUpdate::add;
+    if (op == "AssignSubVariableOp") kind = VariableUpdate::sub;
+    // A mirrored variable written inside strategy.run: one node writes every replica's value,
+    // aggregated, as its eager merge_call does (the replica that arrives last adds it).
+    impl().gather_write(op, value, [&](const std::vector<Tensor<T>>& values) {
+      VariableImpl<T>& target = impl().write_target();  // a sync-on-read variable's replica component
+      graph::Node node;
+      for (const auto& v : values) node.inputs.push_back(graph.input_edge(v, op));
+      node.name = graph.unique_name(op);
+      node.op = std::string(op);
+      node.requested = target.device().spec;
+      node.stateful = true;
+      node.resources = uses(target, true);
+      node.run = [variable = impl_, &target, kind](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
+        std::vector<Tensor<T>> given;
+        for (const auto& v : in) given.push_back(v.as<T>());
+        target.write_gathered(kind, given);
+      };
+      graph.add(std::move(node));
+    });
     return *this;
   }
 
