@@ -3,6 +3,7 @@
 // collective has all its peers. Collectives here have a 60 s deadline: a bug fails, never hangs.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "fake_gpu_kernels.hpp"
 #include "fake_gpu_platform.hpp"
 #include "fit_equivalence.hpp"
+#include "seed_custom_loop.hpp"
 #include "seed_loop.hpp"
 
 namespace dt = devtensor;
@@ -360,6 +362,43 @@ BOOST_AUTO_TEST_CASE(a_traced_distributed_step_equals_the_eager_one) {
   BOOST_TEST_REQUIRE(traced.size() == eager.size());
   for (std::size_t i = 0; i < eager.size(); ++i) BOOST_TEST(traced[i] == eager[i], boost::test_tools::tolerance(1e-6f));
   BOOST_TEST(eager[11] < eager[0]);  // it trains (12 losses, then the weights)
+}
+
+// Seed 001's custom loop (apply_gradients inside strategy.run) across the processes, traced and
+// eager, gives TensorFlow 2.21's numbers to 1e-6 (tests/reference/seed_custom_loop.py: every
+// replica sees the same examples, so one worker's figures are two replicas' figures); and the same
+// model through fit, traced.
+BOOST_AUTO_TEST_CASE(the_seeds_custom_loop_and_fit_give_tensorflows_numbers) {
+  using dt::test::SeedOptimizer;
+  const int replicas = std::max(2, world_size());
+  for (const auto which : {SeedOptimizer::sgd, SeedOptimizer::adam}) {
+    for (const bool traced : {true, false}) {
+      BOOST_TEST_CONTEXT((which == SeedOptimizer::sgd ? "SGD" : "Adam") << (traced ? ", traced" : ", eager")) {
+        ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+        BOOST_TEST(dt::test::matches(dt::test::run_seed_custom_loop(strategy, which, traced),
+                                     dt::test::tensorflow_custom_loop(which, replicas)));
+      }
+    }
+    BOOST_TEST_CONTEXT((which == SeedOptimizer::sgd ? "SGD" : "Adam") << ", fit") {
+      nn::clear_session();
+      ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+      std::optional<nn::Sequential> model;
+      {
+        auto guard = strategy.scope();
+        model.emplace(std::vector<nn::Layer>{
+            nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{0.5}})});
+        model->compile(nn::losses::BinaryCrossentropy{.from_logits = true}, dt::test::seed_optimizer(which));
+      }
+      const auto ones = dt::fill<float>(dt::Shape{1000, 1}, 1.0f);
+      const auto history = model->fit(ones, ones, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false});
+      const auto want = dt::test::tensorflow_fit(which);
+      BOOST_TEST_REQUIRE(history.loss.size() == 2u);
+      BOOST_TEST(std::abs(history.loss[0] - want.epoch0) <= 1e-6);
+      BOOST_TEST(std::abs(history.loss[1] - want.epoch1) <= 1e-6);
+      BOOST_TEST(std::abs(model->trainable_variables()[0].to_vector()[0] - want.kernel) <= 1e-6);
+      BOOST_TEST(std::abs(model->trainable_variables()[1].to_vector()[0] - want.bias) <= 1e-6);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(tf_config_must_agree_with_the_launch) {

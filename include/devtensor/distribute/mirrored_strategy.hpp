@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -29,11 +30,13 @@
 #include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/distribute/multi_worker/cross_worker.hpp"
 #include "devtensor/distribute/replica_workers.hpp"
+#include "devtensor/distribute/strategy_ops.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/run_op.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
@@ -148,42 +151,22 @@ class MirroredStrategy {
   [[nodiscard]] Tensor<T> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
     require_cross_replica("reduce");
     if (value.values.empty()) throw InvalidArgumentError("reduce: the PerReplica value has no components");
-    if (auto* graph = graph::building()) [[unlikely]] {  // a traced step: one node that reduces at each run
-      const DeviceSpec destination = scope_device_or_host("strategy.reduce").spec;
-      const Shape shape = axis ? ops::reduced_shape({std::vector<std::int64_t>{*axis}, false}, value.values[0].shape(), "Sum")
-                               : value.values[0].shape();
-      const std::vector<AnyTensor> inputs(value.values.begin(), value.values.end());
-      return graph::add_eager_node(*graph, "StrategyReduce", inputs, {{dtype_enum<T>(), shape}},
-                                   [strategy = *this, op, axis, destination](std::span<const AnyTensor> in) {
-                                     PerReplica<Tensor<T>> values;
-                                     for (const auto& t : in) values.values.push_back(t.as<T>());
-                                     DeviceScope scope(destination);
-                                     return std::vector<AnyTensor>{strategy.reduce(op, values, axis)};
-                                   },
-                                   {.capturable = impl_->device_work_only()})
-          .front()
-          .template as<T>();
-    }
-    const Device& destination = scope_device_or_host("strategy.reduce");
-    if (!axis) {
-      cdo_detail::require_components(value);
-      Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(value.values, destination), "strategy.reduce");
-      return op == ReduceOp::MEAN ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size()) * impl_->num_workers()) : total;
-    }
-    const auto rank = static_cast<std::int64_t>(value.values[0].rank());
-    if (*axis < -rank || *axis >= rank)
+    if (const auto rank = static_cast<std::int64_t>(value.values[0].rank()); axis && (*axis < -rank || *axis >= rank))
       throw InvalidArgumentError("`axis` = " + std::to_string(*axis) + " out of range for `value` with rank " +
                                  std::to_string(rank));
-    std::vector<Tensor<T>> partial;
-    std::int64_t count = 0;
-    for (const auto& v : value.values) {
-      DeviceScope scope(v.device_info().spec);
-      partial.push_back(reduce_sum(v, *axis));
-      count += v.shape()[static_cast<std::size_t>(*axis < 0 ? *axis + rank : *axis)];
-    }
-    Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(partial, destination), "strategy.reduce");
-    if (impl_->across) count = impl_->across->sum(count, "strategy.reduce");
-    return op == ReduceOp::MEAN ? cdo_detail::divide(total, count) : total;
+    const DeviceSpec destination = scope_device_or_host("strategy.reduce").spec;
+    const Shape shape = axis ? ops::reduced_shape({std::vector<std::int64_t>{*axis}, false}, value.values[0].shape(), "Sum")
+                             : value.values[0].shape();
+    const std::vector<AnyTensor> inputs(value.values.begin(), value.values.end());
+    ops::StrategyReduce::Attrs attrs{[strategy = *this, op, axis, destination](std::span<const AnyTensor> in) {
+                                       PerReplica<Tensor<T>> values;
+                                       for (const auto& t : in) values.values.push_back(t.as<T>());
+                                       DeviceScope scope(destination);
+                                       return std::vector<AnyTensor>{strategy.reduce_now(op, values, axis)};
+                                     },
+                                     {{dtype_enum<T>(), shape}},
+                                     !impl_->device_work_only()};
+    return run_op<ops::StrategyReduce>(attrs, inputs).front().template as<T>();
   }
   template <Numeric T>
   [[nodiscard]] Tensor<T> reduce(std::string_view op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
@@ -239,9 +222,7 @@ class MirroredStrategy {
   template <Numeric T>
   [[nodiscard]] std::vector<Mirrored<Tensor<T>>> batch_reduce_to(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
     require_cross_replica("batch_reduce_to");
-    if (auto* graph = graph::building()) [[unlikely]]
-      return graph_batch_reduce(*graph, op, values);
-    return impl_->batch_reduce_all_workers(op, values);
+    return batch_reduce_op(op, values);
   }
 
  protected:
@@ -253,37 +234,58 @@ class MirroredStrategy {
  private:
   std::shared_ptr<Impl> impl_;
 
-  /// batch_reduce_to in a traced step: one node (its inputs every replica's value, its outputs
-  /// every reduced value's copy per replica device) running the cross-device ops at each run.
+  /// batch_reduce_to as an op (ops::BatchAllReduce: its inputs every replica's value, its outputs
+  /// every reduced value's copy per replica device) that runs the cross-device ops.
   template <Numeric T>
-  std::vector<Mirrored<Tensor<T>>> graph_batch_reduce(graph::Graph& graph, ReduceOp op,
-                                                      const std::vector<PerReplica<Tensor<T>>>& values) const {
+  std::vector<Mirrored<Tensor<T>>> batch_reduce_op(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
     const std::size_t replicas = static_cast<std::size_t>(impl_->num_replicas());
     std::vector<AnyTensor> inputs;
-    std::vector<graph::OutputSpec> outputs;
+    ops::BatchAllReduce::Attrs attrs;
     std::vector<std::size_t> sizes;
     for (const auto& v : values) {
       strategy_detail::check_replicas(v, replicas);
       sizes.push_back(v.values.size());
       for (const auto& t : v.values) inputs.emplace_back(t);
-      for (std::size_t d = 0; d < replicas; ++d) outputs.push_back({dtype_enum<T>(), v.values.at(0).shape()});
+      for (std::size_t d = 0; d < replicas; ++d) attrs.outputs.push_back({dtype_enum<T>(), v.values.at(0).shape()});
     }
-    const auto symbolic = graph::add_eager_node(
-        graph, "BatchAllReduce", inputs, std::move(outputs), [strategy = *this, op, sizes](std::span<const AnyTensor> in) {
-          std::vector<PerReplica<Tensor<T>>> per_replica(sizes.size());
-          std::size_t next = 0;
-          for (std::size_t k = 0; k < sizes.size(); ++k)
-            for (std::size_t r = 0; r < sizes[k]; ++r) per_replica[k].values.push_back(in[next++].as<T>());
-          std::vector<AnyTensor> out;
-          for (const auto& mirrored : strategy.impl_->batch_reduce_all_workers(op, per_replica))
-            for (const auto& t : mirrored.values) out.emplace_back(t);
-          return out;
-        },
-        {.capturable = impl_->device_work_only()});
+    attrs.across_processes = !impl_->device_work_only();
+    attrs.body = [impl = impl_, op, sizes](std::span<const AnyTensor> in) {
+      std::vector<PerReplica<Tensor<T>>> per_replica(sizes.size());
+      std::size_t next = 0;
+      for (std::size_t k = 0; k < sizes.size(); ++k)
+        for (std::size_t r = 0; r < sizes[k]; ++r) per_replica[k].values.push_back(in[next++].as<T>());
+      std::vector<AnyTensor> out;
+      for (const auto& mirrored : impl->batch_reduce_all_workers(op, per_replica))
+        for (const auto& t : mirrored.values) out.emplace_back(t);
+      return out;
+    };
+    const auto reduced = run_op<ops::BatchAllReduce>(attrs, inputs);
     std::vector<Mirrored<Tensor<T>>> out(values.size());
     for (std::size_t k = 0, next = 0; k < values.size(); ++k)
-      for (std::size_t d = 0; d < replicas; ++d) out[k].values.push_back(symbolic[next++].template as<T>());
+      for (std::size_t d = 0; d < replicas; ++d) out[k].values.push_back(reduced[next++].template as<T>());
     return out;
+  }
+
+  /// strategy.reduce's computation on values, now (ops::StrategyReduce runs it).
+  template <Numeric T>
+  Tensor<T> reduce_now(ReduceOp op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
+    const Device& destination = scope_device_or_host("strategy.reduce");
+    if (!axis) {
+      cdo_detail::require_components(value);
+      Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(value.values, destination), "strategy.reduce");
+      return op == ReduceOp::MEAN ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size()) * impl_->num_workers()) : total;
+    }
+    const auto rank = static_cast<std::int64_t>(value.values[0].rank());
+    std::vector<Tensor<T>> partial;
+    std::int64_t count = 0;
+    for (const auto& v : value.values) {
+      DeviceScope scope(v.device_info().spec);
+      partial.push_back(reduce_sum(v, *axis));
+      count += v.shape()[static_cast<std::size_t>(*axis < 0 ? *axis + rank : *axis)];
+    }
+    Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(partial, destination), "strategy.reduce");
+    if (impl_->across) count = impl_->across->sum(count, "strategy.reduce");
+    return op == ReduceOp::MEAN ? cdo_detail::divide(total, count) : total;
   }
 
   static void require_cross_replica(std::string_view method) {
@@ -386,9 +388,11 @@ class MirroredStrategy {
       turns.wait(replica);
     }
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
-      if (auto* graph = graph::building()) [[unlikely]]
-        return cross_replica_node(*graph, "BatchAllReduce", values, values.empty() ? 0 : values[0].size(),
-                                  [](Impl& self, const auto& v) { return self.batch_all_reduce_sum(v); });
+      return cross_replica_op<ops::BatchAllReduce>(values, values.empty() ? 0 : values[0].size(),
+                                                   [](Impl& self, const auto& v) { return self.batch_all_reduce_sum_now(v); });
+    }
+    /// batch_all_reduce_sum's computation, now (ops::BatchAllReduce runs it).
+    std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum_now(const std::vector<std::vector<Tensor<float>>>& values) {
       const std::size_t replicas = values.size();
       const std::size_t count = replicas ? values[0].size() : 0;
       std::vector<PerReplica<Tensor<float>>> items(count);
@@ -406,40 +410,35 @@ class MirroredStrategy {
       return distribute::local_batch(global, global, num_workers(), num_replicas(), worker_index());
     }
     Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica, std::string_view what) override {
-      if (auto* graph = graph::building()) [[unlikely]] {
-        const std::vector<std::vector<Tensor<float>>> values{per_replica};
-        return cross_replica_node(*graph, "StrategyReduce", values, 1, [what = std::string(what)](Impl& self, const auto& v) {
-                 return std::vector<std::vector<Tensor<float>>>{{self.reduce_sum_to_first_replica(v[0], what)}};
-               })[0][0];
-      }
-      return across_workers(cdo_detail::sum_on(per_replica, devices[0]), what);
+      const std::vector<std::vector<Tensor<float>>> values{per_replica};
+      return cross_replica_op<ops::StrategyReduce>(values, 1, [what = std::string(what)](Impl& self, const auto& v) {
+               return std::vector<std::vector<Tensor<float>>>{{self.across_workers(cdo_detail::sum_on(v[0], self.devices[0]), what)}};
+             })[0][0];
     }
-    /// A cross-replica step of fit's traced train step: one node whose kernel runs `eager(self,
-    /// values)` at every run (values[r][k] in, `outputs_per_row` results per row of values out).
-    template <class Eager>
-    std::vector<std::vector<Tensor<float>>> cross_replica_node(graph::Graph& graph, std::string_view op,
-                                                               const std::vector<std::vector<Tensor<float>>>& values,
-                                                               std::size_t outputs_per_row, Eager eager) {
+    /// A cross-replica step of fit's step as an op (now, or a node of the traced step) that runs
+    /// `eager(self, values)` (values[r][k] in, `outputs_per_row` results per row of values out).
+    template <class Op, class Eager>
+    std::vector<std::vector<Tensor<float>>> cross_replica_op(const std::vector<std::vector<Tensor<float>>>& values,
+                                                             std::size_t outputs_per_row, Eager eager) {
       std::vector<AnyTensor> inputs;
       std::vector<std::size_t> row_sizes;
-      std::vector<graph::OutputSpec> outputs;
+      typename Op::Attrs attrs;
       for (const auto& row : values) {
         row_sizes.push_back(row.size());
         for (const auto& t : row) inputs.emplace_back(t);
-        for (std::size_t k = 0; k < outputs_per_row; ++k) outputs.push_back({DType::DT_FLOAT, row.at(k).shape()});
+        for (std::size_t k = 0; k < outputs_per_row; ++k) attrs.outputs.push_back({DType::DT_FLOAT, row.at(k).shape()});
       }
-      const auto symbolic = graph::add_eager_node(
-          graph, op, inputs, std::move(outputs),
-          [self = this->shared_from_this(), row_sizes, eager](std::span<const AnyTensor> in) {
-            std::vector<std::vector<Tensor<float>>> rows(row_sizes.size());
-            for (std::size_t r = 0, next = 0; r < rows.size(); ++r)
-              for (std::size_t k = 0; k < row_sizes[r]; ++k) rows[r].push_back(in[next++].as<float>());
-            std::vector<AnyTensor> out;
-            for (const auto& row : eager(*self, rows))
-              for (const auto& t : row) out.emplace_back(t);
-            return out;
-          },
-          {.capturable = device_work_only()});
+      attrs.across_processes = !device_work_only();
+      attrs.body = [self = this->shared_from_this(), row_sizes, eager](std::span<const AnyTensor> in) {
+        std::vector<std::vector<Tensor<float>>> rows(row_sizes.size());
+        for (std::size_t r = 0, next = 0; r < rows.size(); ++r)
+          for (std::size_t k = 0; k < row_sizes[r]; ++k) rows[r].push_back(in[next++].as<float>());
+        std::vector<AnyTensor> out;
+        for (const auto& row : eager(*self, rows))
+          for (const auto& t : row) out.emplace_back(t);
+        return out;
+      };
+      const auto symbolic = run_op<Op>(attrs, inputs);
       std::vector<std::vector<Tensor<float>>> out;
       for (std::size_t next = 0; next < symbolic.size(); next += outputs_per_row) {
         out.emplace_back();

@@ -149,11 +149,11 @@ DEVTENSOR_DEFINITION std::optional<std::string> CudaGraphReplay::obstacle(const 
     if (step.device->is_gpu && std::find(gpus->begin(), gpus->end(), step.device) == gpus->end())
       gpus->push_back(step.device);
   if (gpus->empty()) return "it runs on CPUs only";
-  const auto describe = [](const Node& node) { return "node '" + node.name + "' (" + node.op + ")"; };
+  const auto describe = [](const Node& node) { return "node '" + node.name + "' (" + std::string(node.type()) + ")"; };
   for (const auto& step : steps) {
     if (!step.device->is_gpu)
       return describe(*step.node) + " runs on " + step.device->full_name + ", and a CUDA graph records GPU work only";
-    if (step.node->inputs_stay && !step.node->capturable)
+    if (step.node->traits().communication && !step.node->traits().capturable)
       return describe(*step.node) + " runs host code at every call, which a graph cannot record";
   }
   const GpuPlatform* platform = gpus->front()->platform;

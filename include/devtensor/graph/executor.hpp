@@ -130,7 +130,7 @@ class DEVTENSOR_EXPORT Executable {
   /// The op types a run executes, in order (fused nodes: `_FusedElementwise`, `_FusedMatMul`).
   [[nodiscard]] std::vector<std::string> scheduled_ops() const {
     std::vector<std::string> out;
-    for (const auto& step : steps_) out.push_back(step.node->op);
+    for (const auto& step : steps_) out.emplace_back(step.node->type());
     return out;
   }
 
@@ -250,7 +250,7 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
   for (auto i : schedule_) {
     const Node& node = *nodes_[i];
     steps_.push_back({&node, placement_.at(i), inputs_.size(), first_slot[i]});
-    if (node.pass_through)
+    if (node.traits().pass_through)
       for (std::size_t k = 0; k < node.outputs.size(); ++k) alias_slots_.push_back(first_slot[i] + k);
     for (const auto& e : node.inputs) inputs_.push_back(source(e));
     max_inputs_ = std::max(max_inputs_, node.inputs.size());
@@ -269,7 +269,7 @@ DEVTENSOR_DEFINITION void Executable::plan_transfers() {
   std::map<std::tuple<bool, std::size_t, const Device*, std::uint32_t>, std::vector<std::size_t>> reads;  // -> inputs_
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
-    if (step.node->inputs_stay) continue;  // read where they are, never copied
+    if (step.node->traits().communication) continue;  // read where they are, never copied
     for (std::size_t k = 0; k < step.node->inputs.size(); ++k) {
       const Source& s = inputs_[step.first_input + k];
       if (!s.feed && made_on[s.index] == step.device) continue;
@@ -300,7 +300,8 @@ DEVTENSOR_DEFINITION void Executable::plan_memory() {
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     const Node& node = *step.node;
-    const bool plannable = node.kind == NodeKind::op && node.run && !node.inputs_stay && !node.pass_through;
+    const bool plannable =
+        node.kind == NodeKind::op && node.run && !node.traits().communication && !node.traits().pass_through;
     for (std::size_t k = 0; plannable && k < node.outputs.size(); ++k) {
       const std::size_t slot = step.first_slot + k;
       const OutputSpec& spec = node.outputs[k];
@@ -413,7 +414,7 @@ inline void Executable::run_step(RunState& state, Scratch& scratch, std::size_t 
     // A value read on another device is copied there, stream-ordered on GPUs, once per run
     // (Note [One copy per value and device]). A variable's handle carries no tensor
     // (undefined): its readers are on its device.
-    if (v->defined() && !node.inputs_stay && v->storage->device != &device) {
+    if (v->defined() && !node.traits().communication && v->storage->device != &device) {
       AnyTensor& copy = s.transfer >= 0 ? state.transfers[static_cast<std::size_t>(s.transfer)] : scratch.copies[k];
       if (!copy.defined()) copy = copy_to(*v, device, "_Recv");
       v = &copy;

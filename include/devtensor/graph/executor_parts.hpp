@@ -40,9 +40,9 @@ inline void mark_done(std::atomic<std::uint32_t>& flag) noexcept {
   flag.notify_all();
 }
 
-/// Whether its device's part may run the node on a worker: Node::any_thread, and constants,
-/// whose kernel gives the value the node holds.
-inline bool runs_anywhere(const Node& node) noexcept { return node.any_thread || node.kind == NodeKind::constant; }
+/// Whether its device's part may run the node on a worker: its op's any_thread trait, and
+/// constants, whose kernel gives the value the node holds.
+inline bool runs_anywhere(const Node& node) noexcept { return node.traits().any_thread || node.kind == NodeKind::constant; }
 
 }  // namespace executor_detail
 

@@ -299,7 +299,7 @@ DEVTENSOR_DEFINITION void ConcreteFunction::place() const {
   auto placement = graph::place(nodes, devices, {context.soft_device_placement(), log});
   std::vector<std::size_t> stateful;  // run at every call (TensorFlow's automatic control dependencies)
   for (std::size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i]->stateful) stateful.push_back(i);
+    if (nodes[i]->traits().stateful) stateful.push_back(i);
   const auto optimizer = config::optimizer::get_experimental_options();
   executable_ = std::make_shared<const graph::Executable>(std::move(nodes), std::move(placement), outputs_, args_, stateful,
                                                           &optimizer);
@@ -395,11 +395,10 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     const graph::Edge input = graph.input_edge(out, "Identity");
     graph::Node identity;
     identity.name = name;
-    identity.op = "Identity";
+    identity.op = &graph::graph_ops::OutputIdentity;
     identity.inputs = {input};
     identity.requested = DeviceSpec();
     identity.outputs = {{out.dtype, out.shape}};
-    identity.pass_through = true;
     // The output keeps its producer's identity, so that a tape around the call differentiates
     // through the ops the graph ran (they record as eager ops do).
     identity.run = [](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor> result) { result[0] = in[0]; };
@@ -409,9 +408,8 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     retval[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(retval[0])));
     graph::Node ret;
     ret.name = graph.unique_name(retval + "_RetVal");
-    ret.op = "_Retval";
+    ret.op = &graph::graph_ops::Retval;
     ret.inputs = {{index, 0}};
-    ret.pass_through = true;
     ret.run = [](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor>) {};
     graph.add(std::move(ret));
   }

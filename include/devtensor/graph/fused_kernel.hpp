@@ -31,6 +31,14 @@ struct FusedInput {
   std::int64_t period = 0;  // suffix: the input's elements, repeated along S
 };
 
+/// The descriptions of fused nodes (graph/optimizer.hpp): their members are the registry's
+/// elementwise ops (and a MatMul, a reduction), whose kernels read no thread's state.
+namespace fused_ops {
+inline constexpr ops::OpInfo Elementwise{"_FusedElementwise", {}};
+inline constexpr ops::OpInfo MatMul{"_FusedMatMul", {.gemm = true}};
+inline constexpr ops::OpInfo Reduction{"_FusedReduction", {}};
+}  // namespace fused_ops
+
 /// One op of a fused group: its scalar function over registers (the group's inputs first, then
 /// each op's result).
 struct FusedStep {

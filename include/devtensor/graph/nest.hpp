@@ -36,7 +36,7 @@ class ArgMaker {
     std::optional<DeviceScope> on_its_device;
     if (!like.symbolic()) (void)on_its_device.emplace(like.device_info().spec);  // nodiscard type
     const Shape& shape = edges_.size() < shapes_.size() ? shapes_[edges_.size()] : like.shape();
-    auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), shape, "_Arg");
+    auto p = graph::add_placeholder(graph_, name, dtype_enum<T>(), shape, graph::graph_ops::Arg);
     edges_.push_back({p.storage->symbolic->node, p.storage->symbolic->output});
     return p.template as<T>();
   }

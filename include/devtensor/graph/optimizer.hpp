@@ -158,10 +158,10 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
   const ops::GpuFusedChain* gpu_chain = ops::gpu_fused_chain();
   const auto fusable = [&](std::size_t i) {
     const Node& node = *nodes[i];
-    if (!needed[i] || node.kind != NodeKind::op || node.pointwise.arity == 0 || !node.run || node.stateful ||
+    if (!needed[i] || node.kind != NodeKind::op || node.fusion.pointwise.arity == 0 || !node.run || node.traits().stateful ||
         !node.control_inputs.empty() || node.outputs.size() != 1 || placement.at(i) == nullptr)
       return false;
-    if (!placement[i]->host_memory() && (!gpu_chain || ops::fused_chain::code_of(node.op, node.outputs[0].dtype) < 0))
+    if (!placement[i]->host_memory() && (!gpu_chain || ops::fused_chain::code_of(node.type(), node.outputs[0].dtype) < 0))
       return false;
     const Shape& s = node.outputs[0].shape;
     if (!s.is_fully_defined() || s.num_elements() <= 0) return false;
@@ -184,11 +184,11 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     const Node& r = *nodes[q];
     const Shape& s = nodes[root]->outputs[0].shape;
     const DType dtype = nodes[root]->outputs[0].dtype;
-    return r.row_reduction.row > 0 && r.kind == NodeKind::op && r.run && !r.stateful && r.control_inputs.empty() &&
+    return r.fusion.row_reduction.row > 0 && r.kind == NodeKind::op && r.run && !r.traits().stateful && r.control_inputs.empty() &&
            r.inputs.size() == 1 && r.inputs[0] == Edge{root, 0} && r.outputs.size() == 1 && r.outputs[0].dtype == dtype &&
            (dtype == DType::DT_FLOAT || dtype == DType::DT_DOUBLE) && placement[q] == placement[root] &&
            (!placement[root]->is_gpu || (!placement[root]->host_memory() && gpu_chain)) &&
-           s.num_elements() % r.row_reduction.row == 0;
+           s.num_elements() % r.fusion.row_reduction.row == 0;
   };
 
   std::vector<std::shared_ptr<const Node>>& out = nodes;
@@ -222,7 +222,7 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       for (const auto& e : nodes[m]->inputs) {
         if (is_member(e.node) || std::find(outside.begin(), outside.end(), e) != outside.end()) continue;
         const Node& q = *nodes[e.node];
-        if (!producer && (placement[root]->host_memory() || gpu_chain) && q.op == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
+        if (!producer && (placement[root]->host_memory() || gpu_chain) && q.type() == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
             readers[e.node] == 1 && placement[e.node] == placement[root] && q.control_inputs.empty() &&
             q.inputs.size() == 2 && q.outputs.size() == 1 && q.outputs[0].shape == s && q.outputs[0].dtype == dtype) {
           producer = e.node;
@@ -240,17 +240,17 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     FusedKernel kernel;
     kernel.dtype = dtype;
     kernel.shape = s;
-    kernel.op = producer ? "_FusedMatMul" : reducer ? "_FusedReduction" : "_FusedElementwise";
+    const ops::OpInfo& fused_op = producer ? fused_ops::MatMul : reducer ? fused_ops::Reduction : fused_ops::Elementwise;
+    kernel.op = std::string(fused_op.name);
     const Node& replaced = *nodes[reducer.value_or(root)];  // a reduction's node holds the group
     Node fused;
     fused.name = replaced.name;
-    fused.op = kernel.op;
+    fused.op = &fused_op;
     fused.requested = replaced.requested;
     fused.kernel = replaced.kernel;
     fused.outputs = replaced.outputs;
-    fused.any_thread = true;  // its members are the registry's ops
     if (reducer) {
-      kernel.reduction = replaced.row_reduction;
+      kernel.reduction = replaced.fusion.row_reduction;
       kernel.reduced_shape = replaced.outputs[0].shape;
     }
     if (producer) {
@@ -264,9 +264,9 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     const auto first_result = static_cast<int>(outside.size());
     for (auto m : members) {
       const Node& node = *nodes[m];
-      FusedStep step{node.pointwise.block, node.pointwise.arity, {}, -1};
+      FusedStep step{node.fusion.pointwise.block, node.fusion.pointwise.arity, {}, -1};
       if (!placement[root]->host_memory())
-        step.code = static_cast<std::int16_t>(ops::fused_chain::code_of(node.op, node.outputs[0].dtype));
+        step.code = static_cast<std::int16_t>(ops::fused_chain::code_of(node.type(), node.outputs[0].dtype));
       for (std::size_t a = 0; a < node.inputs.size() && a < 2; ++a) {
         const Edge& e = node.inputs[a];
         step.args[a] = is_member(e.node) ? first_result + static_cast<int>(member_of(e.node))
@@ -275,7 +275,7 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       kernel.steps.push_back(step);
     }
     if (producer && !placement[root]->host_memory())
-      kernel.epilogue = gemm_epilogue(kernel, nodes[*producer]->gemm).value_or(FusedKernel::GemmEpilogue{});
+      kernel.epilogue = gemm_epilogue(kernel, nodes[*producer]->fusion.gemm).value_or(FusedKernel::GemmEpilogue{});
     fused.run = std::move(kernel);
     out[reducer.value_or(root)] = std::make_shared<const Node>(std::move(fused));
     changed = true;

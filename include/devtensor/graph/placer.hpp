@@ -96,13 +96,13 @@ DEVTENSOR_DEFINITION std::vector<const Device*> candidates(const Node& node, con
         break;
       }
     throw InvalidArgumentError(outer + "Could not satisfy explicit device specification '" + request +
-                               "' because no supported kernel for " + type + " devices is available.\nOp: " + node.op +
+                               "' because no supported kernel for " + type + " devices is available.\nOp: " + std::string(node.type()) +
                                "\nRegistered kernels:\n  device types [" + kernels + "]" +
                                (node.kernel ? "; T in [" + std::string(node.kernel->dtype) + "]" : std::string()) +
                                "\nTurn soft placement on (ConfigProto allow_soft_placement) to fall back to a "
                                "supported device.");
   }
-  throw InvalidArgumentError(outer + "No OpKernel was registered to support Op '" + node.op + "' used by {{node " +
+  throw InvalidArgumentError(outer + "No OpKernel was registered to support Op '" + std::string(node.type()) + "' used by {{node " +
                              node.name + "}} with these attrs: [" +
                              (node.kernel ? "T=" + std::string(node.kernel->dtype) : std::string()) +
                              "]\nRegistered devices: [" + device_list(devices, ", ") + "]\nRegistered kernels:\n  " +
@@ -157,7 +157,7 @@ DEVTENSOR_DEFINITION Placement place(const std::vector<std::shared_ptr<const Nod
     }
     const auto options_for_node = candidates(node, devices, options.soft_placement);
     const Device* input = node.inputs.empty() ? nullptr : placed[node.inputs.front().node];
-    placed[i] = node.pass_through && in(input, options_for_node) ? input : options_for_node.front();
+    placed[i] = node.traits().pass_through && in(input, options_for_node) ? input : options_for_node.front();
     order.push_back(i);
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {  // pass 2: generators
@@ -181,7 +181,7 @@ DEVTENSOR_DEFINITION Placement place(const std::vector<std::shared_ptr<const Nod
   if (options.log_placement) {
     std::string out;
     for (auto i : order) {
-      std::string line = nodes[i]->name + ": (" + nodes[i]->op + "): " + placed[i]->full_name;
+      std::string line = nodes[i]->name + ": (" + std::string(nodes[i]->type()) + "): " + placed[i]->full_name;
       out += line + "\n";
       log(LogSeverity::info, line);
     }

@@ -84,7 +84,7 @@ inline Uses uses_of(const std::vector<std::shared_ptr<const Node>>& nodes, const
 /// Ops without inputs whose value is fixed by their attributes (not a random op nor a variable's
 /// read): constant folding runs them (a gradient's Fill of ones).
 inline bool deterministic_source(const Node& node) {
-  return node.inputs.empty() && (node.op == "Fill" || node.op == "Range");
+  return node.inputs.empty() && (node.type() == "Fill" || node.type() == "Range");
 }
 
 /// A folded node's small host values as its literal (for CSE and the arithmetic rewrites).
@@ -124,7 +124,8 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
   };
   for (std::size_t i = 0; i < count; ++i) {
     const Node& node = *nodes[i];
-    if (!uses.needed[i] || uses.fed[i] || node.kind != NodeKind::op || !node.run || node.stateful || node.inputs_stay ||
+    if (!uses.needed[i] || uses.fed[i] || node.kind != NodeKind::op || !node.run || node.traits().stateful ||
+        node.traits().communication ||
         !node.control_inputs.empty() || (node.inputs.empty() && !deterministic_source(node)) || placement.at(i) == nullptr)
       continue;
     const bool foldable = std::all_of(node.inputs.begin(), node.inputs.end(), [&](const Edge& e) {
@@ -160,7 +161,7 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
     if (!(folded[i] || literal) || (!read[i] && !uses.fetched[i])) continue;
     Node c;
     c.name = nodes[i]->name;
-    c.op = "Const";
+    c.op = &graph_ops::Const;
     c.kind = NodeKind::constant;
     c.requested = nodes[i]->requested;
     c.kernel = nodes[i]->kernel;
@@ -210,21 +211,21 @@ std::optional<Edge> unchanged_operand(const std::vector<std::shared_ptr<const No
   const auto is = [&](std::size_t k, double value) { return literal_equals(*nodes[input(k).node], value); };
   const auto pick = [&](std::size_t k) { return keeps(input(k)) ? std::optional<Edge>(input(k)) : std::nullopt; };
   const bool integer = node.outputs[0].dtype == DType::DT_INT32 || node.outputs[0].dtype == DType::DT_INT64;
-  if (node.op == "Neg" && node.inputs.size() == 1) {
+  if (node.type() == "Neg" && node.inputs.size() == 1) {
     const Node& inner = *nodes[input(0).node];
-    if (inner.op == "Neg" && inner.kind == NodeKind::op && inner.inputs.size() == 1 && keeps(inner.inputs[0]))
+    if (inner.type() == "Neg" && inner.kind == NodeKind::op && inner.inputs.size() == 1 && keeps(inner.inputs[0]))
       return inner.inputs[0];
     return std::nullopt;
   }
   if (node.inputs.size() != 2) return std::nullopt;
-  if (node.op == "Mul") {
+  if (node.type() == "Mul") {
     if (is(1, 1)) return pick(0);
     if (is(0, 1)) return pick(1);
-  } else if (node.op == "RealDiv" && is(1, 1)) {
+  } else if (node.type() == "RealDiv" && is(1, 1)) {
     return pick(0);
-  } else if (node.op == "Sub" && is(1, 0)) {  // +0 exactly: x − (+0) is x, −0 included
+  } else if (node.type() == "Sub" && is(1, 0)) {  // +0 exactly: x − (+0) is x, −0 included
     return pick(0);
-  } else if (node.op == "AddV2" && integer) {
+  } else if (node.type() == "AddV2" && integer) {
     if (is(1, 0)) return pick(0);
     if (is(0, 0)) return pick(1);
   }
@@ -255,16 +256,16 @@ inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const
       if (!added) forward[i] = Edge{it->second, 0};
       continue;
     }
-    if (!uses.needed[i] || uses.pinned[i] || node.kind != NodeKind::op || !node.run || node.stateful ||
+    if (!uses.needed[i] || uses.pinned[i] || node.kind != NodeKind::op || !node.run || node.traits().stateful ||
         !node.control_inputs.empty() || node.outputs.size() != 1)
       continue;
-    if (dedupe && node.pointwise.arity > 0 && node.inputs.size() <= 2) {
+    if (dedupe && node.fusion.pointwise.arity > 0 && node.inputs.size() <= 2) {
       const auto input = [&](std::size_t k) { return resolve(node.inputs[k]); };
       if (const auto kept = unchanged_operand(nodes, node, input); kept && placement.at(kept->node) == placement.at(i)) {
         forward[i] = *kept;
         continue;
       }
-      std::array<std::uintptr_t, 6> key{reinterpret_cast<std::uintptr_t>(node.pointwise.block),
+      std::array<std::uintptr_t, 6> key{reinterpret_cast<std::uintptr_t>(node.fusion.pointwise.block),
                                         reinterpret_cast<std::uintptr_t>(placement.at(i)), 0, 0, 0, 0};
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const Edge e = resolve(node.inputs[k]);
@@ -273,7 +274,7 @@ inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const
       }
       auto [it, added] = seen.emplace(key, i);
       if (!added) forward[i] = Edge{it->second, 0};
-    } else if (bypass && node.op == "Identity" && node.pass_through && node.inputs.size() == 1) {
+    } else if (bypass && node.type() == "Identity" && node.traits().pass_through && node.inputs.size() == 1) {
       const Edge in = resolve(node.inputs[0]);
       if (placement.at(in.node) == placement.at(i)) forward[i] = in;
     }

@@ -30,8 +30,20 @@ namespace variable_detail {
 graph::Graph& graph_for(std::string_view what);
 
 /// Adds a node of a variable's colocation group and returns its index.
-std::size_t add_variable_node(graph::Graph& graph, std::string name, std::string op, std::vector<graph::Edge> inputs,
-                              std::vector<graph::OutputSpec> outputs, graph::NodeKernel run, std::optional<std::size_t> handle);
+std::size_t add_variable_node(graph::Graph& graph, std::string name, const ops::OpInfo& op, std::vector<graph::Edge> inputs,
+                              std::vector<graph::OutputSpec> outputs, graph::NodeKernel run, std::optional<std::size_t> handle,
+                              std::vector<graph::ResourceUse> resources = {});
+
+/// The state of the variable whose handle is node `handle`, as nodes name it (graph::ResourceUse):
+/// the handle node itself, which the graph keeps.
+inline const void* state_of(const graph::Graph& graph, std::size_t handle) { return graph.node(handle).get(); }
+
+/// The descriptions of a session's variable nodes: its handle, and the reads and assignments that
+/// find its value in the session's resources (placed with the handle, run on the caller's thread).
+inline constexpr ops::OpInfo VarHandleOp{"VarHandleOp", {.any_thread = false}};
+inline constexpr ops::OpInfo VarIsInitializedOp{"VarIsInitializedOp", {.any_thread = false}};
+inline constexpr ops::OpInfo ReadVariableOp{"ReadVariableOp", {.any_thread = false}};
+inline constexpr ops::OpInfo AssignVariableOp{"AssignVariableOp", {.stateful = true, .any_thread = false}};
 
 /// The nodes of a new variable (handle, IsInitialized, Assign, Read) around `initial`.
 /// @returns {handle node, assign node, read output}.
@@ -129,13 +141,15 @@ DEVTENSOR_DEFINITION graph::Graph& variable_detail::graph_for(std::string_view w
   return *graph;
 }
 
-DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(graph::Graph& graph, std::string name, std::string op,
+DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(graph::Graph& graph, std::string name, const ops::OpInfo& op,
                                                                     std::vector<graph::Edge> inputs,
                                                                     std::vector<graph::OutputSpec> outputs,
-                                                                    graph::NodeKernel run, std::optional<std::size_t> handle) {
+                                                                    graph::NodeKernel run, std::optional<std::size_t> handle,
+                                                                    std::vector<graph::ResourceUse> resources) {
   graph::Node node;
   node.name = std::move(name);
-  node.op = std::move(op);
+  node.op = &op;
+  node.resources = std::move(resources);
   node.inputs = std::move(inputs);
   node.colocated_with = handle;
   node.requested = current_graph_device_spec();
@@ -171,13 +185,13 @@ DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variab
   const graph::Edge value = graph.input_edge(initial, "AssignVariableOp");
   VariableNodes out;
   out.handle = add_variable_node(
-      graph, scope, "VarHandleOp", {}, {{DType::DT_INT64, Shape{}}},
+      graph, scope, VarHandleOp, {}, {{DType::DT_INT64, Shape{}}},
       [](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor>) {},  // the handle: no tensor
       std::nullopt);
   {
     graph::NameScope is_initialized("IsInitialized");
     const std::string shared = scope;
-    add_variable_node(graph, graph.unique_name("VarIsInitializedOp"), "VarIsInitializedOp", {{out.handle, 0}},
+    add_variable_node(graph, graph.unique_name("VarIsInitializedOp"), VarIsInitializedOp, {{out.handle, 0}},
                       {{DType::DT_BOOL, Shape{}}},
                       [shared](const graph::RunContext& context, graph::NodeInputs, std::span<AnyTensor> result) {
                         const bool found = context.resources && context.resources->find(shared).has_value();
@@ -185,15 +199,15 @@ DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variab
                         copy_bytes(storage->data, context.device, &found, host_buffer_device(), 1);
                         result[0] = AnyTensor(next_tensor_id(), DType::DT_BOOL, Shape{}, std::move(storage));
                       },
-                      out.handle);
+                      out.handle, {{state_of(graph, out.handle), false}});
   }
-  out.initializer = add_variable_node(graph, graph.unique_name("Assign"), "AssignVariableOp", {{out.handle, 0}, value}, {},
-                                      assign_kernel(scope), out.handle);
+  out.initializer = add_variable_node(graph, graph.unique_name("Assign"), AssignVariableOp, {{out.handle, 0}, value}, {},
+                                      assign_kernel(scope), out.handle, {{state_of(graph, out.handle), true}});
   graph.add_to_collection("variables", out.initializer);
   graph::NameScope read_scope("Read");
   const std::string name = graph.unique_name("ReadVariableOp");
-  const auto index = add_variable_node(graph, name, "ReadVariableOp", {{out.handle, 0}}, {{initial.dtype, initial.shape}},
-                                       read_kernel(scope, name), out.handle);
+  const auto index = add_variable_node(graph, name, ReadVariableOp, {{out.handle, 0}}, {{initial.dtype, initial.shape}},
+                                       read_kernel(scope, name), out.handle, {{state_of(graph, out.handle), false}});
   out.snapshot = graph::symbolic_output(graph, index, *graph.node(index), 0);
   return out;
 }
@@ -205,8 +219,8 @@ DEVTENSOR_DEFINITION AnyTensor variable_detail::read(graph::Graph& graph, std::s
     throw FailedPreconditionError("Variable " + shared_name + ":0 is read while its graph is not current: make it current "
                                   "(Graph::as_default) to add the read");
   const std::string name = graph.unique_name("ReadVariableOp");
-  const auto index = add_variable_node(graph, name, "ReadVariableOp", {{handle, 0}}, {{dtype, shape}},
-                                       read_kernel(shared_name, name), handle);
+  const auto index = add_variable_node(graph, name, ReadVariableOp, {{handle, 0}}, {{dtype, shape}},
+                                       read_kernel(shared_name, name), handle, {{state_of(graph, handle), false}});
   return graph::symbolic_output(graph, index, *graph.node(index), 0);
 }
 
@@ -219,7 +233,8 @@ DEVTENSOR_DEFINITION graph::Operation variable_detail::assign(graph::Graph& grap
   const graph::Edge edge = graph.input_edge(value, "AssignVariableOp");
   const std::string node_name = graph::node_name(graph, name, "AssignVariableOp");
   const auto index =
-      add_variable_node(graph, node_name, "AssignVariableOp", {{handle, 0}, edge}, {}, assign_kernel(shared_name), handle);
+      add_variable_node(graph, node_name, AssignVariableOp, {{handle, 0}, edge}, {}, assign_kernel(shared_name), handle,
+                        {{state_of(graph, handle), true}});
   return {graph.id(), index, node_name};
 }
 
@@ -227,7 +242,7 @@ DEVTENSOR_DEFINITION graph::Operation global_variables_initializer() {
   auto& graph = variable_detail::graph_for("global_variables_initializer()");
   graph::Node node;
   node.name = graph.unique_name("init");
-  node.op = "NoOp";
+  node.op = &graph::graph_ops::NoOp;
   node.control_inputs = graph.collection("variables");
   node.requested = current_graph_device_spec();
   node.run = [](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor>) {};

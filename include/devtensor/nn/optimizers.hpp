@@ -29,6 +29,7 @@
 #include "devtensor/core/log.hpp"
 #include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
+#include "devtensor/nn/optimizer_apply.hpp"
 #include "devtensor/nn/optimizer_slots.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/training_ops.hpp"
@@ -37,189 +38,6 @@
 namespace devtensor {
 namespace nn {
 
-namespace optimizer_detail {
-
-/// The (gradient, variable) pairs that have a gradient, after Keras's checks.
-inline std::vector<std::pair<Tensor<float>, Variable<float>>> pairs(const std::vector<Tensor<float>>& grads,
-                                                                    const std::vector<Variable<float>>& vars) {
-  if (vars.empty())
-    throw InvalidArgumentError(
-        "apply_gradients: no variables to update. Pass the model's trainable_variables() (a model has none "
-        "until it is built: give the first layer an input_dim or call the model once).");
-  if (grads.size() != vars.size())
-    throw InvalidArgumentError("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
-                               std::to_string(vars.size()) + " variables; pass one gradient per variable");
-  std::vector<std::pair<Tensor<float>, Variable<float>>> out;
-  std::string missing;
-  for (std::size_t i = 0; i < vars.size(); ++i) {
-    if (!vars[i].defined()) throw InvalidArgumentError("apply_gradients: variable " + std::to_string(i) + " is empty");
-    if (!grads[i].defined()) {
-      missing += (missing.empty() ? "'" : ", '") + vars[i].name() + "'";
-      continue;
-    }
-    if (grads[i].shape() != vars[i].shape())
-      throw InvalidArgumentError("apply_gradients: the gradient for " + vars[i].name() + " has shape " +
-                                 grads[i].shape().to_string() + " but the variable has shape " +
-                                 vars[i].shape().to_string());
-    out.emplace_back(grads[i], vars[i]);
-  }
-  if (out.empty())
-    throw InvalidArgumentError("No gradients provided for any variable: ([" + missing +
-                               "],). Check that the loss depends on the variables and was computed while the "
-                               "GradientTape was recording.");
-  if (!missing.empty())
-    log(LogSource::python_logger, LogSeverity::warning, "Gradients do not exist for variables [" + missing +
-                                  "] when minimizing the loss. If you're using `model.compile()`, did you forget "
-                                  "to provide a `loss` argument?");
-  return out;
-}
-/// Under a device policy that refuses implicit copies (EXPLICIT, SILENT_FOR_INT32), a gradient
-/// that is not on every component's device is refused before any variable is updated, so a
-/// failing apply_gradients leaves all of them as they were. @throws InvalidArgumentError
-/// ("Tensors on conflicting devices ...").
-inline void require_gradients_on_variable_devices(const std::vector<std::pair<Tensor<float>, Variable<float>>>& updates,
-                                                  std::string_view op) {
-  const auto policy = config::experimental::get_device_policy();
-  if (policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN) return;
-  for (const auto& [g, v] : updates)
-    for (std::size_t c = 0; c < v.num_components(); ++c)
-      if (const Device* device = &v.component(c).device_info(); &g.device_info() != device)
-        (void)to_device(g, *device, op, 1);  // throws, with the op and both devices named
-}
-
-/// Gradient k of an update for component c, on that component's device.
-using GradientFor = std::function<Tensor<float>(std::size_t k, std::size_t c, const Device& device)>;
-using Updates = std::vector<std::pair<Tensor<float>, Variable<float>>>;
-
-/// The replica context this thread runs in when it belongs to the strategy the variables were
-/// created under, else nullptr (cross-replica context). @throws InvalidArgumentError in a replica
-/// context for a variable of no strategy or of another one.
-inline const distribute::ReplicaContextState* replica_context_of(const Updates& updates) {
-  const auto* ctx = distribute::current_replica_context();
-  if (!ctx) return nullptr;
-  bool any = false;
-  const auto of_this_strategy = [&](const Variable<float>& v) {
-    const auto* distributed = distribute::as_distributed(v);
-    return distributed && &distributed->strategy() == ctx->strategy;
-  };
-  for (const auto& [g, v] : updates) any = any || of_this_strategy(v);
-  if (!any) return nullptr;  // this strategy's replicas updating variables of their own
-  for (const auto& [g, v] : updates)
-    if (!of_this_strategy(v))
-      throw InvalidArgumentError("apply_gradients inside strategy.run updates mirrored variables of that strategy, but " +
-                                 v.name() + " was not created in its scope. Create every variable the optimizer "
-                                 "updates under `strategy.scope()`.");
-  return ctx;
-}
-
-/// What every optimizer's apply_gradients does around its update `step(updates, gradient_for)`:
-/// Keras's checks, then in cross-replica context the device policy's check and each gradient
-/// copied to the components' devices; in a replica context the merge (see the file comment).
-template <class Step>
-void apply(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars, std::string_view op,
-           Step step) {
-  const Updates updates = pairs(grads, vars);
-  const distribute::ReplicaContextState* ctx = replica_context_of(updates);
-  if (!ctx) {
-    require_gradients_on_variable_devices(updates, op);
-    step(updates, GradientFor([&](std::size_t k, std::size_t, const Device& device) { return to_device(updates[k].first, device, op, 1); }));
-    return;
-  }
-  auto mine = std::make_shared<std::vector<Tensor<float>>>();
-  for (const auto& [g, v] : updates) mine->push_back(g);
-  ctx->strategy->merge_call(ctx->local_replica_id, mine, [&](const std::vector<std::shared_ptr<const void>>& all) {
-    std::vector<std::vector<Tensor<float>>> per_replica;
-    for (const auto& contribution : all) {
-      per_replica.push_back(*static_cast<const std::vector<Tensor<float>>*>(contribution.get()));
-      if (per_replica.back().size() != updates.size())
-        throw InvalidArgumentError("apply_gradients inside strategy.run: replicas passed gradients for different "
-                                   "variables; every replica must update the same variables");
-    }
-    // The context holds a const view of the strategy, which itself is not const (it runs this very
-    // call). merge_call's function runs in cross-replica context, as TensorFlow's merge_fn does.
-    const auto reduced = const_cast<distribute::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
-    const distribute::ScopedSet<distribute::ReplicaContextState> cross_replica(distribute::current_replica_context(), nullptr);
-    step(updates, GradientFor([&](std::size_t k, std::size_t c, const Device&) { return reduced[c][k]; }));
-  });
-}
-
-/// The state an update of `updates` by an optimizer with slots `state` writes: every component
-/// of every variable, and the optimizer's slots and step count (Note [Automatic control
-/// dependencies] in ops/graph.hpp).
-inline std::vector<graph::ResourceUse> update_uses(const Updates& updates, const void* state) {
-  std::vector<graph::ResourceUse> out{{state, true}};
-  for (const auto& [g, v] : updates)
-    for (const void* r : v.implementation().resources()) out.push_back({r, true});
-  return out;
-}
-
-/// apply_gradients while a graph is being built (a traced train step), with Keras's checks at
-/// trace time: one stateful node whose kernel runs the optimizer's update `O::update` (its fused
-/// kernels, its slots and step count shared with the optimizer) when the graph runs. In
-/// cross-replica context its inputs are the gradients, brought to each component's device. Inside
-/// strategy.run the replicas' gradients meet in merge_call at trace time, as eagerly: a node sums
-/// them across the replicas (the strategy's all-reduce), and one update node writes every
-/// component with the sum on its device, after every replica's reads of it.
-template <class O>
-void add_apply_node(graph::Graph& graph, const O& optimizer, const std::vector<Tensor<float>>& grads,
-                    const std::vector<Variable<float>>& vars, std::string_view op) {
-  const Updates updates = pairs(grads, vars);
-  const distribute::ReplicaContextState* ctx = replica_context_of(updates);
-  const auto add_update = [&](std::vector<AnyTensor> inputs, bool per_component) {
-    graph::Node node;
-    for (const auto& t : inputs) node.inputs.push_back(graph.input_edge(t, op));
-    node.name = graph.unique_name(std::string(O::name) + "/" + std::string(op));
-    node.op = std::string(op);
-    node.stateful = true;
-    node.resources = update_uses(updates, optimizer.slots.get());
-    node.requested = updates.front().second.implementation().device().spec;
-    // Per component, the gradients are where the all-reduce left them, on the components' devices.
-    node.inputs_stay = per_component;
-    node.capturable = per_component;  // the updates' device work only
-    std::vector<Variable<float>> variables;
-    for (const auto& [g, v] : updates) variables.push_back(v);
-    node.run = [optimizer, variables, per_component, op = std::string(op)](const graph::RunContext&, graph::NodeInputs in,
-                                                                          std::span<AnyTensor>) {
-      Updates now;
-      const std::size_t count = variables.size();
-      for (std::size_t k = 0; k < count; ++k) now.emplace_back(in[k].as<float>(), variables[k]);
-      if (!per_component) {
-        require_gradients_on_variable_devices(now, op);
-        optimizer.update(now, GradientFor([&](std::size_t k, std::size_t, const Device& device) {
-                           return to_device(now[k].first, device, op, 1);
-                         }));
-        return;
-      }
-      optimizer.update(now, GradientFor([&](std::size_t k, std::size_t c, const Device&) { return in[c * count + k].as<float>(); }));
-    };
-    graph.add(std::move(node));
-  };
-  if (!ctx) {
-    std::vector<AnyTensor> inputs;
-    for (const auto& [g, v] : updates) inputs.emplace_back(g);
-    add_update(std::move(inputs), false);
-    return;
-  }
-  auto mine = std::make_shared<std::vector<Tensor<float>>>();
-  for (const auto& [g, v] : updates) mine->push_back(g);
-  ctx->strategy->merge_call(ctx->local_replica_id, mine, [&](const std::vector<std::shared_ptr<const void>>& all) {
-    std::vector<std::vector<Tensor<float>>> per_replica;
-    for (const auto& contribution : all) {
-      per_replica.push_back(*static_cast<const std::vector<Tensor<float>>*>(contribution.get()));
-      if (per_replica.back().size() != updates.size())
-        throw InvalidArgumentError("apply_gradients inside strategy.run: replicas passed gradients for different "
-                                   "variables; every replica must update the same variables");
-    }
-    const auto reduced = const_cast<distribute::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
-    const distribute::ScopedSet<distribute::ReplicaContextState> cross_replica(distribute::current_replica_context(), nullptr);
-    std::vector<AnyTensor> inputs;  // component c's gradients, then c + 1's
-    for (const auto& row : reduced)
-      for (const auto& g : row) inputs.emplace_back(g);
-    add_update(std::move(inputs), true);
-  });
-}
-
-}  // namespace optimizer_detail
 
 namespace optimizers {
 
@@ -239,9 +57,13 @@ struct SGD {
   /// with Keras's warning. @throws InvalidArgumentError for no variables, no gradients at all,
   /// mismatched counts or shapes (nothing is updated then).
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
-  /// Internal (apply_gradients, traced steps): one step of every variable of `updates`, component
-  /// c of variable k with `gradient(k, c, its device)`, and the step count advanced.
+  /// Internal (ops::ResourceApply): one step of every variable of `updates`, component c of
+  /// variable k with `gradient(k, c, its device)`, and the step count advanced.
   void update(const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) const;
+  /// The update rule as a parameter server runs it: {learning_rate, momentum, nesterov}.
+  [[nodiscard]] distribute::OptimizerRule rule() const {
+    return {std::string(name), {learning_rate, momentum, nesterov ? 1.0 : 0.0}};
+  }
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
@@ -294,6 +116,10 @@ struct Adam {
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
   /// Internal: as SGD::update.
   void update(const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) const;
+  /// The update rule as a parameter server runs it: {learning_rate, beta_1, beta_2, epsilon, amsgrad}.
+  [[nodiscard]] distribute::OptimizerRule rule() const {
+    return {std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}};
+  }
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
     return slots->iterations;
@@ -413,15 +239,9 @@ DEVTENSOR_DEFINITION Optimizer Optimizer::by_name(std::string_view id) {
 DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
     const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
   validate();
-  if (auto* graph = graph::building()) [[unlikely]]
-    return optimizer_detail::add_apply_node(*graph, *this, grads, vars,
-                                            momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name);
-  if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]  // a parameter server runs the rule (and checks)
-    return host->apply_gradients({std::string(name), {learning_rate, momentum, nesterov ? 1.0 : 0.0}}, grads, vars);
-  const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
-  optimizer_detail::apply(grads, vars, op, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-    update(updates, gradient);
-  });
+  optimizer_detail::apply(*this, grads, vars,
+                          momentum == 0.0 ? optimizer_detail::apply_info<ops::ApplyGradientDescent>
+                                          : optimizer_detail::apply_info<ops::ApplyKerasMomentum>);
 }
 
 DEVTENSOR_DEFINITION void optimizers::SGD::update(const optimizer_detail::Updates& updates,
@@ -457,13 +277,7 @@ DEVTENSOR_DEFINITION void optimizers::SGD::update(const optimizer_detail::Update
 DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
     const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
   validate();
-  if (auto* graph = graph::building()) [[unlikely]]
-    return optimizer_detail::add_apply_node(*graph, *this, grads, vars, ops::ApplyAdam::name);
-  if (auto* host = distribute::remote_host_of(vars)) [[unlikely]]
-    return host->apply_gradients({std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}}, grads, vars);
-  optimizer_detail::apply(grads, vars, ops::ApplyAdam::name, [&](const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) {
-    update(updates, gradient);
-  });
+  optimizer_detail::apply(*this, grads, vars, optimizer_detail::apply_info<ops::ApplyAdam>);
 }
 
 DEVTENSOR_DEFINITION void optimizers::Adam::update(const optimizer_detail::Updates& updates,

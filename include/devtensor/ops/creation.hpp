@@ -62,7 +62,7 @@ struct Range : OpTable<NumericTypes, NumericTypes>, Builtin {
 /// OnesLike): what a gradient uses where a graph does not know a dimension.
 struct OnesLike : OpTable<NumericTypes, NumericTypes>, Builtin {
   static constexpr std::string_view name = "OnesLike";
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
   template <class T>
@@ -89,6 +89,49 @@ std::vector<std::byte> host_bytes(const std::vector<T>& values, std::int64_t n) 
   return bytes;
 }
 
+namespace ops {
+/// A tensor from host values, in row-major order (one value fills the shape): TensorFlow's
+/// _EagerConst eagerly, a copy to the device placed as an op; in a graph a Const node, which keeps
+/// the values (one value: a splat) and makes them on its device at each run.
+template <Element T>
+struct Const : TensorLevel {
+  static constexpr std::string_view name = "Const";
+  static constexpr OpTraits traits{.handles_unknown_dims = true, .differentiable = false};
+  struct Attrs {
+    const std::vector<T>& values;
+    const Shape& shape;
+    const OpOptions& options;
+  };
+
+  static Tensor<T> graph(graph::Graph& graph, const Attrs& a) {
+    const auto count = static_cast<std::int64_t>(a.values.size());
+    return graph::add_constant(graph, a.options.name, dtype_enum<T>(), a.shape, host_bytes(a.values, count)).template as<T>();
+  }
+
+  static Tensor<T> eager(const Attrs& a) {
+    const auto n = a.shape.num_elements();
+    const auto count = static_cast<std::int64_t>(a.values.size());
+    const Device& device = place_constant(a.options.where);
+    auto out = Tensor<T>::empty(a.shape, device, EagerConst::name);
+    // Values start on the host; a real GPU gets them by copy.
+    std::vector<T> host;
+    if constexpr (std::is_same_v<T, bool>) {
+      static_assert(sizeof(bool) == 1);
+      host.reserve(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) host.push_back(a.values[count == 1 ? 0 : static_cast<std::size_t>(i)]);
+      // std::vector<bool> has no data(): copy element by element into a byte buffer.
+      std::vector<unsigned char> bytes(host.begin(), host.end());
+      copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), host_buffer_device(), bytes.size());
+    } else {
+      if (count == 1 && n != 1) host.assign(static_cast<std::size_t>(n), a.values[0]);
+      const T* src = host.empty() ? a.values.data() : host.data();
+      copy_bytes(out.mutable_data(), out.device_info(), src, host_buffer_device(), static_cast<std::size_t>(n) * sizeof(T));
+    }
+    return out;
+  }
+};
+}  // namespace ops
+
 /// A tensor of `shape` from `values` in row-major order; one value fills the whole shape.
 /// Created on the requested device (TensorFlow's _EagerConst), with soft placement as for ops:
 /// place_constant() says where.
@@ -102,32 +145,7 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
                                shape.to_string() + ", which has " + std::to_string(n) +
                                " elements. Pass one value per element, or a single value to fill "
                                "the shape.");
-  if (auto* graph = graph::building()) [[unlikely]]  // a Const node keeps the values (one value: a splat)
-    return graph::add_constant(*graph, options.name, dtype_enum<T>(), shape, host_bytes(values, count)).template as<T>();
-  const Device& device = place_constant(options.where);
-  auto out = Tensor<T>::empty(shape, device, ops::EagerConst::name);
-  // Values start on the host; a real GPU gets them by copy.
-  std::vector<T> host;
-  const T* src = nullptr;
-  if constexpr (std::is_same_v<T, bool>) {
-    static_assert(sizeof(bool) == 1);
-    host.reserve(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) host.push_back(values[count == 1 ? 0 : static_cast<std::size_t>(i)]);
-  } else if (count == 1 && n != 1) {
-    host.assign(static_cast<std::size_t>(n), values[0]);
-  }
-  if constexpr (std::is_same_v<T, bool>) {
-    // std::vector<bool> has no data(): copy element by element into a byte buffer.
-    std::vector<unsigned char> bytes(host.begin(), host.end());
-    copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), host_buffer_device(),
-                       bytes.size());
-    return out;
-  } else {
-    src = host.empty() ? values.data() : host.data();
-    copy_bytes(out.mutable_data(), out.device_info(), src, host_buffer_device(),
-                       static_cast<std::size_t>(n) * sizeof(T));
-    return out;
-  }
+  return run_op<ops::Const<T>>({values, shape, options});
 }
 
 template <Element T>

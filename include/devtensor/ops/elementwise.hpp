@@ -31,8 +31,8 @@ namespace devtensor::ops {
 /// Elementwise unary ops: out[i] = Self{}(in[i]), same shape.
 template <class Self, class Types>
 struct UnaryOp : OpTable<Types, Types> {
-  static constexpr bool handles_unknown_dims = true;
-  static constexpr int pointwise_arity = 1;  // a graph may fuse it with its neighbours (graph/optimizer.hpp)
+  // A graph may fuse it with its neighbours (graph/optimizer.hpp).
+  static constexpr OpTraits traits{.pointwise_arity = 1, .handles_unknown_dims = true};
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
   template <class T>
@@ -44,8 +44,7 @@ struct UnaryOp : OpTable<Types, Types> {
 /// Elementwise binary ops: out = Self{}(a, b) with NumPy broadcasting.
 template <class Self, class Types>
 struct BinaryOp : OpTable<Types, Types> {
-  static constexpr bool handles_unknown_dims = true;
-  static constexpr int pointwise_arity = 2;
+  static constexpr OpTraits traits{.pointwise_arity = 2, .handles_unknown_dims = true};
   struct Attrs {};
   static Shape output_shape(const Attrs&, const Shape& a, const Shape& b) { return broadcast_shapes(a, b, Self::name); }
   template <class T>
@@ -210,7 +209,8 @@ struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
 /// divisor raises InvalidArgumentError after the kernel ran (its outputs are then discarded).
 struct FloorDiv : BinaryOp<FloorDiv, IntegerTypes>, Builtin {
   static constexpr std::string_view name = "FloorDiv";
-  static constexpr int pointwise_arity = 0;  // its division-by-zero flag is not a scalar function
+  // Not pointwise: its division-by-zero flag is not a scalar function.
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   /// The scalar function; a zero divisor gives 0 and raises the flag the body reads (a host flag
   /// on the CPU, device memory on a GPU; every writer stores 1, so the race is benign).
   template <class Flag>
@@ -283,14 +283,14 @@ struct SqrtGrad : BinaryOp<SqrtGrad, FloatTypes>, Builtin {
 /// 1 where a >= b, else 0, in the inputs' type (piecewise constant: never recorded).
 struct GreaterEqual : BinaryOp<GreaterEqual, NumericTypes>, Builtin {
   static constexpr std::string_view name = "GreaterEqual";
-  static constexpr bool differentiable = false;
+  static constexpr OpTraits traits{.pointwise_arity = 2, .handles_unknown_dims = true, .differentiable = false};
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x >= y ? T{1} : T{0}; }
 };
 /// 1 where a == b, else 0, in the inputs' type (never recorded).
 struct Equal : BinaryOp<Equal, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Equal";
-  static constexpr bool differentiable = false;
+  static constexpr OpTraits traits{.pointwise_arity = 2, .handles_unknown_dims = true, .differentiable = false};
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x == y ? T{1} : T{0}; }
 };
@@ -300,7 +300,7 @@ struct Equal : BinaryOp<Equal, NumericTypes>, Builtin {
 /// The elementwise sum of a list of same-shaped tensors.
 struct AddN : OpTable<NumericTypes, NumericTypes>, Builtin {
   static constexpr std::string_view name = "AddN";
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {};
   static Shape output_shape(const Attrs&, std::span<const Shape> inputs) {
     if (inputs.empty()) throw InvalidArgumentError("add_n needs at least one input [Op:AddN]");

@@ -137,7 +137,7 @@ namespace fused_chain {
 
 /// Whether a chain may apply Op to T on a GPU: an elementwise op over one type with a GPU kernel.
 template <class Op, class T>
-inline constexpr bool chainable_v = requires { requires Op::pointwise_arity > 0; } && has_kernel_v<Op, gpu_t, T>;
+inline constexpr bool chainable_v = (ops::op_traits<Op>().pointwise_arity > 0) && has_kernel_v<Op, gpu_t, T>;
 
 /// The code of elementwise op `op` (its TensorFlow name) of `dtype` in chains: its position among
 /// devtensor's ops; -1 when a chain cannot apply it (float and double only).
@@ -177,7 +177,7 @@ DEVTENSOR_HOST_DEVICE void apply_lanes(int code, const T (&a)[kLanes<T>], const 
     using Op = std::tuple_element_t<Lo, OpTuple>;
     if constexpr (chainable_v<Op, T>) {
       for (std::size_t v = 0; v < kLanes<T>; ++v) {
-        if constexpr (Op::pointwise_arity == 1) out[v] = Op{}(a[v]);
+        if constexpr (ops::op_traits<Op>().pointwise_arity == 1) out[v] = Op{}(a[v]);
         else out[v] = Op{}(a[v], b[v]);
       }
     }

@@ -24,7 +24,7 @@ DEVTENSOR_VECTORIZE void pointwise_block(const void* const* inputs, void* output
   // Never in place (a fused node stages a value it overwrites), so the loops vectorise.
   T* __restrict out = static_cast<T*>(output);
   const T* __restrict a = static_cast<const T*>(inputs[0]);
-  if constexpr (Op::pointwise_arity == 1) {
+  if constexpr (ops::op_traits<Op>().pointwise_arity == 1) {
     for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i]);
   } else {
     const T* __restrict b = static_cast<const T*>(inputs[1]);
@@ -34,8 +34,8 @@ DEVTENSOR_VECTORIZE void pointwise_block(const void* const* inputs, void* output
 /// What a fusion pass knows of Op's node: its scalar function when it is elementwise over one type.
 template <class Op, class O, class T>
 constexpr graph::Pointwise pointwise_of() noexcept {
-  if constexpr (std::is_same_v<O, T> && requires { requires Op::pointwise_arity > 0; })
-    return {&pointwise_block<Op, T>, Op::pointwise_arity};
+  if constexpr (std::is_same_v<O, T> && (ops::op_traits<Op>().pointwise_arity > 0))
+    return {&pointwise_block<Op, T>, ops::op_traits<Op>().pointwise_arity};
   else
     return {};
 }
@@ -65,7 +65,7 @@ graph::RowReduction row_reduction_of([[maybe_unused]] const typename Op::Attrs& 
 /// What a fusion pass knows of a MatMul's node: its transposes (graph::GemmAttrs).
 template <class Op>
 graph::GemmAttrs gemm_of([[maybe_unused]] const typename Op::Attrs& attrs) {
-  if constexpr (requires { requires Op::is_gemm; }) return {true, attrs.transpose_a, attrs.transpose_b};
+  if constexpr (ops::op_traits<Op>().gemm) return {true, attrs.transpose_a, attrs.transpose_b};
   return {};
 }
 

@@ -7,11 +7,14 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "devtensor/config.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
+#include "devtensor/ops/op_traits.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/shape.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -30,20 +33,25 @@ Tensor<T> unbroadcast(const Tensor<T>& g, const Shape& shape) {
   return reshape(summed, shape.dims_vector());
 }
 
-/// unbroadcast as a graph node that runs it on the values (their shapes known then).
+/// unbroadcast of `g` to the shape `like` has when it runs (TensorFlow's BroadcastGradientArgs
+/// and the Sum it feeds): a node while a graph is built, whose shapes are known at each run.
 template <Floating T>
-DEVTENSOR_COLD Tensor<T> unbroadcast_when_run(const Tensor<T>& g, const Tensor<T>& like) {
-  auto* graph = graph::building();
-  if (!graph) return unbroadcast(g, like.shape());  // tensors with values have known shapes
-  const AnyTensor inputs[2] = {AnyTensor(g), AnyTensor(like)};
-  return graph::add_eager_node(*graph, "Unbroadcast", inputs, {{dtype_enum<T>(), like.shape()}},
-                               [](std::span<const AnyTensor> in) {
-                                 return std::vector<AnyTensor>{AnyTensor(unbroadcast(in[0].as<T>(), in[1].shape))};
-                               },
-                               {.capturable = true})  // a reduction fixed by the shapes
-      .front()
-      .template as<T>();
-}
+struct Unbroadcast : TensorLevel {
+  static constexpr std::string_view name = "Unbroadcast";
+  // Its kernel runs ops itself, on its inputs where they are; a CUDA graph may record them (a
+  // reduction the shapes fix).
+  static constexpr OpTraits traits{.handles_unknown_dims = true, .communication = true, .any_thread = false};
+  struct Attrs {};
+  static Tensor<T> eager(const Attrs&, const Tensor<T>& g, const Tensor<T>& like) { return unbroadcast(g, like.shape()); }
+  static Tensor<T> graph(graph::Graph& graph, const Attrs&, const Tensor<T>& g, const Tensor<T>& like) {
+    const AnyTensor inputs[2] = {AnyTensor(g), AnyTensor(like)};
+    graph::NodeSpec spec{&info_of<Unbroadcast>, {{dtype_enum<T>(), like.shape()}}};
+    spec.run = [](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor> out) {
+      out[0] = AnyTensor(unbroadcast(in[0].as<T>(), in[1].shape));
+    };
+    return graph::add_op(graph, name, inputs, std::move(spec)).front().template as<T>();
+  }
+};
 
 /// The same to the shape `like` has. In a graph with unknown dimensions the broadcast axes are
 /// found when the graph runs (TensorFlow's BroadcastGradientArgs): `(None, 3)` may be 1 or 5.
@@ -51,7 +59,7 @@ template <Floating T>
 Tensor<T> unbroadcast(const Tensor<T>& g, const Tensor<T>& like) {
   if (g.shape().is_fully_defined() && like.shape().is_fully_defined()) [[likely]]
     return unbroadcast(g, like.shape());
-  return unbroadcast_when_run(g, like);
+  return run_op<Unbroadcast<T>>({}, g, like);
 }
 
 /// `dy` of a reduction reshaped so that it broadcasts against the input (reduced axes as 1).

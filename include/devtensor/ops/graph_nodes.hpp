@@ -1,13 +1,14 @@
 #pragma once
 /// @file graph_nodes.hpp
-/// @brief Adding nodes to a graph (ops/graph.hpp): op nodes with their type-erased kernels, Const
-/// and Placeholder nodes, nodes that run eager code (a strategy's reduction), and the symbolic
-/// tensors that stand for their outputs.
+/// @brief Adding nodes to a graph (ops/graph.hpp): op nodes, which run_op makes (their
+/// description, type-erased kernel and the state they use: NodeSpec), Const and Placeholder nodes,
+/// and the symbolic tensors that stand for their outputs.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,32 +31,24 @@ namespace devtensor::graph {
 /// it) or else `default_name`, made unique under the current scope.
 std::string node_name(Graph& graph, std::string_view requested, std::string_view default_name);
 
-/// Adds an op node with the given inputs (symbolic tensors of `graph`, or tensors with values,
-/// which are captured) and returns its outputs as symbolic tensors.
-/// @throws InvalidArgumentError for a symbolic input of another graph.
-std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name, const KernelSupport* kernel,
-                              std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs, NodeKernel run,
-                              bool pass_through = false, Pointwise pointwise = {}, RowReduction row_reduction = {},
-                              GemmAttrs gemm = {});
-
-/// What an eager node's code does besides computing its outputs.
-struct EagerNodeOptions {
-  /// It changes state: a traced function runs it at every call even when no output depends on it.
-  bool stateful = false;
-  /// Its host code only queues device work that its inputs' shapes and addresses fix (a collective
-  /// within this process), so a CUDA graph may record that work once and replay it
-  /// (graph/cuda_graph.hpp). Not for code with host work of its own at every run (a collective
-  /// across processes, a host read).
-  bool capturable = false;
+/// What run_op hands a graph for a new op node, besides its name and inputs: what the op is (its
+/// description and traits), its outputs, its kernel, and what the node must know beyond its op's
+/// traits.
+struct NodeSpec {
+  const ops::OpInfo* op = nullptr;
+  std::vector<OutputSpec> outputs{};
+  NodeKernel run{};
+  const KernelSupport* kernel = nullptr;   // the device types that run it (the registry's ops)
+  std::optional<DeviceSpec> device{};      // placed exactly there (where a variable lives), not the scopes'
+  std::vector<ResourceUse> resources{};    // the state it reads or changes
+  FusionFacts fusion{};
 };
 
-/// Adds a node whose kernel runs `body` eagerly on its inputs' values at every run, the inputs
-/// where they are (a strategy's reduction across replicas, a collective): code that already moves
-/// data between devices joins a graph as one node. Returns the outputs as symbolic tensors.
-std::vector<AnyTensor> add_eager_node(Graph& graph, std::string_view op, std::span<const AnyTensor> inputs,
-                                      std::vector<OutputSpec> outputs,
-                                      std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body,
-                                      EagerNodeOptions options = {});
+/// Adds an op node named `name` (given, or the op's default; made unique) with the given inputs
+/// (symbolic tensors of `graph`, or tensors with values, which are captured) and returns its
+/// outputs as symbolic tensors. Only run_op calls it: every op node is made on run_op's path.
+/// @throws InvalidArgumentError for a symbolic input of another graph.
+std::vector<AnyTensor> add_op(Graph& graph, std::string_view name, std::span<const AnyTensor> inputs, NodeSpec spec);
 
 /// Adds a Const node holding `bytes` (host values of `dtype`, row-major; one value fills the shape,
 /// expanded when the node runs, as TensorFlow's TensorProto keeps one value) and returns its
@@ -64,7 +57,7 @@ AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const S
 
 /// Adds a Placeholder node (`_Arg` for a traced function's argument) and returns its output.
 AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
-                          std::string_view op = "Placeholder");
+                          const ops::OpInfo& op = graph_ops::Placeholder);
 
 /// For ops whose shape functions need every dimension (not marked `handles_unknown_dims`): `shape`
 /// (`what`: "input 0", "output") must be fully defined.
@@ -99,6 +92,15 @@ inline thread_local bool variable_creation_refused = false;
 /// not create variables (TensorFlow's text), and returns its initial value with values (evaluated
 /// now when symbolic). @throws InvalidArgumentError.
 AnyTensor variable_initial_value(const AnyTensor& initial);
+
+/// A variable being created: while a graph is being built on this thread, its initial value as
+/// variable_initial_value gives it (the variable is then made eagerly, TensorFlow's
+/// tf.init_scope); nothing in eager execution. @throws InvalidArgumentError as that.
+inline std::optional<AnyTensor> lifted_initial_value(const AnyTensor& initial) {
+  if (!building()) [[likely]]
+    return std::nullopt;
+  return variable_initial_value(initial);
+}
 
 /// How many variables this thread has created while building graphs.
 inline int variables_created_on_this_thread() noexcept { return detail::variables_created; }
@@ -161,24 +163,19 @@ DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t n
                                      node.requested.is_empty() ? std::string() : node.requested.to_string()}));
 }
 
-DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view op, std::string_view name,
-                                                   const KernelSupport* kernel, std::span<const AnyTensor> inputs,
-                                                   std::vector<OutputSpec> outputs, NodeKernel run, bool pass_through,
-                                                   Pointwise pointwise, RowReduction row_reduction, GemmAttrs gemm) {
+DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view name, std::span<const AnyTensor> inputs,
+                                                   NodeSpec spec) {
   Node node;
-  node.op = std::string(op);
-  node.kernel = kernel;
-  node.requested = current_graph_device_spec();
-  node.outputs = std::move(outputs);
-  node.run = std::move(run);
-  node.pass_through = pass_through;
-  node.pointwise = pointwise;
-  node.row_reduction = row_reduction;
-  node.gemm = gemm;
-  node.any_thread = true;  // the registry's ops run on the device their RunContext names
+  node.op = spec.op;
+  node.kernel = spec.kernel;
+  node.requested = spec.device ? std::move(*spec.device) : current_graph_device_spec();
+  node.outputs = std::move(spec.outputs);
+  node.run = std::move(spec.run);
+  node.resources = std::move(spec.resources);
+  node.fusion = spec.fusion;
   node.inputs.reserve(inputs.size());
-  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
-  node.name = node_name(graph, name, op);  // `name`: given, or the op's default node name
+  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, spec.op->name));
+  node.name = node_name(graph, name, spec.op->name);
   const auto n = node.outputs.size();
   const auto index = graph.add(std::move(node));
   const auto added = graph.node(index);
@@ -188,43 +185,11 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_vie
   return out;
 }
 
-DEVTENSOR_DEFINITION std::vector<AnyTensor> add_eager_node(
-    Graph& graph, std::string_view op, std::span<const AnyTensor> inputs, std::vector<OutputSpec> outputs,
-    std::function<std::vector<AnyTensor>(std::span<const AnyTensor>)> body, EagerNodeOptions options) {
-  Node node;
-  node.op = std::string(op);
-  node.requested = current_graph_device_spec();
-  for (const auto& in : inputs) node.inputs.push_back(graph.input_edge(in, op));
-  node.outputs = std::move(outputs);
-  node.stateful = options.stateful;
-  node.inputs_stay = true;
-  node.capturable = options.capturable;
-  node.name = graph.unique_name(op);
-  const std::size_t expected = node.outputs.size();
-  node.run = [body = std::move(body), expected, op = std::string(op)](const RunContext&, NodeInputs in,
-                                                                      std::span<AnyTensor> out) {
-    std::vector<AnyTensor> values;  // the eager code takes its inputs as a span of values
-    values.reserve(in.size());
-    for (const auto& v : in) values.push_back(v);
-    auto results = body(values);
-    if (results.size() != expected)
-      throw InternalError(op + " produced " + std::to_string(results.size()) + " values, its node has " +
-                          std::to_string(expected) + " outputs");
-    for (std::size_t i = 0; i < results.size(); ++i) out[i] = std::move(results[i]);
-  };
-  const auto n = node.outputs.size();
-  const auto index = graph.add(std::move(node));
-  const auto added = graph.node(index);
-  std::vector<AnyTensor> symbolic;
-  for (std::size_t i = 0; i < n; ++i) symbolic.push_back(symbolic_output(graph, index, *added, i));
-  return symbolic;
-}
-
 DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
                                             std::vector<std::byte> bytes) {
   Node node;
   node.name = node_name(graph, name, "Const");
-  node.op = "Const";
+  node.op = &graph_ops::Const;
   node.kind = NodeKind::constant;
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};
@@ -253,10 +218,10 @@ DEVTENSOR_DEFINITION AnyTensor add_constant(Graph& graph, std::string_view name,
 }
 
 DEVTENSOR_DEFINITION AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
-                                               std::string_view op) {
+                                               const ops::OpInfo& op) {
   Node node;
-  node.name = node_name(graph, name, op);
-  node.op = std::string(op);
+  node.name = node_name(graph, name, op.name);
+  node.op = &op;
   node.kind = NodeKind::placeholder;
   node.requested = current_graph_device_spec();
   node.outputs = {{dtype, shape}};

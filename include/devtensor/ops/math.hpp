@@ -18,9 +18,9 @@ namespace devtensor {
 namespace op_detail {
 template <Numeric T, class F>
 Tensor<T> scalar_operator(std::string_view name, const Tensor<T>& a, T b, bool scalar_left, F op) {
-  if (!graph::building()) [[likely]]
+  graph::NameScope scope(name);  // nothing outside a graph
+  if (!scope.active()) [[likely]]
     return scalar_left ? op(scalar<T>(b), a, OpOptions{}) : op(a, scalar<T>(b), OpOptions{});
-  graph::NameScope scope(name);
   const auto s = scalar<T>(b, {.name = scalar_left ? "x" : "y"});
   const std::string exact = scope.name() + "/";  // the op takes the scope's name itself
   return scalar_left ? op(s, a, {.name = exact}) : op(a, s, {.name = exact});

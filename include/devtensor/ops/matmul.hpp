@@ -19,8 +19,8 @@ namespace devtensor::ops {
 
 struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "MatMul";
-  static constexpr bool handles_unknown_dims = true;
-  static constexpr bool is_gemm = true;  // graph::GemmAttrs: its epilogue may fuse into cuBLASLt
+  // gemm: its epilogue may fuse into cuBLASLt (graph::GemmAttrs).
+  static constexpr OpTraits traits{.handles_unknown_dims = true, .gemm = true};
   struct Attrs {
     bool transpose_a = false;
     bool transpose_b = false;

@@ -27,7 +27,7 @@ namespace devtensor::ops {
 /// Softmax (or its log, `Log`) over the last axis of logits of rank >= 1.
 template <class Self, bool Log>
 struct SoftmaxOp : OpTable<FloatTypes, FloatTypes>, Builtin {
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   static constexpr bool log = Log;
   struct Attrs {};
   /// @throws InvalidArgumentError for a scalar (TensorFlow's text).

@@ -25,7 +25,10 @@
 ///   in the struct and defined beside the CPU loops and the CUDA kernels (the CUDA ones for nvcc
 ///   only). Family bases (UnaryOp, BinaryOp) define both from the scalar function;
 /// - `gradient<T>(GradArgs)`, written with devtensor's ops (so it runs wherever they are placed and
-///   is itself differentiable), or `differentiable = false` for ops that have none by nature.
+///   is itself differentiable);
+/// - `traits`: an OpTraits aggregate of what the op is (elementwise, a view, stateful, a collective,
+///   ...), written with designated initialisers, so a misspelt property does not compile. Graph
+///   passes, the executor and CUDA-graph capture read a node's traits, never flags of their own.
 /// run_op (ops/run_op.hpp) runs any such op; ops/op_list.hpp lists devtensor's own, and the CUDA
 /// translation unit, docs/op_support.md, the gradient and fuzz tests iterate over that list.
 
@@ -39,6 +42,7 @@
 #include "devtensor/core/source_location.hpp"
 #include "devtensor/device/tags.hpp"
 #include "devtensor/ops/kernel_context.hpp"
+#include "devtensor/ops/op_traits.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -145,8 +149,7 @@ concept HasGradient = Floating<T> && requires(const GradArgs<T, typename Op::Att
 /// Ops that are not differentiable by nature (comparisons): never recorded.
 template <class Op>
 constexpr bool differentiable() {
-  if constexpr (requires { Op::differentiable; }) return Op::differentiable;
-  else return true;
+  return op_traits<Op>().differentiable;
 }
 
 }  // namespace ops

@@ -23,6 +23,9 @@
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
+#include "devtensor/ops/op_traits.hpp"
+#include "devtensor/ops/run_op.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 
 namespace devtensor {
@@ -63,6 +66,23 @@ class PrintArgument {
 /// A tensor's values as tf.print writes them: `[1 2.5 -3]`, rows on new lines, floats with six
 /// significant digits, at most 2 * summarize elements per axis (`...` between).
 std::string print_format(const AnyTensor& t, int summarize = 3);
+
+namespace ops {
+/// tf.print's op (PrintV2): its text and its tensors' values on one line of its stream. A node
+/// prints at every run, in program order with the other prints to its stream (the stream is the
+/// state it changes: Note [Automatic control dependencies]), on the caller's thread.
+struct PrintV2 : TensorLevel {
+  static constexpr std::string_view name = "PrintV2";
+  static constexpr OpTraits traits{.stateful = true, .differentiable = false, .any_thread = false};
+  struct Attrs {
+    std::vector<PrintArgument> arguments;
+    PrintOpOptions options;
+  };
+  static void eager(const Attrs& a);
+  /// Its inputs are the tensors; the text stays in the kernel.
+  static void graph(graph::Graph& graph, const Attrs& a);
+};
+}  // namespace ops
 
 /// Prints the arguments separated by spaces, then a newline.
 /// @throws InvalidArgumentError for an undefined tensor.
@@ -144,42 +164,45 @@ DEVTENSOR_DEFINITION std::string print_format(const AnyTensor& t, int summarize)
   return out;
 }
 
-DEVTENSOR_DEFINITION void print(std::initializer_list<PrintArgument> arguments, const PrintOpOptions& options) {
-  std::vector<PrintArgument> args(arguments);
-  const auto write = [options](const std::vector<PrintArgument>& values) {
-    std::string line;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (i) line += ' ';
-      line += values[i].is_tensor() ? print_format(values[i].tensor(), options.summarize) : values[i].text();
-    }
-    line += '\n';
-    std::ostream& os = options.output_stream ? *options.output_stream : std::cerr;
-    os << line << std::flush;
-  };
-  auto* graph = graph::building();
-  if (!graph) {
-    write(args);
-    return;
+namespace print_detail {
+inline void write(const std::vector<PrintArgument>& values, const PrintOpOptions& options) {
+  std::string line;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) line += ' ';
+    line += values[i].is_tensor() ? print_format(values[i].tensor(), options.summarize) : values[i].text();
   }
-  // A node: its inputs are the tensors; the text stays in the kernel.
-  graph::Node node;
+  line += '\n';
+  std::ostream& os = options.output_stream ? *options.output_stream : std::cerr;
+  os << line << std::flush;
+}
+}  // namespace print_detail
+
+DEVTENSOR_DEFINITION void ops::PrintV2::eager(const Attrs& a) { print_detail::write(a.arguments, a.options); }
+
+DEVTENSOR_DEFINITION void ops::PrintV2::graph(graph::Graph& graph, const Attrs& a) {
+  std::vector<AnyTensor> inputs;
   std::vector<bool> is_tensor;
-  for (const auto& a : args) {
-    is_tensor.push_back(a.is_tensor());
-    if (a.is_tensor()) node.inputs.push_back(graph->input_edge(a.tensor(), "PrintV2"));
+  for (const auto& arg : a.arguments) {
+    is_tensor.push_back(arg.is_tensor());
+    if (arg.is_tensor()) inputs.push_back(arg.tensor());
   }
-  node.name = graph->unique_name("PrintV2");
-  node.op = "PrintV2";
-  node.stateful = true;
-  node.requested = DeviceSpec::parse(kHostCpuDeviceName);  // TensorFlow's PrintV2 runs on the CPU
-  node.run = [args, is_tensor, write](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
+  graph::NodeSpec spec{&info_of<PrintV2>, {}};
+  spec.device = DeviceSpec::parse(kHostCpuDeviceName);  // TensorFlow's PrintV2 runs on the CPU
+  std::ostream* stream = a.options.output_stream ? a.options.output_stream : &std::cerr;
+  spec.resources = {{stream, true}};
+  spec.run = [args = a.arguments, is_tensor, options = a.options](const graph::RunContext&, graph::NodeInputs in,
+                                                                 std::span<AnyTensor>) {
     std::vector<PrintArgument> values = args;
     std::size_t next = 0;
     for (std::size_t i = 0; i < values.size(); ++i)
       if (is_tensor[i]) values[i] = PrintArgument::of(in[next++]);
-    write(values);
+    print_detail::write(values, options);
   };
-  graph->add(std::move(node));
+  (void)graph::add_op(graph, name, inputs, std::move(spec));
+}
+
+DEVTENSOR_DEFINITION void print(std::initializer_list<PrintArgument> arguments, const PrintOpOptions& options) {
+  run_op<ops::PrintV2>({std::vector<PrintArgument>(arguments), options});
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

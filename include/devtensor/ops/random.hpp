@@ -114,7 +114,7 @@ struct RandomStandardNormal : RandomOp<RandomStandardNormal, detail::NormalValue
 struct StatelessRandomUniform : OpTable<TypeList<std::int64_t>, TypeList<std::int64_t>>, Builtin {
   static constexpr std::string_view name = "StatelessRandomUniform";
   static constexpr bool never_pin_to_host = true;
-  static constexpr bool differentiable = false;
+  static constexpr OpTraits traits{.differentiable = false};
   struct Attrs {
     Shape shape;
     std::uint64_t seed = 0;

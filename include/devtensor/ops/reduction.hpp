@@ -56,7 +56,7 @@ DEVTENSOR_DEFINITION Shape reduced_shape(const ReduceAttrs& attrs, const Shape& 
 template <class Self, Reduction Kind>
 struct ReduceOp : OpTable<NumericTypes, NumericTypes>, Builtin {
   static constexpr Reduction kind = Kind;
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = ReduceAttrs;
   static std::vector<bool> reduced(const Attrs& attrs, const Shape& input) {
     return reduced_dims(attrs, input, Self::name);

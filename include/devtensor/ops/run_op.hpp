@@ -216,7 +216,7 @@ Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, c
         local[i] = &copies[i].emplace(to_device(in, device, Op::name, static_cast<int>(i)));
     }
   Tensor<Out> out;
-  if constexpr (requires { requires Op::is_view; }) {
+  if constexpr (ops::op_traits<Op>().view) {
     static_assert(N == 1 && std::is_same_v<Out, T>, "a view has one input of the output's type");
     out = Tensor<Out>(local[0]->storage(), std::move(shape));  // the input's buffer, a new tensor value
   } else {
@@ -238,13 +238,9 @@ using output_t = std::conditional_t<std::is_void_v<Out>, T, Out>;
 
 // --- graph mode: the node that runs the op later ----------------------------------------------------
 
-/// Identity goes with its input in a graph (SPEC 2.2's pass-through ops).
-template <class Op>
-inline constexpr bool pass_through_v = Op::name == std::string_view("Identity");
-
 /// Whether Op's shape function accepts unknown dimensions (a graph's partial shapes).
 template <class Op>
-inline constexpr bool handles_unknown_dims_v = requires { requires Op::handles_unknown_dims; };
+inline constexpr bool handles_unknown_dims_v = ops::op_traits<Op>().handles_unknown_dims;
 
 /// Op's shape function over the shapes of N typed inputs.
 template <class Op, class T, std::size_t N>
@@ -269,7 +265,7 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
   if constexpr (N > 0)  // nvcc warns on `i < 0`
     for (std::size_t i = 0; i < N; ++i) erased[i] = AnyTensor(*inputs[i]);
   graph::NodeKernel run = [attrs](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
-    if constexpr (!requires { requires Op::is_view; }) {
+    if constexpr (!ops::op_traits<Op>().view) {
       // A replay writes into the previous run's buffer when nobody else holds it (Note [Replays
       // reuse small buffers]); a tape around the call records fresh tensors instead.
       const Shape now = [&]<std::size_t... I>(std::index_sequence<I...>) {  // this run's shape
@@ -294,11 +290,10 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
       }
     out[0] = AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)));
   };
-  const Tensor<O> out = graph::add_op(graph, Op::name, name.empty() ? ops::default_node_name<Op>() : name,
-                                      &kernel_support<Op, T>, erased, {{dtype_enum<O>(), shape}}, std::move(run),
-                                      pass_through_v<Op>, pointwise_of<Op, O, T>(), row_reduction, gemm_of<Op>(attrs))
-                           .front()
-                           .template as<O>();
+  graph::NodeSpec spec{&ops::info_of<Op>, {{dtype_enum<O>(), shape}}, std::move(run), &kernel_support<Op, T>};
+  spec.fusion = {pointwise_of<Op, O, T>(), row_reduction, gemm_of<Op>(attrs)};
+  const Tensor<O> out =
+      graph::add_op(graph, name.empty() ? ops::default_node_name<Op>() : name, erased, std::move(spec)).front().template as<O>();
   // A tape inside a trace records the symbolic op: its gradient then adds the gradient's nodes.
   record<Op, O, T>(attrs, std::span<const Tensor<T>* const>(inputs.data(), N), std::span<const Tensor<O>>(&out, 1));
   return out;
@@ -335,7 +330,8 @@ DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::
     for (std::size_t i = 0; i < results.size(); ++i) out[i] = AnyTensor(results[i]);
   };
   std::vector<Tensor<T>> out;
-  for (const auto& t : graph::add_op(graph, Op::name, name, &kernel_support<Op, T>, erased, std::move(outputs), std::move(run)))
+  for (const auto& t : graph::add_op(graph, name.empty() ? ops::default_node_name<Op>() : name, erased,
+                                     {&ops::info_of<Op>, std::move(outputs), std::move(run), &kernel_support<Op, T>}))
     out.push_back(t.template as<T>());
   record<Op, T, T>(attrs, std::span<const Tensor<T>* const>(inputs), std::span<const Tensor<T>>(out));
   return out;
@@ -368,7 +364,7 @@ void run_body_on(const typename Op::Attrs& attrs, std::span<const Tensor<T>> inp
 /// element type `Out` (T unless given: Cast). @throws what the shape function, the placer, the
 /// allocator or the body throw (InvalidArgumentError, ResourceExhaustedError, ...).
 template <class Op, class Out = void, Element T, class... Rest>
-  requires(std::same_as<Rest, Tensor<T>> && ...)
+  requires(!ops::TensorLevelOp<Op> && (std::same_as<Rest, Tensor<T>> && ...))
 Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, const Tensor<T>& first, const Rest&... rest) {
   using O = op_detail::output_t<Out, T>;
   const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
@@ -383,7 +379,7 @@ Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, cons
 }
 /// The same with TensorFlow's `name=`, which names the node in graph mode (eager ops ignore it).
 template <class Op, class Out = void, Element T, class... Rest>
-  requires(std::same_as<Rest, Tensor<T>> && ...)
+  requires(!ops::TensorLevelOp<Op> && (std::same_as<Rest, Tensor<T>> && ...))
 Tensor<op_detail::output_t<Out, T>> run_op(const OpOptions& options, const typename Op::Attrs& attrs, const Tensor<T>& first,
                                            const Rest&... rest) {
   if (!options.name.empty()) [[unlikely]]
@@ -447,6 +443,16 @@ std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Ten
   const Device& device = place_op(kernel_support<Op, T>, small_host_int_inputs(input));
   const Tensor<T>* inputs[1] = {&input};
   return op_detail::execute<Op, T, T>(attrs, device, inputs, shapes);
+}
+
+/// Runs an op whose kernel works on whole tensors (ops::TensorLevel: a variable's read or write, an
+/// optimizer's update, a reduction across replicas): now, or, while a graph is being built on the
+/// thread, as a node of that graph that runs it at every run of the graph.
+template <ops::TensorLevelOp Op, class... Args>
+decltype(auto) run_op(const typename Op::Attrs& attrs, const Args&... args) {
+  if (auto* graph = graph::building()) [[unlikely]]
+    return Op::graph(*graph, attrs, args...);
+  return Op::eager(attrs, args...);
 }
 
 /// Runs Op on a device already chosen (a variable's device, a graph node's assignment): no

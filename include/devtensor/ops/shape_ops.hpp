@@ -34,8 +34,7 @@ inline std::string dims_string(const std::vector<std::int64_t>& dims) {
 /// shares the input's buffer, as TensorFlow's reshape does.
 struct Reshape : KernelTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Reshape";
-  static constexpr bool handles_unknown_dims = true;
-  static constexpr bool is_view = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true, .view = true};
   struct Attrs {
     std::vector<std::int64_t> shape;
   };
@@ -85,8 +84,7 @@ DEVTENSOR_DEFINITION Shape Reshape::output_shape(const Attrs& attrs, const Shape
 /// buffer otherwise.
 struct Identity : KernelTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Identity";
-  static constexpr bool handles_unknown_dims = true;
-  static constexpr bool is_view = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true, .view = true, .pass_through = true};
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
   template <Floating T>
@@ -96,7 +94,7 @@ struct Identity : KernelTable<AllTypes, AllTypes>, Builtin {
 /// Permutes the dimensions; no permutation reverses them.
 struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Transpose";
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
     std::vector<std::int64_t> perm;
   };
@@ -150,7 +148,7 @@ struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
 /// Joins a list of tensors along `axis`.
 struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "ConcatV2";
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
     std::int64_t axis = 0;
   };
@@ -349,7 +347,7 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
 /// true for bool; int64 -> int32 wraps.
 struct Cast : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Cast";
-  static constexpr bool handles_unknown_dims = true;
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
     DType to = DType::DT_FLOAT;
   };

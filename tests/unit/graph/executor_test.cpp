@@ -1114,33 +1114,43 @@ BOOST_AUTO_TEST_CASE(a_value_read_on_another_device_is_copied_there_once_per_run
   use_fake_gpus(1);
 }
 
-// An eager node (graph::add_eager_node) runs host code at every call: a graph records it only when
-// it says that code just queues device work (EagerNodeOptions::capturable), and then only the GPUs
-// the graph spans: work on another GPU would run at capture and never again.
-BOOST_AUTO_TEST_CASE(eager_nodes_are_recorded_only_when_capturable) {
+// An op of host code (ops::HostFunction) runs that code at every call: a graph records it only
+// when its kind says the code just queues device work (OpTraits::capturable), and then only the
+// GPUs the graph spans: work on another GPU would run at capture and never again.
+namespace {
+struct TwiceOnHost {
+  static constexpr std::string_view name = "Twice";
+  static constexpr dt::ops::OpTraits traits{.communication = true, .capturable = false, .any_thread = false};
+};
+struct TwiceOnDevice {
+  static constexpr std::string_view name = "Twice";
+  static constexpr dt::ops::OpTraits traits{.communication = true, .any_thread = false};
+};
+}  // namespace
+BOOST_AUTO_TEST_CASE(host_code_ops_are_recorded_only_when_capturable) {
   use_fake_gpus(2);
   int host_runs = 0;
-  const auto make = [&](dt::graph::EagerNodeOptions options, const char* where) {
+  const auto make = [&]<class Kind>(Kind, const char* where) {
     return dt::function(
-        [&host_runs, options, where](const dt::Tensor<float>& x) {
-          const dt::AnyTensor in[1] = {dt::AnyTensor(x * 3.0f)};
-          const auto out = dt::graph::add_eager_node(
-              *dt::graph::building(), "Twice", in, {{dt::DType::DT_FLOAT, x.shape()}},
-              [&host_runs, where](std::span<const dt::AnyTensor> v) {
-                ++host_runs;
-                dt::DeviceScope scope(where);
-                return std::vector<dt::AnyTensor>{dt::AnyTensor(v[0].as<float>() * 2.0f)};
-              },
-              options);
-          return out.front().as<float>() + 1.0f;
+        [&host_runs, where](const dt::Tensor<float>& x) {
+          const std::vector<dt::AnyTensor> in{dt::AnyTensor(x * 3.0f)};
+          const auto out = dt::run_op<dt::ops::HostFunction<Kind>>(
+              {[&host_runs, where](std::span<const dt::AnyTensor> v) {
+                 ++host_runs;
+                 dt::DeviceScope scope(where);
+                 return std::vector<dt::AnyTensor>{dt::AnyTensor(v[0].as<float>() * 2.0f)};
+               },
+               {{dt::DType::DT_FLOAT, x.shape()}}},
+              in);
+          return out.front().template as<float>() + 1.0f;
         },
         {.name = "twice", .cuda_graph = true});
   };
   dt::DeviceScope gpu0("/GPU:0");
   const auto x = dt::constant<float>({1, -2});
-  auto host_code = make({}, "/GPU:0");
-  auto device_work = make({.capturable = true}, "/GPU:0");
-  auto elsewhere = make({.capturable = true}, "/GPU:1");
+  auto host_code = make(TwiceOnHost{}, "/GPU:0");
+  auto device_work = make(TwiceOnDevice{}, "/GPU:0");
+  auto elsewhere = make(TwiceOnDevice{}, "/GPU:1");
   for (int i = 0; i < 4; ++i) {
     BOOST_TEST(host_code(x).to_vector() == (std::vector<float>{7, -11}), boost::test_tools::per_element());
     BOOST_TEST(device_work(x).to_vector() == (std::vector<float>{7, -11}), boost::test_tools::per_element());
@@ -1156,6 +1166,13 @@ BOOST_AUTO_TEST_CASE(eager_nodes_are_recorded_only_when_capturable) {
   BOOST_TEST(host_runs == 4 + 4 + 5);  // the fake replays by running the host code again; one failed capture
 }
 
+namespace {
+/// Host code that says it only queues device work, though it reads the host (a test's lie).
+struct HostRead {
+  static constexpr std::string_view name = "HostRead";
+  static constexpr dt::ops::OpTraits traits{.communication = true, .any_thread = false};
+};
+}  // namespace
 // A capture that fails after the step's host code ran (here a host read after the update): CUDA
 // records without running, so the update never ran, and the host's count of it is undone before
 // the op-by-op run counts it (Capture::undo). The platform here says so, as CUDA does, though the
@@ -1177,13 +1194,14 @@ BOOST_AUTO_TEST_CASE(a_failed_capture_undoes_the_host_count_of_its_step) {
     auto step = dt::function(
         [&](const dt::Tensor<float>& g) {
           sgd.apply_gradients({g}, {w});
-          const dt::AnyTensor in[1] = {dt::AnyTensor(w.value())};
-          return dt::graph::add_eager_node(*dt::graph::building(), "HostRead", in, {{dt::DType::DT_FLOAT, dt::Shape{}}},
-                                           [](std::span<const dt::AnyTensor> v) {
-                                             const float first = v[0].as<float>().to_vector()[0];  // a host read
-                                             return std::vector<dt::AnyTensor>{dt::AnyTensor(dt::scalar<float>(first))};
-                                           },
-                                           {.capturable = true})
+          const std::vector<dt::AnyTensor> in{dt::AnyTensor(w.value())};
+          return dt::run_op<dt::ops::HostFunction<HostRead>>(
+                     {[](std::span<const dt::AnyTensor> v) {
+                        const float first = v[0].as<float>().to_vector()[0];  // a host read
+                        return std::vector<dt::AnyTensor>{dt::AnyTensor(dt::scalar<float>(first))};
+                      },
+                      {{dt::DType::DT_FLOAT, dt::Shape{}}}},
+                     in)
               .front()
               .as<float>();
         },

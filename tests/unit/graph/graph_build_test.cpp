@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(nodes_get_tensorflow_names) {
                                           "Foo_1/Identity", "foo_2"};
   BOOST_TEST(g.node_names() == expected, boost::test_tools::per_element());
   std::vector<std::string> ops;
-  for (const auto& n : g.nodes()) ops.push_back(n->op);
+  for (const auto& n : g.nodes()) ops.emplace_back(n->type());
   BOOST_TEST(ops[2] == "Mul");
   BOOST_TEST(ops[3] == "AddV2");
   BOOST_TEST(ops[11] == "RealDiv");
@@ -171,8 +171,8 @@ BOOST_AUTO_TEST_CASE(threads_build_one_graph_with_their_own_name_scopes) {
   std::set<std::string> names;
   for (const auto& n : nodes) {
     names.insert(n->name);
-    if (n->op == "Relu") BOOST_TEST(n->name.starts_with("a/Relu"), n->name);
-    if (n->op == "Neg") BOOST_TEST(n->name.starts_with("b/Neg"), n->name);
+    if (n->type() == "Relu") BOOST_TEST(n->name.starts_with("a/Relu"), n->name);
+    if (n->type() == "Neg") BOOST_TEST(n->name.starts_with("b/Neg"), n->name);
   }
   BOOST_TEST(names.size() == nodes.size());  // unique
 }
@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(placeholders_need_a_graph) {
   auto scope = g.as_default();
   auto x = v1::placeholder<float>({2}, {.name = "x"});
   BOOST_TEST(x.symbolic_ref()->name == "x:0");
-  BOOST_TEST(g.nodes().front()->op == "Placeholder");
+  BOOST_TEST(g.nodes().front()->type() == "Placeholder");
 }
 
 // A constant of one value and a shape is a splat (TensorFlow's TensorProto keeps one value): the

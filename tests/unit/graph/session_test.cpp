@@ -172,13 +172,14 @@ BOOST_AUTO_TEST_CASE(a_device_without_the_kernel_and_an_op_without_kernels) {
   BOOST_TEST(soft.run(c).to_vector() == (std::vector<std::int32_t>{7, 10, 15, 22}), boost::test_tools::per_element());
 
   static constexpr dt::KernelSupport nowhere{"Nowhere", "DT_FLOAT", false, false, nullptr, nullptr, false};
+  static constexpr dt::ops::OpInfo nowhere_op{"Nowhere", {}};
   v1::Graph h;
   dt::AnyTensor out;
   {
     auto scope = h.as_default();
     const dt::AnyTensor in = dt::constant<float>({1});
-    out = dt::graph::add_op(*h.impl(), "Nowhere", "", &nowhere, std::span(&in, 1), {{dt::DType::DT_FLOAT, dt::Shape{1}}},
-                            nullptr)
+    out = dt::graph::add_op(*h.impl(), "", std::span(&in, 1),
+                            {&nowhere_op, {{dt::DType::DT_FLOAT, dt::Shape{1}}}, nullptr, &nowhere})
               .front();
   }
   v1::Session none(h, {.allow_soft_placement = true});

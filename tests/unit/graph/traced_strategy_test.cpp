@@ -133,7 +133,14 @@ BOOST_AUTO_TEST_CASE(the_team_grows_to_the_parts_a_graph_has) {
   BOOST_TEST(four == one, boost::test_tools::per_element());
 }
 
-// A run nested in a part (an eager node of the caller's part that calls another function with
+namespace {
+/// An op of host code that calls another traced function.
+struct Nested {
+  static constexpr std::string_view name = "Nested";
+  static constexpr dt::ops::OpTraits traits{.communication = true, .any_thread = false};
+};
+}  // namespace
+// A run nested in a part (an op of host code in the caller's part that calls another function with
 // parts) finds the team busy and runs one step after another: no deadlock, the same values.
 BOOST_AUTO_TEST_CASE(a_run_nested_in_a_part_runs_on_its_thread) {
   dt::config::threading::set_inter_op_parallelism_threads(2);
@@ -141,11 +148,11 @@ BOOST_AUTO_TEST_CASE(a_run_nested_in_a_part_runs_on_its_thread) {
   const auto w = dt::random_uniform<float>({4, 4}, {.minval = -0.6, .maxval = 0.6, .seed = 2});
   auto inner = dt::function(two_devices);
   auto outer = dt::function([&](const dt::Tensor<float>& x) {
-    const dt::AnyTensor in[1] = {dt::AnyTensor(x)};
-    const auto nested = dt::graph::add_eager_node(*dt::graph::building(), "Nested", in, {{dt::DType::DT_FLOAT, dt::Shape{}}},
-                                                  [&](std::span<const dt::AnyTensor> v) {
-                                                    return std::vector<dt::AnyTensor>{dt::AnyTensor(inner(v[0].as<float>(), w))};
-                                                  });
+    const std::vector<dt::AnyTensor> in{dt::AnyTensor(x)};
+    const auto nested = dt::run_op<dt::ops::HostFunction<Nested>>(
+        {[&](std::span<const dt::AnyTensor> v) { return std::vector<dt::AnyTensor>{dt::AnyTensor(inner(v[0].as<float>(), w))}; },
+         {{dt::DType::DT_FLOAT, dt::Shape{}}}},
+        in);
     return dt::add(nested.front().as<float>(), two_devices(x, w));
   });
   const auto x = dt::random_uniform<float>({6, 4}, {.seed = 1});

@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(variables_get_tensorflows_nodes) {
                                           "v/Assign", "v/Read/ReadVariableOp", "ReadVariableOp", "mul/y", "mul", "init"};
   BOOST_TEST(g.node_names() == expected, boost::test_tools::per_element());
   std::vector<std::string> ops;
-  for (const auto& n : g.nodes()) ops.push_back(n->op);
+  for (const auto& n : g.nodes()) ops.emplace_back(n->type());
   BOOST_TEST(ops[1] == "VarHandleOp");
   BOOST_TEST(ops[3] == "AssignVariableOp");
   BOOST_TEST(ops[8] == "NoOp");

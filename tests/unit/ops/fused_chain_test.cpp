@@ -30,7 +30,7 @@ template <class Op>
 ChainOp chain_op() {
   const int code = chain::code_of(Op::name, dt::DType::DT_FLOAT);
   BOOST_TEST_REQUIRE(code >= 0, Op::name);
-  if constexpr (Op::pointwise_arity == 1)
+  if constexpr (dt::ops::op_traits<Op>().pointwise_arity == 1)
     return {code, 1, [](float a, float) { return Op{}(a); }};
   else
     return {code, 2, [](float a, float b) { return Op{}(a, b); }};
