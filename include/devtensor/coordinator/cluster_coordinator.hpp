@@ -2,9 +2,8 @@
 /// @file cluster_coordinator.hpp
 /// @brief TensorFlow's tf.distribute.coordinator.ClusterCoordinator: the chief schedules functions
 /// that run on whichever worker is free, and collects their results (RemoteValue), while the
-/// workers train asynchronously against the ps tasks.
-///
-/// (README: "Parameter-server training" shows a whole program; examples/17_parameter_server.cpp.)
+/// workers train asynchronously against the ps tasks. (README: "Parameter-server training" shows a
+/// whole program; examples/17_parameter_server.cpp.)
 ///
 /// Functions are matched across processes by the order of `function` calls, per-worker datasets
 /// by the order of `create_per_worker_dataset` calls: every task makes the same ones, in the same
@@ -121,7 +120,7 @@ class ClusterCoordinator {
   std::thread dispatcher_;
 
   [[noreturn]] void serve();  // a worker's loop
-  void dispatch();           // the chief's dispatcher thread
+  void dispatch(const ThreadState& creator);  // the chief's dispatcher thread, in its creator's context
   void finish(const std::shared_ptr<Closure>& closure, ps_wire::Reader* result, std::exception_ptr error);
   void enqueue(std::shared_ptr<Closure> closure);
   template <Element... Ts>
@@ -138,7 +137,7 @@ inline ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy)
     : strategy_(strategy), state_(strategy.state()) {
   if (!strategy.is_chief()) return;
   workers_.resize(static_cast<std::size_t>(strategy.num_workers()));
-  dispatcher_ = std::thread([this] { dispatch(); });
+  dispatcher_ = std::thread([this, context = ThreadState::snapshot()] { dispatch(context); });
 }
 
 inline ClusterCoordinator::~ClusterCoordinator() {
@@ -335,7 +334,8 @@ inline void ClusterCoordinator::finish(const std::shared_ptr<Closure>& closure, 
   changed_.notify_all();
 }
 
-inline void ClusterCoordinator::dispatch() {
+inline void ClusterCoordinator::dispatch(const ThreadState& creator) {
+  const ThreadStateGuard as_creator(creator);  // Note [One thread state]
   const double timeout = state_.options.timeout_seconds;
   const auto silence = std::chrono::duration_cast<ps_wire::Clock::duration>(ps_wire::seconds(timeout));
   const auto start_limit = ps_wire::Clock::now() + std::max(silence * 6, std::chrono::duration_cast<ps_wire::Clock::duration>(std::chrono::seconds(60)));

@@ -20,6 +20,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/multi_worker/cluster_resolver.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/tensor/shape.hpp"
 
 namespace devtensor::distribute {
@@ -99,10 +100,7 @@ struct ClosureWrites {
       w.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::write)).put<std::uint64_t>(0).put<std::uint32_t>(0);
   }
 };
-inline ClosureWrites*& current_closure_writes() noexcept {
-  thread_local ClosureWrites* writes = nullptr;
-  return writes;
-}
+inline ClosureWrites*& current_closure_writes() noexcept { return this_thread_state().closure_writes; }
 
 /// What every task's remote variables share, whatever their element type.
 class RemoteSlot {

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "devtensor/ops/random.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #endif
 
 namespace devtensor::data::pipeline {
@@ -122,7 +123,8 @@ Open<E> shuffle(Open<E> open, std::int64_t buffer_size, std::uint64_t base, bool
 template <class E>
 class Prefetcher {
  public:
-  Prefetcher(Next<E> inner, std::size_t buffer) : inner_(std::move(inner)), buffer_(buffer), thread_([this] { produce(); }) {}
+  Prefetcher(Next<E> inner, std::size_t buffer)
+      : inner_(std::move(inner)), buffer_(buffer), reader_(ThreadState::snapshot()), thread_([this] { produce(); }) {}
   Prefetcher(const Prefetcher&) = delete;
   Prefetcher& operator=(const Prefetcher&) = delete;
   ~Prefetcher() {
@@ -152,6 +154,7 @@ class Prefetcher {
  private:
   void produce() noexcept {
     try {
+      const ThreadStateGuard as_reader(reader_);  // the steps run in the reader's context (scopes, strategy)
       for (;;) {
         {
           std::unique_lock lock(mutex_);
@@ -182,6 +185,7 @@ class Prefetcher {
   bool done_ = false;
   bool stop_ = false;
   std::exception_ptr error_;
+  ThreadState reader_;  // the context the pass was opened in (Note [One thread state])
   std::thread thread_;  // last: it starts once the rest is built
 };
 

@@ -31,6 +31,13 @@ namespace devtensor {
 
 class DeviceScope;
 
+/// What a thread's DeviceScopes request, as another thread starts with it (ThreadStateGuard):
+/// the merged spec ops see, and the one graph nodes see.
+struct DeviceRequest {
+  DeviceSpec spec;
+  DeviceSpec graph_spec;
+};
+
 namespace detail {
 
 /// One thread's scope stack. `generation` changes on every push and pop, so the placer can cache
@@ -79,6 +86,10 @@ class [[nodiscard]] DeviceScope {
 
   /// TensorFlow's tf.device(None): a scope whose requested spec is empty.
   [[nodiscard]] explicit DeviceScope(std::nullopt_t) { push(DeviceSpec(), DeviceSpec()); }
+
+  /// Another thread's request put in effect here, as it is (ThreadStateGuard: a thread that runs
+  /// work for another starts in that thread's scopes).
+  [[nodiscard]] explicit DeviceScope(const DeviceRequest& request) { push(request.spec, request.graph_spec); }
 
   DeviceScope() = delete;
   DeviceScope(std::nullptr_t) = delete;
@@ -178,5 +189,13 @@ inline std::uint64_t device_scope_generation() noexcept { return detail::scope_s
 
 /// Number of scopes open on this thread.
 inline std::size_t device_scope_depth() noexcept { return detail::scope_stack().entries.size(); }
+
+/// What this thread's scopes request now, for another thread to start with; nothing outside every
+/// scope.
+inline std::optional<DeviceRequest> current_device_request() {
+  const auto& stack = detail::scope_stack();
+  if (stack.entries.empty()) return std::nullopt;
+  return DeviceRequest{stack.entries.back().spec, stack.entries.back().graph_spec};
+}
 
 }  // namespace devtensor

@@ -18,6 +18,7 @@
 
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/values.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::distribute {
@@ -205,10 +206,7 @@ class ScopedSet {
 struct DistributionScope {
   std::shared_ptr<StrategyInterface> strategy;
 };
-inline const DistributionScope*& current_distribution_scope() noexcept {
-  thread_local const DistributionScope* scope = nullptr;
-  return scope;
-}
+inline const DistributionScope*& current_distribution_scope() noexcept { return this_thread_state().distribution_scope; }
 
 /// A replica context: set on a strategy's worker thread while it runs replica `replica_id`.
 struct ReplicaContextState {
@@ -217,10 +215,7 @@ struct ReplicaContextState {
   int num_replicas = 1;      // in the sync group
   int local_replica_id = 0;  // this process's replica: the component of a distributed variable
 };
-inline const ReplicaContextState*& current_replica_context() noexcept {
-  thread_local const ReplicaContextState* context = nullptr;
-  return context;
-}
+inline const ReplicaContextState*& current_replica_context() noexcept { return this_thread_state().replica_context; }
 
 inline void MergePoint::throw_aborted() {
   throw MergeAbandonedError(

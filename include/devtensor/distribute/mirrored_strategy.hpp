@@ -353,13 +353,15 @@ class MirroredStrategy {
       const auto graph = graph::current_graph();
       tracing = graph != nullptr;
       if (tracing) turns.reset(n);
+      // Each replica starts in the caller's context (Note [One thread state]), then its own replica
+      // context and device.
+      const ThreadState caller = ThreadState::snapshot();
       workers->run([&](int r) {
+        const ThreadStateGuard as_caller(caller);
         const ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
         const ScopedSet in_replica(current_replica_context(), &state);
         DeviceScope scope(devices[static_cast<std::size_t>(r)].spec);
-        std::optional<graph::GraphScope> into_graph;
         std::optional<graph::NameScope> replica_names;
-        if (graph) into_graph.emplace(graph);
         if (graph && r > 0) replica_names.emplace("replica_" + std::to_string(r));
         try {
           if (graph) turns.wait(r);

@@ -20,6 +20,7 @@
 #include "devtensor/graph/inter_op.hpp"
 #include "devtensor/ops/capture.hpp"
 #include "devtensor/ops/record.hpp"
+#include "devtensor/ops/thread_state.hpp"
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 namespace devtensor::graph {
@@ -123,21 +124,20 @@ DEVTENSOR_DEFINITION bool Executable::run_parts(RunState& state, const std::vect
   if (autodiff::tapes_active() || KeepAllocations::current() || Capture::current()) return false;
   for (std::size_t s = 0; s < steps_.size(); ++s)
     if (awaited_[s]) state.done[s].store(0, std::memory_order_relaxed);  // published by the team's start
-  // The workers act in the caller's distribution contexts (a distributed variable's read
-  // depends on them).
-  const auto* const scope = distribute::current_distribution_scope();
-  const auto* const replica = distribute::current_replica_context();
+  // The workers act in the caller's context (Note [One thread state]): a distributed variable's
+  // read depends on its strategy and replica context.
+  const ThreadState caller = ThreadState::snapshot();
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::exception_ptr error;
   std::size_t error_step = 0;
   const std::function<void(int)> part = [&](int p) {
-    const distribute::ScopedSet<distribute::DistributionScope> in_scope(distribute::current_distribution_scope(), scope);
-    const distribute::ScopedSet<distribute::ReplicaContextState> in_replica(distribute::current_replica_context(), replica);
+    std::optional<ThreadStateGuard> as_caller;
     const auto& steps = parts_[static_cast<std::size_t>(p)];
     Scratch& scratch = state.scratch[static_cast<std::size_t>(p)];
     std::size_t i = 0;
     try {
+      if (p != 0) as_caller.emplace(caller);  // part 0 runs on the caller's thread
       for (; i < steps.size(); ++i) {
         const std::size_t s = steps[i];
         for (std::size_t w = wait_begin_[s]; w < wait_begin_[s + 1]; ++w) executor_detail::await_step(state.done[waits_[w]]);

@@ -21,6 +21,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/nn_ops.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
@@ -56,28 +57,19 @@ enum class Activation { linear, relu, sigmoid, tanh, softmax };
   return x;
 }
 
-/// What random layers (Dropout) draw from during a model's training step: the step's seed (a
-/// one-element int64 tensor, a traced step's argument) and the replica's index. The model sets it
-/// on each replica's thread for the step; outside a step there is none and a layer counts its
-/// own calls.
-struct StepSeed {
-  const Tensor<std::int64_t>* seed = nullptr;
-  int replica = 0;
-};
+/// What random layers (Dropout) draw from during a model's training step (a part of the thread's
+/// state: devtensor::StepSeed, ops/thread_state.hpp).
+using StepSeed = devtensor::StepSeed;
 
-namespace layer_detail {
-inline thread_local StepSeed step_seed_of_thread;
-}  // namespace layer_detail
-
-[[nodiscard]] inline const StepSeed& current_step_seed() noexcept { return layer_detail::step_seed_of_thread; }
+[[nodiscard]] inline const StepSeed& current_step_seed() noexcept { return this_thread_state().step_seed; }
 
 /// Sets the step's seed on this thread while it lives.
 class StepSeedScope {
  public:
-  StepSeedScope(const Tensor<std::int64_t>& seed, int replica) : previous_(layer_detail::step_seed_of_thread) {
-    layer_detail::step_seed_of_thread = {&seed, replica};
+  StepSeedScope(const Tensor<std::int64_t>& seed, int replica) : previous_(this_thread_state().step_seed) {
+    this_thread_state().step_seed = {&seed, replica};
   }
-  ~StepSeedScope() { layer_detail::step_seed_of_thread = previous_; }
+  ~StepSeedScope() { this_thread_state().step_seed = previous_; }
   StepSeedScope(const StepSeedScope&) = delete;
   StepSeedScope& operator=(const StepSeedScope&) = delete;
 

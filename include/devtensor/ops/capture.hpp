@@ -20,6 +20,8 @@
 #include <functional>
 #include <vector>
 
+#include "devtensor/ops/thread_state.hpp"
+
 namespace devtensor::graph {
 
 class Capture {
@@ -29,10 +31,7 @@ class Capture {
   std::vector<std::function<void()>> undo;
 
   /// The capture in progress on this thread, or nullptr.
-  [[nodiscard]] static Capture*& current() noexcept {
-    static thread_local Capture* capture = nullptr;
-    return capture;
-  }
+  [[nodiscard]] static Capture*& current() noexcept { return this_thread_state().capture; }
 };
 
 /// Makes `capture` this thread's capture in progress for its lifetime.

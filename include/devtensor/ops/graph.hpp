@@ -50,6 +50,7 @@
 #include "devtensor/device/spec.hpp"
 #include "devtensor/ops/graph_node.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/shape.hpp"
@@ -159,10 +160,7 @@ namespace detail {
 /// costs the eager path one load]).
 inline constinit std::atomic<int> graph_users{0};
 /// The graph this thread builds (the innermost GraphScope's), or nullptr.
-DEVTENSOR_EXPORT inline std::shared_ptr<Graph>& thread_graph() noexcept {
-  thread_local std::shared_ptr<Graph> current;
-  return current;
-}
+inline std::shared_ptr<Graph>& thread_graph() noexcept { return this_thread_state().graph; }
 /// The process's default graph while eager execution is disabled (compat::v1), or nullptr.
 inline std::shared_ptr<Graph>& process_graph_slot() noexcept {
   static std::shared_ptr<Graph> graph;
@@ -174,7 +172,7 @@ inline std::mutex& process_graph_mutex() noexcept {
 }
 /// True inside an InitScope (ops/graph_nodes.hpp): this thread runs ops eagerly whatever graph is
 /// current.
-inline thread_local bool eager_forced = false;
+inline bool& eager_forced() noexcept { return this_thread_state().eager_forced; }
 Graph* current_slow() noexcept;
 }  // namespace detail
 
@@ -251,13 +249,13 @@ DEVTENSOR_DEFINITION std::shared_ptr<Graph> process_graph() {
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Graph> current_graph() {
-  if (detail::eager_forced) return nullptr;
+  if (detail::eager_forced()) return nullptr;
   if (auto& own = detail::thread_graph()) return own;
   return process_graph();
 }
 
 DEVTENSOR_DEFINITION Graph* detail::current_slow() noexcept {
-  if (eager_forced) return nullptr;
+  if (eager_forced()) return nullptr;
   if (auto& own = thread_graph()) return own.get();
   std::lock_guard lock(process_graph_mutex());
   return process_graph_slot().get();

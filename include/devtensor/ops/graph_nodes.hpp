@@ -68,10 +68,10 @@ void require_fully_defined(std::string_view op, const Shape& shape, std::string_
 /// graph is being built (how a variable created in a trace is made).
 class [[nodiscard]] InitScope {
  public:
-  InitScope() noexcept : previous_(detail::eager_forced) { detail::eager_forced = true; }
+  InitScope() noexcept : previous_(detail::eager_forced()) { detail::eager_forced() = true; }
   InitScope(const InitScope&) = delete;
   InitScope& operator=(const InitScope&) = delete;
-  ~InitScope() { detail::eager_forced = previous_; }
+  ~InitScope() { detail::eager_forced() = previous_; }
 
  private:
   bool previous_;
@@ -84,8 +84,8 @@ namespace detail {
 inline AnyTensor (*evaluate_now)(const AnyTensor& value) = nullptr;
 /// Variables this thread created while building a graph (a trace that creates some traces again
 /// without, as TensorFlow's tf.function), and whether creating one is refused now.
-inline thread_local int variables_created = 0;
-inline thread_local bool variable_creation_refused = false;
+inline int& variables_created() noexcept { return this_thread_state().variables_created; }
+inline bool& variable_creation_refused() noexcept { return this_thread_state().variable_creation_refused; }
 }  // namespace detail
 
 /// A variable being created while `graph::building()`: counts it, refuses it on a trace that may
@@ -103,16 +103,16 @@ inline std::optional<AnyTensor> lifted_initial_value(const AnyTensor& initial) {
 }
 
 /// How many variables this thread has created while building graphs.
-inline int variables_created_on_this_thread() noexcept { return detail::variables_created; }
+inline int variables_created_on_this_thread() noexcept { return detail::variables_created(); }
 /// While it lives, creating a variable in a graph on this thread is refused (a retrace).
 class [[nodiscard]] RefuseVariableCreation {
  public:
-  RefuseVariableCreation() noexcept : previous_(detail::variable_creation_refused) {
-    detail::variable_creation_refused = true;
+  RefuseVariableCreation() noexcept : previous_(detail::variable_creation_refused()) {
+    detail::variable_creation_refused() = true;
   }
   RefuseVariableCreation(const RefuseVariableCreation&) = delete;
   RefuseVariableCreation& operator=(const RefuseVariableCreation&) = delete;
-  ~RefuseVariableCreation() { detail::variable_creation_refused = previous_; }
+  ~RefuseVariableCreation() { detail::variable_creation_refused() = previous_; }
 
  private:
   bool previous_;
@@ -142,12 +142,12 @@ DEVTENSOR_DEFINITION void require_fully_defined(std::string_view op, const Shape
 }
 
 DEVTENSOR_DEFINITION AnyTensor variable_initial_value(const AnyTensor& initial) {
-  if (detail::variable_creation_refused)
+  if (detail::variable_creation_refused())
     throw InvalidArgumentError(
         "tf.function only supports singleton tf.Variables created on the first call. Make sure the tf.Variable is only "
         "created once or created outside tf.function. See https://www.tensorflow.org/guide/function#creating_tfvariables "
         "for more information.");
-  ++detail::variables_created;
+  ++detail::variables_created();
   if (!initial.storage->symbolic) return initial;
   if (!detail::evaluate_now)
     throw InvalidArgumentError("A variable created while a graph is built needs its initial value's nodes run now: "

@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
@@ -103,10 +104,7 @@ struct TapeState {
 };
 
 /// The tapes alive on this thread, innermost last.
-inline std::vector<TapeState*>& active_tapes() noexcept {
-  thread_local std::vector<TapeState*> tapes;
-  return tapes;
-}
+inline std::vector<TapeState*>& active_tapes() noexcept { return this_thread_state().tapes; }
 
 /// Appends `record` to every recording tape that watches one of its inputs.
 void record_on_tapes(std::shared_ptr<const OpRecord> record);

@@ -24,6 +24,7 @@
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -289,9 +290,6 @@ class VariableCreator {
   virtual std::shared_ptr<VariableImpl<bool>> create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const = 0;
 };
 /// This thread's creator, or nullptr: variables are local.
-inline const VariableCreator*& current_variable_creator() noexcept {
-  thread_local const VariableCreator* creator = nullptr;
-  return creator;
-}
+inline const VariableCreator*& current_variable_creator() noexcept { return this_thread_state().variable_creator; }
 
 }  // namespace devtensor

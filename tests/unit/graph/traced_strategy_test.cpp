@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <optional>
 #include <random>
+#include <string>
+#include <thread>
 #include <tuple>
 #include <span>
 #include <string>
@@ -308,6 +310,73 @@ BOOST_AUTO_TEST_CASE(random_models_traced_with_parts_at_once_equal_eager) {
       for (std::size_t i = 0; i < eager.weights.size(); ++i) BOOST_TEST(std::abs(traced.weights[i] - eager.weights[i]) <= 1e-6);
     }
   }
+}
+
+// Note [One thread state]: a snapshot carries the thread's context to another thread (device
+// scopes' request, strategy scope and variable creator, a step's seed), not its tapes or capture,
+// and the guard gives the other thread its own state back.
+BOOST_AUTO_TEST_CASE(a_thread_state_snapshot_carries_the_context_but_not_the_tapes) {
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  ds::MirroredStrategy strategy;
+  auto in_scope = strategy.scope();
+  dt::DeviceScope cpu1("/cpu:1");
+  dt::GradientTape tape;
+  const auto seed = dt::constant<std::int64_t>({7});
+  dt::nn::StepSeedScope step(seed, 3);
+  const auto snapshot = dt::ThreadState::snapshot();
+  struct Seen {
+    std::string device;
+    const dt::VariableCreator* creator = nullptr;
+    const void* scope = nullptr;
+    int replica = -1;
+    bool tapes = true;
+    std::string nested;
+  };
+  Seen before, during, after;
+  const auto look = [](Seen& seen) {
+    seen.device = dt::current_device_spec().to_string();
+    seen.creator = dt::current_variable_creator();
+    seen.scope = ds::current_distribution_scope();
+    seen.replica = dt::nn::current_step_seed().replica;
+    seen.tapes = dt::autodiff::tapes_active();
+  };
+  std::thread([&] {
+    look(before);
+    {
+      const dt::ThreadStateGuard as_caller(snapshot);
+      look(during);
+      dt::DeviceScope cpu0("/cpu:0");  // scopes nest on the caller's request
+      during.nested = dt::current_device_spec().to_string();
+    }
+    look(after);
+  }).join();
+  BOOST_TEST(before.device == "");
+  BOOST_TEST(during.device == "/job:localhost/replica:0/task:0/device:CPU:1");
+  BOOST_TEST(during.nested == "/job:localhost/replica:0/task:0/device:CPU:0");
+  BOOST_TEST(during.creator == dt::current_variable_creator());
+  BOOST_TEST(during.creator != nullptr);
+  BOOST_TEST(during.scope == static_cast<const void*>(ds::current_distribution_scope()));
+  BOOST_TEST(during.replica == 3);
+  BOOST_TEST(!during.tapes);  // the tape records this thread's ops only
+  BOOST_TEST(after.device == before.device);
+  BOOST_TEST(after.creator == nullptr);
+  BOOST_TEST(after.scope == nullptr);
+  BOOST_TEST(after.replica == 0);
+}
+
+// A replica's thread starts in the caller's context: variables made inside strategy.run under the
+// strategy's scope are the strategy's (TensorFlow copies the variable creator stack into its
+// replica threads), with the replica's device on top of the caller's request.
+BOOST_AUTO_TEST_CASE(replicas_start_in_the_callers_context) {
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  ds::MirroredStrategy strategy;
+  auto in_scope = strategy.scope();
+  const auto seen = strategy.run([&] {
+    return std::pair{dt::current_variable_creator() != nullptr, dt::current_device_spec().to_string()};
+  });
+  BOOST_TEST(seen.values[0].first);
+  BOOST_TEST(seen.values[1].first);
+  BOOST_TEST(seen.values[1].second == "/job:localhost/replica:0/task:0/device:CPU:1");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
