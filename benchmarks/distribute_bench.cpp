@@ -5,10 +5,9 @@
 //                                   counters algbw = bytes / time and busbw = algbw · 2(n−1)/n
 //                                   (nccl-tests' all-reduce definitions)
 //   BM_StreamCopy/bytes              a STREAM copy loop over the same bytes (bytes read + written)
-//   BM_FitStep/replicas/traced       Sequential::train_step (traced 0: op by op) or train_on_batch
-//                                   (traced 1: fit's step, traced) with a global batch of
-//                                   256 · replicas on that many replicas (1 = no strategy): scaling
-//                                   efficiency = time(1) / time(R) at R times the work.
+//   BM_FitStep/replicas/traced/batch Sequential::train_step (traced 0: op by op) or train_on_batch
+//                                   (traced 1: fit's step, traced) with a global batch of `batch`
+//                                   split across that many replicas (1 = no strategy)
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -68,7 +67,7 @@ void BM_FitStep(benchmark::State& state) {
   setup();
   const auto replicas = state.range(0);
   const bool traced = state.range(1) != 0;
-  const std::int64_t global = 256 * replicas;
+  const std::int64_t global = state.range(2);
   auto build = [] {
     dt::nn::Sequential model({dt::nn::Dense(64, {.input_dim = 32, .activation = dt::nn::Activation::relu}),
                               dt::nn::Dense(64, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
@@ -105,4 +104,4 @@ BENCHMARK(BM_AllReduce<ds::ReductionToOneDevice>)->Apply(all_reduce_args)->UseRe
 BENCHMARK(BM_AllReduce<ds::HierarchicalCopyAllReduce>)->Apply(all_reduce_args)->UseRealTime();
 BENCHMARK(BM_AllReduce<ds::CollectiveAllReduce>)->Apply(all_reduce_args)->UseRealTime();
 BENCHMARK(BM_StreamCopy)->Arg(std::int64_t{4} << 10)->Arg(std::int64_t{64} << 10)->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{16} << 20)->Arg(std::int64_t{64} << 20);
-BENCHMARK(BM_FitStep)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime();
+BENCHMARK(BM_FitStep)->ArgsProduct({{1, 2}, {0, 1}, {64, 512}})->UseRealTime();

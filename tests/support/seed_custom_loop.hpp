@@ -5,9 +5,12 @@
 // global batch of 10, `from_tensors(([1.], [1.])).repeat(1000).batch(10)`, and a step that
 // calls apply_gradients *inside* strategy.run (the replicas' gradients meet in merge_call). The
 // same model through Keras's fit (traced) has figures of its own.
+#include <boost/test/unit_test.hpp>
+
 #include <cmath>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -93,18 +96,70 @@ SeedCustomLoopResult run_seed_custom_loop(Strategy& strategy, SeedOptimizer whic
   return result;
 }
 
+/// The same model compiled with BinaryCrossentropy(from_logits) and `which` under `strategy`, fit
+/// (traced) over 1000 ones, batch 10, 2 epochs, no shuffling: the epochs' losses and every
+/// replica's copy of the kernel and bias.
+struct SeedFitResult {
+  std::vector<double> losses;
+  std::vector<float> kernels, biases;  // per component
+};
+template <class Strategy>
+SeedFitResult run_seed_fit(Strategy& strategy, SeedOptimizer which) {
+  nn::clear_session();
+  std::optional<nn::Sequential> model;
+  {
+    auto guard = strategy.scope();
+    model.emplace(std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{0.5}})});
+    model->compile(nn::losses::BinaryCrossentropy{.from_logits = true}, seed_optimizer(which));
+  }
+  const auto ones = fill<float>(Shape{1000, 1}, 1.0f);
+  SeedFitResult out;
+  out.losses = model->fit(ones, ones, {.epochs = 2, .batch_size = 10, .verbose = 0, .shuffle = false}).loss;
+  const auto variables = model->trainable_variables();
+  for (std::size_t c = 0; c < variables[0].num_components(); ++c) {
+    out.kernels.push_back(variables[0].component(c).to_vector().at(0));
+    out.biases.push_back(variables[1].component(c).to_vector().at(0));
+  }
+  return out;
+}
+
+/// Collects figures more than 1e-6 from TensorFlow's into one predicate result.
+class FigureCheck {
+ public:
+  void operator()(const char* what, double value, double expected) {
+    if (std::abs(value - expected) <= 1e-6) return;
+    result_ = false;
+    result_.message() << what << " " << value << " != TensorFlow's " << expected << "; ";
+  }
+  void fail(const std::string& why) {
+    result_ = false;
+    result_.message() << why;
+  }
+  [[nodiscard]] boost::test_tools::predicate_result result() const { return result_; }
+
+ private:
+  boost::test_tools::predicate_result result_{true};
+};
+
+inline boost::test_tools::predicate_result matches(const SeedFitResult& got, const SeedFitFigures& want) {
+  FigureCheck check;
+  if (got.losses.size() != 2) {
+    check.fail(std::to_string(got.losses.size()) + " epochs, not 2");
+    return check.result();
+  }
+  check("epoch 0's loss", got.losses[0], want.epoch0);
+  check("epoch 1's loss", got.losses[1], want.epoch1);
+  for (float k : got.kernels) check("kernel", k, want.kernel);
+  for (float b : got.biases) check("bias", b, want.bias);
+  return check.result();
+}
+
 /// Whether `got` is within 1e-6 of TensorFlow's figures, with a message naming what differs.
 inline boost::test_tools::predicate_result matches(const SeedCustomLoopResult& got, const SeedLoopFigures& want) {
-  boost::test_tools::predicate_result result(true);
-  const auto check = [&](const char* what, double value, double expected) {
-    if (std::abs(value - expected) <= 1e-6) return;
-    result = false;
-    result.message() << what << " " << value << " != TensorFlow's " << expected << "; ";
-  };
+  FigureCheck check;
   if (got.losses.size() != 100) {
-    result = false;
-    result.message() << got.losses.size() << " steps, not 100";
-    return result;
+    check.fail(std::to_string(got.losses.size()) + " steps, not 100");
+    return check.result();
   }
   check("loss[0]", got.losses[0], want.loss0);
   check("loss[1]", got.losses[1], want.loss1);
@@ -112,7 +167,7 @@ inline boost::test_tools::predicate_result matches(const SeedCustomLoopResult& g
   check("loss[99]", got.losses[99], want.loss99);
   check("kernel", got.kernel, want.kernel);
   check("bias", got.bias, want.bias);
-  return result;
+  return check.result();
 }
 
 }  // namespace devtensor::test

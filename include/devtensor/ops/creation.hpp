@@ -103,10 +103,8 @@ struct Const : TensorLevel {
     const OpOptions& options;
   };
 
-  static Tensor<T> graph(graph::Graph& graph, const Attrs& a) {
-    const auto count = static_cast<std::int64_t>(a.values.size());
-    return graph::add_constant(graph, a.options.name, dtype_enum<T>(), a.shape, host_bytes(a.values, count)).template as<T>();
-  }
+  /// The Const node (defined below: compiled once in compiled mode, Note [Explicit instantiations]).
+  static Tensor<T> graph(graph::Graph& graph, const Attrs& a);
 
   static Tensor<T> eager(const Attrs& a) {
     const auto n = a.shape.num_elements();
@@ -130,6 +128,17 @@ struct Const : TensorLevel {
     return out;
   }
 };
+
+template <Element T>
+Tensor<T> Const<T>::graph(graph::Graph& graph, const Attrs& a) {
+  const auto count = static_cast<std::int64_t>(a.values.size());
+  return graph::add_constant(graph, a.options.name, dtype_enum<T>(), a.shape, host_bytes(a.values, count)).template as<T>();
+}
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
+#define DEVTENSOR_ALL(T) DEVTENSOR_EXTERN_TEMPLATE struct Const<T>;
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
+#undef DEVTENSOR_ALL
+#endif
 }  // namespace ops
 
 /// A tensor of `shape` from `values` in row-major order; one value fills the whole shape.

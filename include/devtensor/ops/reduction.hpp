@@ -128,21 +128,42 @@ namespace devtensor {
 /// reduced axes kept as size 1 when `keepdims`. @throws InvalidArgumentError for an axis out of
 /// range or given twice.
 template <Numeric T>
-Tensor<T> reduce_sum(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+Tensor<T> reduce_sum(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes,
                      bool keepdims = false, const OpOptions& options = {}) {
   return run_op<ops::Sum>(options, {std::move(axes), keepdims}, t);
+}
+/// Over every axis. (An overload, not a defaulted std::nullopt: moving a disengaged
+/// std::optional<std::vector> inlined into a caller makes GCC 12 report a false
+/// -Wmaybe-uninitialized in -O2 -Werror builds.)
+template <Numeric T>
+Tensor<T> reduce_sum(const Tensor<T>& t) {
+  return run_op<ops::Sum>(ops::ReduceAttrs{}, t);
 }
 /// The mean; integer types divide with truncation, as TensorFlow does; the mean of nothing is NaN
 /// (floating types) or 0 (integers).
 template <Numeric T>
-Tensor<T> reduce_mean(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+Tensor<T> reduce_mean(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes,
                       bool keepdims = false, const OpOptions& options = {}) {
   return run_op<ops::Mean>(options, {std::move(axes), keepdims}, t);
 }
+/// Over every axis. (An overload, not a defaulted std::nullopt: moving a disengaged
+/// std::optional<std::vector> inlined into a caller makes GCC 12 report a false
+/// -Wmaybe-uninitialized in -O2 -Werror builds.)
 template <Numeric T>
-Tensor<T> reduce_max(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes = std::nullopt,
+Tensor<T> reduce_mean(const Tensor<T>& t) {
+  return run_op<ops::Mean>(ops::ReduceAttrs{}, t);
+}
+template <Numeric T>
+Tensor<T> reduce_max(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes,
                      bool keepdims = false, const OpOptions& options = {}) {
   return run_op<ops::Max>(options, {std::move(axes), keepdims}, t);
+}
+/// Over every axis. (An overload, not a defaulted std::nullopt: moving a disengaged
+/// std::optional<std::vector> inlined into a caller makes GCC 12 report a false
+/// -Wmaybe-uninitialized in -O2 -Werror builds.)
+template <Numeric T>
+Tensor<T> reduce_max(const Tensor<T>& t) {
+  return run_op<ops::Max>(ops::ReduceAttrs{}, t);
 }
 template <Numeric T>
 Tensor<T> reduce_sum(const Tensor<T>& t, std::int64_t axis, bool keepdims = false) {

@@ -62,34 +62,8 @@ struct ReadVariable : TensorLevel {
     return current;
   }
 
-  static Tensor<T> graph(graph::Graph& graph, const Attrs& a) {
-    VariableImpl<T>& variable = *a.variable;
-    VariableImpl<T>& target = variable.read_target();  // inside strategy.run: the replica's component
-    const DeviceSpec where = variable.read_device().spec;
-    graph::NodeSpec spec{&info_of<ReadVariable>, {{dtype_enum<T>(), variable.component(0).shape()}}};
-    spec.device = where;  // placed exactly where the variable is read
-    spec.resources = variable_detail::uses(target, false);
-    // A tape around the graph's run records the read as one of this variable (its handle id,
-    // whatever component was read).
-    spec.run = [owner = a.variable, &target, where](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor> out) {
-      DeviceScope scope(where);
-      out[0] = AnyTensor(recorded_read(*owner, target.read()));
-      if (auto* capture = graph::Capture::current())  // a CUDA graph reads this buffer at every replay
-        capture->still_valid.push_back([owner, &target, where, at = out[0].storage->data] {
-          DeviceScope again(where);
-          return target.read().storage()->data == at;
-        });
-    };
-    const Tensor<T> read = graph::add_op(graph, name, {}, std::move(spec)).front().template as<T>();
-    if constexpr (Floating<T>) {
-      if (autodiff::tapes_active()) {  // a tape inside the trace watches the variable, as eager
-        autodiff::TapeTensor handle = autodiff::tape_tensor(read);
-        handle.id = variable.info().handle_id;
-        autodiff::record_variable_read(handle, autodiff::tape_tensor(read), variable.info().trainable);
-      }
-    }
-    return read;
-  }
+  /// The node (defined below: compiled once in compiled mode, Note [Explicit instantiations]).
+  static Tensor<T> graph(graph::Graph& graph, const Attrs& a);
 
   /// `current` (a value of `variable`) as a read returns it: recorded on active tapes as a read of
   /// `variable` (in a node's kernel, a distributed variable's read of one component).
@@ -135,21 +109,65 @@ struct WriteVariable : TensorLevel {
     else a.variable->assign(value);
   }
 
-  static void graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& value) {
-    a.variable->gather_write(name, value, [&](const std::vector<Tensor<T>>& values) {
-      VariableImpl<T>& target = a.variable->write_target();  // a sync-on-read variable's replica component
-      std::vector<AnyTensor> inputs(values.begin(), values.end());
-      graph::NodeSpec spec{&info_of<WriteVariable>, {}};
-      spec.device = target.device().spec;
-      spec.resources = variable_detail::uses(target, true);
-      spec.run = [owner = a.variable, &target](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
-        std::vector<Tensor<T>> given;
-        for (const auto& v : in) given.push_back(v.as<T>());
-        target.write_gathered(kind(), given);
-      };
-      (void)graph::add_op(graph, name, inputs, std::move(spec));
-    });
-  }
+  /// The node (defined below, as ReadVariable's).
+  static void graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& value);
 };
+
+template <Element T>
+Tensor<T> ReadVariable<T>::graph(graph::Graph& graph, const Attrs& a) {
+  VariableImpl<T>& variable = *a.variable;
+  VariableImpl<T>& target = variable.read_target();  // inside strategy.run: the replica's component
+  const DeviceSpec where = variable.read_device().spec;
+  graph::NodeSpec spec{&info_of<ReadVariable>, {{dtype_enum<T>(), variable.component(0).shape()}}};
+  spec.device = where;  // placed exactly where the variable is read
+  spec.resources = variable_detail::uses(target, false);
+  // A tape around the graph's run records the read as one of this variable (its handle id,
+  // whatever component was read).
+  spec.run = [owner = a.variable, &target, where](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor> out) {
+    DeviceScope scope(where);
+    out[0] = AnyTensor(recorded_read(*owner, target.read()));
+    if (auto* capture = graph::Capture::current())  // a CUDA graph reads this buffer at every replay
+      capture->still_valid.push_back([owner, &target, where, at = out[0].storage->data] {
+        DeviceScope again(where);
+        return target.read().storage()->data == at;
+      });
+  };
+  const Tensor<T> read = graph::add_op(graph, name, {}, std::move(spec)).front().template as<T>();
+  if constexpr (Floating<T>) {
+    if (autodiff::tapes_active()) {  // a tape inside the trace watches the variable, as eager
+      autodiff::TapeTensor handle = autodiff::tape_tensor(read);
+      handle.id = variable.info().handle_id;
+      autodiff::record_variable_read(handle, autodiff::tape_tensor(read), variable.info().trainable);
+    }
+  }
+  return read;
+}
+
+template <Element T, VariableWrite W>
+void WriteVariable<T, W>::graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& value) {
+  a.variable->gather_write(name, value, [&](const std::vector<Tensor<T>>& values) {
+    VariableImpl<T>& target = a.variable->write_target();  // a sync-on-read variable's replica component
+    std::vector<AnyTensor> inputs(values.begin(), values.end());
+    graph::NodeSpec spec{&info_of<WriteVariable>, {}};
+    spec.device = target.device().spec;
+    spec.resources = variable_detail::uses(target, true);
+    spec.run = [owner = a.variable, &target](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor>) {
+      std::vector<Tensor<T>> given;
+      for (const auto& v : in) given.push_back(v.as<T>());
+      target.write_gathered(kind(), given);
+    };
+    (void)graph::add_op(graph, name, inputs, std::move(spec));
+  });
+}
+
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // the nodes, compiled once (Note [Explicit instantiations])
+#define DEVTENSOR_ALL(T)                                                \
+  DEVTENSOR_EXTERN_TEMPLATE struct ReadVariable<T>;                     \
+  DEVTENSOR_EXTERN_TEMPLATE struct WriteVariable<T, VariableWrite::assign>; \
+  DEVTENSOR_EXTERN_TEMPLATE struct WriteVariable<T, VariableWrite::add>;    \
+  DEVTENSOR_EXTERN_TEMPLATE struct WriteVariable<T, VariableWrite::sub>;
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
+#undef DEVTENSOR_ALL
+#endif
 
 }  // namespace devtensor::ops
