@@ -40,11 +40,38 @@ install_missing_packages() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# The main configuration: CUDA when nvcc is there (every .cu builds, GPU tests skip without a GPU),
+# nvcc, where the CUDA toolkit has one (its bin/ is not always on PATH). DEVTENSOR_NVCC (a path)
+# replaces the search: the scripts' test uses it.
+have_nvcc() {
+  if [[ -n ${DEVTENSOR_NVCC:-} ]]; then [[ -x $DEVTENSOR_NVCC ]]; return; fi
+  if command -v nvcc >/dev/null 2>&1; then return 0; fi
+  if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH="$PATH:/usr/local/cuda/bin"
+    return 0
+  fi
+  return 1
+}
+
+# A GPU this process could use: the NVIDIA driver's device files, else `nvidia-smi -L` listing one.
+# DEVTENSOR_DEV_DIR (default /dev) and DEVTENSOR_NVIDIA_SMI (default nvidia-smi) let the scripts'
+# test fake either probe.
+gpu_probe() {
+  local dev=${DEVTENSOR_DEV_DIR:-/dev} smi=${DEVTENSOR_NVIDIA_SMI:-nvidia-smi} f
+  for f in "$dev"/nvidia[0-9]*; do
+    [[ -e $f ]] && { echo "found $f"; return 0; }
+  done
+  if command -v "$smi" >/dev/null 2>&1 && "$smi" -L 2>/dev/null | grep -q '^GPU '; then
+    echo "nvidia-smi -L lists $("$smi" -L | grep -c '^GPU ') GPU(s)"
+    return 0
+  fi
+  echo "no $dev/nvidia[0-9]* and no GPU listed by nvidia-smi -L"
+  return 1
+}
+
+# The test configuration: CUDA when nvcc is there (every .cu builds, GPU tests skip without a GPU),
 # CPU-only otherwise.
 main_preset() {
-  if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    export PATH="$PATH:/usr/local/cuda/bin"
+  if have_nvcc; then
     echo cuda
   else
     echo cpu-release
