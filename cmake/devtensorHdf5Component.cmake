@@ -7,6 +7,9 @@ if(NOT TARGET devtensor_hdf5)
   if(HDF5_FOUND AND TARGET HDF5::HDF5)
     add_library(devtensor_hdf5 INTERFACE IMPORTED GLOBAL)
     target_link_libraries(devtensor_hdf5 INTERFACE ${_devtensor_core_target} HDF5::HDF5)
+    # What model.save_weights / load_weights check at compile time (a call without the component
+    # does not compile), and what makes <devtensor/devtensor.hpp> include the weights-file code.
+    target_compile_definitions(devtensor_hdf5 INTERFACE DEVTENSOR_WITH_HDF5=1)
     # HDF5's macros use C casts: its headers are system headers, so they warn nowhere.
     get_target_property(_devtensor_hdf5_includes HDF5::HDF5 INTERFACE_INCLUDE_DIRECTORIES)
     if(_devtensor_hdf5_includes)

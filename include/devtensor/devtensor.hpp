@@ -74,3 +74,9 @@
 #include "devtensor/tensor/tensor.hpp"
 #include "devtensor/variables/variable.hpp"
 #include "devtensor/version.hpp"
+
+// The components whose code is headers: included when the program links them (their CMake targets
+// define these), so that linking the component is all a user does.
+#if defined(DEVTENSOR_WITH_HDF5)
+#include "devtensor/hdf5/weights.hpp"
+#endif

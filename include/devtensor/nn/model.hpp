@@ -61,6 +61,18 @@ inline Hooks& hooks() noexcept {
   static Hooks installed;
   return installed;
 }
+
+/// Whether this translation unit belongs to a program that links the hdf5 component: the
+/// devtensor::hdf5 target defines DEVTENSOR_WITH_HDF5 for its users (without CMake: -DDEVTENSOR_WITH_HDF5
+/// and HDF5's flags). A call of save_weights or load_weights without it does not compile, instead of
+/// failing after training (Note [Components are checked where they are called]).
+struct Hdf5Component {
+#if defined(DEVTENSOR_WITH_HDF5)
+  static constexpr bool linked = true;
+#else
+  static constexpr bool linked = false;
+#endif
+};
 }  // namespace weights_io
 
 struct ModelOptions {
@@ -118,11 +130,34 @@ class Model {
 
   /// Writes every layer's variables to a Keras 3 weights file (`x.weights.h5`) that TensorFlow's
   /// `model.load_weights` reads; load_weights reads one (TensorFlow's or devtensor's) into the
-  /// variables, all or nothing. Both need the devtensor::hdf5 component and
-  /// <devtensor/hdf5/weights.hpp> (which documents the layout and the errors); without them they
-  /// raise UnimplementedError.
-  void save_weights(const std::string& path) const;
-  void load_weights(const std::string& path);
+  /// variables, all or nothing. Both need the devtensor::hdf5 component (whose header,
+  /// <devtensor/hdf5/weights.hpp>, documents the layout and the errors; the umbrella header
+  /// includes it when the component is linked). A call in a program without the component does
+  /// not compile: the static_assert names the component.
+  //
+  // Note [Components are checked where they are called]: these are templates only so that the
+  // check runs in the caller's translation unit, with the caller's definitions, and only when
+  // called; src/devtensor.cpp compiles the bodies (save_weights_now) once.
+  template <class Component = weights_io::Hdf5Component>
+  void save_weights(const std::string& path) const {
+    static_assert(Component::linked,
+                  "model.save_weights needs devtensor's hdf5 component: find_package(devtensor CONFIG "
+                  "COMPONENTS hdf5) and target_link_libraries(<your target> PRIVATE devtensor::hdf5) "
+                  "(without CMake: -DDEVTENSOR_WITH_HDF5 and HDF5's compile and link flags)");
+    save_weights_now(path);
+  }
+  template <class Component = weights_io::Hdf5Component>
+  void load_weights(const std::string& path) {
+    static_assert(Component::linked,
+                  "model.load_weights needs devtensor's hdf5 component: find_package(devtensor CONFIG "
+                  "COMPONENTS hdf5) and target_link_libraries(<your target> PRIVATE devtensor::hdf5) "
+                  "(without CMake: -DDEVTENSOR_WITH_HDF5 and HDF5's compile and link flags)");
+    load_weights_now(path);
+  }
+  /// The bodies: UnimplementedError when <devtensor/hdf5/weights.hpp> was included nowhere in the
+  /// program (a program that defines DEVTENSOR_WITH_HDF5 by hand and includes only this header).
+  void save_weights_now(const std::string& path) const;
+  void load_weights_now(const std::string& path);
 
   /// Keras 3's summary table (summary.hpp). @throws FailedPreconditionError before the model is built.
   void summary(std::ostream& out = std::cout, SummaryOptions options = {}) const;
@@ -419,14 +454,14 @@ DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Model::tracked_laye
   return graph_ ? graph_->layers() : std::vector<std::shared_ptr<LayerBase>>{};
 }
 
-DEVTENSOR_DEFINITION void Model::save_weights(const std::string& path) const {
+DEVTENSOR_DEFINITION void Model::save_weights_now(const std::string& path) const {
   if (!weights_io::hooks().save)
     throw UnimplementedError("save_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
                              "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
   weights_io::hooks().save(*this, path);
 }
 
-DEVTENSOR_DEFINITION void Model::load_weights(const std::string& path) {
+DEVTENSOR_DEFINITION void Model::load_weights_now(const std::string& path) {
   if (!weights_io::hooks().load)
     throw UnimplementedError("load_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
                              "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
