@@ -7,11 +7,12 @@
 //   mpiexec -n 4 ./17_parameter_server        # chief, 2 workers, 1 ps
 //
 // With TF_CONFIG set (its "cluster" with chief, worker and ps jobs), that cluster is used; under
-// mpiexec its "task" may be left out: each rank knows its place.
+// mpiexec its "task" may be left out: each rank knows its place. Without TF_CONFIG the launch is
+// the cluster (ParameterServerStrategyOptions::num_ps_from_launch ps tasks, last; default 1).
+// README.md's snippet is lines of this file (test docs.readme_snippets).
 #include <devtensor/coordinator/cluster_coordinator.hpp>
 #include <devtensor/devtensor.hpp>
 
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -20,21 +21,8 @@ namespace dt = devtensor;
 namespace ds = dt::distribute;
 namespace dc = dt::distribute::coordinator;
 
-/// Without TF_CONFIG: the cluster of this launch, the chief first and one ps task last.
-void cluster_from_the_launch() {
-  if (std::getenv("TF_CONFIG")) return;
-  const auto launch = ds::cluster_resolver::MpiLaunch::from_environment();
-  const int size = launch ? launch->size : 1;
-  std::string workers;
-  for (int r = 1; r + 1 < size; ++r) workers += (r > 1 ? ", \"mpi:" : "\"mpi:") + std::to_string(r) + "\"";
-  const std::string config = R"({"cluster": {"chief": ["mpi:0"], "worker": [)" + workers + R"(], "ps": ["mpi:)" +
-                             std::to_string(size - 1) + R"("]}})";
-  ::setenv("TF_CONFIG", config.c_str(), 1);
-}
-
 int main() {
-  cluster_from_the_launch();
-  ds::ParameterServerStrategy strategy;  // a ps task serves here until the chief is done
+  ds::ParameterServerStrategy strategy;  // TF_CONFIG, else the launch; a ps task serves in here
   dc::ClusterCoordinator coordinator(strategy);
 
   // The model and its optimizer: the variables live on the ps task.
@@ -65,7 +53,7 @@ int main() {
 
   // One training step, run by whichever worker is free: its gradients go to the ps task, where Adam runs.
   auto train_step = coordinator.function([&](dc::PerWorkerIterator<float, float>& it) -> dt::Tensor<float> {
-    const auto [x, y] = it.next();
+    const auto [x, y] = it.next();  // this worker's data; OutOfRangeError at its end
     dt::GradientTape tape;
     auto loss = dt::nn::losses::MeanSquaredError{}(y, (*layer)(x));
     adam.apply_gradients(tape.gradient(loss, variables), variables);
@@ -76,7 +64,7 @@ int main() {
   constexpr int kSteps = 300;
   dc::RemoteValue<dt::Tensor<float>> first, last;
   for (int i = 0; i < kSteps; ++i) {
-    auto loss = coordinator.schedule(train_step, iterator);
+    auto loss = coordinator.schedule(train_step, iterator);  // returns at once: a RemoteValue
     if (i == 0) first = loss;
     last = loss;
   }

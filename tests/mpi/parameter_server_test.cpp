@@ -385,6 +385,25 @@ int validation() {
         ds::cluster_resolver::TFConfigClusterResolver({.tf_config = json}).describe());
   };
   expect_error<dt::InvalidArgumentError>([&] { resolve("{}"); }, "Cluster spec must be non-empty", "no cluster");
+  // Without TF_CONFIG the MPI launch is the cluster (test_parameter_server.train_from_launch runs it).
+  using Launch = ds::cluster_resolver::MpiLaunch;
+  expect_error<dt::InvalidArgumentError>([] { (void)ds::ps_detail::Roles::from_launch(std::nullopt, 1); },
+                                         "this process was not started by mpiexec", "no TF_CONFIG, no launch");
+  expect_error<dt::InvalidArgumentError>([] { (void)ds::ps_detail::Roles::from_launch(Launch{0, 2, 0}, 1); },
+                                         "so at least 3 processes (`mpiexec -n 4 ./app`: the chief, 2 workers, 1 ps); "
+                                         "this launch has 2 process(es)",
+                                         "a launch too small");
+  expect_error<dt::InvalidArgumentError>([] { (void)ds::ps_detail::Roles::from_launch(Launch{0, 4, 0}, 0); },
+                                         "num_ps_from_launch must be at least 1, got 0", "no ps from the launch");
+  {
+    const auto d = ds::ps_detail::Roles::from_launch(Launch{4, 6, 0}, 2);
+    expect(d.cluster_spec.to_string() ==
+               "{'chief': ['mpi:0'], 'ps': ['mpi:4', 'mpi:5'], 'worker': ['mpi:1', 'mpi:2', 'mpi:3']}",
+           "a launch of 6 with 2 ps: " + d.cluster_spec.to_string());
+    expect(d.task_type == "ps" && d.task_id == 0, "rank 4 of 6 with 2 ps is ps:0");
+    const auto w = ds::ps_detail::Roles::from_launch(Launch{3, 6, 0}, 2);
+    expect(w.task_type == "worker" && w.task_id == 2, "rank 3 of 6 with 2 ps is worker:2");
+  }
   expect_error<dt::InvalidArgumentError>([&] { resolve(R"({"cluster": {"chief": ["a:1"], "worker": ["b:1"]}})"); },
                                          "There must be at least one ps.", "no ps");
   expect_error<dt::InvalidArgumentError>([&] { resolve(R"({"cluster": {"chief": ["a:1"], "ps": ["b:1"]}})"); },
@@ -478,15 +497,27 @@ int main(int argc, char** argv) {
       MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
       if (scenario == "finalize_deadline") return finalize_deadline(pids);
       const double timeout =
-          scenario == "train" || scenario == "errors" || scenario == "exactly_once" || scenario == "large" ? 30.0 : 2.0;
+          scenario == "train" || scenario == "train_from_launch" || scenario == "errors" || scenario == "exactly_once" || scenario == "large" ? 30.0 : 2.0;
+      // train_from_launch: no TF_CONFIG (the test's environment has none), the launch is the cluster.
+      const bool from_launch = scenario == "train_from_launch";
+      if (from_launch && std::getenv("TF_CONFIG") != nullptr) throw std::runtime_error("train_from_launch needs TF_CONFIG unset");
       ds::ParameterServerStrategy strategy(
-          ds::cluster_resolver::TFConfigClusterResolver({.tf_config = cluster_json(size, num_ps)}),
+          from_launch ? ds::cluster_resolver::TFConfigClusterResolver()
+                      : ds::cluster_resolver::TFConfigClusterResolver({.tf_config = cluster_json(size, num_ps)}),
           {.variable_partitioner = scenario == "train_sharded" ? ds::VariablePartitioner(two_shards)
                                    : scenario == "large"       ? ds::VariablePartitioner(shard_the_matrix)
                                                                : nullptr,
-           .timeout_seconds = timeout});
+           .timeout_seconds = timeout,
+           .num_ps_from_launch = num_ps});
       dc::ClusterCoordinator coordinator(strategy);
-      if (scenario == "train") {
+      if (from_launch) {
+        if (strategy.num_workers() != size - 1 - num_ps || strategy.num_ps() != num_ps)
+          throw std::runtime_error("train_from_launch: " + std::to_string(strategy.num_workers()) + " workers and " +
+                                   std::to_string(strategy.num_ps()) + " ps tasks from a launch of " + std::to_string(size));
+        if (strategy.is_chief())
+          std::cout << "cluster from the launch: " << strategy.cluster_spec().to_string() << std::endl;
+        train(strategy, coordinator, 96);
+      } else if (scenario == "train") {
         if (argc > 4) kLearningRate = std::atof(argv[4]);
         train(strategy, coordinator, argc > 3 ? std::atoi(argv[3]) : 96);
       } else if (scenario == "train_sharded") {

@@ -53,7 +53,8 @@ namespace devtensor::distribute {
 /// MPI. See the file comment for the roles and where values live.
 class ParameterServerStrategy {
  public:
-  /// Connects this task to the cluster TF_CONFIG (or `resolver`) describes. On a ps task, serves
+  /// Connects this task to the cluster TF_CONFIG (or `resolver`) describes, else to the one the MPI
+  /// launch describes (ParameterServerStrategyOptions::num_ps_from_launch). On a ps task, serves
   /// until the chief ends the job and then ends the process with status 0.
   /// @throws InvalidArgumentError for a cluster without ps or worker tasks, or an invalid one
   /// (TensorFlow's checks); FailedPreconditionError when MPI's launch does not match it.
@@ -114,7 +115,7 @@ class ParameterServerStrategy {
     if (!(options.timeout_seconds > 0))
       throw InvalidArgumentError("ParameterServerStrategyOptions::timeout_seconds must be positive, got " +
                                  std::to_string(options.timeout_seconds));
-    auto roles = ps_detail::Roles::resolve(resolver.describe());
+    auto roles = ps_detail::Roles::resolve(resolver.describe(), options.num_ps_from_launch);
     return std::make_shared<ps_detail::State>(std::move(roles), std::move(options),
                                               device_set("ParameterServerStrategy").host_cpu());
   }

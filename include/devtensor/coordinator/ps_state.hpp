@@ -36,6 +36,10 @@ struct ParameterServerStrategyOptions {
   /// How long a ps task may take to answer a request, and a worker may stay silent, before it
   /// counts as failed (UnavailableError at the chief; the worker's functions run elsewhere).
   double timeout_seconds = 10.0;
+  /// Without a cluster in TF_CONFIG the MPI launch is the cluster, as for
+  /// MultiWorkerMirroredStrategy: rank 0 the chief, the last `num_ps_from_launch` ranks the ps tasks,
+  /// the ranks between them the workers (`mpiexec -n 4 ./app`: chief, 2 workers, 1 ps task).
+  int num_ps_from_launch = 1;
 };
 
 namespace ps_detail {
@@ -53,9 +57,42 @@ struct Roles {
   [[nodiscard]] int ps_rank(int ps) const noexcept { return 1 + num_workers + ps; }
   [[nodiscard]] int size() const noexcept { return 1 + num_workers + num_ps; }
 
-  static Roles resolve(const cluster_resolver::ClusterDescription& d) {
-    if (d.cluster_spec.empty())
-      throw InvalidArgumentError("Cluster spec must be non-empty in `tf.distribute.cluster_resolver.ClusterResolver`.");
+  /// The cluster an MPI launch of `size` processes describes without TF_CONFIG (see
+  /// ParameterServerStrategyOptions::num_ps_from_launch). @throws InvalidArgumentError with
+  /// TensorFlow's "Cluster spec must be non-empty" when there is no launch or it is too small.
+  static cluster_resolver::ClusterDescription from_launch(const std::optional<cluster_resolver::MpiLaunch>& launch,
+                                                          int num_ps) {
+    const int size = launch ? launch->size : 1;
+    if (num_ps < 1)
+      throw InvalidArgumentError("ParameterServerStrategyOptions::num_ps_from_launch must be at least 1, got " +
+                                 std::to_string(num_ps));
+    if (size < num_ps + 2)
+      throw InvalidArgumentError(
+          "Cluster spec must be non-empty in `tf.distribute.cluster_resolver.ClusterResolver`. Set TF_CONFIG, or let "
+          "the MPI launch be the cluster: rank 0 the chief, then the workers, the last " + std::to_string(num_ps) +
+          " rank(s) the ps task(s), so at least " + std::to_string(num_ps + 2) + " processes (`mpiexec -n " +
+          std::to_string(num_ps + 3) + " ./app`: the chief, 2 workers, " + std::to_string(num_ps) + " ps); " +
+          (launch ? "this launch has " + std::to_string(size) + " process(es)" : "this process was not started by mpiexec") +
+          ".");
+    const int num_workers = size - 1 - num_ps;
+    auto names = [](int first, int count) {
+      std::vector<std::string> out;
+      for (int r = first; r < first + count; ++r) out.push_back("mpi:" + std::to_string(r));
+      return out;
+    };
+    cluster_resolver::ClusterDescription d;
+    d.cluster_spec = ClusterSpec({{"chief", names(0, 1)}, {"worker", names(1, num_workers)}, {"ps", names(1 + num_workers, num_ps)}});
+    const int rank = launch->rank;
+    d.task_type = rank == 0 ? "chief" : rank <= num_workers ? "worker" : "ps";
+    d.task_id = rank == 0 ? 0 : rank <= num_workers ? rank - 1 : rank - 1 - num_workers;
+    d.rpc_layer = "mpi";
+    return d;
+  }
+
+  static Roles resolve(const cluster_resolver::ClusterDescription& described, int num_ps_from_launch = 1) {
+    const auto d = described.cluster_spec.empty()
+                       ? from_launch(cluster_resolver::MpiLaunch::from_environment(), num_ps_from_launch)
+                       : described;
     multi_worker_util::validate_cluster_spec(d.cluster_spec, d.task_type, d.task_id);
     if (d.cluster_spec.num_tasks("ps") < 1) throw InvalidArgumentError("There must be at least one ps.");
     if (d.cluster_spec.num_tasks("worker") < 1) throw InvalidArgumentError("There must be at least one worker.");
