@@ -1,6 +1,6 @@
 #pragma once
 /// @file session.hpp
-/// @brief TensorFlow 1's face (`tf.compat.v1`, SPEC 10.3): Graph, Session with a ConfigProto,
+/// @brief TensorFlow 1's face (`tf.compat.v1`): Graph, Session with a ConfigProto,
 /// placeholder, disable_eager_execution.
 ///
 ///     namespace v1 = devtensor::compat::v1;
@@ -13,7 +13,9 @@
 ///       c = dt::matmul(a, b);                        // a node: nothing runs yet
 ///     }
 ///     v1::Session sess(g, {.log_device_placement = true});
-///     std::cout << sess.run(c);                      // places the graph, runs MatMul's part
+///     std::cout << sess.run(c);                      // places the graph, runs MatMul's part:
+///                                                    // [[22. 28.]
+///                                                    //  [49. 64.]]
 ///
 /// A Session places its whole graph at its first run (and again when nodes were added since),
 /// caches one Executable per (fetches, feeds), and runs only what the fetches need. Several
@@ -41,6 +43,7 @@
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
+#include "devtensor/tensor/print.hpp"
 
 namespace devtensor::compat::v1 {
 
@@ -51,7 +54,7 @@ struct GPUOptions {
   std::string visible_device_list{};             // "0,1": the physical GPUs this process uses
 };
 
-/// TensorFlow's ConfigProto fields that devtensor honours (SPEC 10.3). GPU options and
+/// TensorFlow's ConfigProto fields that devtensor honours. GPU options and
 /// device_count configure the process's devices, which exist once per process: they apply when
 /// the devices are not yet initialised, and a different value afterwards is FailedPreconditionError.
 struct ConfigProto {
@@ -116,10 +119,39 @@ Tensor<T> placeholder(std::initializer_list<std::int64_t> dims, const OpOptions&
   return placeholder<T>(Shape::partial(dims), options);
 }
 
+/// Host values with their shape, for a feed whose placeholder has unknown dimensions:
+/// `{x, {{1, 2, 3, 4, 5, 6}, {2, 3}}}` feeds two rows to a (None, 3) placeholder (NumPy's
+/// `np.array([[1, 2, 3], [4, 5, 6]])` in TensorFlow 1).
+template <Element T>
+struct ShapedValues {
+  std::vector<T> values;
+  Shape shape;
+};
+
+/// What Session::run returns for one fetch: the value, as TensorFlow 1 returns a NumPy array. It is
+/// a Tensor<T> (every op and accessor takes it) that prints as NumPy prints an array
+/// (`[[22. 28.]\n [49. 64.]]`, `3.0`), not as `tf.Tensor(...)`.
+template <Element T>
+class NdArray : public Tensor<T> {
+ public:
+  NdArray() = default;
+  explicit NdArray(Tensor<T> value) : Tensor<T>(std::move(value)) {}
+  [[nodiscard]] const Tensor<T>& tensor() const noexcept { return *this; }
+};
+
+/// NumPy's str() of the array (tensor/print.hpp's rules, numpy.set_printoptions' defaults).
+template <Element T>
+std::ostream& operator<<(std::ostream& os, const NdArray<T>& array) {
+  if (!array.defined()) return os << "None";
+  return os << format_values(array.tensor());
+}
+
 /// One entry of a feed_dict: a placeholder (or any tensor of the graph) and its value, from host
-/// values or a tensor with values.
+/// values (flat: the placeholder's shape, or a vector; with a shape: ShapedValues) or a tensor.
 class Feed {
  public:
+  template <Element T>
+  Feed(const Tensor<T>& target, const ShapedValues<T>& value) : Feed(target, value.values, value.shape) {}
   template <Element T>
   Feed(const Tensor<T>& target, const std::vector<T>& values)
       : target_(target),
@@ -160,11 +192,11 @@ class DEVTENSOR_EXPORT Session {
   Session(const Graph& graph, const ConfigProto& config = {});
 
   /// The value of one fetch, computing only what it needs.
-  /// @throws InvalidArgumentError (placement, SPEC 2.4; an unfed placeholder; a feed of the wrong
+  /// @throws InvalidArgumentError (placement, with TensorFlow's texts; an unfed placeholder; a feed of the wrong
   /// shape or dtype; a fetch that is not a tensor of this graph), and what the kernels throw.
   template <Element T>
-  Tensor<T> run(const Tensor<T>& fetch, const std::vector<Feed>& feeds = {}) {
-    return run(std::vector<AnyTensor>{AnyTensor(fetch)}, feeds).front().template as<T>();
+  NdArray<T> run(const Tensor<T>& fetch, const std::vector<Feed>& feeds = {}) {
+    return NdArray<T>(run(std::vector<AnyTensor>{AnyTensor(fetch)}, feeds).front().template as<T>());
   }
   /// The values of several fetches (any element types: `.as<T>()` each), after running `targets`
   /// and what they need (TensorFlow's run with Operations in the fetches).
@@ -229,7 +261,7 @@ DEVTENSOR_DEFINITION AnyTensor Feed::value(const Device& host) const {
 
 namespace session_detail {
 
-/// Applies a ConfigProto's device options to the process configuration (SPEC 10.3).
+/// Applies a ConfigProto's device options to the process configuration.
 DEVTENSOR_DEFINITION void apply_device_options(const ConfigProto& config) {
   const auto& gpu = config.gpu_options;
   for (const auto& [type, count] : config.device_count) {
@@ -328,7 +360,10 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
     const auto& expected = feeds[i].target().shape;
     if (!feeds[i].shape().is_compatible_with(expected))
       throw InvalidArgumentError("Cannot feed value of shape " + feeds[i].shape().to_python() + " for Tensor " + ref.name +
-                                 ", which has shape " + expected.to_python());
+                                 ", which has shape " + expected.to_python() +
+                                 (feeds[i].shape().rank() == 1 && expected.rank() > 1
+                                      ? ". Give flat values their shape: {placeholder, {values, {rows, ...}}}"
+                                      : ""));
     feed_values.push_back(feeds[i].value(devices.host_cpu()));
   }
   std::shared_ptr<const graph::Executable> executable;

@@ -1,4 +1,4 @@
-// v1 sessions: the graph placer (SPEC 2.2, 10.2) and its texts (SPEC 2.4), the executor, feeds,
+// v1 sessions: the graph placer (TensorFlow's Placer, colocation groups) and its error texts, the executor, feeds,
 // pruning, the executable cache, ConfigProto. Expected texts were printed by TensorFlow 2.21 (CPU
 // build) running the seeds' TF1 programs through tf.compat.v1.
 #include <boost/test/unit_test.hpp>
@@ -209,6 +209,31 @@ BOOST_AUTO_TEST_CASE(feeds_and_placeholders) {
                              "Cannot feed value of shape (2, 2) for Tensor x:0");
   BOOST_TEST(sess.run(y, {{x, dt::constant<float>({5, 6})}}).to_vector() == (std::vector<float>{11, 13}),
              boost::test_tools::per_element());
+  // A flat feed keeps TensorFlow's refusal for a placeholder of more than one axis, and says how to
+  // give the values their shape.
+  {
+    v1::Graph rows_graph;
+    dt::Tensor<float> rows, row_sums, total;
+    {
+      auto scope = rows_graph.as_default();
+      rows = v1::placeholder<float>({-1, 3}, {.name = "x"});
+      row_sums = dt::reduce_sum(rows, {1});
+      total = dt::reduce_sum(rows);
+    }
+    v1::Session rows_sess(rows_graph);
+    DEVTENSOR_CHECK_THROW_WITH((void)rows_sess.run(row_sums, {{rows, std::vector<float>{1, 2, 3, 4, 5, 6}}}),
+                               InvalidArgumentError,
+                               "Cannot feed value of shape (6,) for Tensor x:0, which has shape (None, 3). Give flat "
+                               "values their shape: {placeholder, {values, {rows, ...}}}");
+    // {values, shape}: NumPy's np.array([[1, 2, 3], [4, 5, 6]]). TensorFlow 2.21 prints [ 6. 15.] and 21.0.
+    const auto sums = rows_sess.run(row_sums, {{rows, {{1, 2, 3, 4, 5, 6}, {2, 3}}}});
+    BOOST_TEST(sums.to_vector() == (std::vector<float>{6, 15}), boost::test_tools::per_element());
+    std::ostringstream printed;
+    printed << sums << "|" << rows_sess.run(total, {{rows, {{1, 2, 3, 4, 5, 6}, {2, 3}}}});
+    BOOST_TEST(printed.str() == "[ 6. 15.]|21.0");
+    DEVTENSOR_CHECK_THROW_WITH((void)rows_sess.run(row_sums, {{rows, {{1, 2, 3, 4, 5, 6}, {3, 2}}}}), InvalidArgumentError,
+                               "Cannot feed value of shape (3, 2) for Tensor x:0, which has shape (None, 3)");
+  }
   // Any tensor of the graph may be fed: its producers (and the unfed placeholder) are not run.
   BOOST_TEST(sess.run(y, {{doubled, std::vector<float>{0, 10}}}).to_vector() == (std::vector<float>{1, 11}),
              boost::test_tools::per_element());
