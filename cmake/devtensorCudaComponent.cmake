@@ -39,6 +39,12 @@ if(NOT TARGET devtensor_cuda)
     target_compile_features(devtensor_cuda_kernels PRIVATE cuda_std_20)
     set_target_properties(devtensor_cuda_kernels PROPERTIES
       POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Shared)
+    # As src/devtensor.cpp (devtensorCompiledComponent.cmake): optimised host code without a build type.
+    get_property(_devtensor_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+    if(NOT _devtensor_multi_config AND NOT CMAKE_BUILD_TYPE
+       AND (NOT DEFINED DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE OR DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE))
+      target_compile_options(devtensor_cuda_kernels PRIVATE -O2)
+    endif()
 
     add_library(devtensor_cuda INTERFACE)
     add_library(devtensor::cuda ALIAS devtensor_cuda)
