@@ -87,7 +87,7 @@ struct GpuPlatform {
   /// Waits for everything queued on `stream`; false with the error text on failure.
   bool (*synchronize)(int ordinal, void* stream, std::string* error) noexcept;
   /// Copies bytes between host (ordinal -1, stream nullptr) and device buffers, ordered after the
-  /// work already queued on the devices' streams (SPEC: tensors are read on the host only after
+  /// work already queued on the devices' streams (tensors are read on the host only after
   /// their device's stream has finished with them):
   ///   device -> host    queued on the source stream, which is then synchronised;
   ///   host -> device    queued on the destination stream (pageable source: staged on return);

@@ -95,8 +95,8 @@ struct Mirrored {
 
 /// This worker's part of a global batch: where its replicas start and how many examples each
 /// takes. Worker k's replicas take entries [kR, kR + R) of worker 0's size list, at the offset
-/// of the entries before them, so that every global batch is consumed once, in order (SPEC
-/// §5.10's guarantees). `global` unknown: the legacy rebatch, ceil(rows / N) per replica.
+/// of the entries before them, so that every global batch is consumed once, in order (what
+/// TensorFlow's distributed datasets guarantee). `global` unknown: the legacy rebatch, ceil(rows / N) per replica.
 struct LocalBatch {
   std::int64_t offset = 0;
   std::vector<std::int64_t> sizes;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file function.hpp
-/// @brief Traced functions (TensorFlow's `tf.function`, SPEC 10.4): a callable traced into a graph
+/// @brief Traced functions (TensorFlow's `tf.function`): a callable traced into a graph
 /// once per signature and replayed afterwards.
 ///
 ///     auto f = dt::function([](const dt::Tensor<float>& a, const dt::Tensor<float>& b) {

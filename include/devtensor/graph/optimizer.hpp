@@ -1,6 +1,6 @@
 #pragma once
 /// @file optimizer.hpp
-/// @brief Rewrites of a placed graph before it runs (TensorFlow's grappler, SPEC 10.5), in this
+/// @brief Rewrites of a placed graph before it runs (TensorFlow's grappler), in this
 /// order: constant folding, common subexpressions, arithmetic that returns an input and Identity
 /// bypasses (graph/rewrites.hpp), then fusion of chains of elementwise ops into one pass over
 /// memory and of a MatMul with the elementwise ops that read its product (its epilogue: bias,

@@ -1,7 +1,7 @@
 #pragma once
 /// @file placer.hpp
-/// @brief The graph placer (TensorFlow's Placer::Run, SPEC 2.2 and 10.2): one device per node of
-/// a whole graph, with TensorFlow 2.21's error texts (SPEC 2.4) and placement log.
+/// @brief The graph placer (TensorFlow's Placer::Run): one device per node of
+/// a whole graph, with TensorFlow 2.21's error texts and placement log.
 ///
 /// A colocation group (a variable's handle node and the nodes that read or write it) is placed as
 /// one: on the first device every member may use. Pass 1 places every node but generators (no inputs, one output: constants, placeholders) in
@@ -38,7 +38,7 @@ struct PlacementOptions {
 using Placement = std::vector<const Device*>;
 
 /// Places `nodes` (a graph's snapshot) on `devices`.
-/// @throws InvalidArgumentError "Cannot assign a device for operation <name>: ..." (SPEC 2.4).
+/// @throws InvalidArgumentError "Cannot assign a device for operation <name>: ..." (TensorFlow 2.21's text).
 Placement place(const std::vector<std::shared_ptr<const Node>>& nodes, const DeviceSet& devices,
                 const PlacementOptions& options);
 
@@ -63,7 +63,7 @@ DEVTENSOR_DEFINITION std::string device_list(const DeviceSet& devices, const cha
   return out;
 }
 
-/// The node's candidate devices, in priority order (SPEC 2.2 step 4, 2.3).
+/// The node's candidate devices, in priority order (GPUs before CPUs, then by id, as TensorFlow's placer ranks them).
 DEVTENSOR_DEFINITION std::vector<const Device*> candidates(const Node& node, const DeviceSet& devices, bool soft) {
   std::vector<const Device*> out;
   const auto collect = [&](const DeviceSpec& request) {

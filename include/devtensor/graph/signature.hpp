@@ -1,6 +1,6 @@
 #pragma once
 /// @file signature.hpp
-/// @brief A traced function's signature (SPEC 10.4): TensorSpec for `input_signature`, a call's
+/// @brief A traced function's signature (tf.function's): TensorSpec for `input_signature`, a call's
 /// tensors matched against the traces made so far, and TensorFlow's retracing warning.
 
 #include <cstddef>
@@ -66,7 +66,7 @@ const typename Traces::value_type* match(const Traces& traces, const std::vector
 /// (reduce_retracing).
 std::vector<Shape> relaxed_shapes(const std::vector<Shape>& traced, const std::vector<AnyTensor>& tensors);
 
-/// TensorFlow's frequent-tracing detector: warns (SPEC 10.4's text, at most twice per function)
+/// TensorFlow's frequent-tracing detector: warns (TensorFlow's text, at most twice per function)
 /// when 5 or more of the recent calls traced; the window keeps at most 5 calls before the oldest
 /// trace in it.
 class RetracingDetector {

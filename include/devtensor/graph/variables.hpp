@@ -4,10 +4,10 @@
 /// global_variables_initializer): nodes whose values live in the running Session.
 ///
 /// A variable is a handle node (VarHandleOp) and the nodes that read and assign it, placed
-/// together (a colocation group, SPEC 10.2). Its value belongs to the Session that runs the graph,
+/// together (a colocation group). Its value belongs to the Session that runs the graph,
 /// as in TensorFlow 1, and does not exist until the session runs its initializer: reading it
 /// before is FailedPreconditionError "Could not find variable <name> ... In TF1, it can also mean
-/// the variable is uninitialized" (SPEC 10.3). Node names are TensorFlow 2.21's: `v`,
+/// the variable is uninitialized" (TensorFlow 2.21's text). Node names are TensorFlow 2.21's: `v`,
 /// `v/Initializer/initial_value`, `v/IsInitialized/VarIsInitializedOp`, `v/Assign`,
 /// `v/Read/ReadVariableOp`, `ReadVariableOp` for each later read, `init` for the initializer.
 

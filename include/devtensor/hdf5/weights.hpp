@@ -4,7 +4,7 @@
 /// devtensor's models, through the HDF5 C library. Include it (and link devtensor::hdf5) to give
 /// Model::save_weights and load_weights their bodies.
 ///
-/// The layout is Keras 3's (SPEC 11), which TensorFlow 2.21 writes and reads:
+/// The layout is Keras 3's, which TensorFlow 2.21 writes and reads:
 ///
 ///     /layers/<key>/vars/0, /1, ...   a layer's variables (Dense: kernel, bias), float32
 ///     /layers/<key>/vars @name        the layer's own name ("hidden")

@@ -23,7 +23,7 @@
 ///   them (set_steps allocates them on the host). The slots are the kernel's stack, 1 KiB a
 ///   thread (ptxas, sm_90: 40 registers for float, 53 for double, no spills), which the driver
 ///   reserves for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's
-///   reserve of device memory (SPEC, memory limits), which the BFC allocator leaves alone.
+///   reserve of device memory (what it keeps outside the memory limit), which the BFC allocator leaves alone.
 /// A MatMul that only the chain reads runs first (cuBLAS), into the fused node's output, and the
 /// chain then runs over it in place: each thread loads its lanes before it stores them. A Sum or Mean over trailing axes that reads
 /// only the chain (`_FusedReduction`) ends it: each block adds its threads' results in double and

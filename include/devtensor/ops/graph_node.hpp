@@ -172,7 +172,7 @@ struct Node {
   /// one of these run in the same run, that one runs first. Unlike control inputs they pull
   /// nothing into a run (a v1 Session prunes to its fetches, as TensorFlow 1 does).
   std::vector<std::size_t> after;
-  std::optional<std::size_t> colocated_with;  // a variable's handle node: placed with it (SPEC 10.2)
+  std::optional<std::size_t> colocated_with;  // a variable's handle node: placed with it (a colocation group)
   DeviceSpec requested;        // the DeviceScope stack's request when the node was made
   const KernelSupport* kernel = nullptr;  // which device types run it
   std::vector<OutputSpec> outputs;

@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(virtual_cpus) {
 }
 
 BOOST_AUTO_TEST_CASE(virtual_gpus_numbered_across_physical_gpus) {
-  // SPEC example: GPU 0 split in two plus GPU 1 unsplit gives GPU:0, GPU:1 on 0 and GPU:2 on 1.
+  // TensorFlow's rule: GPU 0 split in two plus GPU 1 unsplit gives GPU:0, GPU:1 on 0 and GPU:2 on 1.
   cfg::set_simulated_gpus(2, 8 * kGiB);
   auto gpus = cfg::list_physical_devices("GPU");
   cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 1024}, {.memory_limit_mb = 512.9}});

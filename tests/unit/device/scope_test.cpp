@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(nested_scopes_override) {
   DeviceScope a("/job:w/device:CPU:0");
   BOOST_TEST(current() == "/job:w/replica:0/task:0/device:CPU:0");
   {
-    DeviceScope b("/device:GPU:1");  // SPEC example: inner fields win, never a conflict
+    DeviceScope b("/device:GPU:1");  // TensorFlow's rule: inner fields win, never a conflict
     BOOST_TEST(current() == "/job:w/replica:0/task:0/device:GPU:1");
     {
       DeviceScope c("/job:x/task:2");

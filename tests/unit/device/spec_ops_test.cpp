@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(soft_merge_clears_type_and_id_fields) {
 }
 
 BOOST_AUTO_TEST_CASE(overridden_by) {
-  // The SPEC example.
+  // TensorFlow's DeviceSpec merge example.
   BOOST_TEST(p("/job:w/device:CPU:0").overridden_by(p("/device:GPU:1")).to_string() ==
              "/job:w/device:GPU:1");
   // Every conflict goes to the other side, never an error.

@@ -30,7 +30,7 @@ const std::vector<ParseCase> kParseTable = {
      "full name"},
     {"/device:GPU:1/task:0/replica:0/job:localhost", "/job:localhost/replica:0/task:0/device:GPU:1",
      "any order"},
-    {"/device:GPU/job:w", "/job:w/device:GPU:*", "SPEC example: type without id"},
+    {"/device:GPU/job:w", "/job:w/device:GPU:*", "a type without an id"},
     {"/job:worker", "/job:worker", "job only"},
     {"/replica:3", "/replica:3", "replica only"},
     {"/task:12", "/task:12", "task only"},

@@ -1,4 +1,4 @@
-// Traced functions (SPEC 10.4): one trace per signature, TensorFlow 2.21's names, logs and texts,
+// Traced functions (tf.function): one trace per signature, TensorFlow 2.21's names, logs and texts,
 // results equal to eager execution, variables captured by handle, calls from several threads.
 #include <boost/test/unit_test.hpp>
 

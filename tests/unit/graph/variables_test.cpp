@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(a_variable_and_its_readers_share_its_device) {
     BOOST_TEST(std::count(lines.begin(), lines.end(), line + kGpu1) == 1, line);
 }
 
-// TensorFlow 2.21 (SPEC 2.4): a reader that asks for another device than its variable's group.
+// TensorFlow 2.21's placement error text: a reader that asks for another device than its variable's group.
 BOOST_AUTO_TEST_CASE(a_reader_requesting_another_device_than_its_variable) {
   dt::config::set_simulated_gpus(1, dt::kGiB);
   v1::Graph g;
