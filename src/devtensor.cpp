@@ -86,5 +86,7 @@ template Tensor<double> nn::losses::SparseCategoricalCrossentropy::per_example<d
 // The gradient tables, installed by the first GradientTape::gradient of each type.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, double>();
+template void autodiff_detail::install_builtin_gradients<float>();
+template void autodiff_detail::install_builtin_gradients<double>();
 
 }  // namespace devtensor

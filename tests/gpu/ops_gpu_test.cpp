@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/fused_chain.hpp"  // ops::FusedGemm
 #include "devtensor_test.hpp"
 
 namespace dt = devtensor;

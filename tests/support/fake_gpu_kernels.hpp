@@ -10,6 +10,7 @@
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor/ops/cpu/matmul.hpp"
+#include "devtensor/ops/fused_chain.hpp"  // FusedChainProgram, FusedGemm, GpuFusedChain
 #include "devtensor/ops/op_list.hpp"
 #include "fake_gpu_platform.hpp"
 

@@ -201,7 +201,7 @@ class GradientTape {
   template <Floating T>
   std::vector<autodiff::TapeTensor> compute(const Tensor<T>& target, const std::vector<autodiff::TapeTensor>& sources,
                                           const std::optional<autodiff::TapeTensor>& output_gradient) {
-    autodiff_detail::install_gradients<autodiff_detail::GradientOps, T>();  // T's, once per program
+    autodiff_detail::install_builtin_gradients<T>();  // T's, once per program
     return compute_erased(target.defined() ? autodiff::tape_tensor(target) : autodiff::TapeTensor{}, sources,
                           output_gradient);
   }

@@ -9,14 +9,21 @@
 #include <atomic>
 #include <string_view>
 
-#include "devtensor/ops/op_list.hpp"
+#include "devtensor/config.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/ops/run_op.hpp"
+// Every op's definition, for the gradient table. Compiled mode (Note [Compiled mode]) builds the
+// table in src/devtensor.cpp: a program that only differentiates does not parse every op family.
+#if DEVTENSOR_HEADER_DEFINITIONS
+#include "devtensor/ops/op_list.hpp"
+#endif
 
 namespace devtensor {
 namespace autodiff_detail {
 
+#if DEVTENSOR_HEADER_DEFINITIONS
 using GradientOps = ops::Join<ops::BuiltinOps, ops::TapeOnlyOps>::type;
+#endif
 
 /// Op's gradient for outputs of element type T, or nullptr when it has none: its own erased form
 /// (ops whose inputs and outputs differ in type, such as Cast), else the typed one from its
@@ -51,6 +58,18 @@ void install_gradients() {
 }
 #endif
 
+/// Installs T's gradients of every devtensor op (install_gradients over the op list), once per
+/// program. Compiled mode: src/devtensor.cpp instantiates it for float and double.
+template <class T>
+void install_builtin_gradients();
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+template <class T>
+void install_builtin_gradients() {
+  install_gradients<GradientOps, T>();
+}
+#endif
+
 /// The gradient of what `record` recorded, or nullptr when its op has none (or this program has
 /// not installed its type's gradients: autodiff::gradients_installed).
 inline autodiff::ErasedGradient* gradient_for(const autodiff::OpRecord& record) noexcept {
@@ -70,7 +89,7 @@ namespace autodiff {
 /// Defines what ops/record.hpp declares: installing element type T's gradients of every op.
 template <class T>
 struct GradientInstaller {
-  static void install() { autodiff_detail::install_gradients<autodiff_detail::GradientOps, T>(); }
+  static void install() { autodiff_detail::install_builtin_gradients<T>(); }
 };
 }  // namespace autodiff
 

@@ -35,9 +35,15 @@
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
-#include "devtensor/graph/fused_kernel.hpp"
+#include "devtensor/config.hpp"
 #include "devtensor/graph/placer.hpp"
+// The passes' definitions need the fused kernels and the rewrites (and through them every op's
+// definition); compiled mode (Note [Compiled mode]) keeps them in src/devtensor.cpp, so a program
+// that traces functions does not parse every op family.
+#if DEVTENSOR_HEADER_DEFINITIONS
+#include "devtensor/graph/fused_kernel.hpp"
 #include "devtensor/graph/rewrites.hpp"
+#endif
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/tensor.hpp"

@@ -99,24 +99,32 @@ DEVTENSOR_EXPORT inline ThreadState& this_thread_state() noexcept {
 /// the thread that made it.
 class [[nodiscard]] ThreadStateGuard {
  public:
-  explicit ThreadStateGuard(const ThreadState& snapshot) : previous_(std::move(this_thread_state())) {
-    this_thread_state() = snapshot;
-    this_thread_state().device_request.reset();
-    if (snapshot.device_request) scope_.emplace(*snapshot.device_request);
-  }
+  // Out of line in compiled mode: a guard is made once per thread hand-over, and its body (every
+  // member of ThreadState moved twice) was 6 KB of code in each translation unit that used it.
+  explicit ThreadStateGuard(const ThreadState& snapshot);
   ThreadStateGuard(const ThreadStateGuard&) = delete;
   ThreadStateGuard& operator=(const ThreadStateGuard&) = delete;
-  ~ThreadStateGuard() {
-    scope_.reset();
-    this_thread_state() = std::move(previous_);
-  }
+  ~ThreadStateGuard();
 
  private:
   ThreadState previous_;
   std::optional<DeviceScope> scope_;
 };
 
-inline ThreadState ThreadState::snapshot() {
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION ThreadStateGuard::ThreadStateGuard(const ThreadState& snapshot)
+    : previous_(std::move(this_thread_state())) {
+  this_thread_state() = snapshot;
+  this_thread_state().device_request.reset();
+  if (snapshot.device_request) scope_.emplace(*snapshot.device_request);
+}
+
+DEVTENSOR_DEFINITION ThreadStateGuard::~ThreadStateGuard() {
+  scope_.reset();
+  this_thread_state() = std::move(previous_);
+}
+
+DEVTENSOR_DEFINITION ThreadState ThreadState::snapshot() {
   const ThreadState& mine = this_thread_state();
   ThreadState out;
   out.device_request = current_device_request();
@@ -131,5 +139,6 @@ inline ThreadState ThreadState::snapshot() {
   out.closure_writes = mine.closure_writes;
   return out;
 }
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace devtensor
