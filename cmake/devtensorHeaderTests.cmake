@@ -16,7 +16,7 @@ function(devtensor_add_header_tests)
   foreach(_header IN LISTS _headers)
     string(MAKE_C_IDENTIFIER "${_header}" _id)
     set(_content "// Generated: ${_header} must compile on its own.\n#include <${_header}>\n#include <${_header}>  // and twice\n")
-    if(_header MATCHES "^devtensor/(distribute/multi_worker|coordinator)/")
+    if(_header MATCHES "^devtensor/(distribute/multi_worker|coordinator)/" OR _header STREQUAL "devtensor/coordinator.hpp")
       # Compiled against the component that provides its dependencies (JSON, MPI), when found.
       file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp" CONTENT "${_content}")
       list(APPEND _multi_worker_sources "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp")

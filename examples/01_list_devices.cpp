@@ -1,7 +1,7 @@
 // Walkthrough 1: what devices does this machine have?
 //   ./01_list_devices                                  # the CPU (and real GPUs in a CUDA build)
 //   DEVTENSOR_SIMULATED_GPUS=2x16GiB ./01_list_devices  # plus two simulated 16 GiB GPUs
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <cstdio>
 

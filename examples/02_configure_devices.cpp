@@ -1,7 +1,7 @@
 // Walkthrough 2: configure devices before the context initialises: two virtual CPUs (what a
 // MirroredStrategy on CPU uses), two simulated GPUs, the first split into two logical GPUs with
 // 1 GiB each, growth on the second, and what happens when you configure too late.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <cstdio>
 

@@ -1,6 +1,6 @@
 // Walkthrough 3: device scopes. A scope requests a device for the ops inside it; nested scopes
 // merge with override semantics, as TensorFlow's `with tf.device(...)` does.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <cstdio>
 #include <thread>

@@ -1,7 +1,7 @@
 // Walkthrough 4: log where each op runs (TensorFlow's "Logging device placement").
 //   ./04_log_device_placement                                # CPU
 //   DEVTENSOR_SIMULATED_GPUS=2 ./04_log_device_placement     # GPU:0 wins: MatMul has a GPU kernel
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <iostream>
 

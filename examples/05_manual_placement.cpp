@@ -1,6 +1,6 @@
 // Walkthrough 5: place the constants on the CPU by hand; the matmul runs on the default device
 // (GPU:0 when there is one), and its inputs are copied there.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <iostream>
 

@@ -1,6 +1,6 @@
 // Walkthrough 6: ask for a GPU that does not exist. With soft placement off it is an error; with
 // soft placement on (the default) the op runs on a device that exists.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <iostream>
 

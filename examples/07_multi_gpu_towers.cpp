@@ -4,7 +4,7 @@
 // does. On a machine without GPUs it still runs, as in TensorFlow 2.21: soft placement (on by
 // default) sends the constants and the matmuls of a missing GPU to the next device in priority
 // order (CPU:0), and the placement log shows where each op ran.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include <iostream>
 #include <vector>

@@ -6,7 +6,7 @@
 // - Scale (08_custom_op.hpp) declares CPU and GPU kernels: the CPU body below, the CUDA one in
 //   08_custom_op_cuda.cu, compiled when the program links devtensor::cuda. The placer puts it on a
 //   real GPU only when the program contains that body.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/tensors.hpp>
 
 #include "08_custom_op.hpp"
 

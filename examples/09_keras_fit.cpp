@@ -2,7 +2,7 @@
 // mean squared error and SGD, on a dataset of 100 copies of (1, 1) in batches of 10. fit() draws
 // Keras's progress bar on a terminal (one line per epoch in logs) and returns the loss history;
 // evaluate() reports the loss after training.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/keras.hpp>
 
 #include <iostream>
 

@@ -5,7 +5,8 @@
 // cross-device ops and updates every replica alike. On two virtual CPUs here, or on whatever
 // GPUs exist (simulated ones with DEVTENSOR_SIMULATED_GPUS=2; real ones with NCCL when built as
 // 11_mirrored_strategy_nccl, which links the devtensor::nccl component).
-#include <devtensor/devtensor.hpp>
+#include <devtensor/distribute.hpp>
+#include <devtensor/keras.hpp>
 
 #include <iostream>
 

@@ -3,7 +3,8 @@
 // train_step on every replica at once; each replica scales its loss by the global batch
 // (compute_average_loss), so summing gradients and losses across replicas gives global means.
 // On three virtual CPUs here, or on whatever GPUs exist (DEVTENSOR_SIMULATED_GPUS=2: two).
-#include <devtensor/devtensor.hpp>
+#include <devtensor/distribute.hpp>
+#include <devtensor/keras.hpp>
 
 #include <cstdio>
 

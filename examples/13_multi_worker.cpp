@@ -7,7 +7,7 @@
 //
 // With no index and no TF_CONFIG, `mpiexec -n 4 ./13_multi_worker` makes the launch the cluster;
 // run alone, it is a single worker.
-#include <devtensor/devtensor.hpp>
+#include <devtensor/keras.hpp>
 #include <devtensor/distribute/multi_worker/multi_worker_mirrored_strategy.hpp>
 
 #include <cstdlib>

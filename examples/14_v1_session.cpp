@@ -9,7 +9,7 @@
 //   with tf.device('/cpu:0'):                             dt::DeviceScope cpu("/cpu:0");
 //   sess = tf.compat.v1.Session(graph=graph, config=...)  v1::Session sess(graph, config);
 //   print(sess.run(c))                                    std::cout << sess.run(c);
-#include <devtensor/devtensor.hpp>
+#include <devtensor/graph.hpp>
 
 #include <iostream>
 #include <vector>

@@ -13,7 +13,8 @@
 //     grads = tape.gradient(loss, model.trainable_variables)
 //     optimizer.apply_gradients(zip(grads, model.trainable_variables))
 //     return loss
-#include <devtensor/devtensor.hpp>
+#include <devtensor/distribute.hpp>
+#include <devtensor/keras.hpp>
 
 #include <cmath>
 #include <cstdio>

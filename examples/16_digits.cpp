@@ -4,7 +4,7 @@
 // accuracy reported per epoch. The weights are saved as a Keras 3 weights file (TensorFlow loads
 // it with model.load_weights), reloaded into a fresh model, and give the same validation accuracy.
 // Needs the devtensor::hdf5 component (the HDF5 C library).
-#include <devtensor/devtensor.hpp>
+#include <devtensor/keras.hpp>
 #include <devtensor/hdf5/weights.hpp>
 
 #include <filesystem>

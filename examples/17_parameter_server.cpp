@@ -10,8 +10,7 @@
 // mpiexec its "task" may be left out: each rank knows its place. Without TF_CONFIG the launch is
 // the cluster (ParameterServerStrategyOptions::num_ps_from_launch ps tasks, last; default 1).
 // README.md's snippet is lines of this file (test docs.readme_snippets).
-#include <devtensor/coordinator/cluster_coordinator.hpp>
-#include <devtensor/devtensor.hpp>
+#include <devtensor/coordinator.hpp>
 
 #include <iostream>
 #include <optional>

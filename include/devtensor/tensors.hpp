@@ -1,0 +1,36 @@
+#pragma once
+/// @file tensors.hpp
+/// @brief Topic header: the eager core. Devices (names, scopes, configuration, memory), tensors,
+/// every op, variables and GradientTape: what a program that places and runs ops needs, without
+/// traced functions, sessions, strategies or Keras (<devtensor/devtensor.hpp> has everything).
+
+#include "devtensor/autodiff/gradient_tape.hpp"
+#include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/device/configuration.hpp"
+#include "devtensor/device/context.hpp"
+#include "devtensor/device/device_lib.hpp"
+#include "devtensor/device/device_set.hpp"
+#include "devtensor/device/device_util.hpp"
+#include "devtensor/device/memory_info.hpp"
+#include "devtensor/device/physical.hpp"
+#include "devtensor/device/scope.hpp"
+#include "devtensor/device/spec.hpp"
+#include "devtensor/device/tags.hpp"
+#include "devtensor/memory/allocator.hpp"
+#include "devtensor/memory/stats.hpp"
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/math.hpp"
+#include "devtensor/ops/matmul.hpp"
+#include "devtensor/ops/nn_ops.hpp"
+#include "devtensor/ops/random.hpp"
+#include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/shape_ops.hpp"
+#include "devtensor/ops/training_ops.hpp"
+#include "devtensor/tensor/dtype.hpp"
+#include "devtensor/tensor/print.hpp"
+#include "devtensor/tensor/shape.hpp"
+#include "devtensor/tensor/tensor.hpp"
+#include "devtensor/variables/variable.hpp"
+#include "devtensor/version.hpp"
