@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's "Without CMake" one-liners, run: a program built header-only, then in compiled mode
 # (src/devtensor.cpp compiled to devtensor.o, the program with -DDEVTENSOR_COMPILED), both with
-# OpenBLAS when the machine has it. Usage: no_cmake.sh <c++ compiler> <source dir> <work dir>
+# OpenBLAS when the machine has it, and the hdf5 component's line where Debian's HDF5 is installed.
+# Usage: no_cmake.sh <c++ compiler> <source dir> <work dir>
 # -O0 where the README says -O2: the test checks that the lines build and run, and src/devtensor.cpp
 # compiles in 44 s instead of 66 s at -O1.
 set -euo pipefail
@@ -19,3 +20,10 @@ set -x
 "$cxx" -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -I"$src/include" "$src/tests/package/no_cmake/main.cpp" \
   "$work/devtensor.o" -o "$work/compiled" "${blas_lib[@]}" -pthread
 "$work/compiled"
+# The hdf5 component without CMake (Debian's serial HDF5): -DDEVTENSOR_WITH_HDF5 and HDF5's flags.
+if [[ -f /usr/include/hdf5/serial/hdf5.h ]]; then
+  "$cxx" -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DDEVTENSOR_WITH_HDF5 -I"$src/include" \
+    -I/usr/include/hdf5/serial "$src/tests/package/no_cmake/weights.cpp" "$work/devtensor.o" -o "$work/weights" \
+    -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 "${blas_lib[@]}" -pthread
+  "$work/weights" "$work"
+fi
