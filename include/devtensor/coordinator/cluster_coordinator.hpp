@@ -341,90 +341,97 @@ inline void ClusterCoordinator::dispatch(const ThreadState& creator) {
   const auto start_limit = ps_wire::Clock::now() + std::max(silence * 6, std::chrono::duration_cast<ps_wire::Clock::duration>(std::chrono::seconds(60)));
   auto last_busy = ps_wire::Clock::now();
   auto pause = std::chrono::microseconds(20);
-  while (!stop_) try {
-    bool busy = false;
-    // Results and heartbeats.
-    // (By tag: the chief's own thread receives its ps tasks' replies on the same communicator.)
-    for (int tag : {ps_wire::kHeartbeat, ps_wire::kResult})
-    while (auto m = state_.channel.try_receive(MPI_ANY_SOURCE, tag)) {
-      busy = true;
-      const int worker = m->source - 1;
-      if (worker < 0 || worker >= strategy_.num_workers()) continue;
-      ps_wire::Reader r(std::move(*m), state_.channel);
-      const std::uint64_t id = m->tag == ps_wire::kResult ? r.get<std::uint64_t>() : 0;
-      std::shared_ptr<Closure> done;
+  while (!stop_) {
+    std::exception_ptr failure;
+    try {
+      bool busy = false;
+      // Results and heartbeats.
+      // (By tag: the chief's own thread receives its ps tasks' replies on the same communicator.)
+      for (int tag : {ps_wire::kHeartbeat, ps_wire::kResult})
+      while (auto m = state_.channel.try_receive(MPI_ANY_SOURCE, tag)) {
+        busy = true;
+        const int worker = m->source - 1;
+        if (worker < 0 || worker >= strategy_.num_workers()) continue;
+        ps_wire::Reader r(std::move(*m), state_.channel);
+        const std::uint64_t id = m->tag == ps_wire::kResult ? r.get<std::uint64_t>() : 0;
+        std::shared_ptr<Closure> done;
+        {
+          std::lock_guard lock(mutex_);
+          auto& w = workers_[static_cast<std::size_t>(worker)];
+          if (!w.alive) {  // given up but only slow: it serves again (a result it still sends is ignored,
+            w.alive = true;  // its writes were deduplicated by the ps tasks)
+            log(LogSource::python_logger, LogSeverity::warning,
+                "Worker /job:worker/replica:0/task:" + std::to_string(worker) + " is heard from again; it serves again");
+          }
+          w.started = true;
+          w.last_heard = ps_wire::Clock::now();
+          // A result for what it runs now; not one of a function given up on and sent elsewhere.
+          if (m->tag != ps_wire::kResult || !w.running || w.running->id != id) continue;
+          done = std::move(w.running);
+        }
+        std::exception_ptr error;
+        try {
+          ps_wire::get_status(r);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        finish(done, &r, error);
+      }
+      // Workers given up, and what they ran back in the queue; then free workers get work.
+      std::vector<std::shared_ptr<Closure>> unrunnable;
       {
         std::lock_guard lock(mutex_);
-        auto& w = workers_[static_cast<std::size_t>(worker)];
-        if (!w.alive) {  // given up but only slow: it serves again (a result it still sends is ignored,
-          w.alive = true;  // its writes were deduplicated by the ps tasks)
-          log(LogSource::python_logger, LogSeverity::warning,
-              "Worker /job:worker/replica:0/task:" + std::to_string(worker) + " is heard from again; it serves again");
+        const auto now = ps_wire::Clock::now();
+        bool any_alive = false;
+        for (std::size_t i = 0; i < workers_.size(); ++i) {
+          auto& w = workers_[i];
+          if (w.alive && ((w.started && now - w.last_heard > silence) || (!w.started && now > start_limit))) {
+            w.alive = false;
+            log(LogSource::python_logger, LogSeverity::warning,
+                "Worker /job:worker/replica:0/task:" + std::to_string(i) + " has not been heard from for " +
+                    std::to_string(timeout) + " s; it is considered failed" +
+                    (w.running ? " and its function is scheduled again on another worker" : ""));
+            if (w.running) queue_.push_front(std::move(w.running));
+          }
+          any_alive = any_alive || w.alive;
+          if (!w.alive || !w.started || w.running || queue_.empty()) continue;
+          w.running = queue_.front();
+          queue_.pop_front();
+          ps_wire::Writer run;
+          run.put(w.running->id).put(w.running->function);
+          run.append(w.running->args);
+          try {
+            state_.channel.send(strategy_.state().roles.worker_rank(static_cast<int>(i)), ps_wire::kRun, std::move(run));
+          } catch (const Error&) {  // MPI refused (a peer it knows is dead): the next worker gets it
+            w.alive = false;
+            queue_.push_front(std::move(w.running));
+          }
+          busy = true;
         }
-        w.started = true;
-        w.last_heard = ps_wire::Clock::now();
-        // A result for what it runs now; not one of a function given up on and sent elsewhere.
-        if (m->tag != ps_wire::kResult || !w.running || w.running->id != id) continue;
-        done = std::move(w.running);
+        if (!any_alive) unrunnable.assign(queue_.begin(), queue_.end()), queue_.clear();
       }
-      std::exception_ptr error;
-      try {
-        ps_wire::get_status(r);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      finish(done, &r, error);
-    }
-    // Workers given up, and what they ran back in the queue; then free workers get work.
-    std::vector<std::shared_ptr<Closure>> unrunnable;
-    {
-      std::lock_guard lock(mutex_);
+      for (auto& c : unrunnable)
+        finish(c, nullptr, std::make_exception_ptr(UnavailableError("No worker is available to run a scheduled function: "
+                                                                    "every worker has failed")));
+      // Idle: yield for 2 ms after the last activity (results come in bursts), then sleep up to 1 ms
+      // (a schedule() wakes it at once).
       const auto now = ps_wire::Clock::now();
-      bool any_alive = false;
-      for (std::size_t i = 0; i < workers_.size(); ++i) {
-        auto& w = workers_[i];
-        if (w.alive && ((w.started && now - w.last_heard > silence) || (!w.started && now > start_limit))) {
-          w.alive = false;
-          log(LogSource::python_logger, LogSeverity::warning,
-              "Worker /job:worker/replica:0/task:" + std::to_string(i) + " has not been heard from for " +
-                  std::to_string(timeout) + " s; it is considered failed" +
-                  (w.running ? " and its function is scheduled again on another worker" : ""));
-          if (w.running) queue_.push_front(std::move(w.running));
-        }
-        any_alive = any_alive || w.alive;
-        if (!w.alive || !w.started || w.running || queue_.empty()) continue;
-        w.running = queue_.front();
-        queue_.pop_front();
-        ps_wire::Writer run;
-        run.put(w.running->id).put(w.running->function);
-        run.append(w.running->args);
-        try {
-          state_.channel.send(strategy_.state().roles.worker_rank(static_cast<int>(i)), ps_wire::kRun, std::move(run));
-        } catch (const Error&) {  // MPI refused (a peer it knows is dead): the next worker gets it
-          w.alive = false;
-          queue_.push_front(std::move(w.running));
-        }
-        busy = true;
+      if (busy) {
+        last_busy = now;
+        pause = std::chrono::microseconds(20);
+      } else if (now - last_busy < std::chrono::milliseconds(2)) {
+        std::this_thread::yield();
+      } else {
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
       }
-      if (!any_alive) unrunnable.assign(queue_.begin(), queue_.end()), queue_.clear();
+    } catch (...) {
+      failure = std::current_exception();
     }
-    for (auto& c : unrunnable)
-      finish(c, nullptr, std::make_exception_ptr(UnavailableError("No worker is available to run a scheduled function: "
-                                                                  "every worker has failed")));
-    // Idle: yield for 2 ms after the last activity (results come in bursts), then sleep up to 1 ms
-    // (a schedule() wakes it at once).
-    const auto now = ps_wire::Clock::now();
-    if (busy) {
-      last_busy = now;
-      pause = std::chrono::microseconds(20);
-    } else if (now - last_busy < std::chrono::milliseconds(2)) {
-      std::this_thread::yield();
-    } else {
-      std::unique_lock lock(mutex_);
-      changed_.wait_for(lock, pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(1000));
-    }
-  } catch (...) {  // MPI failed under the dispatcher: every pending function gets the error
+    if (!failure) continue;
+    // MPI failed under the dispatcher: every pending function gets the error. (Outside the handler,
+    // so the exception is not this thread's last to drop while a caller reads it.)
     std::vector<std::shared_ptr<Closure>> pending;
     {
       std::lock_guard lock(mutex_);
@@ -433,8 +440,8 @@ inline void ClusterCoordinator::dispatch(const ThreadState& creator) {
       pending.insert(pending.end(), queue_.begin(), queue_.end());
       queue_.clear();
     }
-    const auto error = std::current_exception();
-    for (auto& c : pending) finish(c, nullptr, error);
+    for (auto& c : pending) finish(c, nullptr, failure);
+    failure = nullptr;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

@@ -153,6 +153,7 @@ class Prefetcher {
 
  private:
   void produce() noexcept {
+    std::exception_ptr error;
     try {
       const ThreadStateGuard as_reader(reader_);  // the steps run in the reader's context (scopes, strategy)
       for (;;) {
@@ -169,11 +170,15 @@ class Prefetcher {
         if (done_) return;
       }
     } catch (...) {
-      std::lock_guard lock(mutex_);
-      error_ = std::current_exception();
-      done_ = true;
-      ready_.notify_one();
+      error = std::current_exception();
     }
+    // Published after the handler has ended, so this thread lets go of the exception before the
+    // reader can see it: the reader's copy is then the last, and the exception dies on the reader's
+    // thread (else ThreadSanitizer sees its destructor race the reader's what()).
+    std::lock_guard lock(mutex_);
+    error_ = std::move(error);
+    done_ = true;
+    ready_.notify_one();
   }
 
   Next<E> inner_;
