@@ -190,6 +190,95 @@ constexpr bool is_optimizer_update = std::is_same_v<Op, dt::ops::ApplyGradientDe
                                      std::is_same_v<Op, dt::ops::ApplyKerasMomentum> ||
                                      std::is_same_v<Op, dt::ops::ApplyAdam>;
 
+/// Strides, ksize or dilations as TensorFlow takes them: an int, 2 ints or 4 (of any size).
+inline dt::SpatialInts draw_spatial(Reader& in) {
+  switch (in.pick(4)) {
+    case 0: return in.size_like();
+    case 1: return {in.size_like(), in.size_like()};
+    case 2: return {1, in.size_like(), in.size_like(), 1};
+    default: {
+      std::vector<std::int64_t> v(in.pick(6));
+      for (auto& x : v) x = in.size_like_minus(1);
+      return v;
+    }
+  }
+}
+inline dt::Padding draw_padding(Reader& in) {
+  switch (in.pick(5)) {
+    case 0: return "SAME";
+    case 1: return "VALID";
+    case 2: return "same";  // refused: TensorFlow's values are upper case
+    default: {
+      std::vector<std::pair<std::int64_t, std::int64_t>> p(in.flip() ? 4 : in.pick(6));
+      for (auto& [before, after] : p) before = in.size_like_minus(1), after = in.size_like_minus(1);
+      if (in.flip() && p.size() == 4) p[0] = p[3] = {0, 0};
+      return p;
+    }
+  }
+}
+
+template <class Op>
+constexpr bool is_conv_op = dt::ops::ConvOps::contains<Op>;
+
+/// The convolution and pooling ops through their public functions, with drawn windows. A work
+/// budget: a call whose outputs times window taps exceed 2^26 is not made (those shapes' checks
+/// ran already: the shape function is asked first, and its errors are the call's).
+template <class Op, class T>
+std::optional<dt::Tensor<T>> fuzz_conv(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
+  namespace ops = dt::ops;
+  const auto strides = draw_spatial(in);
+  const auto padding = draw_padding(in);
+  const bool nchw = in.pick(8) == 0;
+  const dt::Conv2DOptions conv{.data_format = nchw ? "NCHW" : "NHWC", .dilations = in.flip() ? draw_spatial(in) : 1};
+  const dt::PoolOptions pool{.data_format = conv.data_format};
+  constexpr double kBudget = double(1 << 26);
+  const auto count = [](const dt::Shape& s) { return static_cast<double>(s.num_elements()); };
+  if constexpr (std::is_same_v<Op, ops::Conv2D> || std::is_same_v<Op, ops::Conv2DBackpropInput> ||
+                std::is_same_v<Op, ops::Conv2DBackpropFilter>) {
+    if (a.defined() && b.defined() && a.rank() == 4 && b.rank() == 4 && b.shape()[3] > 0) {
+      try {  // outputs x (filter elements / out depth) multiply-adds
+        const auto window = dt::conv_detail::window(strides, padding, conv.dilations, false, "Conv2D", true);
+        const auto out = ops::Conv2D::output_shape(window, a.shape(), b.shape());
+        if (count(out) * (count(b.shape()) / static_cast<double>(b.shape()[3])) > kBudget) return std::nullopt;
+      } catch (const dt::Error&) {  // the call below fails alike
+      }
+    }
+    if constexpr (std::is_same_v<Op, ops::Conv2D>) {
+      return dt::conv2d(a, b, strides, padding, conv);
+    } else if constexpr (std::is_same_v<Op, ops::Conv2DBackpropInput>) {
+      const auto y = dt::conv2d(a, b, strides, padding, conv);  // a consistent out_backprop, or a wrong one
+      return dt::conv2d_backprop_input(a.shape(), b, in.flip() ? y : a, strides, padding, conv);
+    } else {
+      const auto y = dt::conv2d(a, b, strides, padding, conv);
+      return dt::conv2d_backprop_filter(a, in.flip() ? b.shape() : dt::Shape(in.dims()), in.flip() ? y : b, strides,
+                                        padding, conv);
+    }
+  } else if constexpr (std::is_same_v<Op, ops::BiasAdd>) {
+    return dt::bias_add(a, b, pool);
+  } else if constexpr (std::is_same_v<Op, ops::BiasAddGrad>) {
+    dt::GradientTape tape;
+    tape.watch(b);
+    const auto z = dt::bias_add(a, b, pool);
+    return tape.gradient(dt::reduce_sum(z), b);
+  } else {
+    const auto ksize = draw_spatial(in);
+    // A pool visits only the taps inside its input: outputs (at most the input's elements) times
+    // the input's rows x columns bounds the work.
+    if (a.defined() && a.rank() == 4 && count(a.shape()) * static_cast<double>(a.shape()[1]) *
+                                                static_cast<double>(a.shape()[2]) > kBudget)
+      return std::nullopt;
+    if constexpr (std::is_same_v<Op, ops::MaxPool>) return dt::max_pool2d(a, ksize, strides, padding, pool);
+    else if constexpr (std::is_same_v<Op, ops::AvgPool>) return dt::avg_pool2d(a, ksize, strides, padding, pool);
+    else {  // the gradients, through the tape
+      dt::GradientTape tape;
+      tape.watch(a);
+      const auto y = std::is_same_v<Op, ops::MaxPoolGrad> ? dt::max_pool2d(a, ksize, strides, padding, pool)
+                                                          : dt::avg_pool2d(a, ksize, strides, padding, pool);
+      return tape.gradient(dt::reduce_sum(dt::mul(y, y)), a);
+    }
+  }
+}
+
 /// One run of op `Op` of the op list (ops/op_list.hpp) on operands a and b, with attributes drawn
 /// from the input. Attribute-free ops (the elementwise family) go through run_op, the path their
 /// public functions take; ops with attributes through their public functions, which derive the
@@ -297,6 +386,9 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
       return vars[0].value();
     }
     return std::nullopt;
+  } else if constexpr (is_conv_op<Op>) {
+    if constexpr (dt::Floating<T>) return fuzz_conv<Op, T>(in, a, b);
+    else return std::nullopt;
   } else if constexpr (std::is_same_v<Op, ops::StatelessRandomUniform>) {
     // Its seed is a (one-element) int64 tensor; its output float or double.
     const dt::Shape shape(in.dims());

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "devtensor/ops/conv.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/matmul.hpp"
@@ -23,7 +24,7 @@
 namespace devtensor::ops {
 
 using BuiltinOps =
-    Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ReductionOps, ShapeOps, RandomOps, TrainingOps>::type;
+    Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, ReductionOps, ShapeOps, RandomOps, TrainingOps>::type;
 
 static_assert([]<class... Ops>(TypeList<Ops...>) { return (std::derived_from<Ops, Builtin> && ...); }(BuiltinOps{}),
               "every op of the list is marked ops::Builtin (GradientTape installs their gradients from it)");

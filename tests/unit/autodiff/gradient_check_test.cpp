@@ -225,6 +225,55 @@ BOOST_AUTO_TEST_CASE(cast_between_float_and_double_passes_the_gradient_through) 
                  {random_tensor(dt::Shape({5}), 51)}, 1e-3, 1e-2);
 }
 
+BOOST_AUTO_TEST_CASE(convolution_and_pooling) {
+  namespace ops = dt::ops;
+  const auto x = random_tensor(dt::Shape({2, 5, 4, 3}), 70);
+  const auto w = random_tensor(dt::Shape({3, 2, 3, 2}), 71);
+  check_gradient("Conv2D: SAME, strides 2", [](const std::vector<Tensor>& in) { return dt::conv2d(in[0], in[1], 2, "SAME"); },
+                 {x, w});
+  check_gradient("Conv2D: VALID, dilations 2",
+                 [](const std::vector<Tensor>& in) { return dt::conv2d(in[0], in[1], 1, "VALID", {.dilations = 2}); },
+                 {x, random_tensor(dt::Shape({2, 2, 3, 2}), 72)});
+  check_gradient("Conv2D: explicit padding, NCHW",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::conv2d(in[0], in[1], {1, 2}, {{0, 0}, {0, 0}, {1, 0}, {2, 1}}, {.data_format = "NCHW"});
+                 },
+                 {random_tensor(dt::Shape({1, 3, 4, 5}), 73), w});
+  // The backprops as functions of both their tensor inputs (their own gradients: second order).
+  const auto dy = random_tensor(dt::Shape({2, 3, 2, 2}), 74);
+  check_gradient("Conv2DBackpropInput",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::conv2d_backprop_input(dt::Shape({2, 5, 4, 3}), in[0], in[1], 2, "SAME");
+                 },
+                 {w, dy});
+  check_gradient("Conv2DBackpropFilter",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::conv2d_backprop_filter(in[0], dt::Shape({3, 2, 3, 2}), in[1], 2, "SAME");
+                 },
+                 {x, dy});
+  check_gradient("BiasAdd: NHWC", [](const std::vector<Tensor>& in) { return dt::bias_add(in[0], in[1]); },
+                 {x, random_tensor(dt::Shape({3}), 75)});
+  check_gradient("BiasAdd: NCHW, rank 3",
+                 [](const std::vector<Tensor>& in) { return dt::bias_add(in[0], in[1], {.data_format = "NCHW"}); },
+                 {random_tensor(dt::Shape({2, 3, 4}), 76), random_tensor(dt::Shape({3}), 77)});
+  check_gradient("BiasAddGrad",
+                 [](const std::vector<Tensor>& in) { return dt::run_op<ops::BiasAddGrad>({}, in[0]); }, {x});
+  check_gradient("MaxPool: 3x3, strides 2, SAME",
+                 [](const std::vector<Tensor>& in) { return dt::max_pool2d(in[0], 3, 2, "SAME"); }, {x});
+  check_gradient("MaxPool: 2x1, VALID, NCHW",
+                 [](const std::vector<Tensor>& in) { return dt::max_pool2d(in[0], {2, 1}, 1, "VALID", {.data_format = "NCHW"}); },
+                 {random_tensor(dt::Shape({1, 2, 3, 3}), 78)});
+  check_gradient("AvgPool: 3x3, strides 2, SAME",
+                 [](const std::vector<Tensor>& in) { return dt::avg_pool2d(in[0], 3, 2, "SAME"); }, {x});
+  check_gradient("AvgPoolGrad",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::run_op<ops::AvgPoolGrad>({{{3, 3}, {.strides = {2, 2}, .padding = ops::PaddingKind::same}},
+                                                        {2, 5, 4, 3}},
+                                                       in[0]);
+                 },
+                 {random_tensor(dt::Shape({2, 3, 2, 3}), 79)});
+}
+
 BOOST_AUTO_TEST_CASE(gradient_kernels_have_gradients_for_second_derivatives) {
   // d/dx of (d/dx f) against finite differences of the first derivative.
   const auto first_derivative = [](UnaryFn f) {
@@ -254,6 +303,7 @@ BOOST_AUTO_TEST_CASE(every_differentiable_op_has_its_gradient_checked,
                          boost::unit_test::depends_on("gradient_check/reductions_over_axes_with_and_without_keepdims") *
                          boost::unit_test::depends_on("gradient_check/shape_and_data_movement_ops") *
                          boost::unit_test::depends_on("gradient_check/cast_between_float_and_double_passes_the_gradient_through") *
+                         boost::unit_test::depends_on("gradient_check/convolution_and_pooling") *
                          boost::unit_test::depends_on("gradient_check/gradient_kernels_have_gradients_for_second_derivatives")) {
   int differentiable = 0;
   dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() {

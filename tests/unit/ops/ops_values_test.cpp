@@ -1,10 +1,12 @@
 // Every op's values against a double-precision reference, broadcasting, and shape/dtype errors.
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <utility>
 
 #include "devtensor/devtensor.hpp"
@@ -468,6 +470,290 @@ BOOST_AUTO_TEST_CASE(large_tensors_use_the_thread_pool) {
   BOOST_TEST(std::all_of(c.begin(), c.end(), [](float e) { return e == 3.0f; }));
   BOOST_TEST(dt::reduce_sum(dt::reshape(a, {3, -1}), 1).to_vector() == std::vector<float>(3, 1.5f * (1 << 20)),
              boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Convolution and pooling (ops/conv.hpp) against TensorFlow 2.21 (tests/reference/conv.py makes
+// the figures) and against a direct loop.
+BOOST_AUTO_TEST_SUITE(conv)
+
+namespace {
+
+/// 0, 1, 2, ... in row-major order, scaled and shifted (conv.py's ramp).
+dt::Tensor<double> ramp(const dt::Shape& shape, double scale, double shift = 0.0) {
+  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / scale - shift;
+  return dt::constant<double>(v, shape);
+}
+
+struct Figure {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  double sum, weighted;
+};
+
+/// Σ y and Σ y[i]·(i mod 7 + 1), compared with TensorFlow's.
+void check_figure(const Figure& want, const dt::Tensor<double>& y, double rtol = 1e-10) {
+  BOOST_TEST_CONTEXT(want.name) {
+    BOOST_TEST(y.shape() == dt::Shape(want.shape));
+    double sum = 0, weighted = 0;
+    const auto v = y.to_vector();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      sum += v[i];
+      weighted += v[i] * static_cast<double>(i % 7 + 1);
+    }
+    BOOST_TEST(std::abs(sum - want.sum) <= rtol * (1 + std::abs(want.sum)), sum << " vs " << want.sum);
+    BOOST_TEST(std::abs(weighted - want.weighted) <= rtol * (1 + std::abs(want.weighted)),
+               weighted << " vs " << want.weighted);
+  }
+}
+
+/// Σ f(inputs)² differentiated by the tape.
+template <class F>
+std::vector<dt::Tensor<double>> grads_of_square(F f, std::vector<dt::Tensor<double>> inputs) {
+  dt::GradientTape tape;
+  for (const auto& x : inputs) tape.watch(x);
+  const auto y = f(inputs);
+  return tape.gradient(dt::reduce_sum(dt::mul(y, y)), inputs);
+}
+
+/// Conv2D by its definition, NHWC/HWIO, with the padding before given.
+std::vector<double> direct_conv(const std::vector<double>& x, std::array<std::int64_t, 4> xs, const std::vector<double>& w,
+                                std::array<std::int64_t, 4> ws, std::array<std::int64_t, 4> ys, std::int64_t stride,
+                                std::int64_t dilation, std::int64_t pad_top, std::int64_t pad_left) {
+  std::vector<double> y(static_cast<std::size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 0.0);
+  for (std::int64_t n = 0; n < ys[0]; ++n)
+    for (std::int64_t r = 0; r < ys[1]; ++r)
+      for (std::int64_t c = 0; c < ys[2]; ++c)
+        for (std::int64_t o = 0; o < ys[3]; ++o) {
+          double s = 0;
+          for (std::int64_t i = 0; i < ws[0]; ++i)
+            for (std::int64_t j = 0; j < ws[1]; ++j) {
+              const std::int64_t ir = r * stride - pad_top + i * dilation, ic = c * stride - pad_left + j * dilation;
+              if (ir < 0 || ir >= xs[1] || ic < 0 || ic >= xs[2]) continue;
+              for (std::int64_t k = 0; k < xs[3]; ++k)
+                s += x[static_cast<std::size_t>(((n * xs[1] + ir) * xs[2] + ic) * xs[3] + k)] *
+                     w[static_cast<std::size_t>(((i * ws[1] + j) * ws[2] + k) * ws[3] + o)];
+            }
+          y[static_cast<std::size_t>(((n * ys[1] + r) * ys[2] + c) * ys[3] + o)] = s;
+        }
+  return y;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(values_and_gradients_are_tensorflows) {
+  const std::vector<Figure> figures{
+    {"conv SAME s1", {2, 5, 5, 4}, 357.4532, 1416.7092},
+    {"conv VALID s2", {2, 2, 2, 4}, 111.8736, 434.4264},
+    {"conv SAME s2", {2, 3, 3, 4}, 61.9556, 259.7742},
+    {"conv SAME d2", {2, 5, 5, 4}, 335.4692, 1375.2036},
+    {"conv explicit", {2, 6, 4, 4}, 66.5288, 302.8744},
+    {"conv strides 1,2", {2, 5, 3, 4}, 187.6364, 747.7752},
+    {"conv 1x1", {2, 5, 5, 4}, 31.61, 126.2444},
+    {"conv NCHW", {2, 4, 3, 3}, 61.9556, 251.342},
+    {"max_pool 3 s2 SAME", {2, 3, 3, 3}, 93.42, 369.28},
+    {"max_pool 2 VALID", {2, 2, 2, 3}, 35.76, 137.38},
+    {"avg_pool 3 s2 SAME", {2, 3, 3, 3}, 80.46, 318.85},
+    {"avg_pool 2x3 s1 VALID", {2, 4, 3, 3}, 107.28, 425.19},
+    {"max_pool NCHW", {2, 3, 3, 3}, 93.42, 364.88},
+    {"bias_add NHWC", {2, 5, 5, 3}, 223.5, 888.24},
+    {"bias_add NCHW", {2, 3, 5, 5}, 223.5, 886.62},
+    {"grad conv SAME s2 input", {2, 5, 5, 3}, 1095.491832, 4570.456776},
+    {"grad conv SAME s2 filter", {3, 3, 3, 4}, 2549.671152, 10091.185544},
+    {"grad conv VALID d2 input", {2, 5, 5, 3}, 345.474708124, 1410.66498492},
+    {"grad conv VALID d2 filter", {2, 3, 3, 4}, -4924.04810333, -19431.9673538},
+    {"grad max_pool 3 s2 SAME", {2, 5, 5, 3}, 186.84, 782.84},
+    {"grad avg_pool 3 s2 SAME", {2, 5, 5, 3}, 160.92, 658.793333333},
+    {"grad bias_add value", {2, 5, 5, 3}, 447, 1776.48},
+    {"grad bias_add bias", {3}, 447, 918},
+  };
+  const auto at = [&](std::string_view name) -> const Figure& {
+    for (const auto& f : figures)
+      if (f.name == name) return f;
+    throw std::logic_error("no figure " + std::string(name));
+  };
+  const auto x = ramp({2, 5, 5, 3}, 50.0);
+  const auto w = ramp({3, 3, 3, 4}, 100.0, 0.5);
+  const auto x_nchw = dt::transpose(x, {0, 3, 1, 2});
+  check_figure(at("conv SAME s1"), dt::conv2d(x, w, 1, "SAME"));
+  check_figure(at("conv VALID s2"), dt::conv2d(x, w, 2, "VALID"));
+  check_figure(at("conv SAME s2"), dt::conv2d(x, w, {2, 2}, "SAME"));
+  check_figure(at("conv SAME d2"), dt::conv2d(x, w, 1, "SAME", {.dilations = 2}));
+  check_figure(at("conv explicit"), dt::conv2d(x, w, 1, {{0, 0}, {1, 2}, {0, 1}, {0, 0}}));
+  check_figure(at("conv strides 1,2"), dt::conv2d(x, w, {1, 2}, "SAME"));
+  check_figure(at("conv 1x1"), dt::conv2d(x, dt::slice(w, {1, 1, 0, 0}, {1, 1, 3, 4}), 1, "VALID"));
+  check_figure(at("conv NCHW"), dt::conv2d(x_nchw, w, {1, 1, 2, 2}, "SAME", {.data_format = "NCHW"}));
+  check_figure(at("max_pool 3 s2 SAME"), dt::max_pool2d(x, 3, 2, "SAME"));
+  check_figure(at("max_pool 2 VALID"), dt::max_pool2d(x, 2, 2, "VALID"));
+  check_figure(at("avg_pool 3 s2 SAME"), dt::avg_pool2d(x, 3, 2, "SAME"));
+  check_figure(at("avg_pool 2x3 s1 VALID"), dt::avg_pool2d(x, {2, 3}, 1, "VALID"));
+  check_figure(at("max_pool NCHW"), dt::max_pool2d(x_nchw, 3, 2, "SAME", {.data_format = "NCHW"}));
+  const auto b = ramp({3}, 10.0, 0.1);
+  check_figure(at("bias_add NHWC"), dt::bias_add(x, b));
+  check_figure(at("bias_add NCHW"), dt::bias_add(x_nchw, b, {.data_format = "NCHW"}));
+
+  using Inputs = std::vector<dt::Tensor<double>>;
+  auto g = grads_of_square([](const Inputs& in) { return dt::conv2d(in[0], in[1], 2, "SAME"); }, {x, w});
+  check_figure(at("grad conv SAME s2 input"), g[0]);
+  check_figure(at("grad conv SAME s2 filter"), g[1]);
+  g = grads_of_square([](const Inputs& in) { return dt::conv2d(in[0], in[1], 1, "VALID", {.dilations = 2}); },
+                      {x, dt::slice(w, {0, 0, 0, 0}, {2, 3, 3, 4})});
+  check_figure(at("grad conv VALID d2 input"), g[0], 1e-6);  // TensorFlow's figure is float32's
+  check_figure(at("grad conv VALID d2 filter"), g[1], 1e-6);
+  g = grads_of_square([](const Inputs& in) { return dt::max_pool2d(in[0], 3, 2, "SAME"); }, {x});
+  check_figure(at("grad max_pool 3 s2 SAME"), g[0]);
+  g = grads_of_square([](const Inputs& in) { return dt::avg_pool2d(in[0], 3, 2, "SAME"); }, {x});
+  check_figure(at("grad avg_pool 3 s2 SAME"), g[0]);
+  g = grads_of_square([](const Inputs& in) { return dt::bias_add(in[0], in[1]); }, {x, b});
+  check_figure(at("grad bias_add value"), g[0]);
+  check_figure(at("grad bias_add bias"), g[1]);
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition_across_slices_strides_and_paddings) {
+  // Shapes large enough that im2col takes several slices (ops/cpu/conv.hpp), in float and double.
+  struct Case {
+    std::array<std::int64_t, 4> x, w;
+    std::int64_t stride, dilation;
+    const char* padding;
+  };
+  const std::vector<Case> cases{{{2, 17, 19, 24}, {3, 3, 24, 8}, 1, 1, "SAME"},
+                                {{3, 16, 16, 64}, {3, 3, 64, 5}, 2, 1, "SAME"},
+                                {{1, 20, 13, 7}, {5, 2, 7, 3}, 3, 1, "VALID"},
+                                {{2, 12, 12, 9}, {3, 3, 9, 4}, 1, 3, "SAME"},
+                                {{2, 6, 6, 16}, {1, 1, 16, 8}, 1, 1, "VALID"}};
+  unsigned seed = 7;
+  for (const auto& c : cases) {
+    const auto xv = random_values<double>(static_cast<std::size_t>(c.x[0] * c.x[1] * c.x[2] * c.x[3]), seed++);
+    const auto wv = random_values<double>(static_cast<std::size_t>(c.w[0] * c.w[1] * c.w[2] * c.w[3]), seed++);
+    const auto y = dt::conv2d(dt::constant<double>(xv, dt::Shape(c.x)), dt::constant<double>(wv, dt::Shape(c.w)),
+                              c.stride, c.padding, {.dilations = c.dilation});
+    const auto yf = dt::conv2d(dt::constant<double>(xv, dt::Shape(c.x)).cast<float>(),
+                               dt::constant<double>(wv, dt::Shape(c.w)).cast<float>(), c.stride, c.padding,
+                               {.dilations = c.dilation});
+    const std::array<std::int64_t, 4> ys{y.shape()[0], y.shape()[1], y.shape()[2], y.shape()[3]};
+    const auto pad = [&](std::int64_t in, std::int64_t k, std::int64_t out) {
+      const std::int64_t needed = (out - 1) * c.stride + (k - 1) * c.dilation + 1 - in;
+      return std::string_view(c.padding) == "SAME" ? std::max<std::int64_t>(0, needed) / 2 : 0;
+    };
+    const auto want = direct_conv(xv, c.x, wv, c.w, ys, c.stride, c.dilation, pad(c.x[1], c.w[0], ys[1]),
+                                  pad(c.x[2], c.w[1], ys[2]));
+    BOOST_TEST_CONTEXT("input " << dt::Shape(c.x).to_string() << " filter " << dt::Shape(c.w).to_string()) {
+      check_close(y.to_vector(), want, 1e-12);
+      check_close(yf.to_vector(), want, 1e-4);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_arguments_get_tensorflows_errors) {
+  const auto x = dt::zeros<float>({2, 5, 5, 3});
+  const auto w = dt::zeros<float>({3, 3, 3, 4});
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(dt::zeros<float>({5, 5, 3}), w, 1, "SAME"), InvalidArgumentError,
+                             "input must be 4-dimensional[5,5,3] [Op:Conv2D]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, dt::zeros<float>({3, 3, 3}), 1, "SAME"), InvalidArgumentError,
+                             "filter must be 4-dimensional: [3,3,3]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, dt::zeros<float>({3, 3, 2, 4}), 1, "SAME"), InvalidArgumentError,
+                             "input depth must be evenly divisible by filter depth: 3 vs 2");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(dt::zeros<float>({2, 5, 5, 4}), dt::zeros<float>({3, 3, 2, 4}), 1, "SAME"),
+                             dt::UnimplementedError, "Grouped convolutions (input depth 4, filter depth 2)");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, dt::zeros<float>({7, 3, 3, 4}), 1, "VALID"), InvalidArgumentError,
+                             "Computed output size would be negative: -1 [input_size: 5, effective_filter_size: 7, "
+                             "stride: 1]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, {1, 0, 1, 1}, "SAME"), InvalidArgumentError,
+                             "Stride must be > 0, but got 0");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, {2, 1, 1, 1}, "SAME"), dt::UnimplementedError,
+                             "Current implementation does not yet support strides in the batch and depth dimensions.");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, {1, 1, 1}, "SAME"), InvalidArgumentError,
+                             "strides should be of length 1, 2 or 4. Received: strides of length 3");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, 1, "FULL"), InvalidArgumentError,
+                             "Value for attr 'padding' of \"FULL\" is not in the list of allowed values: \"SAME\", "
+                             "\"VALID\", \"EXPLICIT\"");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, 1, "SAME", {.dilations = {1, 0, 1, 1}}), InvalidArgumentError,
+                             "Dilated rates should be larger than 0.");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, 2, "SAME", {.dilations = 2}), dt::UnimplementedError,
+                             "does not yet support dilations with strides greater than 1");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, 1, {{0, 0}, {-1, 1}, {2, 2}, {0, 0}}), InvalidArgumentError,
+                             "All explicit paddings must be non-negative, got -1");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, 1, {{1, 0}, {1, 1}, {2, 2}, {0, 0}}), InvalidArgumentError,
+                             "Explicit padding of the batch or depth dimension is not supported");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d(x, w, 1, "SAME", {.data_format = "NWHC"}), InvalidArgumentError,
+                             "Invalid data_format: \"NWHC\"");
+  DEVTENSOR_CHECK_THROW_WITH(dt::max_pool2d(dt::zeros<float>({5, 5, 3}), 2, 2, "VALID"), InvalidArgumentError,
+                             "Input must be 4-dimensional [Op:MaxPool]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::max_pool2d(x, {1, 0, 2, 1}, 2, "VALID"), InvalidArgumentError,
+                             "Sliding window ksize must be positive. The specified or inferred ksize is: 1,0,2,1");
+  DEVTENSOR_CHECK_THROW_WITH(dt::avg_pool2d(x, {2, 2, 2, 1}, 1, "VALID"), dt::UnimplementedError,
+                             "Pooling is not yet supported on the batch dimension.");
+  DEVTENSOR_CHECK_THROW_WITH(dt::max_pool2d(x, 7, 1, "VALID"), InvalidArgumentError,
+                             "Computed output size would be negative: -1 [input_size: 5, effective_filter_size: 7");
+  // A window one larger than the input: no output, as TensorFlow's AvgPool (its CPU MaxPool aborts
+  // the process there).
+  BOOST_TEST(dt::max_pool2d(x, 6, 1, "VALID").shape() == dt::Shape({2, 0, 0, 3}));
+  BOOST_TEST(dt::avg_pool2d(x, 6, 1, "VALID").shape() == dt::Shape({2, 0, 0, 3}));
+  DEVTENSOR_CHECK_THROW_WITH(dt::max_pool2d(x, 2, 1, {{0, 0}, {1, 1}, {1, 1}, {0, 0}}), InvalidArgumentError,
+                             "is not in the list of allowed values: \"SAME\", \"VALID\" [Op:MaxPool]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(x, dt::zeros<float>({4})), InvalidArgumentError,
+                             "Must provide as many biases as the last dimension of the input tensor: [4] vs. [2,5,5,3]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(x, dt::zeros<float>({3, 1})), InvalidArgumentError, "Biases must be 1D: [3,1]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(dt::zeros<float>({3}), dt::zeros<float>({3})), InvalidArgumentError,
+                             "Input tensor must be at least 2D: [3]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d_backprop_input(dt::Shape({2, 5, 5, 3}), w, dt::zeros<float>({2, 4, 5, 4}), 1,
+                                                       "SAME"),
+                             InvalidArgumentError, "out_backprop of shape [2,4,5,4] does not match the computed output "
+                                                   "[2,5,5,4]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d_backprop_filter(x, dt::Shape({3, 3, 4}), dt::zeros<float>({2, 5, 5, 4}), 1,
+                                                        "SAME"),
+                             InvalidArgumentError, "filter_sizes must be 4-dimensional: [3,3,4]");
+}
+
+BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with_eager) {
+  // conv2d_backprop_input/filter called directly equal the tape's gradients of conv2d.
+  const auto x = dt::random_normal<double>({2, 7, 6, 3}, {.seed = 3});
+  const auto w = dt::random_normal<double>({3, 2, 3, 5}, {.seed = 4});
+  const auto dy = dt::random_normal<double>({2, 4, 3, 5}, {.seed = 5});
+  dt::GradientTape tape;
+  tape.watch(x);
+  tape.watch(w);
+  const auto y = dt::conv2d(x, w, 2, "SAME");
+  BOOST_TEST(y.shape() == dt::Shape({2, 4, 3, 5}));
+  const auto g = tape.gradient(dt::reduce_sum(dt::mul(y, dy)), std::vector{x, w});
+  check_close(dt::conv2d_backprop_input(x.shape(), w, dy, 2, "SAME").to_vector(), g[0].to_vector(), 1e-12);
+  check_close(dt::conv2d_backprop_filter(x, w.shape(), dy, 2, "SAME").to_vector(), g[1].to_vector(), 1e-12);
+  // NCHW backprops are the NHWC ones transposed.
+  const auto to_nchw = [](const dt::Tensor<double>& t) { return dt::transpose(t, {0, 3, 1, 2}); };
+  check_close(dt::conv2d_backprop_input(dt::Shape({2, 3, 7, 6}), w, to_nchw(dy), 2, "SAME", {.data_format = "NCHW"})
+                  .to_vector(),
+              to_nchw(g[0]).to_vector(), 1e-12);
+  check_close(dt::conv2d_backprop_filter(to_nchw(x), w.shape(), to_nchw(dy), 2, "SAME", {.data_format = "NCHW"})
+                  .to_vector(),
+              g[1].to_vector(), 1e-12);
+  // A traced function: values agree with eager.
+  auto f = dt::function([](const dt::Tensor<float>& in, const dt::Tensor<float>& k) {
+    return dt::max_pool2d(dt::relu(dt::conv2d(in, k, 1, "SAME")), 2, 2, "VALID");
+  });
+  const auto xf = x.cast<float>();
+  const auto wf = w.cast<float>();
+  check_close(f(xf, wf).to_vector(), [&] {
+    const auto e = dt::max_pool2d(dt::relu(dt::conv2d(xf, wf, 1, "SAME")), 2, 2, "VALID").to_vector();
+    return std::vector<double>(e.begin(), e.end());
+  }(), 1e-6);
+  // A TF1 graph with an unknown batch: the shape functions keep it unknown, TensorFlow's static
+  // shape, and any batch runs.
+  namespace v1 = dt::compat::v1;
+  v1::Graph graph;
+  dt::Tensor<float> p, out;
+  {
+    auto scope = graph.as_default();
+    p = v1::placeholder<float>({-1, 7, 6, 3});
+    out = dt::avg_pool2d(dt::bias_add(dt::conv2d(p, wf, 2, "SAME"), dt::ones<float>({5})), 2, 1, "VALID");
+  }
+  BOOST_TEST(out.shape().to_python() == "(None, 3, 2, 5)");
+  v1::Session session(graph);
+  const auto eager = dt::avg_pool2d(dt::bias_add(dt::conv2d(xf, wf, 2, "SAME"), dt::ones<float>({5})), 2, 1, "VALID");
+  const auto ran = session.run(out, {{p, xf}});
+  BOOST_TEST(ran.shape() == dt::Shape({2, 3, 2, 5}));
+  BOOST_TEST(ran.to_vector() == eager.to_vector(), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
