@@ -50,11 +50,19 @@ namespace devtensor::nn::weights_io {
 
 /// "InputLayer" -> "input_layer": Keras's default name of a layer class.
 inline std::string snake_case(const std::string& type) {
-  std::string out;
+  // Keras's to_snake_case: "_" before a capital that starts a lower-case run ("MaxPooling2D" ->
+  // "max_pooling2d"), then between a lower-case letter and a capital; "Conv2D" stays "conv2d".
+  const auto upper = [](char c) { return std::isupper(static_cast<unsigned char>(c)) != 0; };
+  const auto lower = [](char c) { return std::islower(static_cast<unsigned char>(c)) != 0; };
+  std::string first;
   for (std::size_t i = 0; i < type.size(); ++i) {
-    const auto c = static_cast<unsigned char>(type[i]);
-    if (std::isupper(c) && i > 0) out += '_';
-    out += static_cast<char>(std::tolower(c));
+    if (i > 0 && upper(type[i]) && i + 1 < type.size() && lower(type[i + 1]) && first.back() != '_') first += '_';
+    first += type[i];
+  }
+  std::string out;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    if (i > 0 && upper(first[i]) && lower(first[i - 1])) out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(first[i])));
   }
   return out;
 }

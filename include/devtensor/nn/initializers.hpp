@@ -21,7 +21,7 @@ using Initializer = std::function<Tensor<float>(const Shape&)>;
 
 namespace initializers {
 
-/// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)).
+/// Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out)), the fans as Keras computes them.
 struct GlorotUniform {
   std::optional<std::uint64_t> seed = std::nullopt;
   Tensor<float> operator()(const Shape& shape) const;
@@ -51,8 +51,17 @@ struct RandomNormal {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION Tensor<float> GlorotUniform::operator()(const Shape& shape) const {
-  const double fan_in = shape.rank() >= 1 ? static_cast<double>(shape[0]) : 1.0;
-  const double fan_out = shape.rank() >= 2 ? static_cast<double>(shape[1]) : fan_in;
+  // Keras's fans: a kernel's last two dimensions are its inputs and outputs, the ones before its
+  // receptive field (a Conv2D kernel [kh, kw, in, out]: fan_in = kh·kw·in).
+  double fan_in = 1.0, fan_out = 1.0;
+  const std::size_t r = shape.rank();
+  if (r == 1) fan_in = fan_out = static_cast<double>(shape[0]);
+  if (r >= 2) {
+    double receptive = 1.0;
+    for (std::size_t d = 0; d + 2 < r; ++d) receptive *= static_cast<double>(shape[d]);
+    fan_in = static_cast<double>(shape[r - 2]) * receptive;
+    fan_out = static_cast<double>(shape[r - 1]) * receptive;
+  }
   const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
   return random_uniform<float>(shape, {.minval = -limit, .maxval = limit, .seed = seed});
 }

@@ -1,7 +1,12 @@
 // Dense, Sequential's structure, losses and SGD against hand-computed values; their errors.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <optional>
+#include <string>
 #include <sstream>
 
 #include "devtensor/devtensor.hpp"
@@ -190,6 +195,137 @@ BOOST_AUTO_TEST_CASE(sgd_errors_and_missing_gradients) {
                              "`momentum` must be between [0, 1]");
   DEVTENSOR_CHECK_THROW_WITH(nn::Optimizer(nn::optimizers::SGD{.learning_rate = 0}), dt::InvalidArgumentError,
                              "learning_rate must be positive");
+}
+
+// Convolutional layers (nn/conv_layers.hpp): Keras 3.15's summary, names, errors; training from
+// the same weights as TensorFlow 2.21 (tests/reference/conv_training.py), eagerly and mirrored.
+BOOST_AUTO_TEST_CASE(conv_layers_summarise_name_and_refuse_as_keras) {
+  nn::Sequential model({nn::Conv2D(4, 3, {.padding = "same", .input_shape = nn::PartialShape{8, 8, 1}}),
+                        nn::AveragePooling2D(2), nn::Conv2D(6, {2, 1}, {.strides = 2}), nn::GlobalMaxPooling2D(),
+                        nn::Dense(3)});
+  std::ostringstream out;
+  model.summary(out);
+  BOOST_TEST(out.str() == std::string(R"(Model: "sequential"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┓
+┃ Layer (type)                    ┃ Output Shape           ┃       Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩
+│ conv2d (Conv2D)                 │ (None, 8, 8, 4)        │            40 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ average_pooling2d               │ (None, 4, 4, 4)        │             0 │
+│ (AveragePooling2D)              │                        │               │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ conv2d_1 (Conv2D)               │ (None, 2, 2, 6)        │            54 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ global_max_pooling2d            │ (None, 6)              │             0 │
+│ (GlobalMaxPooling2D)            │                        │               │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ dense (Dense)                   │ (None, 3)              │            21 │
+└─────────────────────────────────┴────────────────────────┴───────────────┘
+ Total params: 115 (460.00 B)
+ Trainable params: 115 (460.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  // The layers compute what the ops do: relu(conv2d + bias), the pools, the global reductions.
+  nn::Conv2D conv(2, 3, {.strides = {1, 2}, .padding = "same", .activation = nn::Activation::relu,
+                         .bias_initializer = constant_init({0.5f, -0.25f})});
+  const auto x = dt::random_normal<float>({2, 5, 6, 3}, {.seed = 7});
+  const auto y = conv(x);
+  BOOST_TEST(conv.kernel().shape() == dt::Shape({3, 3, 3, 2}));
+  BOOST_TEST(conv.kernel().name() == "conv2d_2/kernel:0");
+  check_values(y, dt::relu(dt::bias_add(dt::conv2d(x, conv.kernel().value(), {1, 2}, "SAME"), conv.bias().value()))
+                      .to_vector());
+  // Glorot over the receptive field: limit sqrt(6 / (3·3·3 + 3·3·2)) = 0.365.
+  const auto k = conv.kernel().value().to_vector();
+  BOOST_TEST(*std::max_element(k.begin(), k.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }) <= 0.3652f);
+  const auto chw = dt::transpose(x, {0, 3, 1, 2});
+  nn::Conv2D first(2, 3, {.data_format = "channels_first"});
+  BOOST_TEST(first(chw).shape() == dt::Shape({2, 2, 3, 4}));
+  check_values(nn::MaxPooling2D(2, {.strides = 1, .padding = "same"})(x), dt::max_pool2d(x, 2, 1, "SAME").to_vector());
+  check_values(nn::AveragePooling2D({2, 3})(x), dt::avg_pool2d(x, {2, 3}, {2, 3}, "VALID").to_vector());
+  check_values(nn::GlobalAveragePooling2D()(x), dt::reduce_mean(x, std::vector<std::int64_t>{1, 2}).to_vector());
+  BOOST_TEST(nn::GlobalMaxPooling2D({.keepdims = true})(x).shape() == dt::Shape({2, 1, 1, 3}));
+  // Keras's texts.
+  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(0, 3), dt::InvalidArgumentError,
+                             "Invalid value for argument `filters`. Expected a strictly positive value. Received filters=0.");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, 0), dt::InvalidArgumentError,
+                             "The `kernel_size` argument must be a tuple of 2 integers. Received kernel_size=0, including "
+                             "values {0} that do not satisfy `value > 0`");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, {1, 2, 3}), dt::InvalidArgumentError,
+                             "The `kernel_size` argument must be a tuple of 2 integers. Received kernel_size=(1, 2, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, 3, {.padding = "full"}), dt::InvalidArgumentError,
+                             "The `padding` argument must be a list/tuple or one of {'same', 'valid'}. Received: full");
+  DEVTENSOR_CHECK_THROW_WITH(nn::MaxPooling2D(2, {.data_format = "NHWC"}), dt::InvalidArgumentError,
+                             "The `data_format` argument must be one of {'channels_first', 'channels_last'}");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, 3)(dt::zeros<float>({2, 5})), dt::InvalidArgumentError,
+                             "is incompatible with the layer: expected min_ndim=4, found ndim=2. Full shape received: (2, 5)");
+  DEVTENSOR_CHECK_THROW_WITH(conv(dt::zeros<float>({1, 5, 5, 4})), dt::InvalidArgumentError,
+                             "Input 0 of layer \"conv2d_2\" is incompatible with the layer: expected axis -1 of input "
+                             "shape to have value 3, but received input with shape (1, 5, 5, 4)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::GlobalAveragePooling2D()(dt::zeros<float>({2, 5, 3})), dt::InvalidArgumentError,
+                             "expected ndim=4, found ndim=3. Full shape received: (2, 5, 3)");
+}
+
+namespace {
+/// The first 256 digits as [256, 8, 8, 1] images and their labels.
+std::pair<dt::Tensor<float>, dt::Tensor<float>> first_digits() {
+  std::ifstream in(DEVTENSOR_DIGITS_CSV);
+  BOOST_TEST_REQUIRE(static_cast<bool>(in), "cannot open " << DEVTENSOR_DIGITS_CSV);
+  std::vector<float> pixels, labels;
+  std::string line;
+  while (labels.size() < 256 && std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string field;
+    for (int column = 0; std::getline(fields, field, ','); ++column)
+      (column < 64 ? pixels : labels).push_back(column < 64 ? std::stof(field) / 16.0f : std::stof(field));
+  }
+  return {dt::constant<float>(pixels, {256, 8, 8, 1}), dt::constant<float>(labels, {256})};
+}
+/// conv_training.py's model and weights.
+nn::Sequential conv_classifier(bool run_eagerly = false) {
+  nn::Sequential model({nn::Conv2D(4, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{8, 8, 1}}),
+                        nn::MaxPooling2D(), nn::Flatten(), nn::Dense(10)});
+  for (auto& v : model.trainable_variables()) {
+    std::vector<float> values(static_cast<std::size_t>(v.shape().num_elements()));
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = v.shape().rank() > 1 ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
+                                       : static_cast<float>(0.01 * static_cast<double>(i % 3));
+    v.assign(dt::constant<float>(values, v.shape()));
+  }
+  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::SGD{.learning_rate = 0.1},
+                {.run_eagerly = run_eagerly});
+  return model;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_conv_classifier_trains_as_tensorflows_eagerly_traced_and_mirrored) {
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  // conv_training.py (TensorFlow's own kernels: oneDNN's MaxPoolGrad breaks ties otherwise).
+  const std::vector<double> tensorflow{2.30485129, 2.28184938, 2.26246858};
+  const double tensorflow_evaluate = 2.24774384;
+  const auto [x, y] = first_digits();
+  const auto check = [&](const nn::History& history, double evaluate, const char* how) {
+    BOOST_TEST_CONTEXT(how) {
+      BOOST_TEST_REQUIRE(history.loss.size() == 3u);
+      for (std::size_t e = 0; e < 3; ++e)
+        BOOST_TEST(std::abs(history.loss[e] - tensorflow[e]) <= 1e-6 * tensorflow[e],
+                   "epoch " << e << ": " << std::setprecision(9) << history.loss[e] << " vs " << tensorflow[e]);
+      BOOST_TEST(std::abs(evaluate - tensorflow_evaluate) <= 1e-6 * tensorflow_evaluate,
+                 "evaluate: " << std::setprecision(9) << evaluate);
+    }
+  };
+  for (const bool traced : {false, true}) {
+    auto model = conv_classifier(!traced);
+    const auto history = model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+    check(history, model.evaluate(x, y, {.batch_size = 32, .verbose = 0}).loss, traced ? "traced" : "eager");
+  }
+  dt::distribute::MirroredStrategy strategy(std::vector<std::string>{"/cpu:0", "/cpu:1"});
+  std::optional<nn::Sequential> mirrored;
+  {
+    auto scope = strategy.scope();
+    mirrored.emplace(conv_classifier());
+  }
+  const auto history = mirrored->fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+  check(history, mirrored->evaluate(x, y, {.batch_size = 32, .verbose = 0}).loss, "mirrored on 2 CPUs");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -234,4 +234,35 @@ BOOST_AUTO_TEST_CASE(mismatched_models_and_bad_files_load_nothing) {
   DEVTENSOR_CHECK_THROW_WITH(unbuilt.load_weights(tf_file), dt::FailedPreconditionError, "has not been built yet");
 }
 
+BOOST_AUTO_TEST_CASE(convolutional_models_read_and_write_keras_files) {
+  // tests/reference/conv_weights.py's model, its Keras file, and TensorFlow's predictions with it.
+  const auto conv_model = [] {
+    return nn::Sequential({nn::Conv2D(3, 2, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{5, 5, 2}}),
+                           nn::MaxPooling2D(2, {.strides = 1, .padding = "same"}), nn::Conv2D(2, {2, 1}, {.strides = 2}),
+                           nn::GlobalAveragePooling2D(), nn::Dense(2)},
+                          "conv");
+  };
+  std::vector<float> input(2 * 5 * 5 * 2);
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+  const auto x = dt::constant<float>(input, {2, 5, 5, 2});
+  auto model = conv_model();
+  model.load_weights((kFixtures / "conv.weights.h5").string());
+  const std::vector<double> tensorflow{-0.017696991562843323, 0.004135080613195896, -0.01736908219754696,
+                                       0.004301475826650858};
+  check_close(model.predict(x).to_vector(), tensorflow, 1e-5);
+  // Written back: Keras's keys (conv2d, max_pooling2d, ...), and a fresh model reads them.
+  const fs::path file = dir / "conv.weights.h5";
+  model.save_weights(file.string());
+  const auto root = dt::hdf5::open_file(file);
+  BOOST_TEST(root.group("layers").children() == std::vector<std::string>({"conv2d", "conv2d_1", "dense",
+                                                                          "global_average_pooling2d", "max_pooling2d"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(root.group("layers").group("conv2d").group("vars").read_floats("0").first ==
+                 std::vector<std::int64_t>({2, 2, 2, 3}),
+             boost::test_tools::per_element());
+  auto fresh = conv_model();
+  fresh.load_weights(file.string());
+  check_close(fresh.predict(x).to_vector(), tensorflow, 1e-5);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
