@@ -320,3 +320,30 @@ static void BM_ExpLoop(benchmark::State& state) {
 }
 BENCHMARK(BM_Softmax)->Args({32, 10})->Args({512, 1000})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExpLoop)->Args({32, 10})->Args({512, 1000})->Unit(benchmark::kMicrosecond);
+
+// Conv2D and its two backprops at batch 32, 32x32x64 -> 64 filters 3x3 SAME (float32), beside the
+// one GEMM of the same size im2col turns the forward into: [32·32·32, 576] · [576, 64] on
+// preallocated buffers (the floor of an im2col body). TensorFlow's figures for the same shapes:
+// benchmarks/tf_conv_bench.py, in the same session (RESULTS.md).
+static void BM_Conv2D(benchmark::State& state) {  // 0: forward, 1: backprop input, 2: backprop filter
+  const auto x = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 1});
+  const auto w = dt::random_normal<float>({3, 3, 64, 64}, {.seed = 2});
+  const auto dy = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 3});
+  for (auto _ : state) {
+    if (state.range(0) == 0) benchmark::DoNotOptimize(dt::conv2d(x, w, 1, "SAME"));
+    else if (state.range(0) == 1) benchmark::DoNotOptimize(dt::conv2d_backprop_input(x.shape(), w, dy, 1, "SAME"));
+    else benchmark::DoNotOptimize(dt::conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
+  }
+}
+BENCHMARK(BM_Conv2D)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+#if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
+static void BM_Conv2DGemmFloor(benchmark::State& state) {
+  std::vector<float> patches(32768 * 576, 0.5f), filter(576 * 64, 0.25f), out(32768 * 64);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 32768, 64, 576, 1.0f, patches.data(), 576, filter.data(), 64,
+                0.0f, out.data(), 64);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_Conv2DGemmFloor)->Unit(benchmark::kMillisecond);
+#endif

@@ -4,7 +4,9 @@
 //   BM_TrainStep_Keras   the same model as nn::Sequential, Sequential::train_step (op by op);
 //   BM_TrainStep_KerasTraced  the same, train_on_batch: the step fit runs, traced (issue 30);
 //   BM_TrainStep_Traced  BM_TrainStep_Tape's step traced by dt::function (issue 29: not slower);
-//   BM_TrainStep_Classifier  a softmax classifier's train_on_batch with "accuracy" (issue 31).
+//   BM_TrainStep_Classifier  a softmax classifier's train_on_batch with "accuracy" (issue 31);
+//   BM_TrainStep_ConvTutorial  the "Distributed training with Keras" model's train_on_batch at
+//     batch 64 of 28x28x1 (TensorFlow's tf.function step: benchmarks/tf_conv_bench.py).
 // Tape / Manual is the tape's overhead; Keras / Manual adds the layer and loss machinery.
 // Keras's fit over host data, 8 batches of 256 per epoch (one iteration is one epoch):
 //   BM_FitEpoch/0  over Dataset::from_tensor_slices(x, y).batch(256);
@@ -266,6 +268,24 @@ void BM_AdamUpdate_Composed(benchmark::State& state) {
 
 }  // namespace
 
+// TensorFlow's tutorial model (Conv2D(32, 3, relu), MaxPooling2D, Flatten, Dense(64, relu),
+// Dense(10)), SparseCategoricalCrossentropy from logits, Adam, "accuracy": one traced step.
+void BM_TrainStep_ConvTutorial(benchmark::State& state) {
+  namespace nn = dt::nn;
+  dt::DeviceScope cpu("/cpu:0");
+  nn::Sequential model({nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{28, 28, 1}}),
+                        nn::MaxPooling2D(), nn::Flatten(), nn::Dense(64, {.activation = nn::Activation::relu}),
+                        nn::Dense(10)});
+  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::Adam{},
+                {.metrics = {"accuracy"}});
+  const auto x = dt::random_uniform<float>(dt::Shape({64, 28, 28, 1}), {.seed = 1});
+  std::vector<float> classes(64);
+  for (std::size_t i = 0; i < classes.size(); ++i) classes[i] = static_cast<float>((i * 7) % 10);
+  const auto labels = dt::constant<float>(classes, dt::Shape({64}));
+  benchmark::DoNotOptimize(model.train_on_batch(x, labels));  // traced before the timing
+  for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, labels));
+}
+
 BENCHMARK(BM_AdamUpdate_Loop)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_AdamUpdate_Fused)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_AdamUpdate_Composed)->Arg(1 << 16)->Arg(1 << 22);
@@ -278,3 +298,4 @@ BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
 BENCHMARK(BM_DatasetPass_Memcpy);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Classifier)->ArgsProduct({{8, 64, 512}, {0, 1}});
+BENCHMARK(BM_TrainStep_ConvTutorial)->Unit(benchmark::kMillisecond);

@@ -728,6 +728,30 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
   check_close(dt::conv2d_backprop_filter(to_nchw(x), w.shape(), to_nchw(dy), 2, "SAME", {.data_format = "NCHW"})
                   .to_vector(),
               g[1].to_vector(), 1e-12);
+  // The adjoint identities <conv2d(x, w), dy> = <x, backprop_input(w, dy)> = <w, backprop_filter(x,
+  // dy)>, where the input's gradient is a convolution with the turned filter (stride 1, 16
+  // channels or more): SAME with dilations, and explicit padding past the window (pad' < 0).
+  const auto dot = [](const dt::Tensor<double>& a, const dt::Tensor<double>& b) {
+    return dt::reduce_sum(dt::mul(a, b)).item();
+  };
+  struct Adjoint {
+    dt::Padding padding;
+    std::int64_t dilation;
+  };
+  for (const auto& [padding, dilation] : {Adjoint{"SAME", 2}, Adjoint{"VALID", 1},
+                                          Adjoint{dt::Padding({{0, 0}, {3, 0}, {0, 2}, {0, 0}}), 1}}) {
+    const auto xs = dt::random_normal<double>({2, 6, 5, 17}, {.seed = 11});
+    const auto ws = dt::random_normal<double>({2, 3, 17, 4}, {.seed = 12});
+    const auto ys = dt::conv2d(xs, ws, 1, padding, {.dilations = dilation});
+    const auto dys = dt::random_normal<double>(ys.shape(), {.seed = 13});
+    const double forward = dot(ys, dys);
+    const double through_input =
+        dot(xs, dt::conv2d_backprop_input(xs.shape(), ws, dys, 1, padding, {.dilations = dilation}));
+    const double through_filter =
+        dot(ws, dt::conv2d_backprop_filter(xs, ws.shape(), dys, 1, padding, {.dilations = dilation}));
+    BOOST_TEST(std::abs(through_input - forward) <= 1e-10 * (1 + std::abs(forward)), padding.kind());
+    BOOST_TEST(std::abs(through_filter - forward) <= 1e-10 * (1 + std::abs(forward)), padding.kind());
+  }
   // A traced function: values agree with eager.
   auto f = dt::function([](const dt::Tensor<float>& in, const dt::Tensor<float>& k) {
     return dt::max_pool2d(dt::relu(dt::conv2d(in, k, 1, "SAME")), 2, 2, "VALID");

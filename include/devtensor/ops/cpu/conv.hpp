@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "devtensor/backend/cpu/parallel.hpp"
@@ -27,6 +28,13 @@ namespace devtensor::ops::cpu {
 // reverse (dpatches = dy · filterᵀ, added back into their windows: col2im); the filter's gradient
 // is Σ patchesᵀ · dy over the slices.
 
+/// A work buffer of n elements, left uninitialised (every element is written before it is read;
+/// a zero-filled vector's memset was 8 % of a small convolutional network's training step).
+template <class T>
+std::unique_ptr<T[]> scratch(std::int64_t n) {
+  return std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n));
+}
+
 /// Rows of the patch matrix per slice: about 1 MiB of patches, at least one row.
 template <class T>
 std::int64_t im2col_slice_rows(std::int64_t patch_size) {
@@ -38,6 +46,34 @@ std::int64_t im2col_slice_rows(std::int64_t patch_size) {
 inline bool is_pointwise(const WindowGeometry& g) {
   return g.k_rows == 1 && g.k_cols == 1 && g.stride_rows == 1 && g.stride_cols == 1 && g.pad_top == 0 &&
          g.pad_left == 0 && g.out_rows == g.in_rows && g.out_cols == g.in_cols;
+}
+
+// The inner loops over a position's channels, vectorised (DEVTENSOR_VECTORIZE: GCC at -O2 does
+// not vectorise loops of a runtime length otherwise; each ran 3-5x slower).
+/// out[d] += in[d].
+template <class T>
+DEVTENSOR_VECTORIZE void add_into(T* __restrict out, const T* __restrict in, std::int64_t n) {
+  for (std::int64_t d = 0; d < n; ++d) out[d] += in[d];
+}
+/// out[d] = max(out[d], in[d]), keeping out[d] unless in[d] is larger (a NaN never replaces).
+template <class T>
+DEVTENSOR_VECTORIZE void max_into(T* __restrict out, const T* __restrict in, std::int64_t n) {
+  for (std::int64_t d = 0; d < n; ++d) out[d] = out[d] < in[d] ? in[d] : out[d];
+}
+/// out[d] += in[d] / divisor.
+template <class T>
+DEVTENSOR_VECTORIZE void add_divided_into(T* __restrict out, const T* __restrict in, T divisor, std::int64_t n) {
+  for (std::int64_t d = 0; d < n; ++d) out[d] += in[d] / divisor;
+}
+/// out[d] = a[d] + b[d].
+template <class T>
+DEVTENSOR_VECTORIZE void add_rows(T* __restrict out, const T* __restrict a, const T* __restrict b, std::int64_t n) {
+  for (std::int64_t d = 0; d < n; ++d) out[d] = a[d] + b[d];
+}
+/// sum[d] += in[d], in double.
+template <class T>
+DEVTENSOR_VECTORIZE void accumulate_into(double* __restrict sum, const T* __restrict in, std::int64_t n) {
+  for (std::int64_t d = 0; d < n; ++d) sum[d] += static_cast<double>(in[d]);
 }
 
 /// Calls f(row, kr, kc, input offset or -1 for padding) for the window of output position `row`
@@ -93,18 +129,48 @@ inline std::int64_t window_count(const WindowGeometry& g, std::int64_t row) {
   return (rows.end - rows.begin) * (cols.end - cols.begin);
 }
 
-/// patches[i] = the window of output position first + i, for `rows` positions.
+/// dst[0, n) = src[0, n): a plain loop for the few channels of a first layer (a memmove call per
+/// tap cost more than the copy), memmove beyond.
+template <class T>
+inline void copy_channels(T* __restrict dst, const T* __restrict src, std::int64_t n) {
+  if (n < 16)
+    for (std::int64_t d = 0; d < n; ++d) dst[d] = src[d];
+  else
+    std::copy(src, src + n, dst);
+}
+
+/// patches[i] = the window of output position first + i, for `rows` positions: a window row at a
+/// time, one copy when it lies wholly inside the input with undilated columns.
 template <class T>
 void im2col(const WindowGeometry& g, const T* input, std::int64_t first, std::int64_t rows, T* patches) {
   const std::int64_t depth = g.channels;
-  const std::int64_t patch = g.k_rows * g.k_cols * depth;
+  const std::int64_t row_span = g.k_cols * depth;  // one window row in the patch
   for (std::int64_t i = 0; i < rows; ++i) {
-    T* out = patches + i * patch;
-    for_each_tap(g, first + i, [&](std::int64_t kr, std::int64_t kc, std::int64_t at) {
-      T* dst = out + (kr * g.k_cols + kc) * depth;
-      if (at < 0) std::fill(dst, dst + depth, T{0});
-      else std::copy(input + at, input + at + depth, dst);
-    });
+    const std::int64_t position = first + i;
+    const std::int64_t c = position % g.out_cols;
+    const std::int64_t r = (position / g.out_cols) % g.out_rows;
+    const std::int64_t n = position / (g.out_cols * g.out_rows);
+    const std::int64_t c0 = c * g.stride_cols - g.pad_left;
+    const bool columns_inside = c0 >= 0 && c0 + (g.k_cols - 1) * g.dil_cols < g.in_cols;
+    T* out = patches + i * g.k_rows * row_span;
+    for (std::int64_t kr = 0; kr < g.k_rows; ++kr, out += row_span) {
+      const std::int64_t ir = r * g.stride_rows - g.pad_top + kr * g.dil_rows;
+      if (ir < 0 || ir >= g.in_rows) {
+        std::fill(out, out + row_span, T{0});
+        continue;
+      }
+      const T* in_row = input + (n * g.in_rows + ir) * g.in_cols * depth;
+      if (columns_inside && g.dil_cols == 1) {
+        copy_channels(out, in_row + c0 * depth, row_span);
+        continue;
+      }
+      for (std::int64_t kc = 0; kc < g.k_cols; ++kc) {
+        const std::int64_t ic = c0 + kc * g.dil_cols;
+        T* dst = out + kc * depth;
+        if (ic < 0 || ic >= g.in_cols) std::fill(dst, dst + depth, T{0});
+        else copy_channels(dst, in_row + ic * depth, depth);
+      }
+    }
   }
 }
 
@@ -117,9 +183,7 @@ void col2im_add(const WindowGeometry& g, const T* dpatches, std::int64_t first, 
     const T* in = dpatches + i * patch;
     for_each_tap(g, first + i, [&](std::int64_t kr, std::int64_t kc, std::int64_t at) {
       if (at < 0) return;
-      const T* src = in + (kr * g.k_cols + kc) * depth;
-      T* dst = input_grad + at;
-      for (std::int64_t d = 0; d < depth; ++d) dst[d] += src[d];
+      add_into(input_grad + at, in + (kr * g.k_cols + kc) * depth, depth);
     });
   }
 }
@@ -131,30 +195,34 @@ void conv2d(const WindowGeometry& g, const T* input, const T* filter, std::int64
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(false, false, positions, out_depth, patch, input, filter, out);
   const std::int64_t slice = im2col_slice_rows<T>(patch);
-  std::vector<T> patches(static_cast<std::size_t>(std::min(slice, positions) * patch));
+  const auto patches = scratch<T>(std::min(slice, positions) * patch);
   for (std::int64_t first = 0; first < positions; first += slice) {
     const std::int64_t rows = std::min(slice, positions - first);
-    im2col(g, input, first, rows, patches.data());
-    gemm(false, false, rows, out_depth, patch, patches.data(), filter, out + first * out_depth);
+    im2col(g, input, first, rows, patches.get());
+    gemm(false, false, rows, out_depth, patch, patches.get(), filter, out + first * out_depth);
   }
 }
 
 /// Conv2DBackpropInput. With strides of 1 it is a convolution of dy with the filter turned by
 /// 180° and its depths swapped (dx[y] = Σ dy[y + pad' − k·d] · W[K−1−k], pad' = (K−1)·d − pad):
-/// a product of the forward's shape, whose inner dimension is the long patch. Otherwise
-/// dpatches = dy · filterᵀ (inner dimension out_depth), added back into the windows.
+/// a product of the forward's shape, whose inner dimension is the long patch (batch 32 of
+/// 32x32x64, 3x3 to 64: 27.7 ms against 33 ms). Otherwise, and for inputs of few channels, whose
+/// turned product has a column or so (a first layer's 1 channel: 2.4 ms against 2.1 ms; the
+/// crossing between 1 and 64 channels was not measured), dpatches = dy · filterᵀ (inner dimension
+/// out_depth), added back into the windows.
 template <class T>
 void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy, std::int64_t out_depth, T* dx) {
   const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(false, true, positions, patch, out_depth, dy, filter, dx);
-  if (g.stride_rows == 1 && g.stride_cols == 1) {
-    std::vector<T> turned(static_cast<std::size_t>(patch * out_depth));
+  if (g.stride_rows == 1 && g.stride_cols == 1 && g.channels >= 16) {
+    const auto turned_buffer = scratch<T>(patch * out_depth);
+    T* turned = turned_buffer.get();
     for (std::int64_t kr = 0; kr < g.k_rows; ++kr)
       for (std::int64_t kc = 0; kc < g.k_cols; ++kc)
         for (std::int64_t i = 0; i < g.channels; ++i)
           for (std::int64_t o = 0; o < out_depth; ++o)
-            turned[static_cast<std::size_t>(((kr * g.k_cols + kc) * out_depth + o) * g.channels + i)] =
+            turned[((kr * g.k_cols + kc) * out_depth + o) * g.channels + i] =
                 filter[((((g.k_rows - 1 - kr) * g.k_cols) + (g.k_cols - 1 - kc)) * g.channels + i) * out_depth + o];
     WindowGeometry t = g;  // over dy, making dx
     t.in_rows = g.out_rows;
@@ -164,15 +232,15 @@ void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy
     t.out_cols = g.in_cols;
     t.pad_top = (g.k_rows - 1) * g.dil_rows - g.pad_top;
     t.pad_left = (g.k_cols - 1) * g.dil_cols - g.pad_left;
-    return conv2d(t, dy, turned.data(), g.channels, dx);
+    return conv2d(t, dy, turned, g.channels, dx);
   }
   std::fill(dx, dx + g.batch * g.in_rows * g.in_cols * g.channels, T{0});
   const std::int64_t slice = im2col_slice_rows<T>(patch);
-  std::vector<T> dpatches(static_cast<std::size_t>(std::min(slice, positions) * patch));
+  const auto dpatches = scratch<T>(std::min(slice, positions) * patch);
   for (std::int64_t first = 0; first < positions; first += slice) {
     const std::int64_t rows = std::min(slice, positions - first);
-    gemm(false, true, rows, patch, out_depth, dy + first * out_depth, filter, dpatches.data());
-    col2im_add(g, dpatches.data(), first, rows, dx);
+    gemm(false, true, rows, patch, out_depth, dy + first * out_depth, filter, dpatches.get());
+    col2im_add(g, dpatches.get(), first, rows, dx);
   }
 }
 
@@ -183,14 +251,14 @@ void conv2d_backprop_filter(const WindowGeometry& g, const T* input, const T* dy
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(true, false, patch, out_depth, positions, input, dy, dfilter);
   const std::int64_t slice = im2col_slice_rows<T>(patch);
-  std::vector<T> patches(static_cast<std::size_t>(std::min(slice, positions) * patch));
-  std::vector<T> partial(static_cast<std::size_t>(patch * out_depth));
+  const auto patches = scratch<T>(std::min(slice, positions) * patch);
+  const auto partial = scratch<T>(patch * out_depth);
   std::fill(dfilter, dfilter + patch * out_depth, T{0});
   for (std::int64_t first = 0; first < positions; first += slice) {
     const std::int64_t rows = std::min(slice, positions - first);
-    im2col(g, input, first, rows, patches.data());
-    gemm(true, false, patch, out_depth, rows, patches.data(), dy + first * out_depth, partial.data());
-    for (std::size_t i = 0; i < partial.size(); ++i) dfilter[i] += partial[i];
+    im2col(g, input, first, rows, patches.get());
+    gemm(true, false, patch, out_depth, rows, patches.get(), dy + first * out_depth, partial.get());
+    add_into(dfilter, partial.get(), patch * out_depth);
   }
 }
 
@@ -206,6 +274,12 @@ inline std::array<std::int64_t, 3> around_channels(const Shape& s, bool channels
 /// out[outer, channel, inner] = value + bias[channel].
 template <class T>
 void bias_add(const T* value, const T* bias, std::int64_t outer, std::int64_t channels, std::int64_t inner, T* out) {
+  if (inner == 1) {  // channels last: each row adds the bias vector
+    for (std::int64_t o = 0; o < outer; ++o) {
+      add_rows(out + o * channels, value + o * channels, bias, channels);
+    }
+    return;
+  }
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t c = 0; c < channels; ++c) {
       const std::int64_t at = (o * channels + c) * inner;
@@ -218,52 +292,88 @@ void bias_add(const T* value, const T* bias, std::int64_t outer, std::int64_t ch
 template <class T>
 void bias_add_grad(const T* dy, std::int64_t outer, std::int64_t channels, std::int64_t inner, T* grad) {
   std::vector<double> sums(static_cast<std::size_t>(channels), 0.0);
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const T* row = dy + (o * channels + c) * inner;
-      double s = 0;
-      for (std::int64_t i = 0; i < inner; ++i) s += static_cast<double>(row[i]);
-      sums[static_cast<std::size_t>(c)] += s;
-    }
-  for (std::int64_t c = 0; c < channels; ++c) grad[c] = static_cast<T>(sums[static_cast<std::size_t>(c)]);
+  double* __restrict sum = sums.data();
+  if (inner == 1) {  // channels last: rows added into the sums
+    for (std::int64_t o = 0; o < outer; ++o) accumulate_into(sum, dy + o * channels, channels);
+  } else {
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t c = 0; c < channels; ++c) {
+        const T* row = dy + (o * channels + c) * inner;
+        double s = 0;
+        for (std::int64_t i = 0; i < inner; ++i) s += static_cast<double>(row[i]);
+        sum[c] += s;
+      }
+  }
+  for (std::int64_t c = 0; c < channels; ++c) grad[c] = static_cast<T>(sum[c]);
 }
 
-/// MaxPool, and with `argmax` (an input offset per output element) the position each maximum
-/// came from: the first in the window's row-major order among equals, as TensorFlow's CPU kernel
-/// (a NaN is never taken over a number already held).
+/// MaxPool: each window's maximum over its positions inside the input (a NaN is never taken over
+/// a number already held, as TensorFlow's CPU kernel).
 template <class T>
-void max_pool(const WindowGeometry& g, const T* input, T* out, std::int64_t* argmax = nullptr) {
+void max_pool(const WindowGeometry& g, const T* input, T* out) {
   const std::int64_t depth = g.channels;
   const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
   backend::cpu::parallel_for(positions, std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, depth)),
                              [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t row = begin; row < end; ++row) {
       T* o = out + row * depth;
-      std::int64_t* a = argmax ? argmax + row * depth : nullptr;
       bool first = true;
       for_each_inside_tap(g, row, [&](std::int64_t at) {
         const T* in = input + at;
-        for (std::int64_t d = 0; d < depth; ++d)
-          if (first || o[d] < in[d]) {
-            o[d] = in[d];
-            if (a) a[d] = at + d;
-          }
-        first = false;
+        if (first) {
+          std::copy(in, in + depth, o);
+          first = false;
+          return;
+        }
+        max_into(o, in, depth);
       });
       if (first) std::fill(o, o + depth, T{0});  // a window wholly in padding (never with TensorFlow's sizes)
     }
   });
 }
 
-/// MaxPoolGrad: dx[argmax of each window] += dy.
+/// best[d] = in[d] and where[d] = at + d where in[d] is larger: branch-free over restrict
+/// pointers, so that it vectorises.
+template <class T>
+DEVTENSOR_VECTORIZE inline void take_larger(const T* __restrict in, std::int64_t at, T* __restrict best, std::int64_t* __restrict where,
+                        std::int64_t depth) {
+  for (std::int64_t d = 0; d < depth; ++d) {
+    const bool better = best[d] < in[d];
+    best[d] = better ? in[d] : best[d];
+    where[d] = better ? at + d : where[d];
+  }
+}
+
+/// MaxPoolGrad: each window's gradient goes to its maximum, the first in the window's row-major
+/// order among equals (TensorFlow's CPU kernel). Windows of different images never overlap, so
+/// the images run in parallel.
 template <class T>
 void max_pool_grad(const WindowGeometry& g, const T* input, const T* dy, T* dx) {
-  const std::int64_t outputs = g.batch * g.out_rows * g.out_cols * g.channels;
-  std::vector<T> pooled(static_cast<std::size_t>(outputs));
-  std::vector<std::int64_t> argmax(static_cast<std::size_t>(outputs));
-  max_pool(g, input, pooled.data(), argmax.data());
-  std::fill(dx, dx + g.batch * g.in_rows * g.in_cols * g.channels, T{0});
-  for (std::int64_t i = 0; i < outputs; ++i) dx[argmax[static_cast<std::size_t>(i)]] += dy[i];
+  const std::int64_t depth = g.channels;
+  const std::int64_t per_image = g.out_rows * g.out_cols;
+  const std::int64_t image_size = g.in_rows * g.in_cols * depth;
+  backend::cpu::parallel_for(g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
+    std::fill(dx + begin * image_size, dx + end * image_size, T{0});
+    std::vector<T> best_values(static_cast<std::size_t>(depth));
+    std::vector<std::int64_t> where_values(static_cast<std::size_t>(depth));
+    T* __restrict best = best_values.data();
+    std::int64_t* __restrict where = where_values.data();
+    for (std::int64_t row = begin * per_image; row < end * per_image; ++row) {
+      bool first = true;
+      for_each_inside_tap(g, row, [&](std::int64_t at) {
+        const T* __restrict in = input + at;
+        if (first) {
+          for (std::int64_t d = 0; d < depth; ++d) best[d] = in[d], where[d] = at + d;
+          first = false;
+          return;
+        }
+        take_larger(in, at, best, where, depth);
+      });
+      if (first) continue;
+      const T* d_out = dy + row * depth;
+      for (std::int64_t d = 0; d < depth; ++d) dx[where[d]] += d_out[d];
+    }
+  });
 }
 
 /// AvgPool: each window's mean over its positions inside the input.
@@ -276,9 +386,7 @@ void avg_pool(const WindowGeometry& g, const T* input, T* out) {
     for (std::int64_t row = begin; row < end; ++row) {
       T* o = out + row * depth;
       std::fill(o, o + depth, T{0});
-      for_each_inside_tap(g, row, [&](std::int64_t at) {
-        for (std::int64_t d = 0; d < depth; ++d) o[d] += input[at + d];
-      });
+      for_each_inside_tap(g, row, [&](std::int64_t at) { add_into(o, input + at, depth); });
       const T count = static_cast<T>(std::max<std::int64_t>(1, window_count(g, row)));
       for (std::int64_t d = 0; d < depth; ++d) o[d] /= count;
     }
@@ -294,9 +402,7 @@ void avg_pool_grad(const WindowGeometry& g, const T* dy, T* dx) {
   for (std::int64_t row = 0; row < positions; ++row) {
     const T count = static_cast<T>(window_count(g, row));
     const T* d_out = dy + row * depth;
-    for_each_inside_tap(g, row, [&](std::int64_t at) {
-      for (std::int64_t d = 0; d < depth; ++d) dx[at + d] += d_out[d] / count;
-    });
+    for_each_inside_tap(g, row, [&](std::int64_t at) { add_divided_into(dx + at, d_out, count, depth); });
   }
 }
 
