@@ -7,10 +7,10 @@
 #include <devtensor/keras.hpp>
 #include <devtensor/hdf5/weights.hpp>
 
+#include "digits.hpp"
+
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,22 +18,6 @@ namespace dt = devtensor;
 namespace nn = dt::nn;
 
 namespace {
-/// The digits: pixels scaled to [0, 1] as [n, 64], and the digits as class indices [n].
-std::pair<dt::Tensor<float>, dt::Tensor<float>> read_digits(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw dt::NotFoundError("cannot open " + path + " (pass the path of examples/data/digits.csv)");
-  std::vector<float> pixels, digits;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string field;
-    for (int column = 0; std::getline(fields, field, ','); ++column)
-      (column < 64 ? pixels : digits).push_back(column < 64 ? std::stof(field) / 16.0f : std::stof(field));
-  }
-  const auto n = static_cast<std::int64_t>(digits.size());
-  return {dt::constant<float>(pixels, {n, 64}), dt::constant<float>(digits, {n})};
-}
-
 nn::Model make_classifier() {
   auto pixels = nn::Input({64}, {.name = "pixels"});
   auto hidden = nn::Dense(64, {.activation = nn::Activation::relu,

@@ -11,38 +11,21 @@
 #include <devtensor/distribute.hpp>
 #include <devtensor/keras.hpp>
 
-#include <fstream>
+#include "digits.hpp"
+
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace dt = devtensor;
 namespace nn = dt::nn;
 
-namespace {
-/// The digits as images: pixels scaled to [0, 1] as [n, 8, 8, 1], and the digits [n].
-std::pair<dt::Tensor<float>, dt::Tensor<float>> read_digit_images(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw dt::NotFoundError("cannot open " + path + " (pass the path of examples/data/digits.csv)");
-  std::vector<float> pixels, digits;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string field;
-    for (int column = 0; std::getline(fields, field, ','); ++column)
-      (column < 64 ? pixels : digits).push_back(column < 64 ? std::stof(field) / 16.0f : std::stof(field));
-  }
-  const auto n = static_cast<std::int64_t>(digits.size());
-  return {dt::constant<float>(pixels, {n, 8, 8, 1}), dt::constant<float>(digits, {n})};
-}
-}  // namespace
-
 int main(int argc, char** argv) {
   if (dt::config::list_physical_devices("GPU").empty())  // no GPUs: two logical CPUs instead (before any op)
     dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
-  const auto [x, y] = read_digit_images(argc > 1 ? argv[1] : DEVTENSOR_EXAMPLES_DATA_DIR "/digits.csv");
+  const auto [pixels, y] = read_digits(argc > 1 ? argv[1] : DEVTENSOR_EXAMPLES_DATA_DIR "/digits.csv");
+  const auto x = dt::reshape(pixels, {-1, 8, 8, 1});  // the digits as 8x8x1 images
   dt::distribute::MirroredStrategy strategy;
   std::cout << "Number of devices: " << strategy.num_replicas_in_sync() << "\n";
 

@@ -307,28 +307,47 @@ void bias_add_grad(const T* dy, std::int64_t outer, std::int64_t channels, std::
   for (std::int64_t c = 0; c < channels; ++c) grad[c] = static_cast<T>(sum[c]);
 }
 
+/// Calls f(row, out + row·depth) for every output position of the pool, in parallel.
+template <class T, class F>
+void for_each_output(const WindowGeometry& g, T* out, F&& f) {
+  const std::int64_t depth = g.channels;
+  backend::cpu::parallel_for(g.batch * g.out_rows * g.out_cols,
+                             std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, depth)),
+                             [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t row = begin; row < end; ++row) f(row, out + row * depth);
+  });
+}
+
+/// A pool's gradient: f(first, last) for ranges of whole images' output positions, each range's
+/// dx zeroed first; f adds each position's gradient into the input positions of its window.
+/// Windows of different images never overlap, so the ranges run in parallel.
+template <class T, class F>
+void for_each_image_range(const WindowGeometry& g, T* dx, F&& f) {
+  const std::int64_t per_image = g.out_rows * g.out_cols;
+  const std::int64_t image_size = g.in_rows * g.in_cols * g.channels;
+  backend::cpu::parallel_for(g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
+    std::fill(dx + begin * image_size, dx + end * image_size, T{0});
+    f(begin * per_image, end * per_image);
+  });
+}
+
 /// MaxPool: each window's maximum over its positions inside the input (a NaN is never taken over
 /// a number already held, as TensorFlow's CPU kernel).
 template <class T>
 void max_pool(const WindowGeometry& g, const T* input, T* out) {
   const std::int64_t depth = g.channels;
-  const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
-  backend::cpu::parallel_for(positions, std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, depth)),
-                             [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) {
-      T* o = out + row * depth;
-      bool first = true;
-      for_each_inside_tap(g, row, [&](std::int64_t at) {
-        const T* in = input + at;
-        if (first) {
-          std::copy(in, in + depth, o);
-          first = false;
-          return;
-        }
-        max_into(o, in, depth);
-      });
-      if (first) std::fill(o, o + depth, T{0});  // a window wholly in padding (never with TensorFlow's sizes)
-    }
+  for_each_output(g, out, [&](std::int64_t row, T* o) {
+    bool first = true;
+    for_each_inside_tap(g, row, [&](std::int64_t at) {
+      const T* in = input + at;
+      if (first) {
+        std::copy(in, in + depth, o);
+        first = false;
+        return;
+      }
+      max_into(o, in, depth);
+    });
+    if (first) std::fill(o, o + depth, T{0});  // a window wholly in padding (never with TensorFlow's sizes)
   });
 }
 
@@ -345,23 +364,19 @@ DEVTENSOR_VECTORIZE inline void take_larger(const T* __restrict in, std::int64_t
 }
 
 /// MaxPoolGrad: each window's gradient goes to its maximum, the first in the window's row-major
-/// order among equals (TensorFlow's CPU kernel). Windows of different images never overlap, so
-/// the images run in parallel.
+/// order among equals (TensorFlow's CPU kernel).
 template <class T>
 void max_pool_grad(const WindowGeometry& g, const T* input, const T* dy, T* dx) {
   const std::int64_t depth = g.channels;
-  const std::int64_t per_image = g.out_rows * g.out_cols;
-  const std::int64_t image_size = g.in_rows * g.in_cols * depth;
-  backend::cpu::parallel_for(g.batch, 1, [&](std::int64_t begin, std::int64_t end) {
-    std::fill(dx + begin * image_size, dx + end * image_size, T{0});
+  for_each_image_range(g, dx, [&](std::int64_t first_row, std::int64_t last_row) {
     std::vector<T> best_values(static_cast<std::size_t>(depth));
     std::vector<std::int64_t> where_values(static_cast<std::size_t>(depth));
-    T* __restrict best = best_values.data();
-    std::int64_t* __restrict where = where_values.data();
-    for (std::int64_t row = begin * per_image; row < end * per_image; ++row) {
+    T* best = best_values.data();
+    std::int64_t* where = where_values.data();
+    for (std::int64_t row = first_row; row < last_row; ++row) {
       bool first = true;
       for_each_inside_tap(g, row, [&](std::int64_t at) {
-        const T* __restrict in = input + at;
+        const T* in = input + at;
         if (first) {
           for (std::int64_t d = 0; d < depth; ++d) best[d] = in[d], where[d] = at + d;
           first = false;
@@ -380,16 +395,11 @@ void max_pool_grad(const WindowGeometry& g, const T* input, const T* dy, T* dx) 
 template <class T>
 void avg_pool(const WindowGeometry& g, const T* input, T* out) {
   const std::int64_t depth = g.channels;
-  const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
-  backend::cpu::parallel_for(positions, std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, depth)),
-                             [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) {
-      T* o = out + row * depth;
-      std::fill(o, o + depth, T{0});
-      for_each_inside_tap(g, row, [&](std::int64_t at) { add_into(o, input + at, depth); });
-      const T count = static_cast<T>(std::max<std::int64_t>(1, window_count(g, row)));
-      for (std::int64_t d = 0; d < depth; ++d) o[d] /= count;
-    }
+  for_each_output(g, out, [&](std::int64_t row, T* o) {
+    std::fill(o, o + depth, T{0});
+    for_each_inside_tap(g, row, [&](std::int64_t at) { add_into(o, input + at, depth); });
+    const T count = static_cast<T>(std::max<std::int64_t>(1, window_count(g, row)));
+    for (std::int64_t d = 0; d < depth; ++d) o[d] /= count;
   });
 }
 
@@ -397,13 +407,13 @@ void avg_pool(const WindowGeometry& g, const T* input, T* out) {
 template <class T>
 void avg_pool_grad(const WindowGeometry& g, const T* dy, T* dx) {
   const std::int64_t depth = g.channels;
-  const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
-  std::fill(dx, dx + g.batch * g.in_rows * g.in_cols * depth, T{0});
-  for (std::int64_t row = 0; row < positions; ++row) {
-    const T count = static_cast<T>(window_count(g, row));
-    const T* d_out = dy + row * depth;
-    for_each_inside_tap(g, row, [&](std::int64_t at) { add_divided_into(dx + at, d_out, count, depth); });
-  }
+  for_each_image_range(g, dx, [&](std::int64_t first_row, std::int64_t last_row) {
+    for (std::int64_t row = first_row; row < last_row; ++row) {
+      const T count = static_cast<T>(std::max<std::int64_t>(1, window_count(g, row)));
+      const T* d_out = dy + row * depth;
+      for_each_inside_tap(g, row, [&](std::int64_t at) { add_divided_into(dx + at, d_out, count, depth); });
+    }
+  });
 }
 
 }  // namespace devtensor::ops::cpu
