@@ -66,6 +66,7 @@
 #include "devtensor/ops/registry.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/selection.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 #include "devtensor/ops/traits.hpp"
 #include "devtensor/ops/training_functors.hpp"

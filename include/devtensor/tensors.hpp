@@ -27,6 +27,7 @@
 #include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/selection.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/dtype.hpp"

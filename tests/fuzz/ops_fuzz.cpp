@@ -389,6 +389,29 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
   } else if constexpr (is_conv_op<Op>) {
     if constexpr (dt::Floating<T>) return fuzz_conv<Op, T>(in, a, b);
     else return std::nullopt;
+  } else if constexpr (std::is_same_v<Op, ops::ArgMax> || std::is_same_v<Op, ops::ArgMin>) {
+    // Indices, not T: read back here.
+    const std::int64_t axis = in.size_like_minus(2);
+    const bool wide = in.flip();
+    if constexpr (std::is_same_v<Op, ops::ArgMax>) {
+      if (wide) read_back(dt::argmax(a, axis), "ArgMax");
+      else read_back(dt::argmax<std::int32_t>(a, axis), "ArgMax");
+    } else {
+      if (wide) read_back(dt::argmin(a, axis), "ArgMin");
+      else read_back(dt::argmin<std::int32_t>(a, axis), "ArgMin");
+    }
+    return std::nullopt;
+  } else if constexpr (std::is_same_v<Op, ops::OneHot>) {
+    // A work budget: a depth that makes more than 2^22 valid outputs is cut (an overflowing one
+    // still reaches the shape function).
+    std::int64_t depth = in.size_like_minus(1);
+    const std::int64_t n = a.defined() ? std::max<std::int64_t>(1, a.num_elements()) : 1;
+    if (depth > (std::int64_t{1} << 22) / n && depth <= kMax / n) depth %= 64;
+    return dt::one_hot<T>(a, depth, {.on_value = in.value<T>(), .off_value = in.value<T>(), .axis = in.size_like_minus(1)});
+  } else if constexpr (std::is_same_v<Op, ops::SelectV2>) {
+    // The condition: the first operand's truth, or a scalar.
+    const auto condition = in.flip() ? dt::cast<bool>(a) : dt::scalar<bool>(in.flip());
+    return dt::where(condition, in.flip() ? a : b, b);
   } else if constexpr (std::is_same_v<Op, ops::StatelessRandomUniform>) {
     // Its seed is a (one-element) int64 tensor; its output float or double.
     const dt::Shape shape(in.dims());

@@ -1,7 +1,7 @@
 #pragma once
 /// @file nn_ops.hpp
 /// @brief The neural-network ops (TensorFlow's nn_ops), each defined once (ops/op_def.hpp):
-/// Softmax and LogSoftmax over the last axis; softmax, log_softmax over any axis.
+/// Softmax and LogSoftmax over the last axis, L2Loss; softmax, log_softmax over any axis, l2_loss.
 ///
 /// Both are numerically stable: each row is shifted by its maximum before the exponential, and
 /// the row's sum of exponentials is accumulated in double (as the reductions accumulate), so a
@@ -61,7 +61,23 @@ struct LogSoftmax : SoftmaxOp<LogSoftmax, true> {
   }
 };
 
-using NnOps = TypeList<Softmax, LogSoftmax>;
+/// sum(x²) / 2 over every element, a scalar (TensorFlow's weight-decay term). The sum is
+/// accumulated in double, as the reductions accumulate.
+struct L2Loss : OpTable<FloatTypes, NoTypes>, Builtin {
+  static constexpr std::string_view name = "L2Loss";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
+  struct Attrs {};
+  static Shape output_shape(const Attrs&, const Shape&) { return Shape{}; }
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  /// x · dy (TensorFlow's _L2LossGrad).
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {mul(a.x[0], a.dy[0])};
+  }
+};
+
+using NnOps = TypeList<Softmax, LogSoftmax, L2Loss>;
 
 }  // namespace devtensor::ops
 
@@ -97,6 +113,12 @@ Tensor<T> log_softmax(const Tensor<T>& logits, std::int64_t axis = -1, const OpO
   return nn_ops_detail::over_axis<ops::LogSoftmax>(logits, axis, options);
 }
 
+/// sum(t²) / 2, a scalar (tf.nn.l2_loss).
+template <Floating T>
+Tensor<T> l2_loss(const Tensor<T>& t, const OpOptions& options = {}) {
+  return run_op<ops::L2Loss>(options, {}, t);
+}
+
 }  // namespace devtensor
 
 #if DEVTENSOR_CPU_KERNEL_BODIES
@@ -109,6 +131,10 @@ void SoftmaxOp<Self, Log>::cpu(const KernelContext& ctx) {
   const Shape& shape = ctx.input_shape(0);
   const std::int64_t classes = shape[shape.rank() - 1];
   cpu::softmax_rows(ctx.input<T>(0), classes > 0 ? shape.num_elements() / classes : 0, classes, Log, ctx.output<T>());
+}
+template <class T>
+void L2Loss::cpu(const KernelContext& ctx) {
+  *ctx.output<T>() = static_cast<T>(cpu::sum_of_squares(ctx.input<T>(0), ctx.input_shape(0).num_elements()) / 2);
 }
 }  // namespace devtensor::ops
 #endif

@@ -18,13 +18,14 @@
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/ops/reduction.hpp"
+#include "devtensor/ops/selection.hpp"
 #include "devtensor/ops/shape_ops.hpp"
 #include "devtensor/ops/training_ops.hpp"
 
 namespace devtensor::ops {
 
-using BuiltinOps =
-    Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, ReductionOps, ShapeOps, RandomOps, TrainingOps>::type;
+using BuiltinOps = Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, ReductionOps, SelectionOps, ShapeOps,
+                        RandomOps, TrainingOps>::type;
 
 static_assert([]<class... Ops>(TypeList<Ops...>) { return (std::derived_from<Ops, Builtin> && ...); }(BuiltinOps{}),
               "every op of the list is marked ops::Builtin (GradientTape installs their gradients from it)");

@@ -225,6 +225,16 @@ BOOST_AUTO_TEST_CASE(cast_between_float_and_double_passes_the_gradient_through) 
                  {random_tensor(dt::Shape({5}), 51)}, 1e-3, 1e-2);
 }
 
+BOOST_AUTO_TEST_CASE(selection_and_l2_loss) {
+  // SelectV2 broadcast three ways: the gradient summed back to each operand's shape.
+  const auto condition = dt::constant<bool>({true, false, false, true, true, false}, dt::Shape({2, 1, 3}));
+  check_gradient("SelectV2: broadcast condition, x and y",
+                 [condition](const std::vector<Tensor>& in) { return dt::where(condition, in[0], in[1]); },
+                 {random_tensor(dt::Shape({4, 1}), 80), random_tensor(dt::Shape({3}), 81)});
+  check_gradient("L2Loss", [](const std::vector<Tensor>& in) { return dt::l2_loss(in[0]); },
+                 {random_tensor(dt::Shape({3, 5}), 82)});
+}
+
 BOOST_AUTO_TEST_CASE(convolution_and_pooling) {
   namespace ops = dt::ops;
   const auto x = random_tensor(dt::Shape({2, 5, 4, 3}), 70);
@@ -304,6 +314,7 @@ BOOST_AUTO_TEST_CASE(every_differentiable_op_has_its_gradient_checked,
                          boost::unit_test::depends_on("gradient_check/shape_and_data_movement_ops") *
                          boost::unit_test::depends_on("gradient_check/cast_between_float_and_double_passes_the_gradient_through") *
                          boost::unit_test::depends_on("gradient_check/convolution_and_pooling") *
+                         boost::unit_test::depends_on("gradient_check/selection_and_l2_loss") *
                          boost::unit_test::depends_on("gradient_check/gradient_kernels_have_gradients_for_second_derivatives")) {
   int differentiable = 0;
   dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -778,6 +779,208 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
   const auto ran = session.run(out, {{p, xf}});
   BOOST_TEST(ran.shape() == dt::Shape({2, 3, 2, 5}));
   BOOST_TEST(ran.to_vector() == eager.to_vector(), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(selection)
+
+namespace {
+
+/// An output of TensorFlow's: shape and every value, row-major (tests/reference/selection.py).
+template <class V>
+struct Expected {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<V> values;
+};
+
+template <class V, class T>
+void check_expected(const Expected<V>& want, const dt::Tensor<T>& got) {
+  BOOST_TEST_CONTEXT(want.name) {
+    BOOST_TEST(got.shape() == dt::Shape(want.shape));
+    const auto v = got.to_vector();
+    BOOST_TEST_REQUIRE(v.size() == want.values.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      BOOST_TEST(std::abs(static_cast<double>(v[i]) - static_cast<double>(want.values[i])) <=
+                     1e-14 * (1 + std::abs(static_cast<double>(want.values[i]))),
+                 "element " << i << ": " << v[i] << " vs " << want.values[i]);
+  }
+}
+
+template <class V>
+const Expected<V>& expected(const std::vector<Expected<V>>& all, std::string_view name) {
+  for (const auto& e : all)
+    if (e.name == name) return e;
+  throw std::logic_error("no figure named " + std::string(name));
+}
+
+// selection.py's output, pasted.
+const std::vector<Expected<std::int64_t>> kIndices = {
+    {"argmax x 0", {3, 4}, {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1}},
+    {"argmin x 0", {3, 4}, {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1}},
+    {"argmax x 1", {2, 4}, {0, 0, 1, 1, 2, 2, 2, 2}},
+    {"argmin x 1", {2, 4}, {2, 2, 2, 0, 1, 1, 1, 1}},
+    {"argmax x 2", {2, 3}, {1, 2, 0, 0, 0, 0}},
+    {"argmin x 2", {2, 3}, {0, 1, 2, 0, 0, 3}},
+    {"argmax x -1", {2, 3}, {1, 2, 0, 0, 0, 0}},
+    {"argmin x -1", {2, 3}, {0, 1, 2, 0, 0, 3}},
+    {"argmax n 0", {3}, {1, 1, 1}},
+    {"argmin n 0", {3}, {0, 0, 0}},
+    {"argmax n 1", {2}, {0, 0}},
+    {"argmin n 1", {2}, {1, 1}},
+    {"one_hot int32", {3, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 0}},
+};
+const std::vector<Expected<double>> kValues = {
+    {"one_hot -1", {2, 3, 4}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5}},
+    {"one_hot 0", {4, 2, 3}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, 2.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5}},
+    {"one_hot 1", {2, 4, 3}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, 2.5, -0.5, -0.5, -0.5, -0.5}},
+    {"one_hot 2", {2, 3, 4}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5}},
+    {"where", {2, 4, 3}, {1.5, 20, 1.5, -2, 20, -2, 3.25, 20, 3.25, 4, 20, 4, 10, 20, 1.5, 10, 20, -2, 10, 20, 3.25, 10, 20, 4}},
+    {"where dx", {4, 1}, {-1, 0.125, 1.25, 2.375}},
+    {"where dy", {3}, {4.25, 3.5, 0}},
+    {"l2_loss", {}, {1.9489795918367347}},
+    {"l2_loss dx", {3, 4}, {-0.5, -0.35714285714285715, -0.2142857142857143, -0.071428571428571452, 0.071428571428571397, 0.2142857142857143, 0.3571428571428571, 0.5, 0.64285714285714279, 0.78571428571428581, 0.9285714285714286, 1.0714285714285714}},
+};
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+constexpr float kLowest = std::numeric_limits<float>::lowest();
+// selection.py's X and N.
+dt::Tensor<float> x_input() {
+  return dt::constant<float>({1, 5, 5, 2, kNan, 2, 9, 9, -1, -1, -3, kNan, kNan, kNan, kNan, kNan, -kInf, kLowest, kLowest,
+                              -kInf, kInf, 0, kInf, -2},
+                             dt::Shape{2, 3, 4});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(argmax_and_argmin_match_tensorflow_with_ties_nan_and_infinities) {
+  const auto x = x_input();
+  for (const std::int64_t axis : {0, 1, 2, -1}) {
+    const auto a = std::to_string(axis);
+    const auto max = dt::argmax(x, axis);
+    static_assert(std::is_same_v<decltype(max), const dt::Tensor<std::int64_t>>);
+    check_expected(expected(kIndices, "argmax x " + a), max);
+    check_expected(expected(kIndices, "argmin x " + a), dt::argmin(x, axis));
+    check_expected(expected(kIndices, "argmax x " + a), dt::argmax<std::int32_t>(x, axis));
+  }
+  const auto n = dt::constant<std::int32_t>({3, -7, 3, 8, 0, 8}, dt::Shape{2, 3});
+  for (const std::int64_t axis : {0, 1}) {
+    const auto a = std::to_string(axis);
+    const auto max = dt::argmax<std::int32_t>(n, axis);
+    static_assert(std::is_same_v<decltype(max), const dt::Tensor<std::int32_t>>);
+    check_expected(expected(kIndices, "argmax n " + a), max);
+    check_expected(expected(kIndices, "argmin n " + a), dt::argmin<std::int32_t>(n, axis));
+    check_expected(expected(kIndices, "argmin n " + a), dt::argmin(n.cast<std::int64_t>(), axis));
+  }
+  BOOST_TEST(dt::argmax(x).shape() == dt::Shape({3, 4}));  // tf.math.argmax's axis=None is 0
+  // In double, float's lowest is no longer the type's lowest: it beats -inf.
+  BOOST_TEST(dt::argmax(dt::constant<double>({-kInf, kLowest})).item() == 1);
+  // An axis with many elements, the best twice: the first, in a row and along an inner axis.
+  std::vector<float> wide(3000, 0.5f);
+  wide[1700] = wide[2900] = 2.0f;
+  BOOST_TEST(dt::argmax(dt::constant<float>(wide)).item() == 1700);
+  BOOST_TEST(dt::argmax(dt::constant<float>(wide, dt::Shape{1000, 3}), 0).to_vector() ==
+                 (std::vector<std::int64_t>{0, 0, 566}), boost::test_tools::per_element());
+  // An empty output needs no values; an empty reduced axis has no answer.
+  BOOST_TEST(dt::argmax(dt::zeros<float>({0, 3}), 1).shape() == dt::Shape({0}));
+  DEVTENSOR_CHECK_THROW_WITH(dt::argmax(dt::zeros<float>({0, 3}), 0), InvalidArgumentError,
+                             "Reduction axis 0 is empty in shape [0,3] [Op:ArgMax]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::argmin(x, 3), InvalidArgumentError,
+                             "Expected dimension in the range [-3, 3), but got 3 [Op:ArgMin]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::argmax(x, -4), InvalidArgumentError,
+                             "Expected dimension in the range [-3, 3), but got -4 [Op:ArgMax]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::argmax(dt::scalar<float>(3)), InvalidArgumentError,
+                             "Expected dimension in the range [0, 0), but got 0 [Op:ArgMax]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::argmax(dt::Tensor<float>()), InvalidArgumentError, "ArgMax");
+}
+
+BOOST_AUTO_TEST_CASE(one_hot_matches_tensorflow_on_every_axis_and_out_of_range_indices) {
+  const auto indices = dt::constant<std::int64_t>({0, 3, -1, 2, 2, 5}, dt::Shape{2, 3});
+  for (const std::int64_t axis : {-1, 0, 1, 2})
+    check_expected(expected(kValues, "one_hot " + std::to_string(axis)),
+                   dt::one_hot<double>(indices, 4, {.on_value = 2.5, .off_value = -0.5, .axis = axis}));
+  check_expected(expected(kIndices, "one_hot int32"),
+                 dt::one_hot<std::int32_t>(dt::constant<std::int32_t>({1, 0, 7}), 3));
+  const auto floats = dt::one_hot(dt::constant<std::int32_t>({2}), 3);  // float, 1 and 0 by default
+  static_assert(std::is_same_v<decltype(floats), const dt::Tensor<float>>);
+  BOOST_TEST(floats.to_vector() == (std::vector<float>{0, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(dt::one_hot(dt::constant<std::int32_t>({2, 0}), 0).shape() == dt::Shape({2, 0}));
+  DEVTENSOR_CHECK_THROW_WITH(dt::one_hot(indices, -1), InvalidArgumentError,
+                             "depth must be non-negative, got: -1 [Op:OneHot]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::one_hot(indices, 4, {.axis = -2}), InvalidArgumentError,
+                             "Expected axis to be -1 or between [0, 3).  But received: -2 [Op:OneHot]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::one_hot(indices, 4, {.axis = 3}), InvalidArgumentError,
+                             "Expected axis to be -1 or between [0, 3).  But received: 3 [Op:OneHot]");
+}
+
+BOOST_AUTO_TEST_CASE(where_broadcasts_three_ways_and_its_gradient_matches_tensorflow) {
+  const auto condition = dt::constant<bool>({true, false, true, false, false, true}, dt::Shape{2, 1, 3});
+  const auto x = dt::constant<double>({1.5, -2.0, 3.25, 4.0}, dt::Shape{4, 1});
+  const auto y = dt::constant<double>({10.0, 20.0, 30.0});
+  check_expected(expected(kValues, "where"), dt::where(condition, x, y));
+  std::vector<double> w(24);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i) / 8.0 - 1.0;
+  const auto weights = dt::constant<double>(w, dt::Shape{2, 4, 3});
+  dt::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tape.watch(y);
+  const auto out = dt::reduce_sum(dt::mul(dt::where(condition, x, y), weights));
+  check_expected(expected(kValues, "where dx"), tape.gradient(out, x));
+  check_expected(expected(kValues, "where dy"), tape.gradient(out, y));
+  // Every element type; a scalar condition picks a whole tensor.
+  BOOST_TEST(dt::where(dt::scalar<bool>(false), dt::constant<std::int32_t>({1, 2}), dt::constant<std::int32_t>({3, 4}))
+                 .to_vector() == (std::vector<std::int32_t>{3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(dt::where(condition, dt::scalar<bool>(false), dt::scalar<bool>(true)).to_vector() ==
+                 (std::vector<bool>{false, true, false, true, true, false}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(dt::where(dt::constant<bool>({true, false}), dt::constant<float>({1, 2, 3}),
+                                       dt::constant<float>({4, 5, 6})),
+                             InvalidArgumentError,
+                             "condition [2], then [3], and else [3] must be broadcastable [Op:SelectV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::where(dt::Tensor<bool>(), x, y), InvalidArgumentError, "SelectV2");
+}
+
+BOOST_AUTO_TEST_CASE(l2_loss_and_its_gradient_match_tensorflow) {
+  std::vector<double> v(12);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / 7.0 - 0.5;
+  const auto r = dt::constant<double>(v, dt::Shape{3, 4});
+  dt::GradientTape tape;
+  tape.watch(r);
+  const auto loss = dt::l2_loss(r);
+  check_expected(expected(kValues, "l2_loss"), loss);
+  check_expected(expected(kValues, "l2_loss dx"), tape.gradient(loss, r));
+  BOOST_TEST(dt::l2_loss(dt::zeros<float>({0})).item() == 0.0f);
+}
+
+BOOST_AUTO_TEST_CASE(selection_ops_in_graphs_keep_unknown_batches_and_equal_eager) {
+  namespace v1 = dt::compat::v1;
+  v1::Graph graph;
+  dt::Tensor<float> p, picked, hot, chosen;
+  dt::Tensor<std::int64_t> best;
+  {
+    auto scope = graph.as_default();
+    p = v1::placeholder<float>({-1, 4});
+    best = dt::argmax(p, 1);
+    hot = dt::one_hot(best, 4);
+    chosen = dt::where(dt::constant<bool>({true, false, false, true}), p, dt::scalar<float>(0));
+    picked = dt::l2_loss(dt::mul(hot, p));
+  }
+  BOOST_TEST(best.shape().to_python() == "(None,)");
+  BOOST_TEST(hot.shape().to_python() == "(None, 4)");
+  BOOST_TEST(chosen.shape().to_python() == "(None, 4)");
+  v1::Session session(graph);
+  const auto feed = dt::constant<float>({1, 7, 3, 2, 9, 0, 9, -1, 4, 4, 5, 5}, dt::Shape{3, 4});
+  BOOST_TEST(session.run(best, {{p, feed}}).to_vector() == (std::vector<std::int64_t>{1, 0, 2}),
+             boost::test_tools::per_element());
+  BOOST_TEST(session.run(chosen, {{p, feed}}).to_vector() == dt::where(dt::constant<bool>({true, false, false, true}), feed,
+                                                                       dt::scalar<float>(0)).to_vector(),
+             boost::test_tools::per_element());
+  BOOST_TEST(session.run(picked, {{p, feed}}).item() == (49.0f + 81.0f + 25.0f) / 2);
+  // Traced: the same values as eager.
+  auto f = dt::function([](const dt::Tensor<float>& in) { return dt::one_hot<float>(dt::argmin(in, 1), 4, {.on_value = 3}); });
+  BOOST_TEST(f(feed).to_vector() == dt::one_hot<float>(dt::argmin(feed, 1), 4, {.on_value = 3}).to_vector(),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -193,4 +193,16 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
   });
 }
 
+/// Σ x² over n elements, accumulated in double in four partial sums (one chain of dependent adds
+/// would bound the loop at an add's latency per element).
+template <class T>
+double sum_of_squares(const T* x, std::int64_t n) {
+  double partial[4] = {0, 0, 0, 0};
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::int64_t k = 0; k < 4; ++k) partial[k] += static_cast<double>(x[i + k]) * static_cast<double>(x[i + k]);
+  for (; i < n; ++i) partial[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return (partial[0] + partial[1]) + (partial[2] + partial[3]);
+}
+
 }  // namespace devtensor::ops::cpu
