@@ -49,6 +49,7 @@
 #include "devtensor/nn/model.hpp"
 #include "devtensor/nn/optimizers.hpp"
 #include "devtensor/nn/progress.hpp"
+#include "devtensor/nn/reshaping_layers.hpp"
 #include "devtensor/nn/sequential.hpp"
 #include "devtensor/nn/summary.hpp"
 #include "devtensor/ops/creation.hpp"

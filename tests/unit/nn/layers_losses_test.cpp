@@ -265,6 +265,99 @@ BOOST_AUTO_TEST_CASE(conv_layers_summarise_name_and_refuse_as_keras) {
                              "expected ndim=4, found ndim=3. Full shape received: (2, 5, 3)");
 }
 
+// Reshape, ZeroPadding2D, Rescaling (nn/reshaping_layers.hpp): Keras 3's summary and prediction
+// from the same weights (tests/reference/reshaping_layers.py), eagerly and traced; Keras's texts.
+BOOST_AUTO_TEST_CASE(reshaping_layers_predict_as_keras_and_refuse_as_keras) {
+  nn::Sequential model({nn::Rescaling(1.0 / 16, {.offset = -0.5, .input_shape = nn::PartialShape{8, 8, 1}, .name = "scale"}),
+                        nn::ZeroPadding2D({{1, 0}, {0, 2}}, {.name = "pad"}), nn::Conv2D(2, 3, {.name = "conv"}),
+                        nn::Reshape({-1}, {.name = "flat"}), nn::Reshape({7, 16}, {.name = "rows"})},
+                       "reshaping");
+  std::ostringstream out;
+  model.summary(out);
+  BOOST_TEST(out.str() == std::string(R"(Model: "reshaping"
+┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┓
+┃ Layer (type)                    ┃ Output Shape           ┃       Param # ┃
+┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩
+│ scale (Rescaling)               │ (None, 8, 8, 1)        │             0 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ pad (ZeroPadding2D)             │ (None, 9, 10, 1)       │             0 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ conv (Conv2D)                   │ (None, 7, 8, 2)        │            20 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ flat (Reshape)                  │ (None, 112)            │             0 │
+├─────────────────────────────────┼────────────────────────┼───────────────┤
+│ rows (Reshape)                  │ (None, 7, 16)          │             0 │
+└─────────────────────────────────┴────────────────────────┴───────────────┘
+ Total params: 20 (80.00 B)
+ Trainable params: 20 (80.00 B)
+ Non-trainable params: 0 (0.00 B)
+)"));
+  for (auto& v : model.trainable_variables()) {
+    std::vector<float> values(static_cast<std::size_t>(v.shape().num_elements()));
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = v.shape().rank() > 1 ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
+                                       : static_cast<float>(0.01 * static_cast<double>(i % 3));
+    v.assign(dt::constant<float>(values, v.shape()));
+  }
+  std::vector<float> pixels(128);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(i % 17);
+  const auto x = dt::constant<float>(pixels, {2, 8, 8, 1});
+  for (const auto& y : {model.predict(x), model(x)}) {  // traced, then eager
+    BOOST_TEST(y.shape() == dt::Shape({2, 7, 16}));
+    const auto v = y.to_vector();
+    double sum = 0, weighted = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      sum += v[i];
+      weighted += v[i] * static_cast<double>(i % 7 + 1);
+    }
+    BOOST_TEST(std::abs(sum - 1.43527777) <= 1e-5, sum);
+    BOOST_TEST(std::abs(weighted - 1.72166656) <= 1e-5, weighted);
+  }
+  // Training through them, traced and eager: Keras's losses (SGD 0.1, MSE towards y / 2).
+  const auto target = dt::mul(model.predict(x), dt::scalar<float>(0.5f));
+  const std::vector<double> keras{0.00202170643, 0.00196205825, 0.00190637505};
+  std::vector<std::vector<float>> initial;
+  for (const auto& v : model.trainable_variables()) initial.push_back(v.value().to_vector());
+  for (const bool eager : {false, true}) {
+    auto variables = model.trainable_variables();
+    for (std::size_t i = 0; i < variables.size(); ++i) variables[i].assign(dt::constant<float>(initial[i], variables[i].shape()));
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1}, {.run_eagerly = eager});
+    const auto history = model.fit(x, target, {.epochs = 3, .batch_size = 2, .verbose = 0, .shuffle = false});
+    for (std::size_t e = 0; e < 3; ++e)
+      BOOST_TEST(std::abs(history.loss[e] - keras[e]) <= 1e-5 * keras[e],
+                 (eager ? "eager" : "traced") << " epoch " << e << ": " << std::setprecision(9) << history.loss[e]);
+  }
+  // The layers compute what the ops do.
+  check_values(nn::ZeroPadding2D(1, {.data_format = "channels_first"})(x), dt::pad(x, {{0, 0}, {0, 0}, {1, 1}, {1, 1}}).to_vector());
+  BOOST_TEST(nn::ZeroPadding2D({2, 1})(x).shape() == dt::Shape({2, 12, 10, 1}));
+  check_values(nn::Rescaling(0.5)(x), dt::mul(x, dt::scalar<float>(0.5f)).to_vector());
+  BOOST_TEST(nn::Reshape({4, -1})(x).shape() == dt::Shape({2, 4, 16}));
+  // Keras's texts.
+  DEVTENSOR_CHECK_THROW_WITH(nn::Reshape({5, 3})(dt::zeros<float>({2, 3, 4})), dt::InvalidArgumentError,
+                             "The total size of the tensor must be unchanged. Received: input_shape=(3, 4), "
+                             "target_shape=(5, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Reshape({-1, 5})(dt::zeros<float>({2, 3, 4})), dt::InvalidArgumentError,
+                             "the input size cannot by divided by the specified dimensions in target_shape. Received: "
+                             "input_shape=(3, 4), target_shape=(-1, 5)");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Reshape({-1, -1}), dt::InvalidArgumentError,
+                             "There must be at most one unknown dimension (-1) in `target_shape`. Received: "
+                             "target_shape=(-1, -1).");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Reshape({-2, 12}), dt::InvalidArgumentError,
+                             "Each dimension in `target_shape` must be a non-negative integer, or `-1` for a single "
+                             "unknown dimension. Received: target_shape=(-2, 12).");
+  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D({1, 2, 3}), dt::InvalidArgumentError,
+                             "`padding` should have two elements. Received: padding=(1, 2, 3).");
+  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D({1, -2}), dt::InvalidArgumentError,
+                             "The `2nd entry of padding` argument must be a tuple of 2 integers. Received 2nd entry of "
+                             "padding=-2, including values {-2} that do not satisfy `value >= 0`");
+  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D({{1, -2}, {3, 1}}), dt::InvalidArgumentError,
+                             "The `1st entry of padding` argument must be a tuple of 2 integers. Received 1st entry of "
+                             "padding=(1, -2), including values {-2} that do not satisfy `value >= 0`");
+  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D(-1), dt::InvalidArgumentError, "Received padding=-1, including values {-1}");
+  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D(1)(dt::zeros<float>({2, 3, 4})), dt::InvalidArgumentError,
+                             "expected ndim=4, found ndim=3. Full shape received: (2, 3, 4)");
+}
+
 namespace {
 /// The first 256 digits as [256, 8, 8, 1] images and their labels.
 std::pair<dt::Tensor<float>, dt::Tensor<float>> first_digits() {
