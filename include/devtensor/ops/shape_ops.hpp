@@ -240,6 +240,7 @@ struct Split : OpTable<AllTypes, AllTypes>, Builtin {
 /// The box starting at `begin` with `size` elements per axis (-1: to the end).
 struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Slice";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
     std::vector<std::int64_t> begin;
     std::vector<std::int64_t> size;
@@ -253,6 +254,7 @@ struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
                                  ", but got shapes [" + std::to_string(begin.size()) + "] and [" +
                                  std::to_string(size.size()) + "] instead. [Op:Slice]");
     for (std::size_t d = 0; d < s.rank(); ++d) {
+      if (s[d] < 0 && begin[d] >= 0 && size[d] >= -1) continue;  // a graph's unknown size: checked when it runs
       // Compared without adding: begin + size may overflow int64.
       if (begin[d] < 0 || begin[d] > s[d])
         throw InvalidArgumentError("Expected begin[" + std::to_string(d) + "] in [0, " + std::to_string(s[d]) +
@@ -264,18 +266,25 @@ struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
                                    "], but got " + std::to_string(size[d]) + " (begin " +
                                    shape_detail::dims_string(begin) + ", shape " + s.to_string() + ") [Op:Slice]");
     }
-    return Shape(size);
+    return Shape::partial(size);  // -1 where the input's size is unknown and the slice runs to its end
   }
   template <class T>
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
+  /// dy padded back to x's shape. @throws UnimplementedError for an axis of unknown size that the
+  /// slice did not take to its end (the padding after it is known only when the graph runs).
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& begin = a.attrs.begin;
     std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
-    for (std::size_t d = 0; d < begin.size(); ++d)
-      paddings.emplace_back(begin[d], a.x[0].shape()[d] - begin[d] - a.dy[0].shape()[d]);
+    for (std::size_t d = 0; d < begin.size(); ++d) {
+      const std::int64_t in = a.x[0].shape()[d], out = a.dy[0].shape()[d];
+      if (in >= 0 && out >= 0) paddings.emplace_back(begin[d], in - begin[d] - out);
+      else if (a.attrs.size[d] == -1) paddings.emplace_back(begin[d], 0);
+      else throw UnimplementedError("The gradient of Slice over axis " + std::to_string(d) + " of unknown size, sliced " +
+                                    "short of its end, is not supported in a graph; give that dimension's size");
+    }
     return {pad(a.dy[0], paddings)};
   }
 };
@@ -311,6 +320,7 @@ struct BroadcastTo : OpTable<AllTypes, AllTypes>, Builtin {
 /// Zero padding: `paddings[d] = {before, after}` elements around axis d.
 struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
   static constexpr std::string_view name = "Pad";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
     std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
   };
@@ -325,10 +335,11 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
       if (before < 0 || after < 0)
         throw InvalidArgumentError("Paddings must be non-negative: " + std::to_string(before) + " " +
                                    std::to_string(after) + " [Op:Pad]");
+      if (dims[d] < 0) continue;  // a graph's unknown size stays unknown
       dims[d] = checked_add(checked_add(dims[d], before, "the padded size of a dimension", name), after,
                                     "the padded size of a dimension", name);
     }
-    return Shape(dims, name);
+    return Shape::partial(dims, name);
   }
   template <class T>
   static void cpu(const KernelContext& ctx);
@@ -337,8 +348,16 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     std::vector<std::int64_t> begin;
-    for (const auto& p : a.attrs.paddings) begin.push_back(p.first);
-    return {slice(a.dy[0], begin, a.x[0].shape().dims_vector())};
+    std::vector<std::int64_t> size = a.x[0].shape().dims_vector();
+    for (std::size_t d = 0; d < size.size(); ++d) {
+      const auto [before, after] = a.attrs.paddings[d];
+      begin.push_back(before);
+      // An unknown size: to the end of dy when nothing was padded after it.
+      if (size[d] < 0 && after != 0)
+        throw UnimplementedError("The gradient of Pad over axis " + std::to_string(d) + " of unknown size, padded " +
+                                 "after it, is not supported in a graph; give that dimension's size");
+    }
+    return {slice(a.dy[0], begin, std::move(size))};
   }
 };
 

@@ -82,8 +82,7 @@ BOOST_AUTO_TEST_CASE(shape_inference_keeps_what_is_known) {
                              "Matrix size-incompatible: In[0]: [?,3], In[1]: [4,2]");
   DEVTENSOR_CHECK_THROW_WITH((void)(p + dt::ones<float>({2, 4})), InvalidArgumentError, "Incompatible shapes: [?,3] vs. [2,4]");
   // Ops whose shape functions need every dimension say so when the graph is built.
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::slice(p, {0, 0}, {1, 3}), InvalidArgumentError,
-                             "Slice needs fully defined shapes in a graph, but its input 0 has shape (None, 3)");
+  BOOST_TEST(shape_of(dt::slice(p, {0, 0}, {1, 3})) == "(1, 3)");  // checked against the batch when it runs
   DEVTENSOR_CHECK_THROW_WITH((void)dt::zeros<float>(p.shape()), InvalidArgumentError,
                              "Fill needs fully defined shapes in a graph, but its output has shape (None, 3)");
 }
@@ -240,6 +239,70 @@ BOOST_AUTO_TEST_CASE(reduction_gradients_over_unknown_dimensions) {
     for (std::size_t i = 0; i < eager.size(); ++i) BOOST_TEST(std::abs(in_graph[i] - eager[i]) <= 1e-6f);
   }
   BOOST_TEST(traced.experimental_get_tracing_count() == 1);
+}
+
+// Pad and Slice keep an unknown size (TensorFlow 2.21: tf.pad of a (None, 3) placeholder is
+// (None, 6), tf.slice to the end (None, 2)), run on any batch, and differentiate in a function
+// whose batch is None; ZeroPadding2D so in a TF1 graph.
+BOOST_AUTO_TEST_CASE(pad_and_slice_keep_unknown_sizes_and_differentiate) {
+  v1::Graph graph;
+  dt::Tensor<float> p, padded, sliced, images, image_p;
+  {
+    auto scope = graph.as_default();
+    p = v1::placeholder<float>({-1, 3});
+    padded = dt::pad(p, {{0, 0}, {1, 2}});
+    sliced = dt::slice(p, {1, 0}, {-1, 2});
+    image_p = v1::placeholder<float>({-1, 4, 4, 1});
+    images = dt::nn::ZeroPadding2D({{1, 0}, {0, 2}})(image_p);
+  }
+  BOOST_TEST(shape_of(padded) == "(None, 6)");
+  BOOST_TEST(shape_of(sliced) == "(None, 2)");
+  BOOST_TEST(shape_of(images) == "(None, 5, 6, 1)");
+  v1::Session session(graph);
+  for (const std::int64_t batch : {2, 5}) {
+    const auto x = ramp({batch, 3});
+    BOOST_TEST(session.run(padded, {{p, x}}).to_vector() == dt::pad(x, {{0, 0}, {1, 2}}).to_vector(),
+               boost::test_tools::per_element());
+    BOOST_TEST(session.run(sliced, {{p, x}}).to_vector() == dt::slice(x, {1, 0}, {-1, 2}).to_vector(),
+               boost::test_tools::per_element());
+    BOOST_TEST(session.run(images, {{image_p, ramp({batch, 4, 4, 1})}}).shape() == dt::Shape({batch, 5, 6, 1}));
+  }
+  // Gradients through both in a function traced once for every batch.
+  const auto grads = [](const dt::Tensor<float>& x) {
+    dt::GradientTape tape;
+    tape.watch(x);
+    const auto y = dt::slice(dt::pad(x, {{0, 0}, {2, 1}}), {1, 1}, {-1, 4});
+    return tape.gradient(dt::reduce_sum(y * y), x);
+  };
+  auto traced = dt::function(grads, {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
+  for (const std::int64_t batch : {2, 5}) {
+    const auto x = ramp({batch, 3});
+    const auto eager = grads(x).to_vector();
+    const auto in_graph = traced(x).to_vector();
+    BOOST_TEST_REQUIRE(in_graph.size() == eager.size());
+    for (std::size_t i = 0; i < eager.size(); ++i) BOOST_TEST(std::abs(in_graph[i] - eager[i]) <= 1e-6f);
+  }
+  BOOST_TEST(traced.experimental_get_tracing_count() == 1);
+  // An unknown axis padded after it, or sliced short of its end: its gradient's size is known only
+  // when the graph runs, and says so.
+  auto padded_after = dt::function(
+      [](const dt::Tensor<float>& x) {
+        dt::GradientTape tape;
+        tape.watch(x);
+        return tape.gradient(dt::reduce_sum(dt::pad(x, {{0, 1}, {0, 0}})), x);
+      },
+      {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
+  DEVTENSOR_CHECK_THROW_WITH((void)padded_after(ramp({2, 3})), dt::UnimplementedError,
+                             "The gradient of Pad over axis 0 of unknown size, padded after it");
+  auto sliced_short = dt::function(
+      [](const dt::Tensor<float>& x) {
+        dt::GradientTape tape;
+        tape.watch(x);
+        return tape.gradient(dt::reduce_sum(dt::slice(x, {0, 0}, {1, -1})), x);
+      },
+      {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
+  DEVTENSOR_CHECK_THROW_WITH((void)sliced_short(ramp({2, 3})), dt::UnimplementedError,
+                             "The gradient of Slice over axis 0 of unknown size, sliced short of its end");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
