@@ -43,6 +43,7 @@
 
 #include "devtensor/core/checked.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/device/scope.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/random.hpp"
 #endif
@@ -100,6 +101,9 @@ class AnyDataset {
   [[nodiscard]] AnyDataset take(std::int64_t count) const;
   [[nodiscard]] AnyDataset concatenate(const AnyDataset& other) const;
   [[nodiscard]] AnyDataset prefetch(std::int64_t buffer_size) const;
+  /// Each element replaced by `fn(element)`, called on the thread that makes the element, under a
+  /// CPU device scope (tf.data's functions run on the host).
+  [[nodiscard]] AnyDataset map(std::function<Columns(const Columns&)> fn) const;
 
   [[nodiscard]] std::int64_t cardinality() const noexcept { return cardinality_; }
   [[nodiscard]] std::optional<std::int64_t> batch_size() const noexcept { return batch_size_; }
@@ -350,6 +354,21 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::take(std::int64_t count) const {
   else if (count >= 0 && c >= 0) card = std::min(c, count);
   if (rows_) return with_rows(pipeline::take(rows_->open, count), card);
   return AnyDataset(pipeline::take(open_, count), card, batch_size_, device_sources_);
+}
+
+DEVTENSOR_DEFINITION AnyDataset AnyDataset::map(std::function<Columns(const Columns&)> fn) const {
+  auto shared = std::make_shared<const std::function<Columns(const Columns&)>>(std::move(fn));
+  // The batch size is no longer known: the function may change an element's first dimension.
+  return AnyDataset(
+      [open = open_, shared] {
+        return pipeline::Next<Columns>([inner = open(), shared]() mutable -> std::optional<Columns> {
+          auto element = inner();
+          if (!element) return std::nullopt;
+          DeviceScope host{cpu_t{}};
+          return (*shared)(*element);
+        });
+      },
+      cardinality_, std::nullopt, device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::concatenate(const AnyDataset& other) const {

@@ -9,7 +9,7 @@
 /// pass over it, so a dataset can be iterated any number of times. Elements are produced on the
 /// host CPU (logical device 0), as tf.data's kernels run there. Transformations: repeat, batch,
 /// concatenate, shuffle (TensorFlow's buffer algorithm; seeded shuffles are deterministic and, with
-/// reshuffle_each_iteration, differ between passes in a deterministic way), take, prefetch.
+/// reshuffle_each_iteration, differ between passes in a deterministic way), take, prefetch, map.
 ///
 /// The pipeline itself is an AnyDataset, compiled once for every element type (data/any_dataset.hpp,
 /// Note [One pipeline for every element type]); a Dataset only gives its elements their types.
@@ -19,14 +19,59 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
+#include "devtensor/core/error.hpp"
 #include "devtensor/data/any_dataset.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::data {
+
+template <Element... Ts>
+class Dataset;
+
+namespace dataset_detail {
+/// A map function's result as a Dataset's element: a Tensor<U>, a std::pair or a std::tuple of
+/// tensors.
+template <class R>
+struct MapResult {
+  static constexpr bool valid = false;
+};
+inline AnyTensor checked_component(AnyTensor t, std::size_t i) {
+  if (!t.storage)
+    throw InvalidArgumentError("Dataset.map: the function returned an undefined tensor for component " +
+                               std::to_string(i));
+  return t;
+}
+template <Element U>
+struct MapResult<Tensor<U>> {
+  static constexpr bool valid = true;
+  using dataset = Dataset<U>;
+  static pipeline::Columns columns(const Tensor<U>& t) { return {checked_component(t, 0)}; }
+};
+template <Element... Us>
+struct MapResult<std::tuple<Tensor<Us>...>> {
+  static constexpr bool valid = sizeof...(Us) > 0;
+  using dataset = Dataset<Us...>;
+  static pipeline::Columns columns(const std::tuple<Tensor<Us>...>& t) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return pipeline::Columns{checked_component(std::get<I>(t), I)...};
+    }(std::index_sequence_for<Us...>{});
+  }
+};
+template <Element A, Element B>
+struct MapResult<std::pair<Tensor<A>, Tensor<B>>> {
+  static constexpr bool valid = true;
+  using dataset = Dataset<A, B>;
+  static pipeline::Columns columns(const std::pair<Tensor<A>, Tensor<B>>& t) {
+    return {checked_component(t.first, 0), checked_component(t.second, 1)};
+  }
+};
+}  // namespace dataset_detail
 
 template <Element... Ts>
 class Dataset {
@@ -78,6 +123,24 @@ class Dataset {
   /// that reads GPU memory is not prefetched. @throws InvalidArgumentError below -1.
   [[nodiscard]] Dataset prefetch(std::int64_t buffer_size) const { return Dataset(any_.prefetch(buffer_size)); }
 
+  /// `f` applied to every element (tf.data's map): f takes the components (`const Tensor<T>&`
+  /// each) and returns a Tensor, a std::pair or a std::tuple of tensors, the new element. It runs
+  /// eagerly when the element is made (on the prefetch thread after a prefetch), one element at a
+  /// time, under a CPU device scope, as tf.data runs its functions on the host; what it throws
+  /// reaches the reader in the element's place. The batch size is no longer known statically.
+  /// @throws InvalidArgumentError, when an element is made, for an undefined tensor returned.
+  template <class F>
+  [[nodiscard]] auto map(F f) const {
+    using Result = std::remove_cvref_t<std::invoke_result_t<const F&, const Tensor<Ts>&...>>;
+    using Mapped = dataset_detail::MapResult<Result>;
+    static_assert(Mapped::valid, "Dataset::map's function returns a Tensor, a std::pair or a std::tuple of Tensors");
+    return typename Mapped::dataset(any_.map([f = std::move(f)](const pipeline::Columns& element) {
+      return Mapped::columns([&]<std::size_t... I>(std::index_sequence<I...>) {
+        return f(element[I].template as<Ts>()...);
+      }(std::index_sequence_for<Ts...>{}));
+    }));
+  }
+
   /// This dataset's elements, then `other`'s.
   [[nodiscard]] Dataset concatenate(const Dataset& other) const { return Dataset(any_.concatenate(other.any_)); }
 
@@ -127,6 +190,8 @@ class Dataset {
   [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
 
  private:
+  template <Element...>
+  friend class Dataset;  // map makes datasets of other element types
   explicit Dataset(AnyDataset any) : any_(std::move(any)) {}
 
   AnyDataset any_;

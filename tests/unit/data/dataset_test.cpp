@@ -8,6 +8,9 @@
 #include <chrono>
 #include <set>
 #include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/devtensor.hpp"
@@ -376,6 +379,75 @@ BOOST_AUTO_TEST_CASE(a_pipeline_that_reads_device_memory_is_not_prefetched) {
   auto it = ahead.begin();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   BOOST_TEST(cpu.allocator->stats().num_allocs - before == 1u);  // the batch read, nothing ahead
+}
+
+// map (tf.data's Dataset.map): elements of new types from a function of the components, before or
+// after batch, shuffled or prefetched; the function's errors reach the reader in the element's
+// place; its ops run on the host CPU even where a GPU is the default.
+BOOST_AUTO_TEST_CASE(map_makes_new_elements_from_a_function_of_the_components) {
+  const auto x = dt::constant<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+  const auto labels = dt::constant<std::int64_t>({0, 2, 1, 2});
+  const auto slices = Dataset<float, std::int64_t>::from_tensor_slices(x, labels);
+  // A pair: the features scaled, the labels one-hot.
+  const auto mapped = slices.map([](const dt::Tensor<float>& features, const dt::Tensor<std::int64_t>& label) {
+    return std::pair{dt::mul(features, dt::scalar<float>(0.5f)), dt::one_hot(label, 3)};
+  });
+  static_assert(std::is_same_v<decltype(mapped), const Dataset<float, float>>);
+  BOOST_TEST(mapped.cardinality() == 4);
+  std::vector<float> features, hot;
+  for (const auto& [f, h] : mapped.batch(3)) {
+    const auto fv = f.to_vector(), hv = h.to_vector();
+    features.insert(features.end(), fv.begin(), fv.end());
+    hot.insert(hot.end(), hv.begin(), hv.end());
+  }
+  BOOST_TEST(features == std::vector<float>({0.5f, 1, 1.5f, 2, 2.5f, 3, 3.5f, 4}), boost::test_tools::per_element());
+  BOOST_TEST(hot == std::vector<float>({1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1}), boost::test_tools::per_element());
+  // One tensor, and a tuple of three, after batch: the batch size is no longer known statically.
+  const auto sums = slices.batch(2).map([](const dt::Tensor<float>& f, const dt::Tensor<std::int64_t>&) {
+    return dt::reduce_sum(f, std::int64_t{1});
+  });
+  static_assert(std::is_same_v<decltype(sums), const Dataset<float>>);
+  BOOST_TEST(flat(firsts(sums)) == std::vector<float>({3, 7, 11, 15}), boost::test_tools::per_element());
+  BOOST_TEST(!sums.batch_size().has_value());
+  BOOST_TEST(slices.batch(2).batch_size().value_or(0) == 2);
+  const auto three = slices.map([](const dt::Tensor<float>& f, const dt::Tensor<std::int64_t>& l) {
+    return std::tuple{f, l, dt::argmax(f)};
+  });
+  static_assert(std::is_same_v<decltype(three), const Dataset<float, std::int64_t, std::int64_t>>);
+  for (const auto& [f, l, best] : three) BOOST_TEST(best.item() == 1);
+  // Shuffled and prefetched: the same elements as mapping the shuffled dataset by hand.
+  std::vector<std::vector<float>> by_hand;
+  for (const auto& [f, l] : slices.shuffle(4, 5)) by_hand.push_back(dt::mul(f, dt::scalar<float>(0.5f)).to_vector());
+  const auto shuffled = firsts(slices.shuffle(4, 5)
+                                   .map([](const dt::Tensor<float>& f, const dt::Tensor<std::int64_t>&) {
+                                     return dt::mul(f, dt::scalar<float>(0.5f));
+                                   })
+                                   .prefetch(2));
+  BOOST_TEST(flat(shuffled) == flat(by_hand), boost::test_tools::per_element());
+  BOOST_TEST((flat(by_hand) != flat(firsts(mapped))));  // it did shuffle
+  // Errors: the function's own, in the element's place (also through prefetch), and an undefined
+  // tensor returned.
+  const auto failing = slices.map([](const dt::Tensor<float>& f, const dt::Tensor<std::int64_t>& l) {
+    if (l.item() == 1) throw dt::InvalidArgumentError("label 1 is not allowed here");
+    return f;
+  });
+  for (const auto& ds : {failing, failing.prefetch(2)}) {
+    auto it = ds.begin();
+    ++it;  // labels 0, 2: fine
+    DEVTENSOR_CHECK_THROW_WITH(++it, dt::InvalidArgumentError, "label 1 is not allowed here");
+  }
+  const auto undefined = slices.map([](const dt::Tensor<float>&, const dt::Tensor<std::int64_t>&) { return dt::Tensor<float>(); });
+  DEVTENSOR_CHECK_THROW_WITH((void)undefined.begin(), dt::InvalidArgumentError,
+                             "Dataset.map: the function returned an undefined tensor for component 0");
+}
+
+BOOST_AUTO_TEST_CASE(map_runs_its_function_on_the_host_cpu) {
+  // A simulated GPU is the default device, but the function's ops run on the host CPU.
+  dt::config::set_simulated_gpus(1);
+  const auto x = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+  BOOST_TEST(dt::test::contains(dt::mul(x, x).device(), "GPU:0"));
+  const auto on_host = Dataset<float>::from_tensor_slices(x).map([](const dt::Tensor<float>& f) { return dt::mul(f, f); });
+  for (const auto& [squared] : on_host) BOOST_TEST(dt::test::contains(squared.device(), "CPU:0"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
