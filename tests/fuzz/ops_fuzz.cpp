@@ -437,8 +437,25 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
   }
 }
 
-/// Actions besides the ops of the op list: host reads, input pipelines, a traced op.
-constexpr std::size_t kExtraActions = 3;
+/// Actions besides the ops of the op list: host reads, input pipelines, a traced op, gather (and
+/// its gradient's op: ops whose indices are integers beside values of any type).
+constexpr std::size_t kExtraActions = 4;
+
+/// gather and unsorted_segment_sum with drawn indices (edge values included) and axes.
+template <class T>
+void fuzz_gather(Reader& in, const dt::Tensor<T>& a) {
+  std::vector<std::int64_t> values(in.pick(6));
+  for (auto& v : values) v = in.size_like_minus(1);
+  const auto indices = dt::constant<std::int64_t>(values);
+  if (in.flip()) {
+    read_back(dt::gather(a, indices, in.size_like_minus(2)), "GatherV2");
+  } else if constexpr (dt::Numeric<T>) {
+    // A work budget: the output has num_segments slices of a row each.
+    const std::int64_t segments = in.size_like_minus(1);
+    read_back(dt::unsorted_segment_sum(a, indices, segments > 64 ? segments % 64 : segments),
+              "UnsortedSegmentSum");
+  }
+}
 
 /// Same values, NaN equal to NaN (bitwise for the kernels that both paths run).
 template <class T>
@@ -554,6 +571,9 @@ void run_op(Reader& in, Pool<T>& pool) {
         default: (void)a.at({index[0], index[1], index[2]}); break;
       }
     }
+  } else if (pick == Ops::size + 3) {
+    name = "gather";
+    fuzz_gather(in, a);
   } else if (pick == Ops::size + 2) {
     name = "traced op";
     traced_op(in, a, b);

@@ -853,7 +853,102 @@ dt::Tensor<float> x_input() {
                              dt::Shape{2, 3, 4});
 }
 
+// gather.py's output, pasted.
+const std::vector<Expected<double>> kGather = {
+    {"axis 0", {2, 2, 4}, {1, 1.25, 1.5, 1.75, -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 0, 0.25, 0.5, 0.75}},
+    {"axis 0 grad", {3, 4}, {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, 3, 3.4000000000000004, 3.7999999999999998, 4.2000000000000002, -0.5, -0.29999999999999999, -0.099999999999999978, 0.099999999999999978}},
+    {"axis 1", {3, 3}, {-0.25, -1, -0.25, 0.75, 0, 0.75, 1.75, 1, 1.75}},
+    {"axis 1 grad", {3, 4}, {-0.29999999999999999, 0, 0, -0.59999999999999998, 0.30000000000000004, 0, 0, 0.59999999999999998, 0.89999999999999991, 0, 0, 1.8}},
+    {"axis -1 scalar index", {3}, {-0.5, 0.5, 1.5}},
+    {"axis -1 scalar index grad", {3, 4}, {0, 0, -0.5, 0, 0, 0, -0.29999999999999999, 0, 0, 0, -0.099999999999999978, 0}},
+    {"3d axis 1", {2, 2, 2, 2}, {1.3333333333333333, 1.6666666666666667, 1.3333333333333333, 1.6666666666666667, 0, 0.33333333333333331, 0.66666666666666663, 1, 3.3333333333333335, 3.6666666666666665, 3.3333333333333335, 3.6666666666666665, 2, 2.3333333333333335, 2.6666666666666665, 3}},
+    {"3d axis 1 grad", {2, 3, 2}, {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, -0.59999999999999998, -0.20000000000000001, 1.8999999999999999, 2.1000000000000001, 2.2999999999999998, 2.5, 2.6000000000000001, 3}},
+    {"segment sum", {3, 2}, {3, 4, 0, 0, 1, 1.5}},
+    {"segment sum grad", {4, 2}, {-0.5, -0.29999999999999999, 0.30000000000000004, 0.5, 0, 0, -0.5, -0.29999999999999999}},
+};
+
+dt::Tensor<double> ramp(const dt::Shape& shape, double scale, double shift = 0.0) {
+  std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) / scale - shift;
+  return dt::constant<double>(v, shape);
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
+  const auto p = ramp({3, 4}, 4.0, 1.0);
+  const auto q = ramp({2, 3, 2}, 3.0);
+  // gather.py's cases: values, and the gradient of Σ gather(p) · ramp.
+  const auto check = [](const std::string& name, const dt::Tensor<double>& params, const auto& indices, std::int64_t axis) {
+    dt::GradientTape tape;
+    tape.watch(params);
+    const auto y = dt::gather(params, indices, axis);
+    const auto loss = dt::reduce_sum(dt::mul(y, ramp(y.shape(), 5.0, 0.5)));
+    check_expected(expected(kGather, name), y);
+    check_expected(expected(kGather, name + " grad"), tape.gradient(loss, params));
+  };
+  check("axis 0", p, dt::constant<std::int64_t>({2, 0, 1, 1}, dt::Shape{2, 2}), 0);
+  check("axis 1", p, dt::constant<std::int32_t>({3, 0, 3}), 1);
+  check("axis -1 scalar index", p, dt::scalar<std::int64_t>(2), -1);
+  check("3d axis 1", q, dt::constant<std::int64_t>({2, 2, 0, 1}, dt::Shape{2, 2}), 1);
+  check_expected(Expected<std::int64_t>{"int32", {3, 2}, {5, 6, 5, 6, 1, 2}},
+                 dt::gather(dt::constant<std::int32_t>({1, 2, 3, 4, 5, 6}, dt::Shape{3, 2}),
+                            dt::constant<std::int64_t>({2, 2, 0})));
+  // unsorted_segment_sum (a negative id dropped) and its gradient.
+  const auto data = ramp({4, 2}, 2.0);
+  dt::GradientTape tape;
+  tape.watch(data);
+  const auto s = dt::unsorted_segment_sum(data, dt::constant<std::int64_t>({0, 2, -1, 0}), 3);
+  const auto loss = dt::reduce_sum(dt::mul(s, ramp(s.shape(), 5.0, 0.5)));
+  check_expected(expected(kGather, "segment sum"), s);
+  check_expected(expected(kGather, "segment sum grad"), tape.gradient(loss, data));
+  // TensorFlow's texts.
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int64_t>({2, 0, 1, 5}, dt::Shape{2, 2})), InvalidArgumentError,
+                             "indices[1,1] = 5 is not in [0, 3) [Op:GatherV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({-1})), InvalidArgumentError,
+                             "indices[0] = -1 is not in [0, 3) [Op:GatherV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({1}), 2), InvalidArgumentError,
+                             "Shape must be at least rank 3 but is rank 2 [Op:GatherV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({1}), -3), InvalidArgumentError,
+                             "Shape must be at least rank 3 but is rank 2 [Op:GatherV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::scalar<double>(3), dt::constant<std::int32_t>({0})), InvalidArgumentError,
+                             "params must be at least 1 dimensional [Op:GatherV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::unsorted_segment_sum(data, dt::constant<std::int64_t>({0, 5, 1, 0}), 3),
+                             InvalidArgumentError, "segment_ids[1] = 5 is out of range [0, 3) [Op:UnsortedSegmentSum]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::Tensor<double>(), dt::constant<std::int32_t>({0})), InvalidArgumentError,
+                             "GatherV2");
+}
+
+BOOST_AUTO_TEST_CASE(gather_in_graphs_keeps_unknown_batches_and_differentiates) {
+  // A TF1 graph: an embedding lookup of a (None,) batch of ids.
+  namespace v1 = dt::compat::v1;
+  const auto table = dt::constant<float>({0, 1, 10, 11, 20, 21, 30, 31}, dt::Shape{4, 2});
+  v1::Graph graph;
+  dt::Tensor<std::int64_t> ids;
+  dt::Tensor<float> rows;
+  {
+    auto scope = graph.as_default();
+    ids = v1::placeholder<std::int64_t>({-1});
+    rows = dt::gather(table, ids);
+  }
+  BOOST_TEST(rows.shape().to_python() == "(None, 2)");
+  v1::Session session(graph);
+  BOOST_TEST(session.run(rows, {{ids, dt::constant<std::int64_t>({3, 0, 3})}}).to_vector() ==
+                 (std::vector<float>{30, 31, 0, 1, 30, 31}), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH((void)session.run(rows, {{ids, dt::constant<std::int64_t>({4})}}), InvalidArgumentError,
+                             "indices[0] = 4 is not in [0, 4)");
+  // A traced step: the gradient with respect to the table (rows gathered twice add up), as eager.
+  const auto step = [](const dt::Tensor<float>& t, const dt::Tensor<std::int32_t>& i) {
+    dt::GradientTape tape;
+    tape.watch(t);
+    const auto y = dt::gather(t, i);
+    return tape.gradient(dt::reduce_sum(dt::mul(y, y)), t);
+  };
+  auto traced = dt::function(step);
+  const auto i = dt::constant<std::int32_t>({1, 3, 1});
+  BOOST_TEST(traced(table, i).to_vector() == step(table, i).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(step(table, i).to_vector() == (std::vector<float>{0, 0, 40, 44, 0, 0, 60, 62}), boost::test_tools::per_element());
+}
 
 BOOST_AUTO_TEST_CASE(argmax_and_argmin_match_tensorflow_with_ties_nan_and_infinities) {
   const auto x = x_input();

@@ -1,0 +1,325 @@
+#pragma once
+/// @file gather.hpp
+/// @brief GatherV2 (tf.gather) and its gradient's op, UnsortedSegmentSum along an axis: ops whose
+/// two inputs have different element types (values, and int32 or int64 indices).
+///
+/// An op defined as data takes inputs of one element type (ops/op_def.hpp), so these two are ops
+/// of whole tensors (ops::TensorLevel, run by run_op): the eager half places the op, copies its
+/// inputs to the device and runs the CPU loop; the graph half adds a node that runs the same code
+/// on its device; both record on tapes with the indices kept for the gradient (TensorFlow's
+/// _GatherV2Grad, which sums the gradient's rows back into the gathered positions). CPU bodies
+/// only: on a GPU they run on the CPU under soft placement.
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "devtensor/core/error.hpp"
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/elementwise.hpp"
+#include "devtensor/ops/graph_nodes.hpp"
+#include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/placer.hpp"
+#include "devtensor/ops/record.hpp"
+#include "devtensor/ops/run_op.hpp"
+#include "devtensor/ops/shape_ops.hpp"
+#include "devtensor/tensor/any_tensor.hpp"
+
+namespace devtensor::ops {
+
+/// The integer types indices may have.
+template <class I>
+concept IndexElement = std::same_as<I, std::int32_t> || std::same_as<I, std::int64_t>;
+
+namespace gather_detail {
+
+/// `shape` seen around `axis` as [outer, axis, inner] element counts (unknown sizes give -1).
+struct AroundAxis {
+  std::int64_t outer = 1, inner = 1;
+};
+inline AroundAxis around(const Shape& shape, std::size_t axis) {
+  AroundAxis a;
+  for (std::size_t d = 0; d < shape.rank(); ++d) {
+    if (d < axis) a.outer *= shape[d];
+    else if (d > axis) a.inner *= shape[d];
+  }
+  return a;
+}
+
+/// "[1,0]": a flat position in `shape` as TensorFlow prints an index.
+inline std::string index_string(std::int64_t flat, const Shape& shape) {
+  std::vector<std::int64_t> index(shape.rank());
+  for (std::size_t d = shape.rank(); d-- > 0;) {
+    index[d] = shape[d] > 0 ? flat % shape[d] : 0;
+    flat = shape[d] > 0 ? flat / shape[d] : 0;
+  }
+  std::string s = "[";
+  for (std::size_t d = 0; d < index.size(); ++d) s += (d ? "," : "") + std::to_string(index[d]);
+  return s + "]";
+}
+
+/// The axis resolved. @throws InvalidArgumentError as TensorFlow's GatherV2.
+inline std::size_t resolve_axis(std::int64_t axis, const Shape& params, std::string_view op) {
+  const auto rank = static_cast<std::int64_t>(params.rank());
+  if (rank == 0) throw InvalidArgumentError("params must be at least 1 dimensional [Op:" + std::string(op) + "]");
+  const std::int64_t needed = axis >= 0 ? axis + 1 : -axis;
+  if (needed > rank)
+    throw InvalidArgumentError("Shape must be at least rank " + std::to_string(needed) + " but is rank " +
+                               std::to_string(rank) + " [Op:" + std::string(op) + "]");
+  return static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+}
+
+/// out[o, j, i] = params[o, indices[j], i]. @throws InvalidArgumentError for an index outside
+/// [0, params' axis size), before writing anything.
+template <class I>
+void gather(const std::byte* params, std::int64_t outer, std::int64_t axis_size, std::int64_t inner,
+            std::size_t element_bytes, const I* indices, const Shape& indices_shape, std::byte* out) {
+  const std::int64_t n = indices_shape.num_elements();
+  for (std::int64_t j = 0; j < n; ++j)
+    if (indices[j] < 0 || indices[j] >= axis_size)
+      throw InvalidArgumentError("indices" + index_string(j, indices_shape) + " = " + std::to_string(indices[j]) +
+                                 " is not in [0, " + std::to_string(axis_size) + ") [Op:GatherV2]");
+  const auto row = static_cast<std::size_t>(inner) * element_bytes;
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < n; ++j)
+      std::memcpy(out + static_cast<std::size_t>(o * n + j) * row,
+                  params + static_cast<std::size_t>(o * axis_size + static_cast<std::int64_t>(indices[j])) * row, row);
+}
+
+/// out[o, segments[j], i] += data[o, j, i] over a zeroed out of `num_segments` along the axis;
+/// negative segments are dropped (TensorFlow's rule). @throws InvalidArgumentError for a segment
+/// at or past num_segments.
+template <class T, class I>
+void segment_sum(const T* data, std::int64_t outer, std::int64_t inner, const I* segments, const Shape& segments_shape,
+                 std::int64_t num_segments, T* out) {
+  const std::int64_t n = segments_shape.num_elements();
+  for (std::int64_t j = 0; j < n; ++j)
+    if (segments[j] >= num_segments)
+      throw InvalidArgumentError("segment_ids" + index_string(j, segments_shape) + " = " + std::to_string(segments[j]) +
+                                 " is out of range [0, " + std::to_string(num_segments) + ") [Op:UnsortedSegmentSum]");
+  std::fill(out, out + outer * num_segments * inner, T{0});
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (segments[j] < 0) continue;
+      const T* src = data + (o * n + j) * inner;
+      T* dst = out + (o * num_segments + static_cast<std::int64_t>(segments[j])) * inner;
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+    }
+}
+
+}  // namespace gather_detail
+
+/// Slices of `params` along `axis` at `indices`: the output is params.shape[:axis] + indices.shape
+/// + params.shape[axis + 1:] (TensorFlow's GatherV2 with batch_dims 0).
+struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
+  static constexpr std::string_view name = "GatherV2";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
+  struct Attrs {
+    std::int64_t axis = 0;
+  };
+
+  /// @throws InvalidArgumentError for a scalar params or an axis past its rank.
+  static Shape output_shape(const Attrs& a, const Shape& params, const Shape& indices) {
+    const std::size_t axis = gather_detail::resolve_axis(a.axis, params, name);
+    std::vector<std::int64_t> dims(params.dims().begin(), params.dims().begin() + static_cast<std::ptrdiff_t>(axis));
+    dims.insert(dims.end(), indices.dims().begin(), indices.dims().end());
+    dims.insert(dims.end(), params.dims().begin() + static_cast<std::ptrdiff_t>(axis) + 1, params.dims().end());
+    return Shape::partial(dims, name);
+  }
+
+  template <Element T, IndexElement I>
+  static Tensor<T> eager(const Attrs& a, const Tensor<T>& params, const Tensor<I>& indices) {
+    require_defined_inputs(name, params, indices);
+    const Shape shape = output_shape(a, params.shape(), indices.shape());
+    return run_on(place_op(kernel_support<GatherV2, T>), a, params, indices, shape);
+  }
+
+  template <Element T, IndexElement I>
+  static Tensor<T> graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& params, const Tensor<I>& indices) {
+    require_defined_inputs(name, params, indices);
+    const AnyTensor inputs[2] = {AnyTensor(params), AnyTensor(indices)};
+    graph::NodeSpec spec{&info_of<GatherV2>, {{dtype_enum<T>(), output_shape(a, params.shape(), indices.shape())}}};
+    spec.kernel = &kernel_support<GatherV2, T>;
+    spec.run = [a](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
+      const auto p = in[0].as<T>();
+      const auto i = in[1].as<I>();
+      out[0] = AnyTensor(run_on(context.device, a, p, i, output_shape(a, p.shape(), i.shape())));
+    };
+    const Tensor<T> out = graph::add_op(graph, name, inputs, std::move(spec)).front().template as<T>();
+    record(a, params, indices, out);  // a tape inside a trace: its gradient adds the gradient's nodes
+    return out;
+  }
+
+  /// The op on `device` (the inputs copied there), recorded on active tapes.
+  template <Element T, IndexElement I>
+  static Tensor<T> run_on(const Device& device, const Attrs& a, const Tensor<T>& params, const Tensor<I>& indices,
+                          Shape shape) {
+    const auto p = to_device(params, device, name, 0);
+    const auto i = to_device(indices, device, name, 1);
+    auto out = Tensor<T>::empty(std::move(shape), device, name);
+    const std::size_t axis = gather_detail::resolve_axis(a.axis, p.shape(), name);
+    const auto [outer, inner] = gather_detail::around(p.shape(), axis);
+    if (out.num_elements() > 0 || i.num_elements() > 0)
+      gather_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, p.shape()[axis], inner, sizeof(T),
+                            i.data(), i.shape(), reinterpret_cast<std::byte*>(out.mutable_data()));
+    record(a, params, indices, out);
+    return out;
+  }
+
+  /// On the tapes that watch params: the gradient sums dy's slices back into params' shape at
+  /// the gathered positions (an UnsortedSegmentSum along the axis).
+  template <Element T, IndexElement I>
+  static void record(const Attrs& a, const Tensor<T>& params, const Tensor<I>& indices, const Tensor<T>& out);
+};
+
+/// The sum of `data`'s slices along `axis` into `num_segments` slices at the positions `segments`
+/// gives (data.shape[:axis] + segments.shape + rest → data.shape[:axis] + [num_segments] + rest):
+/// GatherV2's gradient. TensorFlow's UnsortedSegmentSum for axis 0.
+struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
+  static constexpr std::string_view name = "UnsortedSegmentSum";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
+  struct Attrs {
+    std::int64_t axis = 0;
+    std::int64_t num_segments = 0;
+  };
+
+  /// @throws InvalidArgumentError when data's dimensions from `axis` do not start with the
+  /// segments' shape, or for a negative num_segments.
+  static Shape output_shape(const Attrs& a, const Shape& data, const Shape& segments) {
+    if (a.num_segments < 0)
+      throw InvalidArgumentError("num_segments must be non-negative, got " + std::to_string(a.num_segments) +
+                                 " [Op:UnsortedSegmentSum]");
+    const auto axis = static_cast<std::size_t>(a.axis);
+    bool prefix = a.axis >= 0 && data.rank() >= axis + segments.rank();
+    for (std::size_t d = 0; prefix && d < segments.rank(); ++d)
+      prefix = data[axis + d] == segments[d] || data[axis + d] < 0 || segments[d] < 0;
+    if (!prefix)
+      throw InvalidArgumentError("data.shape = " + data.to_string() + " does not start with segment_ids.shape = " +
+                                 segments.to_string() + " at axis " + std::to_string(a.axis) + " [Op:UnsortedSegmentSum]");
+    std::vector<std::int64_t> dims(data.dims().begin(), data.dims().begin() + static_cast<std::ptrdiff_t>(axis));
+    dims.push_back(a.num_segments);
+    dims.insert(dims.end(), data.dims().begin() + static_cast<std::ptrdiff_t>(axis + segments.rank()), data.dims().end());
+    return Shape::partial(dims, name);
+  }
+
+  template <Numeric T, IndexElement I>
+  static Tensor<T> eager(const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments) {
+    require_defined_inputs(name, data, segments);
+    const Shape shape = output_shape(a, data.shape(), segments.shape());
+    return run_on(place_op(kernel_support<UnsortedSegmentSum, T>), a, data, segments, shape);
+  }
+
+  template <Numeric T, IndexElement I>
+  static Tensor<T> graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments) {
+    require_defined_inputs(name, data, segments);
+    const AnyTensor inputs[2] = {AnyTensor(data), AnyTensor(segments)};
+    graph::NodeSpec spec{&info_of<UnsortedSegmentSum>, {{dtype_enum<T>(), output_shape(a, data.shape(), segments.shape())}}};
+    spec.kernel = &kernel_support<UnsortedSegmentSum, T>;
+    spec.run = [a](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
+      const auto d = in[0].as<T>();
+      const auto s = in[1].as<I>();
+      out[0] = AnyTensor(run_on(context.device, a, d, s, output_shape(a, d.shape(), s.shape())));
+    };
+    const Tensor<T> out = graph::add_op(graph, name, inputs, std::move(spec)).front().template as<T>();
+    record(a, data, segments, out);
+    return out;
+  }
+
+  template <Numeric T, IndexElement I>
+  static Tensor<T> run_on(const Device& device, const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments,
+                          Shape shape) {
+    const auto d = to_device(data, device, name, 0);
+    const auto s = to_device(segments, device, name, 1);
+    auto out = Tensor<T>::empty(std::move(shape), device, name);
+    const auto [outer, unused] = gather_detail::around(d.shape(), static_cast<std::size_t>(a.axis));
+    (void)unused;
+    std::int64_t inner = 1;
+    for (std::size_t k = static_cast<std::size_t>(a.axis) + s.rank(); k < d.rank(); ++k) inner *= d.shape()[k];
+    gather_detail::segment_sum(d.data(), outer, inner, s.data(), s.shape(), a.num_segments, out.mutable_data());
+    record(a, data, segments, out);
+    return out;
+  }
+
+  /// The gradient: dy gathered back at the segments (TensorFlow's _UnsortedSegmentSumGrad, whose
+  /// dropped negative segments get zeros).
+  template <Numeric T, IndexElement I>
+  static void record(const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments, const Tensor<T>& out);
+};
+
+}  // namespace devtensor::ops
+
+namespace devtensor {
+
+/// Slices of `params` along `axis` at `indices` (tf.gather with batch_dims 0): the output's shape
+/// is params.shape[:axis] + indices.shape + params.shape[axis + 1:]. Differentiable with respect to
+/// params (the gradient sums rows gathered twice). @throws InvalidArgumentError for a scalar
+/// params, an axis past its rank, or an index outside [0, params.shape[axis]) (TensorFlow's texts).
+template <Element T, ops::IndexElement I>
+Tensor<T> gather(const Tensor<T>& params, const Tensor<I>& indices, std::int64_t axis = 0) {
+  return run_op<ops::GatherV2>({axis}, params, indices);
+}
+
+/// The sum of data's slices into `num_segments` slices at the positions `segment_ids` gives
+/// (tf.math.unsorted_segment_sum: data's leading dimensions are segment_ids' shape); negative ids
+/// are dropped. @throws InvalidArgumentError for shapes that do not pair or an id at or past
+/// num_segments.
+template <Numeric T, ops::IndexElement I>
+Tensor<T> unsorted_segment_sum(const Tensor<T>& data, const Tensor<I>& segment_ids, std::int64_t num_segments) {
+  return run_op<ops::UnsortedSegmentSum>({0, num_segments}, data, segment_ids);
+}
+
+namespace ops {
+
+template <Element T, IndexElement I>
+void GatherV2::record(const Attrs& a, const Tensor<T>& params, const Tensor<I>& indices, const Tensor<T>& out) {
+  if constexpr (Floating<T>) {
+    if (!autodiff::tapes_active()) return;
+    auto r = std::make_shared<autodiff::OpRecord>();
+    r->op = name;
+    r->inputs = {autodiff::tape_tensor(params)};
+    r->outputs = {autodiff::tape_tensor(out)};
+    r->has_custom_backward = true;
+    r->backward = [a, indices, params_shape = params.shape()](const std::vector<autodiff::TapeTensor>& dy) {
+      const std::size_t axis = gather_detail::resolve_axis(a.axis, params_shape, name);
+      const UnsortedSegmentSum::Attrs sum{static_cast<std::int64_t>(axis), params_shape[axis]};
+      if (sum.num_segments < 0)
+        throw UnimplementedError("The gradient of GatherV2 along an axis of unknown size is not supported in a graph; "
+                                 "give that dimension's size");
+      return std::vector<autodiff::TapeTensor>{autodiff::tape_tensor(run_op<UnsortedSegmentSum>(sum, dy[0].as<T>(), indices))};
+    };
+    autodiff::record_on_tapes(std::move(r));
+  }
+}
+
+template <Numeric T, IndexElement I>
+void UnsortedSegmentSum::record(const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments, const Tensor<T>& out) {
+  if constexpr (Floating<T>) {
+    if (!autodiff::tapes_active()) return;
+    auto r = std::make_shared<autodiff::OpRecord>();
+    r->op = name;
+    r->inputs = {autodiff::tape_tensor(data)};
+    r->outputs = {autodiff::tape_tensor(out)};
+    r->has_custom_backward = true;
+    r->backward = [a, segments](const std::vector<autodiff::TapeTensor>& dy) {
+      // Negative segments were dropped: their rows get zeros (gathered at 0, then masked).
+      const auto clipped = run_op<Maximum>({}, segments, fill<I>(Shape{}, I{0}));
+      auto g = run_op<GatherV2>({a.axis}, dy[0].as<T>(), clipped);
+      const auto kept = cast<T>(run_op<GreaterEqual>({}, segments, fill<I>(Shape{}, I{0})));
+      std::vector<std::int64_t> dims(static_cast<std::size_t>(a.axis), 1);
+      for (auto d : segments.shape().dims()) dims.push_back(d);
+      dims.resize(g.rank(), 1);
+      return std::vector<autodiff::TapeTensor>{autodiff::tape_tensor(mul(g, reshape(kept, dims)))};
+    };
+    autodiff::record_on_tapes(std::move(r));
+  }
+}
+
+}  // namespace ops
+}  // namespace devtensor
