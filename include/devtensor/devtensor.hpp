@@ -61,7 +61,7 @@
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
 #include "devtensor/ops/conv.hpp"
-#include "devtensor/ops/gather.hpp"
+#include "devtensor/ops/index_ops.hpp"
 #include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/ops/placer.hpp"
 #include "devtensor/ops/print_op.hpp"

@@ -24,7 +24,7 @@
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/matmul.hpp"
 #include "devtensor/ops/conv.hpp"
-#include "devtensor/ops/gather.hpp"
+#include "devtensor/ops/index_ops.hpp"
 #include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/ops/random.hpp"
 #include "devtensor/ops/reduction.hpp"

@@ -233,6 +233,19 @@ BOOST_AUTO_TEST_CASE(selection_and_l2_loss) {
                  {random_tensor(dt::Shape({4, 1}), 80), random_tensor(dt::Shape({3}), 81)});
   check_gradient("L2Loss", [](const std::vector<Tensor>& in) { return dt::l2_loss(in[0]); },
                  {random_tensor(dt::Shape({3, 5}), 82)});
+  // Ops of whole tensors with integer indices (not in the op list): rows gathered twice, ids dropped.
+  const auto indices = dt::constant<std::int64_t>({2, 0, 2, 1}, dt::Shape({2, 2}));
+  check_gradient("GatherV2: axis 1, an index twice",
+                 [indices](const std::vector<Tensor>& in) { return dt::gather(in[0], indices, 1); },
+                 {random_tensor(dt::Shape({2, 3, 2}), 83)});
+  const auto segments = dt::constant<std::int32_t>({1, -1, 1, 0});
+  check_gradient("UnsortedSegmentSum: a dropped id",
+                 [segments](const std::vector<Tensor>& in) { return dt::unsorted_segment_sum(in[0], segments, 3); },
+                 {random_tensor(dt::Shape({4, 2}), 84)});
+  const auto labels = dt::constant<std::int64_t>({2, 0, 1, 2, 2, 1}, dt::Shape({2, 3}));
+  check_gradient("SparseSoftmaxCrossEntropyWithLogits: rank 3",
+                 [labels](const std::vector<Tensor>& in) { return dt::sparse_softmax_cross_entropy_with_logits(labels, in[0]); },
+                 {random_tensor(dt::Shape({2, 3, 4}), 85)});
 }
 
 BOOST_AUTO_TEST_CASE(convolution_and_pooling) {

@@ -853,7 +853,7 @@ dt::Tensor<float> x_input() {
                              dt::Shape{2, 3, 4});
 }
 
-// gather.py's output, pasted.
+// index_ops.py's output, pasted.
 const std::vector<Expected<double>> kGather = {
     {"axis 0", {2, 2, 4}, {1, 1.25, 1.5, 1.75, -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 0, 0.25, 0.5, 0.75}},
     {"axis 0 grad", {3, 4}, {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, 3, 3.4000000000000004, 3.7999999999999998, 4.2000000000000002, -0.5, -0.29999999999999999, -0.099999999999999978, 0.099999999999999978}},
@@ -865,6 +865,9 @@ const std::vector<Expected<double>> kGather = {
     {"3d axis 1 grad", {2, 3, 2}, {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, -0.59999999999999998, -0.20000000000000001, 1.8999999999999999, 2.1000000000000001, 2.2999999999999998, 2.5, 2.6000000000000001, 3}},
     {"segment sum", {3, 2}, {3, 4, 0, 0, 1, 1.5}},
     {"segment sum grad", {4, 2}, {-0.5, -0.29999999999999999, 0.30000000000000004, 0.5, 0, 0, -0.5, -0.29999999999999999}},
+    {"sparse ce", {4}, {1.3119014326242004, 0.91190143262420043, 1.1119014326242005, 0.9119014326242002}},
+    {"sparse ce grad", {4, 3}, {0.36534625041113111, -0.16446646114445335, -0.20087978926667771, -0.080792249753321346, -0.098679876686672011, 0.17947212643999336, -0.026930749917773781, 0.067106707771109317, -0.040175957853335539, 0.026930749917773781, 0.032893292228890661, -0.059824042146664445}},
+    {"sparse ce 3d", {1, 2}, {2.3493893831100858, 1.3493893831100858}},
 };
 
 dt::Tensor<double> ramp(const dt::Shape& shape, double scale, double shift = 0.0) {
@@ -878,7 +881,7 @@ dt::Tensor<double> ramp(const dt::Shape& shape, double scale, double shift = 0.0
 BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
   const auto p = ramp({3, 4}, 4.0, 1.0);
   const auto q = ramp({2, 3, 2}, 3.0);
-  // gather.py's cases: values, and the gradient of Σ gather(p) · ramp.
+  // index_ops.py's cases: values, and the gradient of Σ gather(p) · ramp.
   const auto check = [](const std::string& name, const dt::Tensor<double>& params, const auto& indices, std::int64_t axis) {
     dt::GradientTape tape;
     tape.watch(params);
@@ -917,6 +920,68 @@ BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
                              InvalidArgumentError, "segment_ids[1] = 5 is out of range [0, 3) [Op:UnsortedSegmentSum]");
   DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::Tensor<double>(), dt::constant<std::int32_t>({0})), InvalidArgumentError,
                              "GatherV2");
+}
+
+BOOST_AUTO_TEST_CASE(sparse_softmax_cross_entropy_and_its_gradient_match_tensorflow) {
+  const auto logits = ramp({4, 3}, 5.0, 1.0);
+  const auto labels = dt::constant<std::int32_t>({0, 2, 1, 2});
+  dt::GradientTape tape;
+  tape.watch(logits);
+  const auto ce = dt::sparse_softmax_cross_entropy_with_logits(labels, logits);
+  const auto loss = dt::reduce_sum(dt::mul(ce, ramp(ce.shape(), 5.0, 0.5)));
+  check_expected(expected(kGather, "sparse ce"), ce);
+  check_expected(expected(kGather, "sparse ce grad"), tape.gradient(loss, logits));
+  check_expected(expected(kGather, "sparse ce 3d"),
+                 dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int64_t>({0, 5}, dt::Shape{1, 2}),
+                                                              dt::reshape(ramp({12}, 5.0, 1.0), {1, 2, 6})));
+  // Large logits stay finite (shifted by the row's maximum); a NaN makes its row NaN.
+  const auto big = dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int64_t>({1, 1}),
+                                                                dt::constant<float>({1000, 0, 7, 0, 1000, 7}, dt::Shape{2, 3}));
+  BOOST_TEST(big.to_vector()[0] == 1000.0f);
+  BOOST_TEST(big.to_vector()[1] == 0.0f);
+  const auto nan = dt::sparse_softmax_cross_entropy_with_logits(
+      dt::constant<std::int64_t>({1}), dt::constant<float>({1000, 0, std::numeric_limits<float>::quiet_NaN()}, dt::Shape{1, 3}));
+  BOOST_TEST(std::isnan(nan.item()));
+  // TensorFlow's texts.
+  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 5, 1, 2}), logits),
+                             InvalidArgumentError,
+                             "Received a label value of 5 which is outside the valid range of [0, 3).  Label values: "
+                             "0 5 1 2 [Op:SparseSoftmaxCrossEntropyWithLogits]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, -1, 1, 2}), logits),
+                             InvalidArgumentError, "Received a label value of -1 which is outside the valid range of [0, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 1, 2}), logits),
+                             InvalidArgumentError,
+                             "`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
+                             "labels.shape=(3,) and logits.shape=(4, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 1, 2, 0}, dt::Shape{4, 1}), logits),
+      InvalidArgumentError,
+      "`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape=(4, 1) of rank 2 and "
+      "logits.shape=(4, 3) of rank 2");
+  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0}),
+                                                                          dt::zeros<double>({1, 0})),
+                             InvalidArgumentError, "Must have at least one class, but got logits shape [1,0]");
+  // In a TF1 graph with an unknown batch, and traced with its gradient: the eager values.
+  namespace v1 = dt::compat::v1;
+  v1::Graph graph;
+  dt::Tensor<double> x, y;
+  dt::Tensor<std::int32_t> l;
+  {
+    auto scope = graph.as_default();
+    x = v1::placeholder<double>({-1, 3});
+    l = v1::placeholder<std::int32_t>({-1});
+    y = dt::sparse_softmax_cross_entropy_with_logits(l, x);
+  }
+  BOOST_TEST(y.shape().to_python() == "(None,)");
+  v1::Session session(graph);
+  check_expected(expected(kGather, "sparse ce"), session.run(y, {{x, logits}, {l, labels}}));
+  const auto step = [](const dt::Tensor<double>& z, const dt::Tensor<std::int32_t>& k) {
+    dt::GradientTape t;
+    t.watch(z);
+    return t.gradient(dt::reduce_mean(dt::sparse_softmax_cross_entropy_with_logits(k, z)), z);
+  };
+  auto traced = dt::function(step);
+  check_close(traced(logits, labels).to_vector(), step(logits, labels).to_vector(), 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE(gather_in_graphs_keeps_unknown_batches_and_differentiates) {

@@ -1,16 +1,18 @@
 #pragma once
-/// @file gather.hpp
-/// @brief GatherV2 (tf.gather) and its gradient's op, UnsortedSegmentSum along an axis: ops whose
-/// two inputs have different element types (values, and int32 or int64 indices).
+/// @file index_ops.hpp
+/// @brief The ops whose inputs are values and integer indices: GatherV2 (tf.gather),
+/// UnsortedSegmentSum (its gradient's op) and SparseSoftmaxCrossEntropyWithLogits.
 ///
-/// An op defined as data takes inputs of one element type (ops/op_def.hpp), so these two are ops
-/// of whole tensors (ops::TensorLevel, run by run_op): the eager half places the op, copies its
+/// An op defined as data takes inputs of one element type (ops/op_def.hpp), so these are ops of
+/// whole tensors (ops::TensorLevel, run by run_op): the eager half places the op, copies its
 /// inputs to the device and runs the CPU loop; the graph half adds a node that runs the same code
-/// on its device; both record on tapes with the indices kept for the gradient (TensorFlow's
-/// _GatherV2Grad, which sums the gradient's rows back into the gathered positions). CPU bodies
-/// only: on a GPU they run on the CPU under soft placement.
+/// on its device; both record on tapes with the indices (or what the gradient needs) kept for the
+/// gradient, as TensorFlow's _GatherV2Grad, _UnsortedSegmentSumGrad and
+/// _SparseSoftmaxCrossEntropyWithLogitsGrad. CPU bodies only: on a GPU they run on the CPU under
+/// soft placement.
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <concepts>
 #include <cstdint>
@@ -253,6 +255,113 @@ struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
   static void record(const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments, const Tensor<T>& out);
 };
 
+/// The cross-entropy of softmax(logits) against integer labels, per row, and its gradient
+/// (softmax - one_hot), computed together as TensorFlow's kernel does: logits [batch, classes],
+/// labels [batch]. Each row is shifted by its maximum and its exponentials summed in double.
+struct SparseSoftmaxCrossEntropyWithLogits : OpTable<FloatTypes, NoTypes>, TensorLevel {
+  static constexpr std::string_view name = "SparseSoftmaxCrossEntropyWithLogits";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
+  struct Attrs {};
+
+  /// The loss's and the backprop's shapes. @throws InvalidArgumentError for logits that are not
+  /// [batch, classes] with labels [batch], or no classes (TensorFlow's text).
+  static std::array<Shape, 2> output_shapes(const Shape& logits, const Shape& labels) {
+    if (logits.rank() != 2 || labels.rank() != 1 || (logits[0] >= 0 && labels[0] >= 0 && logits[0] != labels[0]))
+      throw InvalidArgumentError("logits and labels must be [batch, classes] and [batch]: logits " + logits.to_string() +
+                                 ", labels " + labels.to_string() + " [Op:" + std::string(name) + "]");
+    if (logits[1] == 0)
+      throw InvalidArgumentError("Must have at least one class, but got logits shape " + logits.to_string() +
+                                 " [Op:" + std::string(name) + "]");
+    const std::int64_t batch = logits[0] >= 0 ? logits[0] : labels[0];
+    return {Shape::partial({batch}), Shape::partial({batch, logits[1]})};
+  }
+
+  /// The loss; the backprop goes to the tape.
+  template <Floating T, IndexElement I>
+  static Tensor<T> eager(const Attrs&, const Tensor<T>& logits, const Tensor<I>& labels) {
+    require_defined_inputs(name, logits, labels);
+    const auto shapes = output_shapes(logits.shape(), labels.shape());
+    return run_on(place_op(kernel_support<SparseSoftmaxCrossEntropyWithLogits, T>), logits, labels, shapes)[0];
+  }
+
+  template <Floating T, IndexElement I>
+  static Tensor<T> graph(graph::Graph& graph, const Attrs&, const Tensor<T>& logits, const Tensor<I>& labels) {
+    require_defined_inputs(name, logits, labels);
+    const auto shapes = output_shapes(logits.shape(), labels.shape());
+    const AnyTensor inputs[2] = {AnyTensor(logits), AnyTensor(labels)};
+    graph::NodeSpec spec{&info_of<SparseSoftmaxCrossEntropyWithLogits>,
+                         {{dtype_enum<T>(), shapes[0]}, {dtype_enum<T>(), shapes[1]}}};
+    spec.kernel = &kernel_support<SparseSoftmaxCrossEntropyWithLogits, T>;
+    spec.run = [](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
+      const auto x = in[0].as<T>();
+      const auto l = in[1].as<I>();
+      const auto results = run_on(context.device, x, l, output_shapes(x.shape(), l.shape()));
+      out[0] = AnyTensor(results[0]);
+      out[1] = AnyTensor(results[1]);
+    };
+    const auto outs = graph::add_op(graph, name, inputs, std::move(spec));
+    const std::array<Tensor<T>, 2> results{outs[0].template as<T>(), outs[1].template as<T>()};
+    record(logits, results);
+    return results[0];
+  }
+
+  /// Loss and backprop on `device`, recorded on active tapes. @throws InvalidArgumentError for a
+  /// label outside [0, classes) (TensorFlow's text, which lists the labels).
+  template <Floating T, IndexElement I>
+  static std::array<Tensor<T>, 2> run_on(const Device& device, const Tensor<T>& logits, const Tensor<I>& labels,
+                                         const std::array<Shape, 2>& shapes) {
+    const auto x = to_device(logits, device, name, 0);
+    const auto l = to_device(labels, device, name, 1);
+    const std::int64_t batch = x.shape()[0], classes = x.shape()[1];
+    const I* label = l.data();
+    for (std::int64_t b = 0; b < batch; ++b)
+      if (label[b] < 0 || label[b] >= classes) {
+        std::string values;
+        for (std::int64_t k = 0; k < batch; ++k) values += (k ? " " : "") + std::to_string(label[k]);
+        throw InvalidArgumentError("Received a label value of " + std::to_string(label[b]) +
+                                   " which is outside the valid range of [0, " + std::to_string(classes) +
+                                   ").  Label values: " + values + " [Op:" + std::string(name) + "]");
+      }
+    std::array<Tensor<T>, 2> out{Tensor<T>::empty(shapes[0], device, name), Tensor<T>::empty(shapes[1], device, name)};
+    const T* in = x.data();
+    T* loss = out[0].mutable_data();
+    T* backprop = out[1].mutable_data();
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const T* row = in + b * classes;
+      T* grad = backprop + b * classes;
+      T shift = row[0];
+      for (std::int64_t c = 1; c < classes; ++c) shift = row[c] > shift ? row[c] : shift;
+      double sum = 0;
+      for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c] - shift));
+      const double log_sum = std::log(sum);
+      loss[b] = static_cast<T>(log_sum - static_cast<double>(row[label[b]] - shift));
+      for (std::int64_t c = 0; c < classes; ++c)
+        grad[c] = static_cast<T>(std::exp(static_cast<double>(row[c] - shift) - log_sum)) - (c == label[b] ? T{1} : T{0});
+    }
+    record(logits, out);
+    return out;
+  }
+
+  /// On the tapes that watch the logits: d logits = backprop · dloss (per row). The backprop is
+  /// kept as a value, so the gradient is not differentiable again (TensorFlow's is).
+  template <Floating T>
+  static void record(const Tensor<T>& logits, const std::array<Tensor<T>, 2>& out) {
+    if (!autodiff::tapes_active()) return;
+    auto r = std::make_shared<autodiff::OpRecord>();
+    r->op = name;
+    r->inputs = {autodiff::tape_tensor(logits)};
+    r->outputs = {autodiff::tape_tensor(out[0])};
+    r->has_custom_backward = true;
+    r->backward = [backprop = out[1]](const std::vector<autodiff::TapeTensor>& dy) {
+      const auto per_row = dy[0].as<T>();
+      std::vector<std::int64_t> dims = per_row.shape().dims_vector();
+      dims.push_back(1);
+      return std::vector<autodiff::TapeTensor>{autodiff::tape_tensor(mul(backprop, reshape(per_row, dims)))};
+    };
+    autodiff::record_on_tapes(std::move(r));
+  }
+};
+
 }  // namespace devtensor::ops
 
 namespace devtensor {
@@ -273,6 +382,31 @@ Tensor<T> gather(const Tensor<T>& params, const Tensor<I>& indices, std::int64_t
 template <Numeric T, ops::IndexElement I>
 Tensor<T> unsorted_segment_sum(const Tensor<T>& data, const Tensor<I>& segment_ids, std::int64_t num_segments) {
   return run_op<ops::UnsortedSegmentSum>({0, num_segments}, data, segment_ids);
+}
+
+/// The cross-entropy of softmax(logits) over the last axis against integer labels
+/// (tf.nn.sparse_softmax_cross_entropy_with_logits): labels' shape is logits' without the last
+/// dimension, the result has labels' shape. Differentiable with respect to logits (once).
+/// @throws InvalidArgumentError for shapes that do not pair (TensorFlow's texts), no classes, or a
+/// label outside [0, classes).
+template <Floating T, ops::IndexElement I>
+Tensor<T> sparse_softmax_cross_entropy_with_logits(const Tensor<I>& labels, const Tensor<T>& logits) {
+  require_defined_inputs(ops::SparseSoftmaxCrossEntropyWithLogits::name, labels, logits);
+  const Shape& x = logits.shape();
+  const Shape& l = labels.shape();
+  if (l.rank() + 1 != x.rank())
+    throw InvalidArgumentError("`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape=" +
+                               l.to_python() + " of rank " + std::to_string(l.rank()) + " and logits.shape=" +
+                               x.to_python() + " of rank " + std::to_string(x.rank()));
+  for (std::size_t d = 0; d < l.rank(); ++d)
+    if (l[d] != x[d] && l[d] >= 0 && x[d] >= 0)
+      throw InvalidArgumentError("`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
+                                 "labels.shape=" + l.to_python() + " and logits.shape=" + x.to_python());
+  if (x.rank() == 2) return run_op<ops::SparseSoftmaxCrossEntropyWithLogits>({}, logits, labels);
+  // Any rank: as rows of the last axis, then back to the labels' shape (TensorFlow's wrapper).
+  const auto rows = run_op<ops::SparseSoftmaxCrossEntropyWithLogits>({}, reshape(logits, {-1, x[x.rank() - 1]}),
+                                                                     reshape(labels, {-1}));
+  return reshape(rows, l.is_fully_defined() ? l.dims_vector() : std::vector<std::int64_t>{-1});
 }
 
 namespace ops {

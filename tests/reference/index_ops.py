@@ -1,6 +1,6 @@
-"""TensorFlow 2.21's figures for tests/unit/ops/ops_values_test.cpp's `gather` suite.
+"""TensorFlow 2.21's figures for the index ops (ops/index_ops.hpp) in tests/unit/ops/ops_values_test.cpp.
 
-Run: python3 tests/reference/gather.py (tensorflow-cpu==2.21.0). It prints one C++ initializer per
+Run: python3 tests/reference/index_ops.py (tensorflow-cpu==2.21.0). It prints one C++ initializer per
 case: name, output shape, every value in row-major order. Inputs: ramps, as the test makes them.
 """
 import os
@@ -48,3 +48,14 @@ with tf.GradientTape() as tape:
     loss = tf.reduce_sum(s * ramp(s.shape, 5.0, 0.5))
 report("segment sum", s)
 report("segment sum grad", tape.gradient(loss, data))
+
+logits = ramp([4, 3], 5.0, 1.0)
+labels = tf.constant([0, 2, 1, 2], tf.int32)
+with tf.GradientTape() as tape:
+    tape.watch(logits)
+    ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    loss = tf.reduce_sum(ce * ramp(ce.shape, 5.0, 0.5))
+report("sparse ce", ce)
+report("sparse ce grad", tape.gradient(loss, logits))
+report("sparse ce 3d", tf.nn.sparse_softmax_cross_entropy_with_logits(
+    labels=tf.constant([[0, 5]], tf.int64), logits=tf.reshape(ramp([12], 5.0, 1.0), [1, 2, 6])))
