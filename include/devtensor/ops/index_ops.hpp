@@ -40,7 +40,7 @@ namespace devtensor::ops {
 template <class I>
 concept IndexElement = std::same_as<I, std::int32_t> || std::same_as<I, std::int64_t>;
 
-namespace gather_detail {
+namespace index_detail {
 
 /// `shape` seen around `axis` as [outer, axis, inner] element counts (unknown sizes give -1).
 struct AroundAxis {
@@ -116,7 +116,23 @@ void segment_sum(const T* data, std::int64_t outer, std::int64_t inner, const I*
     }
 }
 
-}  // namespace gather_detail
+/// Adds Op's node over `values` and `indices` with the static `outputs`; when it runs,
+/// `compute(device, values, indices)` (Op::run_on, which records on tapes) gives its outputs.
+template <class Op, Element T, IndexElement I, class Compute>
+std::vector<AnyTensor> add_node(graph::Graph& graph, const Tensor<T>& values, const Tensor<I>& indices,
+                                std::vector<graph::OutputSpec> outputs, Compute compute) {
+  require_defined_inputs(Op::name, values, indices);
+  const AnyTensor inputs[2] = {AnyTensor(values), AnyTensor(indices)};
+  graph::NodeSpec spec{&info_of<Op>, std::move(outputs)};
+  spec.kernel = &kernel_support<Op, T>;
+  spec.run = [compute](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
+    const auto results = compute(context.device, in[0].as<T>(), in[1].as<I>());
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = AnyTensor(results[k]);
+  };
+  return graph::add_op(graph, Op::name, inputs, std::move(spec));
+}
+
+}  // namespace index_detail
 
 /// Slices of `params` along `axis` at `indices`: the output is params.shape[:axis] + indices.shape
 /// + params.shape[axis + 1:] (TensorFlow's GatherV2 with batch_dims 0).
@@ -129,7 +145,7 @@ struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
 
   /// @throws InvalidArgumentError for a scalar params or an axis past its rank.
   static Shape output_shape(const Attrs& a, const Shape& params, const Shape& indices) {
-    const std::size_t axis = gather_detail::resolve_axis(a.axis, params, name);
+    const std::size_t axis = index_detail::resolve_axis(a.axis, params, name);
     std::vector<std::int64_t> dims(params.dims().begin(), params.dims().begin() + static_cast<std::ptrdiff_t>(axis));
     dims.insert(dims.end(), indices.dims().begin(), indices.dims().end());
     dims.insert(dims.end(), params.dims().begin() + static_cast<std::ptrdiff_t>(axis) + 1, params.dims().end());
@@ -145,16 +161,13 @@ struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
 
   template <Element T, IndexElement I>
   static Tensor<T> graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& params, const Tensor<I>& indices) {
-    require_defined_inputs(name, params, indices);
-    const AnyTensor inputs[2] = {AnyTensor(params), AnyTensor(indices)};
-    graph::NodeSpec spec{&info_of<GatherV2>, {{dtype_enum<T>(), output_shape(a, params.shape(), indices.shape())}}};
-    spec.kernel = &kernel_support<GatherV2, T>;
-    spec.run = [a](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
-      const auto p = in[0].as<T>();
-      const auto i = in[1].as<I>();
-      out[0] = AnyTensor(run_on(context.device, a, p, i, output_shape(a, p.shape(), i.shape())));
+    const auto compute = [a](const Device& device, const Tensor<T>& p, const Tensor<I>& i) {
+      return std::array{run_on(device, a, p, i, output_shape(a, p.shape(), i.shape()))};
     };
-    const Tensor<T> out = graph::add_op(graph, name, inputs, std::move(spec)).front().template as<T>();
+    const Tensor<T> out = index_detail::add_node<GatherV2>(
+        graph, params, indices, {{dtype_enum<T>(), output_shape(a, params.shape(), indices.shape())}}, compute)
+                              .front()
+                              .template as<T>();
     record(a, params, indices, out);  // a tape inside a trace: its gradient adds the gradient's nodes
     return out;
   }
@@ -166,10 +179,10 @@ struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
     const auto p = to_device(params, device, name, 0);
     const auto i = to_device(indices, device, name, 1);
     auto out = Tensor<T>::empty(std::move(shape), device, name);
-    const std::size_t axis = gather_detail::resolve_axis(a.axis, p.shape(), name);
-    const auto [outer, inner] = gather_detail::around(p.shape(), axis);
+    const std::size_t axis = index_detail::resolve_axis(a.axis, p.shape(), name);
+    const auto [outer, inner] = index_detail::around(p.shape(), axis);
     if (out.num_elements() > 0 || i.num_elements() > 0)
-      gather_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, p.shape()[axis], inner, sizeof(T),
+      index_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, p.shape()[axis], inner, sizeof(T),
                             i.data(), i.shape(), reinterpret_cast<std::byte*>(out.mutable_data()));
     record(a, params, indices, out);
     return out;
@@ -220,16 +233,13 @@ struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
 
   template <Numeric T, IndexElement I>
   static Tensor<T> graph(graph::Graph& graph, const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments) {
-    require_defined_inputs(name, data, segments);
-    const AnyTensor inputs[2] = {AnyTensor(data), AnyTensor(segments)};
-    graph::NodeSpec spec{&info_of<UnsortedSegmentSum>, {{dtype_enum<T>(), output_shape(a, data.shape(), segments.shape())}}};
-    spec.kernel = &kernel_support<UnsortedSegmentSum, T>;
-    spec.run = [a](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
-      const auto d = in[0].as<T>();
-      const auto s = in[1].as<I>();
-      out[0] = AnyTensor(run_on(context.device, a, d, s, output_shape(a, d.shape(), s.shape())));
+    const auto compute = [a](const Device& device, const Tensor<T>& d, const Tensor<I>& s) {
+      return std::array{run_on(device, a, d, s, output_shape(a, d.shape(), s.shape()))};
     };
-    const Tensor<T> out = graph::add_op(graph, name, inputs, std::move(spec)).front().template as<T>();
+    const Tensor<T> out = index_detail::add_node<UnsortedSegmentSum>(
+        graph, data, segments, {{dtype_enum<T>(), output_shape(a, data.shape(), segments.shape())}}, compute)
+                              .front()
+                              .template as<T>();
     record(a, data, segments, out);
     return out;
   }
@@ -240,11 +250,11 @@ struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
     const auto d = to_device(data, device, name, 0);
     const auto s = to_device(segments, device, name, 1);
     auto out = Tensor<T>::empty(std::move(shape), device, name);
-    const auto [outer, unused] = gather_detail::around(d.shape(), static_cast<std::size_t>(a.axis));
+    const auto [outer, unused] = index_detail::around(d.shape(), static_cast<std::size_t>(a.axis));
     (void)unused;
     std::int64_t inner = 1;
     for (std::size_t k = static_cast<std::size_t>(a.axis) + s.rank(); k < d.rank(); ++k) inner *= d.shape()[k];
-    gather_detail::segment_sum(d.data(), outer, inner, s.data(), s.shape(), a.num_segments, out.mutable_data());
+    index_detail::segment_sum(d.data(), outer, inner, s.data(), s.shape(), a.num_segments, out.mutable_data());
     record(a, data, segments, out);
     return out;
   }
@@ -286,20 +296,12 @@ struct SparseSoftmaxCrossEntropyWithLogits : OpTable<FloatTypes, NoTypes>, Tenso
 
   template <Floating T, IndexElement I>
   static Tensor<T> graph(graph::Graph& graph, const Attrs&, const Tensor<T>& logits, const Tensor<I>& labels) {
-    require_defined_inputs(name, logits, labels);
     const auto shapes = output_shapes(logits.shape(), labels.shape());
-    const AnyTensor inputs[2] = {AnyTensor(logits), AnyTensor(labels)};
-    graph::NodeSpec spec{&info_of<SparseSoftmaxCrossEntropyWithLogits>,
-                         {{dtype_enum<T>(), shapes[0]}, {dtype_enum<T>(), shapes[1]}}};
-    spec.kernel = &kernel_support<SparseSoftmaxCrossEntropyWithLogits, T>;
-    spec.run = [](const graph::RunContext& context, graph::NodeInputs in, std::span<AnyTensor> out) {
-      const auto x = in[0].as<T>();
-      const auto l = in[1].as<I>();
-      const auto results = run_on(context.device, x, l, output_shapes(x.shape(), l.shape()));
-      out[0] = AnyTensor(results[0]);
-      out[1] = AnyTensor(results[1]);
+    const auto compute = [](const Device& device, const Tensor<T>& x, const Tensor<I>& l) {
+      return run_on(device, x, l, output_shapes(x.shape(), l.shape()));
     };
-    const auto outs = graph::add_op(graph, name, inputs, std::move(spec));
+    const auto outs = index_detail::add_node<SparseSoftmaxCrossEntropyWithLogits>(
+        graph, logits, labels, {{dtype_enum<T>(), shapes[0]}, {dtype_enum<T>(), shapes[1]}}, compute);
     const std::array<Tensor<T>, 2> results{outs[0].template as<T>(), outs[1].template as<T>()};
     record(logits, results);
     return results[0];
@@ -421,7 +423,7 @@ void GatherV2::record(const Attrs& a, const Tensor<T>& params, const Tensor<I>& 
     r->outputs = {autodiff::tape_tensor(out)};
     r->has_custom_backward = true;
     r->backward = [a, indices, params_shape = params.shape()](const std::vector<autodiff::TapeTensor>& dy) {
-      const std::size_t axis = gather_detail::resolve_axis(a.axis, params_shape, name);
+      const std::size_t axis = index_detail::resolve_axis(a.axis, params_shape, name);
       const UnsortedSegmentSum::Attrs sum{static_cast<std::int64_t>(axis), params_shape[axis]};
       if (sum.num_segments < 0)
         throw UnimplementedError("The gradient of GatherV2 along an axis of unknown size is not supported in a graph; "
