@@ -89,6 +89,7 @@ void gather(const std::byte* params, std::int64_t outer, std::int64_t axis_size,
       throw InvalidArgumentError("indices" + index_string(j, indices_shape) + " = " + std::to_string(indices[j]) +
                                  " is not in [0, " + std::to_string(axis_size) + ") [Op:GatherV2]");
   const auto row = static_cast<std::size_t>(inner) * element_bytes;
+  if (row == 0) return;  // empty slices: nothing to copy (and empty buffers may be null)
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t j = 0; j < n; ++j)
       std::memcpy(out + static_cast<std::size_t>(o * n + j) * row,

@@ -905,6 +905,10 @@ BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
   const auto loss = dt::reduce_sum(dt::mul(s, ramp(s.shape(), 5.0, 0.5)));
   check_expected(expected(kGather, "segment sum"), s);
   check_expected(expected(kGather, "segment sum grad"), tape.gradient(loss, data));
+  // Empty slices: nothing to copy, the indices still checked (UBSan saw a null memcpy here).
+  BOOST_TEST(dt::gather(dt::zeros<double>({3, 0}), dt::constant<std::int64_t>({1, 2})).shape() == dt::Shape({2, 0}));
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::zeros<double>({3, 0}), dt::constant<std::int64_t>({3})), InvalidArgumentError,
+                             "indices[0] = 3 is not in [0, 3)");
   // TensorFlow's texts.
   DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int64_t>({2, 0, 1, 5}, dt::Shape{2, 2})), InvalidArgumentError,
                              "indices[1,1] = 5 is not in [0, 3) [Op:GatherV2]");
