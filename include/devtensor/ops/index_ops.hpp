@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "devtensor/core/error.hpp"
+#include "devtensor/ops/cpu/selection.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
@@ -41,19 +42,6 @@ template <class I>
 concept IndexElement = std::same_as<I, std::int32_t> || std::same_as<I, std::int64_t>;
 
 namespace index_detail {
-
-/// `shape` seen around `axis` as [outer, axis, inner] element counts (unknown sizes give -1).
-struct AroundAxis {
-  std::int64_t outer = 1, inner = 1;
-};
-inline AroundAxis around(const Shape& shape, std::size_t axis) {
-  AroundAxis a;
-  for (std::size_t d = 0; d < shape.rank(); ++d) {
-    if (d < axis) a.outer *= shape[d];
-    else if (d > axis) a.inner *= shape[d];
-  }
-  return a;
-}
 
 /// "[1,0]": a flat position in `shape` as TensorFlow prints an index.
 inline std::string index_string(std::int64_t flat, const Shape& shape) {
@@ -181,9 +169,9 @@ struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
     const auto i = to_device(indices, device, name, 1);
     auto out = Tensor<T>::empty(std::move(shape), device, name);
     const std::size_t axis = index_detail::resolve_axis(a.axis, p.shape(), name);
-    const auto [outer, inner] = index_detail::around(p.shape(), axis);
+    const auto [outer, length, inner] = cpu::split_at_axis(p.shape(), axis);
     if (out.num_elements() > 0 || i.num_elements() > 0)
-      index_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, p.shape()[axis], inner, sizeof(T),
+      index_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, length, inner, sizeof(T),
                             i.data(), i.shape(), reinterpret_cast<std::byte*>(out.mutable_data()));
     record(a, params, indices, out);
     return out;
@@ -251,8 +239,8 @@ struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
     const auto d = to_device(data, device, name, 0);
     const auto s = to_device(segments, device, name, 1);
     auto out = Tensor<T>::empty(std::move(shape), device, name);
-    const auto [outer, unused] = index_detail::around(d.shape(), static_cast<std::size_t>(a.axis));
-    (void)unused;
+    // [outer, the segments' dimensions, inner] around the axis.
+    const std::int64_t outer = cpu::split_at_axis(d.shape(), static_cast<std::size_t>(a.axis)).outer;
     std::int64_t inner = 1;
     for (std::size_t k = static_cast<std::size_t>(a.axis) + s.rank(); k < d.rank(); ++k) inner *= d.shape()[k];
     index_detail::segment_sum(d.data(), outer, inner, s.data(), s.shape(), a.num_segments, out.mutable_data());
