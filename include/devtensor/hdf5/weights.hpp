@@ -147,10 +147,13 @@ inline void save(const Model& model, const std::string& path) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     vars.set_string_attribute("name", name);
     vars.write_int64("0", optimizer.iterations());
-    vars.write_floats("1", {}, {static_cast<float>(optimizer.learning_rate())});
+    // Keras keeps a learning-rate variable only for a number; a schedule is a function of iterations.
+    std::size_t next = 1;
+    if (!optimizer.learning_rate_is_schedule())
+      vars.write_floats(std::to_string(next++), {}, {static_cast<float>(optimizer.learning_rate())});
     const auto slots = optimizer.slot_values(model.trainable_variables());
     for (std::size_t i = 0; i < slots.size(); ++i)
-      vars.write_floats(std::to_string(i + 2), slots[i].shape().dims_vector(), slots[i].to_vector());
+      vars.write_floats(std::to_string(next + i), slots[i].shape().dims_vector(), slots[i].to_vector());
   }
 }
 
@@ -224,6 +227,7 @@ inline void load(Model& model, const std::string& path) {
   }
   // The optimizer's state, checked as well before anything changes.
   std::optional<std::pair<std::int64_t, std::vector<Tensor<float>>>> optimizer_state;
+  std::optional<double> learning_rate;
   if (model.compiled() && root.has("optimizer")) {
     const auto trainable = model.trainable_variables();
     const auto expected = model.optimizer().slot_values(trainable);
@@ -234,20 +238,27 @@ inline void load(Model& model, const std::string& path) {
         throw mismatch("it has an /optimizer group without /optimizer/vars");
       }
     }();
-    if (vars.children().size() != expected.size() + 2)
+    const bool has_rate = !model.optimizer().learning_rate_is_schedule();
+    const std::size_t first_slot = has_rate ? 2 : 1;
+    if (vars.children().size() != expected.size() + first_slot)
       throw mismatch("/optimizer/vars holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
-                     model.optimizer().name() + " keeps " + std::to_string(expected.size() + 2) +
-                     " (iterations, learning rate, slots) for its " + std::to_string(trainable.size()) +
-                     " trainable variables");
+                     model.optimizer().name() + " keeps " + std::to_string(expected.size() + first_slot) +
+                     (has_rate ? " (iterations, learning rate, slots)" : " (iterations, slots; its learning rate is a schedule)") +
+                     " for its " + std::to_string(trainable.size()) + " trainable variables");
     std::vector<Tensor<float>> slots;
     try {
       const std::int64_t iterations = vars.read_int64("0");
+      if (has_rate) {
+        const auto [shape, data] = vars.read_floats("1");
+        if (data.size() != 1) throw InvalidArgumentError("/optimizer/vars/1 (the learning rate) is not one number");
+        learning_rate = data[0];
+      }
       for (std::size_t i = 0; i < expected.size(); ++i) {
-        auto [shape, data] = vars.read_floats(std::to_string(i + 2));
+        const std::string index = std::to_string(i + first_slot);
+        auto [shape, data] = vars.read_floats(index);
         if (shape != expected[i].shape().dims_vector())
-          throw InvalidArgumentError("/optimizer/vars/" + std::to_string(i + 2) + " has shape " +
-                                     Shape::partial(shape).to_python() + ", but the slot it restores has shape " +
-                                     expected[i].shape().to_python());
+          throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " + Shape::partial(shape).to_python() +
+                                     ", but the slot it restores has shape " + expected[i].shape().to_python());
         slots.push_back(constant<float>(data, expected[i].shape()));
       }
       optimizer_state.emplace(iterations, std::move(slots));
@@ -258,6 +269,9 @@ inline void load(Model& model, const std::string& path) {
   for (std::size_t i = 0; i < entries.size(); ++i) entries[i].variable.assign(values[i]);
   if (optimizer_state)
     model.optimizer().restore(model.trainable_variables(), optimizer_state->first, optimizer_state->second);
+  // The learning rate too, as Keras's variable is (a ReduceLROnPlateau's reduction resumes).
+  if (learning_rate && static_cast<float>(model.optimizer().learning_rate()) != static_cast<float>(*learning_rate))
+    model.optimizer().set_learning_rate(*learning_rate);
 }
 
 /// Installs save and load as Model::save_weights and load_weights (once per program, at start-up).

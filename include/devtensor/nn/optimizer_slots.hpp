@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "devtensor/core/error.hpp"
+#include "devtensor/nn/schedules.hpp"
 #include "devtensor/ops/capture.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/training_ops.hpp"
@@ -104,6 +105,22 @@ void import_slots(SlotTable<K>& table, const std::vector<Variable<float>>& vars,
     copy_bytes(on.steps.mutable_data(), *device, &iterations, host_buffer_device(), sizeof iterations);
     on.count = iterations;
   }
+}
+
+/// The learning rate of the step under way (after `table->iterations` updates), under the table's
+/// lock. A CUDA graph's kernels keep the rate they were captured with: a capture is captured again
+/// once a callback changed the number, and fails (the step runs op by op, ops/capture.hpp) for a
+/// schedule, whose rate changes every step.
+template <std::size_t K>
+double rate_of_step(const LearningRate& rate, const std::shared_ptr<SlotTable<K>>& table) {
+  const double value = rate.at(table->iterations);
+  if (auto* capture = graph::Capture::current()) {
+    if (rate.is_schedule())
+      throw UnimplementedError("a learning-rate schedule gives every step its own rate, which the kernels of a "
+                               "captured CUDA graph would not read again");
+    capture->still_valid.push_back([rate, value] { return rate.at(0) == value; });
+  }
+  return value;
 }
 
 /// One step more, under the table's lock. While a CUDA graph captures the step (ops/capture.hpp),

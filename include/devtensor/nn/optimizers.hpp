@@ -16,11 +16,13 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,6 +33,7 @@
 #include "devtensor/distribute/remote_variable.hpp"
 #include "devtensor/nn/optimizer_apply.hpp"
 #include "devtensor/nn/optimizer_slots.hpp"
+#include "devtensor/nn/schedules.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -42,14 +45,16 @@ namespace nn {
 namespace optimizers {
 
 struct SGD {
-  double learning_rate = 0.01;
+  /// A number or a schedule (schedules.hpp); copies share it.
+  LearningRate learning_rate = 0.01;
   double momentum = 0.0;
   bool nesterov = false;
   /// Shared by copies: the step count and the velocities.
   std::shared_ptr<optimizer_detail::SlotTable<1>> slots = std::make_shared<optimizer_detail::SlotTable<1>>();
   static constexpr std::string_view name = "SGD";
 
-  /// @throws InvalidArgumentError for a learning rate <= 0 or a momentum outside [0, 1].
+  /// @throws InvalidArgumentError for a learning rate <= 0 (a number; a schedule checked itself) or
+  /// a momentum outside [0, 1].
   void validate() const;
 
   /// One update of every variable with its gradient (ResourceApplyGradientDescent, or
@@ -60,9 +65,9 @@ struct SGD {
   /// Internal (ops::ResourceApply): one step of every variable of `updates`, component c of
   /// variable k with `gradient(k, c, its device)`, and the step count advanced.
   void update(const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) const;
-  /// The update rule as a parameter server runs it: {learning_rate, momentum, nesterov}.
+  /// The update rule as a parameter server runs it: {learning_rate (this step's), momentum, nesterov}.
   [[nodiscard]] distribute::OptimizerRule rule() const {
-    return {std::string(name), {learning_rate, momentum, nesterov ? 1.0 : 0.0}};
+    return {std::string(name), {learning_rate.at(iterations()), momentum, nesterov ? 1.0 : 0.0}};
   }
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
@@ -87,8 +92,8 @@ DEVTENSOR_DEFINITION void SGD::restore(const std::vector<Variable<float>>& vars,
 }
 
 DEVTENSOR_DEFINITION void SGD::validate() const {
-  if (!(learning_rate > 0))
-    throw InvalidArgumentError("SGD: learning_rate must be positive, got " + std::to_string(learning_rate));
+  if (!learning_rate.is_schedule() && !(learning_rate.at(0) > 0))
+    throw InvalidArgumentError("SGD: learning_rate must be positive, got " + std::to_string(learning_rate.at(0)));
   if (!(momentum >= 0 && momentum <= 1))
     throw InvalidArgumentError("`momentum` must be between [0, 1]. Received: momentum=" + std::to_string(momentum) +
                                " (of type <class 'float'>)");
@@ -99,7 +104,8 @@ DEVTENSOR_DEFINITION void SGD::validate() const {
 /// size, alpha = learning_rate · sqrt(1 − beta_2^t) / (1 − beta_1^t), epsilon added to sqrt(v)
 /// (Keras's "epsilon hat"), AMSGrad keeping the running maximum of v.
 struct Adam {
-  double learning_rate = 0.001;
+  /// A number or a schedule (schedules.hpp); copies share it.
+  LearningRate learning_rate = 0.001;
   double beta_1 = 0.9;
   double beta_2 = 0.999;
   double epsilon = 1e-7;
@@ -108,7 +114,7 @@ struct Adam {
   std::shared_ptr<optimizer_detail::SlotTable<3>> slots = std::make_shared<optimizer_detail::SlotTable<3>>();
   static constexpr std::string_view name = "Adam";
 
-  /// @throws InvalidArgumentError for a negative or non-finite learning rate, a beta outside
+  /// @throws InvalidArgumentError for a negative or non-finite learning rate (a number), a beta outside
   /// [0, 1), or a negative epsilon.
   void validate() const;
 
@@ -116,9 +122,10 @@ struct Adam {
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
   /// Internal: as SGD::update.
   void update(const optimizer_detail::Updates& updates, const optimizer_detail::GradientFor& gradient) const;
-  /// The update rule as a parameter server runs it: {learning_rate, beta_1, beta_2, epsilon, amsgrad}.
+  /// The update rule as a parameter server runs it: {learning_rate (this step's), beta_1, beta_2,
+  /// epsilon, amsgrad}.
   [[nodiscard]] distribute::OptimizerRule rule() const {
-    return {std::string(name), {learning_rate, beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}};
+    return {std::string(name), {learning_rate.at(iterations()), beta_1, beta_2, epsilon, amsgrad ? 1.0 : 0.0}};
   }
   [[nodiscard]] std::int64_t iterations() const {
     std::lock_guard lock(slots->mutex);
@@ -144,9 +151,9 @@ DEVTENSOR_DEFINITION void Adam::restore(const std::vector<Variable<float>>& vars
 }
 
 DEVTENSOR_DEFINITION void Adam::validate() const {
-  if (!(learning_rate >= 0) || !std::isfinite(learning_rate))
+  if (const double lr = learning_rate.at(0); !learning_rate.is_schedule() && (!(lr >= 0) || !std::isfinite(lr)))
     throw InvalidArgumentError("Adam: `learning_rate` must be a non-negative number. Received: learning_rate=" +
-                               std::to_string(learning_rate));
+                               std::to_string(lr));
   const auto check_beta = [](const char* what, double beta) {
     if (!(beta >= 0 && beta < 1))
       throw InvalidArgumentError(std::string("Adam: `") + what + "` must be between [0, 1). Received: " + what +
@@ -187,7 +194,8 @@ class Optimizer {
           if constexpr (requires { optimizer.restore(vars, steps, values); }) optimizer.restore(vars, steps, values);
           else throw UnimplementedError(std::string(O::name) + " cannot restore a saved state");
         }),
-        learning_rate_(static_cast<double>(optimizer.learning_rate)),
+        learning_rate_(rate_of(optimizer)),
+        rate_settable_(std::same_as<std::remove_cvref_t<decltype(optimizer.learning_rate)>, LearningRate>),
         name_(O::name) {
     optimizer.validate();
   }
@@ -202,7 +210,25 @@ class Optimizer {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   /// The updates applied so far (Keras's optimizer.iterations; 0 for an optimizer that does not count).
   [[nodiscard]] std::int64_t iterations() const { return iterations_(); }
-  [[nodiscard]] double learning_rate() const noexcept { return learning_rate_; }
+  /// The learning rate of the next update (Keras's optimizer.learning_rate: a schedule's value at
+  /// iterations()).
+  [[nodiscard]] double learning_rate() const { return learning_rate_.at(iterations()); }
+  /// Whether the learning rate is a schedule (then set_learning_rate refuses).
+  [[nodiscard]] bool learning_rate_is_schedule() const noexcept { return learning_rate_.is_schedule(); }
+  /// Sets the learning rate for the updates to come, also inside traced steps (Keras's
+  /// `optimizer.learning_rate = x`; what ReduceLROnPlateau and LearningRateScheduler do).
+  /// @throws InvalidArgumentError for a learning rate that is a schedule, or a value that is
+  /// negative or not finite (the rate is unchanged then); UnimplementedError for an optimizer
+  /// type whose `learning_rate` is a plain number, not a LearningRate.
+  void set_learning_rate(double value) const {
+    if (!rate_settable_)
+      throw UnimplementedError(name_ + " keeps its learning rate as a plain number, which nothing outside it can "
+                               "change; declare its `learning_rate` as nn::LearningRate to let callbacks set it");
+    if (!(value >= 0) || !std::isfinite(value))
+      throw InvalidArgumentError("set_learning_rate: the learning rate must be a non-negative number, got " +
+                                 std::to_string(value));
+    learning_rate_.set(value);
+  }
   /// The optimizer's slots for `vars` in Keras's order (what Keras saves after iterations and the
   /// learning rate); `restore` sets them and the step count (a checkpoint's resumption).
   /// @throws InvalidArgumentError for values of other counts or shapes (nothing changes then).
@@ -215,12 +241,21 @@ class Optimizer {
 
  private:
   static Optimizer by_name(std::string_view identifier);
+  /// The optimizer's own learning rate (shared), or for an optimizer whose learning rate is a plain
+  /// number a copy of it, to read.
+  template <class O>
+  static LearningRate rate_of(const O& optimizer) {
+    if constexpr (std::same_as<std::remove_cvref_t<decltype(optimizer.learning_rate)>, LearningRate>)
+      return optimizer.learning_rate;
+    else return static_cast<double>(optimizer.learning_rate);
+  }
 
   std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> apply_;
   std::function<std::int64_t()> iterations_;
   std::function<std::vector<Tensor<float>>(const std::vector<Variable<float>>&)> slot_values_;
   std::function<void(const std::vector<Variable<float>>&, std::int64_t, const std::vector<Tensor<float>>&)> restore_;
-  double learning_rate_;
+  LearningRate learning_rate_;
+  bool rate_settable_;
   std::string name_;
 };
 
@@ -247,9 +282,9 @@ DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
 DEVTENSOR_DEFINITION void optimizers::SGD::update(const optimizer_detail::Updates& updates,
                                                   const optimizer_detail::GradientFor& gradient) const {
   const std::string_view op = momentum == 0.0 ? ops::ApplyGradientDescent::name : ops::ApplyKerasMomentum::name;
-  const auto lr = static_cast<float>(learning_rate);
   const auto m = static_cast<float>(momentum);
   std::lock_guard lock(slots->mutex);
+  const auto lr = static_cast<float>(optimizer_detail::rate_of_step(learning_rate, slots));
   for (std::size_t k = 0; k < updates.size(); ++k) {
     const Variable<float>& v = updates[k].second;
     if (momentum == 0.0) {
@@ -283,8 +318,9 @@ DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
 DEVTENSOR_DEFINITION void optimizers::Adam::update(const optimizer_detail::Updates& updates,
                                                    const optimizer_detail::GradientFor& gradient) const {
   std::lock_guard lock(slots->mutex);
+  const double lr = optimizer_detail::rate_of_step(learning_rate, slots);
   const double t = static_cast<double>(slots->iterations + 1);
-  const double alpha = learning_rate * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
+  const double alpha = lr * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
   // GPUs compute the step size themselves, from their own step count: a replayed CUDA graph
   // takes each step with its own (ops/capture.hpp). Once per GPU and step.
   std::vector<std::pair<const Device*, const float*>> step_sizes;
@@ -296,7 +332,7 @@ DEVTENSOR_DEFINITION void optimizers::Adam::update(const optimizer_detail::Updat
     }
     for (const auto& [where, size] : step_sizes)
       if (where == &device) return size;
-    return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, learning_rate, beta_1, beta_2))
+    return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, lr, beta_1, beta_2))
         .second;
   };
   for (std::size_t k = 0; k < updates.size(); ++k) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -533,6 +534,239 @@ BOOST_AUTO_TEST_CASE(without_the_gpu_body_variables_stay_on_the_host) {
   v.assign_sub(dt::constant<float>({0.5f, 0.5f}));
   BOOST_TEST(v.to_vector() == (std::vector<float>{1.5f, 2.5f}), boost::test_tools::per_element());
   BOOST_TEST(dt::test::contains(v.device(), "GPU:0"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Learning-rate schedules (nn/schedules.hpp) against Keras 3.15's values (tests/reference/callbacks.py),
+// and the learning rate as shared, settable state.
+BOOST_FIXTURE_TEST_SUITE(schedules, dt::test::FreshContext)
+
+namespace {
+/// y = 2x + 1 on numpy's linspace(-1, 1, 8), a Dense(1) from zeros: the reference script's model.
+nn::Sequential line_model(nn::Optimizer optimizer, nn::CompileOptions options = {}) {
+  nn::clear_session();
+  nn::Sequential model({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
+  model.compile(nn::losses::MeanSquaredError{}, std::move(optimizer), std::move(options));
+  return model;
+}
+/// An optimizer type whose learning rate is a plain number.
+struct PlainSgd {
+  double learning_rate = 0.3;
+  static constexpr std::string_view name = "PlainSgd";
+  void validate() const {}
+  void apply_gradients(const std::vector<dt::Tensor<float>>&, const std::vector<dt::Variable<float>>&) const {}
+};
+std::pair<dt::Tensor<float>, dt::Tensor<float>> line_points() {
+  std::vector<float> x, y;
+  for (int i = 0; i < 8; ++i) {
+    x.push_back(static_cast<float>(-1.0 + 2.0 * i / 7.0));
+    y.push_back(2 * x.back() + 1);
+  }
+  return {dt::constant<float>(x, {8, 1}), dt::constant<float>(y, {8, 1})};
+}
+void check_near(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])), "element " << i << ": " << got[i]
+                                                                                          << " vs " << want[i]);
+}
+std::vector<double> weights_of(const nn::Model& model) {
+  std::vector<double> out;
+  for (const auto& v : model.variables())
+    for (const float f : v.to_vector()) out.push_back(f);
+  return out;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_schedule_gives_keras_values_at_steps_0_to_25) {
+  namespace s = nn::schedules;
+  const std::vector<std::pair<const char*, nn::LearningRate>> schedules{
+      {"exponential", s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 10, .decay_rate = 0.5}},
+      {"exponential_staircase",
+       s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 10, .decay_rate = 0.5, .staircase = true}},
+      {"piecewise", s::PiecewiseConstantDecay{.boundaries = {5, 15}, .values = {0.1, 0.05, 0.01}}},
+      {"cosine", s::CosineDecay{.initial_learning_rate = 0.1, .decay_steps = 20, .alpha = 0.1}},
+      {"cosine_warmup",
+       s::CosineDecay{.initial_learning_rate = 0.0, .decay_steps = 15, .warmup_target = 0.2, .warmup_steps = 5}},
+      {"inverse_time", s::InverseTimeDecay{.initial_learning_rate = 0.1, .decay_steps = 5, .decay_rate = 0.5}},
+      {"inverse_time_staircase",
+       s::InverseTimeDecay{.initial_learning_rate = 0.1, .decay_steps = 5, .decay_rate = 0.5, .staircase = true}},
+      {"polynomial",
+       s::PolynomialDecay{.initial_learning_rate = 0.1, .decay_steps = 10, .end_learning_rate = 0.01, .power = 2.0}},
+      {"polynomial_cycle", s::PolynomialDecay{.initial_learning_rate = 0.1, .decay_steps = 10,
+                                              .end_learning_rate = 0.01, .power = 2.0, .cycle = true}},
+  };
+  const std::vector<std::pair<std::string, std::vector<double>>> keras{
+      {"exponential",
+          {
+           0.10000000149011612, 0.09330330044031143, 0.08705505728721619, 0.08122523874044418, 0.07578583061695099,
+           0.0707106813788414, 0.06597539037466049, 0.06155722215771675, 0.057434916496276855, 0.05358867719769478,
+           0.05000000074505806, 0.046651650220155716, 0.043527524918317795, 0.04061261937022209, 0.037892915308475494,
+           0.0353553406894207, 0.032987695187330246, 0.030778611078858376, 0.028717461973428726, 0.02679433859884739,
+           0.02500000037252903, 0.023325826972723007, 0.021763762459158897, 0.020306309685111046, 0.018946455791592598,
+           0.01767767034471035}},
+      {"exponential_staircase",
+          {
+           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+           0.02500000037252903, 0.02500000037252903, 0.02500000037252903, 0.02500000037252903, 0.02500000037252903,
+           0.02500000037252903}},
+      {"piecewise",
+          {
+           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+           0.10000000149011612, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+           0.05000000074505806, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+           0.009999999776482582}},
+      {"cosine",
+          {
+           0.10000000149011612, 0.09944597631692886, 0.09779754281044006, 0.09509529173374176, 0.09140576422214508,
+           0.08681981265544891, 0.08145033568143845, 0.07542957365512848, 0.06890576332807541, 0.06203955411911011,
+           0.05499999597668648, 0.047960445284843445, 0.04109422490000725, 0.03457043319940567, 0.028549665585160255,
+           0.023180196061730385, 0.018594233319163322, 0.014904703013598919, 0.012202458456158638, 0.010554024018347263,
+           0.010000000707805157, 0.010000000707805157, 0.010000000707805157, 0.010000000707805157, 0.010000000707805157,
+           0.010000000707805157}},
+      {"cosine_warmup",
+          {
+           0.0, 0.04000000283122063, 0.08000000566244125, 0.12000000476837158, 0.1600000113248825,
+           0.20000000298023224, 0.19781476259231567, 0.19135454297065735, 0.1809016913175583, 0.16691306233406067,
+           0.15000000596046448, 0.13090169429779053, 0.11045284569263458, 0.08954714238643646, 0.06909828633069992,
+           0.04999999329447746, 0.03308693319559097, 0.019098294898867607, 0.008645451627671719, 0.0021852373611181974,
+           0.0, 0.0, 0.0, 0.0, 0.0,
+           0.0}},
+      {"inverse_time",
+          {
+           0.10000000149011612, 0.09090909361839294, 0.0833333283662796, 0.07692307978868484, 0.0714285746216774,
+           0.06666667014360428, 0.0625, 0.05882352963089943, 0.055555559694767, 0.05263157933950424,
+           0.05000000074505806, 0.0476190522313118, 0.04545454680919647, 0.043478261679410934, 0.0416666641831398,
+           0.03999999910593033, 0.03846153989434242, 0.03703703731298447, 0.0357142873108387, 0.03448275849223137,
+           0.03333333507180214, 0.03225806728005409, 0.03125, 0.03030303120613098, 0.029411764815449715,
+           0.02857142873108387}},
+      {"inverse_time_staircase",
+          {
+           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+           0.06666667014360428, 0.06666667014360428, 0.06666667014360428, 0.06666667014360428, 0.06666667014360428,
+           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+           0.03999999910593033, 0.03999999910593033, 0.03999999910593033, 0.03999999910593033, 0.03999999910593033,
+           0.03333333507180214, 0.03333333507180214, 0.03333333507180214, 0.03333333507180214, 0.03333333507180214,
+           0.02857142873108387}},
+      {"polynomial",
+          {
+           0.10000000149011612, 0.08289999514818192, 0.06760000437498093, 0.054099999368190765, 0.04240000247955322,
+           0.032499998807907104, 0.024399999529123306, 0.01810000091791153, 0.013599999248981476, 0.010900000110268593,
+           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+           0.009999999776482582}},
+      {"polynomial_cycle",
+          {
+           0.10000000149011612, 0.08289999514818192, 0.06760000437498093, 0.054099999368190765, 0.04240000247955322,
+           0.032499998807907104, 0.024399999529123306, 0.01810000091791153, 0.013599999248981476, 0.010900000110268593,
+           0.009999999776482582, 0.028224999085068703, 0.024399999529123306, 0.021025002002716064, 0.01810000091791153,
+           0.015625, 0.013599999248981476, 0.012024999596178532, 0.010900000110268593, 0.010224999859929085,
+           0.009999999776482582, 0.01810000091791153, 0.01640000008046627, 0.014900000765919685, 0.013599999248981476,
+           0.012500000186264515}},  };
+  BOOST_REQUIRE(keras.size() == schedules.size());
+  for (std::size_t k = 0; k < keras.size(); ++k) {
+    BOOST_TEST_CONTEXT(keras[k].first) {
+      BOOST_TEST(schedules[k].first == keras[k].first);
+      BOOST_TEST(schedules[k].second.is_schedule());
+      // Keras computes in float32 (TensorFlow's pow and cos), this in double rounded once: equal to 1e-7.
+      for (std::int64_t step = 0; step <= 25; ++step)
+        BOOST_TEST(std::abs(schedules[k].second.at(step) - keras[k].second[static_cast<std::size_t>(step)]) <= 1e-7,
+                   "step " << step << ": " << schedules[k].second.at(step) << " vs "
+                           << keras[k].second[static_cast<std::size_t>(step)]);
+    }
+  }
+  // Any function of the step is a schedule too (Keras's LearningRateSchedule subclass).
+  const nn::LearningRate halving = [](std::int64_t step) { return 1.0 / static_cast<double>(1 << step); };
+  BOOST_TEST(halving.at(3) == 0.125);
+}
+
+BOOST_AUTO_TEST_CASE(schedules_refuse_what_keras_refuses) {
+  namespace s = nn::schedules;
+  const auto make = [](auto schedule) { return nn::LearningRate(schedule); };
+  DEVTENSOR_CHECK_THROW_WITH(make(s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 0, .decay_rate = 0.5}),
+                             dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=0");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::CosineDecay{.initial_learning_rate = 0.1, .decay_steps = 0}), dt::InvalidArgumentError,
+                             "Argument `decay_steps` must be > 0. Received: decay_steps=0");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::PolynomialDecay{.initial_learning_rate = 0.1, .decay_steps = -1}),
+                             dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=-1");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::InverseTimeDecay{.initial_learning_rate = 0.1, .decay_steps = 0, .decay_rate = 0.5}),
+                             dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=0");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::PiecewiseConstantDecay{.boundaries = {5}, .values = {0.1}}), dt::InvalidArgumentError,
+                             "The length of boundaries should be 1 less than the length of values. Received: "
+                             "boundaries=[5] of length 1, and values=[0.1] of length 1.");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::PiecewiseConstantDecay{.boundaries = {5, 5}, .values = {0.1, 0.2, 0.3}}),
+                             dt::InvalidArgumentError, "boundaries must increase");
+  // A schedule is not settable (Keras's TypeError); a number is, shared by every copy.
+  const nn::optimizers::SGD scheduled{.learning_rate = s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 10,
+                                                                           .decay_rate = 0.5}};
+  DEVTENSOR_CHECK_THROW_WITH(scheduled.learning_rate.set(0.2), dt::InvalidArgumentError,
+                             "hence its learning rate is not settable");
+  const nn::Optimizer erased = scheduled;
+  BOOST_TEST(erased.learning_rate_is_schedule());
+  DEVTENSOR_CHECK_THROW_WITH(erased.set_learning_rate(0.2), dt::InvalidArgumentError, "is not settable");
+  const nn::optimizers::Adam adam{.learning_rate = 0.01};
+  const nn::Optimizer adam_erased = adam;
+  adam_erased.set_learning_rate(0.5);
+  BOOST_TEST(adam.learning_rate.at(0) == 0.5);
+  BOOST_TEST(adam_erased.learning_rate() == 0.5);
+  DEVTENSOR_CHECK_THROW_WITH(adam_erased.set_learning_rate(-1), dt::InvalidArgumentError, "non-negative number, got -1");
+  DEVTENSOR_CHECK_THROW_WITH(adam_erased.set_learning_rate(std::nan("")), dt::InvalidArgumentError, "non-negative");
+  BOOST_TEST(adam_erased.learning_rate() == 0.5);
+  // An optimizer type whose learning rate is a plain number is read, never set from outside.
+  const nn::Optimizer plain = PlainSgd{};
+  BOOST_TEST(plain.learning_rate() == 0.3);
+  BOOST_TEST(!plain.learning_rate_is_schedule());
+  DEVTENSOR_CHECK_THROW_WITH(plain.set_learning_rate(0.1), dt::UnimplementedError, "PlainSgd keeps its learning rate");
+}
+
+BOOST_AUTO_TEST_CASE(fit_with_a_schedule_gives_keras_losses_traced_and_eager) {
+  // Keras: ExponentialDecay(0.1, 2, 0.5) for SGD, CosineDecay(0, 4, warmup_target=0.1,
+  // warmup_steps=2) for Adam, 3 epochs of 2 steps. The traced step replays with every step's rate
+  // (a rate fixed at tracing would give other losses from the second step on).
+  auto [x, y] = line_points();
+  for (const bool eager : {false, true}) {
+    BOOST_TEST_CONTEXT((eager ? "eager" : "traced")) {
+      auto sgd = line_model(nn::optimizers::SGD{.learning_rate = nn::schedules::ExponentialDecay{
+                                                    .initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = 0.5}},
+                            {.run_eagerly = eager});
+      auto history = sgd.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+      check_near(history.loss, {2.6940524578094482, 1.8356554508209229, 1.537296175956726}, 1e-6);
+      check_near(weights_of(sgd), {0.4276667833328247, 0.4096728563308716}, 1e-6);
+      BOOST_TEST(sgd.optimizer().learning_rate() == 0.1 * std::pow(0.5, 3), boost::test_tools::tolerance(1e-7));
+      auto adam = line_model(nn::optimizers::Adam{.learning_rate = nn::schedules::CosineDecay{
+                                                      .initial_learning_rate = 0.0, .decay_steps = 4,
+                                                      .warmup_target = 0.1, .warmup_steps = 2}},
+                             {.run_eagerly = eager});
+      history = adam.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+      // Adam's step size in double here, in float32 in Keras (as the optimizers suite's 1e-5).
+      check_near(history.loss, {2.7142856121063232, 2.3667867183685303, 2.030623435974121}, 1e-5);
+      check_near(weights_of(adam), {0.24674053490161896, 0.18059943616390228}, 1e-5);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_rate_set_between_steps_reaches_the_traced_step) {
+  // What ReduceLROnPlateau does: the traced step reads the shared rate when it runs.
+  auto [x, y] = line_points();
+  const auto run = [&](bool eager) {
+    auto model = line_model(nn::optimizers::SGD{.learning_rate = 0.05}, {.run_eagerly = eager});
+    (void)model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false});
+    model.optimizer().set_learning_rate(0.5);
+    (void)model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false});
+    return weights_of(model);
+  };
+  const auto traced = run(false);
+  BOOST_TEST(traced == run(true), boost::test_tools::per_element());
+  auto unchanged = line_model(nn::optimizers::SGD{.learning_rate = 0.05});
+  (void)unchanged.fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false});
+  BOOST_TEST(std::abs(weights_of(unchanged)[0] - traced[0]) > 0.1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
