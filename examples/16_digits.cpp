@@ -1,9 +1,11 @@
 // Walkthrough 16: a classifier on real data, Keras-style. 1797 handwritten digits (8×8 pixels,
 // examples/data/digits.csv, UCI's data set as scikit-learn ships it) train a functional model —
 // Dense, Dropout, a softmax over the 10 digits — with the last 20 % held out for validation and
-// accuracy reported per epoch. The weights are saved as a Keras 3 weights file (TensorFlow loads
-// it with model.load_weights), reloaded into a fresh model, and give the same validation accuracy.
-// Needs the devtensor::hdf5 component (the HDF5 C library).
+// accuracy reported per epoch. Keras's callbacks steer it: the learning rate halves when the
+// validation loss stalls, training stops when it stops improving (the best epoch's weights
+// restored), and the best epoch is checkpointed as a Keras 3 weights file (TensorFlow loads it
+// with model.load_weights), which a fresh model reloads with the same validation accuracy; every
+// epoch's logs go to a CSV file. Needs the devtensor::hdf5 component (the HDF5 C library).
 #include <devtensor/keras.hpp>
 #include <devtensor/hdf5/weights.hpp>
 
@@ -38,13 +40,23 @@ int main(int argc, char** argv) {
 
   auto model = make_classifier();
   model.summary();
-  const auto history = model.fit(x, y, {.epochs = 15, .batch_size = 32, .verbose = 2, .seed = 4, .validation_split = 0.2});
-  const double val_accuracy = history.metrics.at("val_accuracy").back();
-  std::cout << "validation accuracy after " << history.loss.size() << " epochs: " << val_accuracy << "\n";
+  const auto folder = std::filesystem::temp_directory_path() / "devtensor_digits";
+  std::filesystem::create_directories(folder);
+  const auto file = (folder / "best.weights.h5").string();
+  nn::callbacks::EarlyStopping early{.monitor = "val_loss", .patience = 4, .verbose = 1, .restore_best_weights = true};
+  nn::callbacks::ModelCheckpoint best{.filepath = file, .monitor = "val_loss", .save_best_only = true,
+                                      .save_weights_only = true};
+  const auto history = model.fit(
+      x, y,
+      {.epochs = 30, .batch_size = 32, .verbose = 2, .seed = 4, .validation_split = 0.2,
+       .callbacks = {nn::callbacks::ReduceLROnPlateau{.monitor = "val_loss", .factor = 0.5, .patience = 2, .verbose = 1},
+                     early, best, nn::callbacks::CSVLogger{.filename = (folder / "training.csv").string()}}});
+  const double val_accuracy = history.metrics.at("val_accuracy").at(static_cast<std::size_t>(early.best_epoch()));
+  std::cout << "validation accuracy at the best of " << history.loss.size() << " epochs (" << early.best_epoch() + 1
+            << "): " << val_accuracy << "; the learning rate ended at " << history.metrics.at("learning_rate").back()
+            << "\n";
 
-  // Keep what was trained, then load it into a fresh model.
-  const auto file = (std::filesystem::temp_directory_path() / "devtensor_digits.weights.h5").string();
-  model.save_weights(file);
+  // The checkpoint of the best epoch, loaded into a fresh model.
   auto reloaded = make_classifier();
   reloaded.load_weights(file);
   const std::int64_t n = x.shape()[0];
@@ -53,8 +65,8 @@ int main(int argc, char** argv) {
   const auto y_val = dt::slice(y, {n - held_out}, {held_out});
   const auto before = model.evaluate(x_val, y_val, {.verbose = 0});
   const auto after = reloaded.evaluate(x_val, y_val, {.verbose = 0});
-  std::cout << "weights saved to " << file << " and reloaded: validation accuracy " << after.metrics.at("accuracy")
-            << " (the trained model's: " << before.metrics.at("accuracy") << ")\n";
-  std::filesystem::remove(file);
+  std::cout << "best epoch's weights saved to " << file << " and reloaded: validation accuracy "
+            << after.metrics.at("accuracy") << " (the trained model's: " << before.metrics.at("accuracy") << ")\n";
+  std::filesystem::remove_all(folder);
   return val_accuracy > 0.9 && after.metrics.at("accuracy") == before.metrics.at("accuracy") ? 0 : 1;
 }

@@ -1,10 +1,11 @@
 #pragma once
 /// @file keras.hpp
 /// @brief Topic header: Keras. Layers, Sequential and functional models, losses, metrics,
-/// optimizers, initializers, fit/evaluate/predict (traced, and under MirroredStrategy), datasets,
-/// plus the eager core (tensors.hpp). Keras weights files: link devtensor::hdf5 (included then).
+/// optimizers and learning-rate schedules, initializers, callbacks, fit/evaluate/predict (traced,
+/// and under MirroredStrategy), datasets, plus the eager core (tensors.hpp). Keras weights files: link devtensor::hdf5 (included then).
 
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/nn/callbacks.hpp"
 #include "devtensor/nn/conv_layers.hpp"
 #include "devtensor/nn/core_layers.hpp"
 #include "devtensor/nn/functional.hpp"
@@ -18,6 +19,7 @@
 #include "devtensor/nn/optimizers.hpp"
 #include "devtensor/nn/progress.hpp"
 #include "devtensor/nn/reshaping_layers.hpp"
+#include "devtensor/nn/schedules.hpp"
 #include "devtensor/nn/sequential.hpp"
 #include "devtensor/nn/summary.hpp"
 #include "devtensor/tensors.hpp"

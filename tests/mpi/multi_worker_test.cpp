@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -384,6 +386,55 @@ BOOST_AUTO_TEST_CASE(the_seeds_custom_loop_and_fit_give_tensorflows_numbers) {
       BOOST_TEST(dt::test::matches(dt::test::run_seed_fit(strategy, which), dt::test::tensorflow_fit(which)));
     }
   }
+}
+
+// Keras's callbacks across processes (nn/callbacks.hpp): every worker sees the same all-reduced
+// logs, so all stop at the same epoch and change the rate alike; only the chief writes files.
+BOOST_AUTO_TEST_CASE(callbacks_agree_across_workers_and_only_the_chief_writes) {
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  const auto launch = ds::cluster_resolver::MpiLaunch::from_environment();
+  const int rank = launch ? launch->rank : 0;
+  std::unique_ptr<nn::Sequential> model;
+  {
+    auto guard = strategy.scope();
+    nn::clear_session();
+    model = std::make_unique<nn::Sequential>(
+        std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
+    model->compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.05});
+  }
+  std::vector<float> x, y;
+  for (int i = 0; i < 8; ++i) {
+    x.push_back(static_cast<float>(-1.0 + 2.0 * i / 7.0));
+    y.push_back(2 * x.back() + 1);
+  }
+  const auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(x, {8, 1}),
+                                                                      dt::constant<float>(y, {8, 1}))
+                        .batch(4);
+  // Each worker names its own file: only the chief's may appear. (Keras 3's figures alone: losses
+  // 2.704, 2.079, 1.620 ...; with min_delta 0.5 and patience 1 the third epoch stops it.)
+  const std::string csv = "/tmp/devtensor_mw_callbacks_" + std::to_string(getppid()) + "_" + std::to_string(rank) + ".csv";
+  nn::callbacks::EarlyStopping early{.monitor = "loss", .min_delta = 0.5, .patience = 1};
+  const auto history = model->fit(
+      data, {.epochs = 10, .verbose = 0,
+             .callbacks = {early, nn::callbacks::ReduceLROnPlateau{.monitor = "loss", .factor = 0.5, .patience = 1,
+                                                                   .min_delta = 0.5},
+                           nn::callbacks::CSVLogger{.filename = csv}}});
+  BOOST_TEST(model->is_chief() == (rank == 0));
+  BOOST_TEST(history.loss.size() == 3u);
+  BOOST_TEST(early.stopped_epoch() == 2);
+  BOOST_TEST(history.loss[0] == 2.704125165939331, boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(history.loss[1] == 2.078704833984375, boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(history.metrics.at("learning_rate").back() == 0.05000000074505806);  // reduced after epoch 2's log
+  BOOST_TEST(static_cast<float>(model->optimizer().learning_rate()) == 0.025f);
+  // Every worker stopped after the same number of epochs (launched alone, MPI is not started).
+  if (world_size() > 1) {
+    int epochs[2] = {static_cast<int>(history.loss.size()), -static_cast<int>(history.loss.size())};
+    MPI_Allreduce(MPI_IN_PLACE, epochs, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    BOOST_TEST(epochs[0] == -epochs[1]);
+  }
+  BOOST_TEST(std::filesystem::exists(csv) == (rank == 0));
+  std::error_code ignored;
+  std::filesystem::remove(csv, ignored);
 }
 
 BOOST_AUTO_TEST_CASE(tf_config_must_agree_with_the_launch) {

@@ -254,6 +254,20 @@ class Model {
     return *optimizer_;
   }
 
+  /// Whether a callback asked fit to stop (Keras's model.stop_training): fit stops after the
+  /// batch or the epoch under way. fit clears it when it starts.
+  [[nodiscard]] bool stop_training() const noexcept { return stop_training_; }
+  void set_stop_training(bool stop) noexcept { stop_training_ = stop; }
+  /// Whether this process writes the training's files (checkpoints, logs): without a strategy, or
+  /// a multi-worker strategy's worker 0 (Keras's chief).
+  [[nodiscard]] bool is_chief() const;
+
+  /// Copies of the variables' values, on the host, in variables()' order (Keras's get_weights).
+  [[nodiscard]] std::vector<Tensor<float>> get_weights() const;
+  /// Assigns every variable its value (all components of a mirrored one). @throws
+  /// InvalidArgumentError for another count or a shape that differs (nothing changes then).
+  void set_weights(const std::vector<Tensor<float>>& weights) const;
+
  protected:
   /// A model without a graph yet (Sequential).
   explicit Model(std::string name);
@@ -278,6 +292,7 @@ class Model {
   std::optional<Optimizer> optimizer_;
   bool run_eagerly_ = false;
   bool cuda_graph_ = false;  // CompileOptions::cuda_graph
+  bool stop_training_ = false;
 
   /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
   /// changes (compile, add). A copy of the model starts without: the steps call their own model.
@@ -317,6 +332,8 @@ class Model {
 
   /// fit's step: the batch's loss and reported values (not read) and its number of examples.
   training_loop::StepResult fit_step(const data_adapter::Batch& batch);
+  /// evaluate's step, the same without training.
+  training_loop::StepResult test_step(const data_adapter::Batch& batch);
 
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss and the
   /// metrics are not read (fit decides when).

@@ -76,7 +76,39 @@ DEVTENSOR_DEFINITION History Model::fit(const data_adapter::Batches& batches, Fi
   return training_loop::fit(
       batches, options, compiled_loss_->reported_names(),
       [this](const data_adapter::Batch& batch) { return fit_step(batch); },
-      [this](const data_adapter::Batches& validation) { return evaluate(validation, {.verbose = 0}); });
+      [this](const data_adapter::Batches& validation, const training_loop::CallbackList& callbacks) {
+        if (validation.cardinality() == data::INFINITE_CARDINALITY)
+          throw InvalidArgumentError("fit: the validation data repeats forever; take() a finite number of batches");
+        return training_loop::evaluate(validation, compiled_loss_->reported_names(),
+                                       [this](const data_adapter::Batch& batch) { return test_step(batch); }, callbacks);
+      },
+      this, {[this] { return stop_training_; }, [this] { stop_training_ = false; }});
+}
+
+DEVTENSOR_DEFINITION bool Model::is_chief() const {
+  const auto* scope = distribute::current_distribution_scope();
+  const distribute::StrategyInterface* strategy = strategy_ ? strategy_.get() : scope ? scope->strategy.get() : nullptr;
+  const auto* workers = strategy ? strategy->worker_group() : nullptr;
+  return !workers || workers->worker_index() == 0;
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::get_weights() const {
+  std::vector<Tensor<float>> out;
+  for (const auto& v : variables()) out.push_back(constant<float>(v.to_vector(), v.shape()));
+  return out;
+}
+
+DEVTENSOR_DEFINITION void Model::set_weights(const std::vector<Tensor<float>>& weights) const {
+  const auto vars = variables();
+  if (weights.size() != vars.size())
+    throw InvalidArgumentError("set_weights: model \"" + name_ + "\" has " + std::to_string(vars.size()) +
+                               " variables, but " + std::to_string(weights.size()) + " weights were given");
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    if (!weights[i].defined() || weights[i].shape() != vars[i].shape())
+      throw InvalidArgumentError("set_weights: weight " + std::to_string(i) + " has shape " +
+                                 (weights[i].defined() ? weights[i].shape().to_python() : std::string("(undefined)")) +
+                                 ", but variable " + vars[i].name() + " has shape " + vars[i].shape().to_python());
+  for (std::size_t i = 0; i < vars.size(); ++i) vars[i].assign(weights[i]);
 }
 
 DEVTENSOR_DEFINITION History Model::fit(const Dataset& dataset, FitOptions options) {
@@ -89,20 +121,24 @@ DEVTENSOR_DEFINITION Evaluation Model::evaluate(const Dataset& dataset, Evaluate
 
 DEVTENSOR_DEFINITION Evaluation Model::evaluate(const data_adapter::Batches& batches, EvaluateOptions options) {
   require_compiled();
-  return training_loop::evaluate(batches, options, compiled_loss_->reported_names(), [this](const data_adapter::Batch& batch) {
-    require_matching_batch(batch);
-    build_for(batch.xs[0]);
-    const std::size_t inputs = batch.xs.size();
-    const auto test_step = [this, inputs](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>&, std::int64_t) {
-      const auto b = model_detail::unflatten(flat, 0, inputs, flat.size() - inputs);
-      return (*compiled_loss_)(b.ys, forward(b.xs, false));
-    };
-    const auto* traced_step = traced(traced_.test, test_step, "test_function", cuda_graph_);
-    const auto no_seed = scalar<std::int64_t>(0);  // nothing random runs outside training
-    const auto flat = model_detail::flatten(batch);
-    auto values = traced_step ? (*traced_step)(flat, no_seed, 0) : test_step(flat, no_seed, 0);
-    return training_loop::StepResult{values[0], batch.examples(), {values.begin() + 1, values.end()}};
-  });
+  return training_loop::evaluate(
+      batches, options, compiled_loss_->reported_names(),
+      [this](const data_adapter::Batch& batch) { return test_step(batch); }, this);
+}
+
+DEVTENSOR_DEFINITION training_loop::StepResult Model::test_step(const data_adapter::Batch& batch) {
+  require_matching_batch(batch);
+  build_for(batch.xs[0]);
+  const std::size_t inputs = batch.xs.size();
+  const auto step = [this, inputs](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>&, std::int64_t) {
+    const auto b = model_detail::unflatten(flat, 0, inputs, flat.size() - inputs);
+    return (*compiled_loss_)(b.ys, forward(b.xs, false));
+  };
+  const auto* traced_step = traced(traced_.test, step, "test_function", cuda_graph_);
+  const auto no_seed = scalar<std::int64_t>(0);  // nothing random runs outside training
+  const auto flat = model_detail::flatten(batch);
+  auto values = traced_step ? (*traced_step)(flat, no_seed, 0) : step(flat, no_seed, 0);
+  return training_loop::StepResult{values[0], batch.examples(), {values.begin() + 1, values.end()}};
 }
 
 DEVTENSOR_DEFINITION void Model::require_matching_batch(const data_adapter::Batch& batch) const {
@@ -137,20 +173,33 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
       traced_.predict,
       [this](const std::vector<Tensor<float>>& in, const Tensor<std::int64_t>&, std::int64_t) { return forward(in, false); },
       "predict_function");
+  const training_loop::CallbackList callbacks(options.callbacks, false, false, this,
+                                              {.epochs = 1, .steps = (n + options.batch_size - 1) / options.batch_size,
+                                               .verbose = 0});
+  std::int64_t step = 0;
   const auto predict_step = [&](const std::vector<Tensor<float>>& batch) {
-    return traced_step ? (*traced_step)(batch, scalar<std::int64_t>(0), 0) : forward(batch, false);
+    callbacks.each(&Callback::on_predict_batch_begin, step, Logs{});
+    auto outputs = traced_step ? (*traced_step)(batch, scalar<std::int64_t>(0), 0) : forward(batch, false);
+    callbacks.each(&Callback::on_predict_batch_end, step, Logs{});  // Keras passes the outputs; they come at the end
+    ++step;
+    return outputs;
   };
-  if (n <= options.batch_size) return predict_step(xs);
-  std::vector<std::vector<Tensor<float>>> parts;  // [output][batch]
-  for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
-    std::vector<Tensor<float>> batch;
-    for (const auto& x : xs) batch.push_back(data_adapter::detail::rows(x, begin, std::min(options.batch_size, n - begin)));
-    auto outputs = predict_step(batch);
-    parts.resize(outputs.size());
-    for (std::size_t o = 0; o < outputs.size(); ++o) parts[o].push_back(std::move(outputs[o]));
-  }
+  callbacks.each(&Callback::on_predict_begin, Logs{});
   std::vector<Tensor<float>> out;
-  for (const auto& p : parts) out.push_back(concat(p, 0));
+  if (n <= options.batch_size) {
+    out = predict_step(xs);
+  } else {
+    std::vector<std::vector<Tensor<float>>> parts;  // [output][batch]
+    for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
+      std::vector<Tensor<float>> batch;
+      for (const auto& x : xs) batch.push_back(data_adapter::detail::rows(x, begin, std::min(options.batch_size, n - begin)));
+      auto outputs = predict_step(batch);
+      parts.resize(outputs.size());
+      for (std::size_t o = 0; o < outputs.size(); ++o) parts[o].push_back(std::move(outputs[o]));
+    }
+    for (const auto& p : parts) out.push_back(concat(p, 0));
+  }
+  callbacks.each(&Callback::on_predict_end, Logs{});
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "devtensor/core/log.hpp"
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/nn/data_adapter.hpp"
+#include "devtensor/nn/callback.hpp"
 #include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/progress.hpp"
 #include "devtensor/nn/training_options.hpp"
@@ -37,23 +38,35 @@ struct StepResult {
 };
 using TrainStep = std::function<StepResult(const Batch&)>;
 using TestStep = TrainStep;
-/// The model's evaluate, silent: what fit runs on its validation data after every epoch.
-using Validate = std::function<Evaluation(const Batches&)>;
+using callback_detail::CallbackList;
+/// The model's evaluate, silent, calling fit's callbacks' on_test_* hooks: what fit runs on its
+/// validation data after every epoch.
+using Validate = std::function<Evaluation(const Batches&, const CallbackList&)>;
+/// Whether a callback asked the training to stop (Keras's model.stop_training), and its reset.
+struct StopFlag {
+  std::function<bool()> requested;
+  std::function<void()> reset;
+};
 
 /// Keras's fit over batches, reporting the loss and the values named `metric_names` (the steps'
 /// StepResult::metrics, in that order: per-output losses, metrics), and after every epoch `validate`'s results on
-/// options.validation_data as "val_loss", "val_<metric>". @throws InvalidArgumentError for
-/// negative epochs, a steps_per_epoch below 1, an infinite dataset without steps_per_epoch, a
-/// dataset without a batch (before training, or after a first epoch that found none), or a
-/// validation_split (fit(x, y) only); what the step throws.
+/// options.validation_data as "val_loss", "val_<metric>"; options.callbacks (and History, the
+/// progress bar) called at Keras's hooks with `model`. @throws InvalidArgumentError for
+/// negative epochs, an initial_epoch outside [0, epochs], a steps_per_epoch below 1, an infinite
+/// dataset without steps_per_epoch, a dataset without a batch (before training, or after a first
+/// epoch that found none), or a validation_split (fit(x, y) only); what the step or a callback throws.
 History fit(const Batches& dataset, const FitOptions& options, const std::vector<std::string>& metric_names,
-            const TrainStep& train_step, const Validate& validate);
+            const TrainStep& train_step, const Validate& validate, Model* model, const StopFlag& stop);
 
-/// Keras's evaluate: the loss and the metrics over the dataset, weighted by batch sizes.
+/// Keras's evaluate: the loss and the metrics over the dataset, weighted by batch sizes, with
+/// options.callbacks (and the progress bar) called at the on_test_* hooks.
 /// @throws InvalidArgumentError for a dataset that repeats forever or has no batch; what the step
 /// throws.
 Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options, const std::vector<std::string>& metric_names,
-                    const TestStep& test_step);
+                    const TestStep& test_step, Model* model);
+/// The same with the callbacks of a list (fit's, whose progress bar keeps quiet in validation).
+Evaluation evaluate(const Batches& dataset, const std::vector<std::string>& metric_names, const TestStep& test_step,
+                    const CallbackList& callbacks);
 
 /// The running means of a loss and of metrics, each weighted by its batches' examples.
 class Trackers {
@@ -90,7 +103,7 @@ DEVTENSOR_DEFINITION InvalidArgumentError empty_data_error(std::string_view what
 
 DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& options,
                                  const std::vector<std::string>& metric_names, const TrainStep& train_step,
-                                 const Validate& validate) {
+                                 const Validate& validate, Model* model, const StopFlag& stop) {
   if (options.validation_split != 0.0)
     throw InvalidArgumentError("Argument `validation_split` is only supported for tensors (fit(x, y)); with a "
                                "dataset, pass validation_data");
@@ -99,6 +112,9 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
     validation = v.dataset ? Batches::from_dataset(*v.dataset, 1)
                            : data_adapter::from_arrays(v.xs, v.ys, options.batch_size, false, std::nullopt);
   if (options.epochs < 0) throw InvalidArgumentError("fit: epochs must be >= 0, got " + std::to_string(options.epochs));
+  if (options.initial_epoch < 0 || options.initial_epoch > options.epochs)
+    throw InvalidArgumentError("fit: initial_epoch must be in [0, epochs] (" + std::to_string(options.epochs) +
+                               "), got " + std::to_string(options.initial_epoch));
   if (options.steps_per_epoch && *options.steps_per_epoch < 1)
     throw InvalidArgumentError("fit: steps_per_epoch must be >= 1, got " + std::to_string(*options.steps_per_epoch));
   const std::int64_t card = dataset.cardinality();
@@ -106,23 +122,30 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
     throw InvalidArgumentError(
         "When passing an infinitely repeating dataset, please specify a `steps_per_epoch` value so that epoch can "
         "be determined.");
-  if (card == 0 && options.epochs > 0) throw empty_data_error("fit");
+  if (card == 0 && options.epochs > options.initial_epoch) throw empty_data_error("fit");
   const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
-  std::ostream& out = options.out ? *options.out : std::cout;
-  History history;
+  const CallbackList callbacks(options.callbacks, true, options.verbose != 0, model,
+                               {.epochs = options.epochs, .steps = target, .verbose = options.verbose,
+                                .out = options.out, .interactive = options.interactive});
   // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
   std::optional<Batches::Next> shared;
   if (options.steps_per_epoch) shared = dataset.open();
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
-    if (options.verbose) out << "Epoch " << epoch + 1 << "/" << options.epochs << "\n";
-    ProgressBar bar(target, options.verbose, &out, options.interactive);
+  stop.reset();
+  callbacks.each(&Callback::on_train_begin, Logs{});
+  Logs training_logs;
+  for (int epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
+    callbacks.each(&Callback::on_epoch_begin, epoch, Logs{});
     Trackers mean(metric_names);
     std::int64_t steps = 0;
     bool ran_out = false;
+    // One step; false once a callback asked to stop.
     auto step = [&](const Batch& batch) {
+      callbacks.each(&Callback::on_train_batch_begin, steps, Logs{});
       mean.add(train_step(batch));
+      const BatchLogs logs([&mean] { return mean.logs(); });
+      callbacks.each(&Callback::on_train_batch_end, steps, logs);
       ++steps;
-      if (bar.will_draw(steps)) bar.update(steps, mean.logs());
+      return !stop.requested();
     };
     if (shared) {
       for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
@@ -131,13 +154,14 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
           ran_out = true;
           break;
         }
-        step(*batch);
+        if (!step(*batch)) break;
       }
     } else {
       auto next = dataset.open();
-      while (auto batch = next()) step(*batch);
+      while (auto batch = next())
+        if (!step(*batch)) break;
     }
-    if (steps == 0 && epoch == 0) throw empty_data_error("fit");  // a dataset whose size was unknown
+    if (steps == 0 && epoch == options.initial_epoch) throw empty_data_error("fit");  // a dataset whose size was unknown
     if (steps == 0 && ran_out) {
       log(LogSource::python_logger, LogSeverity::warning,
           "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
@@ -147,39 +171,50 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
     }
     Logs logs = mean.logs();
     if (validation) {
-      const Evaluation evaluation = validate(*validation);
+      const Evaluation evaluation = validate(*validation, callbacks);
       logs.emplace_back("val_loss", evaluation.loss);
       for (const auto& [name, value] : evaluation.metrics) logs.emplace_back("val_" + name, value);
     }
-    bar.finish(steps, logs);
-    history.epoch.push_back(epoch);
-    history.loss.push_back(logs[0].second);
-    for (std::size_t i = 1; i < logs.size(); ++i) history.metrics[logs[i].first].push_back(logs[i].second);
+    callbacks.each(&Callback::on_epoch_end, epoch, logs);
+    training_logs = std::move(logs);
     if (ran_out) {
       log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
       break;
     }
+    if (stop.requested()) break;
   }
-  return history;
+  callbacks.each(&Callback::on_train_end, training_logs);
+  return callbacks.history();
 }
 
 DEVTENSOR_DEFINITION Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options,
-                                        const std::vector<std::string>& metric_names, const TestStep& test_step) {
+                                        const std::vector<std::string>& metric_names, const TestStep& test_step,
+                                        Model* model) {
   if (dataset.cardinality() == data::INFINITE_CARDINALITY)
     throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
   if (dataset.cardinality() == 0) throw empty_data_error("evaluate");
-  std::ostream& out = options.out ? *options.out : std::cout;
-  ProgressBar bar(std::max<std::int64_t>(0, dataset.cardinality()), options.verbose, &out, options.interactive);
+  const CallbackList callbacks(options.callbacks, false, options.verbose != 0, model,
+                               {.epochs = 1, .steps = std::max<std::int64_t>(0, dataset.cardinality()),
+                                .verbose = options.verbose, .out = options.out, .interactive = options.interactive});
+  return evaluate(dataset, metric_names, test_step, callbacks);
+}
+
+DEVTENSOR_DEFINITION Evaluation evaluate(const Batches& dataset, const std::vector<std::string>& metric_names,
+                                        const TestStep& test_step, const CallbackList& callbacks) {
+  callbacks.each(&Callback::on_test_begin, Logs{});
   Trackers mean(metric_names);
   std::int64_t steps = 0;
   auto next = dataset.open();
   while (auto batch = next()) {
+    callbacks.each(&Callback::on_test_batch_begin, steps, Logs{});
     mean.add(test_step(*batch));
-    if (bar.will_draw(++steps)) bar.update(steps, mean.logs());
+    const BatchLogs logs([&mean] { return mean.logs(); });
+    callbacks.each(&Callback::on_test_batch_end, steps, logs);
+    ++steps;
   }
   if (steps == 0) throw empty_data_error("evaluate");  // a dataset whose size was unknown
   const Logs logs = mean.logs();
-  bar.finish(steps, logs);
+  callbacks.each(&Callback::on_test_end, logs);
   Evaluation result{.loss = logs[0].second, .metrics = {}};
   for (std::size_t i = 1; i < logs.size(); ++i) result.metrics[logs[i].first] = logs[i].second;
   return result;

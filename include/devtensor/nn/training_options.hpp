@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/nn/callback.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor {
@@ -77,6 +78,12 @@ struct FitOptions {
   /// For fit(x, y) without validation_data: the last fraction of the examples (before any
   /// shuffling) is held out as validation data, as Keras does.
   double validation_split = 0.0;
+  /// Called at Keras's hooks (callback.hpp, callbacks.hpp), in order, then the History fit
+  /// returns and the progress bar (unless the list has its own).
+  std::vector<Callback> callbacks = {};
+  /// The epoch to start at (0-based; Keras's initial_epoch): fit runs epochs initial_epoch ..
+  /// epochs - 1, as a resumed training does.
+  int initial_epoch = 0;
 };
 
 struct EvaluateOptions {
@@ -84,19 +91,16 @@ struct EvaluateOptions {
   int verbose = 1;
   std::ostream* out = nullptr;
   std::optional<bool> interactive = std::nullopt;
+  /// Called at on_test_begin, on_test_batch_begin/end and on_test_end.
+  std::vector<Callback> callbacks = {};
 };
 
 struct PredictOptions {
   std::int64_t batch_size = 32;
+  /// Called at on_predict_begin, on_predict_batch_begin/end and on_predict_end.
+  std::vector<Callback> callbacks = {};
 };
 
-/// What fit returns: the loss of every epoch (Keras's history.history["loss"]) and each compiled
-/// metric's (history.history["accuracy"]: `metrics.at("accuracy")`).
-struct History {
-  std::vector<int> epoch;
-  std::vector<double> loss;
-  std::map<std::string, std::vector<double>> metrics = {};
-};
 
 /// What evaluate returns: the loss, and each compiled metric's value (Keras's
 /// `evaluate(return_dict=True)`). Converts to the loss, so `double loss = model.evaluate(...)`.

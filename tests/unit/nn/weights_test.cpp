@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -263,6 +265,152 @@ BOOST_AUTO_TEST_CASE(convolutional_models_read_and_write_keras_files) {
   auto fresh = conv_model();
   fresh.load_weights(file.string());
   check_close(fresh.predict(x).to_vector(), tensorflow, 1e-5);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ModelCheckpoint (nn/callbacks.hpp) against Keras 3.15's messages and files (tests/reference/callbacks.py):
+// y = 2x + 1 on 8 points, batches of 4, no shuffling, a Dense(1) from zeros and SGD.
+BOOST_FIXTURE_TEST_SUITE(checkpoints, WeightsFixture)
+
+namespace {
+namespace cb = nn::callbacks;
+nn::Sequential zeros_model(double learning_rate) {
+  nn::clear_session();
+  nn::Sequential model({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = learning_rate});
+  return model;
+}
+nn::History fit_with(nn::Sequential& model, std::ostringstream& out, std::vector<nn::Callback> callbacks, int epochs,
+                     bool validation = false) {
+  std::vector<float> x, y;
+  for (int i = 0; i < 8; ++i) {
+    x.push_back(static_cast<float>(-1.0 + 2.0 * i / 7.0));
+    y.push_back(2 * x.back() + 1);
+  }
+  nn::ValidationData two_points;
+  if (validation)
+    two_points = {dt::constant<float>({0.3f, -0.6f}, {2, 1}), dt::constant<float>({2 * 0.3f + 1, 2 * -0.6f + 1}, {2, 1})};
+  return model.fit(dt::constant<float>(x, {8, 1}), dt::constant<float>(y, {8, 1}),
+                   {.epochs = epochs, .batch_size = 4, .verbose = 0, .shuffle = false, .out = &out,
+                    .validation_data = std::move(two_points), .callbacks = std::move(callbacks)});
+}
+std::vector<std::string> files_in(const fs::path& folder) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::directory_iterator(folder)) out.push_back(entry.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_epoch_and_every_n_batches_as_keras_names_them) {
+  auto model = zeros_model(0.05);
+  std::ostringstream out;
+  const fs::path folder = dir / "ck";  // made by the callback
+  cb::ModelCheckpoint every{.filepath = (folder / "e{epoch:02d}-{loss:.3f}.weights.h5").string(), .monitor = "loss",
+                            .verbose = 1, .save_weights_only = true};
+  (void)fit_with(model, out, {every}, 3);
+  BOOST_TEST(files_in(folder) == std::vector<std::string>({"e01-2.704.weights.h5", "e02-2.079.weights.h5",
+                                                           "e03-1.620.weights.h5"}),
+             boost::test_tools::per_element());  // and no temporary file left
+  std::string expected;
+  for (const auto* name : {"1: saving model to ck/e01-2.704", "2: saving model to ck/e02-2.079",
+                           "3: saving model to ck/e03-1.620"}) {
+    const std::string text(name);
+    const std::string epoch = text.substr(0, 1), path = (dir / text.substr(text.find("ck/"))).string() + ".weights.h5";
+    expected += "\nEpoch " + epoch + ": saving model to " + path + "\n\nEpoch " + epoch + ": finished saving model to " +
+                path + "\n";
+  }
+  BOOST_TEST(out.str() == expected);
+  BOOST_TEST(every.files_written().size() == 3u);
+  // Epoch 2's file holds epoch 2's weights (Keras's after 2 epochs: 0.32779, 0.36042).
+  auto reloaded = zeros_model(0.05);
+  reloaded.load_weights((folder / "e02-2.079.weights.h5").string());
+  check_close(reloaded.variables()[0].to_vector(), {0.3277900218963623}, 1e-5);
+  check_close(reloaded.variables()[1].to_vector(), {0.3604198098182678}, 1e-5);
+  BOOST_TEST(reloaded.optimizer().iterations() == 4);
+
+  // save_freq = 3 batches over 2 epochs of 2: once, at epoch 2's first batch (Keras: b2-1).
+  model = zeros_model(0.05);
+  std::ostringstream batches;
+  (void)fit_with(model, batches,
+                 {cb::ModelCheckpoint{.filepath = (dir / "b{epoch}-{batch}.weights.h5").string(), .verbose = 1,
+                                      .save_weights_only = true, .save_freq = 3}},
+                 2);
+  const std::string b21 = (dir / "b2-1.weights.h5").string();
+  BOOST_TEST(batches.str() == "\nEpoch 2: saving model to " + b21 + "\n\nEpoch 2: finished saving model to " + b21 + "\n");
+  BOOST_TEST(fs::exists(b21));
+}
+
+BOOST_AUTO_TEST_CASE(save_best_only_keeps_the_best_epoch) {
+  auto model = zeros_model(0.6);
+  std::ostringstream out;
+  const std::string best = (dir / "best.weights.h5").string();
+  cb::ModelCheckpoint checkpoint{.filepath = best, .verbose = 1, .save_best_only = true, .save_weights_only = true};
+  (void)fit_with(model, out, {checkpoint}, 5, true);
+  const auto saved = [&](int epoch, const char* from, const char* to) {
+    return "\nEpoch " + std::to_string(epoch) + ": val_loss improved from " + from + " to " + to + ", saving model to " +
+           best + "\n\nEpoch " + std::to_string(epoch) + ": finished saving model to " + best + "\n";
+  };
+  BOOST_TEST(out.str() == saved(1, "None", "1.87925") + saved(2, "1.87925", "0.55426") + saved(3, "0.55426", "0.03729") +
+                              "\nEpoch 4: val_loss did not improve from 0.03729\n" + saved(5, "0.03729", "0.02253"));
+  BOOST_TEST(*checkpoint.best() == 0.022526845335960388, boost::test_tools::tolerance(1e-5));
+  auto reloaded = zeros_model(0.6);
+  reloaded.load_weights(best);
+  check_close(reloaded.variables()[0].to_vector(), {2.0867128372192383}, 1e-5);
+  check_close(reloaded.variables()[1].to_vector(), {0.8680785894393921}, 1e-5);
+  // Without the monitored value: Keras's warning, and the file is saved anyway.
+  model = zeros_model(0.6);
+  std::ostringstream quiet;
+  const std::string unmonitored = (dir / "m.weights.h5").string();
+  (void)fit_with(model, quiet, {cb::ModelCheckpoint{.filepath = unmonitored, .save_best_only = true, .save_weights_only = true}}, 1);
+  BOOST_TEST(log.count("Can save best model only with val_loss available.") == 1u);
+  BOOST_TEST(fs::exists(unmonitored));
+  // A folder where the file should be: Keras's error, and nothing left behind.
+  fs::create_directories(dir / "taken.weights.h5");
+  DEVTENSOR_CHECK_THROW_WITH(
+      fit_with(model, quiet, {cb::ModelCheckpoint{.filepath = (dir / "taken.weights.h5").string(), .save_weights_only = true}}, 1),
+      dt::InvalidArgumentError, "Please specify a non-directory filepath for ModelCheckpoint");
+  BOOST_TEST(files_in(dir) == std::vector<std::string>({"best.weights.h5", "m.weights.h5", "taken.weights.h5"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_learning_rate_is_saved_as_keras_saves_it) {
+  // A number: /optimizer/vars/1, restored by load_weights (a ReduceLROnPlateau's reduction
+  // resumes). A schedule: no variable (Keras keeps only "iteration"), the slots from "1".
+  auto model = zeros_model(0.05);
+  std::ostringstream out;
+  (void)fit_with(model, out, {}, 1);
+  model.optimizer().set_learning_rate(0.025);
+  const std::string reduced = (dir / "reduced.weights.h5").string();
+  model.save_weights(reduced);
+  auto resumed = zeros_model(0.05);
+  resumed.load_weights(reduced);
+  BOOST_TEST(static_cast<float>(resumed.optimizer().learning_rate()) == 0.025f);
+
+  nn::clear_session();
+  const auto make = [] {
+    nn::Sequential m({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
+    m.compile(nn::losses::MeanSquaredError{},
+              nn::optimizers::SGD{.learning_rate = nn::schedules::ExponentialDecay{.initial_learning_rate = 0.1,
+                                                                                   .decay_steps = 2, .decay_rate = 0.5},
+                                  .momentum = 0.9});
+    return m;
+  };
+  auto scheduled = make();
+  (void)fit_with(scheduled, out, {}, 1);
+  const std::string file = (dir / "scheduled.weights.h5").string();
+  scheduled.save_weights(file);
+  const auto vars = dt::hdf5::open_file(file).group("optimizer").group("vars");
+  BOOST_TEST(vars.read_int64("0") == 2);
+  BOOST_TEST(vars.children() == std::vector<std::string>({"0", "1", "2"}), boost::test_tools::per_element());
+  BOOST_TEST(vars.read_floats("1").first == std::vector<std::int64_t>({1, 1}), boost::test_tools::per_element());
+  auto again = make();
+  again.load_weights(file);
+  BOOST_TEST(again.optimizer().iterations() == 2);
+  BOOST_TEST(again.optimizer().learning_rate() == 0.05, boost::test_tools::tolerance(1e-7));  // the schedule at step 2
+  // A file with a learning rate does not fit an optimizer with a schedule, and changes nothing.
+  DEVTENSOR_CHECK_THROW_WITH(again.load_weights(reduced), dt::InvalidArgumentError, "its learning rate is a schedule");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
