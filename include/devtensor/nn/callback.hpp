@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/nn/progress.hpp"
 
 namespace devtensor {
@@ -243,14 +244,8 @@ class History {
  public:
   /// The epochs and their logs so far ("loss", then each metric and "val_..." by name).
   [[nodiscard]] const nn::History& history() const noexcept { return *record_; }
-  void on_train_begin(const Logs&) { record_->epoch.clear(); }
-  void on_epoch_end(int epoch, const Logs& logs) {
-    record_->epoch.push_back(epoch);
-    for (const auto& [name, value] : logs) {
-      if (name == "loss") record_->loss.push_back(value);
-      else record_->metrics[name].push_back(value);
-    }
-  }
+  void on_train_begin(const Logs&);
+  void on_epoch_end(int epoch, const Logs& logs);
 
  private:
   std::shared_ptr<nn::History> record_ = std::make_shared<nn::History>();
@@ -261,47 +256,22 @@ class History {
 /// silent; "Epoch i/n" is printed only for more than one epoch, as Keras 3 does.
 class ProgbarLogger {
  public:
-  void set_params(const CallbackParams& params) { state_->params = params; }
-  void on_train_begin(const Logs&) { state_->in_fit = true; }
-  void on_epoch_begin(int epoch, const Logs&) {
-    start();
-    const auto& p = state_->params;
-    if (p.verbose && p.epochs > 1) p.stream() << "Epoch " << epoch + 1 << "/" << p.epochs << "\n" << std::flush;
-  }
-  void on_train_batch_end(std::int64_t batch, const BatchLogs& logs) { update(batch, logs); }
-  void on_epoch_end(int, const Logs& logs) { finish(logs); }
-  void on_test_begin(const Logs&) {
-    if (!state_->in_fit) start();
-  }
-  void on_test_batch_end(std::int64_t batch, const BatchLogs& logs) {
-    if (!state_->in_fit) update(batch, logs);
-  }
-  void on_test_end(const Logs& logs) {
-    if (!state_->in_fit) finish(logs);
-  }
+  ProgbarLogger();
+  void set_params(const CallbackParams& params);
+  void on_train_begin(const Logs&);
+  void on_epoch_begin(int epoch, const Logs&);
+  void on_train_batch_end(std::int64_t batch, const BatchLogs& logs);
+  void on_epoch_end(int, const Logs& logs);
+  void on_test_begin(const Logs&);
+  void on_test_batch_end(std::int64_t batch, const BatchLogs& logs);
+  void on_test_end(const Logs& logs);
 
  private:
-  struct State {
-    CallbackParams params;
-    std::optional<ProgressBar> bar;
-    std::int64_t seen = 0;
-    bool in_fit = false;
-  };
-  std::shared_ptr<State> state_ = std::make_shared<State>();
-
-  void start() {
-    const auto& p = state_->params;
-    state_->bar.emplace(p.steps, p.verbose, &p.stream(), p.interactive);
-    state_->seen = 0;
-  }
-  void update(std::int64_t batch, const BatchLogs& logs) {
-    state_->seen = batch + 1;
-    if (state_->bar && state_->bar->will_draw(state_->seen)) state_->bar->update(state_->seen, logs.get());
-  }
-  void finish(const Logs& logs) {
-    if (state_->bar) state_->bar->finish(state_->seen, logs);
-    state_->bar.reset();
-  }
+  struct State;
+  std::shared_ptr<State> state_;
+  void start();
+  void update(std::int64_t batch, const BatchLogs& logs);
+  void finish(const Logs& logs);
 };
 
 /// A callback of functions (Keras's LambdaCallback): each hook that is set is called.
@@ -313,24 +283,12 @@ struct LambdaCallback {
   std::function<void(const Logs&)> on_train_begin_fn = nullptr;
   std::function<void(const Logs&)> on_train_end_fn = nullptr;
 
-  void on_epoch_begin(int epoch, const Logs& logs) const {
-    if (on_epoch_begin_fn) on_epoch_begin_fn(epoch, logs);
-  }
-  void on_epoch_end(int epoch, Logs& logs) const {
-    if (on_epoch_end_fn) on_epoch_end_fn(epoch, logs);
-  }
-  void on_train_batch_begin(std::int64_t batch, const Logs& logs) const {
-    if (on_train_batch_begin_fn) on_train_batch_begin_fn(batch, logs);
-  }
-  void on_train_batch_end(std::int64_t batch, const BatchLogs& logs) const {
-    if (on_train_batch_end_fn) on_train_batch_end_fn(batch, logs.get());
-  }
-  void on_train_begin(const Logs& logs) const {
-    if (on_train_begin_fn) on_train_begin_fn(logs);
-  }
-  void on_train_end(const Logs& logs) const {
-    if (on_train_end_fn) on_train_end_fn(logs);
-  }
+  void on_epoch_begin(int epoch, const Logs& logs) const;
+  void on_epoch_end(int epoch, Logs& logs) const;
+  void on_train_batch_begin(std::int64_t batch, const Logs& logs) const;
+  void on_train_batch_end(std::int64_t batch, const BatchLogs& logs) const;
+  void on_train_begin(const Logs& logs) const;
+  void on_train_end(const Logs& logs) const;
 };
 
 }  // namespace callbacks
@@ -342,22 +300,7 @@ namespace callback_detail {
 class CallbackList {
  public:
   CallbackList(std::vector<Callback> callbacks, bool add_history, bool add_progbar, Model* model,
-               const CallbackParams& params)
-      : callbacks_(std::move(callbacks)) {
-    for (const auto& c : callbacks_) {
-      if (auto* h = c.target<callbacks::History>()) history_ = *h;
-      if (c.target<callbacks::ProgbarLogger>()) add_progbar = false;
-    }
-    if (add_history && !history_) {
-      history_ = callbacks::History{};
-      callbacks_.emplace_back(*history_);
-    }
-    if (add_progbar) callbacks_.emplace_back(callbacks::ProgbarLogger{});
-    for (const auto& c : callbacks_) {
-      if (model) c.set_model(*model);
-      c.set_params(params);
-    }
-  }
+               const CallbackParams& params);
   /// The History the list records into (fit's).
   [[nodiscard]] const nn::History& history() const { return history_->history(); }
 
@@ -372,5 +315,101 @@ class CallbackList {
 };
 
 }  // namespace callback_detail
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+// (Out of line even when short: each instantiates templates a user's translation unit need not.)
+
+DEVTENSOR_DEFINITION void callbacks::History::on_train_begin(const Logs&) { record_->epoch.clear(); }
+
+DEVTENSOR_DEFINITION void callbacks::History::on_epoch_end(int epoch, const Logs& logs) {
+  record_->epoch.push_back(epoch);
+  for (const auto& [name, value] : logs) {
+    if (name == "loss") record_->loss.push_back(value);
+    else record_->metrics[name].push_back(value);
+  }
+}
+
+struct callbacks::ProgbarLogger::State {
+  CallbackParams params;
+  std::optional<ProgressBar> bar;
+  std::int64_t seen = 0;
+  bool in_fit = false;
+};
+
+DEVTENSOR_DEFINITION callbacks::ProgbarLogger::ProgbarLogger() : state_(std::make_shared<State>()) {}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::set_params(const CallbackParams& params) { state_->params = params; }
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_train_begin(const Logs&) { state_->in_fit = true; }
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
+  start();
+  const auto& p = state_->params;
+  if (p.verbose && p.epochs > 1) p.stream() << "Epoch " << epoch + 1 << "/" << p.epochs << "\n" << std::flush;
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_train_batch_end(std::int64_t batch, const BatchLogs& logs) {
+  update(batch, logs);
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_epoch_end(int, const Logs& logs) { finish(logs); }
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_test_begin(const Logs&) {
+  if (!state_->in_fit) start();
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_test_batch_end(std::int64_t batch, const BatchLogs& logs) {
+  if (!state_->in_fit) update(batch, logs);
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_test_end(const Logs& logs) {
+  if (!state_->in_fit) finish(logs);
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::start() {
+  const auto& p = state_->params;
+  state_->bar.emplace(p.steps, p.verbose, &p.stream(), p.interactive);
+  state_->seen = 0;
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::update(std::int64_t batch, const BatchLogs& logs) {
+  state_->seen = batch + 1;
+  if (state_->bar && state_->bar->will_draw(state_->seen)) state_->bar->update(state_->seen, logs.get());
+}
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::finish(const Logs& logs) {
+  if (state_->bar) state_->bar->finish(state_->seen, logs);
+  state_->bar.reset();
+}
+
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_epoch_begin(int epoch, const Logs& logs) const {
+  if (on_epoch_begin_fn) on_epoch_begin_fn(epoch, logs);
+}
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_epoch_end(int epoch, Logs& logs) const {
+  if (on_epoch_end_fn) on_epoch_end_fn(epoch, logs);
+}
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_batch_begin(std::int64_t batch, const Logs& logs) const {
+  if (on_train_batch_begin_fn) on_train_batch_begin_fn(batch, logs);
+}
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_batch_end(std::int64_t batch, const BatchLogs& logs) const {
+  if (on_train_batch_end_fn) on_train_batch_end_fn(batch, logs.get());
+}
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_begin(const Logs& logs) const {
+  if (on_train_begin_fn) on_train_begin_fn(logs);
+}
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_end(const Logs& logs) const {
+  if (on_train_end_fn) on_train_end_fn(logs);
+}
+
+DEVTENSOR_DEFINITION callback_detail::CallbackList::CallbackList(std::vector<Callback> callbacks, bool add_history,
+                                                                 bool add_progbar, Model* model,
+                                                                 const CallbackParams& params)
+    : callbacks_(std::move(callbacks)) {
+  for (const auto& c : callbacks_) {
+    if (auto* h = c.target<callbacks::History>()) history_ = *h;
+    if (c.target<callbacks::ProgbarLogger>()) add_progbar = false;
+  }
+  if (add_history && !history_) {
+    history_ = callbacks::History{};
+    callbacks_.emplace_back(*history_);
+  }
+  if (add_progbar) callbacks_.emplace_back(callbacks::ProgbarLogger{});
+  for (const auto& c : callbacks_) {
+    if (model) c.set_model(*model);
+    c.set_params(params);
+  }
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 }  // namespace nn
 }  // namespace devtensor

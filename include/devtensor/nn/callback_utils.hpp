@@ -4,22 +4,25 @@
 /// paths (Keras prints and names files with them), the monitored value's direction and its
 /// improvement test (Keras's MonitorCallback), and files written whole or not at all.
 
-#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <unistd.h>
-
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/nn/callback.hpp"
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // what only the bodies use, out of the compiled mode's users' way
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+
+#include <unistd.h>
+#endif
 
 namespace devtensor {
 namespace nn {

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,7 +60,8 @@ struct EarlyStopping {
     std::optional<std::vector<Tensor<float>>> best_weights;
   };
   /// Shared by copies; read it through the accessors.
-  std::shared_ptr<State> state = std::make_shared<State>();
+  std::shared_ptr<State> state = new_state();
+  static std::shared_ptr<State> new_state();  // out of line: no make_shared in every user's translation unit
 
   /// The epoch (0-based) at which training was stopped; 0 when it was not.
   [[nodiscard]] int stopped_epoch() const noexcept { return state->stopped_epoch; }
@@ -109,7 +109,8 @@ struct ModelCheckpoint {
     std::optional<std::int64_t> last_batch;
     std::vector<std::string> written;
   };
-  std::shared_ptr<State> state = std::make_shared<State>();
+  std::shared_ptr<State> state = new_state();
+  static std::shared_ptr<State> new_state();  // out of line: no make_shared in every user's translation unit
 
   /// The best monitored value saved so far.
   [[nodiscard]] std::optional<double> best() const noexcept { return state->best; }
@@ -149,7 +150,8 @@ struct ReduceLROnPlateau {
     std::optional<double> best;
     int wait = 0, cooldown_counter = 0;
   };
-  std::shared_ptr<State> state = std::make_shared<State>();
+  std::shared_ptr<State> state = new_state();
+  static std::shared_ptr<State> new_state();  // out of line: no make_shared in every user's translation unit
 
   /// @throws InvalidArgumentError for a factor >= 1 (Keras's text).
   void set_model(Model& model);
@@ -168,7 +170,8 @@ struct LearningRateScheduler {
     Model* model = nullptr;
     CallbackParams params;
   };
-  std::shared_ptr<State> state = std::make_shared<State>();
+  std::shared_ptr<State> state = new_state();
+  static std::shared_ptr<State> new_state();  // out of line: no make_shared in every user's translation unit
 
   /// @throws InvalidArgumentError without a schedule.
   void set_model(Model& model);
@@ -188,13 +191,22 @@ struct CSVLogger {
   bool append = false;
 
   struct State {
+    State() = default;
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
+    ~State() { close(); }
+    void close() noexcept {
+      if (file) std::fclose(file);
+      file = nullptr;
+    }
     Model* model = nullptr;
-    std::ofstream file;
+    std::FILE* file = nullptr;  // <cstdio>: no <fstream> for the compiled mode's users
     std::vector<std::string> keys;
     bool header = true;
     bool keys_known = false;
   };
-  std::shared_ptr<State> state = std::make_shared<State>();
+  std::shared_ptr<State> state = new_state();
+  static std::shared_ptr<State> new_state();  // out of line: no make_shared in every user's translation unit
 
   void set_model(Model& model) { state->model = &model; }
   /// @throws InvalidArgumentError for a file that cannot be opened.
@@ -212,7 +224,8 @@ struct TerminateOnNaN {
     Model* model = nullptr;
     CallbackParams params;
   };
-  std::shared_ptr<State> state = std::make_shared<State>();
+  std::shared_ptr<State> state = new_state();
+  static std::shared_ptr<State> new_state();  // out of line: no make_shared in every user's translation unit
 
   void set_model(Model& model) { state->model = &model; }
   void set_params(const CallbackParams& params) { state->params = params; }
@@ -221,6 +234,13 @@ struct TerminateOnNaN {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION std::shared_ptr<EarlyStopping::State> EarlyStopping::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<ModelCheckpoint::State> ModelCheckpoint::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<ReduceLROnPlateau::State> ReduceLROnPlateau::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<LearningRateScheduler::State> LearningRateScheduler::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<CSVLogger::State> CSVLogger::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<TerminateOnNaN::State> TerminateOnNaN::new_state() { return std::make_shared<State>(); }
 
 // --- EarlyStopping --------------------------------------------------------------------------
 
@@ -440,21 +460,22 @@ DEVTENSOR_DEFINITION void CSVLogger::on_train_begin(const Logs&) {
   auto& s = *state;
   s.keys.clear();
   s.keys_known = false;
-  if (s.file.is_open()) s.file.close();
+  s.close();
   if (!s.model || !s.model->is_chief()) return;
   s.header = true;
-  if (append) {
-    std::ifstream existing(filename);
-    std::string first;
-    if (existing && std::getline(existing, first)) s.header = first.empty();
-  }
-  s.file.open(filename, append ? std::ios::app : std::ios::trunc);
+  if (append)
+    if (std::FILE* existing = std::fopen(filename.c_str(), "rb")) {  // a header only in an empty file
+      s.header = std::fgetc(existing) == EOF;
+      std::fclose(existing);
+    }
+  s.file = std::fopen(filename.c_str(), append ? "ab" : "wb");
   if (!s.file) throw InvalidArgumentError("CSVLogger: cannot open " + filename + " for writing");
 }
 
 DEVTENSOR_DEFINITION void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
   auto& s = *state;
-  if (!s.file.is_open()) return;
+  if (!s.file) return;
+  std::string text;
   if (!s.keys_known) {
     for (const auto& [name, value] : logs) s.keys.push_back(name);
     std::sort(s.keys.begin(), s.keys.end());
@@ -466,22 +487,22 @@ DEVTENSOR_DEFINITION void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
     }
     s.keys_known = true;
     if (s.header) {
-      s.file << "epoch";
-      for (const auto& key : s.keys) s.file << separator << key;
-      s.file << "\r\n";
+      text = "epoch";
+      for (const auto& key : s.keys) text += separator + key;
+      text += "\r\n";  // Python csv's line end
     }
   }
-  s.file << epoch;
+  text += std::to_string(epoch);
   for (const auto& key : s.keys) {
     const auto value = log_value(logs, key);
-    s.file << separator << (value ? callbacks_detail::python_float(*value) : std::string("NA"));
+    text += separator + (value ? callbacks_detail::python_float(*value) : std::string("NA"));
   }
-  s.file << "\r\n" << std::flush;
+  text += "\r\n";
+  if (std::fwrite(text.data(), 1, text.size(), s.file) != text.size() || std::fflush(s.file) != 0)
+    throw InvalidArgumentError("CSVLogger: writing " + filename + " failed");
 }
 
-DEVTENSOR_DEFINITION void CSVLogger::on_train_end(const Logs&) {
-  if (state->file.is_open()) state->file.close();
-}
+DEVTENSOR_DEFINITION void CSVLogger::on_train_end(const Logs&) { state->close(); }
 
 // --- TerminateOnNaN -------------------------------------------------------------------------
 
