@@ -340,7 +340,7 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::batch(std::int64_t batch_size, bool 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed,
                                                     bool reshuffle_each_iteration) const {
   if (buffer_size < 1) throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
-  const std::uint64_t base = seed.value_or(next_seed());
+  const std::uint64_t base = random::op_seed(seed);  // TensorFlow's rule, as tf.data
   if (rows_) return with_rows(pipeline::shuffle(rows_->open, buffer_size, base, reshuffle_each_iteration), cardinality_);
   return AnyDataset(pipeline::shuffle(open_, buffer_size, base, reshuffle_each_iteration), cardinality_, batch_size_,
                     device_sources_);

@@ -116,7 +116,7 @@ class Dropout : public LayerHandle<layer_detail::DropoutLayer> {
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
 DEVTENSOR_DEFINITION layer_detail::DropoutLayer::DropoutLayer(double rate, DropoutOptions options)
-    : rate_(rate), seed_(options.seed.value_or(next_seed())) {
+    : rate_(rate), seed_(options.seed ? *options.seed : next_seed()) {
   if (!(rate >= 0.0 && rate <= 1.0))
     throw InvalidArgumentError("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
                                "Received: rate=" + number_string(rate));

@@ -2,7 +2,8 @@
 /// @file initializers.hpp
 /// @brief Weight initializers (Keras's): GlorotUniform (Dense's kernel default), Zeros (bias
 /// default), Ones, Constant, RandomUniform, RandomNormal. Seeded initializers give the same
-/// values on every run and device.
+/// values on every run and device, whatever the global seed (as Keras's); unseeded ones draw the
+/// next seed of `random::set_seed`'s sequence.
 
 #include <cmath>
 #include <cstdint>
@@ -63,7 +64,7 @@ DEVTENSOR_DEFINITION Tensor<float> GlorotUniform::operator()(const Shape& shape)
     fan_out = static_cast<double>(shape[r - 1]) * receptive;
   }
   const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
-  return random_uniform<float>(shape, {.minval = -limit, .maxval = limit, .seed = seed});
+  return random::uniform_with_seed<float>(shape, seed ? *seed : next_seed(), -limit, limit);
 }
 
 DEVTENSOR_DEFINITION Tensor<float> Zeros::operator()(const Shape& shape) const { return zeros<float>(shape); }
@@ -73,14 +74,21 @@ DEVTENSOR_DEFINITION Tensor<float> Ones::operator()(const Shape& shape) const { 
 DEVTENSOR_DEFINITION Tensor<float> Constant::operator()(const Shape& shape) const { return fill<float>(shape, value); }
 
 DEVTENSOR_DEFINITION Tensor<float> RandomUniform::operator()(const Shape& shape) const {
-  return random_uniform<float>(shape, {.minval = minval, .maxval = maxval, .seed = seed});
+  return random::uniform_with_seed<float>(shape, seed ? *seed : next_seed(), minval, maxval);
 }
 
 DEVTENSOR_DEFINITION Tensor<float> RandomNormal::operator()(const Shape& shape) const {
-  return random_normal<float>(shape, {.mean = mean, .stddev = stddev, .seed = seed});
+  return random::normal_with_seed<float>(shape, seed ? *seed : next_seed(), mean, stddev);
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace initializers
+
+namespace utils {
+/// Keras's `keras.utils.set_random_seed`: sets the global seed (`random::set_seed`), so every
+/// unseeded initializer, Dropout, random op and shuffle draws the same values on every run, also
+/// under strategies.
+inline void set_random_seed(std::uint64_t seed) { random::set_seed(seed); }
+}  // namespace utils
 }  // namespace nn
 }  // namespace devtensor

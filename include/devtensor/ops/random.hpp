@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <random>
@@ -39,11 +40,59 @@ DEVTENSOR_HOST_DEVICE constexpr std::uint64_t splitmix64(std::uint64_t x) noexce
   return x ^ (x >> 31);
 }
 
-/// A fresh seed for an op or a shuffle that was given none (TensorFlow's op-level random seed).
-inline std::uint64_t next_seed() {
-  static std::atomic<std::uint64_t> counter{std::random_device{}()};
-  return splitmix64(counter.fetch_add(1));
+namespace detail {
+/// The global seed (tf.random.set_seed) and the sequence of op seeds it starts. Without a global
+/// seed the sequence starts from the random device, so unseeded programs differ run to run.
+struct GlobalSeed {
+  std::mutex mutex;
+  std::optional<std::uint64_t> seed;
+  std::uint64_t next = std::random_device{}();  // the next op seed's index in the sequence
+};
+inline GlobalSeed& global_seed_state() {
+  static GlobalSeed state;
+  return state;
 }
+}  // namespace detail
+
+/// A seed for a Keras object or an op that was given none: the next of the global seed's sequence
+/// (the same sequence on every run of a program after `random::set_seed`), else a fresh one.
+inline std::uint64_t next_seed() {
+  auto& state = detail::global_seed_state();
+  const std::lock_guard lock(state.mutex);
+  return splitmix64(state.seed.value_or(0x5EEDULL) ^ splitmix64(state.next++));
+}
+
+namespace random {
+
+/// TensorFlow's `tf.random.set_seed` (and Keras's `set_random_seed`): makes every random op,
+/// initializer, Dropout and shuffle that is given no seed of its own draw from a sequence that
+/// starts anew here, so a program gives the same values on every run; `std::nullopt` clears it.
+/// Ops given a seed of their own combine it with the global one (TensorFlow's rule); Keras objects
+/// given one (initializers, Dropout) use it alone, as in Keras.
+inline void set_seed(std::optional<std::uint64_t> seed) {
+  auto& state = detail::global_seed_state();
+  const std::lock_guard lock(state.mutex);
+  state.seed = seed;
+  state.next = seed ? 0 : std::random_device{}();
+}
+
+/// The global seed, if one is set.
+[[nodiscard]] inline std::optional<std::uint64_t> get_seed() {
+  auto& state = detail::global_seed_state();
+  const std::lock_guard lock(state.mutex);
+  return state.seed;
+}
+
+/// The seed an op draws with, by TensorFlow's rule (random_seed.get_seed): its own seed combined
+/// with the global one when both are set; its own alone without a global seed; the next of the
+/// global sequence (or a fresh one) without one of its own.
+[[nodiscard]] inline std::uint64_t op_seed(std::optional<std::uint64_t> own) {
+  if (!own) return next_seed();
+  const std::optional<std::uint64_t> global = get_seed();
+  return global ? splitmix64(*global ^ splitmix64(*own ^ 0xC0FFEEULL)) : *own;
+}
+
+}  // namespace random
 
 namespace detail {
 /// A double in [0, 1) from 53 random bits.
@@ -137,31 +186,47 @@ using RandomOps = TypeList<RandomUniform, RandomStandardNormal, StatelessRandomU
 
 }  // namespace ops
 
-/// Uniform values in [minval, maxval). @throws InvalidArgumentError when minval >= maxval.
+namespace random {
+/// random_uniform drawn with `seed` as it is, whatever the global seed (what Keras's initializers
+/// do with a seed of their own). @throws InvalidArgumentError when minval >= maxval or either is not finite.
+template <Floating T>
+Tensor<T> uniform_with_seed(const Shape& shape, std::uint64_t seed, double minval, double maxval,
+                              const OpOptions& op_options = {}) {
+  if (!std::isfinite(minval) || !std::isfinite(maxval) || !std::isfinite(maxval - minval) ||
+      std::fabs(minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
+      std::fabs(maxval) > static_cast<double>(std::numeric_limits<T>::max()))
+    throw InvalidArgumentError("Requires minval and maxval to be finite values of the type, with a finite "
+                               "difference: minval " + number_string(minval) + ", maxval " +
+                               number_string(maxval) + " [Op:RandomUniform]");
+  if (!(minval < maxval))
+    throw InvalidArgumentError("Need minval < maxval: " + std::to_string(minval) + " >= " + std::to_string(maxval) +
+                               " [Op:RandomUniform]");
+  return run_op<ops::RandomUniform, T>(op_options, {shape, seed, minval, maxval});  // the same values on every device
+}
+/// random_normal drawn with `seed` as it is, whatever the global seed. @throws InvalidArgumentError for a negative stddev.
+template <Floating T>
+Tensor<T> normal_with_seed(const Shape& shape, std::uint64_t seed, double mean, double stddev,
+                             const OpOptions& op_options = {}) {
+  if (!(stddev >= 0.0))
+    throw InvalidArgumentError("stddev must be >= 0, got " + std::to_string(stddev) + " [Op:RandomStandardNormal]");
+  return run_op<ops::RandomStandardNormal, T>(op_options, {shape, seed, mean, stddev});  // the CPU's, to rounding
+}
+}  // namespace random
+
+/// Uniform values in [minval, maxval), seeded by TensorFlow's rule (`random::op_seed`).
+/// @throws InvalidArgumentError when minval >= maxval.
 template <Floating T>
 Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}, const OpOptions& op_options = {}) {
-  if (!std::isfinite(options.minval) || !std::isfinite(options.maxval) ||
-      !std::isfinite(options.maxval - options.minval) ||
-      std::fabs(options.minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
-      std::fabs(options.maxval) > static_cast<double>(std::numeric_limits<T>::max()))
-    throw InvalidArgumentError("Requires minval and maxval to be finite values of the type, with a finite "
-                               "difference: minval " + number_string(options.minval) + ", maxval " +
-                               number_string(options.maxval) + " [Op:RandomUniform]");
-  if (!(options.minval < options.maxval))
-    throw InvalidArgumentError("Need minval < maxval: " + std::to_string(options.minval) + " >= " +
-                               std::to_string(options.maxval) + " [Op:RandomUniform]");
-  const std::uint64_t seed = options.seed.value_or(next_seed());
-  return run_op<ops::RandomUniform, T>(op_options, {shape, seed, options.minval, options.maxval});  // the same values on every device
+  return random::uniform_with_seed<T>(shape, random::op_seed(options.seed), options.minval, options.maxval,
+                                        op_options);
 }
 
-/// Normal values (Box-Muller). @throws InvalidArgumentError for a negative stddev.
+/// Normal values (Box-Muller), seeded by TensorFlow's rule. @throws InvalidArgumentError for a
+/// negative stddev.
 template <Floating T>
 Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const OpOptions& op_options = {}) {
-  if (!(options.stddev >= 0.0))
-    throw InvalidArgumentError("stddev must be >= 0, got " + std::to_string(options.stddev) +
-                               " [Op:RandomStandardNormal]");
-  const std::uint64_t seed = options.seed.value_or(next_seed());
-  return run_op<ops::RandomStandardNormal, T>(op_options, {shape, seed, options.mean, options.stddev});  // the CPU's, to rounding
+  return random::normal_with_seed<T>(shape, random::op_seed(options.seed), options.mean, options.stddev,
+                                       op_options);
 }
 
 /// Uniform values in [0, 1) drawn from `seed` (a one-element int64 tensor, possibly a graph's

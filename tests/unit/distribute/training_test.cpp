@@ -439,6 +439,37 @@ struct FunctionalStrategyFixture : dt::test::FreshContext {
 
 BOOST_FIXTURE_TEST_SUITE(functional_strategy, FunctionalStrategyFixture)
 
+// keras.utils.set_random_seed: the same program run twice gives the same weights bit for bit, its
+// unseeded initializers, Dropout and fit's shuffle included, traced and eager, across two replicas;
+// without the global seed two runs differ (so the check can fail).
+BOOST_AUTO_TEST_CASE(a_global_seed_makes_a_mirrored_fit_repeat_bit_for_bit) {
+  const auto names = virtual_cpus(2);
+  const auto x = dt::random_uniform<float>({24, 3}, {.seed = 1});
+  const auto y = dt::random_uniform<float>({24, 1}, {.seed = 2});
+  const auto train = [&](std::optional<std::uint64_t> seed, bool eager) {
+    if (seed) nn::utils::set_random_seed(*seed);
+    else dt::random::set_seed(std::nullopt);
+    ds::MirroredStrategy strategy(names);
+    auto guard = strategy.scope();
+    nn::Sequential model({nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.3),
+                          nn::Dense(1)});
+    model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.05}, {.run_eagerly = eager});
+    (void)model.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0});  // shuffled every epoch
+    std::vector<float> weights;
+    for (const auto& v : model.trainable_variables()) {
+      const auto w = v.value().to_vector();
+      weights.insert(weights.end(), w.begin(), w.end());
+    }
+    return weights;
+  };
+  for (const bool eager : {false, true}) {
+    const auto first = train(42, eager);
+    BOOST_TEST(train(42, eager) == first, boost::test_tools::per_element());
+    BOOST_TEST(train(43, eager) != first);
+    BOOST_TEST(train(std::nullopt, eager) != train(std::nullopt, eager));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_across_replicas_as_tensorflow) {
   const auto names = virtual_cpus(2);
   ds::MirroredStrategy strategy(names);

@@ -14,6 +14,7 @@
 #include "devtensor_test.hpp"
 
 namespace dt = devtensor;
+namespace nn = devtensor::nn;
 using dt::InvalidArgumentError;
 
 namespace {
@@ -410,6 +411,62 @@ BOOST_AUTO_TEST_CASE(random_is_seeded_and_distributed) {
   DEVTENSOR_CHECK_THROW_WITH(dt::random_uniform<float>({2}, {.minval = 1, .maxval = 1}), InvalidArgumentError,
                              "Need minval < maxval");
   DEVTENSOR_CHECK_THROW_WITH(dt::random_normal<float>({2}, {.stddev = -1}), InvalidArgumentError, "stddev");
+}
+
+// TensorFlow's seed rule (checked with TensorFlow 2.21 and Keras 3.15): after set_seed the unseeded
+// draws repeat as a sequence; an op's own seed is combined with the global one; a Keras object's own
+// seed is not; std::nullopt clears the global seed (as set_seed(None)). FreshContext clears it too.
+BOOST_AUTO_TEST_CASE(the_global_seed_follows_tensorflows_rule) {
+  const auto uniform = [](std::optional<std::uint64_t> seed = std::nullopt) {
+    return dt::random_uniform<float>({16}, {.seed = seed}).to_vector();
+  };
+  BOOST_TEST(!dt::random::get_seed().has_value());
+  BOOST_TEST(uniform() != uniform());  // no global seed: fresh each call and each run
+  dt::random::set_seed(1);
+  BOOST_TEST_REQUIRE(dt::random::get_seed().has_value());
+  BOOST_TEST(*dt::random::get_seed() == 1u);
+  const auto a = uniform(), b = uniform();
+  const auto normal = dt::random_normal<double>({4}).to_vector();
+  dt::random::set_seed(1);
+  BOOST_TEST(uniform() == a, boost::test_tools::per_element());
+  BOOST_TEST(uniform() == b, boost::test_tools::per_element());
+  BOOST_TEST(dt::random_normal<double>({4}).to_vector() == normal, boost::test_tools::per_element());
+  BOOST_TEST(a != b);
+  dt::random::set_seed(2);
+  BOOST_TEST(uniform() != a);
+  // An op's own seed: alone without a global seed, combined with it when one is set.
+  const auto own_1 = uniform(5);
+  BOOST_TEST(uniform(5) == own_1, boost::test_tools::per_element());
+  dt::random::set_seed(1);
+  BOOST_TEST(uniform(5) != own_1);
+  dt::random::set_seed(std::nullopt);
+  const auto own_alone = uniform(5);
+  BOOST_TEST(uniform(5) == own_alone, boost::test_tools::per_element());
+  BOOST_TEST(own_alone != own_1);
+  // Keras objects: their own seed whatever the global one; unseeded ones follow the sequence.
+  const auto seeded = nn::initializers::GlorotUniform{.seed = 3}(dt::Shape({3, 2})).to_vector();
+  nn::utils::set_random_seed(9);
+  BOOST_TEST(nn::initializers::GlorotUniform{.seed = 3}(dt::Shape({3, 2})).to_vector() == seeded,
+             boost::test_tools::per_element());
+  const auto glorot = nn::initializers::GlorotUniform{}(dt::Shape({3, 2})).to_vector();
+  const auto dense = nn::Dense(2, {.input_dim = 3}).trainable_variables()[0].value().to_vector();
+  nn::utils::set_random_seed(9);
+  BOOST_TEST(nn::initializers::GlorotUniform{}(dt::Shape({3, 2})).to_vector() == glorot, boost::test_tools::per_element());
+  BOOST_TEST(nn::Dense(2, {.input_dim = 3}).trainable_variables()[0].value().to_vector() == dense,
+             boost::test_tools::per_element());
+  // A shuffle without a seed of its own repeats its order under the same global seed.
+  const auto order = [] {
+    std::vector<float> seen;
+    const auto rows = dt::range<float>(0, 64, 1);
+    for (const auto& [x] : dt::data::Dataset<float>::from_tensor_slices(rows).shuffle(64)) seen.push_back(x.item());
+    return seen;
+  };
+  dt::random::set_seed(4);
+  const auto first = order();
+  dt::random::set_seed(4);
+  BOOST_TEST(order() == first, boost::test_tools::per_element());
+  dt::random::set_seed(5);
+  BOOST_TEST(order() != first);
 }
 
 BOOST_AUTO_TEST_CASE(stateless_random_uniform_is_a_function_of_its_seeds) {
