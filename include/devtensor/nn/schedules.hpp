@@ -37,6 +37,11 @@ inline void require_positive_steps(std::int64_t decay_steps, const char* argumen
     throw InvalidArgumentError(std::string("Argument `") + argument + "` must be > 0. Received: " + argument + "=" +
                                std::to_string(decay_steps));
 }
+/// step / decay_steps, floored with staircase: how far ExponentialDecay and InverseTimeDecay are.
+inline double progress(std::int64_t step, std::int64_t decay_steps, bool staircase) {
+  const double p = static_cast<double>(step) / static_cast<double>(decay_steps);
+  return staircase ? std::floor(p) : p;
+}
 }  // namespace schedule_detail
 
 /// initial_learning_rate · decay_rate^(step / decay_steps) (the exponent floored with staircase).
@@ -48,9 +53,7 @@ struct ExponentialDecay {
   /// @throws InvalidArgumentError for decay_steps <= 0 (Keras's text).
   void validate() const { schedule_detail::require_positive_steps(decay_steps); }
   [[nodiscard]] double operator()(std::int64_t step) const {
-    double p = static_cast<double>(step) / static_cast<double>(decay_steps);
-    if (staircase) p = std::floor(p);
-    return initial_learning_rate * std::pow(decay_rate, p);
+    return initial_learning_rate * std::pow(decay_rate, schedule_detail::progress(step, decay_steps, staircase));
   }
 };
 
@@ -123,9 +126,7 @@ struct InverseTimeDecay {
   bool staircase = false;
   void validate() const { schedule_detail::require_positive_steps(decay_steps); }
   [[nodiscard]] double operator()(std::int64_t step) const {
-    double p = static_cast<double>(step) / static_cast<double>(decay_steps);
-    if (staircase) p = std::floor(p);
-    return initial_learning_rate / (1 + decay_rate * p);
+    return initial_learning_rate / (1 + decay_rate * schedule_detail::progress(step, decay_steps, staircase));
   }
 };
 
