@@ -5,7 +5,8 @@
 // validation loss stalls, training stops when it stops improving (the best epoch's weights
 // restored), and the best epoch is checkpointed as a Keras 3 weights file (TensorFlow loads it
 // with model.load_weights), which a fresh model reloads with the same validation accuracy; every
-// epoch's logs go to a CSV file. Needs the devtensor::hdf5 component (the HDF5 C library).
+// epoch's logs go to a CSV file and to TensorBoard's event files (with the traced step's graph and
+// weight histograms). Needs the devtensor::hdf5 component (the HDF5 C library).
 #include <devtensor/keras.hpp>
 #include <devtensor/hdf5/weights.hpp>
 
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   const auto folder = std::filesystem::temp_directory_path() / "devtensor_digits";
   std::filesystem::create_directories(folder);
   const auto file = (folder / "best.weights.h5").string();
+  const auto logs = std::filesystem::temp_directory_path() / "devtensor_digits_logs";  // kept: tensorboard --logdir
   nn::callbacks::EarlyStopping early{.monitor = "val_loss", .patience = 4, .verbose = 1, .restore_best_weights = true};
   nn::callbacks::ModelCheckpoint best{.filepath = file, .monitor = "val_loss", .save_best_only = true,
                                       .save_weights_only = true};
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
       x, y,
       {.epochs = 30, .batch_size = 32, .verbose = 2, .seed = 4, .validation_split = 0.2,
        .callbacks = {nn::callbacks::ReduceLROnPlateau{.monitor = "val_loss", .factor = 0.5, .patience = 2, .verbose = 1},
-                     early, best, nn::callbacks::CSVLogger{.filename = (folder / "training.csv").string()}}});
+                     early, best, nn::callbacks::CSVLogger{.filename = (folder / "training.csv").string()},
+                     nn::callbacks::TensorBoard{.log_dir = logs.string(), .histogram_freq = 5}}});
   const double val_accuracy = history.metrics.at("val_accuracy").at(static_cast<std::size_t>(early.best_epoch()));
   std::cout << "validation accuracy at the best of " << history.loss.size() << " epochs (" << early.best_epoch() + 1
             << "): " << val_accuracy << "; the learning rate ended at " << history.metrics.at("learning_rate").back()
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   const auto after = reloaded.evaluate(x_val, y_val, {.verbose = 0});
   std::cout << "best epoch's weights saved to " << file << " and reloaded: validation accuracy "
             << after.metrics.at("accuracy") << " (the trained model's: " << before.metrics.at("accuracy") << ")\n";
+  std::cout << "TensorBoard: tensorboard --logdir " << logs.string() << "\n";
   std::filesystem::remove_all(folder);
   return val_accuracy > 0.9 && after.metrics.at("accuracy") == before.metrics.at("accuracy") ? 0 : 1;
 }

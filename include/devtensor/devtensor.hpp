@@ -53,6 +53,7 @@
 #include "devtensor/nn/reshaping_layers.hpp"
 #include "devtensor/nn/sequential.hpp"
 #include "devtensor/nn/summary.hpp"
+#include "devtensor/nn/tensorboard.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"
 #include "devtensor/ops/functors.hpp"

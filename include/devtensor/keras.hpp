@@ -22,6 +22,7 @@
 #include "devtensor/nn/schedules.hpp"
 #include "devtensor/nn/sequential.hpp"
 #include "devtensor/nn/summary.hpp"
+#include "devtensor/nn/tensorboard.hpp"
 #include "devtensor/tensors.hpp"
 
 #if defined(DEVTENSOR_WITH_HDF5)

@@ -24,6 +24,7 @@ enum class ErrorCode {
   unavailable,
   out_of_range,
   cancelled,
+  data_loss,
 };
 
 /// TensorFlow's spelling of a code, e.g. "INVALID_ARGUMENT".
@@ -39,6 +40,7 @@ constexpr std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::unavailable: return "UNAVAILABLE";
     case ErrorCode::out_of_range: return "OUT_OF_RANGE";
     case ErrorCode::cancelled: return "CANCELLED";
+    case ErrorCode::data_loss: return "DATA_LOSS";
   }
   return "UNKNOWN";
 }
@@ -118,6 +120,13 @@ class CancelledError : public Error {
   explicit CancelledError(const std::string& message) : Error(ErrorCode::cancelled, message) {}
 };
 
+/// Unrecoverable data loss or corruption: a record whose checksum does not match, a file cut short
+/// (TensorFlow's DataLossError).
+class DataLossError : public Error {
+ public:
+  explicit DataLossError(const std::string& message) : Error(ErrorCode::data_loss, message) {}
+};
+
 /// Throws the exception of `code` with `message`: an error that crossed a process boundary
 /// as its status code and text is raised again with its own type.
 [[noreturn]] inline void throw_error(ErrorCode code, const std::string& message) {
@@ -131,6 +140,7 @@ class CancelledError : public Error {
     case ErrorCode::deadline_exceeded: throw DeadlineExceededError(message);
     case ErrorCode::unavailable: throw UnavailableError(message);
     case ErrorCode::out_of_range: throw OutOfRangeError(message);
+    case ErrorCode::data_loss: throw DataLossError(message);
     case ErrorCode::cancelled: throw CancelledError(message);
   }
   throw InternalError(message);

@@ -123,6 +123,8 @@ class DEVTENSOR_EXPORT Executable {
 
   /// The nodes a run executes, in order.
   [[nodiscard]] const std::vector<std::size_t>& schedule() const noexcept { return schedule_; }
+  /// The device of each node it was built from, in their order.
+  [[nodiscard]] const Placement& placement() const noexcept { return placement_; }
   /// The parts a run gives threads of their own (Note [Independent parts run at once]); 0: none.
   [[nodiscard]] std::size_t parts() const noexcept { return parts_.size(); }
   /// The bytes the memory plan keeps between runs (Note [A replay's memory plan]).

@@ -87,6 +87,8 @@ class DEVTENSOR_EXPORT ConcreteFunction {
   [[nodiscard]] const graph::Graph& graph() const noexcept { return *graph_; }
   /// The nodes' names in graph order.
   [[nodiscard]] std::vector<std::string> node_names() const;
+  /// The device each node runs on (full names, in graph order). Places the graph first.
+  [[nodiscard]] std::vector<std::string> node_devices() const;
   /// The op types a call runs, in order, after the graph's optimisations (graph/optimizer.hpp):
   /// fused nodes are `_FusedElementwise` and `_FusedMatMul`. Places the graph first.
   [[nodiscard]] std::vector<std::string> optimized_ops() const {
@@ -160,6 +162,11 @@ class DEVTENSOR_EXPORT TraceCache {
   static std::vector<AnyTensor> run(const Trace& trace, const std::vector<AnyTensor>& inputs);
 
   [[nodiscard]] const FunctionOptions& options() const noexcept { return options_; }
+  /// The concrete function traced last; null before the first trace.
+  [[nodiscard]] std::shared_ptr<const ConcreteFunction> last_traced() const {
+    std::lock_guard lock(mutex_);
+    return last_traced_;
+  }
   [[nodiscard]] int tracing_count() const {
     std::lock_guard lock(mutex_);
     return traces_;
@@ -179,6 +186,7 @@ class DEVTENSOR_EXPORT TraceCache {
   // while another thread adds one).
   std::map<std::string, std::deque<Entry>> traces_by_signature_;
   int traces_ = 0;
+  std::shared_ptr<const ConcreteFunction> last_traced_;
   RetracingDetector retracing_;
 
   void check_signature(const std::vector<AnyTensor>& tensors) const;
@@ -218,6 +226,9 @@ class Function {
     (function_detail::Nest<Args>::flatten(args, inputs), ...);
     return entry_for(inputs, args...).concrete;
   }
+
+  /// The concrete function traced last (the graph of the latest new signature); null before a call.
+  [[nodiscard]] std::shared_ptr<const ConcreteFunction> last_concrete_function() const { return cache_.last_traced(); }
 
   /// How many times the callable was traced (TensorFlow's experimental_get_tracing_count).
   [[nodiscard]] int experimental_get_tracing_count() const { return cache_.tracing_count(); }
@@ -276,6 +287,9 @@ using TracedStep = std::function<std::vector<Tensor<float>>(const std::vector<Te
 /// `step` as a Function named `name` (nn/model_training.hpp traces its steps so), replayed as a
 /// CUDA graph with `cuda_graph` (FunctionOptions::cuda_graph).
 TracedStep traced_step(TracedStep step, std::string name, bool cuda_graph = false);
+/// The graph a step made by traced_step traced last (Keras's `model.train_function`'s graph);
+/// null for another callable or before its first call.
+std::shared_ptr<const ConcreteFunction> last_concrete_function(const TracedStep& step);
 }  // namespace graph
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -288,6 +302,13 @@ DEVTENSOR_DEFINITION ConcreteFunction::ConcreteFunction(std::shared_ptr<graph::G
 DEVTENSOR_DEFINITION std::vector<std::string> ConcreteFunction::node_names() const {
   std::vector<std::string> out;
   for (const auto& n : graph_->snapshot()) out.push_back(n->name);
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<std::string> ConcreteFunction::node_devices() const {
+  prepare();
+  std::vector<std::string> out;
+  for (const Device* device : executable_->placement()) out.push_back(device ? device->full_name : std::string());
   return out;
 }
 
@@ -341,6 +362,7 @@ DEVTENSOR_DEFINITION const function_detail::Trace& function_detail::TraceCache::
     if (traces.empty()) traces_by_signature_.erase(signature);
     throw;
   }
+  last_traced_ = entry.trace.concrete;
   traces.push_back(std::move(entry));
   ++traces_;
   retracing_.called(true, options_.name);
@@ -441,10 +463,25 @@ DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& va
   }
 }
 
+namespace function_detail {
+/// What traced_step returns: a callable over its Function, which last_concrete_function finds.
+struct TracedStepCall {
+  std::shared_ptr<Function<graph::TracedStep>> traced;
+  std::vector<Tensor<float>> operator()(const std::vector<Tensor<float>>& tensors, const Tensor<std::int64_t>& seed,
+                                        std::int64_t count) const {
+    return (*traced)(tensors, seed, count);
+  }
+};
+}  // namespace function_detail
+
 DEVTENSOR_DEFINITION graph::TracedStep graph::traced_step(TracedStep step, std::string name, bool cuda_graph) {
-  auto traced = std::make_shared<Function<TracedStep>>(std::move(step),
-                                                       FunctionOptions{.name = std::move(name), .cuda_graph = cuda_graph});
-  return [traced](const auto& tensors, const auto& seed, std::int64_t count) { return (*traced)(tensors, seed, count); };
+  return function_detail::TracedStepCall{std::make_shared<Function<TracedStep>>(
+      std::move(step), FunctionOptions{.name = std::move(name), .cuda_graph = cuda_graph})};
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<const ConcreteFunction> graph::last_concrete_function(const TracedStep& step) {
+  const auto* call = step.target<function_detail::TracedStepCall>();
+  return call ? call->traced->last_concrete_function() : nullptr;
 }
 
 DEVTENSOR_DEFINITION std::uint64_t function_detail::next_function_id() {

@@ -254,6 +254,12 @@ class Model {
     return *optimizer_;
   }
 
+  /// The graph of fit's traced training step (Keras's `model.train_function`), as traced for the
+  /// latest batch shape; null before the first step or when the model runs eagerly.
+  [[nodiscard]] std::shared_ptr<const ConcreteFunction> train_function() const {
+    return traced_.train ? graph::last_concrete_function(traced_.train) : nullptr;
+  }
+
   /// Whether a callback asked fit to stop (Keras's model.stop_training): fit stops after the
   /// batch or the epoch under way. fit clears it when it starts.
   [[nodiscard]] bool stop_training() const noexcept { return stop_training_; }

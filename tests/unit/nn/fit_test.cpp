@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -816,6 +818,236 @@ BOOST_AUTO_TEST_CASE(numbers_and_paths_print_as_python_does) {
   DEVTENSOR_CHECK_THROW_WITH(format_path("e{loss", 0, std::nullopt, logs), dt::InvalidArgumentError, "Single '{'");
   DEVTENSOR_CHECK_THROW_WITH(format_path("e{loss:>5}", 0, std::nullopt, logs), dt::InvalidArgumentError,
                              "is not one of [0][width][.precision][d|f|e|g|%]");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// TensorBoard's event files (nn/event_file.hpp) and Keras's TensorBoard callback, against what
+// TensorFlow 2.21 and TensorBoard 2.21 write and read (tests/reference/tensorboard_events.py).
+BOOST_FIXTURE_TEST_SUITE(tensorboard, NnFixture)
+
+namespace {
+namespace fs = std::filesystem;
+namespace summary = dt::summary;
+const fs::path kReference = DEVTENSOR_TENSORBOARD_DIR;
+
+/// A new folder under the temporary directory, removed at the end.
+struct TempFolder {
+  fs::path path;
+  TempFolder() {
+    static int made = 0;
+    path = fs::temp_directory_path() / ("devtensor_tb_" + std::to_string(::getpid()) + "_" + std::to_string(made++));
+    fs::remove_all(path);
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+/// The one event file in `folder`.
+std::string event_file(const fs::path& folder) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().filename().string().find("tfevents") != std::string::npos) found.push_back(entry.path().string());
+  BOOST_TEST_REQUIRE(found.size() == 1u);
+  return found[0];
+}
+/// "<tag> <steps...>" for each summary tag of an event file, sorted (keras_tags.txt's form).
+std::vector<std::string> tags_and_steps(const std::string& run, const std::string& path) {
+  std::map<std::string, std::string> steps;
+  for (const auto& event : summary::read_events(path))
+    for (const auto& value : event.values) steps[value.tag] += " " + std::to_string(event.step);
+  std::vector<std::string> out;
+  for (const auto& [tag, list] : steps) out.push_back(run + " " + tag + list);
+  return out;
+}
+/// What devtensor.tfevents holds: the file TensorBoard read (devtensor_read_by_tensorboard.txt).
+void write_fixture_content(summary::FileWriter& writer) {
+  writer.scalar("epoch_loss", 0.9, 0);
+  writer.scalar("epoch_loss", 0.5, 1);
+  writer.scalar("epoch_loss", 0.25, 2);
+  const std::vector<double> weights{1, 2, 2, 5};
+  writer.histogram("w/histogram", weights, 0, 3);
+  writer.graph({{"x", "_Arg", {}, "/job:localhost/replica:0/task:0/device:CPU:0"},
+                {"MatMul", "MatMul", {"x", "x"}, "/job:localhost/replica:0/task:0/device:GPU:0"},
+                {"Identity", "Identity", {"MatMul", "^x"}, "/job:localhost/replica:0/task:0/device:CPU:0"}});
+}
+/// An event file's records without their wall times (which differ run to run).
+std::vector<std::string> records_without_times(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at + 12 <= bytes.size();) {
+    std::uint64_t length;
+    std::memcpy(&length, bytes.data() + at, 8);
+    const std::string data = bytes.substr(at + 12, length);
+    out.push_back(data.substr(9));  // the wall time is field 1 (fixed64), first: 9 bytes
+    at += 12 + length + 4;
+  }
+  return out;
+}
+std::vector<std::string> lines_of(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+std::string python_number(double v) { return nn::callbacks::callbacks_detail::python_float(v); }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(event_files_are_tfrecords_that_tensorboard_reads) {
+  // CRC-32C test vectors: RFC 3720's 32 zero bytes; a masked CRC from a TensorBoard writer's tests.
+  BOOST_TEST(summary::crc32c(std::string(32, '\0')) == 0x8a9136aaU);
+  BOOST_TEST(summary::masked_crc32c(std::string_view("\x1a\x11" "CRC test, one two")) == 0x5794d08aU);
+  TempFolder dir;
+  summary::FileWriter writer((dir.path / "run").string());
+  const std::string name = fs::path(writer.path()).filename().string();
+  BOOST_TEST(name.rfind("events.out.tfevents.", 0) == 0u);
+  BOOST_TEST(name.substr(name.size() - 3) == ".v2");
+  write_fixture_content(writer);
+  writer.close();
+  writer.close();  // harmless
+  DEVTENSOR_CHECK_THROW_WITH(writer.scalar("late", 1, 0), dt::FailedPreconditionError, "is closed");
+  // Record for record the file TensorBoard 2.21 read, but for the wall times.
+  const auto fixture = (kReference / "devtensor.tfevents").string();
+  BOOST_TEST(records_without_times(writer.path()) == records_without_times(fixture), boost::test_tools::per_element());
+  // What TensorBoard's EventAccumulator read from it, and what ours reads.
+  const auto events = summary::read_events(fixture);
+  BOOST_TEST_REQUIRE(events.size() == 6u);
+  BOOST_TEST(events[0].file_version == "brain.Event:2");
+  std::vector<std::string> ours;
+  for (const auto& event : events) {
+    for (const auto& value : event.values) {
+      std::string line = value.tag + " " + value.plugin + " " + std::to_string(event.step);
+      for (const double v : value.values) line += " " + python_number(v);
+      ours.push_back(line);
+    }
+    for (const auto& node : event.graph) {
+      std::string line = "node " + node.name + " " + node.op + " " + node.device + " ";
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) line += (i ? " " : "") + node.inputs[i];
+      ours.push_back(line);
+    }
+  }
+  BOOST_TEST(events[1].values.at(0).dtype == 1);   // DT_FLOAT
+  BOOST_TEST(events[4].values.at(0).dtype == 2);   // DT_DOUBLE
+  BOOST_TEST((events[4].values.at(0).shape == std::vector<std::int64_t>{3, 3}));
+  BOOST_TEST(events[5].has_graph);
+  BOOST_TEST(ours == lines_of(kReference / "devtensor_read_by_tensorboard.txt"), boost::test_tools::per_element());
+  // Damaged files: a flipped byte, a file cut short, no file.
+  std::ifstream in(fixture, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto damaged = (dir.path / "damaged").string();
+  bytes[60] = static_cast<char>(bytes[60] ^ 0x40);
+  std::ofstream(damaged, std::ios::binary) << bytes;
+  DEVTENSOR_CHECK_THROW_WITH((void)summary::read_events(damaged), dt::DataLossError, "corrupted record at");
+  bytes[60] = static_cast<char>(bytes[60] ^ 0x40);  // whole again, then cut short
+  std::ofstream(damaged, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3);
+  DEVTENSOR_CHECK_THROW_WITH((void)summary::read_events(damaged), dt::DataLossError, "truncated record at");
+  DEVTENSOR_CHECK_THROW_WITH((void)summary::read_events((dir.path / "none").string()), dt::NotFoundError, "Could not open");
+  // Refreshes the fixture (then run tests/reference/tensorboard_events.py on it).
+  if (const char* refresh = std::getenv("DEVTENSOR_TENSORBOARD_FIXTURE")) fs::copy_file(writer.path(), refresh, fs::copy_options::overwrite_existing);
+}
+
+BOOST_AUTO_TEST_CASE(tensorflows_own_event_file_reads) {
+  const auto events = summary::read_events((kReference / "tensorflow.tfevents").string());
+  BOOST_TEST_REQUIRE(events.size() == 4u);
+  BOOST_TEST(events[0].file_version == "brain.Event:2");
+  BOOST_TEST_REQUIRE(events[1].values.size() == 1u);
+  BOOST_TEST(events[1].step == 3);
+  BOOST_TEST(events[1].values[0].tag == "epoch_loss");
+  BOOST_TEST(events[1].values[0].plugin == "scalars");
+  BOOST_TEST((events[1].values[0].values == std::vector<double>{0.5}));
+  // TensorFlow's histogram of 1, 2, 2, 5 in 3 buckets: the rows ours makes.
+  const std::vector<double> data{1, 2, 2, 5};
+  std::vector<double> rows;
+  for (const auto& row : summary::histogram_buckets(data, 3)) rows.insert(rows.end(), row.begin(), row.end());
+  BOOST_TEST(events[2].values.at(0).plugin == "histograms");
+  BOOST_TEST(events[2].values.at(0).values == rows, boost::test_tools::per_element());
+  BOOST_TEST_REQUIRE(events[3].has_graph);
+  const auto& nodes = events[3].graph;
+  const auto matmul = std::find_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.op == "MatMul"; });
+  BOOST_TEST_REQUIRE((matmul != nodes.end()));
+  BOOST_TEST((matmul->inputs == std::vector<std::string>{"x", "x"}));
+}
+
+BOOST_AUTO_TEST_CASE(histogram_buckets_are_tensorboards) {
+  BOOST_TEST(summary::histogram_buckets({}, 0).empty());
+  const auto empty = summary::histogram_buckets({}, 30);
+  BOOST_TEST_REQUIRE(empty.size() == 30u);
+  BOOST_TEST(empty[29][2] == 0.0);
+  const std::vector<double> same{4, 4, 4};
+  const auto single = summary::histogram_buckets(same, 5);
+  BOOST_TEST(single[0][0] == 4.0);
+  BOOST_TEST(single[0][1] == 4.0);
+  BOOST_TEST(single[3][2] == 0.0);
+  BOOST_TEST(single[4][2] == 3.0);
+  const std::vector<double> with_nan{0, std::nan(""), 1, INFINITY};
+  const auto finite = summary::histogram_buckets(with_nan, 2);
+  BOOST_TEST(finite[0][2] + finite[1][2] == 2.0);  // the non-finite are left out
+  BOOST_TEST(finite[1][1] == 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(the_callback_writes_kerass_runs_tags_and_steps_and_the_placed_graph) {
+  // tensorboard_events.py's fit: 16 points of 3 features, Dense(4, relu), Dense(1), SGD(0.05),
+  // batches of 4, 2 epochs, validation on the first 8, histogram_freq=1, update_freq=2.
+  std::vector<float> xs(48), ys(16);
+  for (int i = 0; i < 48; ++i) xs[static_cast<std::size_t>(i)] = static_cast<float>(-1.0 + 2.0 * i / 47.0);
+  for (std::size_t r = 0; r < 16; ++r) ys[r] = xs[3 * r] + xs[3 * r + 1] + xs[3 * r + 2];
+  const auto x = dt::constant<float>(xs, {16, 3}), y = dt::constant<float>(ys, {16, 1});
+  const auto run = [&](bool eagerly, const fs::path& log_dir) {
+    nn::clear_session();
+    nn::Sequential model({nn::Dense(4, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dense(1)});
+    model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.05}, {.run_eagerly = eagerly});
+    const auto history = model.fit(
+        x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false,
+               .validation_data = {dt::slice(x, {0, 0}, {8, 3}), dt::slice(y, {0, 0}, {8, 1})},
+               .callbacks = {nn::callbacks::TensorBoard{.log_dir = log_dir.string(), .histogram_freq = 1, .update_freq = 2}}});
+    return history;
+  };
+  TempFolder dir;
+  const auto history = run(false, dir.path);
+  const auto train = event_file(dir.path / "train"), validation = event_file(dir.path / "validation");
+  // Keras's tags and steps (less its "keras" model-config summary, which needs to_json).
+  auto ours = tags_and_steps("train", train);
+  const auto more = tags_and_steps("validation", validation);
+  ours.insert(ours.end(), more.begin(), more.end());
+  std::vector<std::string> keras;
+  for (const auto& line : lines_of(kReference / "keras_tags.txt"))
+    if (line.rfind("train keras ", 0) != 0 && line.find(" graph ") == std::string::npos) keras.push_back(line);
+  BOOST_TEST(ours == keras, boost::test_tools::per_element());
+  // The values are fit's.
+  std::vector<double> epoch_loss, val_loss;
+  bool graph = false;
+  for (const auto& event : summary::read_events(train)) {
+    for (const auto& value : event.values)
+      if (value.tag == "epoch_loss") epoch_loss.push_back(value.values.at(0));
+    if (event.has_graph) {
+      graph = true;
+      BOOST_TEST(event.graph.size() > 10u);
+      for (const auto& node : event.graph) BOOST_TEST(node.device == "/job:localhost/replica:0/task:0/device:CPU:0");
+      BOOST_TEST(std::any_of(event.graph.begin(), event.graph.end(), [](const auto& n) {
+        return n.op == "MatMul" && n.inputs.size() == 2u;
+      }));
+    }
+  }
+  for (const auto& event : summary::read_events(validation))
+    for (const auto& value : event.values)
+      if (value.tag == "epoch_loss") val_loss.push_back(value.values.at(0));
+  BOOST_TEST(graph);
+  BOOST_TEST_REQUIRE(epoch_loss.size() == 2u);
+  BOOST_TEST_REQUIRE(val_loss.size() == 2u);
+  for (std::size_t e = 0; e < 2; ++e) {
+    BOOST_TEST(epoch_loss[e] == static_cast<double>(static_cast<float>(history.loss[e])));
+    BOOST_TEST(val_loss[e] == static_cast<double>(static_cast<float>(history.metrics.at("val_loss")[e])));
+  }
+  // Eagerly there is no traced step, so no graph (as Keras writes none for an eager train_function).
+  TempFolder eager_dir;
+  (void)run(true, eager_dir.path);
+  for (const auto& event : summary::read_events(event_file(eager_dir.path / "train"))) BOOST_TEST(!event.has_graph);
+  DEVTENSOR_CHECK_THROW_WITH(nn::callbacks::TensorBoard{.update_freq = "sometimes"}, dt::InvalidArgumentError,
+                             "Unrecognized update_freq: sometimes");
+  DEVTENSOR_CHECK_THROW_WITH(nn::callbacks::TensorBoard{.update_freq = 0}, dt::InvalidArgumentError, "positive");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
