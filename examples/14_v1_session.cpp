@@ -11,6 +11,8 @@
 //   print(sess.run(c))                                    std::cout << sess.run(c);
 #include <devtensor/graph.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -99,5 +101,14 @@ int main() {
   v1::Session towers_sess(towers, config);  // soft placement on: missing GPUs fall back
   std::cout << towers_sess.run(sum) << "\n";
   ok = ok && expected(towers_sess.run(sum), {44, 56, 98, 128});
+
+  // TensorFlow 1's timeline: a run traced with FULL_TRACE, its step stats as Chrome trace JSON
+  // (open it in Perfetto or chrome://tracing: one track per device, arrows where values cross).
+  v1::RunMetadata metadata;
+  (void)towers_sess.run({dt::AnyTensor(sum)}, {}, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
+  const auto trace = std::filesystem::temp_directory_path() / "devtensor_towers_timeline.json";
+  std::ofstream(trace) << dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format();
+  std::cout << "timeline of a traced run on " << metadata.step_stats.dev_stats.size() << " device(s): " << trace.string()
+            << "\n";
   return ok ? 0 : 1;
 }

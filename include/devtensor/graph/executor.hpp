@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -102,6 +103,22 @@ class DEVTENSOR_EXPORT Executable {
     auto state = acquire();
     RunState& running = *state;  // before the move: arguments are evaluated in no set order
     return run_in(running, std::move(state), feeds, resources);
+  }
+  /// One node of a traced run: the node, its device, its inputs' producers ("node", "node:1";
+  /// a feed's placeholder) and its start and end in microseconds since the Unix epoch.
+  struct TracedStep {
+    const Node* node;
+    const Device* device;
+    std::vector<std::string> inputs;
+    std::int64_t start_us = 0, end_us = 0;
+  };
+  /// A run that times each node (TensorFlow's FULL_TRACE): the nodes one after another on this
+  /// thread, a GPU's stream synchronised after each, so that a node's time includes its kernels.
+  [[nodiscard]] std::vector<AnyTensor> run_traced(const std::vector<AnyTensor>& feeds, ResourceStore* resources,
+                                                  std::vector<TracedStep>& trace) const {
+    auto state = acquire();
+    RunState& running = *state;
+    return run_in(running, std::move(state), feeds, resources, &trace);
   }
   /// A run being captured into a CUDA graph (graph/cuda_graph.hpp): its own state, not the
   /// cached one, and every value let go at its last read whatever its size, so that a variable
@@ -197,7 +214,11 @@ class DEVTENSOR_EXPORT Executable {
   void release(std::unique_ptr<RunState> state) const noexcept;
   /// Runs in `state`; `owned` (the same state, or null for a capture's) goes back to the cache.
   std::vector<AnyTensor> run_in(RunState& state, std::unique_ptr<RunState> owned, const std::vector<AnyTensor>& feeds,
-                                ResourceStore* resources) const;
+                                ResourceStore* resources, std::vector<TracedStep>* trace = nullptr) const;
+  /// The steps one after another, each timed into `trace` (run_traced).
+  void run_timed(RunState& state, const std::vector<AnyTensor>& feeds, ResourceStore* resources,
+                 std::vector<TracedStep>& trace) const;
+  std::vector<std::string> feed_names_;  // per feed: the fed output, as a traced run names it
   /// Step `index`: its inputs (copied to its device where needed), its kernel, its inputs' reads
   /// counted. `Shared`: other parts run at once, so the counts are changed atomically. Inlined in
   /// both loops: as a call it cost a replay of a 1-element fused op 2 % more instructions.
@@ -229,6 +250,9 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
       if (feeds[f] == e) return f;
     return std::nullopt;
   };
+  for (const auto& f : feeds)
+    feed_names_.push_back(f.node < nodes_.size() ? (f.output == 0 ? nodes_[f.node]->name : nodes_[f.node]->output_name(f.output))
+                                                 : std::string("feed"));
   const std::vector<bool> needed = needed_nodes(nodes_, fetches, feeds, std::move(targets));
   std::vector<std::size_t> first_slot(nodes_.size(), 0);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -372,14 +396,16 @@ DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) c
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_state, std::unique_ptr<RunState> owned,
                                                                const std::vector<AnyTensor>& feeds,
-                                                               ResourceStore* resources) const {
+                                                               ResourceStore* resources,
+                                                               std::vector<TracedStep>* trace) const {
   RunState* const state = &run_state;
   const bool capturing = !owned;
   auto& values = state->values;
   std::copy(uses_.begin(), uses_.end(), state->left.begin());
   if (!transfer_uses_.empty()) std::copy(transfer_uses_.begin(), transfer_uses_.end(), state->transfers_left.begin());
   try {
-    if (capturing || parts_.empty() || !run_parts(*state, feeds, resources))
+    if (trace) run_timed(*state, feeds, resources, *trace);
+    else if (capturing || parts_.empty() || !run_parts(*state, feeds, resources))
       for (std::size_t i = 0; i < steps_.size(); ++i) run_step<false>(*state, state->scratch[0], i, feeds, resources, capturing);
   } catch (...) {
     for (auto& v : values) v = AnyTensor();  // a failed run leaves nothing behind
@@ -394,6 +420,34 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
   for (const auto& f : fetches_) out.push_back(f.feed ? feeds[f.index] : values[f.index]);
   if (owned) release(std::move(owned));
   return out;
+}
+
+DEVTENSOR_DEFINITION void Executable::run_timed(RunState& state, const std::vector<AnyTensor>& feeds,
+                                                ResourceStore* resources, std::vector<TracedStep>& trace) const {
+  const auto now_us = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  std::vector<std::string> producer(slots_);
+  for (const Step& step : steps_)
+    for (std::size_t k = 0; k < step.node->outputs.size(); ++k)
+      producer[step.first_slot + k] = k == 0 ? step.node->name : step.node->name + ":" + std::to_string(k);
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    TracedStep record{step.node, step.device, {}, now_us(), 0};
+    for (std::size_t k = 0; k < step.node->inputs.size(); ++k) {
+      const Source& s = inputs_[step.first_input + k];
+      record.inputs.push_back(s.feed ? (s.index < feed_names_.size() ? feed_names_[s.index] : "feed") : producer[s.index]);
+    }
+    run_step<false>(state, state.scratch[0], i, feeds, resources, false);
+    if (step.device->real_gpu() && step.device->platform) {
+      std::string error;
+      if (!step.device->platform->synchronize(step.device->platform_ordinal, step.device->stream, &error))
+        throw InternalError("Could not synchronise " + step.device->full_name + " after " + step.node->name + ": " + error);
+    }
+    record.end_us = now_us();
+    trace.push_back(std::move(record));
+  }
 }
 
 template <bool Shared>

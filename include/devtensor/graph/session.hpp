@@ -38,6 +38,7 @@
 #include "devtensor/device/context.hpp"
 #include "devtensor/graph/executor.hpp"
 #include "devtensor/graph/placer.hpp"
+#include "devtensor/graph/timeline.hpp"
 #include "devtensor/graph/variables.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/graph.hpp"
@@ -52,6 +53,18 @@ struct GPUOptions {
   bool allow_growth = false;
   double per_process_gpu_memory_fraction = 0.0;  // 0: not set
   std::string visible_device_list{};             // "0,1": the physical GPUs this process uses
+};
+
+/// TensorFlow's RunOptions: FULL_TRACE (or SOFTWARE_TRACE, HARDWARE_TRACE, the same here) makes
+/// Session::run time every node into a RunMetadata's step_stats (timeline.hpp).
+struct RunOptions {
+  enum TraceLevel { NO_TRACE = 0, SOFTWARE_TRACE = 1, HARDWARE_TRACE = 2, FULL_TRACE = 3 };
+  TraceLevel trace_level = NO_TRACE;
+};
+/// What a traced run records (TensorFlow's RunMetadata): per device, each node's start, duration,
+/// inputs and output shapes, for timeline::Timeline.
+struct RunMetadata {
+  StepStats step_stats;
 };
 
 /// TensorFlow's ConfigProto fields that devtensor honours. GPU options and
@@ -202,6 +215,12 @@ class DEVTENSOR_EXPORT Session {
   /// and what they need (TensorFlow's run with Operations in the fetches).
   std::vector<AnyTensor> run(const std::vector<AnyTensor>& fetches, const std::vector<Feed>& feeds = {},
                              const std::vector<graph::Operation>& targets = {});
+  /// The same, traced with `options.trace_level` into `run_metadata` (when not null): the nodes
+  /// then run one after another, each timed (a GPU synchronised after each). A run without trace
+  /// costs nothing more.
+  std::vector<AnyTensor> run(const std::vector<AnyTensor>& fetches, const std::vector<Feed>& feeds,
+                             const std::vector<graph::Operation>& targets, const RunOptions& options,
+                             RunMetadata* run_metadata);
   /// Runs an operation for its effect (an initializer, an assignment).
   void run(const graph::Operation& target, const std::vector<Feed>& feeds = {}) { (void)run({}, feeds, {target}); }
 
@@ -231,6 +250,8 @@ DEVTENSOR_DEFINITION void enable_eager_execution() { graph::set_process_graph(nu
 DEVTENSOR_DEFINITION bool executing_eagerly() { return graph::building() == nullptr; }
 
 namespace session_detail {
+/// A traced run's steps as TensorFlow's StepStats: grouped by device, in the order they ran.
+StepStats step_stats(const std::vector<graph::Executable::TracedStep>& trace);
 /// The default graph that get_default_graph returns while eager execution is on; `replace` makes a
 /// new one.
 DEVTENSOR_DEFINITION std::shared_ptr<graph::Graph> eager_default_graph(bool replace = false) {
@@ -333,6 +354,12 @@ DEVTENSOR_DEFINITION graph::Edge Session::edge_of(const AnyTensor& t, const char
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTensor>& fetches, const std::vector<Feed>& feeds,
                                                          const std::vector<graph::Operation>& targets) {
+  return run(fetches, feeds, targets, RunOptions{}, nullptr);
+}
+
+DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTensor>& fetches, const std::vector<Feed>& feeds,
+                                                         const std::vector<graph::Operation>& targets,
+                                                         const RunOptions& options, RunMetadata* run_metadata) {
   std::vector<graph::Edge> fetch_edges, feed_edges;
   std::string key;
   for (const auto& f : fetches) {
@@ -388,7 +415,28 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
     }
     executable = cached;
   }
-  return executable->run(feed_values, &variables_);
+  if (options.trace_level == RunOptions::NO_TRACE || !run_metadata) return executable->run(feed_values, &variables_);
+  std::vector<graph::Executable::TracedStep> trace;
+  auto values = executable->run_traced(feed_values, &variables_, trace);
+  run_metadata->step_stats = session_detail::step_stats(trace);
+  return values;
+}
+
+DEVTENSOR_DEFINITION StepStats session_detail::step_stats(const std::vector<graph::Executable::TracedStep>& trace) {
+  StepStats stats;
+  for (const auto& step : trace) {
+    auto device = std::find_if(stats.dev_stats.begin(), stats.dev_stats.end(),
+                               [&](const DeviceStepStats& d) { return d.device == step.device->full_name; });
+    if (device == stats.dev_stats.end()) device = stats.dev_stats.insert(stats.dev_stats.end(), {step.device->full_name});
+    NodeExecStats node{step.node->name, std::string(step.node->type()), step.start_us, step.end_us - step.start_us,
+                       step.inputs};
+    for (const auto& output : step.node->outputs) node.output_shapes.push_back(output.shape);
+    node.timeline_label = node.node_name + " = " + node.op + "(";
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) node.timeline_label += (i ? ", " : "") + node.inputs[i];
+    node.timeline_label += ")";
+    device->node_stats.push_back(std::move(node));
+  }
+  return stats;
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

@@ -2,8 +2,11 @@
 // pruning, the executable cache, ConfigProto. Expected texts were printed by TensorFlow 2.21 (CPU
 // build) running the seeds' TF1 programs through tf.compat.v1.
 #include <boost/test/unit_test.hpp>
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
 
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -370,6 +373,92 @@ BOOST_AUTO_TEST_CASE(disable_eager_execution_builds_the_process_default_graph) {
   v1::enable_eager_execution();
   BOOST_TEST(v1::executing_eagerly());
   BOOST_TEST(dt::relu(dt::constant<float>({-1, 1})).to_vector() == (std::vector<float>{0, 1}), boost::test_tools::per_element());
+}
+
+// TensorFlow 1's FULL_TRACE on the seed's towers over two (simulated) GPUs: RunMetadata's step
+// stats device by device, and their timeline as Chrome trace JSON, parsed back: one process per
+// device, an "Op" event per node, a data-flow arrow for each value that crossed devices. A run
+// without a trace level records nothing.
+BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) {
+  dt::config::set_simulated_gpus(2, dt::kGiB);
+  v1::Graph g;  // the towers on a placeholder (of constants alone, constant folding leaves one node)
+  dt::Tensor<float> x, sum;
+  {
+    auto scope = g.as_default();
+    x = v1::placeholder<float>({2, 3}, {.name = "x"});
+    std::vector<dt::Tensor<float>> parts;
+    for (const char* device : {"/gpu:0", "/gpu:1"}) {
+      dt::DeviceScope s(device);
+      parts.push_back(dt::matmul(x, dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2})));
+    }
+    dt::DeviceScope cpu("/cpu:0");
+    sum = dt::add_n(parts);
+  }
+  const std::vector<v1::Feed> feeds{{x, std::vector<float>{1, 2, 3, 4, 5, 6}}};
+  v1::Session sess(g);
+  v1::RunMetadata untraced;
+  (void)sess.run({dt::AnyTensor(sum)}, feeds, {}, {}, &untraced);
+  BOOST_TEST(untraced.step_stats.dev_stats.empty());
+  v1::RunMetadata metadata;
+  const auto values = sess.run({dt::AnyTensor(sum)}, feeds, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
+  BOOST_TEST(values.front().as<float>().to_vector() == (std::vector<float>{44, 56, 98, 128}), boost::test_tools::per_element());
+  std::set<std::string> devices;
+  std::size_t nodes = 0;
+  const dt::NodeExecStats* add_n = nullptr;
+  for (const auto& device : metadata.step_stats.dev_stats) {
+    devices.insert(device.device);
+    for (const auto& node : device.node_stats) {
+      ++nodes;
+      BOOST_TEST(node.all_start_micros > 1'600'000'000'000'000);  // since the Unix epoch
+      BOOST_TEST(node.all_end_rel_micros >= 0);
+      if (node.op == "AddN") add_n = &node;
+      if (node.op == "MatMul") {
+        BOOST_TEST(device.device != kCpu0);
+        BOOST_TEST((node.output_shapes == std::vector<dt::Shape>{dt::Shape({2, 2})}));
+        BOOST_TEST(node.inputs.size() == 2u);
+        BOOST_TEST(node.inputs.front() == "x");  // a feed is named by its placeholder
+      }
+    }
+  }
+  BOOST_TEST((devices == std::set<std::string>{kCpu0, "/job:localhost/replica:0/task:0/device:GPU:0",
+                                                "/job:localhost/replica:0/task:0/device:GPU:1"}));
+  BOOST_TEST_REQUIRE(add_n != nullptr);
+  BOOST_TEST((add_n->inputs == std::vector<std::string>{"MatMul", "MatMul_1"}));
+  BOOST_TEST(add_n->timeline_label == "AddN = AddN(MatMul, MatMul_1)");
+  // The timeline, as Chrome and Perfetto read it.
+  const std::string json = dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format();
+  boost::property_tree::ptree tree;
+  std::istringstream in(json);
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(in, tree));
+  std::size_t processes = 0, ops = 0, flow_starts = 0, flow_ends = 0;
+  std::set<std::string> process_names;
+  for (const auto& [key, event] : tree.get_child("traceEvents")) {
+    const auto phase = event.get<std::string>("ph");
+    BOOST_TEST(event.get_optional<int>("pid").has_value());
+    if (phase == "M" && event.get<std::string>("name") == "process_name") {
+      ++processes;
+      process_names.insert(event.get<std::string>("args.name"));
+    } else if (phase == "X") {
+      ++ops;
+      BOOST_TEST(event.get<std::string>("cat") == "Op");
+      BOOST_TEST(event.get<double>("ts") > 1.6e15);  // microseconds since the Unix epoch
+      BOOST_TEST(event.get<double>("dur") >= 0.0);
+      BOOST_TEST(!event.get<std::string>("args.name").empty());
+      BOOST_TEST(event.get<std::string>("args.op") == event.get<std::string>("name"));
+    } else if (phase == "s" || phase == "t") {
+      (phase == "s" ? flow_starts : flow_ends) += 1;
+      BOOST_TEST(event.get<std::string>("cat") == "DataFlow");
+    }
+  }
+  BOOST_TEST(processes == 7u);  // timeline.py's: Allocators, then each device's Compute and Tensors
+  BOOST_TEST(process_names.count("Allocators") == 1u);
+  BOOST_TEST(process_names.count(std::string(kCpu0) + " Compute") == 1u);
+  BOOST_TEST(process_names.count(std::string(kCpu0) + " Tensors") == 1u);
+  BOOST_TEST(ops == nodes);
+  BOOST_TEST(flow_starts == 2u);  // the two towers' products, to AddN on the CPU
+  BOOST_TEST(flow_ends == 2u);
+  BOOST_TEST(dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format(false).find("DataFlow") ==
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

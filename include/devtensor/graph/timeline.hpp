@@ -1,0 +1,147 @@
+#pragma once
+/// @file timeline.hpp
+/// @brief What a traced run records — TensorFlow 1's StepStats: per device, each node's start,
+/// duration, inputs and outputs — and timeline::Timeline, which turns it into Chrome's trace
+/// format (open it in Perfetto or chrome://tracing), as tensorflow/python/client/timeline.py does.
+///
+///     v1::RunMetadata metadata;
+///     sess.run({sum}, {}, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
+///     std::ofstream("timeline.json") << dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format();
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "devtensor/config.hpp"
+#include "devtensor/tensor/shape.hpp"
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // what only the bodies use
+#include <algorithm>
+#endif
+
+namespace devtensor {
+
+/// One node's execution (TensorFlow's NodeExecStats): times in microseconds, the start since the
+/// Unix epoch; `timeline_label` is TensorFlow's "name = Op(input, ...)".
+struct NodeExecStats {
+  std::string node_name;
+  std::string op;
+  std::int64_t all_start_micros = 0;
+  std::int64_t all_end_rel_micros = 0;
+  std::vector<std::string> inputs = {};  // the producers' outputs: "node", "node:1"
+  std::vector<Shape> output_shapes = {};
+  std::string timeline_label = {};
+  std::int64_t thread_id = 0;
+};
+/// The nodes that ran on one device, in the order they started.
+struct DeviceStepStats {
+  std::string device;
+  std::vector<NodeExecStats> node_stats = {};
+};
+/// A run's execution, device by device (TensorFlow's StepStats).
+struct StepStats {
+  std::vector<DeviceStepStats> dev_stats = {};
+};
+
+namespace timeline {
+
+/// TensorFlow's timeline.Timeline, its layout (checked against TensorFlow 2.21's): processes
+/// "Allocators", then per device "<device> Compute" (its nodes) and "<device> Tensors" (empty
+/// here); each node a complete event (`ph` "X", `cat` "Op", named by its op type, `args` its node
+/// name, op and inputs `input0`...), and a data-flow arrow (`s` then `t`, `cat` "DataFlow", named by
+/// the value) for each input made on another device or thread. Timestamps are microseconds since
+/// the Unix epoch, as TensorFlow's.
+class DEVTENSOR_EXPORT Timeline {
+ public:
+  explicit Timeline(StepStats step_stats) : stats_(std::move(step_stats)) {}
+  /// The trace as JSON: `{"traceEvents": [...]}`; `show_dataflow` draws the arrows.
+  [[nodiscard]] std::string generate_chrome_trace_format(bool show_dataflow = true) const;
+
+ private:
+  StepStats stats_;
+};
+
+}  // namespace timeline
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+namespace timeline_detail {
+/// `text` as a JSON string, quotes included.
+inline std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xF];
+          out += kHex[c & 0xF];
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+}  // namespace timeline_detail
+
+DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_format(bool show_dataflow) const {
+  using timeline_detail::quoted;
+  // timeline.py's processes: "Allocators" first, then per device its "Compute" and "Tensors".
+  std::vector<std::string> events{"{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"Allocators\"}}"};
+  struct Made {
+    std::size_t pid;
+    std::int64_t tid, end;
+  };
+  std::vector<std::pair<std::string, Made>> made;  // an output's producer: where and when it ended
+  for (std::size_t d = 0; d < stats_.dev_stats.size(); ++d) {
+    const auto& device = stats_.dev_stats[d];
+    const std::size_t pid = 2 * d + 1;
+    events.push_back("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + std::to_string(pid) +
+                     ", \"args\": {\"name\": " + quoted(device.device + " Compute") + "}}");
+    events.push_back("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + std::to_string(pid + 1) +
+                     ", \"args\": {\"name\": " + quoted(device.device + " Tensors") + "}}");
+    for (const auto& node : device.node_stats) {
+      std::string args = "{\"name\": " + quoted(node.node_name) + ", \"op\": " + quoted(node.op);
+      for (std::size_t i = 0; i < node.inputs.size(); ++i)
+        args += ", \"input" + std::to_string(i) + "\": " + quoted(node.inputs[i]);
+      events.push_back("{\"ph\": \"X\", \"cat\": \"Op\", \"name\": " + quoted(node.op) + ", \"pid\": " +
+                       std::to_string(pid) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
+                       std::to_string(node.all_start_micros) + ", \"dur\": " + std::to_string(node.all_end_rel_micros) +
+                       ", \"args\": " + args + "}}");
+      for (std::size_t k = 0; k < std::max<std::size_t>(1, node.output_shapes.size()); ++k)
+        made.emplace_back(k == 0 ? node.node_name : node.node_name + ":" + std::to_string(k),
+                          Made{pid, node.thread_id, node.all_start_micros + node.all_end_rel_micros});
+    }
+  }
+  if (show_dataflow) {
+    std::size_t flow = 0;
+    for (std::size_t d = 0; d < stats_.dev_stats.size(); ++d)
+      for (const auto& node : stats_.dev_stats[d].node_stats)
+        for (const auto& input : node.inputs) {
+          const auto from = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == input; });
+          if (from == made.end() || (from->second.pid == 2 * d + 1 && from->second.tid == node.thread_id)) continue;
+          const std::string id = std::to_string(flow++);
+          events.push_back("{\"ph\": \"s\", \"cat\": \"DataFlow\", \"name\": " + quoted(input) + ", \"pid\": " +
+                           std::to_string(from->second.pid) + ", \"tid\": " + std::to_string(from->second.tid) +
+                           ", \"ts\": " + std::to_string(from->second.end) + ", \"id\": " + id + "}");
+          events.push_back("{\"ph\": \"t\", \"cat\": \"DataFlow\", \"name\": " + quoted(input) + ", \"pid\": " +
+                           std::to_string(2 * d + 1) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
+                           std::to_string(node.all_start_micros) + ", \"id\": " + id + "}");
+        }
+  }
+  std::string out = "{\"traceEvents\": [";
+  for (std::size_t i = 0; i < events.size(); ++i) out += (i ? ",\n" : "\n") + events[i];
+  return out + "\n]}\n";
+}
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace devtensor
