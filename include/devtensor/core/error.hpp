@@ -25,6 +25,7 @@ enum class ErrorCode {
   out_of_range,
   cancelled,
   data_loss,
+  already_exists,
 };
 
 /// TensorFlow's spelling of a code, e.g. "INVALID_ARGUMENT".
@@ -41,6 +42,7 @@ constexpr std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::out_of_range: return "OUT_OF_RANGE";
     case ErrorCode::cancelled: return "CANCELLED";
     case ErrorCode::data_loss: return "DATA_LOSS";
+    case ErrorCode::already_exists: return "ALREADY_EXISTS";
   }
   return "UNKNOWN";
 }
@@ -127,6 +129,12 @@ class DataLossError : public Error {
   explicit DataLossError(const std::string& message) : Error(ErrorCode::data_loss, message) {}
 };
 
+/// What was to be made exists already: a second profiler (TensorFlow's AlreadyExistsError).
+class AlreadyExistsError : public Error {
+ public:
+  explicit AlreadyExistsError(const std::string& message) : Error(ErrorCode::already_exists, message) {}
+};
+
 /// Throws the exception of `code` with `message`: an error that crossed a process boundary
 /// as its status code and text is raised again with its own type.
 [[noreturn]] inline void throw_error(ErrorCode code, const std::string& message) {
@@ -141,6 +149,7 @@ class DataLossError : public Error {
     case ErrorCode::unavailable: throw UnavailableError(message);
     case ErrorCode::out_of_range: throw OutOfRangeError(message);
     case ErrorCode::data_loss: throw DataLossError(message);
+    case ErrorCode::already_exists: throw AlreadyExistsError(message);
     case ErrorCode::cancelled: throw CancelledError(message);
   }
   throw InternalError(message);

@@ -63,6 +63,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/graph/optimizer.hpp"
 #include "devtensor/graph/placer.hpp"
+#include "devtensor/graph/timeline.hpp"
 #include "devtensor/ops/record.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
@@ -111,11 +112,13 @@ class DEVTENSOR_EXPORT Executable {
     const Device* device;
     std::vector<std::string> inputs;
     std::int64_t start_us = 0, end_us = 0;
+    std::int64_t thread_id = 0;  // the running thread, numbered from 0 in the order threads first traced
   };
   /// A run that times each node (TensorFlow's FULL_TRACE): the nodes one after another on this
   /// thread, a GPU's stream synchronised after each, so that a node's time includes its kernels.
   [[nodiscard]] std::vector<AnyTensor> run_traced(const std::vector<AnyTensor>& feeds, ResourceStore* resources,
                                                   std::vector<TracedStep>& trace) const {
+    if (unoptimized_ && autodiff::tapes_active()) return unoptimized_->run_traced(feeds, resources, trace);
     auto state = acquire();
     RunState& running = *state;
     return run_in(running, std::move(state), feeds, resources, &trace);
@@ -232,7 +235,28 @@ class DEVTENSOR_EXPORT Executable {
   bool run_parts(RunState& state, const std::vector<AnyTensor>& feeds, ResourceStore* resources) const;
 };
 
+/// A traced run's steps as TensorFlow's StepStats: grouped by device, in the order they ran.
+StepStats step_stats(const std::vector<Executable::TracedStep>& trace);
+
 #if DEVTENSOR_HEADER_DEFINITIONS
+
+DEVTENSOR_DEFINITION StepStats step_stats(const std::vector<Executable::TracedStep>& trace) {
+  StepStats stats;
+  for (const auto& step : trace) {
+    auto device = std::find_if(stats.dev_stats.begin(), stats.dev_stats.end(),
+                               [&](const DeviceStepStats& d) { return d.device == step.device->full_name; });
+    if (device == stats.dev_stats.end()) device = stats.dev_stats.insert(stats.dev_stats.end(), {step.device->full_name});
+    NodeExecStats node{step.node->name, std::string(step.node->type()), step.start_us, step.end_us - step.start_us,
+                       step.inputs};
+    for (const auto& output : step.node->outputs) node.output_shapes.push_back(output.shape);
+    node.timeline_label = node.node_name + " = " + node.op + "(";
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) node.timeline_label += (i ? ", " : "") + node.inputs[i];
+    node.timeline_label += ")";
+    node.thread_id = step.thread_id;
+    device->node_stats.push_back(std::move(node));
+  }
+  return stats;
+}
 
 DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const Node>> nodes, Placement placement,
                                             std::vector<Edge> fetches, std::vector<Edge> feeds,
@@ -428,13 +452,15 @@ DEVTENSOR_DEFINITION void Executable::run_timed(RunState& state, const std::vect
     return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   };
+  static std::atomic<std::int64_t> threads_seen{0};
+  thread_local const std::int64_t thread_id = threads_seen.fetch_add(1);
   std::vector<std::string> producer(slots_);
   for (const Step& step : steps_)
     for (std::size_t k = 0; k < step.node->outputs.size(); ++k)
       producer[step.first_slot + k] = k == 0 ? step.node->name : step.node->name + ":" + std::to_string(k);
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
-    TracedStep record{step.node, step.device, {}, now_us(), 0};
+    TracedStep record{step.node, step.device, {}, now_us(), 0, thread_id};
     for (std::size_t k = 0; k < step.node->inputs.size(); ++k) {
       const Source& s = inputs_[step.first_input + k];
       record.inputs.push_back(s.feed ? (s.index < feed_names_.size() ? feed_names_[s.index] : "feed") : producer[s.index]);

@@ -333,6 +333,12 @@ DEVTENSOR_DEFINITION void ConcreteFunction::prepare() const {
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> ConcreteFunction::call(const std::vector<AnyTensor>& args) const {
   prepare();
+  if (profiler::active()) {  // traced node by node into the profile; a CUDA graph waits meanwhile
+    std::vector<graph::Executable::TracedStep> trace;
+    auto values = executable_->run_traced(args, nullptr, trace);
+    profiler::add(graph::step_stats(trace));
+    return values;
+  }
   return replay_ ? replay_->run(args) : executable_->run(args);
 }
 

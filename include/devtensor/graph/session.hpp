@@ -38,7 +38,6 @@
 #include "devtensor/device/context.hpp"
 #include "devtensor/graph/executor.hpp"
 #include "devtensor/graph/placer.hpp"
-#include "devtensor/graph/timeline.hpp"
 #include "devtensor/graph/variables.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/graph.hpp"
@@ -250,8 +249,6 @@ DEVTENSOR_DEFINITION void enable_eager_execution() { graph::set_process_graph(nu
 DEVTENSOR_DEFINITION bool executing_eagerly() { return graph::building() == nullptr; }
 
 namespace session_detail {
-/// A traced run's steps as TensorFlow's StepStats: grouped by device, in the order they ran.
-StepStats step_stats(const std::vector<graph::Executable::TracedStep>& trace);
 /// The default graph that get_default_graph returns while eager execution is on; `replace` makes a
 /// new one.
 DEVTENSOR_DEFINITION std::shared_ptr<graph::Graph> eager_default_graph(bool replace = false) {
@@ -415,28 +412,14 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
     }
     executable = cached;
   }
-  if (options.trace_level == RunOptions::NO_TRACE || !run_metadata) return executable->run(feed_values, &variables_);
+  const bool traced = options.trace_level != RunOptions::NO_TRACE && run_metadata;
+  if (!traced && !profiler::active()) return executable->run(feed_values, &variables_);
   std::vector<graph::Executable::TracedStep> trace;
   auto values = executable->run_traced(feed_values, &variables_, trace);
-  run_metadata->step_stats = session_detail::step_stats(trace);
+  auto stats = graph::step_stats(trace);
+  if (traced) run_metadata->step_stats = stats;
+  profiler::add(std::move(stats));
   return values;
-}
-
-DEVTENSOR_DEFINITION StepStats session_detail::step_stats(const std::vector<graph::Executable::TracedStep>& trace) {
-  StepStats stats;
-  for (const auto& step : trace) {
-    auto device = std::find_if(stats.dev_stats.begin(), stats.dev_stats.end(),
-                               [&](const DeviceStepStats& d) { return d.device == step.device->full_name; });
-    if (device == stats.dev_stats.end()) device = stats.dev_stats.insert(stats.dev_stats.end(), {step.device->full_name});
-    NodeExecStats node{step.node->name, std::string(step.node->type()), step.start_us, step.end_us - step.start_us,
-                       step.inputs};
-    for (const auto& output : step.node->outputs) node.output_shapes.push_back(output.shape);
-    node.timeline_label = node.node_name + " = " + node.op + "(";
-    for (std::size_t i = 0; i < node.inputs.size(); ++i) node.timeline_label += (i ? ", " : "") + node.inputs[i];
-    node.timeline_label += ")";
-    device->node_stats.push_back(std::move(node));
-  }
-  return stats;
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

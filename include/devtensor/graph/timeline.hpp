@@ -1,23 +1,28 @@
 #pragma once
 /// @file timeline.hpp
 /// @brief What a traced run records — TensorFlow 1's StepStats: per device, each node's start,
-/// duration, inputs and outputs — and timeline::Timeline, which turns it into Chrome's trace
-/// format (open it in Perfetto or chrome://tracing), as tensorflow/python/client/timeline.py does.
+/// duration, inputs and outputs — timeline::Timeline, which turns it into Chrome's trace format
+/// (open it in Perfetto or chrome://tracing) as tensorflow/python/client/timeline.py does, and the
+/// profiler that collects the traced runs of graphs between start and stop.
 ///
 ///     v1::RunMetadata metadata;
 ///     sess.run({sum}, {}, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
 ///     std::ofstream("timeline.json") << dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format();
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/error.hpp"
 #include "devtensor/tensor/shape.hpp"
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // what only the bodies use
 #include <algorithm>
+#include <fstream>
+#include <mutex>
 #endif
 
 namespace devtensor {
@@ -63,6 +68,32 @@ class DEVTENSOR_EXPORT Timeline {
 };
 
 }  // namespace timeline
+
+/// TensorFlow's `tf.profiler.experimental.start/stop`, for graphs: while it runs, every call of a
+/// traced function (dt::function, fit's and evaluate's steps) and every Session::run is traced
+/// node by node (as FULL_TRACE: one node after another, a GPU synchronised after each; a CUDA-graph
+/// replay runs op by op meanwhile), and `stop` writes them all as one Chrome trace (timeline.hpp's
+/// layout). Eager ops are not recorded. Off, a call pays one relaxed atomic load.
+///
+///     dt::profiler::start();
+///     model.fit(x, y, {.epochs = 1});
+///     dt::profiler::stop("fit_trace.json");   // open in Perfetto or chrome://tracing
+namespace profiler {
+/// @throws AlreadyExistsError "Another profiler is running." (TensorFlow's text).
+void start();
+/// Stops and writes the trace to `path`. @throws UnavailableError "Cannot export profiling
+/// results. No profiler is running." (TensorFlow's text); InvalidArgumentError when the file
+/// cannot be written (the profile is dropped either way).
+void stop(const std::string& path);
+namespace profiler_detail {
+inline std::atomic<bool> running{false};
+}  // namespace profiler_detail
+/// Whether a profile is being taken.
+[[nodiscard]] inline bool active() noexcept { return profiler_detail::running.load(std::memory_order_relaxed); }
+/// Adds a traced run to the profile (what traced functions and sessions call); ignored when none
+/// is being taken.
+void add(StepStats stats);
+}  // namespace profiler
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
@@ -141,6 +172,56 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
   for (std::size_t i = 0; i < events.size(); ++i) out += (i ? ",\n" : "\n") + events[i];
   return out + "\n]}\n";
 }
+
+namespace profiler {
+namespace profiler_detail {
+struct Profile {
+  std::mutex mutex;
+  StepStats stats;
+};
+inline Profile& profile() {
+  static Profile p;
+  return p;
+}
+}  // namespace profiler_detail
+
+DEVTENSOR_DEFINITION void start() {
+  auto& p = profiler_detail::profile();
+  const std::lock_guard lock(p.mutex);
+  if (profiler_detail::running.load()) throw AlreadyExistsError("Another profiler is running.");
+  p.stats = {};
+  profiler_detail::running.store(true);
+}
+
+DEVTENSOR_DEFINITION void add(StepStats stats) {
+  auto& p = profiler_detail::profile();
+  const std::lock_guard lock(p.mutex);
+  if (!profiler_detail::running.load()) return;
+  for (auto& device : stats.dev_stats) {
+    auto into = std::find_if(p.stats.dev_stats.begin(), p.stats.dev_stats.end(),
+                             [&](const DeviceStepStats& d) { return d.device == device.device; });
+    if (into == p.stats.dev_stats.end()) into = p.stats.dev_stats.insert(p.stats.dev_stats.end(), {device.device});
+    for (auto& node : device.node_stats) into->node_stats.push_back(std::move(node));
+  }
+}
+
+DEVTENSOR_DEFINITION void stop(const std::string& path) {
+  StepStats stats;
+  {
+    auto& p = profiler_detail::profile();
+    const std::lock_guard lock(p.mutex);
+    if (!profiler_detail::running.load())
+      throw UnavailableError("Cannot export profiling results. No profiler is running.");
+    profiler_detail::running.store(false);
+    stats = std::move(p.stats);
+    p.stats = {};
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << timeline::Timeline(std::move(stats)).generate_chrome_trace_format();
+  out.close();
+  if (!out) throw InvalidArgumentError("Could not write the profile to '" + path + "': check that its folder exists");
+}
+}  // namespace profiler
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

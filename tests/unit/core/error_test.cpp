@@ -42,6 +42,7 @@ BOOST_AUTO_TEST_CASE(codes_and_messages) {
   check_error<OutOfRangeError>(ErrorCode::out_of_range, "OUT_OF_RANGE");
   check_error<CancelledError>(ErrorCode::cancelled, "CANCELLED");
   check_error<DataLossError>(ErrorCode::data_loss, "DATA_LOSS");
+  check_error<AlreadyExistsError>(ErrorCode::already_exists, "ALREADY_EXISTS");
 }
 
 // An error that crossed a process boundary as (code, text) is raised again with its own type.
@@ -57,7 +58,8 @@ BOOST_AUTO_TEST_CASE(throw_error_raises_the_codes_own_type) {
   for (ErrorCode code : {ErrorCode::invalid_argument, ErrorCode::not_found, ErrorCode::failed_precondition,
                          ErrorCode::resource_exhausted, ErrorCode::unimplemented, ErrorCode::internal,
                          ErrorCode::deadline_exceeded, ErrorCode::unavailable, ErrorCode::out_of_range,
-                         ErrorCode::cancelled, ErrorCode::data_loss})
+                         ErrorCode::cancelled, ErrorCode::data_loss,
+                         ErrorCode::already_exists})
     BOOST_TEST((raised(code) == code));
   BOOST_CHECK_THROW(throw_error(ErrorCode::unavailable, "ps"), UnavailableError);
 }

@@ -5,12 +5,16 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
@@ -459,6 +463,56 @@ BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) 
   BOOST_TEST(flow_ends == 2u);
   BOOST_TEST(dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format(false).find("DataFlow") ==
              std::string::npos);
+}
+
+// tf.profiler.experimental.start/stop over graphs: the calls of traced functions (fit's steps too)
+// and the sessions' runs between start and stop, as one Chrome trace; TensorFlow's errors for a
+// second start and for a stop without one; nothing recorded before start or after stop.
+BOOST_AUTO_TEST_CASE(the_profiler_records_traced_functions_and_sessions_between_start_and_stop) {
+  const auto path = (std::filesystem::temp_directory_path() / ("devtensor_profile_" + std::to_string(::getpid()) + ".json")).string();
+  DEVTENSOR_CHECK_THROW_WITH(dt::profiler::stop(path), dt::UnavailableError,
+                             "Cannot export profiling results. No profiler is running.");
+  auto f = dt::function([](const dt::Tensor<float>& x) { return dt::relu(dt::matmul(x, x)); });
+  const auto x = dt::constant<float>({1, -2, 3, 4}, {2, 2});
+  (void)f(x);  // before start: not recorded
+  const auto ops = f.get_concrete_function(x)->optimized_ops();
+  v1::Graph g;
+  dt::Tensor<float> fed, negated;
+  {
+    auto scope = g.as_default();
+    fed = v1::placeholder<float>({2}, {.name = "fed"});
+    negated = dt::neg(fed);
+  }
+  v1::Session sess(g);
+  dt::nn::clear_session();
+  dt::nn::Sequential model({dt::nn::Dense(1, {.input_dim = 1})});
+  model.compile(dt::nn::Loss("mse"), dt::nn::optimizers::SGD{});
+  dt::profiler::start();
+  BOOST_TEST(dt::profiler::active());
+  DEVTENSOR_CHECK_THROW_WITH(dt::profiler::start(), dt::AlreadyExistsError, "Another profiler is running.");
+  BOOST_TEST(f(x).to_vector() == (std::vector<float>{0, 0, 15, 10}), boost::test_tools::per_element());
+  (void)f(x);
+  (void)sess.run(negated, {{fed, std::vector<float>{1, 2}}});
+  (void)model.fit(dt::ones<float>({4, 1}), dt::ones<float>({4, 1}), {.batch_size = 2, .verbose = 0});
+  dt::profiler::stop(path);
+  BOOST_TEST(!dt::profiler::active());
+  (void)f(x);  // after stop: not recorded
+  boost::property_tree::ptree tree;
+  boost::property_tree::read_json(path, tree);
+  std::map<std::string, int> by_op;
+  for (const auto& [key, event] : tree.get_child("traceEvents"))
+    if (event.get<std::string>("ph") == "X") {
+      ++by_op[event.get<std::string>("name")];
+      BOOST_TEST(event.get<std::string>("cat") == "Op");
+    }
+  for (const auto& op : ops) BOOST_TEST(by_op[op] >= 2, op << " ran " << by_op[op] << " times in the profile");
+  BOOST_TEST(by_op["Neg"] == 1);  // the session's run
+  BOOST_TEST(by_op["ResourceApplyGradientDescent"] >= 2);  // fit's two traced steps, each updating
+  std::filesystem::remove(path);
+  dt::profiler::start();
+  DEVTENSOR_CHECK_THROW_WITH(dt::profiler::stop("/nonexistent/folder/profile.json"), dt::InvalidArgumentError,
+                             "Could not write the profile");
+  BOOST_TEST(!dt::profiler::active());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
