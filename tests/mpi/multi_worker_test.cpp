@@ -413,12 +413,13 @@ BOOST_AUTO_TEST_CASE(callbacks_agree_across_workers_and_only_the_chief_writes) {
   // Each worker names its own file: only the chief's may appear. (Keras 3's figures alone: losses
   // 2.704, 2.079, 1.620 ...; with min_delta 0.5 and patience 1 the third epoch stops it.)
   const std::string csv = "/tmp/devtensor_mw_callbacks_" + std::to_string(getppid()) + "_" + std::to_string(rank) + ".csv";
+  const std::string logs = "/tmp/devtensor_mw_tensorboard_" + std::to_string(getppid()) + "_" + std::to_string(rank);
   nn::callbacks::EarlyStopping early{.monitor = "loss", .min_delta = 0.5, .patience = 1};
   const auto history = model->fit(
       data, {.epochs = 10, .verbose = 0,
              .callbacks = {early, nn::callbacks::ReduceLROnPlateau{.monitor = "loss", .factor = 0.5, .patience = 1,
                                                                    .min_delta = 0.5},
-                           nn::callbacks::CSVLogger{.filename = csv}}});
+                           nn::callbacks::CSVLogger{.filename = csv}, nn::callbacks::TensorBoard{.log_dir = logs}}});
   BOOST_TEST(model->is_chief() == (rank == 0));
   BOOST_TEST(history.loss.size() == 3u);
   BOOST_TEST(early.stopped_epoch() == 2);
@@ -433,8 +434,19 @@ BOOST_AUTO_TEST_CASE(callbacks_agree_across_workers_and_only_the_chief_writes) {
     BOOST_TEST(epochs[0] == -epochs[1]);
   }
   BOOST_TEST(std::filesystem::exists(csv) == (rank == 0));
+  BOOST_TEST(std::filesystem::exists(logs + "/train") == (rank == 0));  // TensorBoard's files too
+  if (rank == 0) {
+    std::vector<double> epoch_loss;
+    for (const auto& entry : std::filesystem::directory_iterator(logs + "/train"))
+      for (const auto& event : dt::summary::read_events(entry.path().string()))
+        for (const auto& value : event.values)
+          if (value.tag == "epoch_loss") epoch_loss.push_back(value.values.at(0));
+    BOOST_TEST_REQUIRE(epoch_loss.size() == 3u);
+    BOOST_TEST(epoch_loss[0] == static_cast<double>(static_cast<float>(history.loss[0])));
+  }
   std::error_code ignored;
   std::filesystem::remove(csv, ignored);
+  std::filesystem::remove_all(logs, ignored);
 }
 
 BOOST_AUTO_TEST_CASE(tf_config_must_agree_with_the_launch) {
