@@ -2,6 +2,7 @@
 // pruning, the executable cache, ConfigProto. Expected texts were printed by TensorFlow 2.21 (CPU
 // build) running the seeds' TF1 programs through tf.compat.v1.
 #include <boost/test/unit_test.hpp>
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS  // property_tree includes the old boost/bind.hpp
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
