@@ -6,7 +6,7 @@
 /// with ETA while running, and the final line once, with time per step:
 ///   `10/10 [==============================] - 0s 2ms/step - loss: 0.1234`.
 /// verbose = 1 elsewhere (a file, a pipe, CI logs): only the final line of each epoch.
-/// verbose = 2: one line per epoch: `10/10 - 0s - loss: 0.1234 - 20ms/epoch - 2ms/step`.
+/// verbose = 2: one line per epoch, Keras 3's: `10/10 - 0s - 2ms/step - loss: 0.1234`.
 /// Metrics join the loss in the order of their names, as Keras 3 prints them:
 /// `- accuracy: 0.9500 - loss: 0.1234`.
 
@@ -40,7 +40,7 @@ inline std::string format(const char* fmt, double value) {
 /// "%.4f", or "%.4e" for tiny magnitudes, as Keras prints metric values.
 inline std::string metric(double v) { return format(std::abs(v) > 1e-3 ? "%.4f" : "%.4e", v); }
 inline std::string per_step(double seconds) {
-  if (seconds >= 1) return format("%.0fs/step", seconds);
+  if (seconds >= 1 || seconds == 0) return format("%.0fs/step", seconds);  // Keras's "0s/step" for none
   if (seconds >= 1e-3) return format("%.0fms/step", seconds * 1e3);
   return format("%.0fus/step", seconds * 1e6);
 }
@@ -105,14 +105,13 @@ class ProgressBar {
     if (verbose_ == 0) return;
     const double elapsed = seconds();
     const double step_time = steps > 0 ? elapsed / static_cast<double>(steps) : 0.0;
+    // An unknown size is the steps seen (Keras 3 prints no verbose = 2 line then).
+    if (target_ <= 0) target_ = steps;
     if (verbose_ == 2) {
-      *out_ << steps << "/" << (target_ > 0 ? target_ : steps) << " - " << progress_detail::format("%.0fs", elapsed)
-            << progress_detail::logs(values) << " - "
-            << progress_detail::format("%.0fms/epoch", elapsed * 1e3) << " - " << progress_detail::per_step(step_time)
-            << "\n";
+      *out_ << count(steps) << " - " << progress_detail::format("%.0fs", elapsed) << " - "
+            << progress_detail::per_step(step_time) << progress_detail::logs(values) << "\n";
       return;
     }
-    if (target_ <= 0) target_ = steps;
     std::string line = bar(steps) + " - " + progress_detail::format("%.0fs ", elapsed) +
                        progress_detail::per_step(step_time) + progress_detail::logs(values);
     if (interactive_ && line.size() < last_width_) line += std::string(last_width_ - line.size(), ' ');
@@ -134,13 +133,17 @@ class ProgressBar {
   [[nodiscard]] double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
+  /// " 3/10": the steps, as wide as the target.
+  [[nodiscard]] std::string count(std::int64_t current) const {
+    const auto digits = std::to_string(target_).size();
+    const std::string s = std::to_string(current);
+    return std::string(digits > s.size() ? digits - s.size() : 0, ' ') + s + "/" + std::to_string(target_);
+  }
   /// "3/10 [========>.....................]" (Keras's Progbar, width 30).
   [[nodiscard]] std::string bar(std::int64_t current) const {
     constexpr int width = 30;
     if (target_ <= 0) return std::to_string(current) + "/Unknown";
-    const auto digits = std::to_string(target_).size();
-    std::string s = std::to_string(current);
-    s = std::string(digits > s.size() ? digits - s.size() : 0, ' ') + s + "/" + std::to_string(target_) + " [";
+    std::string s = count(current) + " [";
     const int filled = static_cast<int>(width * static_cast<double>(current) / static_cast<double>(target_));
     if (filled > 0) {
       s += std::string(static_cast<std::size_t>(filled - 1), '=');
