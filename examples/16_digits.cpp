@@ -53,7 +53,9 @@ int main(int argc, char** argv) {
       {.epochs = 30, .batch_size = 32, .verbose = 2, .seed = 4, .validation_split = 0.2,
        .callbacks = {nn::callbacks::ReduceLROnPlateau{.monitor = "val_loss", .factor = 0.5, .patience = 2, .verbose = 1},
                      early, best, nn::callbacks::CSVLogger{.filename = (folder / "training.csv").string()},
-                     nn::callbacks::TensorBoard{.log_dir = logs.string(), .histogram_freq = 5}}});
+                     nn::callbacks::TensorBoard{.log_dir = logs.string(), .histogram_freq = 5},
+                     // Killed part way? Run it again: fit resumes at the last epoch's end.
+                     nn::callbacks::BackupAndRestore{.backup_dir = (folder / "backup").string()}}});
   const double val_accuracy = history.metrics.at("val_accuracy").at(static_cast<std::size_t>(early.best_epoch()));
   std::cout << "validation accuracy at the best of " << history.loss.size() << " epochs (" << early.best_epoch() + 1
             << "): " << val_accuracy << "; the learning rate ended at " << history.metrics.at("learning_rate").back()

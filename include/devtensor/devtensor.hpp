@@ -38,6 +38,7 @@
 #include "devtensor/memory/stats.hpp"
 #include "devtensor/memory/sub_allocators.hpp"
 #include "devtensor/nn/initializers.hpp"
+#include "devtensor/nn/backup_and_restore.hpp"
 #include "devtensor/nn/callbacks.hpp"
 #include "devtensor/nn/conv_layers.hpp"
 #include "devtensor/nn/core_layers.hpp"

@@ -5,6 +5,7 @@
 /// and under MirroredStrategy), datasets, plus the eager core (tensors.hpp). Keras weights files: link devtensor::hdf5 (included then).
 
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/nn/backup_and_restore.hpp"
 #include "devtensor/nn/callbacks.hpp"
 #include "devtensor/nn/conv_layers.hpp"
 #include "devtensor/nn/core_layers.hpp"

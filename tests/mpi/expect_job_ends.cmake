@@ -6,16 +6,7 @@
 # have written EXPECT_STATUS there (tests/mpi/record_status.sh wraps each rank): a rank that a
 # signal ended (a crash in MPI_Finalize, say) fails the test even when the launcher reports 0.
 # EXPECT_OUTPUT must appear in the job's output (stdout and stderr), REJECT_OUTPUT must not.
-set(command "")
-set(after_separator FALSE)
-math(EXPR last "${CMAKE_ARGC} - 1")
-foreach(i RANGE 0 ${last})
-  if(after_separator)
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif(CMAKE_ARGV${i} STREQUAL "--")
-    set(after_separator TRUE)
-  endif()
-endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/command_line.cmake")
 if(DEFINED RANK_STATUS_DIR)
   file(REMOVE_RECURSE "${RANK_STATUS_DIR}")
   file(MAKE_DIRECTORY "${RANK_STATUS_DIR}")

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -685,5 +687,77 @@ BOOST_AUTO_TEST_CASE(a_worker_that_exits_ends_the_job, *boost::unit_test::disabl
   (void)strategy.reduce(ds::ReduceOp::SUM, one, std::nullopt);
   BOOST_ERROR("the all-reduce completed without worker 1");
 }
+
+#if defined(DEVTENSOR_WITH_HDF5)
+// Run alone (disabled by default; CTest entries test_multi_worker.kill_and_resume.*, driven by
+// kill_and_resume.cmake): one multi-worker fit with BackupAndRestore. Arguments after "--":
+// <backup_dir> <result_file> <save_freq: "epoch" or batches> ["kill"]. With "kill", worker 1 sends
+// itself SIGKILL before epoch 2's second batch, and the launcher ends the job. Every worker checks
+// that all reached the same weights; the chief writes them, exactly (hexadecimal floats), to the
+// result file and says where the fit resumed.
+BOOST_AUTO_TEST_CASE(backup_and_restore_job, *boost::unit_test::disabled()) {
+  const auto& suite = boost::unit_test::framework::master_test_suite();
+  BOOST_TEST_REQUIRE(suite.argc >= 4);
+  const std::string backup_dir = suite.argv[1], result = suite.argv[2], save_freq = suite.argv[3];
+  const bool kill = suite.argc > 4 && std::string(suite.argv[4]) == "kill";
+  const dt::test::ScopedEnv no_tf_config{"TF_CONFIG", std::nullopt};
+  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+  nn::utils::set_random_seed(21);
+  std::unique_ptr<nn::Sequential> model;
+  {
+    auto guard = strategy.scope();
+    nn::clear_session();
+    model = std::make_unique<nn::Sequential>(std::vector<nn::Layer>{
+        nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.25), nn::Dense(1)});
+    model->compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
+  }
+  std::vector<float> x, y;
+  for (int i = 0; i < 48; ++i) {
+    const float a = static_cast<float>(i % 7) / 7.0f, b = static_cast<float>(i % 5) / 5.0f;
+    x.insert(x.end(), {a, b, a * b});
+    y.push_back(a - 2 * b + 0.5f);
+  }
+  // Global batches of 12 (split among 2, 3 or 4 workers), shuffled anew every epoch.
+  const auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(x, {48, 3}),
+                                                                      dt::constant<float>(y, {48, 1}))
+                        .shuffle(48)
+                        .batch(12);
+  nn::callbacks::BackupAndRestore backup{.backup_dir = backup_dir};
+  if (save_freq != "epoch") backup.save_freq = static_cast<std::int64_t>(std::stoll(save_freq));
+  int epoch = 0;
+  const bool dies = kill && strategy.worker_index() == 1;
+  nn::callbacks::LambdaCallback killer{
+      .on_epoch_begin_fn = [&epoch](int e, const nn::Logs&) { epoch = e; },
+      .on_train_batch_begin_fn = [&epoch, dies](std::int64_t batch, const nn::Logs&) {
+        if (dies && epoch == 2 && batch == 1) std::raise(SIGKILL);
+      }};
+  const auto history = model->fit(data, {.epochs = 5, .verbose = 0, .callbacks = {backup, killer}});
+  BOOST_TEST_REQUIRE(!kill);  // the job ends before
+  std::vector<float> weights;
+  for (const auto& v : model->trainable_variables()) {
+    const auto values = v.to_vector();
+    weights.insert(weights.end(), values.begin(), values.end());
+  }
+  if (world_size() > 1) {  // every worker reached the chief's weights
+    std::vector<float> highest(weights), lowest(weights);
+    MPI_Allreduce(MPI_IN_PLACE, highest.data(), static_cast<int>(weights.size()), MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, lowest.data(), static_cast<int>(weights.size()), MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+    BOOST_TEST(highest == weights, boost::test_tools::per_element());
+    BOOST_TEST(lowest == weights, boost::test_tools::per_element());
+  }
+  if (save_freq == "epoch")  // the chief saves at every epoch's end; the others never
+    BOOST_TEST(backup.saves() == (strategy.worker_index() == 0 ? static_cast<std::int64_t>(history.loss.size()) : 0));
+  if (strategy.worker_index() != 0) return;
+  if (const auto point = backup.restored())
+    std::printf("BackupAndRestore resumed at epoch %d, batch %lld; %zu epochs run\n", point->epoch,
+                static_cast<long long>(point->step), history.loss.size());
+  else
+    std::printf("BackupAndRestore found no backup; %zu epochs run\n", history.loss.size());
+  std::FILE* out = std::fopen(result.c_str(), "w");
+  BOOST_TEST_REQUIRE(out != nullptr);
+  for (const float w : weights) std::fprintf(out, "%a\n", static_cast<double>(w));
+  std::fclose(out);
+}
+#endif  // DEVTENSOR_WITH_HDF5
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,9 +25,9 @@
 ///     /optimizer/vars/1               the learning rate (float32 scalar)
 ///     /optimizer/vars/2, ...          the slots (Adam: m, v of each variable in turn; then v_hat)
 ///
-/// so the file is a checkpoint: loading it into a model compiled alike restores the step count and
-/// the slots (not the learning rate: the compiled optimizer's is kept), and training resumes as if
-/// uninterrupted, bit for bit. A model that is not compiled skips the optimizer's state, as Keras.
+/// so the file is a checkpoint: loading it into a model compiled alike restores the step count, the
+/// slots and the learning rate (a number's; a schedule's follows from the step count), and training
+/// resumes as if uninterrupted, bit for bit. A model that is not compiled skips the optimizer's state, as Keras.
 
 #include <algorithm>
 #include <cctype>

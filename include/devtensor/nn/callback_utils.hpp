@@ -28,7 +28,32 @@ namespace devtensor {
 namespace nn {
 namespace callbacks {
 
+/// When a callback saves (ModelCheckpoint's, BackupAndRestore's save_freq): "epoch", or every so
+/// many batches. @throws InvalidArgumentError for another text or fewer than 1 batch.
+struct SaveFrequency {
+  SaveFrequency(const char* every);   // NOLINT: implicit, as Keras's save_freq="epoch"
+  SaveFrequency(std::int64_t every);  // NOLINT: implicit, as save_freq=100
+  SaveFrequency(int every) : SaveFrequency(static_cast<std::int64_t>(every)) {}  // NOLINT
+  std::int64_t batches = 0;  // 0: every epoch
+};
+
 namespace callbacks_detail {
+
+/// Counts the batches since a callback last saved, on across epochs (Keras's
+/// _batches_seen_since_last_saving): a batch index that did not grow starts a new epoch.
+struct BatchCounter {
+  std::int64_t since = 0;
+  std::optional<std::int64_t> last;
+  /// Counts up to `batch` (its index in the epoch); true when `every` batches have passed since
+  /// the last time it said so.
+  bool due(std::int64_t batch, std::int64_t every) {
+    since += !last || batch <= *last ? batch + 1 : batch - *last;
+    last = batch;
+    if (since < every) return false;
+    since = 0;
+    return true;
+  }
+};
 
 /// Python's repr of a float (the shortest text that reads back, fixed from 1e-4 up to 1e16,
 /// else scientific as "1e-05"): how Keras's messages and CSV files print numbers.
@@ -65,6 +90,18 @@ void write_atomically(const std::string& path, const std::function<void(const st
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION SaveFrequency::SaveFrequency(const char* every) {
+  if (every == nullptr || std::string_view(every) != "epoch")
+    throw InvalidArgumentError(std::string("Unrecognized save_freq: ") + (every ? every : "(null)") +
+                               ". Expected save_freq are 'epoch' or integer values");
+}
+
+DEVTENSOR_DEFINITION SaveFrequency::SaveFrequency(std::int64_t every) : batches(every) {
+  if (every < 1)
+    throw InvalidArgumentError("Unrecognized save_freq: " + std::to_string(every) +
+                               ". Expected save_freq are 'epoch' or integer values (a number of batches >= 1)");
+}
 
 DEVTENSOR_DEFINITION std::string callbacks_detail::python_float(double value) {
   if (std::isnan(value)) return "nan";

@@ -80,13 +80,7 @@ struct EarlyStopping {
 /// every epoch, every `save_freq` batches, or only when the monitored value improves (Keras's
 /// ModelCheckpoint). `filepath` may hold Keras's fields: `"ckpt/e{epoch:02d}-{val_loss:.2f}.weights.h5"`.
 struct ModelCheckpoint {
-  /// When to save: "epoch", or every so many batches.
-  struct SaveFrequency {
-    SaveFrequency(const char* every);  // NOLINT: implicit, as Keras's save_freq="epoch"
-    SaveFrequency(std::int64_t every);  // NOLINT: implicit, as save_freq=100
-    SaveFrequency(int every) : SaveFrequency(static_cast<std::int64_t>(every)) {}  // NOLINT
-    std::int64_t batches = 0;  // 0: every epoch
-  };
+  using SaveFrequency = callbacks::SaveFrequency;
 
   std::string filepath;
   std::string monitor = "val_loss";
@@ -105,8 +99,7 @@ struct ModelCheckpoint {
     std::optional<double> best;
     bool started = false;
     int epoch = 0;
-    std::int64_t since_saving = 0;
-    std::optional<std::int64_t> last_batch;
+    callbacks_detail::BatchCounter batches;
     std::vector<std::string> written;
   };
   std::shared_ptr<State> state = new_state();
@@ -297,18 +290,6 @@ DEVTENSOR_DEFINITION void EarlyStopping::on_train_end(const Logs&) {
 
 // --- ModelCheckpoint ------------------------------------------------------------------------
 
-DEVTENSOR_DEFINITION ModelCheckpoint::SaveFrequency::SaveFrequency(const char* every) {
-  if (every == nullptr || std::string_view(every) != "epoch")
-    throw InvalidArgumentError(std::string("Unrecognized save_freq: ") + (every ? every : "(null)") +
-                               ". Expected save_freq are 'epoch' or integer values");
-}
-
-DEVTENSOR_DEFINITION ModelCheckpoint::SaveFrequency::SaveFrequency(std::int64_t every) : batches(every) {
-  if (every < 1)
-    throw InvalidArgumentError("Unrecognized save_freq: " + std::to_string(every) +
-                               ". Expected save_freq are 'epoch' or integer values (a number of batches >= 1)");
-}
-
 DEVTENSOR_DEFINITION void ModelCheckpoint::set_model(Model& model) {
   const auto ends_with = [&](std::string_view suffix) {
     return filepath.size() >= suffix.size() && std::string_view(filepath).substr(filepath.size() - suffix.size()) == suffix;
@@ -338,13 +319,8 @@ DEVTENSOR_DEFINITION void ModelCheckpoint::on_train_begin(const Logs&) {
 
 DEVTENSOR_DEFINITION void ModelCheckpoint::on_train_batch_end(std::int64_t batch, const BatchLogs& logs) {
   if (save_freq.batches == 0) return;
-  auto& s = *state;
-  // Batches count on across epochs: a batch index that did not grow starts a new epoch.
-  s.since_saving += !s.last_batch || batch <= *s.last_batch ? batch + 1 : batch - *s.last_batch;
-  s.last_batch = batch;
-  if (s.since_saving < save_freq.batches) return;
-  s.since_saving = 0;
-  save(s.epoch, batch, logs.get());
+  if (!state->batches.due(batch, save_freq.batches)) return;
+  save(state->epoch, batch, logs.get());
 }
 
 DEVTENSOR_DEFINITION void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {

@@ -264,6 +264,10 @@ class Model {
   /// batch or the epoch under way. fit clears it when it starts.
   [[nodiscard]] bool stop_training() const noexcept { return stop_training_; }
   void set_stop_training(bool stop) noexcept { stop_training_ = stop; }
+  /// Makes the next fit start at `point` instead of FitOptions::initial_epoch (Keras's
+  /// model._initial_epoch, which BackupAndRestore sets in on_train_begin): fit reads it after the
+  /// callbacks' on_train_begin, moves its data on to where the interrupted run was, and clears it.
+  void set_resume_point(ResumePoint point) noexcept { resume_point_ = point; }
   /// Whether this process writes the training's files (checkpoints, logs): without a strategy, or
   /// a multi-worker strategy's worker 0 (Keras's chief).
   [[nodiscard]] bool is_chief() const;
@@ -299,6 +303,7 @@ class Model {
   bool run_eagerly_ = false;
   bool cuda_graph_ = false;  // CompileOptions::cuda_graph
   bool stop_training_ = false;
+  std::optional<ResumePoint> resume_point_;
 
   /// fit's, evaluate's and predict's traced steps, made on first use and dropped when the model
   /// changes (compile, add). A copy of the model starts without: the steps call their own model.

@@ -82,7 +82,10 @@ DEVTENSOR_DEFINITION History Model::fit(const data_adapter::Batches& batches, Fi
         return training_loop::evaluate(validation, compiled_loss_->reported_names(),
                                        [this](const data_adapter::Batch& batch) { return test_step(batch); }, callbacks);
       },
-      this, {[this] { return stop_training_; }, [this] { stop_training_ = false; }});
+      this,
+      {.stop_requested = [this] { return stop_training_; },
+       .reset_stop = [this] { stop_training_ = false; },
+       .take_resume_point = [this] { return std::exchange(resume_point_, std::nullopt); }});
 }
 
 DEVTENSOR_DEFINITION bool Model::is_chief() const {

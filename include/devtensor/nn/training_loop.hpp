@@ -4,6 +4,7 @@
 /// one pass across epochs), the progress output, the loss and metric trackers and the warnings
 /// when the input runs out. The model supplies the step.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <iostream>
@@ -42,21 +43,26 @@ using callback_detail::CallbackList;
 /// The model's evaluate, silent, calling fit's callbacks' on_test_* hooks: what fit runs on its
 /// validation data after every epoch.
 using Validate = std::function<Evaluation(const Batches&, const CallbackList&)>;
-/// Whether a callback asked the training to stop (Keras's model.stop_training), and its reset.
-struct StopFlag {
-  std::function<bool()> requested;
-  std::function<void()> reset;
+/// What the loop asks the model: whether a callback asked the training to stop (Keras's
+/// model.stop_training) and its reset, and where a restored training resumes (taken once, after
+/// on_train_begin: Model::set_resume_point).
+struct Control {
+  std::function<bool()> stop_requested;
+  std::function<void()> reset_stop;
+  std::function<std::optional<ResumePoint>()> take_resume_point = nullptr;
 };
 
 /// Keras's fit over batches, reporting the loss and the values named `metric_names` (the steps'
 /// StepResult::metrics, in that order: per-output losses, metrics), and after every epoch `validate`'s results on
 /// options.validation_data as "val_loss", "val_<metric>"; options.callbacks (and History, the
-/// progress bar) called at Keras's hooks with `model`. @throws InvalidArgumentError for
-/// negative epochs, an initial_epoch outside [0, epochs], a steps_per_epoch below 1, an infinite
-/// dataset without steps_per_epoch, a dataset without a batch (before training, or after a first
-/// epoch that found none), or a validation_split (fit(x, y) only); what the step or a callback throws.
+/// progress bar) called at Keras's hooks with `model`. A resume point the callbacks set in
+/// on_train_begin (BackupAndRestore) replaces options.initial_epoch: Note [Resuming].
+/// @throws InvalidArgumentError for a negative resume point, negative epochs, an initial_epoch
+/// outside [0, epochs], a steps_per_epoch below 1, an infinite dataset without steps_per_epoch, a
+/// dataset without a batch (before training, or after a first epoch that found none), or a
+/// validation_split (fit(x, y) only); what the step or a callback throws.
 History fit(const Batches& dataset, const FitOptions& options, const std::vector<std::string>& metric_names,
-            const TrainStep& train_step, const Validate& validate, Model* model, const StopFlag& stop);
+            const TrainStep& train_step, const Validate& validate, Model* model, const Control& control);
 
 /// Keras's evaluate: the loss and the metrics over the dataset, weighted by batch sizes, with
 /// options.callbacks (and the progress bar) called at the on_test_* hooks.
@@ -103,7 +109,7 @@ DEVTENSOR_DEFINITION InvalidArgumentError empty_data_error(std::string_view what
 
 DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& options,
                                  const std::vector<std::string>& metric_names, const TrainStep& train_step,
-                                 const Validate& validate, Model* model, const StopFlag& stop) {
+                                 const Validate& validate, Model* model, const Control& control) {
   if (options.validation_split != 0.0)
     throw InvalidArgumentError("Argument `validation_split` is only supported for tensors (fit(x, y)); with a "
                                "dataset, pass validation_data");
@@ -130,13 +136,40 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
   // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
   std::optional<Batches::Next> shared;
   if (options.steps_per_epoch) shared = dataset.open();
-  stop.reset();
+  control.reset_stop();
   callbacks.each(&Callback::on_train_begin, Logs{});
+  // Note [Resuming]
+  // A restored training (BackupAndRestore) starts at the epoch, and the batch of it, where its
+  // backup was made. The data is moved on to where the interrupted run was, its passes opened and
+  // its batches drawn and dropped, so that a shuffle draws the orders it drew there: a new process
+  // running the same program resumes bit for bit (the interrupted one's dataset has moved on
+  // already). It costs a batch per skipped epoch (a pass opens at its first batch), and every
+  // skipped batch of one endless pass. The resumed epoch's logs cover the batches trained after
+  // the resume, as TensorFlow 2's resumption mid-epoch did.
+  std::optional<ResumePoint> resumed = control.take_resume_point ? control.take_resume_point() : std::nullopt;
+  if (resumed && (resumed->epoch < 0 || resumed->step < 0))
+    throw InvalidArgumentError("fit: cannot resume at epoch " + std::to_string(resumed->epoch) + ", batch " +
+                               std::to_string(resumed->step) + "; a resume point is never negative");
+  const ResumePoint start = resumed ? *resumed : ResumePoint{options.initial_epoch, 0};
+  const auto drop_batches = [](Batches::Next& next, std::int64_t n) {
+    for (std::int64_t i = 0; i < n && next(); ++i) {
+    }
+  };
+  if (start.epoch > options.initial_epoch || start.step > 0) {
+    const std::int64_t epochs_done = std::max(0, start.epoch - options.initial_epoch);
+    if (shared) drop_batches(*shared, epochs_done * *options.steps_per_epoch + start.step);
+    else
+      for (std::int64_t e = 0; e < epochs_done; ++e) {
+        auto pass = dataset.open();
+        drop_batches(pass, 1);
+      }
+  }
   Logs training_logs;
-  for (int epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
+  for (int epoch = start.epoch; epoch < options.epochs; ++epoch) {
     callbacks.each(&Callback::on_epoch_begin, epoch, Logs{});
     Trackers mean(metric_names);
-    std::int64_t steps = 0;
+    const std::int64_t skipped = epoch == start.epoch ? start.step : 0;
+    std::int64_t steps = skipped;  // the next batch's index in the epoch
     bool ran_out = false;
     // One step; false once a callback asked to stop.
     auto step = [&](const Batch& batch) {
@@ -145,10 +178,10 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
       const BatchLogs logs([&mean] { return mean.logs(); });
       callbacks.each(&Callback::on_train_batch_end, steps, logs);
       ++steps;
-      return !stop.requested();
+      return !control.stop_requested();
     };
     if (shared) {
-      for (std::int64_t s = 0; s < *options.steps_per_epoch; ++s) {
+      for (std::int64_t s = skipped; s < *options.steps_per_epoch; ++s) {
         auto batch = (*shared)();
         if (!batch) {
           ran_out = true;
@@ -158,11 +191,13 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
       }
     } else {
       auto next = dataset.open();
+      drop_batches(next, skipped);
       while (auto batch = next())
         if (!step(*batch)) break;
     }
-    if (steps == 0 && epoch == options.initial_epoch) throw empty_data_error("fit");  // a dataset whose size was unknown
-    if (steps == 0 && ran_out) {
+    const bool trained = steps > skipped;
+    if (!trained && epoch == start.epoch && skipped == 0) throw empty_data_error("fit");  // a size that was unknown
+    if (!trained && ran_out) {
       log(LogSource::python_logger, LogSeverity::warning,
           "Your input ran out of data; interrupting training. Make sure that your dataset or generator can generate "
           "at least `steps_per_epoch * epochs` batches. You may need to use the `.repeat()` function when building "
@@ -181,7 +216,7 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
       log(LogSource::python_logger, LogSeverity::warning, "Your input ran out of data; interrupting training.");
       break;
     }
-    if (stop.requested()) break;
+    if (control.stop_requested()) break;
   }
   callbacks.each(&Callback::on_train_end, training_logs);
   return callbacks.history();

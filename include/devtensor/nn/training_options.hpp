@@ -86,6 +86,14 @@ struct FitOptions {
   int initial_epoch = 0;
 };
 
+/// Where a resumed fit starts (what BackupAndRestore restores; Model::set_resume_point): the epoch,
+/// and the batches of it trained before the interruption (0: the epoch starts afresh).
+struct ResumePoint {
+  int epoch = 0;
+  std::int64_t step = 0;
+  friend bool operator==(const ResumePoint&, const ResumePoint&) = default;
+};
+
 struct EvaluateOptions {
   std::int64_t batch_size = 32;
   int verbose = 1;

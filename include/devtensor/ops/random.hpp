@@ -83,6 +83,27 @@ inline void set_seed(std::optional<std::uint64_t> seed) {
   return state.seed;
 }
 
+/// Where the global sequence stands: the global seed (if set) and the index of its next draw.
+/// What a checkpoint of a training saves (BackupAndRestore), so that a resumed run draws what the
+/// uninterrupted one would have drawn.
+struct GlobalState {
+  std::optional<std::uint64_t> seed;
+  std::uint64_t next = 0;
+  friend bool operator==(const GlobalState&, const GlobalState&) = default;
+};
+[[nodiscard]] inline GlobalState global_state() {
+  auto& state = detail::global_seed_state();
+  const std::lock_guard lock(state.mutex);
+  return {state.seed, state.next};
+}
+/// Puts the global sequence back where `saved` was (the seed included).
+inline void set_global_state(const GlobalState& saved) {
+  auto& state = detail::global_seed_state();
+  const std::lock_guard lock(state.mutex);
+  state.seed = saved.seed;
+  state.next = saved.next;
+}
+
 /// The seed an op draws with, by TensorFlow's rule (random_seed.get_seed): its own seed combined
 /// with the global one when both are set; its own alone without a global seed; the next of the
 /// global sequence (or a fresh one) without one of its own.
@@ -191,7 +212,7 @@ namespace random {
 /// do with a seed of their own). @throws InvalidArgumentError when minval >= maxval or either is not finite.
 template <Floating T>
 Tensor<T> uniform_with_seed(const Shape& shape, std::uint64_t seed, double minval, double maxval,
-                              const OpOptions& op_options = {}) {
+                            const OpOptions& op_options = {}) {
   if (!std::isfinite(minval) || !std::isfinite(maxval) || !std::isfinite(maxval - minval) ||
       std::fabs(minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
       std::fabs(maxval) > static_cast<double>(std::numeric_limits<T>::max()))
@@ -206,7 +227,7 @@ Tensor<T> uniform_with_seed(const Shape& shape, std::uint64_t seed, double minva
 /// random_normal drawn with `seed` as it is, whatever the global seed. @throws InvalidArgumentError for a negative stddev.
 template <Floating T>
 Tensor<T> normal_with_seed(const Shape& shape, std::uint64_t seed, double mean, double stddev,
-                             const OpOptions& op_options = {}) {
+                           const OpOptions& op_options = {}) {
   if (!(stddev >= 0.0))
     throw InvalidArgumentError("stddev must be >= 0, got " + std::to_string(stddev) + " [Op:RandomStandardNormal]");
   return run_op<ops::RandomStandardNormal, T>(op_options, {shape, seed, mean, stddev});  // the CPU's, to rounding
@@ -218,7 +239,7 @@ Tensor<T> normal_with_seed(const Shape& shape, std::uint64_t seed, double mean, 
 template <Floating T>
 Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}, const OpOptions& op_options = {}) {
   return random::uniform_with_seed<T>(shape, random::op_seed(options.seed), options.minval, options.maxval,
-                                        op_options);
+                                      op_options);
 }
 
 /// Normal values (Box-Muller), seeded by TensorFlow's rule. @throws InvalidArgumentError for a
@@ -226,7 +247,7 @@ Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}, const 
 template <Floating T>
 Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const OpOptions& op_options = {}) {
   return random::normal_with_seed<T>(shape, random::op_seed(options.seed), options.mean, options.stddev,
-                                       op_options);
+                                     op_options);
 }
 
 /// Uniform values in [0, 1) drawn from `seed` (a one-element int64 tensor, possibly a graph's

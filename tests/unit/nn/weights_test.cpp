@@ -414,3 +414,201 @@ BOOST_AUTO_TEST_CASE(the_learning_rate_is_saved_as_keras_saves_it) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// BackupAndRestore (nn/backup_and_restore.hpp): a fit interrupted, then run again as a relaunched
+// program would (the same seeded program: a fresh model and dataset), ends where the uninterrupted
+// fit ends, bit for bit: weights, Adam's slots, Dropout's draws, the shuffled order of every epoch,
+// and the global random sequence a callback draws from.
+BOOST_FIXTURE_TEST_SUITE(backup_and_restore, WeightsFixture)
+
+namespace {
+namespace cb = nn::callbacks;
+using checkpoints::files_in;
+using checkpoints::fit_with;
+using checkpoints::zeros_model;
+
+/// Throws at an epoch's beginning (at_batch < 0) or before one of its batches, as a killed process stops.
+struct Interrupt {
+  int at_epoch = 0;
+  std::int64_t at_batch = -1;
+  int epoch = 0;
+  void on_epoch_begin(int e, const nn::Logs&) {
+    epoch = e;
+    if (e == at_epoch && at_batch < 0) throw std::runtime_error("interrupted");
+  }
+  void on_train_batch_begin(std::int64_t batch, const nn::Logs&) {
+    if (epoch == at_epoch && batch == at_batch) throw std::runtime_error("interrupted");
+  }
+};
+
+struct Run {
+  nn::History history;
+  std::vector<std::vector<float>> weights;
+  std::vector<float> draws;  // one number of the global sequence per epoch end
+  dt::random::GlobalState rng;
+};
+
+/// The same program every time: 16 rows shuffled anew every epoch, Dropout, Adam, 4 epochs of 4
+/// batches (with `repeat`: one endless pass, 4 steps per epoch).
+Run train(const std::vector<nn::Callback>& extra, bool repeat = false) {
+  nn::clear_session();
+  nn::utils::set_random_seed(11);
+  nn::Sequential model({nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.25),
+                        nn::Dense(1)});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
+  std::vector<float> x, y;
+  for (int i = 0; i < 16; ++i) {
+    const float a = static_cast<float>(i % 5) / 5.0f, b = static_cast<float>(i % 3) / 3.0f;
+    x.insert(x.end(), {a, b, a * b});
+    y.push_back(a - 2 * b + 0.5f);
+  }
+  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(x, {16, 3}),
+                                                                  dt::constant<float>(y, {16, 1}))
+                  .shuffle(16)
+                  .batch(4);
+  if (repeat) data = data.repeat();
+  Run run;
+  std::vector<nn::Callback> callbacks{cb::LambdaCallback{.on_epoch_end_fn = [&run](int, nn::Logs&) {
+    run.draws.push_back(dt::random_uniform<float>(dt::Shape{1}).item());
+  }}};
+  callbacks.insert(callbacks.end(), extra.begin(), extra.end());
+  run.history = model.fit(data, {.epochs = 4, .verbose = 0, .steps_per_epoch = repeat ? std::optional<std::int64_t>(4) : std::nullopt,
+                                 .callbacks = callbacks});
+  run.weights = values_of(model);
+  run.rng = dt::random::global_state();
+  return run;
+}
+
+void check_same_end(const Run& resumed, const Run& reference, std::size_t epochs_resumed, std::size_t exact_losses) {
+  BOOST_TEST((resumed.weights == reference.weights));  // bit for bit
+  BOOST_TEST((resumed.rng == reference.rng));
+  BOOST_TEST_REQUIRE(resumed.history.loss.size() == epochs_resumed);
+  for (std::size_t i = epochs_resumed - exact_losses; i < epochs_resumed; ++i)
+    BOOST_TEST(resumed.history.loss[i] == reference.history.loss[4 - epochs_resumed + i]);
+  BOOST_TEST(std::vector<float>(reference.draws.end() - static_cast<std::ptrdiff_t>(epochs_resumed), reference.draws.end()) ==
+             resumed.draws);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_interrupted_fit_resumes_at_its_last_epoch_bit_for_bit) {
+  const Run reference = train({});
+  const std::string backup_dir = (dir / "backup").string();
+  cb::BackupAndRestore backup{.backup_dir = backup_dir};
+  BOOST_CHECK_THROW(train({backup, Interrupt{.at_epoch = 2}}), std::runtime_error);
+  BOOST_TEST(backup.saves() == 2);
+  BOOST_TEST(!backup.restored());
+  const auto saved = cb::BackupAndRestore::read_metadata((dir / "backup" / "training_metadata.json").string());
+  BOOST_TEST((saved.point == nn::ResumePoint{2, 0}));
+  BOOST_TEST(files_in(dir / "backup") ==
+                 std::vector<std::string>({"epoch-2-step-0.weights.h5", "training_metadata.json"}),
+             boost::test_tools::per_element());  // epoch 1's weights gone, no temporary file left
+
+  cb::BackupAndRestore relaunched{.backup_dir = backup_dir};
+  const Run resumed = train({relaunched});
+  BOOST_TEST((relaunched.restored() == nn::ResumePoint{2, 0}));
+  check_same_end(resumed, reference, 2, 2);
+  BOOST_TEST(resumed.history.epoch == std::vector<int>({2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(!fs::exists(backup_dir));  // deleted at the end (delete_checkpoint)
+
+  // delete_checkpoint = false: the finished fit's backup stays (epoch 4), and a fit again has
+  // nothing left to do.
+  cb::BackupAndRestore kept{.backup_dir = backup_dir, .delete_checkpoint = false};
+  const Run finished = train({kept});
+  BOOST_TEST((finished.weights == reference.weights));
+  BOOST_TEST((cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{4, 0}));
+  const Run again = train({kept});
+  BOOST_TEST(again.history.loss.empty());
+  BOOST_TEST((again.weights == reference.weights));
+}
+
+BOOST_AUTO_TEST_CASE(a_backup_every_n_batches_resumes_at_its_batch) {
+  for (const bool repeat : {false, true}) {
+    BOOST_TEST_CONTEXT("one pass per epoch: " << !repeat) {
+      const Run reference = train({}, repeat);
+      const std::string backup_dir = (dir / "batches").string();
+      // Every 3 batches of 4 per epoch: at epoch 0's third batch, then epoch 1's second.
+      cb::BackupAndRestore backup{.backup_dir = backup_dir, .save_freq = 3};
+      BOOST_CHECK_THROW(train({backup, Interrupt{.at_epoch = 1, .at_batch = 2}}, repeat), std::runtime_error);
+      BOOST_TEST((cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point ==
+                  nn::ResumePoint{1, 2}));
+      cb::BackupAndRestore relaunched{.backup_dir = backup_dir, .save_freq = 3};
+      const Run resumed = train({relaunched}, repeat);
+      BOOST_TEST((relaunched.restored() == nn::ResumePoint{1, 2}));
+      // Epoch 1's loss covers its last 2 batches only; the epochs after it are the reference's.
+      check_same_end(resumed, reference, 3, 2);
+      BOOST_TEST(resumed.history.loss[0] != reference.history.loss[1]);
+    }
+  }
+  // A save due at an epoch's last batch is made at the epoch's end: a resume starts a whole epoch.
+  const std::string backup_dir = (dir / "last").string();
+  cb::BackupAndRestore every_epoch_of_4{.backup_dir = backup_dir, .save_freq = 4};
+  BOOST_CHECK_THROW(train({every_epoch_of_4, Interrupt{.at_epoch = 1, .at_batch = 1}}), std::runtime_error);
+  BOOST_TEST((cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{1, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(double_checkpoint_restores_the_backup_before_a_damaged_one) {
+  const Run reference = train({});
+  const fs::path folder = dir / "double";
+  cb::BackupAndRestore backup{.backup_dir = folder.string(), .double_checkpoint = true};
+  BOOST_CHECK_THROW(train({backup, Interrupt{.at_epoch = 3}}), std::runtime_error);
+  BOOST_TEST(files_in(folder) == std::vector<std::string>({"epoch-2-step-0.weights.h5", "epoch-3-step-0.weights.h5",
+                                                           "training_metadata.json", "training_metadata.json.bkp"}),
+             boost::test_tools::per_element());
+  fs::resize_file(folder / "epoch-3-step-0.weights.h5", 100);  // cut short
+  cb::BackupAndRestore relaunched{.backup_dir = folder.string(), .double_checkpoint = true};
+  const Run resumed = train({relaunched});
+  BOOST_TEST((relaunched.restored() == nn::ResumePoint{2, 0}));
+  BOOST_TEST(log.count("the latest backup in " + folder.string() + " could not be read; restored the one before it") == 1u);
+  check_same_end(resumed, reference, 2, 2);
+  BOOST_TEST(!fs::exists(folder));
+}
+
+BOOST_AUTO_TEST_CASE(bad_backups_and_bad_arguments_are_typed_errors) {
+  std::ostringstream quiet;
+  auto model = zeros_model(0.05);
+  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, quiet, {cb::BackupAndRestore{}}, 1), dt::InvalidArgumentError,
+                             "Empty `backup_dir` argument passed");
+  DEVTENSOR_CHECK_THROW_WITH((void)(cb::BackupAndRestore{.backup_dir = "b", .save_freq = 0}), dt::InvalidArgumentError,
+                             "Unrecognized save_freq: 0");
+  model.set_resume_point({-1, 0});
+  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, quiet, {}, 1), dt::InvalidArgumentError,
+                             "fit: cannot resume at epoch -1, batch 0; a resume point is never negative");
+  // Keras's check: the model must be built before fit.
+  nn::Sequential unbuilt({nn::Dense(1)});
+  unbuilt.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
+  DEVTENSOR_CHECK_THROW_WITH(
+      unbuilt.fit(dt::constant<float>({1, 2}, {2, 1}), dt::constant<float>({1, 2}, {2, 1}),
+                  {.verbose = 0, .callbacks = {cb::BackupAndRestore{.backup_dir = (dir / "u").string()}}}),
+      dt::InvalidArgumentError, "you model must be built before you call `fit()`");
+
+  // Damaged metadata: DataLossError naming the file, the model untouched.
+  const fs::path folder = dir / "damaged";
+  fs::create_directories(folder);
+  const auto write = [&](const std::string& text) {
+    std::ofstream(folder / "training_metadata.json", std::ios::trunc) << text;
+  };
+  const auto before = values_of(model);
+  const auto fit_restoring = [&] {
+    return fit_with(model, quiet, {cb::BackupAndRestore{.backup_dir = folder.string()}}, 1);
+  };
+  for (const auto& [text, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"epoch\": 1, \"step\": 0", "expected '}'"},
+           {"{\"epoch\": -1, \"step\": 0, \"weights\": \"w.weights.h5\", \"global_seed\": null, \"global_sequence\": 0}",
+            "no value for \"epoch\""},
+           {"{\"epoch\": 1, \"step\": 0, \"weights\": \"../w.weights.h5\", \"global_seed\": null, \"global_sequence\": 0}",
+            "\"weights\" is \"../w.weights.h5\", not a file name"},
+           {"{\"epoch\": 1, \"step\": 0, \"global_seed\": null, \"global_sequence\": 0}", "no \"weights\""},
+           {"{\"epoch\": 1e9, \"step\": 0}", "\"epoch\" is 1e9, not an integer"}}) {
+    write(text);
+    DEVTENSOR_CHECK_THROW_WITH(fit_restoring(), dt::DataLossError, reason);
+  }
+  BOOST_TEST((values_of(model) == before));
+  // Metadata naming weights that are not there, or of another model: the loader's errors.
+  write("{\"epoch\": 1, \"step\": 0, \"weights\": \"w.weights.h5\", \"global_seed\": null, \"global_sequence\": 0}");
+  DEVTENSOR_CHECK_THROW_WITH(fit_restoring(), dt::NotFoundError, "w.weights.h5");
+  sequential().save_weights((folder / "w.weights.h5").string());
+  BOOST_CHECK_THROW(fit_restoring(), dt::InvalidArgumentError);
+  BOOST_TEST((values_of(model) == before));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
