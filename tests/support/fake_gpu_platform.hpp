@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -35,6 +36,7 @@ struct FakeGpuRecorder {
   std::vector<void*> destroyed;
   std::vector<FakeGpuCopy> copies;
   std::vector<std::pair<void*, void*>> waits;  // wait_for: (stream, the stream it waited for)
+  std::vector<std::string> ranges;  // range_push's names, and ")" for each range_pop
   int next_token = 1;
   // Graph capture: the streams being captured (the first began it, the others joined it by waiting
   // for a captured one) refuse synchronisations and host reads, as CUDA's do
@@ -89,6 +91,7 @@ struct FakeGpuRecorder {
     destroyed.clear();
     copies.clear();
     waits.clear();
+    ranges.clear();
     recorded.clear();
     next_token = 1;
   }
@@ -238,6 +241,14 @@ inline const GpuPlatform fake_gpu_platform{
       r.waits.emplace_back(stream, other);
       r.wait(stream, other);
       return true;
+    },
+    [](std::string_view name) noexcept {
+      std::lock_guard lock(fake_gpu_recorder().mutex);
+      fake_gpu_recorder().ranges.emplace_back(name);
+    },
+    []() noexcept {
+      std::lock_guard lock(fake_gpu_recorder().mutex);
+      fake_gpu_recorder().ranges.emplace_back(")");
     }};
 
 /// Fixture: the fake platform with `gpus` GPUs for one test, taken away again afterwards.

@@ -120,6 +120,30 @@ struct GpuPlatform {
   /// its work back (a join): how one graph spans several GPUs. False with the error text; nullptr:
   /// the platform captures graphs of one GPU only.
   bool (*wait_for)(int ordinal, void* stream, int other_ordinal, void* other, std::string* error) noexcept = nullptr;
+
+  // Profiler ranges (CUDA: NVTX), so that Nsight Systems names the work; nullptr: none.
+  /// Opens a range named `name` on the calling thread (nvtxRangePushA), over the kernels it
+  /// launches until range_pop closes the innermost one.
+  void (*range_push)(std::string_view name) noexcept = nullptr;
+  void (*range_pop)() noexcept = nullptr;
+};
+
+/// A platform's profiler range (GpuPlatform::range_push and range_pop) around a scope: what a real
+/// GPU's op body runs in, named by its op (as timelines name it). Nothing without one.
+class PlatformRange {
+ public:
+  PlatformRange(const GpuPlatform* platform, std::string_view name) noexcept
+      : platform_(platform && platform->range_push && platform->range_pop ? platform : nullptr) {
+    if (platform_) platform_->range_push(name);
+  }
+  ~PlatformRange() {
+    if (platform_) platform_->range_pop();
+  }
+  PlatformRange(const PlatformRange&) = delete;
+  PlatformRange& operator=(const PlatformRange&) = delete;
+
+ private:
+  const GpuPlatform* platform_;
 };
 
 /// A collective all-reduce over real GPUs of this process: NCCL. Registered, like the platform,

@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -113,6 +114,7 @@ class DEVTENSOR_EXPORT Executable {
     std::vector<std::string> inputs;
     std::int64_t start_us = 0, end_us = 0;
     std::int64_t thread_id = 0;  // the running thread, numbered from 0 in the order threads first traced
+    std::vector<NodeOutput> outputs = {};  // the values it made, with their bytes and allocators
   };
   /// A run that times each node (TensorFlow's FULL_TRACE): the nodes one after another on this
   /// thread, a GPU's stream synchronised after each, so that a node's time includes its kernels.
@@ -253,6 +255,7 @@ DEVTENSOR_DEFINITION StepStats step_stats(const std::vector<Executable::TracedSt
     for (std::size_t i = 0; i < node.inputs.size(); ++i) node.timeline_label += (i ? ", " : "") + node.inputs[i];
     node.timeline_label += ")";
     node.thread_id = step.thread_id;
+    node.output = step.outputs;
     device->node_stats.push_back(std::move(node));
   }
   return stats;
@@ -472,6 +475,14 @@ DEVTENSOR_DEFINITION void Executable::run_timed(RunState& state, const std::vect
         throw InternalError("Could not synchronise " + step.device->full_name + " after " + step.node->name + ": " + error);
     }
     record.end_us = now_us();
+    for (std::size_t k = 0; k < step.node->outputs.size(); ++k) {
+      const AnyTensor& value = state.values[step.first_slot + k];
+      if (!value.defined() || !value.storage->device) continue;  // a handle, or a value already released
+      std::string dtype = "DT_" + std::string(dtype_string(value.dtype));
+      for (char& c : dtype) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      record.outputs.push_back({static_cast<std::int32_t>(k), std::move(dtype), value.shape,
+                                static_cast<std::int64_t>(value.bytes()), value.storage->device->allocator_name});
+    }
     trace.push_back(std::move(record));
   }
 }

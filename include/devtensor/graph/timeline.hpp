@@ -1,7 +1,7 @@
 #pragma once
 /// @file timeline.hpp
 /// @brief What a traced run records — TensorFlow 1's StepStats: per device, each node's start,
-/// duration, inputs and outputs — timeline::Timeline, which turns it into Chrome's trace format
+/// duration, inputs and outputs with the memory they took — timeline::Timeline, which turns it into Chrome's trace format
 /// (open it in Perfetto or chrome://tracing) as tensorflow/python/client/timeline.py does, and the
 /// profiler that collects the traced runs of graphs between start and stop.
 ///
@@ -23,9 +23,20 @@
 #include <algorithm>
 #include <fstream>
 #include <mutex>
+#include <tuple>
 #endif
 
 namespace devtensor {
+
+/// One output a node made (TensorFlow's NodeOutput, its TensorDescription and AllocationDescription
+/// flattened): its type, shape, and the bytes it asked of which allocator.
+struct NodeOutput {
+  std::int32_t slot = 0;
+  std::string dtype;  // TensorFlow's enum name: "DT_FLOAT"
+  Shape shape;
+  std::int64_t requested_bytes = 0;
+  std::string allocator_name;  // the device's: "cpu_bfc", "GPU_0_bfc"
+};
 
 /// One node's execution (TensorFlow's NodeExecStats): times in microseconds, the start since the
 /// Unix epoch; `timeline_label` is TensorFlow's "name = Op(input, ...)".
@@ -38,6 +49,7 @@ struct NodeExecStats {
   std::vector<Shape> output_shapes = {};
   std::string timeline_label = {};
   std::int64_t thread_id = 0;
+  std::vector<NodeOutput> output = {};
 };
 /// The nodes that ran on one device, in the order they started.
 struct DeviceStepStats {
@@ -56,12 +68,16 @@ namespace timeline {
 /// here); each node a complete event (`ph` "X", `cat` "Op", named by its op type, `args` its node
 /// name, op and inputs `input0`...), and a data-flow arrow (`s` then `t`, `cat` "DataFlow", named by
 /// the value) for each input made on another device or thread. Timestamps are microseconds since
-/// the Unix epoch, as TensorFlow's.
+/// the Unix epoch, as TensorFlow's. With `show_memory`, timeline.py's memory view too: each
+/// output a tensor object in its device's "Tensors" process (created at its node's start, a
+/// snapshot of its description, deleted after its last reader) and, per allocator, a counter
+/// "Memory" in "Allocators" of the bytes its live outputs hold.
 class DEVTENSOR_EXPORT Timeline {
  public:
   explicit Timeline(StepStats step_stats) : stats_(std::move(step_stats)) {}
-  /// The trace as JSON: `{"traceEvents": [...]}`; `show_dataflow` draws the arrows.
-  [[nodiscard]] std::string generate_chrome_trace_format(bool show_dataflow = true) const;
+  /// The trace as JSON: `{"traceEvents": [...]}`; `show_dataflow` draws the arrows,
+  /// `show_memory` the tensors and the allocators' counters.
+  [[nodiscard]] std::string generate_chrome_trace_format(bool show_dataflow = true, bool show_memory = false) const;
 
  private:
   StepStats stats_;
@@ -73,7 +89,7 @@ class DEVTENSOR_EXPORT Timeline {
 /// traced function (dt::function, fit's and evaluate's steps) and every Session::run is traced
 /// node by node (as FULL_TRACE: one node after another, a GPU synchronised after each; a CUDA-graph
 /// replay runs op by op meanwhile), and `stop` writes them all as one Chrome trace (timeline.hpp's
-/// layout). Eager ops are not recorded. Off, a call pays one relaxed atomic load.
+/// layout, its memory view included). Eager ops are not recorded. Off, a call pays one relaxed atomic load.
 ///
 ///     dt::profiler::start();
 ///     model.fit(x, y, {.epochs = 1});
@@ -121,9 +137,18 @@ inline std::string quoted(const std::string& text) {
   }
   return out + "\"";
 }
+
+/// TensorFlow's text of a TensorDescription, as timeline.py shows it (its quotes removed).
+inline std::string tensor_description(const NodeOutput& output) {
+  std::string text = "dtype: " + output.dtype + "\nshape {\n";
+  for (const auto d : output.shape.dims_vector()) text += "  dim {\n    size: " + std::to_string(d) + "\n  }\n";
+  return text + "}\nallocation_description {\n  requested_bytes: " + std::to_string(output.requested_bytes) +
+         "\n  allocator_name: " + output.allocator_name + "\n}\n";
+}
 }  // namespace timeline_detail
 
-DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_format(bool show_dataflow) const {
+DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_format(bool show_dataflow,
+                                                                                bool show_memory) const {
   using timeline_detail::quoted;
   // timeline.py's processes: "Allocators" first, then per device its "Compute" and "Tensors".
   std::vector<std::string> events{"{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"Allocators\"}}"};
@@ -132,6 +157,19 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
     std::int64_t tid, end;
   };
   std::vector<std::pair<std::string, Made>> made;  // an output's producer: where and when it ended
+  // The outputs that took memory, as timeline.py's tensor trackers: made at the node's start,
+  // unreferenced at its end and just before each reader's end.
+  struct Tracked {
+    std::string name, allocator;
+    std::size_t pid;
+    std::int64_t created, last_unref, bytes;
+  };
+  std::vector<Tracked> tensors;
+  const auto event_head = [&](const char* ph, const char* cat, const std::string& name, std::size_t pid,
+                              std::int64_t tid, std::int64_t ts) {
+    return std::string("{\"ph\": \"") + ph + "\", \"cat\": \"" + cat + "\", \"name\": " + quoted(name) +
+           ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts);
+  };
   for (std::size_t d = 0; d < stats_.dev_stats.size(); ++d) {
     const auto& device = stats_.dev_stats[d];
     const std::size_t pid = 2 * d + 1;
@@ -147,11 +185,27 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
                        std::to_string(pid) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
                        std::to_string(node.all_start_micros) + ", \"dur\": " + std::to_string(node.all_end_rel_micros) +
                        ", \"args\": " + args + "}}");
+      const std::int64_t end = node.all_start_micros + node.all_end_rel_micros;
       for (std::size_t k = 0; k < std::max<std::size_t>(1, node.output_shapes.size()); ++k)
-        made.emplace_back(k == 0 ? node.node_name : node.node_name + ":" + std::to_string(k),
-                          Made{pid, node.thread_id, node.all_start_micros + node.all_end_rel_micros});
+        made.emplace_back(k == 0 ? node.node_name : node.node_name + ":" + std::to_string(k), Made{pid, node.thread_id, end});
+      for (const auto& output : node.output) {
+        const std::string name = output.slot == 0 ? node.node_name : node.node_name + ":" + std::to_string(output.slot);
+        const auto id = std::to_string(tensors.size());
+        tensors.push_back({name, output.allocator_name, pid + 1, node.all_start_micros, end, output.requested_bytes});
+        if (!show_memory) continue;
+        events.push_back(event_head("N", "Tensor", name, pid + 1, node.thread_id, node.all_start_micros) + ", \"id\": " + id + "}");
+        events.push_back(event_head("O", "Tensor", name, pid + 1, node.thread_id, end - 1) + ", \"id\": " + id +
+                         ", \"args\": {\"snapshot\": {\"tensor_description\": " +
+                         quoted(timeline_detail::tensor_description(output)) + "}}}");
+      }
     }
   }
+  for (const auto& device : stats_.dev_stats)
+    for (const auto& node : device.node_stats)
+      for (const auto& input : node.inputs)
+        for (auto& tensor : tensors)
+          if (tensor.name == input)
+            tensor.last_unref = std::max(tensor.last_unref, node.all_start_micros + node.all_end_rel_micros - 1);
   if (show_dataflow) {
     std::size_t flow = 0;
     for (std::size_t d = 0; d < stats_.dev_stats.size(); ++d)
@@ -167,6 +221,30 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
                            std::to_string(2 * d + 1) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
                            std::to_string(node.all_start_micros) + ", \"id\": " + id + "}");
         }
+  }
+  if (show_memory) {
+    // Per allocator, the bytes its live outputs hold after each allocation and release, in time order.
+    std::vector<std::string> allocators;
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const auto& t = tensors[i];
+      events.push_back(event_head("D", "Tensor", t.name, t.pid, 0, t.last_unref) + ", \"id\": " + std::to_string(i) + "}");
+      if (std::find(allocators.begin(), allocators.end(), t.allocator) == allocators.end()) allocators.push_back(t.allocator);
+    }
+    for (const auto& allocator : allocators) {
+      std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> changes;
+      for (const auto& t : tensors)
+        if (t.allocator == allocator) {
+          changes.emplace_back(t.created, t.bytes, t.name);
+          changes.emplace_back(t.last_unref, -t.bytes, t.name);
+        }
+      std::sort(changes.begin(), changes.end());
+      std::int64_t total = 0;
+      for (const auto& [time, bytes, name] : changes) {
+        total += bytes;
+        events.push_back(event_head("C", "Memory", allocator, 0, 0, time) + ", \"args\": {" + quoted(allocator) + ": " +
+                         std::to_string(total) + "}}");
+      }
+    }
   }
   std::string out = "{\"traceEvents\": [";
   for (std::size_t i = 0; i < events.size(); ++i) out += (i ? ",\n" : "\n") + events[i];
@@ -217,7 +295,7 @@ DEVTENSOR_DEFINITION void stop(const std::string& path) {
     p.stats = {};
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << timeline::Timeline(std::move(stats)).generate_chrome_trace_format();
+  out << timeline::Timeline(std::move(stats)).generate_chrome_trace_format(true, true);
   out.close();
   if (!out) throw InvalidArgumentError("Could not write the profile to '" + path + "': check that its folder exists");
 }

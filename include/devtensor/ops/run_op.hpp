@@ -100,6 +100,7 @@ void run_body(const ops::KernelContext& ctx) {
   if constexpr (has_kernel_v<Op, gpu_t, T>) {
     if (!ctx.device.host_memory()) {
       if (auto* body = registered_kernel<Op, gpu_t, T>()) [[likely]] {
+        const PlatformRange range(ctx.device.platform, Op::name);  // NVTX: Nsight Systems shows the op
         body(ctx);
         return;
       }

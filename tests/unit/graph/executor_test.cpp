@@ -526,6 +526,45 @@ const std::vector<float> kY{1, 0, 0, 1};
 
 BOOST_FIXTURE_TEST_SUITE(cuda_graph, FakeGpu)
 
+// A real GPU's op bodies run inside the platform's profiler ranges (NVTX with CUDA), named by their
+// op as timelines name them, closed again when a body throws; CPU ops open none.
+BOOST_AUTO_TEST_CASE(gpu_op_bodies_run_in_profiler_ranges_named_by_their_op) {
+  auto& recorder = dt::test::fake_gpu_recorder();
+  {
+    dt::DeviceScope cpu("/cpu:0");  // (without a scope, the GPU's: TensorFlow's default)
+    const auto a = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+    (void)dt::matmul(a, a);
+  }
+  BOOST_TEST(recorder.ranges.empty());
+  {
+    dt::DeviceScope gpu("/GPU:0");
+    const auto b = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+    (void)dt::relu(dt::matmul(b, b));
+  }
+  std::vector<std::string> opened;
+  int depth = 0;
+  for (const auto& r : recorder.ranges) {
+    if (r == ")") {
+      BOOST_TEST(--depth >= 0);
+    } else {
+      ++depth;
+      opened.push_back(r);
+    }
+  }
+  BOOST_TEST(depth == 0);  // every range closed
+  BOOST_TEST(std::count(opened.begin(), opened.end(), "MatMul") == 1);
+  BOOST_TEST(std::count(opened.begin(), opened.end(), "Relu") == 1);
+  // In a traced function's run too: its nodes' bodies.
+  recorder.ranges.clear();
+  dt::DeviceScope gpu("/GPU:0");
+  auto f = dt::function([](const dt::Tensor<float>& x) { return dt::tanh(dt::matmul(x, x)); });
+  const auto x = dt::constant<float>({1, 2, 3, 4}, {2, 2});
+  (void)f(x);
+  BOOST_TEST(std::count(recorder.ranges.begin(), recorder.ranges.end(), "MatMul") >= 1);
+  BOOST_TEST(std::count(recorder.ranges.begin(), recorder.ranges.end(), ")") ==
+             static_cast<std::ptrdiff_t>(recorder.ranges.size() / 2));
+}
+
 // Warm-up, capture, then replays; every call's loss and the weights equal the op-by-op function's
 // bit for bit (the same kernels on the same values), the arguments alternating between two batches
 // so that a replay that did not copy its arguments in would be caught.

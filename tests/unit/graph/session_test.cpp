@@ -6,6 +6,7 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -422,6 +423,13 @@ BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) 
         BOOST_TEST((node.output_shapes == std::vector<dt::Shape>{dt::Shape({2, 2})}));
         BOOST_TEST(node.inputs.size() == 2u);
         BOOST_TEST(node.inputs.front() == "x");  // a feed is named by its placeholder
+        // What it made, and from which allocator (TensorFlow's NodeOutput).
+        BOOST_TEST_REQUIRE(node.output.size() == 1u);
+        BOOST_TEST(node.output[0].slot == 0);
+        BOOST_TEST(node.output[0].dtype == "DT_FLOAT");
+        BOOST_TEST(node.output[0].shape == dt::Shape({2, 2}));
+        BOOST_TEST(node.output[0].requested_bytes == 16);
+        BOOST_TEST(node.output[0].allocator_name == (device.device.back() == '0' ? "GPU_0_bfc" : "GPU_1_bfc"));
       }
     }
   }
@@ -464,6 +472,47 @@ BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) 
   BOOST_TEST(flow_ends == 2u);
   BOOST_TEST(dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format(false).find("DataFlow") ==
              std::string::npos);
+  BOOST_TEST(json.find("\"Memory\"") == std::string::npos);  // show_memory is off by default, as TensorFlow's
+
+  // show_memory: each output a tensor object (created, described, deleted) in its device's
+  // "Tensors" process, and per allocator a "Memory" counter of the bytes its live outputs hold.
+  std::size_t outputs = 0;
+  for (const auto& device : metadata.step_stats.dev_stats)
+    for (const auto& node : device.node_stats) outputs += node.output.size();
+  boost::property_tree::ptree memory;
+  std::istringstream memory_json(dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format(true, true));
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(memory_json, memory));
+  std::map<std::string, std::size_t> objects;
+  std::map<std::string, std::vector<long>> counters;  // per allocator, in order
+  for (const auto& [key, event] : memory.get_child("traceEvents")) {
+    const auto phase = event.get<std::string>("ph");
+    if (phase == "N" || phase == "O" || phase == "D") {
+      ++objects[phase];
+      BOOST_TEST(event.get<std::string>("cat") == "Tensor");
+      BOOST_TEST(event.get<int>("pid") % 2 == 0);  // a "Tensors" process
+      if (phase == "O") {
+        const auto description = event.get<std::string>("args.snapshot.tensor_description");
+        BOOST_TEST(description.find("dtype: DT_FLOAT") == 0u);
+        BOOST_TEST(description.find("allocator_name: ") != std::string::npos);
+      }
+    } else if (phase == "C") {
+      BOOST_TEST(event.get<std::string>("cat") == "Memory");
+      BOOST_TEST(event.get<int>("pid") == 0);  // "Allocators"
+      const auto name = event.get<std::string>("name");
+      counters[name].push_back(event.get<long>("args." + name));
+    }
+  }
+  BOOST_TEST(outputs >= 3u);  // the two products and their sum at least
+  BOOST_TEST(objects["N"] == outputs);
+  BOOST_TEST(objects["O"] == outputs);
+  BOOST_TEST(objects["D"] == outputs);
+  BOOST_TEST(counters.count("GPU_0_bfc") == 1u);
+  BOOST_TEST(counters.count("GPU_1_bfc") == 1u);
+  for (const auto& [allocator, series] : counters) {
+    BOOST_TEST(series.size() % 2 == 0u);  // each output allocated once and released once
+    BOOST_TEST(series.back() == 0);       // all released by the end of the run
+    BOOST_TEST(*std::max_element(series.begin(), series.end()) >= (allocator.rfind("GPU", 0) == 0 ? 16 : 1));
+  }
 }
 
 // tf.profiler.experimental.start/stop over graphs: the calls of traced functions (fit's steps too)

@@ -8,10 +8,13 @@
 /// error, and the reason is kept for Context::gpu_platform_status().
 
 #include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "devtensor/backend/cuda/device_guard.hpp"
 #include "devtensor/backend/cuda/error.hpp"
@@ -267,11 +270,22 @@ inline bool platform_wait_for(int ordinal, void* stream, int other_ordinal, void
   }
 }
 
+/// NVTX ranges (header-only NVTX 3: without a profiler attached, a push is a test and a return).
+inline void platform_range_push(std::string_view name) noexcept {
+  char text[128];  // names are short; NVTX wants a terminated string
+  const std::size_t n = std::min(name.size(), sizeof text - 1);
+  std::memcpy(text, name.data(), n);
+  text[n] = '\0';
+  nvtxRangePushA(text);
+}
+inline void platform_range_pop() noexcept { nvtxRangePop(); }
+
 inline constexpr ::devtensor::GpuPlatform platform{
     "CUDA",           &platform_device_count,  &platform_describe,        &platform_allocate,
     &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
     &platform_synchronize, &platform_copy, &platform_begin_capture, &platform_end_capture,
-    &platform_launch_graph, &platform_destroy_graph, &platform_wait_for};
+    &platform_launch_graph, &platform_destroy_graph, &platform_wait_for, &platform_range_push,
+    &platform_range_pop};
 
 /// Registers the CUDA platform once per program, from src/devtensor_cuda.cu (the kernel TU).
 inline const bool platform_registered = [] {
