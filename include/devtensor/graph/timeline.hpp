@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <tuple>
+#include <unordered_map>
 #endif
 
 namespace devtensor {
@@ -152,11 +154,6 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
   using timeline_detail::quoted;
   // timeline.py's processes: "Allocators" first, then per device its "Compute" and "Tensors".
   std::vector<std::string> events{"{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"Allocators\"}}"};
-  struct Made {
-    std::size_t pid;
-    std::int64_t tid, end;
-  };
-  std::vector<std::pair<std::string, Made>> made;  // an output's producer: where and when it ended
   // The outputs that took memory, as timeline.py's tensor trackers: made at the node's start,
   // unreferenced at its end and just before each reader's end.
   struct Tracked {
@@ -170,6 +167,11 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
     return std::string("{\"ph\": \"") + ph + "\", \"cat\": \"" + cat + "\", \"name\": " + quoted(name) +
            ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts);
   };
+  struct Ran {
+    const NodeExecStats* node;
+    std::size_t pid;
+  };
+  std::vector<Ran> ran;  // every node, in the order they started
   for (std::size_t d = 0; d < stats_.dev_stats.size(); ++d) {
     const auto& device = stats_.dev_stats[d];
     const std::size_t pid = 2 * d + 1;
@@ -185,42 +187,52 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
                        std::to_string(pid) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
                        std::to_string(node.all_start_micros) + ", \"dur\": " + std::to_string(node.all_end_rel_micros) +
                        ", \"args\": " + args + "}}");
-      const std::int64_t end = node.all_start_micros + node.all_end_rel_micros;
-      for (std::size_t k = 0; k < std::max<std::size_t>(1, node.output_shapes.size()); ++k)
-        made.emplace_back(k == 0 ? node.node_name : node.node_name + ":" + std::to_string(k), Made{pid, node.thread_id, end});
-      for (const auto& output : node.output) {
-        const std::string name = output.slot == 0 ? node.node_name : node.node_name + ":" + std::to_string(output.slot);
-        const auto id = std::to_string(tensors.size());
-        tensors.push_back({name, output.allocator_name, pid + 1, node.all_start_micros, end, output.requested_bytes});
-        if (!show_memory) continue;
-        events.push_back(event_head("N", "Tensor", name, pid + 1, node.thread_id, node.all_start_micros) + ", \"id\": " + id + "}");
-        events.push_back(event_head("O", "Tensor", name, pid + 1, node.thread_id, end - 1) + ", \"id\": " + id +
-                         ", \"args\": {\"snapshot\": {\"tensor_description\": " +
-                         quoted(timeline_detail::tensor_description(output)) + "}}}");
-      }
+      ran.push_back({&node, pid});
     }
   }
-  for (const auto& device : stats_.dev_stats)
-    for (const auto& node : device.node_stats)
-      for (const auto& input : node.inputs)
-        for (auto& tensor : tensors)
-          if (tensor.name == input)
-            tensor.last_unref = std::max(tensor.last_unref, node.all_start_micros + node.all_end_rel_micros - 1);
-  if (show_dataflow) {
-    std::size_t flow = 0;
-    for (std::size_t d = 0; d < stats_.dev_stats.size(); ++d)
-      for (const auto& node : stats_.dev_stats[d].node_stats)
-        for (const auto& input : node.inputs) {
-          const auto from = std::find_if(made.begin(), made.end(), [&](const auto& m) { return m.first == input; });
-          if (from == made.end() || (from->second.pid == 2 * d + 1 && from->second.tid == node.thread_id)) continue;
-          const std::string id = std::to_string(flow++);
-          events.push_back("{\"ph\": \"s\", \"cat\": \"DataFlow\", \"name\": " + quoted(input) + ", \"pid\": " +
-                           std::to_string(from->second.pid) + ", \"tid\": " + std::to_string(from->second.tid) +
-                           ", \"ts\": " + std::to_string(from->second.end) + ", \"id\": " + id + "}");
-          events.push_back("{\"ph\": \"t\", \"cat\": \"DataFlow\", \"name\": " + quoted(input) + ", \"pid\": " +
-                           std::to_string(2 * d + 1) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
-                           std::to_string(node.all_start_micros) + ", \"id\": " + id + "}");
-        }
+  // An input is the latest output of its name made before its reader started: a profile repeats
+  // the same node names once per run, and each run's readers read their own run's values.
+  std::stable_sort(ran.begin(), ran.end(),
+                   [](const Ran& a, const Ran& b) { return a.node->all_start_micros < b.node->all_start_micros; });
+  struct Made {
+    std::size_t pid;
+    std::int64_t tid, end;
+    std::optional<std::size_t> tensor;  // its tracker, when it took memory
+  };
+  std::unordered_map<std::string, Made> latest;
+  std::size_t flow = 0;
+  for (const Ran& r : ran) {
+    const NodeExecStats* node = r.node;  // (not a structured binding: lambdas below capture it)
+    const std::size_t pid = r.pid;
+    const std::int64_t end = node->all_start_micros + node->all_end_rel_micros;
+    for (const auto& input : node->inputs) {
+      const auto from = latest.find(input);
+      if (from == latest.end()) continue;
+      const Made& m = from->second;
+      if (m.tensor) tensors[*m.tensor].last_unref = std::max(tensors[*m.tensor].last_unref, end - 1);
+      if (!show_dataflow || (m.pid == pid && m.tid == node->thread_id)) continue;
+      const std::string id = std::to_string(flow++);
+      events.push_back(event_head("s", "DataFlow", input, m.pid, m.tid, m.end) + ", \"id\": " + id + "}");
+      events.push_back(event_head("t", "DataFlow", input, pid, node->thread_id, node->all_start_micros) + ", \"id\": " +
+                       id + "}");
+    }
+    const auto name_of = [&](std::size_t slot) {
+      return slot == 0 ? node->node_name : node->node_name + ":" + std::to_string(slot);
+    };
+    for (std::size_t k = 0; k < std::max<std::size_t>(1, node->output_shapes.size()); ++k)
+      latest[name_of(k)] = Made{pid, node->thread_id, end, std::nullopt};
+    for (const auto& output : node->output) {
+      const std::string name = name_of(static_cast<std::size_t>(output.slot));
+      const auto id = std::to_string(tensors.size());
+      latest[name].tensor = tensors.size();
+      tensors.push_back({name, output.allocator_name, pid + 1, node->all_start_micros, end, output.requested_bytes});
+      if (!show_memory) continue;
+      events.push_back(event_head("N", "Tensor", name, pid + 1, node->thread_id, node->all_start_micros) +
+                       ", \"id\": " + id + "}");
+      events.push_back(event_head("O", "Tensor", name, pid + 1, node->thread_id, end - 1) + ", \"id\": " + id +
+                       ", \"args\": {\"snapshot\": {\"tensor_description\": " +
+                       quoted(timeline_detail::tensor_description(output)) + "}}}");
+    }
   }
   if (show_memory) {
     // Per allocator, the bytes its live outputs hold after each allocation and release, in time order.

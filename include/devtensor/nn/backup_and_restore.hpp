@@ -127,13 +127,16 @@ inline std::string to_json(const BackupAndRestore::Backup& b) {
          ", \"global_sequence\": " + std::to_string(b.rng.next) + "}\n";
 }
 
+/// The error for a backup file that is not what save writes.
+inline DataLossError damaged(const std::string& path, const std::string& what) {
+  return DataLossError("BackupAndRestore: " + path + " is damaged (" + what +
+                       "); delete the backup folder to start the training afresh");
+}
+
 /// A flat JSON object of unsigned integers, null and strings without escapes (what to_json
 /// writes) as its keys' texts. @throws DataLossError naming `path` for anything else.
 inline std::map<std::string, std::string> parse_flat_object(const std::string& text, const std::string& path) {
-  const auto damaged = [&](const std::string& what) {
-    return DataLossError("BackupAndRestore: " + path + " is damaged (" + what +
-                         "); delete the backup folder to start the training afresh");
-  };
+  const auto damaged = [&](const std::string& what) { return backup_detail::damaged(path, what); };
   std::size_t i = 0;
   const auto skip_space = [&] {
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
@@ -193,10 +196,7 @@ DEVTENSOR_DEFINITION BackupAndRestore::Backup BackupAndRestore::read_metadata(co
   std::ostringstream text;
   text << in.rdbuf();
   const auto fields = backup_detail::parse_flat_object(text.str(), path);
-  const auto damaged = [&](const std::string& what) {
-    return DataLossError("BackupAndRestore: " + path + " is damaged (" + what +
-                         "); delete the backup folder to start the training afresh");
-  };
+  const auto damaged = [&](const std::string& what) { return backup_detail::damaged(path, what); };
   const auto field = [&](const char* key) -> const std::string& {
     const auto it = fields.find(key);
     if (it == fields.end()) throw damaged(std::string("no \"") + key + "\"");

@@ -515,6 +515,36 @@ BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) 
   }
 }
 
+// A profile holds the same nodes once per run: each reader reads its own run's value, so each
+// run's outputs are released after that run's readers (the memory counter never holds two runs'),
+// and each data-flow arrow starts at its own run's producer.
+BOOST_AUTO_TEST_CASE(a_timeline_of_repeated_runs_pairs_each_reader_with_its_own_run) {
+  const std::string gpu = "/job:localhost/replica:0/task:0/device:GPU:0";
+  dt::StepStats stats{.dev_stats = {{.device = gpu}, {.device = kCpu0}}};
+  for (const std::int64_t t : {1000, 2000}) {
+    stats.dev_stats[0].node_stats.push_back(
+        {.node_name = "A", .op = "MatMul", .all_start_micros = t, .all_end_rel_micros = 10,
+         .output_shapes = {dt::Shape({2, 2})},
+         .output = {{.slot = 0, .dtype = "DT_FLOAT", .shape = dt::Shape({2, 2}), .requested_bytes = 16,
+                     .allocator_name = "GPU_0_bfc"}}});
+    stats.dev_stats[1].node_stats.push_back(
+        {.node_name = "B", .op = "Relu", .all_start_micros = t + 10, .all_end_rel_micros = 10, .inputs = {"A"}});
+  }
+  boost::property_tree::ptree tree;
+  std::istringstream in(dt::timeline::Timeline(stats).generate_chrome_trace_format(true, true));
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(in, tree));
+  std::vector<long> flow_starts, deletes, counter;
+  for (const auto& [key, event] : tree.get_child("traceEvents")) {
+    const auto phase = event.get<std::string>("ph");
+    if (phase == "s") flow_starts.push_back(event.get<long>("ts"));
+    if (phase == "D") deletes.push_back(event.get<long>("ts"));
+    if (phase == "C") counter.push_back(event.get<long>("args.GPU_0_bfc"));
+  }
+  BOOST_TEST(flow_starts == (std::vector<long>{1010, 2010}), boost::test_tools::per_element());
+  BOOST_TEST(deletes == (std::vector<long>{1019, 2019}), boost::test_tools::per_element());  // B's end - 1
+  BOOST_TEST(counter == (std::vector<long>{16, 0, 16, 0}), boost::test_tools::per_element());
+}
+
 // tf.profiler.experimental.start/stop over graphs: the calls of traced functions (fit's steps too)
 // and the sessions' runs between start and stop, as one Chrome trace; TensorFlow's errors for a
 // second start and for a stop without one; nothing recorded before start or after stop.
