@@ -6,8 +6,8 @@
 ///
 /// - MirroredVariable (synchronization AUTO / ON_WRITE): components stay equal. Reads inside
 ///   strategy.run see the replica's component; writes there meet in merge_call, are combined with
-///   the variable's aggregation and applied to every component; cross-replica writes go to every
-///   component.
+///   the variable's aggregation and applied to every component (aggregation NONE: each replica
+///   writes its own component, as TensorFlow's); cross-replica writes go to every component.
 /// - SyncOnReadVariable (ON_READ): replica writes stay local; cross-replica reads aggregate the
 ///   components (SUM, MEAN, ONLY_FIRST_REPLICA) of every replica of every worker.
 /// Float sums go through the strategy's all-reduce (its cross-device ops: NCCL or the ring on the
@@ -253,17 +253,26 @@ class MirroredVariable final : public DistributedVariable<T> {
       : DistributedVariable<T>(std::move(info), initial_value, strategy) {}
 
   void assign(const Tensor<T>& value) override {
-    if (this->local_replica() >= 0)
+    if (const int replica = own_component_write(); replica >= 0)
+      this->assign_component(static_cast<std::size_t>(replica), value);
+    else if (this->local_replica() >= 0)
       merged(value, "assign", [&](const Tensor<T>& aggregated) { this->assign_every_component(aggregated); });
     else
       this->assign_every_component(value);
   }
   void update(VariableUpdate kind, const Tensor<T>& delta) override {
-    if (this->local_replica() >= 0)
+    if (const int replica = own_component_write(); replica >= 0)
+      this->update_component(static_cast<std::size_t>(replica), kind, delta);
+    else if (this->local_replica() >= 0)
       merged(delta, kind == VariableUpdate::add ? "AssignAddVariableOp" : "AssignSubVariableOp",
              [&](const Tensor<T>& aggregated) { this->update_every_component(kind, aggregated); });
     else
       this->update_every_component(kind, delta);
+  }
+  /// Traced inside strategy.run with aggregation NONE, a write stays with the replica's component.
+  [[nodiscard]] VariableImpl<T>& write_target() override {
+    const int replica = own_component_write();
+    return replica >= 0 ? this->component_variable(static_cast<std::size_t>(replica)) : *this;
   }
 
  private:
@@ -290,19 +299,22 @@ class MirroredVariable final : public DistributedVariable<T> {
                                   apply(aggregated(parts, what));
                                 });
   }
+  /// The replica whose component alone a write inside strategy.run changes, or -1: with
+  /// aggregation NONE there is nothing to combine, and TensorFlow writes the replica's own
+  /// component (values.py's _on_write_update_replica), so the components may then differ, as
+  /// BatchNormalization's moving statistics do under MirroredStrategy; reads outside
+  /// strategy.run see the first replica's (the one saved).
+  int own_component_write() const {
+    return this->info().aggregation == VariableAggregation::NONE ? this->local_replica() : -1;
+  }
   /// @throws InvalidArgumentError for a write in a replica context that the aggregation refuses.
   void check_replica_write(std::string_view what) const {
     const auto& name = this->info().name;
     const auto aggregation = this->info().aggregation;
-    if (aggregation == VariableAggregation::NONE)
-      throw InvalidArgumentError(
-          "You must specify an aggregation method to update a MirroredVariable in Replica Context. You can do so by "
-          "passing an explicit value for argument `aggregation` when creating the variable, e.g. "
-          "VariableOptions{.aggregation = VariableAggregation::SUM} (variable " + name + ", " + std::string(what) + ")");
     if (aggregation == VariableAggregation::MEAN && !Floating<T>)
       throw InvalidArgumentError("Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in "
                                  "replica context. Either change the variable dtype to float or update it in "
-                                 "cross-replica context. (variable " + name + ")");
+                                 "cross-replica context. (variable " + name + ", " + std::string(what) + ")");
   }
   /// The replicas' values (replica order) combined by the variable's aggregation.
   Tensor<T> aggregated(const std::vector<Tensor<T>>& parts, std::string_view what) const {
@@ -318,7 +330,7 @@ class MirroredVariable final : public DistributedVariable<T> {
   /// eager write), and one node writes their aggregation when the graph runs.
   void gather_write(std::string_view op, const Tensor<T>& value,
                     FunctionRef<void(const std::vector<Tensor<T>>&)> write) override {
-    if (this->local_replica() < 0) {
+    if (this->local_replica() < 0 || own_component_write() >= 0) {
       write(std::vector<Tensor<T>>{value});
       return;
     }
