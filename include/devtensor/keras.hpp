@@ -17,6 +17,7 @@
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/merging.hpp"
 #include "devtensor/nn/model.hpp"
+#include "devtensor/nn/normalization.hpp"
 #include "devtensor/nn/optimizers.hpp"
 #include "devtensor/nn/progress.hpp"
 #include "devtensor/nn/reshaping_layers.hpp"

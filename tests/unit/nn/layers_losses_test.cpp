@@ -373,17 +373,23 @@ std::pair<dt::Tensor<float>, dt::Tensor<float>> first_digits() {
   }
   return {dt::constant<float>(pixels, {256, 8, 8, 1}), dt::constant<float>(labels, {256})};
 }
-/// conv_training.py's model and weights.
-nn::Sequential conv_classifier(bool run_eagerly = false) {
-  nn::Sequential model({nn::Conv2D(4, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{8, 8, 1}}),
-                        nn::MaxPooling2D(), nn::Flatten(), nn::Dense(10)});
+/// conv_training.py's starting weights: value i of a variable, row-major, ((i * 7) % 19 - 9) / 45
+/// for kernels, 0.01 * (i % 3) for biases; variables whose name holds `skip` keep theirs.
+void assign_ramps(nn::Sequential& model, std::string_view skip = {}) {
   for (auto& v : model.trainable_variables()) {
+    if (!skip.empty() && v.name().find(skip) != std::string::npos) continue;
     std::vector<float> values(static_cast<std::size_t>(v.shape().num_elements()));
     for (std::size_t i = 0; i < values.size(); ++i)
       values[i] = v.shape().rank() > 1 ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
                                        : static_cast<float>(0.01 * static_cast<double>(i % 3));
     v.assign(dt::constant<float>(values, v.shape()));
   }
+}
+/// conv_training.py's model and weights.
+nn::Sequential conv_classifier(bool run_eagerly = false) {
+  nn::Sequential model({nn::Conv2D(4, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{8, 8, 1}}),
+                        nn::MaxPooling2D(), nn::Flatten(), nn::Dense(10)});
+  assign_ramps(model);
   model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::SGD{.learning_rate = 0.1},
                 {.run_eagerly = run_eagerly});
   return model;
@@ -419,6 +425,141 @@ BOOST_AUTO_TEST_CASE(a_conv_classifier_trains_as_tensorflows_eagerly_traced_and_
   }
   const auto history = mirrored->fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
   check(history, mirrored->evaluate(x, y, {.batch_size = 32, .verbose = 0}).loss, "mirrored on 2 CPUs");
+}
+
+// BatchNormalization against TensorFlow 2.21 (tests/reference/batch_norm.py).
+namespace {
+std::vector<float> floats(std::initializer_list<double> values) { return {values.begin(), values.end()}; }
+/// batch_norm.py's model: conv_training.py's with a BatchNormalization before the relu (and
+/// average pooling: the normalised blank windows tie, and a max-pool's gradient would follow a
+/// last-bit difference).
+nn::Sequential batch_normalized_classifier(bool run_eagerly = false) {
+  nn::Sequential model({nn::Conv2D(4, 3, {.input_shape = nn::PartialShape{8, 8, 1}}), nn::BatchNormalization(),
+                        nn::ActivationLayer(nn::Activation::relu), nn::AveragePooling2D(), nn::Flatten(), nn::Dense(10)});
+  assign_ramps(model, "batch_normalization");  // gamma, beta: Keras's initial values
+  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::SGD{.learning_rate = 0.1},
+                {.run_eagerly = run_eagerly});
+  return model;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(batch_normalization_normalises_and_differentiates_as_tensorflow) {
+  nn::BatchNormalization layer({.momentum = 0.9});
+  std::vector<float> values(12), weights(12);
+  for (std::size_t i = 0; i < 12; ++i) {
+    values[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+    weights[i] = static_cast<float>(i % 4) - 1.5f;
+  }
+  const auto x = dt::constant<float>(values, {4, 3});
+  (void)layer(x);  // builds (inference: the moving statistics are unchanged)
+  layer.gamma().assign(dt::constant<float>({1.5f, 0.5f, 2.0f}, {3}));
+  layer.beta().assign(dt::constant<float>({0.1f, -0.2f, 0.3f}, {3}));
+  BOOST_TEST(layer.moving_mean().to_vector() == std::vector<float>(3, 0.0f), boost::test_tools::per_element());
+  BOOST_TEST(!layer.moving_mean().trainable());
+  BOOST_TEST(layer.gamma().trainable());
+  BOOST_TEST(layer.trainable_variables().size() == 2u);
+  dt::GradientTape tape;
+  tape.watch(x);
+  const auto out = layer(x, true);
+  const auto loss = dt::reduce_sum(dt::mul(out, dt::constant<float>(weights, {4, 3})));
+  const auto grads = tape.gradient(loss, std::vector<dt::Tensor<float>>{x, layer.gamma().value(), layer.beta().value()});
+  check_values(out, floats({-1.46498573, -0.299872249, 2.92468095, 0.461150646, 0.499105722, -0.749872386, 2.38728714,
+                            -0.899105787, 1.34987235, -0.983451724, -0.100127757, -2.32468104}));
+  check_values(grads[0], floats({-1.35703945, -0.558876514, 2.3155632, 2.53562808, -0.0827541351, -1.55614877, -1.27625036,
+                                 0.0827541351, -2.64334083, 0.0976616144, 0.558876514, 1.88392639}));
+  check_values(layer.moving_mean().value(), floats({-0.0437499993, 0.0125000002, 0}));
+  check_values(layer.moving_variance().value(), floats({0.960546851, 0.939062476, 0.990624964}));
+  check_values(layer(x), floats({-1.74519968, -0.206446171, 2.81053519, -0.215500459, 0.309247315, -0.704214036,
+                                 1.31419873, -0.5932163, 1.304214, -1.36277485, -0.0775227994, -2.21053529}));
+}
+
+BOOST_AUTO_TEST_CASE(batch_normalization_gradients_reach_gamma_and_beta) {
+  // The same figures as the test above through the layer's variables (a tape watches them).
+  nn::BatchNormalization layer({.momentum = 0.9});
+  std::vector<float> values(12), weights(12);
+  for (std::size_t i = 0; i < 12; ++i) {
+    values[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+    weights[i] = static_cast<float>(i % 4) - 1.5f;
+  }
+  const auto x = dt::constant<float>(values, {4, 3});
+  (void)layer(x);
+  layer.gamma().assign(dt::constant<float>({1.5f, 0.5f, 2.0f}, {3}));
+  layer.beta().assign(dt::constant<float>({0.1f, -0.2f, 0.3f}, {3}));
+  dt::GradientTape tape;
+  const auto loss = dt::reduce_sum(dt::mul(layer(x, true), dt::constant<float>(weights, {4, 3})));
+  const auto grads = tape.gradient(loss, layer.trainable_variables());
+  BOOST_TEST_REQUIRE(grads.size() == 2u);
+  check_values(grads[0], floats({3.049716, -3.99488974, -1.8372767}));
+  check_values(grads[1], floats({0, 0, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(batch_normalization_checks_its_axis_and_input) {
+  nn::BatchNormalization layer({.axis = 3});
+  DEVTENSOR_CHECK_THROW_WITH((void)layer(dt::zeros<float>({2, 3})), dt::InvalidArgumentError,
+                             "Axis 3 is out of bounds for input shape (2, 3). Received: axis=3");
+  nn::BatchNormalization built;
+  (void)built(dt::zeros<float>({2, 3}));
+  DEVTENSOR_CHECK_THROW_WITH((void)built(dt::zeros<float>({2, 4})), dt::InvalidArgumentError,
+                             "expected ndim=2 and axis -1 of size 3, but received input with shape (2, 4)");
+  // Channels first: statistics per axis-1 feature.
+  nn::BatchNormalization first({.axis = 1, .epsilon = 0});
+  const auto x = dt::constant<float>({1, 1, 10, 10, 3, 3, 30, 30}, {2, 2, 2});
+  check_values(first(x, true), floats({-1, -1, -1, -1, 1, 1, 1, 1}));
+  check_values(first.moving_mean().value(), floats({0.02, 0.2}));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_normalized_classifier_trains_as_tensorflows_on_one_cpu_and_mirrored) {
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  struct Reference {
+    std::vector<double> losses;
+    double evaluate;
+    std::vector<float> moving_mean, moving_variance;
+  };
+  // batch_norm.py: under the strategy each replica normalises its 16 examples by their statistics.
+  const Reference one{{2.20309687, 1.9055872, 1.63910866}, 2.1705246,
+                      floats({0.00877169147, 0.00922409166, -0.0306644496, -0.0421735309}),
+                      floats({0.788631499, 0.788884521, 0.788958788, 0.790827692})};
+  // devtensor's evaluate under a strategy runs each batch on the first replica with its variables
+  // (TensorFlow's splits it: 2.16885424, each replica with its own moving statistics): the figure
+  // is TensorFlow's with the first replica's statistics on both.
+  const Reference mirrored{{2.20274878, 1.90574419, 1.63993406}, 2.16896415,
+                           floats({0.00837678183, 0.00934047718, -0.030217981, -0.0416800939}),
+                           floats({0.788628399, 0.788885355, 0.788905978, 0.790872872})};
+  const auto [x, y] = first_digits();
+  const auto check = [&](nn::Sequential& model, const Reference& want, const char* how) {
+    BOOST_TEST_CONTEXT(how) {
+      const auto history = model.fit(x, y, {.epochs = 3, .batch_size = 32, .verbose = 0, .shuffle = false});
+      BOOST_TEST_REQUIRE(history.loss.size() == 3u);
+      for (std::size_t e = 0; e < 3; ++e)
+        BOOST_TEST(std::abs(history.loss[e] - want.losses[e]) <= 2e-6 * want.losses[e],
+                   "epoch " << e << ": " << std::setprecision(9) << history.loss[e] << " vs " << want.losses[e]);
+      const double evaluate = model.evaluate(x, y, {.batch_size = 32, .verbose = 0}).loss;
+      BOOST_TEST(std::abs(evaluate - want.evaluate) <= 2e-6 * want.evaluate, "evaluate: " << std::setprecision(9) << evaluate);
+      const auto variables = model.variables();  // conv kernel, bias; gamma, beta, moving mean, variance; dense
+      check_values(variables[4].value(), want.moving_mean, 2e-5f);
+      check_values(variables[5].value(), want.moving_variance, 2e-5f);
+    }
+  };
+  {
+    auto model = batch_normalized_classifier();
+    std::ostringstream out;
+    model.summary(out);
+    BOOST_TEST(out.str().find("│ batch_normalization             │ (None, 6, 6, 4)        │            16 │\n"
+                              "│ (BatchNormalization)            │                        │               │") !=
+                   std::string::npos,
+               out.str());
+    BOOST_TEST(out.str().find(" Non-trainable params: 8 (32.00 B)") != std::string::npos, out.str());
+    check(model, one, "one CPU, traced");
+    auto eager = batch_normalized_classifier(true);
+    check(eager, one, "one CPU, eager");
+  }
+  dt::distribute::MirroredStrategy strategy(std::vector<std::string>{"/cpu:0", "/cpu:1"});
+  std::optional<nn::Sequential> model;
+  {
+    auto scope = strategy.scope();
+    model.emplace(batch_normalized_classifier());
+  }
+  check(*model, mirrored, "mirrored on 2 CPUs, traced");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
