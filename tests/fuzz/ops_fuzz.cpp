@@ -218,7 +218,7 @@ inline dt::Padding draw_padding(Reader& in) {
 }
 
 template <class Op>
-constexpr bool is_conv_op = dt::ops::ConvOps::contains<Op>;
+constexpr bool is_conv_op = dt::ops::ConvOps::contains<Op> || dt::ops::DepthwiseOps::contains<Op>;
 
 /// The convolution and pooling ops through their public functions, with drawn windows. A work
 /// budget: a call whose outputs times window taps exceed 2^26 is not made (those shapes' checks
@@ -252,6 +252,28 @@ std::optional<dt::Tensor<T>> fuzz_conv(Reader& in, const dt::Tensor<T>& a, const
       const auto y = dt::conv2d(a, b, strides, padding, conv);
       return dt::conv2d_backprop_filter(a, in.flip() ? b.shape() : dt::Shape(in.dims()), in.flip() ? y : b, strides,
                                         padding, conv);
+    }
+  } else if constexpr (dt::ops::DepthwiseOps::contains<Op>) {
+    if (a.defined() && b.defined() && a.rank() == 4 && b.rank() == 4) {
+      try {  // output positions x window taps
+        const auto window = dt::conv_detail::window(strides, padding, conv.dilations, false, "DepthwiseConv2dNative", true);
+        const auto out = ops::DepthwiseConv2dNative::output_shape(window, a.shape(), b.shape());
+        const double positions = static_cast<double>(out[0]) * static_cast<double>(out[1]) * static_cast<double>(out[2]);
+        if (positions * static_cast<double>(b.shape()[0]) * static_cast<double>(b.shape()[1]) *
+                std::max(1.0, static_cast<double>(out[3])) > kBudget)
+          return std::nullopt;
+      } catch (const dt::Error&) {  // the call below fails alike
+      }
+    }
+    if constexpr (std::is_same_v<Op, ops::DepthwiseConv2dNative>) {
+      return dt::depthwise_conv2d(a, b, strides, padding, conv);
+    } else if constexpr (std::is_same_v<Op, ops::DepthwiseConv2dNativeBackpropInput>) {
+      const auto y = dt::depthwise_conv2d(a, b, strides, padding, conv);
+      return dt::depthwise_conv2d_backprop_input(a.shape(), b, in.flip() ? y : a, strides, padding, conv);
+    } else {
+      const auto y = dt::depthwise_conv2d(a, b, strides, padding, conv);
+      return dt::depthwise_conv2d_backprop_filter(a, in.flip() ? b.shape() : dt::Shape(in.dims()), in.flip() ? y : b,
+                                                  strides, padding, conv);
     }
   } else if constexpr (std::is_same_v<Op, ops::BiasAdd>) {
     return dt::bias_add(a, b, pool);
@@ -312,6 +334,23 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
     const std::int64_t axis = in.size_like_minus(2);  // any axis: out of range too
     if constexpr (std::is_same_v<Op, ops::Softmax>) return dt::softmax(a, axis);
     else return dt::log_softmax(a, axis);
+  } else if constexpr (std::is_same_v<Op, ops::LRN> || std::is_same_v<Op, ops::LRNGrad>) {
+    // Any radius, negative and huge too; a work budget on the window sums (elements x window).
+    const dt::LrnOptions options{.depth_radius = in.size_like_minus(2), .bias = in.value<float>(),
+                                 .alpha = in.value<float>(), .beta = in.value<float>()};
+    if (a.defined() && a.rank() == 4 &&
+        static_cast<double>(a.num_elements()) *
+                static_cast<double>(std::min<std::int64_t>(std::max<std::int64_t>(options.depth_radius, 0), a.shape()[3])) >
+            double(1 << 26))
+      return std::nullopt;
+    if constexpr (std::is_same_v<Op, ops::LRN>) {
+      return dt::lrn(a, options);
+    } else {
+      dt::GradientTape tape;
+      tape.watch(a);
+      const auto y = dt::lrn(a, options);
+      return tape.gradient(dt::reduce_sum(dt::mul(y, y)), a);
+    }
   } else if constexpr (std::is_same_v<Op, ops::EagerConst> || std::is_same_v<Op, ops::Fill> ||
                        std::is_same_v<Op, ops::RandomUniform> || std::is_same_v<Op, ops::RandomStandardNormal>) {
     return make_tensor<T>(in);  // constant, fill, random_uniform, random_normal by the input

@@ -1,7 +1,7 @@
 #pragma once
 /// @file conv_layers.hpp
-/// @brief Keras's convolution and pooling layers: Conv2D, MaxPooling2D, AveragePooling2D,
-/// GlobalAveragePooling2D, GlobalMaxPooling2D (layer.hpp says what every layer is).
+/// @brief Keras's convolution and pooling layers: Conv2D, DepthwiseConv2D, MaxPooling2D,
+/// AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D (layer.hpp says what every layer is).
 ///
 /// Keras's arguments and defaults: `padding` "valid" or "same" (lower case), `strides` and
 /// `kernel_size` an int or 2 ints, `data_format` "channels_last" (NHWC) or "channels_first"
@@ -20,6 +20,7 @@
 #include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/layer.hpp"
 #include "devtensor/ops/conv.hpp"
+#include "devtensor/ops/depthwise_conv.hpp"
 #include "devtensor/ops/reduction.hpp"
 #include "devtensor/variables/variable.hpp"
 
@@ -39,6 +40,22 @@ struct Conv2DOptions {
   /// layer builds at once.
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "conv2d", "conv2d_1", ...
+  std::string name{};
+};
+
+/// Keras's DepthwiseConv2D arguments: kernels [rows, cols, in_channels, depth_multiplier].
+struct DepthwiseConv2DOptions {
+  SpatialInts strides = 1;
+  std::string padding = "valid";
+  std::int64_t depth_multiplier = 1;
+  std::string data_format = "channels_last";
+  SpatialInts dilation_rate = 1;
+  Activation activation = Activation::linear;
+  bool use_bias = true;
+  Initializer depthwise_initializer = initializers::GlorotUniform{};
+  Initializer bias_initializer = initializers::Zeros{};
+  std::optional<PartialShape> input_shape = std::nullopt;
+  /// Default: "depthwise_conv2d", "depthwise_conv2d_1", ...
   std::string name{};
 };
 
@@ -69,6 +86,12 @@ bool channels_first(const std::string& data_format);
 void expect_rank4(const std::string& layer, const PartialShape& shape, bool min);
 /// One example's declared shape with the batch dimension (-1) in front.
 std::optional<PartialShape> with_batch(const std::optional<PartialShape>& shape);
+/// @throws InvalidArgumentError (Keras's text) unless x is 4-D with `in_channels` channels.
+void expect_channels(const std::string& layer, const Shape& x, bool channels_first, std::int64_t in_channels);
+/// The window of a convolution layer's arguments (checked at construction).
+ops::Window2D keras_window(const SpatialInts& strides, const SpatialInts& dilation_rate, const std::string& padding);
+/// A 4-D shape in either format as NHWC (unknown dimensions kept).
+Shape nhwc_of(const PartialShape& shape, bool channels_first);
 
 class Conv2DLayer final : public LayerBase {
  public:
@@ -96,6 +119,37 @@ class Conv2DLayer final : public LayerBase {
   Variable<float> kernel_;
   Variable<float> bias_;
 
+};
+
+/// A weight's first value from its initializer. @throws InvalidArgumentError for an empty
+/// initializer or one that returns another shape.
+Tensor<float> initial_weight(const Initializer& init, const Shape& shape, const std::string& layer,
+                             const std::string& name, std::string_view what);
+
+class DepthwiseConv2DLayer final : public LayerBase {
+ public:
+  DepthwiseConv2DLayer(const SpatialInts& kernel_size, DepthwiseConv2DOptions options);
+  DEVTENSOR_HEADER_INLINE void build(const Shape& input_shape) override;
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
+  DEVTENSOR_HEADER_INLINE PartialShape output_shape(const PartialShape& input_shape) const override;
+  std::string type_name() const override { return "DepthwiseConv2D"; }
+  std::vector<Variable<float>> variables() const override {
+    std::vector<Variable<float>> out;
+    if (kernel_.defined()) out.push_back(kernel_);
+    if (bias_.defined()) out.push_back(bias_);
+    return out;
+  }
+  std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
+  const Variable<float>& kernel() const noexcept { return kernel_; }
+  const Variable<float>& bias() const noexcept { return bias_; }
+
+ private:
+  std::array<std::int64_t, 2> kernel_size_;
+  DepthwiseConv2DOptions options_;
+  bool channels_first_ = false;
+  std::int64_t in_channels_ = 0;
+  Variable<float> kernel_;
+  Variable<float> bias_;
 };
 
 /// MaxPooling2D (`max`) or AveragePooling2D.
@@ -146,6 +200,18 @@ class Conv2D : public LayerHandle<layer_detail::Conv2DLayer> {
   /// ints, a padding other than "valid"/"same", an unknown data format (Keras's texts).
   Conv2D(std::int64_t filters, const SpatialInts& kernel_size, Conv2DOptions options = {})
       : LayerHandle(std::make_shared<layer_detail::Conv2DLayer>(filters, kernel_size, std::move(options))) {}
+  [[nodiscard]] const Variable<float>& kernel() const noexcept { return impl_->kernel(); }
+  [[nodiscard]] const Variable<float>& bias() const noexcept { return impl_->bias(); }
+};
+
+/// A depthwise 2-D convolution layer: each input channel convolved with its own
+/// depth_multiplier kernels, activation(depthwise_conv2d(x, kernel) + bias).
+class DepthwiseConv2D : public LayerHandle<layer_detail::DepthwiseConv2DLayer> {
+ public:
+  /// @throws InvalidArgumentError for a depth_multiplier < 1, a kernel size that is not 1 or 2
+  /// positive ints, a padding other than "valid"/"same", an unknown data format (Keras's texts).
+  explicit DepthwiseConv2D(const SpatialInts& kernel_size, DepthwiseConv2DOptions options = {})
+      : LayerHandle(std::make_shared<layer_detail::DepthwiseConv2DLayer>(kernel_size, std::move(options))) {}
   [[nodiscard]] const Variable<float>& kernel() const noexcept { return impl_->kernel(); }
   [[nodiscard]] const Variable<float>& bias() const noexcept { return impl_->bias(); }
 };
@@ -227,6 +293,29 @@ DEVTENSOR_DEFINITION std::optional<PartialShape> layer_detail::with_batch(
   return out;
 }
 
+DEVTENSOR_DEFINITION void layer_detail::expect_channels(const std::string& layer, const Shape& x, bool channels_first,
+                                                       std::int64_t in_channels) {
+  expect_rank4(layer, x.dims_vector(), true);
+  if (x[channels_first ? 1 : 3] != in_channels)
+    throw InvalidArgumentError("Input 0 of layer \"" + layer + "\" is incompatible with the layer: expected axis " +
+                               (channels_first ? "1" : "-1") + " of input shape to have value " +
+                               std::to_string(in_channels) + ", but received input with shape " + x.to_python());
+}
+
+DEVTENSOR_DEFINITION ops::Window2D layer_detail::keras_window(const SpatialInts& strides, const SpatialInts& dilation_rate,
+                                                              const std::string& padding) {
+  ops::Window2D window;
+  window.strides = positive_pair(strides, "strides");
+  window.dilations = positive_pair(dilation_rate, "dilation_rate");
+  window.padding = padding == "same" ? ops::PaddingKind::same : ops::PaddingKind::valid;
+  return window;
+}
+
+DEVTENSOR_DEFINITION Shape layer_detail::nhwc_of(const PartialShape& shape, bool channels_first) {
+  const std::size_t rows = channels_first ? 2 : 1;
+  return Shape::partial({shape[0], shape[rows], shape[rows + 1], shape[channels_first ? 1 : 3]});
+}
+
 DEVTENSOR_DEFINITION layer_detail::Conv2DLayer::Conv2DLayer(std::int64_t filters, const SpatialInts& kernel_size,
                                                             Conv2DOptions options)
     : filters_(filters), kernel_size_(positive_pair(kernel_size, "kernel_size")), options_(std::move(options)) {
@@ -250,26 +339,79 @@ DEVTENSOR_DEFINITION void layer_detail::Conv2DLayer::build(const Shape& input_sh
   expect_rank4(name_, input_shape.dims_vector(), true);
   in_channels_ = input_shape[channels_first_ ? 1 : 3];
   const Shape kernel_shape({kernel_size_[0], kernel_size_[1], in_channels_, filters_});
-  const auto initial = [&](const Initializer& init, const Shape& shape, std::string_view what) {
-    if (!init) throw InvalidArgumentError("Conv2D \"" + name_ + "\": the " + std::string(what) + " initializer is empty");
-    Tensor<float> value = init(shape);
-    if (value.shape() != shape)
-      throw InvalidArgumentError("Conv2D \"" + name_ + "\": the " + std::string(what) + " initializer returned shape " +
-                                 value.shape().to_string() + ", expected " + shape.to_string());
-    return value;
-  };
-  kernel_ = Variable<float>(initial(options_.kernel_initializer, kernel_shape, "kernel"), {.name = name_ + "/kernel"});
+  kernel_ = Variable<float>(initial_weight(options_.kernel_initializer, kernel_shape, type_name(), name_, "kernel"),
+                            {.name = name_ + "/kernel"});
   if (options_.use_bias)
-    bias_ = Variable<float>(initial(options_.bias_initializer, Shape({filters_}), "bias"), {.name = name_ + "/bias"});
+    bias_ = Variable<float>(initial_weight(options_.bias_initializer, Shape({filters_}), type_name(), name_, "bias"),
+                          {.name = name_ + "/bias"});
+}
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::initial_weight(const Initializer& init, const Shape& shape,
+                                                                const std::string& layer, const std::string& name,
+                                                                std::string_view what) {
+  if (!init) throw InvalidArgumentError(layer + " \"" + name + "\": the " + std::string(what) + " initializer is empty");
+  Tensor<float> value = init(shape);
+  if (value.shape() != shape)
+    throw InvalidArgumentError(layer + " \"" + name + "\": the " + std::string(what) + " initializer returned shape " +
+                               value.shape().to_string() + ", expected " + shape.to_string());
+  return value;
+}
+
+DEVTENSOR_DEFINITION layer_detail::DepthwiseConv2DLayer::DepthwiseConv2DLayer(const SpatialInts& kernel_size,
+                                                                              DepthwiseConv2DOptions options)
+    : kernel_size_(positive_pair(kernel_size, "kernel_size")), options_(std::move(options)) {
+  if (options_.depth_multiplier < 1)
+    throw InvalidArgumentError("Invalid value for argument `depth_multiplier`. Expected a strictly positive value. "
+                               "Received depth_multiplier=" + std::to_string(options_.depth_multiplier) + ".");
+  (void)positive_pair(options_.strides, "strides");
+  (void)positive_pair(options_.dilation_rate, "dilation_rate");
+  (void)conv_padding(options_.padding);
+  channels_first_ = channels_first(options_.data_format);
+  name_ = options_.name.empty() ? unique_name("depthwise_conv2d") : options_.name;
+  if (options_.input_shape) {
+    PartialShape full = *with_batch(options_.input_shape);
+    expect_rank4(name_, full, false);
+    full[0] = 1;
+    ensure_built(Shape(full));
+  }
+}
+
+DEVTENSOR_DEFINITION void layer_detail::DepthwiseConv2DLayer::build(const Shape& input_shape) {
+  expect_rank4(name_, input_shape.dims_vector(), true);
+  in_channels_ = input_shape[channels_first_ ? 1 : 3];
+  (void)output_shape(input_shape.dims_vector());  // Keras checks the window fits
+  const Shape kernel_shape({kernel_size_[0], kernel_size_[1], in_channels_, options_.depth_multiplier});
+  kernel_ = Variable<float>(initial_weight(options_.depthwise_initializer, kernel_shape, type_name(), name_, "kernel"),
+                            {.name = name_ + "/kernel"});
+  if (options_.use_bias)
+    bias_ = Variable<float>(initial_weight(options_.bias_initializer, Shape({in_channels_ * options_.depth_multiplier}),
+                                           type_name(), name_, "bias"),
+                            {.name = name_ + "/bias"});
+}
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::DepthwiseConv2DLayer::call(const Tensor<float>& x, bool /*training*/) {
+  expect_channels(name_, x.shape(), channels_first_, in_channels_);
+  const std::string_view format = channels_first_ ? "NCHW" : "NHWC";
+  Tensor<float> y = depthwise_conv2d(x, kernel_.value(), options_.strides, conv_padding(options_.padding),
+                                     {.data_format = format, .dilations = options_.dilation_rate});
+  if (options_.use_bias) y = bias_add(y, bias_.value(), {.data_format = format});
+  return activate(options_.activation, y);
+}
+
+DEVTENSOR_DEFINITION PartialShape layer_detail::DepthwiseConv2DLayer::output_shape(const PartialShape& input_shape) const {
+  expect_rank4(name_, input_shape, true);
+  const ops::Window2D window = keras_window(options_.strides, options_.dilation_rate, options_.padding);
+  const std::int64_t depth = input_shape[channels_first_ ? 1 : 3];
+  const Shape in = nhwc_of(input_shape, channels_first_);
+  // Keras's own check of the window (compute_conv_output_shape): equal strides are not required.
+  const ops::WindowGeometry g = ops::window_geometry(window, in, kernel_size_[0], kernel_size_[1], "DepthwiseConv2D");
+  const std::int64_t out_depth = depth >= 0 ? depth * options_.depth_multiplier : -1;
+  if (channels_first_) return {input_shape[0], out_depth, g.out_rows, g.out_cols};
+  return {input_shape[0], g.out_rows, g.out_cols, out_depth};
 }
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::Conv2DLayer::call(const Tensor<float>& x, bool /*training*/) {
-  expect_rank4(name_, x.shape().dims_vector(), true);
-  const std::int64_t channels = x.shape()[channels_first_ ? 1 : 3];
-  if (channels != in_channels_)
-    throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected axis " +
-                               (channels_first_ ? "1" : "-1") + " of input shape to have value " +
-                               std::to_string(in_channels_) + ", but received input with shape " + x.shape().to_python());
+  expect_channels(name_, x.shape(), channels_first_, in_channels_);
   const std::string_view format = channels_first_ ? "NCHW" : "NHWC";
   Tensor<float> y = conv2d(x, kernel_.value(), options_.strides, conv_padding(options_.padding),
                            {.data_format = format, .dilations = options_.dilation_rate});
@@ -279,13 +421,9 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::Conv2DLayer::call(const Tensor<
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::Conv2DLayer::output_shape(const PartialShape& input_shape) const {
   expect_rank4(name_, input_shape, true);
-  ops::Window2D window;
-  window.strides = positive_pair(options_.strides, "strides");
-  window.dilations = positive_pair(options_.dilation_rate, "dilation_rate");
-  window.padding = options_.padding == "same" ? ops::PaddingKind::same : ops::PaddingKind::valid;
-  const std::size_t rows = channels_first_ ? 2 : 1;
+  const ops::Window2D window = keras_window(options_.strides, options_.dilation_rate, options_.padding);
   const std::int64_t depth = input_shape[channels_first_ ? 1 : 3];
-  const Shape in = Shape::partial({input_shape[0], input_shape[rows], input_shape[rows + 1], depth});
+  const Shape in = nhwc_of(input_shape, channels_first_);
   const Shape filter = Shape::partial({kernel_size_[0], kernel_size_[1], depth, filters_});
   const ops::WindowGeometry g = ops::conv_geometry(window, in, filter, "Conv2D");
   if (channels_first_) return {input_shape[0], filters_, g.out_rows, g.out_cols};

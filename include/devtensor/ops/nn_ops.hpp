@@ -1,7 +1,8 @@
 #pragma once
 /// @file nn_ops.hpp
 /// @brief The neural-network ops (TensorFlow's nn_ops), each defined once (ops/op_def.hpp):
-/// Softmax and LogSoftmax over the last axis, L2Loss; softmax, log_softmax over any axis, l2_loss.
+/// Softmax and LogSoftmax over the last axis, L2Loss, LRN and LRNGrad; softmax, log_softmax over
+/// any axis, l2_loss, local_response_normalization (lrn).
 ///
 /// Both are numerically stable: each row is shifted by its maximum before the exponential, and
 /// the row's sum of exponentials is accumulated in double (as the reductions accumulate), so a
@@ -11,6 +12,7 @@
 /// _LogSoftmaxGrad), written with ops, so they are differentiable again.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,7 +79,63 @@ struct L2Loss : OpTable<FloatTypes, NoTypes>, Builtin {
   }
 };
 
-using NnOps = TypeList<Softmax, LogSoftmax, L2Loss>;
+/// LRN's attributes (TensorFlow's defaults).
+struct LrnAttrs {
+  std::int64_t depth_radius = 5;
+  float bias = 1.0f;
+  float alpha = 1.0f;
+  float beta = 0.5f;
+};
+
+/// Local response normalisation across the depth (last) axis of a 4-D input:
+/// sqr_sum[..., d] = Σ in[..., c]² over |c − d| ≤ depth_radius, out = in / (bias + alpha · sqr_sum)^beta.
+struct LRN : OpTable<FloatTypes, NoTypes>, Builtin {
+  static constexpr std::string_view name = "LRN";
+  static constexpr OpTraits traits{.handles_unknown_dims = true};
+  using Attrs = LrnAttrs;
+  /// @throws InvalidArgumentError "in must be 4-dimensional", "depth_radius = -1 larger than int
+  /// max" (TensorFlow's texts: a negative radius reads as a huge unsigned one there).
+  static Shape output_shape(const Attrs& attrs, const Shape& input);
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+  /// LRNGrad(dy, x, y) (TensorFlow's _LRNGrad).
+  template <Floating T>
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a);
+};
+
+/// LRN's gradient: inputs input_grads, input_image, output_image (all of one 4-D shape). No
+/// gradient of its own (TensorFlow has none).
+struct LRNGrad : OpTable<FloatTypes, NoTypes>, Builtin {
+  static constexpr std::string_view name = "LRNGrad";
+  using Attrs = LrnAttrs;
+  /// @throws InvalidArgumentError "input_grads, input_image, and out_image should have the same
+  /// shape", and LRN's reasons.
+  static Shape output_shape(const Attrs& attrs, const Shape& grads, const Shape& image, const Shape& output);
+  template <class T>
+  static void cpu(const KernelContext& ctx);
+};
+
+using NnOps = TypeList<Softmax, LogSoftmax, L2Loss, LRN, LRNGrad>;
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION Shape LRN::output_shape(const Attrs& attrs, const Shape& input) {
+  if (input.rank() != 4) throw InvalidArgumentError("in must be 4-dimensional [Op:" + std::string(name) + "]");
+  if (attrs.depth_radius < 0 || attrs.depth_radius > std::numeric_limits<std::int32_t>::max())
+    throw InvalidArgumentError("depth_radius = " + std::to_string(attrs.depth_radius) + " larger than int max [Op:" +
+                               std::string(name) + "]");
+  return input;
+}
+DEVTENSOR_DEFINITION Shape LRNGrad::output_shape(const Attrs& attrs, const Shape& grads, const Shape& image,
+                                                 const Shape& output) {
+  if (grads.rank() != 4 || image.rank() != 4 || output.rank() != 4)
+    throw InvalidArgumentError("inputs must be 4-dimensional [Op:" + std::string(name) + "]");
+  if (grads != image || image != output)
+    throw InvalidArgumentError("input_grads, input_image, and out_image should have the same shape [Op:" +
+                               std::string(name) + "]");
+  (void)LRN::output_shape(attrs, image);
+  return image;
+}
+#endif
 
 }  // namespace devtensor::ops
 
@@ -113,6 +171,29 @@ Tensor<T> log_softmax(const Tensor<T>& logits, std::int64_t axis = -1, const OpO
   return nn_ops_detail::over_axis<ops::LogSoftmax>(logits, axis, options);
 }
 
+/// tf.nn.local_response_normalization's keyword arguments.
+struct LrnOptions {
+  std::int64_t depth_radius = 5;
+  float bias = 1.0f;
+  float alpha = 1.0f;
+  float beta = 0.5f;
+  std::string_view name = {};
+};
+
+/// Local response normalisation across the last axis of a 4-D input (NHWC):
+/// input / (bias + alpha · Σ input² over depth_radius neighbours each side)^beta
+/// (tf.nn.local_response_normalization). @throws InvalidArgumentError (ops::LRN).
+template <Floating T>
+Tensor<T> local_response_normalization(const Tensor<T>& input, const LrnOptions& options = {}) {
+  return run_op<ops::LRN>(OpOptions{options.name},
+                          {options.depth_radius, options.bias, options.alpha, options.beta}, input);
+}
+/// tf.nn.lrn, the same function.
+template <Floating T>
+Tensor<T> lrn(const Tensor<T>& input, const LrnOptions& options = {}) {
+  return local_response_normalization(input, options);
+}
+
 /// sum(t²) / 2, a scalar (tf.nn.l2_loss).
 template <Floating T>
 Tensor<T> l2_loss(const Tensor<T>& t, const OpOptions& options = {}) {
@@ -121,7 +202,15 @@ Tensor<T> l2_loss(const Tensor<T>& t, const OpOptions& options = {}) {
 
 }  // namespace devtensor
 
+namespace devtensor::ops {
+template <Floating T>
+Grads<T> LRN::gradient(const GradArgs<T, Attrs>& a) {
+  return {run_op<LRNGrad>(a.attrs, a.dy[0], a.x[0], a.y[0])};
+}
+}  // namespace devtensor::ops
+
 #if DEVTENSOR_CPU_KERNEL_BODIES
+#include "devtensor/ops/cpu/lrn.hpp"
 #include "devtensor/ops/cpu/softmax.hpp"
 
 namespace devtensor::ops {
@@ -131,6 +220,23 @@ void SoftmaxOp<Self, Log>::cpu(const KernelContext& ctx) {
   const Shape& shape = ctx.input_shape(0);
   const std::int64_t classes = shape[shape.rank() - 1];
   cpu::softmax_rows(ctx.input<T>(0), classes > 0 ? shape.num_elements() / classes : 0, classes, Log, ctx.output<T>());
+}
+template <class T>
+void LRN::cpu(const KernelContext& ctx) {
+  const Shape& shape = ctx.input_shape(0);
+  const std::int64_t depth = shape[3];
+  const auto& a = ctx.attr<Attrs>();
+  cpu::lrn_rows(ctx.input<T>(0), depth > 0 ? shape.num_elements() / depth : 0, depth, a.depth_radius, static_cast<T>(a.bias),
+                static_cast<T>(a.alpha), static_cast<T>(a.beta), ctx.output<T>());
+}
+template <class T>
+void LRNGrad::cpu(const KernelContext& ctx) {
+  const Shape& shape = ctx.input_shape(0);
+  const std::int64_t depth = shape[3];
+  const auto& a = ctx.attr<Attrs>();
+  cpu::lrn_grad_rows(ctx.input<T>(0), ctx.input<T>(1), ctx.input<T>(2), depth > 0 ? shape.num_elements() / depth : 0,
+                     depth, a.depth_radius, static_cast<T>(a.bias), static_cast<T>(a.alpha), static_cast<T>(a.beta),
+                     ctx.output<T>());
 }
 template <class T>
 void L2Loss::cpu(const KernelContext& ctx) {

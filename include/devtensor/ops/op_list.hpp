@@ -11,6 +11,7 @@
 
 #include "devtensor/ops/conv.hpp"
 #include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/depthwise_conv.hpp"
 #include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/matmul.hpp"
 #include "devtensor/ops/nn_ops.hpp"
@@ -24,8 +25,8 @@
 
 namespace devtensor::ops {
 
-using BuiltinOps = Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, ReductionOps, SelectionOps, ShapeOps,
-                        RandomOps, TrainingOps>::type;
+using BuiltinOps = Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, DepthwiseOps, ReductionOps, SelectionOps,
+                        ShapeOps, RandomOps, TrainingOps>::type;
 
 static_assert([]<class... Ops>(TypeList<Ops...>) { return (std::derived_from<Ops, Builtin> && ...); }(BuiltinOps{}),
               "every op of the list is marked ops::Builtin (GradientTape installs their gradients from it)");

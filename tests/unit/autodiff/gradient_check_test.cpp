@@ -233,6 +233,13 @@ BOOST_AUTO_TEST_CASE(selection_and_l2_loss) {
                  {random_tensor(dt::Shape({4, 1}), 80), random_tensor(dt::Shape({3}), 81)});
   check_gradient("L2Loss", [](const std::vector<Tensor>& in) { return dt::l2_loss(in[0]); },
                  {random_tensor(dt::Shape({3, 5}), 82)});
+  check_gradient("LRN: TensorFlow's defaults", [](const std::vector<Tensor>& in) { return dt::lrn(in[0]); },
+                 {random_tensor(dt::Shape({2, 2, 1, 7}), 84)});
+  check_gradient("LRN: the CIFAR-10 tutorial's arguments",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::lrn(in[0], {.depth_radius = 2, .bias = 1.0f, .alpha = 0.25f, .beta = 0.75f});
+                 },
+                 {random_tensor(dt::Shape({1, 2, 2, 6}), 85)});
   // Ops of whole tensors with integer indices (not in the op list): rows gathered twice, ids dropped.
   const auto indices = dt::constant<std::int64_t>({2, 0, 2, 1}, dt::Shape({2, 2}));
   check_gradient("GatherV2: axis 1, an index twice",
@@ -274,6 +281,25 @@ BOOST_AUTO_TEST_CASE(convolution_and_pooling) {
                    return dt::conv2d_backprop_filter(in[0], dt::Shape({3, 2, 3, 2}), in[1], 2, "SAME");
                  },
                  {x, dy});
+  // Depthwise: x's 3 channels, a 3x2 window, 2 filters per channel (6 output channels).
+  check_gradient("DepthwiseConv2dNative: SAME, strides 2",
+                 [](const std::vector<Tensor>& in) { return dt::depthwise_conv2d(in[0], in[1], 2, "SAME"); }, {x, w});
+  check_gradient("DepthwiseConv2dNative: VALID, dilations 2, NCHW, multiplier 1",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::depthwise_conv2d(in[0], in[1], 1, "VALID", {.data_format = "NCHW", .dilations = 2});
+                 },
+                 {random_tensor(dt::Shape({1, 3, 5, 4}), 86), random_tensor(dt::Shape({2, 1, 3, 1}), 87)});
+  const auto depthwise_dy = random_tensor(dt::Shape({2, 3, 2, 6}), 88);
+  check_gradient("DepthwiseConv2dNativeBackpropInput",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::depthwise_conv2d_backprop_input(dt::Shape({2, 5, 4, 3}), in[0], in[1], 2, "SAME");
+                 },
+                 {w, depthwise_dy});
+  check_gradient("DepthwiseConv2dNativeBackpropFilter",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::depthwise_conv2d_backprop_filter(in[0], dt::Shape({3, 2, 3, 2}), in[1], 2, "SAME");
+                 },
+                 {x, depthwise_dy});
   check_gradient("BiasAdd: NHWC", [](const std::vector<Tensor>& in) { return dt::bias_add(in[0], in[1]); },
                  {x, random_tensor(dt::Shape({3}), 75)});
   check_gradient("BiasAdd: NCHW, rank 3",

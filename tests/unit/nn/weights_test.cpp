@@ -4,6 +4,7 @@
 // nothing. The fixtures and the expected predictions come from tests/reference/weights.py.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -265,6 +266,80 @@ BOOST_AUTO_TEST_CASE(convolutional_models_read_and_write_keras_files) {
   auto fresh = conv_model();
   fresh.load_weights(file.string());
   check_close(fresh.predict(x).to_vector(), tensorflow, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(batch_normalization_reads_and_writes_keras_files) {
+  // tests/reference/batch_norm.py's trained model (moving statistics away from their initial
+  // values), its Keras file, and TensorFlow's predictions on the first 4 digits.
+  const auto bn_model = [] {
+    return nn::Sequential({nn::Conv2D(4, 3, {.input_shape = nn::PartialShape{8, 8, 1}}), nn::BatchNormalization(),
+                           nn::ActivationLayer(nn::Activation::relu), nn::AveragePooling2D(), nn::Flatten(), nn::Dense(10)});
+  };
+  std::ifstream in(DEVTENSOR_DIGITS_CSV);
+  BOOST_TEST_REQUIRE(static_cast<bool>(in));
+  std::vector<float> pixels;
+  std::string line;
+  for (int row = 0; row < 4 && std::getline(in, line); ++row) {
+    std::istringstream fields(line);
+    std::string field;
+    for (int column = 0; column < 64 && std::getline(fields, field, ','); ++column) pixels.push_back(std::stof(field) / 16.0f);
+  }
+  const auto x = dt::constant<float>(pixels, {4, 8, 8, 1});
+  const std::vector<double> tensorflow{
+      0.196142882, -0.0752608404, 0.0521874279, -0.0495807044, -0.00300946273, 0.0114998799, -0.0175711066,
+      -0.0159076899, 0.0745779499, -0.0522920936, 0.0610028952, 0.042595122, 0.0281171575, -0.0193183795,
+      0.0846364051, -0.0394378528, 0.0855379701, -0.114829518, 0.0173422918, 0.0388229936, 0.14721863, -0.0368872955,
+      0.153988838, -0.105072498, -0.0760108232, -0.0326382443, 0.0637126639, -0.0928008482, 0.134972826,
+      0.0225783531, 0.0842881575, 0.00807384402, 0.0372339264, 0.0410882384, 0.0209460147, 0.0188591853,
+      0.0174777359, -0.0711824, 0.0602103546, 0.0483163223};
+  auto model = bn_model();
+  model.load_weights((kFixtures / "batch_norm.weights.h5").string());
+  check_close(model.predict(x).to_vector(), tensorflow, 1e-5);
+  const fs::path file = dir / "batch_norm.weights.h5";
+  model.save_weights(file.string());
+  const auto root = dt::hdf5::open_file(file);
+  const auto bn = root.group("layers").group("batch_normalization").group("vars");
+  BOOST_TEST(bn.children() == std::vector<std::string>({"0", "1", "2", "3"}), boost::test_tools::per_element());
+  // gamma, beta, moving_mean, moving_variance: Keras's order.
+  const auto moving_variance = bn.read_floats("3").second;
+  BOOST_TEST_REQUIRE(moving_variance.size() == 4u);
+  BOOST_TEST(std::abs(moving_variance[0] - 0.788631499f) <= 2e-5f);
+  auto fresh = bn_model();
+  fresh.load_weights(file.string());
+  check_close(fresh.predict(x).to_vector(), tensorflow, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(depthwise_convolution_reads_and_writes_keras_files) {
+  // tests/reference/depthwise.py's model, its Keras file, and TensorFlow's predictions with it.
+  const auto depthwise_model = [] {
+    return nn::Sequential({nn::DepthwiseConv2D(3, {.padding = "same", .depth_multiplier = 2, .activation = nn::Activation::relu,
+                                                   .input_shape = nn::PartialShape{6, 6, 2}}),
+                           nn::GlobalAveragePooling2D(), nn::Dense(3)});
+  };
+  std::vector<float> input(2 * 6 * 6 * 2);
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+  const auto x = dt::constant<float>(input, {2, 6, 6, 2});
+  const std::vector<double> tensorflow{0.0275085382, -0.0318845473, 0.0642696172, 0.0276044142, -0.0309886076, 0.064798519};
+  auto model = depthwise_model();
+  std::ostringstream summary;
+  model.summary(summary);
+  BOOST_TEST(summary.str().find("│ depthwise_conv2d                │ (None, 6, 6, 4)        │            40 │\n"
+                                "│ (DepthwiseConv2D)               │") != std::string::npos,
+             summary.str());
+  model.load_weights((kFixtures / "depthwise.weights.h5").string());
+  check_close(model.predict(x).to_vector(), tensorflow, 1e-5);
+  const fs::path file = dir / "depthwise.weights.h5";
+  model.save_weights(file.string());
+  const auto root = dt::hdf5::open_file(file);
+  BOOST_TEST(root.group("layers").group("depthwise_conv2d").group("vars").read_floats("0").first ==
+                 std::vector<std::int64_t>({3, 3, 2, 2}),
+             boost::test_tools::per_element());
+  auto fresh = depthwise_model();
+  fresh.load_weights(file.string());
+  check_close(fresh.predict(x).to_vector(), tensorflow, 1e-5);
+  DEVTENSOR_CHECK_THROW_WITH(nn::DepthwiseConv2D(3, {.depth_multiplier = 0}), dt::InvalidArgumentError,
+                             "Invalid value for argument `depth_multiplier`. Expected a strictly positive value. Received "
+                             "depth_multiplier=0.");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

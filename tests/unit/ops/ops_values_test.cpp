@@ -838,6 +838,171 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
   BOOST_TEST(ran.to_vector() == eager.to_vector(), boost::test_tools::per_element());
 }
 
+// tests/reference/depthwise.py: tf.nn.depthwise_conv2d (TensorFlow's own kernels) on value i of
+// [2, 5, 5, 3], ((i * 5) % 11 - 5) / 4, with the filter value i of [3, 3, 3, 2], ((i * 7) % 13 - 6) / 8,
+// and the gradients of sum(y * v), v_i = i % 5 - 2. Multiples of 1/32: the figures are exact.
+BOOST_AUTO_TEST_CASE(depthwise_values_and_gradients_are_tensorflows) {
+  const std::vector<Figure> figures{
+    {"depthwise same y", {2, 5, 5, 6}, -0.28125, -0.25},
+    {"depthwise same dx", {2, 5, 5, 3}, -13.0, -16.5},
+    {"depthwise same dw", {3, 3, 3, 2}, -10.25, -32.5},
+    {"depthwise valid2 y", {2, 2, 2, 6}, -1.0625, 13.09375},
+    {"depthwise valid2 dx", {2, 5, 5, 3}, -3.125, 2.125},
+    {"depthwise valid2 dw", {3, 3, 3, 2}, 8.5, 76.0},
+    {"depthwise explicit y", {2, 6, 4, 6}, 1.125, 30.3125},
+    {"depthwise explicit dx", {2, 5, 5, 3}, -3.75, 3.375},
+    {"depthwise explicit dw", {3, 3, 3, 2}, 20.75, 99.5},
+  };
+  const auto modular = [](const dt::Shape& shape, std::size_t a, int b, int c, double d) {
+    std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int>((i * a) % static_cast<std::size_t>(b)) - c) / d;
+    return dt::constant<double>(v, shape);
+  };
+  const auto x = modular(dt::Shape({2, 5, 5, 3}), 5, 11, 5, 4.0);
+  const auto w = modular(dt::Shape({3, 3, 3, 2}), 7, 13, 6, 8.0);
+  struct Case {
+    const char* name;
+    dt::SpatialInts strides;
+    dt::Padding padding;
+  };
+  const std::vector<Case> cases{{"same", 1, "SAME"}, {"valid2", 2, "VALID"}, {"explicit", 1, {{0, 0}, {1, 2}, {0, 1}, {0, 0}}}};
+  std::size_t figure = 0;
+  for (const auto& c : cases) {
+    dt::GradientTape tape;
+    tape.watch(x);
+    tape.watch(w);
+    const auto y = dt::depthwise_conv2d(x, w, c.strides, c.padding);
+    std::vector<double> v(static_cast<std::size_t>(y.num_elements()));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int>(i % 5) - 2);
+    const auto grads = tape.gradient(dt::reduce_sum(dt::mul(y, dt::constant<double>(v, y.shape()))),
+                                     std::vector<dt::Tensor<double>>{x, w});
+    check_figure(figures[figure++], y);
+    check_figure(figures[figure++], grads[0]);
+    check_figure(figures[figure++], grads[1]);
+  }
+  // NCHW: the same values, transposed around the op.
+  const auto nchw = dt::depthwise_conv2d(dt::transpose(x, {0, 3, 1, 2}), w, 1, "SAME", {.data_format = "NCHW"});
+  BOOST_TEST(dt::transpose(nchw, {0, 2, 3, 1}).to_vector() == dt::depthwise_conv2d(x, w, 1, "SAME").to_vector(),
+             boost::test_tools::per_element());
+  // Dilations (TensorFlow reaches them through space_to_batch; devtensor's kernel takes them):
+  // a 2x2 window of rate 2 is the 3x3 window with zeros between its taps.
+  const auto taps = dt::slice(w, {0, 0, 0, 0}, {2, 2, 3, 2});
+  const auto spread = [&] {
+    std::vector<double> f(3 * 3 * 3 * 2, 0.0);
+    const auto small = taps.to_vector();
+    for (std::size_t i = 0; i < 2; ++i)
+      for (std::size_t j = 0; j < 2; ++j)
+        for (std::size_t k = 0; k < 6; ++k) f[((i * 2) * 3 + j * 2) * 6 + k] = small[(i * 2 + j) * 6 + k];
+    return dt::constant<double>(f, dt::Shape({3, 3, 3, 2}));
+  }();
+  BOOST_TEST(dt::depthwise_conv2d(x, taps, 1, "VALID", {.dilations = 2}).to_vector() ==
+                 dt::depthwise_conv2d(x, spread, 1, "VALID").to_vector(),
+             boost::test_tools::per_element());
+  // TensorFlow's texts.
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, dt::zeros<double>({3, 3, 4, 2}), 1, "SAME"),
+                             dt::InvalidArgumentError,
+                             "input and filter must have the same depth: 3 vs 4 [Op:DepthwiseConv2dNative]");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(dt::zeros<double>({5, 5, 3}), w, 1, "SAME"),
+                             dt::InvalidArgumentError, "input must be 4-dimensional[5,5,3]");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, w, {1, 2, 1, 1}, "SAME"), dt::InvalidArgumentError,
+                             "Current implementation only supports equal length strides in the row and column dimensions.");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, w, {2, 1, 1, 1}, "SAME"), dt::UnimplementedError,
+                             "Current implementation does not yet support strides in the batch and depth dimensions.");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, dt::zeros<double>({7, 3, 3, 2}), 1, "VALID"),
+                             dt::InvalidArgumentError,
+                             "Computed output size would be negative: -1 [input_size: 5, effective_filter_size: 7, stride: 1]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)dt::depthwise_conv2d_backprop_input(dt::Shape({2, 5, 5, 3}), w, dt::zeros<double>({2, 5, 5, 5}), 1, "SAME"),
+      dt::InvalidArgumentError, "DepthwiseConv2DBackpropInput: depth_multiplier * in_depth not equal to out_depth");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)dt::depthwise_conv2d_backprop_filter(x, dt::Shape({3, 3, 3, 2}), dt::zeros<double>({2, 5, 5, 5}), 1, "SAME"),
+      dt::InvalidArgumentError, "DepthwiseConv2DBackpropFilter: depth_multiplier * in_depth not equal to out_depth");
+  // Empty filters and inputs: empty results, no window visited.
+  BOOST_TEST(dt::depthwise_conv2d(x, dt::zeros<double>({3, 3, 3, 0}), 1, "SAME").shape() == dt::Shape({2, 5, 5, 0}));
+  BOOST_TEST(dt::depthwise_conv2d(dt::zeros<double>({0, 5, 5, 3}), w, 1, "SAME").shape() == dt::Shape({0, 5, 5, 6}));
+  // Traced with an unknown batch: the shape function keeps it, the values are eager's.
+  auto traced = dt::function([&](const dt::Tensor<double>& t) { return dt::depthwise_conv2d(t, w, 2, "SAME"); },
+                             {.input_signature = std::vector{dt::TensorSpec::of<double>({-1, 5, 5, 3})}});
+  BOOST_TEST(traced(x).to_vector() == dt::depthwise_conv2d(x, w, 2, "SAME").to_vector(), boost::test_tools::per_element());
+}
+
+// tests/reference/lrn.py: tf.nn.lrn and its gradient (LRNGrad) on value i of [2, 2, 1, 7],
+// ((i * 5) % 11 - 5) / 4, with TensorFlow's defaults, the CIFAR-10 tutorial's arguments and beta 1.
+BOOST_AUTO_TEST_CASE(lrn_and_its_gradient_are_tensorflows) {
+  std::vector<float> values(28), weights(28);
+  for (std::size_t i = 0; i < 28; ++i) {
+    values[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+    weights[i] = static_cast<float>(static_cast<int>(i % 3) - 1);
+  }
+  const auto x = dt::constant<float>(values, {2, 2, 1, 7});
+  const auto w = dt::constant<float>(weights, {2, 2, 1, 7});
+  struct Case {
+    const char* name;
+    dt::LrnOptions options;
+    std::vector<float> lrn, grad;
+  };
+  const std::vector<Case> cases{
+    {"defaults", {},
+     {
+      -0.53605628, 0, 0.510310411, -0.102062076, 0.408248305, -0.204124153, 0.356034487, -0.356034487,
+      0.204124153, -0.408248305, 0.102062076, -0.510310411, 0, 0.53605628, -0.130188912, 0.461880207,
+      -0.230940104, 0.346410155, -0.346410155, 0.230940104, -0.464990556, 0.109108947, -0.533001781, 0,
+      0.533001781, -0.106600359, 0.426401436, -0.214422509},
+     {
+      -0.220561981, 0, 0.30025667, -0.386649966, -0.0863933265, 0.451444983, -0.46556887, 0.0127577558,
+      0.39974314, -0.391237974, -0.00425258465, 0.429511249, -0.408248305, -0.0212629363, 0.524246097,
+      -0.375303447, -0.0432883687, 0.526812792, -0.526812792, 0.0432883687, 0.413719296, -0.426394641,
+      -0.000913154334, 0.426401436, -0.425488263, -0.000182628632, 0.427131951, -0.418818951}},
+    {"cifar10", {.depth_radius = 4, .bias = 1.0f, .alpha = static_cast<float>(0.001 / 9.0), .beta = 0.75f},
+     {
+      -1.24956393, 0, 1.24947941, -0.249895886, 0.999583542, -0.49985683, 0.749785244, -0.749785244,
+      0.49985683, -0.999583542, 0.249895886, -1.24947941, 0, 1.24956393, -0.249949217, 0.999776065,
+      -0.499846429, 0.749769628, -0.749769628, 0.499849021, -0.999781251, 0.249932319, -1.2495575, 0,
+      1.24953151, -0.249906301, 0.999630392, -0.499880224},
+     {
+      -0.999078751, 0, 0.999271333, -0.999521077, -0.000249726756, 0.999734402, -0.999744833, 3.1238611e-05,
+      0.999692798, -0.999541938, -1.0412863e-05, 0.999635577, -0.999630392, 5.20327303e-05, 0.999807298,
+      -0.999817669, -6.24936511e-05, 0.999786496, -0.999786496, 4.16701878e-05, 0.999864459, -0.99966681,
+      -0.000104085702, 0.999625206, -0.999625266, 4.54565452e-09, 0.999588728, -0.999739587}},
+    {"beta1", {.depth_radius = 2, .bias = 2.0f, .alpha = 0.5f, .beta = 1.0f},
+     {
+      -0.350877166, 0, 0.305343509, -0.0727272704, 0.268907577, -0.170212761, 0.258064508, -0.258064508,
+      0.170212761, -0.268907577, 0.0727272704, -0.305343509, 0, 0.350877166, -0.0941176489, 0.340425521,
+      -0.155339807, 0.226415098, -0.226415098, 0.156862751, -0.344086021, 0.088888891, -0.347826064, 0,
+      0.305343509, -0.0727272704, 0.290909082, -0.188235298},
+     {
+      -0.0643523037, 0, 0.00147907808, -0.281459093, 0.0509964116, 0.277633458, -0.234030157, 0.0976920426,
+      0.275297493, -0.213239253, -0.0139170829, 0.241429254, -0.278260857, 0.0932346582, 0.338640064,
+      -0.25745517, -0.00730930269, 0.28627634, -0.288155586, -0.00915413722, 0.294042587, -0.347654343,
+      -0.132740825, 0.275862068, -0.256825268, 0.0202263556, 0.210003659, -0.298724025}},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      dt::GradientTape tape;
+      tape.watch(x);
+      const auto y = dt::local_response_normalization(x, c.options);
+      const auto dx = tape.gradient(dt::reduce_sum(dt::mul(y, w)), x);
+      const auto got_y = y.to_vector(), got_dx = dx.to_vector();
+      for (std::size_t i = 0; i < 28; ++i) {
+        BOOST_TEST(std::abs(got_y[i] - c.lrn[i]) <= 2e-6f * (1 + std::abs(c.lrn[i])), "lrn " << i);
+        BOOST_TEST(std::abs(got_dx[i] - c.grad[i]) <= 2e-6f * (1 + std::abs(c.grad[i])), "grad " << i);
+      }
+    }
+  }
+  BOOST_TEST(dt::lrn(x).to_vector() == dt::local_response_normalization(x).to_vector(), boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::lrn(dt::zeros<float>({2, 3, 4})), dt::InvalidArgumentError,
+                             "in must be 4-dimensional [Op:LRN]");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::lrn(x, {.depth_radius = -1}), dt::InvalidArgumentError,
+                             "depth_radius = -1 larger than int max [Op:LRN]");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<dt::ops::LRNGrad>({}, x, dt::zeros<float>({2, 2, 1, 6}), x),
+                             dt::InvalidArgumentError,
+                             "input_grads, input_image, and out_image should have the same shape [Op:LRNGrad]");
+  // Traced with an unknown batch: the same values.
+  auto traced = dt::function([](const dt::Tensor<float>& t) { return dt::lrn(t, {.depth_radius = 2}); },
+                             {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 2, 1, 7})}});
+  BOOST_TEST(traced(x).to_vector() == dt::lrn(x, {.depth_radius = 2}).to_vector(), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(selection)
