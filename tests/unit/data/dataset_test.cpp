@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -16,6 +19,9 @@
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
 #include "fake_gpu_platform.hpp"
+#include "../../../examples/cifar10.hpp"
+
+#include <unistd.h>
 
 namespace dt = devtensor;
 using dt::data::Dataset;
@@ -448,6 +454,57 @@ BOOST_AUTO_TEST_CASE(map_runs_its_function_on_the_host_cpu) {
   BOOST_TEST(dt::test::contains(dt::mul(x, x).device(), "GPU:0"));
   const auto on_host = Dataset<float>::from_tensor_slices(x).map([](const dt::Tensor<float>& f) { return dt::mul(f, f); });
   for (const auto& [squared] : on_host) BOOST_TEST(dt::test::contains(squared.device(), "CPU:0"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Walkthrough 19's reader of CIFAR-10's binary format (examples/cifar10.hpp), on files made here in
+// that format: records read back byte for byte, the tutorial's inputs (the centre 24x24, HWC,
+// standardised per image), and the typed errors of files that are not whole CIFAR-10 records.
+BOOST_AUTO_TEST_SUITE(cifar10_reader)
+
+BOOST_AUTO_TEST_CASE(records_read_back_and_become_the_tutorials_inputs) {
+  const auto dir = std::filesystem::temp_directory_path() / ("devtensor_cifar10_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  cifar10::Records records;
+  for (std::int32_t r = 0; r < 3; ++r) {
+    records.labels.push_back(r * 4);
+    for (std::int64_t k = 0; k < cifar10::kImageBytes; ++k)
+      records.images.push_back(static_cast<std::uint8_t>((k * 7 + r * 31) % 251));
+  }
+  const auto file = (dir / "batch.bin").string();
+  cifar10::write_records(file, records);
+  BOOST_TEST(std::filesystem::file_size(file) == 3u * 3073u);
+  const auto back = cifar10::read_records(file);
+  BOOST_TEST(back.labels == records.labels, boost::test_tools::per_element());
+  BOOST_TEST(back.images == records.images, boost::test_tools::per_element());
+
+  // Image 1's input: pixel (row 0, column 0, green) of the crop is stored at plane 1, row 4, column 4.
+  const auto x = cifar10::inputs(back, 1, 1);
+  BOOST_TEST_REQUIRE(x.size() == 24u * 24u * 3u);
+  double sum = 0, squares = 0;
+  for (const float v : x) {
+    sum += v;
+    squares += static_cast<double>(v) * v;
+  }
+  BOOST_TEST(std::abs(sum / static_cast<double>(x.size())) < 1e-5);
+  BOOST_TEST(std::abs(squares / static_cast<double>(x.size()) - 1.0) < 1e-4);
+  const auto raw = [&](std::int64_t plane, std::int64_t row, std::int64_t col) {
+    return static_cast<double>(records.images[static_cast<std::size_t>(cifar10::kImageBytes + (plane * 32 + row) * 32 + col)]);
+  };
+  // Standardisation is affine: the order of two pixels and their ratio of differences survive it.
+  const double a = raw(1, 4, 4), b = raw(0, 4, 4), c = raw(2, 27, 27);
+  BOOST_TEST(std::abs((x[1] - x[0]) / (x[24 * 24 * 3 - 1] - x[0]) - (a - b) / (c - b)) < 1e-5);
+  BOOST_TEST(cifar10::labels(back, 2, 2) == (std::vector<std::int32_t>{8, 0}), boost::test_tools::per_element());
+
+  std::ofstream(dir / "short.bin", std::ios::binary) << std::string(3072, '\1');
+  DEVTENSOR_CHECK_THROW_WITH(cifar10::read_records((dir / "short.bin").string()), dt::DataLossError,
+                             "3072 bytes is not a whole number of 3073-byte records");
+  std::ofstream(dir / "label.bin", std::ios::binary) << std::string(1, '\12') << std::string(3072, '\0');
+  DEVTENSOR_CHECK_THROW_WITH(cifar10::read_records((dir / "label.bin").string()), dt::DataLossError,
+                             "record 0 has label 10, not 0-9");
+  DEVTENSOR_CHECK_THROW_WITH(cifar10::read_records((dir / "missing.bin").string()), dt::NotFoundError, "cannot open");
+  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
