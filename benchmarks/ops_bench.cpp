@@ -336,6 +336,34 @@ static void BM_Conv2D(benchmark::State& state) {  // 0: forward, 1: backprop inp
   }
 }
 BENCHMARK(BM_Conv2D)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// DepthwiseConv2dNative and its backprops at a MobileNet-like layer: batch 32, 32x32x64, 3x3,
+// multiplier 1, SAME (float32); and LRN with its gradient at the CIFAR-10 tutorial's norm1
+// ([32, 12, 12, 64], depth_radius 4, beta 0.75). TensorFlow's figures: benchmarks/tf_conv_bench.py.
+static void BM_DepthwiseConv2D(benchmark::State& state) {  // 0: forward, 1: backprop input, 2: backprop filter
+  const auto x = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 1});
+  const auto w = dt::random_normal<float>({3, 3, 64, 1}, {.seed = 2});
+  const auto dy = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 3});
+  for (auto _ : state) {
+    if (state.range(0) == 0) benchmark::DoNotOptimize(dt::depthwise_conv2d(x, w, 1, "SAME"));
+    else if (state.range(0) == 1)
+      benchmark::DoNotOptimize(dt::depthwise_conv2d_backprop_input(x.shape(), w, dy, 1, "SAME"));
+    else benchmark::DoNotOptimize(dt::depthwise_conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
+  }
+}
+BENCHMARK(BM_DepthwiseConv2D)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+static void BM_LRN(benchmark::State& state) {  // 0: LRN, 1: LRNGrad
+  const dt::LrnOptions options{.depth_radius = 4, .bias = 1.0f, .alpha = 0.001f / 9.0f, .beta = 0.75f};
+  const auto x = dt::random_normal<float>({32, 12, 12, 64}, {.seed = 1});
+  const auto y = dt::lrn(x, options);
+  const auto dy = dt::random_normal<float>({32, 12, 12, 64}, {.seed = 3});
+  const dt::ops::LrnAttrs attrs{options.depth_radius, options.bias, options.alpha, options.beta};
+  for (auto _ : state) {
+    if (state.range(0) == 0) benchmark::DoNotOptimize(dt::lrn(x, options));
+    else benchmark::DoNotOptimize(dt::run_op<dt::ops::LRNGrad>(attrs, dy, x, y));
+  }
+}
+BENCHMARK(BM_LRN)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
 static void BM_Conv2DGemmFloor(benchmark::State& state) {
   std::vector<float> patches(32768 * 576, 0.5f), filter(576 * 64, 0.25f), out(32768 * 64);

@@ -2,6 +2,8 @@
 
 Run: python3 benchmarks/tf_conv_bench.py (tensorflow-cpu==2.21.0). Times Conv2D and its two
 backprops at batch 32, 32x32x64 -> 64 filters 3x3 SAME (float32, NHWC, oneDNN as shipped), and
+DepthwiseConv2dNative and its backprops (batch 32, 32x32x64, 3x3, multiplier 1, SAME), LRN and
+LRNGrad at the CIFAR-10 tutorial's norm1 ([32, 12, 12, 64], radius 4), and
 the "Distributed training with Keras" model's training step at batch 64 of 28x28x1 as
 model.fit runs it (tf.function of train_on_batch), each the median of 15 calls after 3 warm-ups;
 prints milliseconds.
@@ -38,6 +40,22 @@ bwd_filter = median_ms(lambda: tf.raw_ops.Conv2DBackpropFilter(
     input=x, filter_sizes=[3, 3, 64, 64], out_backprop=dy, strides=[1, 1, 1, 1], padding="SAME").numpy())
 print(f"tensorflow {tf.__version__}: fwd {fwd:.2f} ms, bwd_input {bwd_input:.2f} ms, "
       f"bwd_filter {bwd_filter:.2f} ms, total {fwd + bwd_input + bwd_filter:.2f} ms")
+
+xd = tf.random.normal([32, 32, 32, 64], seed=1)
+wd = tf.random.normal([3, 3, 64, 1], seed=2)
+dfwd = median_ms(lambda: tf.nn.depthwise_conv2d(xd, wd, [1, 1, 1, 1], "SAME").numpy())
+dbwd_input = median_ms(lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+    input_sizes=[32, 32, 32, 64], filter=wd, out_backprop=dy, strides=[1, 1, 1, 1], padding="SAME").numpy())
+dbwd_filter = median_ms(lambda: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+    input=xd, filter_sizes=[3, 3, 64, 1], out_backprop=dy, strides=[1, 1, 1, 1], padding="SAME").numpy())
+print(f"depthwise 3x3 x1: fwd {dfwd:.2f} ms, bwd_input {dbwd_input:.2f} ms, bwd_filter {dbwd_filter:.2f} ms")
+xl = tf.random.normal([32, 12, 12, 64], seed=1)
+dyl = tf.random.normal([32, 12, 12, 64], seed=3)
+lrn_args = dict(depth_radius=4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+yl = tf.nn.lrn(xl, **lrn_args)
+lrn = median_ms(lambda: tf.nn.lrn(xl, **lrn_args).numpy())
+lrn_grad = median_ms(lambda: tf.raw_ops.LRNGrad(input_grads=dyl, input_image=xl, output_image=yl, **lrn_args).numpy())
+print(f"lrn [32, 12, 12, 64] radius 4: LRN {lrn:.3f} ms, LRNGrad {lrn_grad:.3f} ms")
 
 import keras
 import numpy as np
