@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devtensor/core/arith.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/ops/cpu/selection.hpp"
 #include "devtensor/ops/creation.hpp"
@@ -59,10 +60,12 @@ inline std::string index_string(std::int64_t flat, const Shape& shape) {
 inline std::size_t resolve_axis(std::int64_t axis, const Shape& params, std::string_view op) {
   const auto rank = static_cast<std::int64_t>(params.rank());
   if (rank == 0) throw InvalidArgumentError("params must be at least 1 dimensional [Op:" + std::string(op) + "]");
-  const std::int64_t needed = axis >= 0 ? axis + 1 : -axis;
-  if (needed > rank)
+  if (axis >= rank || axis < -rank) {
+    // The rank the axis needs: axis + 1, or -axis; unsigned, so that any int64 axis is printed.
+    const std::uint64_t needed = axis >= 0 ? static_cast<std::uint64_t>(axis) + 1 : static_cast<std::uint64_t>(-(axis + 1)) + 1;
     throw InvalidArgumentError("Shape must be at least rank " + std::to_string(needed) + " but is rank " +
                                std::to_string(rank) + " [Op:" + std::string(op) + "]");
+  }
   return static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
 }
 
@@ -101,7 +104,7 @@ void segment_sum(const T* data, std::int64_t outer, std::int64_t inner, const I*
       if (segments[j] < 0) continue;
       const T* src = data + (o * n + j) * inner;
       T* dst = out + (o * num_segments + static_cast<std::int64_t>(segments[j])) * inner;
-      for (std::int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] = arith::add(dst[i], src[i]);  // integers wrap, as TensorFlow's
     }
 }
 

@@ -1140,6 +1140,11 @@ BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
                              "Shape must be at least rank 3 but is rank 2 [Op:GatherV2]");
   DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({1}), -3), InvalidArgumentError,
                              "Shape must be at least rank 3 but is rank 2 [Op:GatherV2]");
+  // The extreme axes (found by the fuzzer: axis + 1 overflowed).
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({1}), std::numeric_limits<std::int64_t>::max()),
+                             InvalidArgumentError, "Shape must be at least rank 9223372036854775808 but is rank 2");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({1}), std::numeric_limits<std::int64_t>::min()),
+                             InvalidArgumentError, "Shape must be at least rank 9223372036854775808 but is rank 2");
   DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::scalar<double>(3), dt::constant<std::int32_t>({0})), InvalidArgumentError,
                              "params must be at least 1 dimensional [Op:GatherV2]");
   DEVTENSOR_CHECK_THROW_WITH(dt::unsorted_segment_sum(data, dt::constant<std::int64_t>({0, 5, 1, 0}), 3),
