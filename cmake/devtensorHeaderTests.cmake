@@ -12,6 +12,7 @@ function(devtensor_add_header_tests)
   set(_cuda_host_sources)
   set(_multi_worker_sources)
   set(_hdf5_sources)
+  set(_keras_archive_sources)
   set(_all_headers "")
   foreach(_header IN LISTS _headers)
     string(MAKE_C_IDENTIFIER "${_header}" _id)
@@ -20,6 +21,11 @@ function(devtensor_add_header_tests)
       # Compiled against the component that provides its dependencies (JSON, MPI), when found.
       file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp" CONTENT "${_content}")
       list(APPEND _multi_worker_sources "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp")
+      continue()
+    elseif(_header MATCHES "^devtensor/saving/" OR _header MATCHES "^devtensor/nn/(layer|model)_config[.]hpp$")
+      # Against libzip, nlohmann_json and HDF5 (the keras_archive component), when found.
+      file(CONFIGURE OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp" CONTENT "${_content}")
+      list(APPEND _keras_archive_sources "${CMAKE_CURRENT_BINARY_DIR}/headers/${_id}.cpp")
       continue()
     elseif(_header MATCHES "^devtensor/hdf5/")
       # Against the HDF5 C library (the hdf5 component), when found.
@@ -44,6 +50,10 @@ function(devtensor_add_header_tests)
     add_library(devtensor_header_tests_hdf5 OBJECT ${_hdf5_sources})
     target_link_libraries(devtensor_header_tests_hdf5 PRIVATE devtensor::hdf5 devtensor_warnings)
   endif()
+  if(TARGET devtensor::keras_archive AND _keras_archive_sources)
+    add_library(devtensor_header_tests_keras_archive OBJECT ${_keras_archive_sources})
+    target_link_libraries(devtensor_header_tests_keras_archive PRIVATE devtensor::keras_archive devtensor_warnings)
+  endif()
   # Header-only (every definition compiled), each header alone; compiled mode (declarations only,
   # Note [Compiled mode]), every header in one TU.
   add_library(devtensor_header_tests OBJECT ${_host_sources})
@@ -59,7 +69,8 @@ function(devtensor_add_header_tests)
   # an -O2 -g compile's time (nn/sequential.hpp: 12 s instead of 44 s).
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT CMAKE_HOST_WIN32)
     foreach(_target devtensor_header_tests devtensor_header_tests_compiled devtensor_header_tests_cuda
-                    devtensor_header_tests_mpi devtensor_header_tests_hdf5)
+                    devtensor_header_tests_mpi devtensor_header_tests_hdf5
+                    devtensor_header_tests_keras_archive)
       if(TARGET ${_target})
         set_target_properties(${_target} PROPERTIES CXX_COMPILER_LAUNCHER "${PROJECT_SOURCE_DIR}/cmake/syntax_only.sh")
       endif()

@@ -30,4 +30,5 @@ install(FILES
   cmake/devtensorCudaComponent.cmake
   cmake/devtensorMultiWorkerComponent.cmake
   cmake/devtensorHdf5Component.cmake
+  cmake/devtensorKerasArchiveComponent.cmake
   DESTINATION "${DEVTENSOR_INSTALL_CMAKEDIR}")

@@ -2,7 +2,7 @@
 # its own folder and the floors below it, never a floor above nor a sibling on its own floor.
 #
 #   core (and the top-level config, error, fwd, version) → memory → device → tensor | backend →
-#   ops → variables | data → autodiff → distribute → graph → nn → testing | hdf5 | coordinator
+#   ops → variables | data → autodiff → distribute → graph → nn → testing | hdf5 | coordinator → saving
 #
 # Strategies plug their variables in through a variable creator, a device's memory statistics
 # live with the devices, the TF32 switch is configuration (core). Keras's models sit above the
@@ -28,6 +28,8 @@ set(_floor_testing 10)
 set(_floor_hdf5 10)
 # Parameter-server training: its ps tasks run the optimizers' rules (nn), over MPI.
 set(_floor_coordinator 10)
+# Keras's .keras archives: a model's config (nn) and its weights file (hdf5) in a zip.
+set(_floor_saving 11)
 
 # The folder a path under devtensor/ belongs to: its first component, "core" for the top-level
 # files (the umbrella header is skipped by the caller).

@@ -15,6 +15,7 @@ DEVTENSOR_PACKAGES=(
   python3                # the header checks that need more than CMake (tests/detail_privacy.py)
   openmpi-bin libopenmpi-dev  # multi-process training (the mpi component) and its mpiexec tests
   libhdf5-dev            # Keras weights files (the hdf5 component)
+  libzip-dev             # Keras .keras archives (the keras_archive component, with HDF5 and nlohmann_json)
 )
 
 log() { printf '\n==> %s\n' "$*"; }

@@ -9,6 +9,7 @@
 
 #include <hdf5.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -109,8 +110,12 @@ class Group {
   /// Writes a float32 dataset of `shape` (a scalar for an empty shape) from `values`.
   void write_floats(const std::string& name, const std::vector<std::int64_t>& shape, const std::vector<float>& values);
   /// A float32 dataset's shape and values. @throws InvalidArgumentError when it is absent or of
-  /// another type.
-  [[nodiscard]] std::pair<std::vector<std::int64_t>, std::vector<float>> read_floats(const std::string& name) const;
+  /// another type, or holds more than `max_elements` values (checked before anything is allocated:
+  /// a damaged or hostile file may declare any shape).
+  [[nodiscard]] std::pair<std::vector<std::int64_t>, std::vector<float>> read_floats(
+      const std::string& name, std::uint64_t max_elements = std::uint64_t{1} << 34) const;
+  /// A dataset's shape, read without its values. @throws InvalidArgumentError when it is absent.
+  [[nodiscard]] std::vector<std::int64_t> dataset_shape(const std::string& name) const;
 
   /// A scalar int64 dataset (Keras's optimizer iterations).
   void write_int64(const std::string& name, std::int64_t value);
@@ -126,6 +131,14 @@ class Group {
 
 /// Creates (truncating) an HDF5 file. @throws InvalidArgumentError when it cannot be written.
 [[nodiscard]] Group create_file(const std::filesystem::path& path);
+/// An HDF5 file in memory only (HDF5's core driver, no backing file): a weights file to put in an
+/// archive. Its bytes: file_image.
+[[nodiscard]] Group create_in_memory();
+/// The bytes of the file `root` is the root of (flushed first).
+[[nodiscard]] std::vector<unsigned char> file_image(const Group& root);
+/// Opens, read-only, an HDF5 file held in memory (HDF5 copies the bytes). `what` names it in
+/// errors. @throws InvalidArgumentError when the bytes are not a readable HDF5 file.
+[[nodiscard]] Group open_image(const std::vector<unsigned char>& bytes, const std::string& what);
 /// Opens an HDF5 file for reading. @throws NotFoundError when it does not exist,
 /// InvalidArgumentError when it is not a readable HDF5 file (truncated, or another format).
 [[nodiscard]] Group open_file(const std::filesystem::path& path);
@@ -199,7 +212,21 @@ inline void Group::write_floats(const std::string& name, const std::vector<std::
     check(H5Dwrite(dataset.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "writing " + child_path(name));
 }
 
-inline std::pair<std::vector<std::int64_t>, std::vector<float>> Group::read_floats(const std::string& name) const {
+inline std::vector<std::int64_t> Group::dataset_shape(const std::string& name) const {
+  if (type_of(name) != H5O_TYPE_DATASET) throw InvalidArgumentError("no dataset " + child_path(name) + " in the file");
+  const QuietErrors quiet;
+  const Handle dataset = checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
+  const Handle space = checked(H5Dget_space(dataset.id()), H5Sclose, "cannot read the shape of " + child_path(name));
+  const int rank = H5Sget_simple_extent_ndims(space.id());
+  if (rank < 0 || rank > H5S_MAX_RANK) throw InvalidArgumentError("cannot read the shape of " + child_path(name));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr) < 0)
+    throw InvalidArgumentError("cannot read the shape of " + child_path(name));
+  return {dims.begin(), dims.end()};
+}
+
+inline std::pair<std::vector<std::int64_t>, std::vector<float>> Group::read_floats(const std::string& name,
+                                                                                    std::uint64_t max_elements) const {
   if (type_of(name) != H5O_TYPE_DATASET) throw InvalidArgumentError("no dataset " + child_path(name) + " in the file");
   const QuietErrors quiet;
   const Handle dataset = checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
@@ -215,9 +242,12 @@ inline std::pair<std::vector<std::int64_t>, std::vector<float>> Group::read_floa
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
   std::vector<std::int64_t> shape(dims.begin(), dims.end());
-  std::size_t count = 1;
-  for (const auto d : dims) count *= static_cast<std::size_t>(d);
-  std::vector<float> values(count);
+  std::uint64_t count = 1;
+  for (const auto d : dims)
+    if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count) || count > max_elements)
+      throw InvalidArgumentError("dataset " + child_path(name) + " declares more than " + std::to_string(max_elements) +
+                                 " values (a damaged file?)");
+  std::vector<float> values(static_cast<std::size_t>(count));
   if (count > 0 && H5Dread(dataset.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
     throw InvalidArgumentError("cannot read the values of " + child_path(name) + " (a damaged file?)");
   return {std::move(shape), std::move(values)};
@@ -249,6 +279,50 @@ inline Group create_file(const std::filesystem::path& path) {
   const QuietErrors quiet;
   return Group(checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
                        "cannot create the HDF5 file " + path.string() + ": check that its folder exists and is writable"),
+               "/");
+}
+
+namespace file_detail {
+/// A file-access property list for HDF5's core (memory) driver without a backing file.
+inline Handle memory_access() {
+  Handle access = checked<InternalError>(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "HDF5: cannot make a property list");
+  check(H5Pset_fapl_core(access.id(), 1 << 20, /*backing_store=*/0), "selecting the core driver");
+  return access;
+}
+/// A name no other open in-memory file has (HDF5 refuses to open one name twice).
+inline std::string memory_file_name() {
+  static std::atomic<unsigned long> next{0};
+  return "devtensor-memory-" + std::to_string(next++) + ".h5";
+}
+}  // namespace file_detail
+
+inline Group create_in_memory() {
+  const QuietErrors quiet;
+  const Handle access = file_detail::memory_access();
+  return Group(checked<InternalError>(H5Fcreate(file_detail::memory_file_name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
+                                                access.id()),
+                                      H5Fclose, "HDF5: cannot create a file in memory"),
+               "/");
+}
+
+inline std::vector<unsigned char> file_image(const Group& root) {
+  const QuietErrors quiet;
+  check(H5Fflush(root.id(), H5F_SCOPE_GLOBAL), "flushing a file");
+  const ssize_t size = H5Fget_file_image(root.id(), nullptr, 0);
+  if (size < 0) throw InternalError("HDF5: cannot read the size of a file's image");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  if (H5Fget_file_image(root.id(), bytes.data(), bytes.size()) != size)
+    throw InternalError("HDF5: cannot copy a file's image");
+  return bytes;
+}
+
+inline Group open_image(const std::vector<unsigned char>& bytes, const std::string& what) {
+  const QuietErrors quiet;
+  if (bytes.size() < 8) throw InvalidArgumentError(what + " is not an HDF5 file (" + std::to_string(bytes.size()) + " bytes)");
+  const Handle access = file_detail::memory_access();
+  check(H5Pset_file_image(access.id(), const_cast<unsigned char*>(bytes.data()), bytes.size()), "setting a file image");
+  return Group(checked(H5Fopen(file_detail::memory_file_name().c_str(), H5F_ACC_RDONLY, access.id()), H5Fclose,
+                       "cannot open " + what + " as an HDF5 file (truncated or damaged?)"),
                "/");
 }
 

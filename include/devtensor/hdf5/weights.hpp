@@ -133,14 +133,11 @@ inline void write_layers(hdf5::Group& parent, const std::vector<std::shared_ptr<
   }
 }
 
-inline void save(const Model& model, const std::string& path) {
-  if (!model.built())
-    throw FailedPreconditionError("save_weights: the model \"" + model.name() + "\" has not been built yet, so it has "
-                                  "no variables to save. Call it on a batch of data first.");
-  hdf5::Group root = hdf5::create_file(path);
+/// Writes the model's variables (and its optimizer's state, when `with_optimizer`) under `root`.
+inline void write_model(const Model& model, hdf5::Group& root, bool with_optimizer = true) {
   write_layers(root, model.tracked_layers());
   root.create_group("vars").set_string_attribute("name", model.name());
-  if (model.compiled() && model.optimizer().iterations() > 0) {
+  if (with_optimizer && model.compiled() && model.optimizer().iterations() > 0) {
     const Optimizer& optimizer = model.optimizer();
     hdf5::Group vars = root.create_group("optimizer").create_group("vars");
     std::string name = optimizer.name();
@@ -157,16 +154,22 @@ inline void save(const Model& model, const std::string& path) {
   }
 }
 
-inline void load(Model& model, const std::string& path) {
+inline void save(const Model& model, const std::string& path) {
   if (!model.built())
-    throw FailedPreconditionError("load_weights: the model \"" + model.name() + "\" has not been built yet; build it "
-                                  "(call it on a batch of data) so that its variables exist, then load.");
+    throw FailedPreconditionError("save_weights: the model \"" + model.name() + "\" has not been built yet, so it has "
+                                  "no variables to save. Call it on a batch of data first.");
+  hdf5::Group root = hdf5::create_file(path);
+  write_model(model, root);
+}
+
+/// Reads the variables under `root` into the model's, checked whole first. `source`: what errors
+/// begin with ("load_weights: x.weights.h5").
+inline void read_model(Model& model, const hdf5::Group& root, const std::string& source) {
   std::vector<Entry> entries;
   std::vector<std::pair<std::string, const LayerBase*>> groups;
   collect(model.tracked_layers(), "", entries, groups);
-  const hdf5::Group root = hdf5::open_file(path);
   const auto mismatch = [&](const std::string& what) {
-    return InvalidArgumentError("load_weights: " + path + " does not match model \"" + model.name() + "\": " + what +
+    return InvalidArgumentError(source + " does not match model \"" + model.name() + "\": " + what +
                                 ". Nothing was loaded.");
   };
   // The layout first: every layer group of the model, no other, each with as many variables.
@@ -189,7 +192,9 @@ inline void load(Model& model, const std::string& path) {
         throw mismatch("it has a layer " + prefix + "/layers/" + child + " that the model does not have");
   };
   check_layers("");
-  for (const auto& [group_path, layer] : groups) {
+  for (const auto& group : groups) {
+    const std::string& group_path = group.first;  // not a structured binding: the lambdas below capture it
+    const LayerBase* layer = group.second;
     if (!tracked_sublayers(*layer).empty()) {
       check_layers(group_path);
       continue;
@@ -214,15 +219,22 @@ inline void load(Model& model, const std::string& path) {
     const hdf5::Group vars = open_path(root, entry.group);
     const std::string where = entry.group + "/" + entry.index;
     std::pair<std::vector<std::int64_t>, std::vector<float>> data;
+    const Shape expected = entry.variable.shape();
+    // The shape first: the values are read only into the variable's size.
+    std::vector<std::int64_t> stored;
     try {
-      data = vars.read_floats(entry.index);
+      stored = vars.dataset_shape(entry.index);
     } catch (const InvalidArgumentError& e) {
       throw mismatch(e.what());
     }
-    const Shape expected = entry.variable.shape();
-    if (data.first != expected.dims_vector())
-      throw mismatch(where + " has shape " + Shape::partial(data.first).to_python() + ", but variable " +
+    if (stored != expected.dims_vector())
+      throw mismatch(where + " has shape " + Shape::partial(stored).to_python() + ", but variable " +
                      entry.variable.name() + " has shape " + expected.to_python());
+    try {
+      data = vars.read_floats(entry.index, static_cast<std::uint64_t>(expected.num_elements()));
+    } catch (const InvalidArgumentError& e) {
+      throw mismatch(e.what());
+    }
     values.push_back(constant<float>(data.second, expected));
   }
   // The optimizer's state, checked as well before anything changes.
@@ -249,13 +261,17 @@ inline void load(Model& model, const std::string& path) {
     try {
       const std::int64_t iterations = vars.read_int64("0");
       if (has_rate) {
-        const auto [shape, data] = vars.read_floats("1");
+        const auto [shape, data] = vars.read_floats("1", 1);
         if (data.size() != 1) throw InvalidArgumentError("/optimizer/vars/1 (the learning rate) is not one number");
         learning_rate = data[0];
       }
       for (std::size_t i = 0; i < expected.size(); ++i) {
         const std::string index = std::to_string(i + first_slot);
-        auto [shape, data] = vars.read_floats(index);
+        if (vars.dataset_shape(index) != expected[i].shape().dims_vector())
+          throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " +
+                                     Shape::partial(vars.dataset_shape(index)).to_python() +
+                                     ", but the slot it restores has shape " + expected[i].shape().to_python());
+        auto [shape, data] = vars.read_floats(index, static_cast<std::uint64_t>(expected[i].shape().num_elements()));
         if (shape != expected[i].shape().dims_vector())
           throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " + Shape::partial(shape).to_python() +
                                      ", but the slot it restores has shape " + expected[i].shape().to_python());
@@ -272,6 +288,13 @@ inline void load(Model& model, const std::string& path) {
   // The learning rate too, as Keras's variable is (a ReduceLROnPlateau's reduction resumes).
   if (learning_rate && static_cast<float>(model.optimizer().learning_rate()) != static_cast<float>(*learning_rate))
     model.optimizer().set_learning_rate(*learning_rate);
+}
+
+inline void load(Model& model, const std::string& path) {
+  if (!model.built())
+    throw FailedPreconditionError("load_weights: the model \"" + model.name() + "\" has not been built yet; build it "
+                                  "(call it on a batch of data) so that its variables exist, then load.");
+  read_model(model, hdf5::open_file(path), "load_weights: " + path);
 }
 
 /// Installs save and load as Model::save_weights and load_weights (once per program, at start-up).

@@ -109,6 +109,9 @@ class Conv2DLayer final : public LayerBase {
   std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
   const Variable<float>& kernel() const noexcept { return kernel_; }
   const Variable<float>& bias() const noexcept { return bias_; }
+  std::int64_t filters() const noexcept { return filters_; }
+  const std::array<std::int64_t, 2>& kernel_size() const noexcept { return kernel_size_; }
+  const Conv2DOptions& options() const noexcept { return options_; }
 
  private:
   std::int64_t filters_;
@@ -142,6 +145,8 @@ class DepthwiseConv2DLayer final : public LayerBase {
   std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
   const Variable<float>& kernel() const noexcept { return kernel_; }
   const Variable<float>& bias() const noexcept { return bias_; }
+  const std::array<std::int64_t, 2>& kernel_size() const noexcept { return kernel_size_; }
+  const DepthwiseConv2DOptions& options() const noexcept { return options_; }
 
  private:
   std::array<std::int64_t, 2> kernel_size_;
@@ -164,6 +169,9 @@ class Pooling2DLayer final : public LayerBase {
   std::optional<PartialShape> declared_input_shape() const override {
     return with_batch(options_.input_shape);
   }
+  const std::array<std::int64_t, 2>& pool_size() const noexcept { return pool_size_; }
+  const std::array<std::int64_t, 2>& strides() const noexcept { return strides_; }
+  const Pooling2DOptions& options() const noexcept { return options_; }
 
  private:
   bool max_;
@@ -184,6 +192,7 @@ class GlobalPooling2DLayer final : public LayerBase {
   std::optional<PartialShape> declared_input_shape() const override {
     return with_batch(options_.input_shape);
   }
+  const GlobalPooling2DOptions& options() const noexcept { return options_; }
 
  private:
   bool max_;

@@ -78,6 +78,7 @@ class ActivationLayer final : public LayerBase {
   PartialShape output_shape(const PartialShape& input_shape) const override { return input_shape; }
   std::string type_name() const override { return "Activation"; }
   std::vector<Variable<float>> variables() const override { return {}; }
+  Activation activation() const noexcept { return activation_; }
 
  private:
   Activation activation_;

@@ -59,6 +59,7 @@ class DenseLayer final : public LayerBase {
   }
 
   std::int64_t units() const noexcept { return units_; }
+  const DenseOptions& options() const noexcept { return options_; }
   const Variable<float>& kernel() const noexcept { return kernel_; }
   const Variable<float>& bias() const noexcept { return bias_; }
 

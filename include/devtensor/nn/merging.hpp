@@ -69,6 +69,7 @@ class ConcatenateLayer final : public MergeLayer {
     name_ = options.name.empty() ? unique_name("concatenate") : std::move(options.name);
   }
   std::string type_name() const override { return "Concatenate"; }
+  std::int64_t axis() const noexcept { return axis_; }
   DEVTENSOR_HEADER_INLINE std::vector<PartialShape> output_shapes(const std::vector<PartialShape>& shapes) const override;
   DEVTENSOR_HEADER_INLINE std::vector<Tensor<float>> call_inputs(const std::vector<Tensor<float>>& xs, bool) override;
 

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,38 @@ struct Hdf5Component {
 #endif
 };
 }  // namespace weights_io
+
+namespace saving {
+/// Where Model::save and to_json, nn::load_model and model_from_json find the `.keras` archive
+/// code: set by <devtensor/saving/keras_archive.hpp> (the devtensor::keras_archive component, over
+/// libzip, nlohmann_json and HDF5), so that models without it need none of them.
+struct Hooks {
+  void (*save)(const Model&, const std::string&) = nullptr;
+  std::string (*to_json)(const Model&) = nullptr;
+  std::shared_ptr<Model> (*load)(const std::string&) = nullptr;
+  std::shared_ptr<Model> (*from_json)(const std::string&) = nullptr;
+};
+inline Hooks& hooks() noexcept {
+  static Hooks installed;
+  return installed;
+}
+/// Whether this translation unit's program links the keras_archive component (its target defines
+/// DEVTENSOR_WITH_KERAS_ARCHIVE); checked where the API is called, as Hdf5Component is.
+struct KerasArchiveComponent {
+#if defined(DEVTENSOR_WITH_KERAS_ARCHIVE)
+  static constexpr bool linked = true;
+#else
+  static constexpr bool linked = false;
+#endif
+};
+#define DEVTENSOR_KERAS_ARCHIVE_NEEDED(what)                                                                    \
+  what " needs devtensor's keras_archive component: find_package(devtensor CONFIG COMPONENTS keras_archive) " \
+       "and target_link_libraries(<your target> PRIVATE devtensor::keras_archive) (without CMake: "           \
+       "-DDEVTENSOR_WITH_KERAS_ARCHIVE with the flags of HDF5, libzip and nlohmann_json)"
+/// The bodies: UnimplementedError when <devtensor/saving/keras_archive.hpp> was included nowhere.
+std::shared_ptr<Model> load_model_now(const std::string& path);
+std::shared_ptr<Model> model_from_json_now(const std::string& json);
+}  // namespace saving
 
 struct ModelOptions {
   /// Default: "functional", "functional_1", ...
@@ -158,6 +191,24 @@ class Model {
   /// program (a program that defines DEVTENSOR_WITH_HDF5 by hand and includes only this header).
   void save_weights_now(const std::string& path) const;
   void load_weights_now(const std::string& path);
+
+  /// Writes the whole model to a Keras 3 archive (`m.keras`: its config, its weights; what
+  /// `keras.models.load_model` reads); nn::load_model reads one back. to_json: the config alone
+  /// (Keras's `model.to_json()`), which nn::model_from_json reads. Both need the keras_archive
+  /// component (<devtensor/saving/keras_archive.hpp> documents the format and the errors); a call
+  /// in a program without it does not compile.
+  template <class Component = saving::KerasArchiveComponent>
+  void save(const std::string& path) const {
+    static_assert(Component::linked, DEVTENSOR_KERAS_ARCHIVE_NEEDED("model.save"));
+    save_now(path);
+  }
+  template <class Component = saving::KerasArchiveComponent>
+  [[nodiscard]] std::string to_json() const {
+    static_assert(Component::linked, DEVTENSOR_KERAS_ARCHIVE_NEEDED("model.to_json"));
+    return to_json_now();
+  }
+  void save_now(const std::string& path) const;
+  [[nodiscard]] std::string to_json_now() const;
 
   /// Keras 3's summary table (summary.hpp). @throws FailedPreconditionError before the model is built.
   void summary(std::ostream& out = std::cout, SummaryOptions options = {}) const;
@@ -379,6 +430,21 @@ class Model {
   }
 };
 
+/// Rebuilds a model Keras 3 saved (`model.save("m.keras")`) or devtensor saved: its layers, their
+/// weights, ready to predict; a Sequential comes back as a Sequential. Needs the keras_archive
+/// component (<devtensor/saving/keras_archive.hpp>: the layers it knows, the errors).
+template <class Component = saving::KerasArchiveComponent>
+[[nodiscard]] std::shared_ptr<Model> load_model(const std::string& path) {
+  static_assert(Component::linked, DEVTENSOR_KERAS_ARCHIVE_NEEDED("nn::load_model"));
+  return saving::load_model_now(path);
+}
+/// The model a config (Keras's `model.to_json()`) describes, with fresh weights.
+template <class Component = saving::KerasArchiveComponent>
+[[nodiscard]] std::shared_ptr<Model> model_from_json(const std::string& json) {
+  static_assert(Component::linked, DEVTENSOR_KERAS_ARCHIVE_NEEDED("nn::model_from_json"));
+  return saving::model_from_json_now(json);
+}
+
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
@@ -487,6 +553,34 @@ DEVTENSOR_DEFINITION void Model::save_weights_now(const std::string& path) const
     throw UnimplementedError("save_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
                              "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
   weights_io::hooks().save(*this, path);
+}
+
+DEVTENSOR_DEFINITION void Model::save_now(const std::string& path) const {
+  if (!saving::hooks().save)
+    throw UnimplementedError("model.save needs the keras_archive component: link devtensor::keras_archive and include "
+                             "<devtensor/saving/keras_archive.hpp>");
+  saving::hooks().save(*this, path);
+}
+
+DEVTENSOR_DEFINITION std::string Model::to_json_now() const {
+  if (!saving::hooks().to_json)
+    throw UnimplementedError("model.to_json needs the keras_archive component: link devtensor::keras_archive and "
+                             "include <devtensor/saving/keras_archive.hpp>");
+  return saving::hooks().to_json(*this);
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::load_model_now(const std::string& path) {
+  if (!hooks().load)
+    throw UnimplementedError("load_model needs the keras_archive component: link devtensor::keras_archive and "
+                             "include <devtensor/saving/keras_archive.hpp>");
+  return hooks().load(path);
+}
+
+DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::model_from_json_now(const std::string& json) {
+  if (!hooks().from_json)
+    throw UnimplementedError("model_from_json needs the keras_archive component: link devtensor::keras_archive and "
+                             "include <devtensor/saving/keras_archive.hpp>");
+  return hooks().from_json(json);
 }
 
 DEVTENSOR_DEFINITION void Model::load_weights_now(const std::string& path) {

@@ -68,6 +68,7 @@ class BatchNormalizationLayer final : public LayerBase {
   const Variable<float>& beta() const noexcept { return beta_; }
   const Variable<float>& moving_mean() const noexcept { return moving_mean_; }
   const Variable<float>& moving_variance() const noexcept { return moving_variance_; }
+  const BatchNormalizationOptions& options() const noexcept { return options_; }
 
  private:
   BatchNormalizationOptions options_;

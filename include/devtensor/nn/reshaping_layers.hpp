@@ -73,6 +73,7 @@ class ReshapeLayer final : public LayerBase {
   std::string type_name() const override { return "Reshape"; }
   std::vector<Variable<float>> variables() const override { return {}; }
   std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
+  const PartialShape& target_shape() const noexcept { return target_; }
 
  private:
   PartialShape target_;
@@ -88,6 +89,9 @@ class ZeroPadding2DLayer final : public LayerBase {
   std::string type_name() const override { return "ZeroPadding2D"; }
   std::vector<Variable<float>> variables() const override { return {}; }
   std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
+  /// top, bottom, left, right.
+  const std::array<std::int64_t, 4>& sides() const noexcept { return sides_; }
+  const ZeroPadding2DOptions& options() const noexcept { return options_; }
 
  private:
   std::array<std::int64_t, 4> sides_;
@@ -109,6 +113,8 @@ class RescalingLayer final : public LayerBase {
   std::string type_name() const override { return "Rescaling"; }
   std::vector<Variable<float>> variables() const override { return {}; }
   std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
+  double scale() const noexcept { return scale_; }
+  const RescalingOptions& options() const noexcept { return options_; }
 
  private:
   double scale_;
