@@ -6,9 +6,11 @@
 // restored), and the best epoch is checkpointed as a Keras 3 weights file (TensorFlow loads it
 // with model.load_weights), which a fresh model reloads with the same validation accuracy; every
 // epoch's logs go to a CSV file and to TensorBoard's event files (with the traced step's graph and
-// weight histograms). Needs the devtensor::hdf5 component (the HDF5 C library).
+// weight histograms). The trained model is then saved whole as Keras 3 saves one (digits.keras:
+// keras.models.load_model reads it) and loaded back, predicting the same. Needs the
+// devtensor::keras_archive component (HDF5, libzip, nlohmann_json).
 #include <devtensor/keras.hpp>
-#include <devtensor/hdf5/weights.hpp>
+#include <devtensor/saving/keras_archive.hpp>
 
 #include "digits.hpp"
 
@@ -72,7 +74,16 @@ int main(int argc, char** argv) {
   const auto after = reloaded.evaluate(x_val, y_val, {.verbose = 0});
   std::cout << "best epoch's weights saved to " << file << " and reloaded: validation accuracy "
             << after.metrics.at("accuracy") << " (the trained model's: " << before.metrics.at("accuracy") << ")\n";
+
+  // The whole model, architecture and weights, as a Keras 3 archive; loaded back, it predicts alike.
+  const auto archive = (folder / "digits.keras").string();
+  model.save(archive);
+  const auto restored = nn::load_model(archive);
+  const bool same = restored->predict(x_val).to_vector() == model.predict(x_val).to_vector();
+  std::cout << "saved to " << archive << " (" << std::filesystem::file_size(archive) << " bytes) and loaded back as \""
+            << restored->name() << "\" (" << restored->layers().size() << " layers, " << restored->count_params()
+            << " parameters): " << (same ? "the same" : "other") << " predictions\n";
   std::cout << "TensorBoard: tensorboard --logdir " << logs.string() << "\n";
   std::filesystem::remove_all(folder);
-  return val_accuracy > 0.9 && after.metrics.at("accuracy") == before.metrics.at("accuracy") ? 0 : 1;
+  return val_accuracy > 0.9 && after.metrics.at("accuracy") == before.metrics.at("accuracy") && same ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // Built without CMake by no_cmake.sh with the hdf5 component's flags, as README's one-liner says:
 // save_weights and load_weights compile only with -DDEVTENSOR_WITH_HDF5, and <devtensor/keras.hpp>
-// then brings the weights-file code.
+// then brings the weights-file code; with -DDEVTENSOR_WITH_KERAS_ARCHIVE and -lzip (the
+// keras_archive component's line) also model.save and nn::load_model.
 #include <devtensor/keras.hpp>
 
 #include <cstdio>
@@ -17,7 +18,14 @@ int main(int argc, char** argv) {
   model.save_weights(path);
   model.trainable_variables()[0].assign(dt::zeros<float>(dt::Shape({3, 2})));
   model.load_weights(path);
-  const bool same = model.trainable_variables()[0].value().to_vector() == before;
+  bool same = model.trainable_variables()[0].value().to_vector() == before;
   std::printf("weights file %s: %s\n", path.c_str(), same ? "saved and read back" : "DIFFERENT");
+#if defined(DEVTENSOR_WITH_KERAS_ARCHIVE)  // the keras_archive component's line: the whole model
+  const std::string archive = std::string(argc > 1 ? argv[1] : ".") + "/no_cmake.keras";
+  model.save(archive);
+  const bool whole = nn::load_model(archive)->trainable_variables()[0].value().to_vector() == before;
+  std::printf("model file %s: %s\n", archive.c_str(), whole ? "saved and read back" : "DIFFERENT");
+  same = same && whole;
+#endif
   return same ? 0 : 1;
 }
