@@ -136,9 +136,12 @@ class Group {
 [[nodiscard]] Group create_in_memory();
 /// The bytes of the file `root` is the root of (flushed first).
 [[nodiscard]] std::vector<unsigned char> file_image(const Group& root);
-/// Opens, read-only, an HDF5 file held in memory (HDF5 copies the bytes). `what` names it in
-/// errors. @throws InvalidArgumentError when the bytes are not a readable HDF5 file.
-[[nodiscard]] Group open_image(const std::vector<unsigned char>& bytes, const std::string& what);
+/// Opens, read-only, an HDF5 file held in memory. `what` names it in errors. HDF5 copies the bytes
+/// (twice: the property list's copy, then the file's), unless `borrow`: then the file reads them
+/// where they are, and they must outlive every handle into it (a loader that reads a 100 MB
+/// archive's weights saves two copies). @throws InvalidArgumentError when the bytes are not a
+/// readable HDF5 file.
+[[nodiscard]] Group open_image(const std::vector<unsigned char>& bytes, const std::string& what, bool borrow = false);
 /// Opens an HDF5 file for reading. @throws NotFoundError when it does not exist,
 /// InvalidArgumentError when it is not a readable HDF5 file (truncated, or another format).
 [[nodiscard]] Group open_file(const std::filesystem::path& path);
@@ -316,10 +319,34 @@ inline std::vector<unsigned char> file_image(const Group& root) {
   return bytes;
 }
 
-inline Group open_image(const std::vector<unsigned char>& bytes, const std::string& what) {
+namespace file_detail {
+/// HDF5's file-image callbacks for a borrowed image: `udata` is the caller's buffer, which every
+/// "allocation" returns and no "free" releases; copies onto itself are no-ops, and nothing grows
+/// (the file is read-only).
+inline H5FD_file_image_callbacks_t borrowed_image_callbacks() {
+  H5FD_file_image_callbacks_t callbacks{};
+  callbacks.image_malloc = [](size_t, H5FD_file_image_op_t, void* udata) -> void* { return udata; };
+  callbacks.image_memcpy = [](void* dest, const void* src, size_t, H5FD_file_image_op_t, void* udata) -> void* {
+    return dest == udata && src == udata ? dest : nullptr;
+  };
+  callbacks.image_realloc = [](void*, size_t, H5FD_file_image_op_t, void*) -> void* { return nullptr; };
+  callbacks.image_free = [](void*, H5FD_file_image_op_t, void*) -> herr_t { return 0; };
+  callbacks.udata_copy = [](void* udata) -> void* { return udata; };  // the pointer itself is shared
+  callbacks.udata_free = [](void*) -> herr_t { return 0; };
+  callbacks.udata = nullptr;
+  return callbacks;
+}
+}  // namespace file_detail
+
+inline Group open_image(const std::vector<unsigned char>& bytes, const std::string& what, bool borrow) {
   const QuietErrors quiet;
   if (bytes.size() < 8) throw InvalidArgumentError(what + " is not an HDF5 file (" + std::to_string(bytes.size()) + " bytes)");
   const Handle access = file_detail::memory_access();
+  if (borrow) {
+    H5FD_file_image_callbacks_t callbacks = file_detail::borrowed_image_callbacks();
+    callbacks.udata = const_cast<unsigned char*>(bytes.data());  // read only: the file is opened read-only
+    check(H5Pset_file_image_callbacks(access.id(), &callbacks), "setting the file image callbacks");
+  }
   check(H5Pset_file_image(access.id(), const_cast<unsigned char*>(bytes.data()), bytes.size()), "setting a file image");
   return Group(checked(H5Fopen(file_detail::memory_file_name().c_str(), H5F_ACC_RDONLY, access.id()), H5Fclose,
                        "cannot open " + what + " as an HDF5 file (truncated or damaged?)"),

@@ -39,10 +39,12 @@ using Json = nlohmann::ordered_json;
 /// per input; empty when the layer was not called.
 [[nodiscard]] Json layer_to_config(const nn::LayerBase& layer, const std::vector<nn::PartialShape>& input_shapes);
 
-/// The layer `serialized` describes (not built). @throws UnimplementedError for a class or an
-/// argument devtensor does not have (the message names them), InvalidArgumentError for a config
-/// that is not what Keras writes.
-[[nodiscard]] std::shared_ptr<nn::LayerBase> layer_from_config(const Json& serialized);
+/// The layer `serialized` describes (not built). `fresh_weights`: its initializers as the config
+/// says; false when a weights file will set every weight (zeros then: no random numbers drawn for
+/// values about to be replaced). @throws UnimplementedError for a class or an argument devtensor
+/// does not have (the message names them), InvalidArgumentError for a config that is not what
+/// Keras writes.
+[[nodiscard]] std::shared_ptr<nn::LayerBase> layer_from_config(const Json& serialized, bool fresh_weights = true);
 
 /// The classes layer_from_config rebuilds.
 [[nodiscard]] const std::vector<std::string>& known_layer_classes();
@@ -122,7 +124,8 @@ inline std::int64_t elements_of(const nn::PartialShape& shape) {
 /// Reads a config's fields, each error naming the layer and the field.
 class Reader {
  public:
-  Reader(const Json& config, std::string class_name) : config_(config), class_(std::move(class_name)) {
+  Reader(const Json& config, std::string class_name, bool fresh_weights = true)
+      : config_(config), class_(std::move(class_name)), fresh_weights_(fresh_weights) {
     if (!config_.is_object()) throw invalid("its \"config\" is not an object");
     name_ = string_or("name", "");
   }
@@ -200,6 +203,7 @@ class Reader {
   /// The initializer under `key`, or `fallback` for none or one devtensor does not have.
   [[nodiscard]] nn::Initializer initializer(const char* key, nn::Initializer fallback) const {
     namespace ini = nn::initializers;
+    if (!fresh_weights_) return ini::Zeros{};  // a weights file sets every value
     if (!has(key)) return fallback;
     const Json& v = config_.at(key);
     const std::string kind = v.is_string() ? v.get<std::string>()
@@ -252,6 +256,7 @@ class Reader {
  private:
   const Json& config_;
   std::string class_;
+  bool fresh_weights_ = true;
   std::string name_;
 };
 
@@ -380,7 +385,7 @@ inline Json layer_to_config(const nn::LayerBase& layer, const std::vector<nn::Pa
   return out;
 }
 
-inline std::shared_ptr<nn::LayerBase> layer_from_config(const Json& serialized) {
+inline std::shared_ptr<nn::LayerBase> layer_from_config(const Json& serialized, bool fresh_weights) {
   using namespace config_detail;
   namespace ld = nn::layer_detail;
   if (!serialized.is_object() || !serialized.contains("class_name") || !serialized["class_name"].is_string())
@@ -389,7 +394,7 @@ inline std::shared_ptr<nn::LayerBase> layer_from_config(const Json& serialized) 
   const std::string kind = serialized["class_name"].get<std::string>();
   static const Json empty = Json::object();
   const Json& config = serialized.contains("config") ? serialized["config"] : empty;
-  const Reader r(config, kind);
+  const Reader r(config, kind, fresh_weights);
   if (kind == "InputLayer") {
     const nn::PartialShape shape = r.has("batch_shape") ? r.shape("batch_shape") : r.shape("batch_input_shape");
     if (r.boolean_or("sparse", false) || r.boolean_or("ragged", false))

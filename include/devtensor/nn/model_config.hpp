@@ -43,9 +43,10 @@ namespace devtensor::nn::saving {
 /// The model `serialized` describes, built, with fresh weights; a Sequential as a Sequential.
 /// `max_weights`: the most weights (float32 values) its layers may create; a config that asks for
 /// more is an InvalidArgumentError before anything is allocated (a loader passes what its weights
-/// file can hold).
+/// file can hold). `fresh_weights` false: the layers start at zeros, for a weights file to set.
 [[nodiscard]] std::shared_ptr<Model> model_from_config(const Json& serialized,
-                                                       std::int64_t max_weights = std::int64_t{1} << 31);
+                                                       std::int64_t max_weights = std::int64_t{1} << 31,
+                                                       bool fresh_weights = true);
 
 // ---------------------------------------------------------------------------------------------
 // Definitions: only programs that use the component include this header, so they are inline.
@@ -177,6 +178,8 @@ inline void unsupported_classes(const Json& layers, std::vector<std::string>& ou
 struct Budget {
   std::int64_t weights_left;
   std::int64_t weights_allowed;
+  /// Whether the layers draw their initial weights (model_from_json), or a weights file will set them.
+  bool fresh_weights = true;
 
   /// Checks a call of `layer` on `shapes` before it is made (and the layer built).
   void before_call(const LayerBase& layer, const std::vector<PartialShape>& shapes) {
@@ -280,7 +283,7 @@ inline std::shared_ptr<LayerBase> layer_of(const Json& entry, std::vector<std::s
     inner_models.push_back(model_of(entry, budget));
     return inner_models.back()->impl();
   }
-  return layer_from_config(entry);
+  return layer_from_config(entry, budget.fresh_weights);
 }
 
 inline std::shared_ptr<Model> sequential_of(const Json& config, Budget& budget) {
@@ -415,7 +418,7 @@ inline Json model_to_config(const Model& model) {
   return out;
 }
 
-inline std::shared_ptr<Model> model_from_config(const Json& serialized, std::int64_t max_weights) {
+inline std::shared_ptr<Model> model_from_config(const Json& serialized, std::int64_t max_weights, bool fresh_weights) {
   if (!serialized.is_object() || !serialized.contains("class_name") || !serialized["class_name"].is_string())
     throw InvalidArgumentError("a model config is an object with a \"class_name\" (Sequential, Functional); got " +
                                serialized.dump().substr(0, 200));
@@ -435,7 +438,7 @@ inline std::shared_ptr<Model> model_from_config(const Json& serialized, std::int
                                return known;
                              }() + ", and models of them");
   }
-  config_detail::Budget budget{max_weights, max_weights};
+  config_detail::Budget budget{max_weights, max_weights, fresh_weights};
   try {
     return config_detail::model_of(serialized, budget);
   } catch (const nlohmann::json::exception& e) {

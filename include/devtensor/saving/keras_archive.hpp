@@ -129,13 +129,14 @@ inline std::shared_ptr<Model> load_contents(const ZipContents& contents, const s
   const auto& weights_bytes = contents.at("model.weights.h5");
   std::shared_ptr<Model> model;
   try {
-    model = model_from_config(config, static_cast<std::int64_t>(weights_bytes.size() / sizeof(float)));
+    model = model_from_config(config, static_cast<std::int64_t>(weights_bytes.size() / sizeof(float)),
+                              /*fresh_weights=*/false);
   } catch (const UnimplementedError& e) {
     throw UnimplementedError("load_model: " + path + ": " + e.what());
   } catch (const InvalidArgumentError& e) {
     throw InvalidArgumentError("load_model: " + path + ": " + e.what());
   }
-  const hdf5::Group weights = hdf5::open_image(weights_bytes, path + "'s model.weights.h5");
+  const hdf5::Group weights = hdf5::open_image(weights_bytes, path + "'s model.weights.h5", /*borrow=*/true);
   weights_io::read_model(*model, weights, "load_model: " + path + "'s model.weights.h5");
   return model;
 }
