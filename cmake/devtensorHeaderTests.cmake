@@ -52,7 +52,7 @@ function(devtensor_add_header_tests)
   endif()
   if(TARGET devtensor::keras_archive AND _keras_archive_sources)
     add_library(devtensor_header_tests_keras_archive OBJECT ${_keras_archive_sources})
-    target_link_libraries(devtensor_header_tests_keras_archive PRIVATE devtensor::keras_archive devtensor_warnings)
+    target_link_libraries(devtensor_header_tests_keras_archive PRIVATE devtensor_keras_archive_deps devtensor_warnings)
   endif()
   # Header-only (every definition compiled), each header alone; compiled mode (declarations only,
   # Note [Compiled mode]), every header in one TU.

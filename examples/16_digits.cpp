@@ -9,8 +9,7 @@
 // weight histograms). The trained model is then saved whole as Keras 3 saves one (digits.keras:
 // keras.models.load_model reads it) and loaded back, predicting the same. Needs the
 // devtensor::keras_archive component (HDF5, libzip, nlohmann_json).
-#include <devtensor/keras.hpp>
-#include <devtensor/saving/keras_archive.hpp>
+#include <devtensor/keras.hpp>  // with devtensor::keras_archive linked: model.save, nn::load_model
 
 #include "digits.hpp"
 

@@ -30,6 +30,3 @@
 #if defined(DEVTENSOR_WITH_HDF5)
 #include "devtensor/hdf5/weights.hpp"
 #endif
-#if defined(DEVTENSOR_WITH_KERAS_ARCHIVE)
-#include "devtensor/saving/keras_archive.hpp"
-#endif

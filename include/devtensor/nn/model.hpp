@@ -78,8 +78,8 @@ struct Hdf5Component {
 
 namespace saving {
 /// Where Model::save and to_json, nn::load_model and model_from_json find the `.keras` archive
-/// code: set by <devtensor/saving/keras_archive.hpp> (the devtensor::keras_archive component, over
-/// libzip, nlohmann_json and HDF5), so that models without it need none of them.
+/// code: set by the devtensor::keras_archive component's object (src/devtensor_keras_archive.cpp,
+/// compiled once, over libzip, nlohmann_json and HDF5), so that no other file needs any of them.
 struct Hooks {
   void (*save)(const Model&, const std::string&) = nullptr;
   std::string (*to_json)(const Model&) = nullptr;
@@ -103,7 +103,8 @@ struct KerasArchiveComponent {
   what " needs devtensor's keras_archive component: find_package(devtensor CONFIG COMPONENTS keras_archive) " \
        "and target_link_libraries(<your target> PRIVATE devtensor::keras_archive) (without CMake: "           \
        "-DDEVTENSOR_WITH_KERAS_ARCHIVE with the flags of HDF5, libzip and nlohmann_json)"
-/// The bodies: UnimplementedError when <devtensor/saving/keras_archive.hpp> was included nowhere.
+/// The bodies: UnimplementedError when the program holds no code of the component (neither its
+/// object nor a file that includes <devtensor/saving/keras_archive.hpp>).
 std::shared_ptr<Model> load_model_now(const std::string& path);
 std::shared_ptr<Model> model_from_json_now(const std::string& json);
 }  // namespace saving
@@ -195,8 +196,8 @@ class Model {
   /// Writes the whole model to a Keras 3 archive (`m.keras`: its config, its weights; what
   /// `keras.models.load_model` reads); nn::load_model reads one back. to_json: the config alone
   /// (Keras's `model.to_json()`), which nn::model_from_json reads. Both need the keras_archive
-  /// component (<devtensor/saving/keras_archive.hpp> documents the format and the errors); a call
-  /// in a program without it does not compile.
+  /// component (<devtensor/saving/keras_archive.hpp> documents the format and the errors; linking
+  /// the component is enough, no include); a call in a program without it does not compile.
   template <class Component = saving::KerasArchiveComponent>
   void save(const std::string& path) const {
     static_assert(Component::linked, DEVTENSOR_KERAS_ARCHIVE_NEEDED("model.save"));
@@ -557,29 +558,29 @@ DEVTENSOR_DEFINITION void Model::save_weights_now(const std::string& path) const
 
 DEVTENSOR_DEFINITION void Model::save_now(const std::string& path) const {
   if (!saving::hooks().save)
-    throw UnimplementedError("model.save needs the keras_archive component: link devtensor::keras_archive and include "
-                             "<devtensor/saving/keras_archive.hpp>");
+    throw UnimplementedError("model.save needs the keras_archive component: link devtensor::keras_archive (without CMake, "
+                             "compile and link src/devtensor_keras_archive.cpp)");
   saving::hooks().save(*this, path);
 }
 
 DEVTENSOR_DEFINITION std::string Model::to_json_now() const {
   if (!saving::hooks().to_json)
-    throw UnimplementedError("model.to_json needs the keras_archive component: link devtensor::keras_archive and "
-                             "include <devtensor/saving/keras_archive.hpp>");
+    throw UnimplementedError("model.to_json needs the keras_archive component: link devtensor::keras_archive (without "
+                             "CMake, compile and link src/devtensor_keras_archive.cpp)");
   return saving::hooks().to_json(*this);
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::load_model_now(const std::string& path) {
   if (!hooks().load)
-    throw UnimplementedError("load_model needs the keras_archive component: link devtensor::keras_archive and "
-                             "include <devtensor/saving/keras_archive.hpp>");
+    throw UnimplementedError("load_model needs the keras_archive component: link devtensor::keras_archive (without "
+                             "CMake, compile and link src/devtensor_keras_archive.cpp)");
   return hooks().load(path);
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::model_from_json_now(const std::string& json) {
   if (!hooks().from_json)
-    throw UnimplementedError("model_from_json needs the keras_archive component: link devtensor::keras_archive and "
-                             "include <devtensor/saving/keras_archive.hpp>");
+    throw UnimplementedError("model_from_json needs the keras_archive component: link devtensor::keras_archive (without "
+                             "CMake, compile and link src/devtensor_keras_archive.cpp)");
   return hooks().from_json(json);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 /// @file keras_archive.hpp
 /// @brief Keras 3's `.keras` model files both ways: the bodies of Model::save and to_json,
-/// nn::load_model and model_from_json (the devtensor::keras_archive component; the umbrella
-/// header includes this one when the component is linked).
+/// nn::load_model and model_from_json (the devtensor::keras_archive component, whose object,
+/// src/devtensor_keras_archive.cpp, compiles this header once per build tree; a program includes
+/// it only to call what it adds: load_archive from memory, read_zip).
 ///
 ///     model.save("m.keras");                        // what keras.models.load_model reads
 ///     auto loaded = nn::load_model("m.keras");      // a model Keras (or devtensor) saved

@@ -26,11 +26,14 @@ if [[ -f /usr/include/hdf5/serial/hdf5.h ]]; then
     -I/usr/include/hdf5/serial "$src/tests/package/no_cmake/weights.cpp" "$work/devtensor.o" -o "$work/weights" \
     -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 "${blas_lib[@]}" -pthread
   "$work/weights" "$work"
-  # The keras_archive component without CMake: the hdf5 line plus -DDEVTENSOR_WITH_KERAS_ARCHIVE and -lzip.
+  # The keras_archive component without CMake: its code compiled once, then the hdf5 line plus
+  # -DDEVTENSOR_WITH_KERAS_ARCHIVE, that object and -lzip.
   if [[ -f /usr/include/zip.h && -f /usr/include/nlohmann/json.hpp ]]; then
     "$cxx" -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DDEVTENSOR_WITH_HDF5 -DDEVTENSOR_WITH_KERAS_ARCHIVE \
+      -I"$src/include" -I/usr/include/hdf5/serial -c "$src/src/devtensor_keras_archive.cpp" -o "$work/keras_archive.o"
+    "$cxx" -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DDEVTENSOR_WITH_HDF5 -DDEVTENSOR_WITH_KERAS_ARCHIVE \
       -I"$src/include" -I/usr/include/hdf5/serial "$src/tests/package/no_cmake/weights.cpp" "$work/devtensor.o" \
-      -o "$work/archive" -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lzip "${blas_lib[@]}" -pthread
+      "$work/keras_archive.o" -o "$work/archive" -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lzip "${blas_lib[@]}" -pthread
     "$work/archive" "$work"
   fi
 fi

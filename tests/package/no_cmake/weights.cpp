@@ -1,7 +1,7 @@
 // Built without CMake by no_cmake.sh with the hdf5 component's flags, as README's one-liner says:
 // save_weights and load_weights compile only with -DDEVTENSOR_WITH_HDF5, and <devtensor/keras.hpp>
-// then brings the weights-file code; with -DDEVTENSOR_WITH_KERAS_ARCHIVE and -lzip (the
-// keras_archive component's line) also model.save and nn::load_model.
+// then brings the weights-file code; with -DDEVTENSOR_WITH_KERAS_ARCHIVE, the component's object
+// (src/devtensor_keras_archive.cpp compiled once) and -lzip also model.save and nn::load_model.
 #include <devtensor/keras.hpp>
 
 #include <cstdio>
