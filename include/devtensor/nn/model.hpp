@@ -102,7 +102,8 @@ struct KerasArchiveComponent {
 #define DEVTENSOR_KERAS_ARCHIVE_NEEDED(what)                                                                    \
   what " needs devtensor's keras_archive component: find_package(devtensor CONFIG COMPONENTS keras_archive) " \
        "and target_link_libraries(<your target> PRIVATE devtensor::keras_archive) (without CMake: "           \
-       "-DDEVTENSOR_WITH_KERAS_ARCHIVE with the flags of HDF5, libzip and nlohmann_json)"
+       "-DDEVTENSOR_WITH_KERAS_ARCHIVE, and src/devtensor_keras_archive.cpp compiled and linked with HDF5, "   \
+       "libzip and nlohmann_json)"
 /// The bodies: UnimplementedError when the program holds no code of the component (neither its
 /// object nor a file that includes <devtensor/saving/keras_archive.hpp>).
 std::shared_ptr<Model> load_model_now(const std::string& path);

@@ -211,17 +211,23 @@ struct Budget {
     const auto channels = [&](const std::string& format) {
       return format == "channels_first" && s.size() > 1 ? s[1] : s.back();
     };
+    // Exactly what the weights file holds for the layer (a bias only with use_bias, BN's beta and
+    // gamma only with center and scale): a file just big enough is never refused.
     if (const auto* dense = dynamic_cast<const ld::DenseLayer*>(&layer))
-      return product({s.back() + 1, dense->units()});
+      return product({s.back() + (dense->options().use_bias ? 1 : 0), dense->units()});
     if (const auto* conv = dynamic_cast<const ld::Conv2DLayer*>(&layer))
-      return product({product({conv->kernel_size()[0], conv->kernel_size()[1], channels(conv->options().data_format)}) + 1,
+      return product({product({conv->kernel_size()[0], conv->kernel_size()[1], channels(conv->options().data_format)}) +
+                          (conv->options().use_bias ? 1 : 0),
                       conv->filters()});
     if (const auto* depthwise = dynamic_cast<const ld::DepthwiseConv2DLayer*>(&layer))
-      return product({product({depthwise->kernel_size()[0], depthwise->kernel_size()[1]}) + 1,
+      return product({product({depthwise->kernel_size()[0], depthwise->kernel_size()[1]}) +
+                          (depthwise->options().use_bias ? 1 : 0),
                       channels(depthwise->options().data_format), depthwise->options().depth_multiplier});
     if (const auto* bn = dynamic_cast<const ld::BatchNormalizationLayer*>(&layer)) {
-      const auto axis = bn->options().axis < 0 ? bn->options().axis + static_cast<std::int64_t>(s.size()) : bn->options().axis;
-      return axis >= 0 && axis < static_cast<std::int64_t>(s.size()) ? product({4, s[static_cast<std::size_t>(axis)]}) : 0;
+      const auto& o = bn->options();
+      const auto axis = o.axis < 0 ? o.axis + static_cast<std::int64_t>(s.size()) : o.axis;
+      const std::int64_t vectors = 2 + (o.center ? 1 : 0) + (o.scale ? 1 : 0);
+      return axis >= 0 && axis < static_cast<std::int64_t>(s.size()) ? product({vectors, s[static_cast<std::size_t>(axis)]}) : 0;
     }
     return 0;
   }

@@ -215,6 +215,19 @@ BOOST_AUTO_TEST_CASE(a_convolutional_sequential_round_trips) {
   export_for_keras(model, "devtensor_convolutional", {images});
 }
 
+BOOST_AUTO_TEST_CASE(an_archive_just_big_enough_for_its_weights_loads) {
+  // The weights a config may create are bounded by the file's size: counted exactly (no bias, no
+  // beta or gamma where the config has none), a wide layer without them is not refused.
+  nn::Sequential model({nn::Dense(20000, {.input_dim = 1, .use_bias = false}),
+                        nn::BatchNormalization({.center = false, .scale = false})},
+                       "wide");
+  const fs::path file = dir / "wide.keras";
+  model.save(file.string());
+  const auto loaded = nn::load_model(file.string());
+  BOOST_TEST(loaded->count_params() == 20000 + 2 * 20000);
+  BOOST_TEST(values_of(*loaded) == values_of(model));
+}
+
 BOOST_AUTO_TEST_CASE(to_json_and_model_from_json_round_trip_the_architecture) {
   auto model = two_heads();
   const std::string text = model.to_json();
