@@ -8,10 +8,10 @@
 // archive's weights) runs only with DEVTENSOR_FUZZ_HDF5=1: Debian 12's libhdf5 1.10.8 itself
 // crashes on some damaged files (a SEGV in H5F__accum_read after an allocation a hostile header
 // sized fails, found here in ~25 000 runs) and leaks on others, which devtensor cannot fix from
-// outside, so CI's bounded runs leave it out rather than fail on HDF5's bugs. By hand:
-//   DEVTENSOR_FUZZ_HDF5=1 ASAN_OPTIONS=allocator_may_return_null=1 \
-//   LSAN_OPTIONS=suppressions=tests/fuzz/lsan_suppressions.txt build/cpu-release/tests/fuzz/fuzz_keras_archive_libfuzzer \
-//       -max_len=65536 tests/fuzz/keras_archive_corpus
+// outside, so CI's bounded runs leave it out rather than fail on HDF5's bugs. By hand, one line:
+//   DEVTENSOR_FUZZ_HDF5=1 ASAN_OPTIONS=allocator_may_return_null=1
+//   LSAN_OPTIONS=suppressions=tests/fuzz/lsan_suppressions.txt
+//   build/cpu-release/tests/fuzz/fuzz_keras_archive_libfuzzer -max_len=65536 tests/fuzz/keras_archive_corpus
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -12,7 +12,9 @@
 /// switch yet), regularizers and constraints (devtensor's layers have none), initializers devtensor
 /// does not have (the layer's default then: the weights a file loads replace them anyway).
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -145,7 +147,11 @@ class Reader {
     if (!has(key)) return fallback;
     const Json& v = config_.at(key);
     if (!v.is_number()) throw invalid("\"" + std::string(key) + "\" is not a number: " + v.dump());
-    return v.get<double>();
+    const double value = v.get<double>();
+    // Every number a layer reads is used as a float32: one beyond its range would not convert.
+    if (!(std::abs(value) <= static_cast<double>(std::numeric_limits<float>::max())))
+      throw invalid("\"" + std::string(key) + "\" is " + v.dump() + ", beyond float32's range");
+    return value;
   }
   [[nodiscard]] bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;

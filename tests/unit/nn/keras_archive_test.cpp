@@ -326,6 +326,20 @@ BOOST_AUTO_TEST_CASE(configs_that_are_not_keras_are_refused_with_typed_errors) {
       {"class_name": "Dense", "config": {"name": "d", "units": "eight"}}]}})"),
                              dt::InvalidArgumentError, "layer \"d\" (Dense) is not Keras's: \"units\" is not an integer");
   DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "Rescaling", "config": {"name": "r", "scale": 1e300}}]}})"),
+                             dt::InvalidArgumentError, "\"scale\" is 1e+300, beyond float32's range");
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "Dense", "config": {"name": "d", "units": 4294967296}}]}})"),
+                             dt::InvalidArgumentError, "\"units\" is 4294967296, beyond +-2^31");
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_shape": [null, 1048576, 1048576, 2]}},
+      {"class_name": "Dense", "config": {"name": "d", "units": 2}}]}})"),
+                             dt::InvalidArgumentError, "has more than 2^40 elements");
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_shape": [null, 65536]}},
+      {"class_name": "Dense", "config": {"name": "d", "units": 65536}}]}})"),
+                             dt::InvalidArgumentError, "layer \"d\" (Dense) would create 4295032832 weights, beyond the 2147483648");
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
       {"class_name": "Dense", "config": {"name": "d", "units": 2, "activation": "gelu"}}]}})"),
                              dt::UnimplementedError, "uses the activation \"gelu\", which devtensor does not have");
   DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
