@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace dt = devtensor;
 namespace v1 = devtensor::compat::v1;
 
@@ -103,7 +105,9 @@ std::string digits_as_cifar10(const std::string& digits_csv) {
         for (int c = 0; c < 32; ++c)
           records.images.push_back(static_cast<std::uint8_t>(255.0f * tint[channel] * p[i * 64 + static_cast<std::size_t>(r / 4 * 8 + c / 4)]));
   }
-  const auto path = (std::filesystem::temp_directory_path() / "devtensor_digits_cifar10.bin").string();
+  // One file per process: ctest runs the walkthrough's two variants at once.
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("devtensor_digits_cifar10_" + std::to_string(::getpid()) + ".bin")).string();
   cifar10::write_records(path, records);
   return path;
 }
@@ -127,6 +131,7 @@ int main(int argc, char** argv) {
   const int max_steps = argc > 2 ? std::stoi(argv[2]) : 20;
   const std::int64_t batch_size = argc > 3 ? std::stoll(argv[3]) : 8;  // per tower (the tutorial's: 128)
   const cifar10::Records records = cifar10::read_records(path);
+  if (argc <= 1) std::filesystem::remove(path);  // the file made from the digits, read
   std::cout << "Read " << records.size() << " CIFAR-10 records from " << path << "\n";
 
   const auto gpus = dt::config::list_physical_devices("GPU");
