@@ -2,6 +2,7 @@
 loads the archives devtensor saves.
 
 Run: python3 tests/reference/keras_archive.py          (tensorflow-cpu==2.21.0, Keras 3.15.1)
+     python3 tests/reference/keras_archive.py trained  (make_trained alone)
      python3 tests/reference/keras_archive.py hostile  (Python alone)
      python3 tests/reference/keras_archive.py check A.keras B.json ...
 
@@ -135,6 +136,66 @@ def make():
     save(tutorial, "tutorial", [images])
 
 
+def trained(name, model, x, y, fit_epochs=2, resume_epochs=2):
+    """Trains `model` (compiled) for fit_epochs on (x, y), saves it, then trains it resume_epochs
+    more: name.json holds the data, the iterations at saving, Keras's history of the resumed
+    epochs and its predictions after them."""
+    import numpy as np
+    xs = x if isinstance(x, list) else [x]
+    ys = y if isinstance(y, list) else [y]
+    model.fit(x, y, batch_size=4, epochs=fit_epochs, shuffle=False, verbose=0)
+    model.save(os.path.join(out_dir, name + ".keras"))
+    iterations = int(model.optimizer.iterations.numpy())
+    history = model.fit(x, y, batch_size=4, epochs=resume_epochs, shuffle=False, verbose=0).history
+    outputs = model.predict(x, verbose=0)
+    if not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    with open(os.path.join(out_dir, name + ".json"), "w") as f:
+        json.dump({"inputs": [as_list(v) for v in xs], "targets": [as_list(v) for v in ys],
+                   "iterations": iterations, "history": {k: [float(e) for e in v] for k, v in history.items()},
+                   "outputs": [as_list(o) for o in outputs]}, f)
+    print(name, "iterations", iterations, {k: v[-1] for k, v in history.items()})
+
+
+def make_trained():
+    """Compiled models Keras trained and saved mid-way (their optimizer's state in the archive):
+    - trained_adam.keras: Sequential Dense(8, relu), Dense(3, softmax), Adam with an
+      ExponentialDecay schedule and AMSGrad, CategoricalCrossentropy(label_smoothing=0.1),
+      metrics ["mae", "accuracy"];
+    - trained_sgd.keras: a functional model of two outputs "a" (Dense 2) and "b" (Dense 1) over a
+      Dense(6, tanh), SGD(0.1, momentum 0.9, nesterov), losses ["mse",
+      BinaryCrossentropy(from_logits=True)], loss_weights [1.0, 0.5], metrics [["mae"], ["accuracy"]].
+    Each trained 2 epochs of batches of 4 without shuffling, saved, then 2 epochs more."""
+    import numpy as np
+    import keras
+    from keras import layers
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=(12, 4)).astype("float32")
+    labels = rng.integers(0, 3, size=12)
+    y = np.eye(3, dtype="float32")[labels]
+
+    keras.utils.clear_session()
+    adam = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                             layers.Dense(3, activation="softmax")], name="trained_adam")
+    randomize(adam)
+    adam.compile(optimizer=keras.optimizers.Adam(keras.optimizers.schedules.ExponentialDecay(0.05, 3, 0.5),
+                                                 amsgrad=True),
+                 loss=keras.losses.CategoricalCrossentropy(label_smoothing=0.1), metrics=["mae", "accuracy"])
+    trained("trained_adam", adam, x, y)
+
+    keras.utils.clear_session()
+    inputs = keras.Input((4,), name="x")
+    hidden = layers.Dense(6, activation="tanh", name="hidden")(inputs)
+    two = keras.Model(inputs, [layers.Dense(2, name="a")(hidden), layers.Dense(1, name="b")(hidden)],
+                      name="trained_sgd")
+    randomize(two)
+    two.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True),
+                loss=["mse", keras.losses.BinaryCrossentropy(from_logits=True)], loss_weights=[1.0, 0.5],
+                metrics=[["mae"], ["accuracy"]])
+    trained("trained_sgd", two, x, [rng.normal(size=(12, 2)).astype("float32"),
+                                     (labels == 1).astype("float32").reshape(12, 1)])
+
+
 def check(pairs):
     import numpy as np
     import keras
@@ -154,6 +215,21 @@ def check(pairs):
         worst = max(worst, diff)
         print(f"{archive}: Keras {keras.__version__} loaded it ({type(model).__name__}, {len(model.layers)} layers); "
               f"largest difference from devtensor's predictions {diff:.3g}")
+        if "history" in data:  # compiled: resume training as devtensor did, then compare
+            print(f"  compiled: {type(model.optimizer).__name__}, iterations {int(model.optimizer.iterations.numpy())}, "
+                  f"loss {model.loss}")
+            targets = [array(y) for y in data["targets"]]
+            history = model.fit(inputs if len(inputs) > 1 else inputs[0], targets if len(targets) > 1 else targets[0],
+                                batch_size=4, epochs=2, shuffle=False, verbose=0).history
+            trained = max(abs(float(a) - float(b)) for key in data["history"]
+                          for a, b in zip(history[key], data["history"][key]))
+            outputs = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
+            outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+            after = max(float(np.max(np.abs(np.asarray(o) - array(e))))
+                        for o, e in zip(outputs, data["resumed_outputs"]))
+            print(f"  2 more epochs in Keras: largest difference from devtensor's history {trained:.3g}, "
+                  f"predictions after them {after:.3g}")
+            worst = max(worst, trained, after)
     return worst
 
 
@@ -212,6 +288,15 @@ def hostile():
             z.writestr(name, data)
     write_archive(path("bomb.keras"), [(n, d) for n, d in seq if n != "model.weights.h5"] +
                   [("model.weights.h5", bytes(2 << 20))], zipfile.ZIP_DEFLATED)
+    unknown_compile = json.loads(json.dumps(config))
+    unknown_compile["compile_config"]["optimizer"]["class_name"] = "RMSprop"
+    unknown_compile["compile_config"]["loss"] = "huber"
+    unknown_compile["compile_config"]["metrics"] = ["mae", "auc"]
+    write_archive(path("unknown_compile.keras"), replace("config.json", json.dumps(unknown_compile).encode()))
+    clipped = json.loads(json.dumps(config))
+    clipped["compile_config"]["optimizer"]["config"]["clipnorm"] = 1.0
+    clipped["compile_config"]["optimizer"]["config"]["weight_decay"] = 0.004
+    write_archive(path("clipped_optimizer.keras"), replace("config.json", json.dumps(clipped).encode()))
     huge_member(path("huge_member.keras"), "config.json", b"{}", 1 << 40)
     write_archive(path("deflated.keras"), seq, zipfile.ZIP_DEFLATED)
     print("hostile archives:", sorted(os.listdir(folder)))
@@ -223,5 +308,9 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         hostile()
         sys.exit(0)
+    if len(sys.argv) > 1 and sys.argv[1] == "trained":
+        make_trained()
+        sys.exit(0)
     make()
+    make_trained()
     hostile()

@@ -18,12 +18,13 @@
 /// path that does not match (and the shapes); a file that is not HDF5, truncated or damaged is an
 /// InvalidArgumentError; a missing file a NotFoundError.
 ///
-/// A compiled model whose optimizer has run also saves the optimizer's state, as Keras does:
+/// A compiled model also saves its optimizer's state, as Keras does:
 ///
 ///     /optimizer/vars @name           "sgd", "adam"
 ///     /optimizer/vars/0               iterations (int64 scalar)
-///     /optimizer/vars/1               the learning rate (float32 scalar)
-///     /optimizer/vars/2, ...          the slots (Adam: m, v of each variable in turn; then v_hat)
+///     /optimizer/vars/1               the learning rate (float32 scalar; none for a schedule)
+///     /optimizer/vars/2, ...          the slots (Adam: m, v of each variable in turn; then v_hat),
+///                                     once the optimizer has run (Keras builds them at its first step)
 ///
 /// so the file is a checkpoint: loading it into a model compiled alike restores the step count, the
 /// slots and the learning rate (a number's; a schedule's follows from the step count), and training
@@ -137,7 +138,7 @@ inline void write_layers(hdf5::Group& parent, const std::vector<std::shared_ptr<
 inline void write_model(const Model& model, hdf5::Group& root, bool with_optimizer = true) {
   write_layers(root, model.tracked_layers());
   root.create_group("vars").set_string_attribute("name", model.name());
-  if (with_optimizer && model.compiled() && model.optimizer().iterations() > 0) {
+  if (with_optimizer && model.compiled()) {
     const Optimizer& optimizer = model.optimizer();
     hdf5::Group vars = root.create_group("optimizer").create_group("vars");
     std::string name = optimizer.name();
@@ -148,6 +149,7 @@ inline void write_model(const Model& model, hdf5::Group& root, bool with_optimiz
     std::size_t next = 1;
     if (!optimizer.learning_rate_is_schedule())
       vars.write_floats(std::to_string(next++), {}, {static_cast<float>(optimizer.learning_rate())});
+    if (optimizer.iterations() == 0) return;  // not built yet in Keras's sense: no slots
     const auto slots = optimizer.slot_values(model.trainable_variables());
     for (std::size_t i = 0; i < slots.size(); ++i)
       vars.write_floats(std::to_string(next + i), slots[i].shape().dims_vector(), slots[i].to_vector());
@@ -252,7 +254,10 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
     }();
     const bool has_rate = !model.optimizer().learning_rate_is_schedule();
     const std::size_t first_slot = has_rate ? 2 : 1;
-    if (vars.children().size() != expected.size() + first_slot)
+    // An optimizer saved before its first step has no slots yet (Keras's unbuilt optimizer): its
+    // count and rate load into one that has not run either, as zeros.
+    const bool unbuilt = vars.children().size() == first_slot && model.optimizer().iterations() == 0;
+    if (!unbuilt && vars.children().size() != expected.size() + first_slot)
       throw mismatch("/optimizer/vars holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
                      model.optimizer().name() + " keeps " + std::to_string(expected.size() + first_slot) +
                      (has_rate ? " (iterations, learning rate, slots)" : " (iterations, slots; its learning rate is a schedule)") +
@@ -265,7 +270,8 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
         if (data.size() != 1) throw InvalidArgumentError("/optimizer/vars/1 (the learning rate) is not one number");
         learning_rate = data[0];
       }
-      for (std::size_t i = 0; i < expected.size(); ++i) {
+      if (unbuilt) slots = expected;
+      for (std::size_t i = 0; i < expected.size() && !unbuilt; ++i) {
         const std::string index = std::to_string(i + first_slot);
         if (vars.dataset_shape(index) != expected[i].shape().dims_vector())
           throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " +

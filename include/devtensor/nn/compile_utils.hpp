@@ -33,6 +33,9 @@ class CompiledLoss {
   [[nodiscard]] const std::vector<std::string>& reported_names() const noexcept { return names_; }
   /// The loss of output `i`.
   [[nodiscard]] const Loss& loss(std::size_t i) const { return losses_.at(losses_.size() == 1 ? 0 : i); }
+  /// The losses and options compile() was given (Keras's get_compile_config).
+  [[nodiscard]] const std::vector<Loss>& losses() const noexcept { return losses_; }
+  [[nodiscard]] const CompileOptions& options() const noexcept { return options_; }
 
   /// On a batch: the loss to train on, then the reported values (means over the batch).
   /// @throws InvalidArgumentError when `ys` and `predictions` are not one per output.
@@ -51,6 +54,7 @@ class CompiledLoss {
     Metric metric;
   };
   std::vector<Loss> losses_;
+  CompileOptions options_;
   std::vector<double> weights_;
   std::vector<OutputMetric> metrics_;
   std::vector<std::string> names_;
@@ -64,7 +68,7 @@ class CompiledLoss {
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
 DEVTENSOR_DEFINITION CompiledLoss::CompiledLoss(std::vector<Loss> losses, const CompileOptions& options,
                                                 std::vector<std::string> output_names)
-    : losses_(std::move(losses)), outputs_(std::max<std::size_t>(1, output_names.size())) {
+    : losses_(std::move(losses)), options_(options), outputs_(std::max<std::size_t>(1, output_names.size())) {
   std::string outputs = "[";
   for (std::size_t i = 0; i < output_names.size(); ++i) outputs += (i ? ", '" : "'") + output_names[i] + "'";
   outputs += "]";

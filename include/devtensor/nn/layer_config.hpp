@@ -126,8 +126,9 @@ inline std::int64_t elements_of(const nn::PartialShape& shape) {
 /// Reads a config's fields, each error naming the layer and the field.
 class Reader {
  public:
-  Reader(const Json& config, std::string class_name, bool fresh_weights = true)
-      : config_(config), class_(std::move(class_name)), fresh_weights_(fresh_weights) {
+  /// `kind`: what the config describes, for errors ("layer", "optimizer", ...).
+  Reader(const Json& config, std::string class_name, bool fresh_weights = true, std::string kind = "layer")
+      : config_(config), class_(std::move(class_name)), kind_(std::move(kind)), fresh_weights_(fresh_weights) {
     if (!config_.is_object()) throw invalid("its \"config\" is not an object");
     name_ = string_or("name", "");
   }
@@ -254,7 +255,7 @@ class Reader {
       throw invalid("\"" + std::string(key) + "\" is " + std::to_string(value) + ", beyond +-2^31");
     return value;
   }
-  [[nodiscard]] std::string where() const { return "layer \"" + name_ + "\" (" + class_ + ")"; }
+  [[nodiscard]] std::string where() const { return kind_ + " \"" + name_ + "\" (" + class_ + ")"; }
   [[nodiscard]] InvalidArgumentError invalid(const std::string& what) const {
     return InvalidArgumentError("the config of " + where() + " is not Keras's: " + what);
   }
@@ -262,6 +263,7 @@ class Reader {
  private:
   const Json& config_;
   std::string class_;
+  std::string kind_;
   bool fresh_weights_ = true;
   std::string name_;
 };

@@ -9,6 +9,7 @@
 /// sum by their number. Labels of rank one less than the predictions get a trailing axis, as
 /// Keras does; other shape differences are errors rather than silent broadcasts.
 
+#include <any>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -312,14 +313,15 @@ class Loss {
   Loss(L loss)  // NOLINT: implicit, so compile() takes any loss
       : per_example_([loss](const Tensor<float>& t, const Tensor<float>& p) { return loss.per_example(t, p); }),
         reduction_(loss.reduction),
-        name_(L::name) {}
+        name_(L::name),
+        object_(loss) {}
 
   /// A loss by its Keras identifier, with its defaults: "mse" / "MSE" / "mean_squared_error" /
   /// "MeanSquaredError", "bce" / "BCE" / "binary_crossentropy" / "BinaryCrossentropy",
   /// "categorical_crossentropy" / "CategoricalCrossentropy", "sparse_categorical_crossentropy" /
   /// "SparseCategoricalCrossentropy". @throws InvalidArgumentError for another name.
-  Loss(const char* identifier) : Loss(by_name(identifier)) {}  // NOLINT: compile("mse", "sgd")
-  Loss(const std::string& identifier) : Loss(by_name(identifier)) {}  // NOLINT
+  Loss(const char* identifier) : Loss(std::string(identifier)) {}  // NOLINT: compile("mse", "sgd")
+  Loss(const std::string& identifier) : Loss(by_name(identifier)) { identifier_ = identifier; }  // NOLINT
 
   /// The per-example values (before reduction).
   [[nodiscard]] Tensor<float> per_example(const Tensor<float>& y_true, const Tensor<float>& y_pred) const {
@@ -331,6 +333,13 @@ class Loss {
   }
   [[nodiscard]] Reduction reduction() const noexcept { return reduction_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The Keras identifier it was made from ("mse"; what a saved compile config repeats), or empty.
+  [[nodiscard]] const std::string& identifier() const noexcept { return identifier_; }
+  /// The loss as given (or as its identifier made it), when it is an `L`; else null.
+  template <class L>
+  [[nodiscard]] const L* target() const noexcept {
+    return std::any_cast<L>(&object_);
+  }
 
  private:
   static Loss by_name(std::string_view identifier);
@@ -338,6 +347,8 @@ class Loss {
   std::function<Tensor<float>(const Tensor<float>&, const Tensor<float>&)> per_example_;
   Reduction reduction_;
   std::string name_;
+  std::any object_;
+  std::string identifier_;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS

@@ -1,8 +1,8 @@
 #pragma once
 /// @file metrics.hpp
 /// @brief LossTracker: the batch-size-weighted mean of the batches' losses (and metrics) that fit
-/// and evaluate report (Keras's loss tracker, a keras.metrics.Mean); the accuracy metrics
-/// compile takes by Keras's names, as per-example matches.
+/// and evaluate report (Keras's loss tracker, a keras.metrics.Mean); the accuracy and error metrics
+/// compile takes by Keras's names, as per-example values.
 ///
 /// A loss in host memory is read at once (a read costs nothing there); a loss on a GPU is summed on
 /// the GPU, one fused launch per step (AccumulateWeighted: total += loss · n, in place), and read
@@ -69,11 +69,18 @@ DEVTENSOR_DEFINITION void LossTracker::read_device_total() {
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
-/// A compiled metric (Keras's `metrics=[...]`): its name as reported, and which accuracy it is.
+/// A compiled metric (Keras's `metrics=[...]`): its name as reported, and which it is.
 /// "accuracy" and "acc" become binary, categorical or sparse categorical accuracy on the first
 /// batch, by Keras's rule (resolve_accuracy).
 struct Metric {
-  enum class Kind { accuracy, binary_accuracy, categorical_accuracy, sparse_categorical_accuracy };
+  enum class Kind {
+    accuracy,
+    binary_accuracy,
+    categorical_accuracy,
+    sparse_categorical_accuracy,
+    mean_absolute_error,
+    mean_squared_error
+  };
   std::string name;
   Kind kind = Kind::accuracy;
   /// binary_accuracy's: a prediction above it counts as 1.
@@ -81,7 +88,8 @@ struct Metric {
 };
 
 /// The metric Keras names `identifier`: "accuracy" / "acc", "binary_accuracy",
-/// "categorical_accuracy", "sparse_categorical_accuracy" (or their class names).
+/// "categorical_accuracy", "sparse_categorical_accuracy", "mae" / "mean_absolute_error", "mse" /
+/// "mean_squared_error" (or their class names), reported under that name as Keras reports it.
 /// @throws InvalidArgumentError for another name.
 Metric metric_by_name(std::string_view identifier);
 
@@ -89,9 +97,10 @@ Metric metric_by_name(std::string_view identifier);
 /// when the labels have a lower rank or a last axis of 1; categorical otherwise.
 Metric::Kind resolve_accuracy(const Shape& y_true, const Shape& y_pred);
 
-/// 1 where an example is right and 0 where it is wrong, per example (binary accuracy: per
-/// output). Their mean over a batch is the batch's accuracy; ties in the predictions pick the
-/// first class, as argmax does. @throws InvalidArgumentError for shapes the metric cannot pair.
+/// The metric per example: for an accuracy 1 where the example is right and 0 where it is wrong
+/// (binary accuracy: per output; ties in the predictions pick the first class, as argmax does),
+/// for an error metric its mean over the last axis. Their mean over a batch is the batch's value.
+/// @throws InvalidArgumentError for shapes the metric cannot pair.
 Tensor<float> metric_matches(const Metric& metric, const Tensor<float>& y_true, const Tensor<float>& y_pred);
 
 namespace metrics_detail {
@@ -124,9 +133,14 @@ DEVTENSOR_DEFINITION Metric metric_by_name(std::string_view id) {
     return {"categorical_accuracy", Metric::Kind::categorical_accuracy};
   if (id == "sparse_categorical_accuracy" || id == "SparseCategoricalAccuracy")
     return {"sparse_categorical_accuracy", Metric::Kind::sparse_categorical_accuracy};
+  if (id == "mae") return {"mae", Metric::Kind::mean_absolute_error};
+  if (id == "mean_absolute_error" || id == "MeanAbsoluteError")
+    return {"mean_absolute_error", Metric::Kind::mean_absolute_error};
+  if (id == "mse") return {"mse", Metric::Kind::mean_squared_error};
+  if (id == "mean_squared_error" || id == "MeanSquaredError") return {"mean_squared_error", Metric::Kind::mean_squared_error};
   throw InvalidArgumentError("Could not interpret metric identifier: " + std::string(id) +
                              " (known here: accuracy, acc, binary_accuracy, categorical_accuracy, "
-                             "sparse_categorical_accuracy)");
+                             "sparse_categorical_accuracy, mae, mean_absolute_error, mse, mean_squared_error)");
 }
 
 DEVTENSOR_DEFINITION Metric::Kind resolve_accuracy(const Shape& y_true, const Shape& y_pred) {
@@ -144,6 +158,14 @@ DEVTENSOR_DEFINITION Tensor<float> metric_matches(const Metric& metric, const Te
     return InvalidArgumentError("metric " + metric.name + ": labels of shape " + y_true.shape().to_string() +
                                 " and predictions of shape " + y_pred.shape().to_string() + " do not pair (" + want + ")");
   };
+  if (kind == Metric::Kind::mean_absolute_error || kind == Metric::Kind::mean_squared_error) {
+    // Keras's: the labels given the predictions' rank, then the mean over the last axis.
+    const auto labels = y_true.rank() + 1 == y_pred.rank() ? metrics_detail::with_trailing_one(y_true) : y_true;
+    if (labels.shape() != y_pred.shape() || y_pred.rank() < 2)
+      throw mismatch("equal shapes of rank 2 or more, or labels without the predictions' last axis");
+    const auto error = sub(y_pred, labels);
+    return reduce_mean(kind == Metric::Kind::mean_absolute_error ? abs(error) : square(error), -1);
+  }
   if (kind == Metric::Kind::binary_accuracy) {
     const auto labels = y_true.rank() + 1 == y_pred.rank() ? metrics_detail::with_trailing_one(y_true) : y_true;
     if (labels.shape() != y_pred.shape()) throw mismatch("equal shapes, or labels without the predictions' last axis of 1");

@@ -83,7 +83,7 @@ namespace saving {
 struct Hooks {
   void (*save)(const Model&, const std::string&) = nullptr;
   std::string (*to_json)(const Model&) = nullptr;
-  std::shared_ptr<Model> (*load)(const std::string&) = nullptr;
+  std::shared_ptr<Model> (*load)(const std::string&, bool compile) = nullptr;
   std::shared_ptr<Model> (*from_json)(const std::string&) = nullptr;
 };
 inline Hooks& hooks() noexcept {
@@ -106,13 +106,21 @@ struct KerasArchiveComponent {
        "libzip and nlohmann_json)"
 /// The bodies: UnimplementedError when the program holds no code of the component (neither its
 /// object nor a file that includes <devtensor/saving/keras_archive.hpp>).
-std::shared_ptr<Model> load_model_now(const std::string& path);
+std::shared_ptr<Model> load_model_now(const std::string& path, bool compile);
 std::shared_ptr<Model> model_from_json_now(const std::string& json);
 }  // namespace saving
 
 struct ModelOptions {
   /// Default: "functional", "functional_1", ...
   std::string name{};
+};
+
+/// nn::load_model's options (Keras's load_model arguments).
+struct LoadModelOptions {
+  /// Compile the model as the archive's compile_config says and restore its optimizer's state, so
+  /// that training resumes (Keras's compile=True). false: the model comes back uncompiled and
+  /// the archive's compile config and optimizer state are not read.
+  bool compile = true;
 };
 
 class Model {
@@ -306,6 +314,16 @@ class Model {
     require_compiled();
     return *optimizer_;
   }
+  /// The losses compile() was given (one, or one per output) and its options, metrics included
+  /// (what model.save writes as the compile config). @throws FailedPreconditionError before compile().
+  [[nodiscard]] const std::vector<Loss>& losses() const {
+    require_compiled();
+    return compiled_loss_->losses();
+  }
+  [[nodiscard]] const CompileOptions& compile_options() const {
+    require_compiled();
+    return compiled_loss_->options();
+  }
 
   /// The graph of fit's traced training step (Keras's `model.train_function`), as traced for the
   /// latest batch shape; null before the first step or when the model runs eagerly.
@@ -433,12 +451,13 @@ class Model {
 };
 
 /// Rebuilds a model Keras 3 saved (`model.save("m.keras")`) or devtensor saved: its layers, their
-/// weights, ready to predict; a Sequential comes back as a Sequential. Needs the keras_archive
-/// component (<devtensor/saving/keras_archive.hpp>: the layers it knows, the errors).
+/// weights, ready to predict; a Sequential comes back as a Sequential. A model saved compiled comes
+/// back compiled alike, its optimizer's state restored (options.compile). Needs the keras_archive
+/// component (<devtensor/saving/keras_archive.hpp>: the layers and optimizers it knows, the errors).
 template <class Component = saving::KerasArchiveComponent>
-[[nodiscard]] std::shared_ptr<Model> load_model(const std::string& path) {
+[[nodiscard]] std::shared_ptr<Model> load_model(const std::string& path, LoadModelOptions options = {}) {
   static_assert(Component::linked, DEVTENSOR_KERAS_ARCHIVE_NEEDED("nn::load_model"));
-  return saving::load_model_now(path);
+  return saving::load_model_now(path, options.compile);
 }
 /// The model a config (Keras's `model.to_json()`) describes, with fresh weights.
 template <class Component = saving::KerasArchiveComponent>
@@ -571,11 +590,11 @@ DEVTENSOR_DEFINITION std::string Model::to_json_now() const {
   return saving::hooks().to_json(*this);
 }
 
-DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::load_model_now(const std::string& path) {
+DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::load_model_now(const std::string& path, bool compile) {
   if (!hooks().load)
     throw UnimplementedError("load_model needs the keras_archive component: link devtensor::keras_archive (without "
                              "CMake, compile and link src/devtensor_keras_archive.cpp)");
-  return hooks().load(path);
+  return hooks().load(path, compile);
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::model_from_json_now(const std::string& json) {

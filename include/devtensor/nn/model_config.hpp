@@ -12,7 +12,7 @@
 /// its InputLayer and then its layers. Reading also takes Keras 2's node form (`[[[layer, node,
 /// tensor, kwargs], ...]]`). Every class a config names that devtensor does not have is listed in
 /// one UnimplementedError; a config whose nodes do not form a graph is an InvalidArgumentError.
-/// compile_config is written empty and read past: the model comes back uncompiled.
+/// compile_config: nn/compile_config.hpp's (written here; read by the loader, which compiles).
 
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +27,8 @@
 #include <nlohmann/json.hpp>
 
 #include "devtensor/core/error.hpp"
+#include "devtensor/core/log.hpp"
+#include "devtensor/nn/compile_config.hpp"
 #include "devtensor/nn/functional.hpp"
 #include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/layer.hpp"
@@ -420,7 +422,15 @@ inline Json model_to_config(const Model& model) {
   out["build_config"] = Json{{"input_shape", graph->type_name() == "Sequential"
                                                  ? config_detail::shape_json(graph->inputs().front().shape())
                                                  : Json()}};
-  out["compile_config"] = Json::object();
+  std::vector<std::string> undescribed;
+  out["compile_config"] = compile_to_config(model, undescribed);
+  if (!undescribed.empty()) {
+    std::string list;
+    for (const auto& u : undescribed) list += (list.empty() ? "" : ", ") + u;
+    log(LogSource::python_logger, LogSeverity::warning,
+        "model \"" + model.name() + "\" is saved without its compile config: Keras has no config for " + list +
+            ". It loads uncompiled; compile it again after loading.");
+  }
   return out;
 }
 

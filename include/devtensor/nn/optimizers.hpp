@@ -13,6 +13,7 @@
 /// replica's gradients meet in merge_call, are summed across the replicas (and workers) by the
 /// strategy's all-reduce, and the update runs once, each component with the sum on its device.
 
+#include <any>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -196,7 +197,8 @@ class Optimizer {
         }),
         learning_rate_(rate_of(optimizer)),
         rate_settable_(std::same_as<std::remove_cvref_t<decltype(optimizer.learning_rate)>, LearningRate>),
-        name_(O::name) {
+        name_(O::name),
+        object_(optimizer) {
     optimizer.validate();
   }
   /// An optimizer by its Keras identifier, with Keras's defaults: "sgd" (learning rate 0.01),
@@ -208,6 +210,12 @@ class Optimizer {
     apply_(grads, vars);
   }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The optimizer as given, when it is an `O` (`optimizers::SGD`: what a saved compile config
+  /// describes; it shares the state of this one); else null.
+  template <class O>
+  [[nodiscard]] const O* target() const noexcept {
+    return std::any_cast<O>(&object_);
+  }
   /// The updates applied so far (Keras's optimizer.iterations; 0 for an optimizer that does not count).
   [[nodiscard]] std::int64_t iterations() const { return iterations_(); }
   /// The learning rate of the next update (Keras's optimizer.learning_rate: a schedule's value at
@@ -257,6 +265,7 @@ class Optimizer {
   LearningRate learning_rate_;
   bool rate_settable_;
   std::string name_;
+  std::any object_;
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS

@@ -12,6 +12,7 @@
 /// never traced again for it. Values are rounded to float32, as Keras computes them.
 
 #include <algorithm>
+#include <any>
 #include <atomic>
 #include <cmath>
 #include <concepts>
@@ -168,6 +169,7 @@ class LearningRate {
     requires(!std::same_as<S, LearningRate> && LearningRateSchedule<S>)  // not a copy (clang checks the copy first)
   LearningRate(S schedule) : state_(std::make_shared<State>()) {  // NOLINT: implicit, as Keras's argument
     if constexpr (requires { schedule.validate(); }) schedule.validate();
+    state_->object = schedule;
     state_->schedule = [schedule = std::move(schedule)](std::int64_t step) { return static_cast<double>(schedule(step)); };
   }
 
@@ -178,6 +180,11 @@ class LearningRate {
     return state_->constant.load(std::memory_order_relaxed);
   }
   [[nodiscard]] bool is_schedule() const noexcept { return static_cast<bool>(state_->schedule); }
+  /// The schedule as given, when it is an `S` (what a saved compile config describes); else null.
+  template <class S>
+  [[nodiscard]] const S* schedule_as() const noexcept {
+    return std::any_cast<S>(&std::as_const(state_->object));
+  }
   /// Sets the number (Keras's `optimizer.learning_rate = x`).
   /// @throws InvalidArgumentError for a learning rate that is a schedule (Keras's TypeError).
   void set(double value) const {
@@ -197,6 +204,7 @@ class LearningRate {
   struct State {
     std::atomic<double> constant{0.0};
     std::function<double(std::int64_t)> schedule;
+    std::any object;  // the schedule itself, for schedule_as
   };
   std::shared_ptr<State> state_;
 };

@@ -18,14 +18,19 @@
 /// is typed and names the file: NotFoundError (no such file), InvalidArgumentError (not a zip
 /// archive, a refused member, a config that is not JSON or not Keras's, weights that do not fit
 /// the model), UnimplementedError (layers or arguments devtensor does not have, all of them named).
-/// Not written or read yet: the compile config and the optimizer's state (the model comes back
-/// uncompiled, as `load_model(..., compile=False)` in Keras), assets, weights in `.npz` form.
+/// A compiled model's archive holds its compile config (nn/compile_config.hpp) and its optimizer's
+/// state (iterations, learning rate, slots: hdf5/weights.hpp), as Keras's does; loading compiles the
+/// model alike and restores that state, so training resumes where it was saved (a model saved
+/// before its first step restores its count and rate only). `compile` false: the model comes back
+/// uncompiled, its compile config and optimizer state not read (Keras's compile=False). Not read or
+/// written: assets, weights in `.npz` form.
 
 #include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -37,6 +42,8 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/hdf5/file.hpp"
 #include "devtensor/hdf5/weights.hpp"
+#include "devtensor/nn/compile_config.hpp"
+#include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/model.hpp"
 #include "devtensor/nn/model_config.hpp"
 #include "devtensor/saving/zip_archive.hpp"
@@ -50,15 +57,19 @@ inline constexpr const char* kKerasFormatVersion = "3.15.1";
 /// @throws InvalidArgumentError without the `.keras` extension (Keras's text),
 /// FailedPreconditionError before the model is built, UnavailableError when it cannot be written.
 void save_archive(const Model& model, const std::string& path);
-/// The model in the archive at `path`, with its weights.
-[[nodiscard]] std::shared_ptr<Model> load_archive(const std::string& path);
+/// The model in the archive at `path`, with its weights; compiled as it was saved, with its
+/// optimizer's state, when `compile`.
+[[nodiscard]] std::shared_ptr<Model> load_archive(const std::string& path, bool compile = true);
 /// The same from an archive in memory (`source` names it in errors).
-[[nodiscard]] std::shared_ptr<Model> load_archive(const std::vector<unsigned char>& bytes, const std::string& source);
+[[nodiscard]] std::shared_ptr<Model> load_archive(const std::vector<unsigned char>& bytes, const std::string& source,
+                                                  bool compile = true);
 /// The same from an archive's members.
-[[nodiscard]] std::shared_ptr<Model> load_contents(const ZipContents& contents, const std::string& source);
+[[nodiscard]] std::shared_ptr<Model> load_contents(const ZipContents& contents, const std::string& source,
+                                                   bool compile = true);
 /// The model's config as JSON text (Keras's model.to_json()).
 [[nodiscard]] std::string config_json(const Model& model);
-/// The model a config's JSON text describes, with fresh weights.
+/// The model a config's JSON text describes, with fresh weights, compiled when the config has a
+/// compile config (as Keras's model_from_json).
 [[nodiscard]] std::shared_ptr<Model> model_of_json(const std::string& json);
 
 // ---------------------------------------------------------------------------------------------
@@ -75,6 +86,24 @@ inline std::string date_saved() {
 }
 
 inline std::vector<unsigned char> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
+
+/// Compiles `model` as the config's compile_config says (nothing for none). `source` begins errors.
+inline void compile_as_saved(Model& model, const Json& config, const std::string& source) {
+  if (!config.is_object() || !config.contains("compile_config")) return;
+  std::vector<std::string> outputs;
+  for (const auto& output : model.outputs()) outputs.push_back(output.node()->layer->name());
+  std::optional<CompileCall> call;
+  try {
+    call = compile_from_config(config["compile_config"], outputs);
+    if (call) model.compile(std::move(call->losses), std::move(*call->optimizer), std::move(call->options));
+  } catch (const UnimplementedError& e) {
+    throw UnimplementedError(source + ": " + e.what());
+  } catch (const InvalidArgumentError& e) {
+    throw InvalidArgumentError(source + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgumentError(source + ": the compile config is not what Keras writes: " + e.what());
+  }
+}
 
 inline Json parse(const std::string& text, const std::string& what) {
   try {
@@ -95,7 +124,7 @@ inline void save_archive(const Model& model, const std::string& path) {
   const Json config = model_to_config(model);
   const Json metadata{{"keras_version", kKerasFormatVersion}, {"date_saved", archive_detail::date_saved()}};
   hdf5::Group weights = hdf5::create_in_memory();
-  weights_io::write_model(model, weights, /*with_optimizer=*/false);
+  weights_io::write_model(model, weights, /*with_optimizer=*/true);
   std::vector<ZipMember> members{{"metadata.json", archive_detail::bytes_of(metadata.dump())},
                                  {"config.json", archive_detail::bytes_of(config.dump())},
                                  {"model.weights.h5", hdf5::file_image(weights)}};
@@ -115,13 +144,16 @@ inline void save_archive(const Model& model, const std::string& path) {
   }
 }
 
-inline std::shared_ptr<Model> load_archive(const std::string& path) { return load_contents(read_zip(path), path); }
-
-inline std::shared_ptr<Model> load_archive(const std::vector<unsigned char>& bytes, const std::string& source) {
-  return load_contents(read_zip(bytes, source), source);
+inline std::shared_ptr<Model> load_archive(const std::string& path, bool compile) {
+  return load_contents(read_zip(path), path, compile);
 }
 
-inline std::shared_ptr<Model> load_contents(const ZipContents& contents, const std::string& path) {
+inline std::shared_ptr<Model> load_archive(const std::vector<unsigned char>& bytes, const std::string& source,
+                                           bool compile) {
+  return load_contents(read_zip(bytes, source), source, compile);
+}
+
+inline std::shared_ptr<Model> load_contents(const ZipContents& contents, const std::string& path, bool compile) {
   if (contents.has("model.weights.npz") && !contents.has("model.weights.h5"))
     throw UnimplementedError(path + " holds its weights as model.weights.npz; devtensor reads model.weights.h5 "
                              "(save with Keras's default weights_format=\"h5\")");
@@ -137,6 +169,7 @@ inline std::shared_ptr<Model> load_contents(const ZipContents& contents, const s
   } catch (const InvalidArgumentError& e) {
     throw InvalidArgumentError("load_model: " + path + ": " + e.what());
   }
+  if (compile) archive_detail::compile_as_saved(*model, config, "load_model: " + path);
   const hdf5::Group weights = hdf5::open_image(weights_bytes, path + "'s model.weights.h5", /*borrow=*/true);
   weights_io::read_model(*model, weights, "load_model: " + path + "'s model.weights.h5");
   return model;
@@ -145,7 +178,10 @@ inline std::shared_ptr<Model> load_contents(const ZipContents& contents, const s
 inline std::string config_json(const Model& model) { return model_to_config(model).dump(); }
 
 inline std::shared_ptr<Model> model_of_json(const std::string& json) {
-  return model_from_config(archive_detail::parse(json, "model_from_json's argument"));
+  const Json config = archive_detail::parse(json, "model_from_json's argument");
+  auto model = model_from_config(config);
+  archive_detail::compile_as_saved(*model, config, "model_from_json");
+  return model;
 }
 
 /// Installs the bodies of Model::save, to_json, nn::load_model and model_from_json (once per
@@ -153,7 +189,7 @@ inline std::shared_ptr<Model> model_of_json(const std::string& json) {
 inline const bool installed = [] {
   hooks().save = &save_archive;
   hooks().to_json = &config_json;
-  hooks().load = [](const std::string& path) { return load_archive(path); };
+  hooks().load = [](const std::string& path, bool compile) { return load_archive(path, compile); };
   hooks().from_json = &model_of_json;
   return true;
 }();

@@ -322,6 +322,23 @@ BOOST_AUTO_TEST_CASE(accuracy_metrics_on_fixed_inputs) {
                              "Could not interpret metric identifier: f1_score");
 }
 
+BOOST_AUTO_TEST_CASE(error_metrics_on_fixed_inputs) {
+  // Keras 3.15: MeanAbsoluteError 0.4375 and MeanSquaredError 0.265625 on these; 0.75 for labels
+  // without the predictions' last axis of 1.
+  const auto mean_of = [](const char* metric, const dt::Tensor<float>& t, const dt::Tensor<float>& p) {
+    return dt::reduce_mean(nn::metric_matches(nn::metric_by_name(metric), t, p)).item();
+  };
+  const auto t = dt::constant<float>({0, 1, 1, 1}, {2, 2});
+  const auto p = dt::constant<float>({0.5f, 0.25f, 1.5f, 1}, {2, 2});
+  BOOST_TEST(mean_of("mae", t, p) == 0.4375f);
+  BOOST_TEST(mean_of("MeanSquaredError", t, p) == 0.265625f);
+  BOOST_TEST(mean_of("mean_absolute_error", dt::constant<float>({1, 2}, {2}), dt::constant<float>({1.5f, 1}, {2, 1})) == 0.75f);
+  BOOST_TEST(nn::metric_by_name("mae").name == "mae");
+  BOOST_TEST(nn::metric_by_name("MeanAbsoluteError").name == "mean_absolute_error");
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::metric_matches(nn::metric_by_name("mse"), dt::constant<float>({1, 2, 3}, {3}), p),
+                             dt::InvalidArgumentError, "metric mse: labels of shape [3] and predictions of shape [2,2]");
+}
+
 BOOST_AUTO_TEST_CASE(a_refused_metric_leaves_the_model_as_it_was) {
   auto model = zero_softmax_model();
   DEVTENSOR_CHECK_THROW_WITH(model.compile("mse", "sgd", {.metrics = {"accuracy", "auc"}}), dt::InvalidArgumentError,

@@ -107,19 +107,39 @@ nn::Sequential convolutional() {
                         "convolutional");
 }
 
+/// A tensor as the check script reads it: {"shape", "values"}.
+Json json_of(const dt::Tensor<float>& t) {
+  Json flat = t.to_vector();
+  return Json{{"shape", t.shape().dims_vector()}, {"values", flat}};
+}
+
 /// Writes `model`'s archive and its predictions on `inputs` where DEVTENSOR_KERAS_ARCHIVE_OUT says
 /// (for tests/reference/keras_archive.py check: Keras loads devtensor's archives).
 void export_for_keras(nn::Model& model, const std::string& name, const std::vector<dt::Tensor<float>>& inputs) {
   const char* out = std::getenv("DEVTENSOR_KERAS_ARCHIVE_OUT");
   if (!out) return;
   model.save((fs::path(out) / (name + ".keras")).string());
-  const auto to_json = [](const dt::Tensor<float>& t) {
-    Json flat = t.to_vector();
-    return Json{{"shape", t.shape().dims_vector()}, {"values", flat}};
-  };
   Json doc{{"inputs", Json::array()}, {"outputs", Json::array()}};
-  for (const auto& x : inputs) doc["inputs"].push_back(to_json(x));
-  for (const auto& y : model.predict(inputs)) doc["outputs"].push_back(to_json(y));
+  for (const auto& x : inputs) doc["inputs"].push_back(json_of(x));
+  for (const auto& y : model.predict(inputs)) doc["outputs"].push_back(json_of(y));
+  std::ofstream(fs::path(out) / (name + ".json")) << doc.dump();
+}
+/// As export_for_keras, for a compiled model: also its training data, and the history and
+/// predictions (resumed_outputs) of 2 more epochs devtensor trains on a copy loaded from the
+/// archive, which tests/reference/keras_archive.py check resumes the same way in Keras.
+void export_trained_for_keras(nn::Model& model, const std::string& name, const dt::Tensor<float>& x,
+                              const dt::Tensor<float>& y) {
+  const char* out = std::getenv("DEVTENSOR_KERAS_ARCHIVE_OUT");
+  if (!out) return;
+  const auto path = (fs::path(out) / (name + ".keras")).string();
+  model.save(path);
+  const auto copy = nn::load_model(path);
+  const auto history = copy->fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false});
+  Json doc{{"inputs", Json::array({json_of(x)})}, {"targets", Json::array({json_of(y)})}, {"outputs", Json::array()},
+           {"history", {{"loss", history.loss}}}, {"resumed_outputs", Json::array()}};
+  for (const auto& [key, values] : history.metrics) doc["history"][key] = values;
+  for (const auto& p : model.predict(std::vector{x})) doc["outputs"].push_back(json_of(p));
+  for (const auto& p : copy->predict(std::vector{x})) doc["resumed_outputs"].push_back(json_of(p));
   std::ofstream(fs::path(out) / (name + ".json")) << doc.dump();
 }
 }  // namespace
@@ -134,7 +154,7 @@ BOOST_AUTO_TEST_CASE(keras_saved_archives_load_and_predict_keras_values) {
       const auto outputs = model->predict(tensors_of(expected["inputs"]));
       BOOST_TEST(largest_difference(outputs, tensors_of(expected["outputs"])) <= 1e-6);
       BOOST_TEST(model->name() == name);
-      BOOST_TEST(model->compiled() == false);  // the compile config is read past
+      BOOST_TEST(model->compiled() == (name == "seq"));  // Keras saved seq compiled, the others not
     }
   }
   // A Sequential comes back as one (its summary and weights files list no Input); names as saved.
@@ -346,6 +366,173 @@ BOOST_AUTO_TEST_CASE(configs_that_are_not_keras_are_refused_with_typed_errors) {
       {"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": {"class_name": "DTypePolicy",
                                                                             "config": {"name": "mixed_float16"}}}}]}})"),
                              dt::UnimplementedError, "computes in mixed_float16");
+}
+
+BOOST_AUTO_TEST_CASE(keras_trained_archives_resume_training_as_keras_does) {
+  // Keras trained each model 2 epochs, saved it, trained 2 more: loaded here, the 2 more epochs
+  // give Keras's losses and metrics, and its weights after them (the schedule, AMSGrad's v_hat,
+  // Nesterov momentum and the step count all come back from the archive).
+  for (const std::string name : {"trained_adam", "trained_sgd"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const Json expected = read_json(kArchives / (name + ".json"));
+      const auto model = nn::load_model((kArchives / (name + ".keras")).string());
+      BOOST_TEST_REQUIRE(model->compiled());
+      BOOST_TEST(model->optimizer().iterations() == expected["iterations"].get<std::int64_t>());
+      const auto history = model->fit(tensors_of(expected["inputs"]), tensors_of(expected["targets"]),
+                                      {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false});
+      for (const auto& [key, values] : expected["history"].items()) {
+        const auto& got = key == "loss" ? history.loss : history.metrics.at(key);
+        BOOST_TEST_REQUIRE(got.size() == 2u);
+        for (std::size_t e = 0; e < 2; ++e)
+          BOOST_TEST(std::abs(got[e] - values[e].get<double>()) <= 2e-6, key << " epoch " << e << ": " << got[e]
+                                                                               << " vs Keras's " << values[e]);
+      }
+      BOOST_TEST(largest_difference(model->predict(tensors_of(expected["inputs"])), tensors_of(expected["outputs"])) <= 2e-6);
+    }
+  }
+  // The compile config as Keras gave it.
+  const auto adam = nn::load_model((kArchives / "trained_adam.keras").string());
+  BOOST_TEST(adam->optimizer().name() == "Adam");
+  BOOST_TEST(adam->optimizer().target<nn::optimizers::Adam>()->amsgrad);
+  BOOST_TEST(adam->optimizer().learning_rate_is_schedule());
+  BOOST_TEST(adam->compile_options().metrics == std::vector<std::string>({"mae", "accuracy"}), boost::test_tools::per_element());
+  BOOST_TEST(adam->losses()[0].target<nn::losses::CategoricalCrossentropy>()->label_smoothing == 0.1);
+  const auto sgd = nn::load_model((kArchives / "trained_sgd.keras").string());
+  BOOST_TEST(sgd->losses().size() == 2u);
+  BOOST_TEST(sgd->losses()[0].identifier() == "mse");
+  BOOST_TEST(sgd->compile_options().loss_weights == std::vector<double>({1.0, 0.5}), boost::test_tools::per_element());
+  BOOST_TEST(sgd->compile_options().output_metrics.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(compile_false_loads_the_model_uncompiled) {
+  const auto seq = nn::load_model((kArchives / "seq.keras").string(), {.compile = false});
+  BOOST_TEST(!seq->compiled());
+  const auto compiled = nn::load_model((kArchives / "seq.keras").string());
+  BOOST_TEST(compiled->optimizer().name() == "Adam");
+  BOOST_TEST(compiled->losses()[0].identifier() == "mse");
+  BOOST_TEST(compiled->compile_options().metrics == std::vector<std::string>{"mae"}, boost::test_tools::per_element());
+  BOOST_TEST(compiled->optimizer().iterations() == 0);  // Keras saved it compiled but untrained
+  BOOST_TEST(values_of(*compiled) == values_of(*seq));
+}
+
+BOOST_AUTO_TEST_CASE(saved_compiled_models_resume_bit_for_bit_and_keras_reads_their_compile_config) {
+  const auto x = dt::random_normal<float>(dt::Shape{12, 4}, {.seed = 3});
+  const auto y = dt::random_uniform<float>(dt::Shape{12, 2}, {.seed = 4});
+  const auto make = [] {
+    const auto input = nn::Input({4}, {.name = "x"});
+    const auto hidden = nn::Dense(5, {.activation = nn::Activation::tanh, .name = "hidden"})(input);
+    nn::Model model(input, nn::Dense(2, {.activation = nn::Activation::sigmoid, .name = "out"})(hidden),
+                    {.name = "resumed"});
+    model.compile(nn::losses::BinaryCrossentropy{.label_smoothing = 0.05},
+                  nn::optimizers::Adam{.learning_rate = nn::schedules::PolynomialDecay{.initial_learning_rate = 0.05,
+                                                                                       .decay_steps = 10},
+                                       .amsgrad = true},
+                  {.metrics = {"mse", "binary_accuracy"}});
+    return model;
+  };
+  const nn::FitOptions options{.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false};
+  // Uninterrupted: 4 epochs. Resumed: 2 epochs, saved, loaded, 2 more.
+  nn::clear_session();
+  auto whole = make();
+  const auto initial = whole.get_weights();
+  const auto whole_history = whole.fit(x, y, {.epochs = 4, .batch_size = 4, .verbose = 0, .shuffle = false});
+  nn::clear_session();
+  auto first = make();
+  first.set_weights(initial);
+  (void)first.fit(x, y, options);
+  const fs::path file = dir / "resumed.keras";
+  first.save(file.string());
+  const auto resumed = nn::load_model(file.string());
+  BOOST_TEST(resumed->optimizer().iterations() == 6);
+  const auto resumed_history = resumed->fit(x, y, options);
+  BOOST_TEST(values_of(*resumed) == values_of(whole));
+  BOOST_TEST(resumed_history.loss[1] == whole_history.loss[3]);
+  BOOST_TEST(resumed_history.metrics.at("mse")[1] == whole_history.metrics.at("mse")[3]);
+  // The compile config, key for key as Keras writes it.
+  const auto config = nlohmann::ordered_json::parse(nn::saving::read_zip(file).text("config.json"));
+  const auto& compile = config["compile_config"];
+  BOOST_TEST(compile["optimizer"]["class_name"] == "Adam");
+  BOOST_TEST(compile["optimizer"]["config"]["learning_rate"] == nlohmann::ordered_json::parse(R"({"module": "keras.optimizers.schedules",
+      "class_name": "PolynomialDecay", "config": {"initial_learning_rate": 0.05, "decay_steps": 10,
+      "end_learning_rate": 0.0001, "power": 1.0, "cycle": false, "name": "PolynomialDecay"}, "registered_name": null})"));
+  BOOST_TEST(compile["loss"] == nlohmann::ordered_json::parse(R"({"module": "keras.losses", "class_name": "BinaryCrossentropy",
+      "config": {"name": "binary_crossentropy", "reduction": "sum_over_batch_size", "from_logits": false,
+                 "label_smoothing": 0.05, "axis": -1}, "registered_name": null})"));
+  BOOST_TEST(compile["metrics"] == nlohmann::ordered_json::parse(R"(["mse", "binary_accuracy"])"));
+  std::vector<std::string> keys;
+  for (const auto& [key, unused] : compile.items()) keys.push_back(key);
+  BOOST_TEST(keys == std::vector<std::string>({"optimizer", "loss", "loss_weights", "metrics", "weighted_metrics",
+                                               "run_eagerly", "steps_per_execution", "jit_compile"}),
+             boost::test_tools::per_element());
+  // Keras resumes it too (tests/reference/keras_archive.py check, with the 2 more epochs devtensor trained).
+  export_trained_for_keras(*nn::load_model(file.string()), "devtensor_resumed", x, y);
+}
+
+BOOST_AUTO_TEST_CASE(a_model_saved_before_its_first_step_keeps_its_count_and_rate) {
+  auto model = nn::Sequential({nn::Dense(3, {.input_dim = 4}), nn::Dense(1)}, "fresh");
+  model.compile("mse", nn::optimizers::SGD{.learning_rate = 0.25, .momentum = 0.5});
+  model.optimizer().set_learning_rate(0.125);
+  const fs::path file = dir / "fresh.keras";
+  model.save(file.string());
+  // Keras's layout for an optimizer not built yet: its iterations and learning rate, no slots.
+  const auto contents = nn::saving::read_zip(file);
+  const auto weights = dt::hdf5::open_image(contents.at("model.weights.h5"), "fresh", /*borrow=*/true);
+  BOOST_TEST(weights.has("optimizer"));
+  const auto loaded = nn::load_model(file.string());
+  BOOST_TEST(loaded->optimizer().iterations() == 0);
+  BOOST_TEST(loaded->optimizer().learning_rate() == 0.125);
+  BOOST_TEST(loaded->losses()[0].identifier() == "mse");
+  BOOST_TEST(loaded->optimizer().target<nn::optimizers::SGD>()->momentum == 0.5);
+}
+
+BOOST_AUTO_TEST_CASE(compile_configs_devtensor_lacks_are_named_together) {
+  const auto hostile = [](const std::string& name) { return (kArchives / "hostile" / name).string(); };
+  DEVTENSOR_CHECK_THROW_WITH(nn::load_model(hostile("unknown_compile.keras")), dt::UnimplementedError,
+                             "the compile config uses what devtensor does not have: the optimizer RMSprop, the loss "
+                             "\"huber\", the metric \"auc\". Load the model with nn::LoadModelOptions{.compile = false}");
+  DEVTENSOR_CHECK_THROW_WITH(nn::load_model(hostile("clipped_optimizer.keras")), dt::UnimplementedError,
+                             "the Adam setting weight_decay=0.004, the Adam setting clipnorm=1.0");
+  BOOST_TEST(!nn::load_model(hostile("unknown_compile.keras"), {.compile = false})->compiled());
+  // From JSON: Keras's model_from_json compiles too.
+  auto model = nn::Sequential({nn::Dense(2, {.input_dim = 3})}, "j");
+  model.compile("categorical_crossentropy", "sgd", {.metrics = {"accuracy"}});
+  Json config = Json::parse(model.to_json());
+  const auto again = nn::model_from_json(config.dump());
+  BOOST_TEST(again->compiled());
+  BOOST_TEST(again->optimizer().learning_rate() == static_cast<double>(0.01f));
+  config["compile_config"]["optimizer"]["class_name"] = "Adam";
+  config["compile_config"]["optimizer"]["config"]["beta_1"] = 1.5;
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(config.dump()), dt::InvalidArgumentError,
+                             "`beta_1` must be between [0, 1). Received: beta_1=1.5");
+  config["compile_config"]["optimizer"]["config"]["beta_1"] = 0.9;
+  BOOST_TEST(nn::model_from_json(config.dump())->optimizer().name() == "Adam");
+  config["compile_config"]["loss"] = {{"a", "mse"}};
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(config.dump()), dt::InvalidArgumentError,
+                             "the compile config's \"loss\" names \"a\", which is not one of the model's outputs");
+}
+
+namespace {
+/// A loss of the program's own: Keras has no config for it.
+struct Halved {
+  nn::Reduction reduction = nn::Reduction::AUTO;
+  static constexpr std::string_view name = "halved";
+  [[nodiscard]] dt::Tensor<float> per_example(const dt::Tensor<float>& t, const dt::Tensor<float>& p) const {
+    return dt::reduce_mean(dt::mul(dt::square(dt::sub(p, t)), dt::scalar<float>(0.5f)), -1);
+  }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_loss_of_the_programs_own_saves_without_a_compile_config_and_says_so) {
+  auto model = nn::Sequential({nn::Dense(2, {.input_dim = 3})}, "own");
+  model.compile(Halved{}, "adam");
+  std::vector<std::string> warnings;
+  {
+    const dt::ScopedLogSink sink([&](dt::LogSeverity, std::string_view message) { warnings.emplace_back(message); });
+    model.save((dir / "own.keras").string());
+  }
+  BOOST_TEST_REQUIRE(warnings.size() == 1u);
+  BOOST_TEST(warnings[0].find("saved without its compile config: Keras has no config for the loss halved") != std::string::npos);
+  BOOST_TEST(!nn::load_model((dir / "own.keras").string())->compiled());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
