@@ -108,7 +108,7 @@ inline void compile_as_saved(Model& model, const Json& config, const std::string
 inline Json parse(const std::string& text, const std::string& what) {
   try {
     return Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a parse error, or a number beyond a double (out_of_range)
     throw InvalidArgumentError(what + " is not JSON: " + e.what());
   }
 }

@@ -325,6 +325,9 @@ BOOST_AUTO_TEST_CASE(hostile_archives_are_refused_with_typed_errors) {
 
 BOOST_AUTO_TEST_CASE(configs_that_are_not_keras_are_refused_with_typed_errors) {
   DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json("[1, 2"), dt::InvalidArgumentError, "is not JSON");
+  // A number beyond a double's range (found by the fuzzer: nlohmann's out_of_range, not a parse error).
+  DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Sequential", "x": 14e0071065192592})"),
+                             dt::InvalidArgumentError, "is not JSON: [json.exception.out_of_range.406] number overflow");
   DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Adam"})"), dt::UnimplementedError,
                              "the config describes a Adam; devtensor rebuilds Sequential and Functional models");
   DEVTENSOR_CHECK_THROW_WITH((void)nn::model_from_json(R"({"class_name": "Functional", "config": {"layers": 3}})"),
