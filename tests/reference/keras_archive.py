@@ -2,7 +2,7 @@
 loads the archives devtensor saves.
 
 Run: python3 tests/reference/keras_archive.py          (tensorflow-cpu==2.21.0, Keras 3.15.1)
-     python3 tests/reference/keras_archive.py trained  (make_trained alone)
+     python3 tests/reference/keras_archive.py trained  (make_trained and make_frozen alone)
      python3 tests/reference/keras_archive.py hostile  (Python alone)
      python3 tests/reference/keras_archive.py check A.keras B.json ...
 
@@ -196,6 +196,37 @@ def make_trained():
                                      (labels == 1).astype("float32").reshape(12, 1)])
 
 
+def make_frozen():
+    """frozen.keras: transfer learning as Keras users write it. Sequential Input(4), Dense(6, relu)
+    "base" and BatchNormalization "bn" frozen (trainable=False: no updates, and the BN layer runs
+    in inference mode while training), Dense(3, softmax) "head"; Adam(0.05), categorical
+    cross-entropy. Saved untrained, then trained 3 epochs of batches of 4 without shuffling:
+    frozen.json holds the data, Keras's history, its summary's trainable count and its weights
+    after training."""
+    import numpy as np
+    import keras
+    from keras import layers
+    rng = np.random.default_rng(17)
+    x = rng.normal(size=(12, 4)).astype("float32")
+    y = np.eye(3, dtype="float32")[rng.integers(0, 3, size=12)]
+    keras.utils.clear_session()
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(6, activation="relu", name="base"),
+                              layers.BatchNormalization(name="bn"), layers.Dense(3, activation="softmax", name="head")],
+                             name="frozen")
+    randomize(model)
+    model.get_layer("base").trainable = False
+    model.get_layer("bn").trainable = False
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="categorical_crossentropy")
+    model.save(os.path.join(out_dir, "frozen.keras"))
+    trainable = int(sum(np.prod(v.shape) for v in model.trainable_weights))
+    history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0).history
+    with open(os.path.join(out_dir, "frozen.json"), "w") as f:
+        json.dump({"inputs": [as_list(x)], "targets": [as_list(y)], "trainable_params": trainable,
+                   "history": {k: [float(e) for e in v] for k, v in history.items()},
+                   "weights": [as_list(w) for w in model.get_weights()]}, f)
+    print("frozen", trainable, history)
+
+
 def check(pairs):
     import numpy as np
     import keras
@@ -310,7 +341,9 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "trained":
         make_trained()
+        make_frozen()
         sys.exit(0)
     make()
     make_trained()
+    make_frozen()
     hostile()

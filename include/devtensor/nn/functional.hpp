@@ -47,6 +47,10 @@ class FunctionalGraph final : public LayerBase {
       const std::vector<PartialShape>& input_shapes) const override;
   std::string type_name() const override { return type_; }
   DEVTENSOR_HEADER_INLINE std::vector<Variable<float>> variables() const override;
+  /// Its layers' trainable variables (none while the graph itself is frozen).
+  DEVTENSOR_HEADER_INLINE std::vector<Variable<float>> trainable_variables() const override;
+  /// Freezes or thaws the graph and every layer in it, as Keras's model.trainable does.
+  DEVTENSOR_HEADER_INLINE void set_trainable(bool trainable) override;
 
   [[nodiscard]] const std::vector<KerasTensor>& inputs() const noexcept { return inputs_; }
   [[nodiscard]] const std::vector<KerasTensor>& outputs() const noexcept { return outputs_; }
@@ -219,6 +223,19 @@ DEVTENSOR_DEFINITION std::vector<Variable<float>> layer_detail::FunctionalGraph:
   for (const auto& layer : layers_)
     for (auto& v : layer->variables()) out.push_back(v);
   return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<Variable<float>> layer_detail::FunctionalGraph::trainable_variables() const {
+  std::vector<Variable<float>> out;
+  if (!trainable_) return out;
+  for (const auto& layer : layers_)
+    for (auto& v : layer->trainable_variables()) out.push_back(v);
+  return out;
+}
+
+DEVTENSOR_DEFINITION void layer_detail::FunctionalGraph::set_trainable(bool trainable) {
+  for (const auto& layer : layers_) layer->set_trainable(trainable);
+  trainable_ = trainable;
 }
 
 DEVTENSOR_DEFINITION std::string layer_detail::FunctionalGraph::connections(const LayerBase& layer) const {

@@ -73,6 +73,9 @@ class LayerHandle {
   [[nodiscard]] const std::string& name() const noexcept { return impl_->name(); }
   [[nodiscard]] bool built() const noexcept { return impl_->built(); }
   [[nodiscard]] std::vector<Variable<float>> trainable_variables() const { return impl_->trainable_variables(); }
+  /// Keras's layer.trainable (LayerBase::set_trainable): `base.set_trainable(false)` freezes it.
+  [[nodiscard]] bool trainable() const noexcept { return impl_->trainable(); }
+  void set_trainable(bool trainable) const { impl_->set_trainable(trainable); }
 
  protected:
   explicit LayerHandle(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

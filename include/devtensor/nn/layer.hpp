@@ -117,8 +117,17 @@ class LayerBase {
     return {output_shape(only_input(input_shapes))};
   }
 
-  [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
+  /// The variables fit trains: none for a frozen layer, else those marked trainable (not
+  /// BatchNormalization's moving statistics).
+  [[nodiscard]] virtual std::vector<Variable<float>> trainable_variables() const;
   [[nodiscard]] std::int64_t count_params() const;
+  /// Whether fit trains the layer (Keras's layer.trainable, true by default). A frozen layer's
+  /// variables leave trainable_variables(); a frozen BatchNormalization also normalises by its
+  /// moving statistics while training, as Keras's does. A model or a graph sets all its layers.
+  /// Keras asks for compile() after a change; fit here re-traces its step itself when the set of
+  /// trainable variables changed.
+  [[nodiscard]] bool trainable() const noexcept { return trainable_; }
+  virtual void set_trainable(bool trainable) { trainable_ = trainable; }
   [[nodiscard]] bool built() const noexcept { return built_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
@@ -159,6 +168,7 @@ class LayerBase {
  protected:
   std::string name_;
   bool built_ = false;
+  bool trainable_ = true;
 
   template <class T>
   const T& only_input(const std::vector<T>& inputs) const {
@@ -209,6 +219,7 @@ DEVTENSOR_DEFINITION void clear_session() {
 
 DEVTENSOR_DEFINITION std::vector<Variable<float>> LayerBase::trainable_variables() const {
   std::vector<Variable<float>> out;
+  if (!trainable_) return out;
   for (auto& v : variables())
     if (v.trainable()) out.push_back(v);
   return out;

@@ -8,8 +8,8 @@
 /// same layer. Read as Keras reads it, with what devtensor's layers cannot be refused by name:
 /// a class devtensor does not have, an activation it does not know, a dtype policy other than
 /// float32, Conv2D groups, BatchNormalization renorm, a channels_first Flatten, Dropout's
-/// noise_shape. Read past without effect: `trainable` (devtensor's layers have no trainable
-/// switch yet), regularizers and constraints (devtensor's layers have none), initializers devtensor
+/// noise_shape. `trainable` is written and read (a frozen layer stays frozen). Read past without
+/// effect: regularizers and constraints (devtensor's layers have none), initializers devtensor
 /// does not have (the layer's default then: the weights a file loads replace them anyway).
 
 #include <cmath>
@@ -104,7 +104,7 @@ inline Json initializer_json(const nn::Initializer& init) {
 
 /// The fields every layer's config starts with.
 inline Json base_config(const nn::LayerBase& layer) {
-  return Json{{"name", layer.name()}, {"trainable", true}, {"dtype", dtype_policy()}};
+  return Json{{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy()}};
 }
 
 /// The largest integer argument a config may give (units, filters, a kernel size, a stride): what
@@ -393,7 +393,19 @@ inline Json layer_to_config(const nn::LayerBase& layer, const std::vector<nn::Pa
   return out;
 }
 
+namespace config_detail {
+inline std::shared_ptr<nn::LayerBase> make_layer(const Json& serialized, bool fresh_weights);
+}  // namespace config_detail
+
 inline std::shared_ptr<nn::LayerBase> layer_from_config(const Json& serialized, bool fresh_weights) {
+  auto layer = config_detail::make_layer(serialized, fresh_weights);
+  if (serialized.contains("config") && serialized["config"].is_object() &&
+      !config_detail::Reader(serialized["config"], layer->type_name()).boolean_or("trainable", true))
+    layer->set_trainable(false);
+  return layer;
+}
+
+inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& serialized, bool fresh_weights) {
   using namespace config_detail;
   namespace ld = nn::layer_detail;
   if (!serialized.is_object() || !serialized.contains("class_name") || !serialized["class_name"].is_string())

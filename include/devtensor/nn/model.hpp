@@ -20,6 +20,7 @@
 /// data_adapter.hpp's.
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -164,7 +165,12 @@ class Model {
   [[nodiscard]] const std::vector<KerasTensor>& outputs() const;
 
   [[nodiscard]] std::vector<Variable<float>> variables() const;
+  /// What fit trains: the trainable variables of the layers not frozen; none for a frozen model.
   [[nodiscard]] std::vector<Variable<float>> trainable_variables() const;
+  /// Freezes (false) or thaws every layer of the model, as Keras's `model.trainable = False`
+  /// (transfer learning: a loaded base frozen under a new head). One layer: `layer.set_trainable`.
+  void set_trainable(bool trainable);
+  [[nodiscard]] bool trainable() const noexcept { return trainable_; }
   [[nodiscard]] std::int64_t count_params() const;
 
   /// The layers Keras tracks, in order: what summary lists and weights files hold (a functional
@@ -373,6 +379,10 @@ class Model {
   std::optional<Optimizer> optimizer_;
   bool run_eagerly_ = false;
   bool cuda_graph_ = false;  // CompileOptions::cuda_graph
+  bool trainable_ = true;
+  /// The trainable variables (their handles) the traced steps were made for: fit traces again
+  /// when a layer was frozen or thawed since.
+  std::vector<std::uint64_t> traced_trainables_;
   bool stop_training_ = false;
   std::optional<ResumePoint> resume_point_;
 
@@ -560,7 +570,13 @@ DEVTENSOR_DEFINITION std::vector<Variable<float>> Model::variables() const {
 }
 
 DEVTENSOR_DEFINITION std::vector<Variable<float>> Model::trainable_variables() const {
-  return graph_ ? graph_->trainable_variables() : std::vector<Variable<float>>{};
+  return graph_ && trainable_ ? graph_->trainable_variables() : std::vector<Variable<float>>{};
+}
+
+DEVTENSOR_DEFINITION void Model::set_trainable(bool trainable) {
+  for (const auto& layer : tracked_layers()) layer->set_trainable(trainable);
+  if (graph_) graph_->set_trainable(trainable);
+  trainable_ = trainable;
 }
 
 DEVTENSOR_DEFINITION std::int64_t Model::count_params() const { return graph_ ? graph_->count_params() : 0; }
@@ -631,7 +647,8 @@ DEVTENSOR_DEFINITION void Model::summary(std::ostream& out, SummaryOptions optio
     if (table.connected_to) row.push_back(graph_->connections(*layer));
     table.rows.push_back(std::move(row));
   }
-  for (const auto& v : variables()) (v.trainable() ? table.trainable : table.non_trainable) += v.shape().num_elements();
+  for (const auto& v : trainable_variables()) table.trainable += v.shape().num_elements();
+  table.non_trainable = count_params() - table.trainable;
   if (compiled() && optimizer_->iterations() > 0) {  // Keras's optimizer.built: after its first step
     std::int64_t slots = 0;
     for (const auto& slot : optimizer_->slot_values(trainable_variables())) slots += slot.num_elements();

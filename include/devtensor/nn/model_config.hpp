@@ -141,7 +141,7 @@ inline Json graph_to_config(const layer_detail::FunctionalGraph& graph) {
     }
     layers.push_back(std::move(entry));
   }
-  Json config{{"name", graph.name()}, {"trainable", true}};
+  Json config{{"name", graph.name()}, {"trainable", graph.trainable()}};
   if (sequential) {
     config["dtype"] = dtype_policy();
     config["layers"] = std::move(layers);
@@ -409,8 +409,9 @@ inline std::shared_ptr<Model> model_of(const Json& serialized, Budget& budget) {
       !serialized["config"]["layers"].is_array())
     throw InvalidArgumentError("the config of a " + kind + " model has no list of layers (\"config\": {\"layers\": [...]})");
   const Json& config = serialized["config"];
-  if (kind == "Sequential") return sequential_of(config, budget);
-  return functional_of(config, budget);
+  auto model = kind == "Sequential" ? sequential_of(config, budget) : functional_of(config, budget);
+  if (!Reader(config, kind, true, "model").boolean_or("trainable", true)) model->set_trainable(false);
+  return model;
 }
 
 }  // namespace config_detail

@@ -73,6 +73,14 @@ DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer opt
 
 DEVTENSOR_DEFINITION History Model::fit(const data_adapter::Batches& batches, FitOptions options) {
   require_compiled();
+  // A layer frozen or thawed since the steps were traced: they are traced again (where Keras
+  // asks for compile() again, and trains the old set without it).
+  std::vector<std::uint64_t> trainables;
+  for (const auto& v : trainable_variables()) trainables.push_back(v.handle_id());
+  if (trainables != traced_trainables_) {
+    traced_ = {};
+    traced_trainables_ = std::move(trainables);
+  }
   return training_loop::fit(
       batches, options, compiled_loss_->reported_names(),
       [this](const data_adapter::Batch& batch) { return fit_step(batch); },

@@ -163,7 +163,7 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::BatchNormalizationLayer::call(c
                                std::to_string(rank_) + " and axis " + std::to_string(options_.axis) + " of size " +
                                std::to_string(features_) + ", but received input with shape " + x.shape().to_python());
   Tensor<float> mean, variance;
-  if (training) {
+  if (training && trainable_) {  // frozen: inference mode while training too, as Keras 3
     std::vector<std::int64_t> axes;
     for (std::size_t d = 0; d < rank_; ++d)
       if (d != axis_) axes.push_back(static_cast<std::int64_t>(d));

@@ -84,6 +84,7 @@ DEVTENSOR_DEFINITION void Sequential::chain(const Layer& layer) {
   KerasTensor out = call_symbolic(layer.impl(), {*output_}).front();
   graph_ = std::make_shared<layer_detail::FunctionalGraph>(std::vector{*input_}, std::vector{out}, name_, "Sequential");
   graph_->set_checks_input_shapes(false);
+  if (!trainable()) graph_->set_trainable(false);  // a model frozen before it was built
   output_ = out;
   forget_traced_steps();
 }

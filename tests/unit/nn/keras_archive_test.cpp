@@ -514,6 +514,60 @@ BOOST_AUTO_TEST_CASE(compile_configs_devtensor_lacks_are_named_together) {
                              "the compile config's \"loss\" names \"a\", which is not one of the model's outputs");
 }
 
+BOOST_AUTO_TEST_CASE(frozen_layers_train_as_keras_trains_them) {
+  // Keras froze "base" (Dense) and "bn" (BatchNormalization: then in inference mode while
+  // training) under a trainable "head", saved the model, and trained it 3 epochs.
+  const Json expected = read_json(kArchives / "frozen.json");
+  const auto model = nn::load_model((kArchives / "frozen.keras").string());
+  std::vector<bool> trainable;
+  for (const auto& layer : model->tracked_layers()) trainable.push_back(layer->trainable());
+  BOOST_TEST(trainable == std::vector<bool>({false, false, true}), boost::test_tools::per_element());
+  std::int64_t count = 0;
+  for (const auto& v : model->trainable_variables()) count += v.shape().num_elements();
+  BOOST_TEST(count == expected["trainable_params"].get<std::int64_t>());
+  std::ostringstream summary;
+  model->summary(summary);
+  BOOST_TEST(summary.str().find(" Trainable params: 21 (84.00 B)") != std::string::npos, summary.str());
+  BOOST_TEST(summary.str().find(" Non-trainable params: 54 (216.00 B)") != std::string::npos, summary.str());
+  const auto history = model->fit(tensors_of(expected["inputs"]), tensors_of(expected["targets"]),
+                                  {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+  for (std::size_t e = 0; e < 3; ++e)
+    BOOST_TEST(std::abs(history.loss[e] - expected["history"]["loss"][e].get<double>()) <= 2e-6, "epoch " << e);
+  // Weights of magnitude ~1 after 9 Adam steps: float32's rounding of the two computations.
+  BOOST_TEST(largest_difference(model->get_weights(), tensors_of(expected["weights"])) <= 5e-6);
+  // Saved again, the flags come back.
+  model->save((dir / "frozen.keras").string());
+  const auto again = nn::load_model((dir / "frozen.keras").string());
+  BOOST_TEST(!again->tracked_layers()[0]->trainable());
+  BOOST_TEST(again->tracked_layers()[2]->trainable());
+}
+
+BOOST_AUTO_TEST_CASE(freezing_a_model_or_a_layer_after_training_retraces_the_step) {
+  const auto x = dt::random_normal<float>(dt::Shape{8, 3}, {.seed = 1});
+  const auto y = dt::random_normal<float>(dt::Shape{8, 2}, {.seed = 2});
+  const nn::Dense base(4, {.input_dim = 3, .activation = nn::Activation::tanh, .name = "base"});
+  nn::Sequential model({base, nn::Dense(2, {.name = "head"})}, "m");
+  model.compile("mse", nn::optimizers::SGD{.learning_rate = 0.1});
+  (void)model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0});  // traced with every variable
+  base.set_trainable(false);
+  BOOST_TEST(model.trainable_variables().size() == 2u);
+  const auto kernel = base.impl()->variables()[0].value().to_vector();
+  const auto head = model.layers()[1]->variables()[0].value().to_vector();
+  (void)model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0});
+  BOOST_TEST(base.impl()->variables()[0].value().to_vector() == kernel);  // not trained: the step was traced again
+  BOOST_TEST(model.layers()[1]->variables()[0].value().to_vector() != head);
+  model.set_trainable(false);
+  BOOST_TEST(model.trainable_variables().empty());
+  BOOST_TEST(!model.layers()[1]->trainable());
+  model.set_trainable(true);
+  BOOST_TEST(model.trainable_variables().size() == 4u);
+  // A frozen model inside another: none of its variables train there.
+  const auto input = nn::Input({3});
+  nn::Model outer(input, nn::Dense(1, {.name = "top"})(model(input)));
+  model.set_trainable(false);
+  BOOST_TEST(outer.trainable_variables().size() == 2u);
+}
+
 namespace {
 /// A loss of the program's own: Keras has no config for it.
 struct Halved {
