@@ -270,8 +270,8 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
         if (data.size() != 1) throw InvalidArgumentError("/optimizer/vars/1 (the learning rate) is not one number");
         learning_rate = data[0];
       }
-      if (unbuilt) slots = expected;
-      for (std::size_t i = 0; i < expected.size() && !unbuilt; ++i) {
+      if (unbuilt) slots = expected;  // zeros: nothing to read
+      for (std::size_t i = 0; !unbuilt && i < expected.size(); ++i) {
         const std::string index = std::to_string(i + first_slot);
         if (vars.dataset_shape(index) != expected[i].shape().dims_vector())
           throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " +

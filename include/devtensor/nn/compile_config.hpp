@@ -193,6 +193,19 @@ inline std::string identifier_of(const Json& value, const char* what) {
                              value.dump().substr(0, 200));
 }
 
+/// What `make(id)` gives for a Keras identifier, or nullopt with "the <what> "<id>"" added to
+/// `missing` when devtensor does not know it (make throws InvalidArgumentError only for that).
+template <class Make>
+auto known_identifier(const std::string& id, const char* what, std::vector<std::string>& missing, Make make)
+    -> std::optional<decltype(make(id))> {
+  try {
+    return make(id);
+  } catch (const InvalidArgumentError&) {
+    missing.push_back(std::string("the ") + what + " \"" + id + "\"");
+    return std::nullopt;
+  }
+}
+
 inline const Json& config_of(const Json& value) {
   static const Json empty = Json::object();
   return value.is_object() && value.contains("config") && value["config"].is_object() ? value["config"] : empty;
@@ -211,14 +224,7 @@ inline Reduction reduction_of(const config_detail::Reader& r, std::vector<std::s
 inline std::optional<Loss> loss_of(const Json& value, std::vector<std::string>& missing) {
   namespace l = losses;
   const std::string id = identifier_of(value, "loss");
-  if (value.is_string()) {
-    try {
-      return Loss(id);
-    } catch (const InvalidArgumentError&) {
-      missing.push_back("the loss \"" + id + "\"");
-      return std::nullopt;
-    }
-  }
+  if (value.is_string()) return known_identifier(id, "loss", missing, [](const std::string& i) { return Loss(i); });
   const config_detail::Reader r(config_of(value), id, true, "loss");
   if (r.has("axis") && r.at("axis") != Json(-1)) missing.push_back("the " + id + " axis " + r.at("axis").dump());
   if (r.has("ignore_class")) missing.push_back("the " + id + " ignore_class " + r.at("ignore_class").dump());
@@ -277,14 +283,8 @@ inline LearningRate learning_rate_of(const Json& value, std::vector<std::string>
 
 inline std::optional<Optimizer> optimizer_of(const Json& value, std::vector<std::string>& missing) {
   const std::string id = identifier_of(value, "optimizer");
-  if (value.is_string()) {
-    try {
-      return Optimizer(id);
-    } catch (const InvalidArgumentError&) {
-      missing.push_back("the optimizer \"" + id + "\"");
-      return std::nullopt;
-    }
-  }
+  if (value.is_string())
+    return known_identifier(id, "optimizer", missing, [](const std::string& i) { return Optimizer(i); });
   const config_detail::Reader r(config_of(value), id, true, "optimizer");
   // Settings that change the update, which devtensor's optimizers do not have.
   for (const char* key : {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "loss_scale_factor",
@@ -307,14 +307,10 @@ inline std::optional<Optimizer> optimizer_of(const Json& value, std::vector<std:
 
 /// A metric's identifier devtensor knows (a string, or a metric object by its class name).
 inline std::optional<std::string> metric_of(const Json& value, std::vector<std::string>& missing) {
-  const std::string id = identifier_of(value, "metric");
-  try {
+  return known_identifier(identifier_of(value, "metric"), "metric", missing, [](const std::string& id) {
     (void)metric_by_name(id);
     return id;
-  } catch (const InvalidArgumentError&) {
-    missing.push_back("the metric \"" + id + "\"");
-    return std::nullopt;
-  }
+  });
 }
 
 inline std::vector<std::string> metric_list(const Json& value, std::vector<std::string>& missing) {
