@@ -9,21 +9,20 @@
 # Inputs: _devtensor_source_dir (where devtensor.cpp is), _devtensor_header_target (the
 # header-only target, devtensor_header_only or devtensor::header_only) and _devtensor_core_target
 # (the target that becomes compiled: devtensor or devtensor::devtensor).
+include("${CMAKE_CURRENT_LIST_DIR}/devtensorOptimizeWithoutBuildType.cmake")
 if(NOT TARGET devtensor_compiled)
   add_library(devtensor_compiled STATIC "${_devtensor_source_dir}/devtensor.cpp")
   target_link_libraries(devtensor_compiled PUBLIC ${_devtensor_header_target})
   target_compile_features(devtensor_compiled PUBLIC cxx_std_20)
   set_target_properties(devtensor_compiled PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  # A project with no build type compiles at -O0 (CMake's default), and training in devtensor's
-  # kernels then runs ~6x slower than at -O2. devtensor's own source is compiled optimised in that
-  # case, whatever the project's own files get (DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE=OFF: as the
-  # project). Multi-config generators always have a configuration.
+  # Without a build type (CMake's -O0, training ~6x slower), devtensor's own sources get -O2
+  # (devtensorOptimizeWithoutBuildType.cmake), and the configure log says so.
   option(DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE
          "With no CMAKE_BUILD_TYPE, compile devtensor's own sources at -O2 (the project's files are not changed)" ON)
+  devtensor_optimize_without_build_type(devtensor_compiled)
   get_property(_devtensor_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
   if(NOT _devtensor_multi_config AND NOT CMAKE_BUILD_TYPE AND DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE
      AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(devtensor_compiled PRIVATE -O2)
     message(STATUS "devtensor: no CMAKE_BUILD_TYPE: devtensor's sources are compiled with -O2 (your own files get "
                    "CMake's default, -O0: set CMAKE_BUILD_TYPE=Release or RelWithDebInfo for them too)")
   endif()

@@ -9,6 +9,7 @@
 # Inputs: _devtensor_source_dir (where devtensor_cuda.cu and devtensor_nccl.cpp are) and
 # _devtensor_core_target (devtensor or devtensor::devtensor). Include at file scope:
 # enable_language() refuses to run inside a function.
+include("${CMAKE_CURRENT_LIST_DIR}/devtensorOptimizeWithoutBuildType.cmake")
 if(NOT TARGET devtensor_cuda)
   include(CheckLanguage)
   check_language(CUDA)
@@ -39,12 +40,7 @@ if(NOT TARGET devtensor_cuda)
     target_compile_features(devtensor_cuda_kernels PRIVATE cuda_std_20)
     set_target_properties(devtensor_cuda_kernels PROPERTIES
       POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Shared)
-    # As src/devtensor.cpp (devtensorCompiledComponent.cmake): optimised host code without a build type.
-    get_property(_devtensor_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
-    if(NOT _devtensor_multi_config AND NOT CMAKE_BUILD_TYPE
-       AND (NOT DEFINED DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE OR DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE))
-      target_compile_options(devtensor_cuda_kernels PRIVATE -O2)
-    endif()
+    devtensor_optimize_without_build_type(devtensor_cuda_kernels)  # optimised host code, as src/devtensor.cpp
 
     add_library(devtensor_cuda INTERFACE)
     add_library(devtensor::cuda ALIAS devtensor_cuda)

@@ -5,6 +5,7 @@
 # component gets, as devtensor::cuda's kernels): a program's own files include none of it.
 # Defined only when HDF5, libzip and nlohmann_json are found (Debian: libhdf5-dev, libzip-dev,
 # nlohmann-json3-dev). Inputs: _devtensor_source_dir; include devtensorHdf5Component.cmake first.
+include("${CMAKE_CURRENT_LIST_DIR}/devtensorOptimizeWithoutBuildType.cmake")
 if(NOT TARGET devtensor_keras_archive AND TARGET devtensor_hdf5)
   # libzip by its header and library, not its CMake package: Debian's (libzip-dev 1.7.3) names the
   # command-line tools of other packages (/usr/bin/zipcmp) and fails to load without them.
@@ -22,12 +23,7 @@ if(NOT TARGET devtensor_keras_archive AND TARGET devtensor_hdf5)
     target_link_libraries(devtensor_keras_archive_code PRIVATE devtensor_keras_archive_deps)
     target_compile_features(devtensor_keras_archive_code PRIVATE cxx_std_20)
     set_target_properties(devtensor_keras_archive_code PROPERTIES POSITION_INDEPENDENT_CODE ON)
-    # As src/devtensor.cpp (devtensorCompiledComponent.cmake): optimised without a build type.
-    get_property(_devtensor_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
-    if(NOT _devtensor_multi_config AND NOT CMAKE_BUILD_TYPE
-       AND (NOT DEFINED DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE OR DEVTENSOR_OPTIMIZE_WITHOUT_BUILD_TYPE))
-      target_compile_options(devtensor_keras_archive_code PRIVATE -O2)
-    endif()
+    devtensor_optimize_without_build_type(devtensor_keras_archive_code)  # as src/devtensor.cpp
     # What model.save / nn::load_model check at compile time (a call without the component does
     # not compile) comes with DEVTENSOR_WITH_KERAS_ARCHIVE; the bodies come with the object.
     add_library(devtensor_keras_archive INTERFACE)

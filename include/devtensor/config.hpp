@@ -82,6 +82,26 @@
 /// M(T) for each element type that has explicit instances.
 #define DEVTENSOR_FOR_INSTANCE_TYPES(M) M(float) M(double) M(std::int32_t) M(std::int64_t)
 
+/// Note [The mpi component's compiled part]
+/// The parameter-server runtime (the ps task's server, the coordinator's dispatcher and worker
+/// loop, the roles, the remote variables and their creator: ~200 KB of object code, 10 s of a
+/// translation unit) is compiled once per build tree as well: src/devtensor_mpi.cpp (which
+/// defines DEVTENSOR_COMPILING_MPI) holds it, and the CMake target devtensor::mpi links its object
+/// and gives its users DEVTENSOR_MPI_COMPILED, so their translation units see declarations only.
+/// Without that definition (a bare include, no CMake), every translation unit compiles what it
+/// uses, as header-only devtensor does. DEVTENSOR_MPI_DEFINITIONS and DEVTENSOR_MPI_DEFINITION
+/// play the roles of DEVTENSOR_HEADER_DEFINITIONS and DEVTENSOR_DEFINITION for that code.
+#if defined(DEVTENSOR_COMPILING_MPI)
+#define DEVTENSOR_MPI_DEFINITIONS 1
+#define DEVTENSOR_MPI_DEFINITION
+#elif defined(DEVTENSOR_MPI_COMPILED)
+#define DEVTENSOR_MPI_DEFINITIONS 0
+#define DEVTENSOR_MPI_DEFINITION inline
+#else
+#define DEVTENSOR_MPI_DEFINITIONS 1
+#define DEVTENSOR_MPI_DEFINITION inline
+#endif
+
 /// Whether this translation unit compiles the CPU bodies of devtensor's ops (the loops, the CBLAS
 /// calls): header-only, every translation unit does, for the ops it runs; in compiled mode only
 /// src/devtensor.cpp does, and the others call the bodies it instantiated.

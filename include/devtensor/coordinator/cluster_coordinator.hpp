@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/coordinator/parameter_server_strategy.hpp"
 #include "devtensor/coordinator/remote_value.hpp"
 #include "devtensor/distribute/multi_worker/ps_channel.hpp"
@@ -133,26 +134,6 @@ class ClusterCoordinator {
 
 // --- implementation ---
 
-inline ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy)
-    : strategy_(strategy), state_(strategy.state()) {
-  if (!strategy.is_chief()) return;
-  workers_.resize(static_cast<std::size_t>(strategy.num_workers()));
-  dispatcher_ = std::thread([this, context = ThreadState::snapshot()] { dispatch(context); });
-}
-
-inline ClusterCoordinator::~ClusterCoordinator() {
-  stop_ = true;
-  changed_.notify_all();
-  if (dispatcher_.joinable()) dispatcher_.join();
-  std::deque<std::shared_ptr<Closure>> left;
-  for (auto& w : workers_)
-    if (w.running) left.push_back(std::move(w.running));
-  for (auto& c : queue_) left.push_back(std::move(c));
-  for (auto& c : left)
-    c->fail(std::make_exception_ptr(CancelledError("The ClusterCoordinator was destroyed before this function ran; "
-                                                   "call join() before it goes")));
-}
-
 template <class F>
 ScheduledFunction<F> ClusterCoordinator::function(F fn) {
   using Sig = coordinator_detail::Signature<F>;
@@ -252,18 +233,6 @@ R RemoteValue<R>::fetch() const {
   if constexpr (!std::is_void_v<R>) return *state_->value;
 }
 
-inline void ClusterCoordinator::join() {
-  begin_serving();
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return pending_ == 0; });
-  if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);
-}
-
-inline bool ClusterCoordinator::done() {
-  std::lock_guard lock(mutex_);
-  return pending_ == 0;
-}
-
 template <class DatasetFn>
 auto ClusterCoordinator::create_per_worker_dataset(DatasetFn dataset_fn) {
   using D = std::invoke_result_t<DatasetFn&>;
@@ -301,7 +270,42 @@ PerWorkerIterator<Ts...> ClusterCoordinator::make_iterator(const PerWorkerDatase
   return it;
 }
 
-inline void ClusterCoordinator::enqueue(std::shared_ptr<Closure> closure) {
+// --- definitions (Note [The mpi component's compiled part]) ---
+#if DEVTENSOR_MPI_DEFINITIONS
+
+DEVTENSOR_MPI_DEFINITION ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy)
+    : strategy_(strategy), state_(strategy.state()) {
+  if (!strategy.is_chief()) return;
+  workers_.resize(static_cast<std::size_t>(strategy.num_workers()));
+  dispatcher_ = std::thread([this, context = ThreadState::snapshot()] { dispatch(context); });
+}
+
+DEVTENSOR_MPI_DEFINITION ClusterCoordinator::~ClusterCoordinator() {
+  stop_ = true;
+  changed_.notify_all();
+  if (dispatcher_.joinable()) dispatcher_.join();
+  std::deque<std::shared_ptr<Closure>> left;
+  for (auto& w : workers_)
+    if (w.running) left.push_back(std::move(w.running));
+  for (auto& c : queue_) left.push_back(std::move(c));
+  for (auto& c : left)
+    c->fail(std::make_exception_ptr(CancelledError("The ClusterCoordinator was destroyed before this function ran; "
+                                                   "call join() before it goes")));
+}
+
+DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::join() {
+  begin_serving();
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return pending_ == 0; });
+  if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);
+}
+
+DEVTENSOR_MPI_DEFINITION bool ClusterCoordinator::done() {
+  std::lock_guard lock(mutex_);
+  return pending_ == 0;
+}
+
+DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::enqueue(std::shared_ptr<Closure> closure) {
   std::lock_guard lock(mutex_);
   closure->id = ++next_closure_;
   ++pending_;
@@ -311,7 +315,7 @@ inline void ClusterCoordinator::enqueue(std::shared_ptr<Closure> closure) {
 
 /// A closure ran (result) or failed (error): its RemoteValue gets it; an error other than the
 /// end of a worker is the one join raises, and cancels the functions not yet sent.
-inline void ClusterCoordinator::finish(const std::shared_ptr<Closure>& closure, ps_wire::Reader* result,
+DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::finish(const std::shared_ptr<Closure>& closure, ps_wire::Reader* result,
                                        std::exception_ptr error) {
   if (!error) {
     try {
@@ -334,7 +338,7 @@ inline void ClusterCoordinator::finish(const std::shared_ptr<Closure>& closure, 
   changed_.notify_all();
 }
 
-inline void ClusterCoordinator::dispatch(const ThreadState& creator) {
+DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::dispatch(const ThreadState& creator) {
   const ThreadStateGuard as_creator(creator);  // Note [One thread state]
   const double timeout = state_.options.timeout_seconds;
   const auto silence = std::chrono::duration_cast<ps_wire::Clock::duration>(ps_wire::seconds(timeout));
@@ -446,7 +450,7 @@ inline void ClusterCoordinator::dispatch(const ThreadState& creator) {
   }
 }
 
-inline void ClusterCoordinator::serve() {
+DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::serve() {
   auto& channel = state_.channel;
   const int chief = 0;
   const double interval = std::min(1.0, state_.options.timeout_seconds / 5);
@@ -503,5 +507,7 @@ inline void ClusterCoordinator::serve() {
   channel.flush(1.0);
   std::exit(0);  // finalises MPI (mpi_worker_group.hpp's Runtime)
 }
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace devtensor::distribute::coordinator

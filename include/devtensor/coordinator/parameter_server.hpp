@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
@@ -47,9 +48,13 @@ decltype(auto) with_element_type(DType dtype, Fn&& fn) {
                            "be placed on one (create it outside the strategy's scope, or as int32)");
 }
 
+// The ps task's side: ParameterServerStrategy's constructor runs it (Note [The mpi component's
+// compiled part]: a program's own translation units need none of it).
+#if DEVTENSOR_MPI_DEFINITIONS
+
 /// The optimizer that runs `rule`, with its own slots and step count.
 /// @throws UnimplementedError for a rule of another optimizer.
-inline std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> make_optimizer(
+DEVTENSOR_MPI_DEFINITION std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> make_optimizer(
     const OptimizerRule& rule) {
   const auto& h = rule.hyperparameters;
   if (rule.name == "SGD" && h.size() == 3) {
@@ -239,5 +244,7 @@ class ParameterServer {
         find(id));
   }
 };
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace devtensor::distribute::ps_detail

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/coordinator/parameter_server.hpp"
 #include "devtensor/coordinator/ps_state.hpp"
 #include "devtensor/coordinator/ps_variables.hpp"
@@ -58,31 +59,14 @@ class ParameterServerStrategy {
   /// until the chief ends the job and then ends the process with status 0.
   /// @throws InvalidArgumentError for a cluster without ps or worker tasks, or an invalid one
   /// (TensorFlow's checks); FailedPreconditionError when MPI's launch does not match it.
-  explicit ParameterServerStrategy(
-      const cluster_resolver::TFConfigClusterResolver& resolver = cluster_resolver::TFConfigClusterResolver(),
-      ParameterServerStrategyOptions options = {})
-      : state_(connect(resolver, std::move(options))), creator_(std::make_shared<ps_detail::Creator>(state_)) {
-    if (log_enabled(LogSource::python_logger, LogSeverity::info))
-      log(LogSource::python_logger, LogSeverity::info,
-          "ParameterServerStrategyV2 is now connecting to cluster with cluster_spec: ClusterSpec(" +
-              state_->roles.cluster.to_string() + ")");
-    if (state_->roles.task_type == "ps") {
-      ps_detail::ParameterServer(state_->channel, 0, state_->host).serve();
-      state_->channel.flush(1.0);
-      std::exit(0);  // finalises MPI (mpi_worker_group.hpp's Runtime)
-    }
-  }
+  explicit ParameterServerStrategy(const cluster_resolver::TFConfigClusterResolver& resolver,
+                                   ParameterServerStrategyOptions options = {});
+  /// The cluster TF_CONFIG describes, else the MPI launch's.
+  ParameterServerStrategy();
   ParameterServerStrategy(const ParameterServerStrategy&) = delete;
   ParameterServerStrategy& operator=(const ParameterServerStrategy&) = delete;
   /// The chief's strategy ends the job: every worker and ps task stops serving and exits.
-  ~ParameterServerStrategy() {
-    if (!state_->chief()) return;
-    try {
-      stop_the_job();
-    } catch (const std::exception& e) {  // a destructor never throws: MPI refused a dead task's message
-      log(LogSeverity::warning, std::string("ParameterServerStrategy: ending the job: ") + e.what());
-    }
-  }
+  ~ParameterServerStrategy();
 
   /// RAII: variables created on this thread while the guard lives are placed on the ps tasks.
   class [[nodiscard]] Scope {
@@ -111,31 +95,67 @@ class ParameterServerStrategy {
 
   /// Checks everything each task can check alone, then joins the others (MPI_Comm_dup).
   static std::shared_ptr<ps_detail::State> connect(const cluster_resolver::TFConfigClusterResolver& resolver,
-                                                   ParameterServerStrategyOptions options) {
-    if (!(options.timeout_seconds > 0))
-      throw InvalidArgumentError("ParameterServerStrategyOptions::timeout_seconds must be positive, got " +
-                                 std::to_string(options.timeout_seconds));
-    auto roles = ps_detail::Roles::resolve(resolver.describe(), options.num_ps_from_launch);
-    return std::make_shared<ps_detail::State>(std::move(roles), std::move(options),
-                                              device_set("ParameterServerStrategy").host_cpu());
-  }
+                                                   ParameterServerStrategyOptions options);
 
   /// Every worker and ps task stops serving (each message on its own: one dead task stops no other).
-  void stop_the_job() {
-    const auto& roles = state_->roles;
-    for (int task = 0; task < roles.num_workers + roles.num_ps; ++task) {
-      ps_wire::Writer stop;
-      const bool worker = task < roles.num_workers;
-      if (worker) stop.put<std::uint64_t>(0).put<std::uint32_t>(UINT32_MAX);
-      else stop.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::shutdown));
-      try {
-        state_->channel.send(worker ? roles.worker_rank(task) : roles.ps_rank(task - roles.num_workers),
-                             worker ? ps_wire::kRun : ps_wire::kRequest, std::move(stop));
-      } catch (const Error&) {
-      }
-    }
-    state_->channel.flush(1.0);
-  }
+  void stop_the_job();
 };
+
+// --- definitions (Note [The mpi component's compiled part]) ---
+#if DEVTENSOR_MPI_DEFINITIONS
+
+DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::ParameterServerStrategy()
+    : ParameterServerStrategy(cluster_resolver::TFConfigClusterResolver()) {}
+
+DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::ParameterServerStrategy(const cluster_resolver::TFConfigClusterResolver& resolver,
+                                                                          ParameterServerStrategyOptions options)
+    : state_(connect(resolver, std::move(options))), creator_(std::make_shared<ps_detail::Creator>(state_)) {
+  if (log_enabled(LogSource::python_logger, LogSeverity::info))
+    log(LogSource::python_logger, LogSeverity::info,
+        "ParameterServerStrategyV2 is now connecting to cluster with cluster_spec: ClusterSpec(" +
+            state_->roles.cluster.to_string() + ")");
+  if (state_->roles.task_type == "ps") {
+    ps_detail::ParameterServer(state_->channel, 0, state_->host).serve();
+    state_->channel.flush(1.0);
+    std::exit(0);  // finalises MPI (mpi_worker_group.hpp's Runtime)
+  }
+}
+
+DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::~ParameterServerStrategy() {
+  if (!state_->chief()) return;
+  try {
+    stop_the_job();
+  } catch (const std::exception& e) {  // a destructor never throws: MPI refused a dead task's message
+    log(LogSeverity::warning, std::string("ParameterServerStrategy: ending the job: ") + e.what());
+  }
+}
+
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<ps_detail::State> ParameterServerStrategy::connect(const cluster_resolver::TFConfigClusterResolver& resolver,
+                                                 ParameterServerStrategyOptions options) {
+  if (!(options.timeout_seconds > 0))
+    throw InvalidArgumentError("ParameterServerStrategyOptions::timeout_seconds must be positive, got " +
+                               std::to_string(options.timeout_seconds));
+  auto roles = ps_detail::Roles::resolve(resolver.describe(), options.num_ps_from_launch);
+  return std::make_shared<ps_detail::State>(std::move(roles), std::move(options),
+                                            device_set("ParameterServerStrategy").host_cpu());
+}
+
+DEVTENSOR_MPI_DEFINITION void ParameterServerStrategy::stop_the_job() {
+  const auto& roles = state_->roles;
+  for (int task = 0; task < roles.num_workers + roles.num_ps; ++task) {
+    ps_wire::Writer stop;
+    const bool worker = task < roles.num_workers;
+    if (worker) stop.put<std::uint64_t>(0).put<std::uint32_t>(UINT32_MAX);
+    else stop.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::shutdown));
+    try {
+      state_->channel.send(worker ? roles.worker_rank(task) : roles.ps_rank(task - roles.num_workers),
+                           worker ? ps_wire::kRun : ps_wire::kRequest, std::move(stop));
+    } catch (const Error&) {
+    }
+  }
+  state_->channel.flush(1.0);
+}
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace devtensor::distribute

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/multi_worker/cluster_resolver.hpp"
@@ -61,68 +62,11 @@ struct Roles {
   /// ParameterServerStrategyOptions::num_ps_from_launch). @throws InvalidArgumentError with
   /// TensorFlow's "Cluster spec must be non-empty" when there is no launch or it is too small.
   static cluster_resolver::ClusterDescription from_launch(const std::optional<cluster_resolver::MpiLaunch>& launch,
-                                                          int num_ps) {
-    const int size = launch ? launch->size : 1;
-    if (num_ps < 1)
-      throw InvalidArgumentError("ParameterServerStrategyOptions::num_ps_from_launch must be at least 1, got " +
-                                 std::to_string(num_ps));
-    if (size < num_ps + 2)
-      throw InvalidArgumentError(
-          "Cluster spec must be non-empty in `tf.distribute.cluster_resolver.ClusterResolver`. Set TF_CONFIG, or let "
-          "the MPI launch be the cluster: rank 0 the chief, then the workers, the last " + std::to_string(num_ps) +
-          " rank(s) the ps task(s), so at least " + std::to_string(num_ps + 2) + " processes (`mpiexec -n " +
-          std::to_string(num_ps + 3) + " ./app`: the chief, 2 workers, " + std::to_string(num_ps) + " ps); " +
-          (launch ? "this launch has " + std::to_string(size) + " process(es)" : "this process was not started by mpiexec") +
-          ".");
-    const int num_workers = size - 1 - num_ps;
-    auto names = [](int first, int count) {
-      std::vector<std::string> out;
-      for (int r = first; r < first + count; ++r) out.push_back("mpi:" + std::to_string(r));
-      return out;
-    };
-    cluster_resolver::ClusterDescription d;
-    d.cluster_spec = ClusterSpec({{"chief", names(0, 1)}, {"worker", names(1, num_workers)}, {"ps", names(1 + num_workers, num_ps)}});
-    const int rank = launch->rank;
-    d.task_type = rank == 0 ? "chief" : rank <= num_workers ? "worker" : "ps";
-    d.task_id = rank == 0 ? 0 : rank <= num_workers ? rank - 1 : rank - 1 - num_workers;
-    d.rpc_layer = "mpi";
-    return d;
-  }
+                                                          int num_ps);
 
-  static Roles resolve(const cluster_resolver::ClusterDescription& described, int num_ps_from_launch = 1) {
-    const auto d = described.cluster_spec.empty()
-                       ? from_launch(cluster_resolver::MpiLaunch::from_environment(), num_ps_from_launch)
-                       : described;
-    multi_worker_util::validate_cluster_spec(d.cluster_spec, d.task_type, d.task_id);
-    if (d.cluster_spec.num_tasks("ps") < 1) throw InvalidArgumentError("There must be at least one ps.");
-    if (d.cluster_spec.num_tasks("worker") < 1) throw InvalidArgumentError("There must be at least one worker.");
-    if (d.cluster_spec.num_tasks("chief") != 1 || d.cluster_spec.has_job("evaluator"))
-      throw InvalidArgumentError("ParameterServerStrategy runs a cluster of one 'chief' (the coordinator, MPI rank 0), "
-                                 "'worker' and 'ps' tasks; got " + d.cluster_spec.to_string());
-    Roles r;
-    r.cluster = d.cluster_spec;
-    r.num_workers = d.cluster_spec.num_tasks("worker");
-    r.num_ps = d.cluster_spec.num_tasks("ps");
-    const auto launch = cluster_resolver::MpiLaunch::from_environment();
-    const int rank = launch ? launch->rank : 0;
-    const int size = launch ? launch->size : 1;
-    if (size != r.size())
-      throw FailedPreconditionError(
-          "ParameterServerStrategy: the cluster has " + std::to_string(r.size()) + " tasks (" + d.cluster_spec.to_string() +
-          ") but MPI launched " + std::to_string(size) + " process(es). Start one process per task: `mpiexec -n " +
-          std::to_string(r.size()) + " ./app` (rank 0 the chief, then the workers, then the ps tasks).");
-    const auto [type, id] = rank == 0 ? std::pair{std::string("chief"), 0}
-                            : rank <= r.num_workers ? std::pair{std::string("worker"), rank - 1}
-                                                    : std::pair{std::string("ps"), rank - 1 - r.num_workers};
-    if ((d.task_type && *d.task_type != type) || (d.task_id && *d.task_id != id))
-      throw FailedPreconditionError("TF_CONFIG describes task " + d.task_type.value_or("?") + ":" +
-                                    std::to_string(d.task_id.value_or(-1)) + ", but MPI rank " + std::to_string(rank) +
-                                    " is task " + type + ":" + std::to_string(id) +
-                                    " (ranks go chief, workers, ps). Leave TF_CONFIG's \"task\" out under mpiexec.");
-    r.task_type = type;
-    r.task_id = id;
-    return r;
-  }
+  /// The roles TF_CONFIG's cluster (or, without one, the MPI launch) gives this process.
+  /// @throws FailedPreconditionError when MPI's launch does not match the cluster.
+  static Roles resolve(const cluster_resolver::ClusterDescription& described, int num_ps_from_launch = 1);
 };
 
 /// The writes of the scheduled function running on this thread (worker side): one Write
@@ -132,10 +76,7 @@ struct ClosureWrites {
   static constexpr std::size_t kClosureAt = 9, kCountAt = 17;
   std::vector<ps_wire::Writer> per_ps;
   std::vector<std::uint32_t> counts;
-  explicit ClosureWrites(int num_ps) : per_ps(static_cast<std::size_t>(num_ps)), counts(static_cast<std::size_t>(num_ps), 0) {
-    for (auto& w : per_ps)
-      w.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::write)).put<std::uint64_t>(0).put<std::uint32_t>(0);
-  }
+  explicit ClosureWrites(int num_ps);
 };
 inline ClosureWrites*& current_closure_writes() noexcept { return this_thread_state().closure_writes; }
 
@@ -184,29 +125,7 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
     return request_message(ps, what, std::move(w));
   }
   /// The same for a message already written after a reserved sequence number (its first 8 bytes).
-  ps_wire::Reader request_message(int ps, std::string_view what, ps_wire::Writer message) {
-    std::lock_guard lock(request_mutex_);
-    if (failed_ps_.contains(ps)) throw unavailable(ps, what);
-    const std::uint64_t sequence = ++sequence_;
-    message.patch<std::uint64_t>(0, sequence);
-    const auto deadline = ps_wire::after(options.timeout_seconds);
-    for (bool sent = false;;) {
-      std::optional<ps_wire::Message> reply;
-      try {  // MPI may refuse to talk to a dead process (MPI_ERRORS_RETURN): that is no answer
-        if (!std::exchange(sent, true)) channel.send(roles.ps_rank(ps), ps_wire::kRequest, std::move(message));
-        reply = channel.receive(roles.ps_rank(ps), ps_wire::kReply, deadline);
-      } catch (const InternalError&) {
-      }
-      if (!reply) {
-        failed_ps_.insert(ps);
-        throw unavailable(ps, what);
-      }
-      ps_wire::Reader r(std::move(*reply), channel);
-      if (r.get<std::uint64_t>() != sequence) continue;  // the late answer to a request given up on
-      ps_wire::get_status(r);
-      return r;
-    }
-  }
+  ps_wire::Reader request_message(int ps, std::string_view what, ps_wire::Writer message);
 
   /// A new variable's id and ps task (round-robin, TensorFlow's _variable_count % num_ps).
   std::pair<std::uint64_t, int> next_variable() {
@@ -222,66 +141,25 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
   /// Worker, as a scheduled function starts: the values of the variables earlier functions read,
   /// one request per ps task (a variable read for the first time is fetched when it is read:
   /// ensure_fresh). So a step pulls what it uses, not every variable of the job.
-  void begin_closure() {
-    ++generation_;
-    std::vector<std::vector<std::shared_ptr<const RemoteSlot>>> wanted(static_cast<std::size_t>(roles.num_ps));
-    {
-      std::lock_guard lock(variables_mutex_);
-      for (auto id : used_)
-        if (const auto it = variables_.find(id); it != variables_.end())
-          if (auto slot = it->second.lock()) wanted[static_cast<std::size_t>(slot->ps())].push_back(std::move(slot));
-    }
-    for (int ps = 0; ps < roles.num_ps; ++ps) fetch(ps, wanted[static_cast<std::size_t>(ps)]);
-  }
+  void begin_closure();
   [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
   /// Worker, inside a scheduled function: `slot`'s value of this function, fetched if not yet.
-  void ensure_fresh(const RemoteSlot& slot) {
-    if (slot.fresh_in == generation_) return;
-    fetch(slot.ps(), {std::shared_ptr<const RemoteSlot>(std::shared_ptr<const RemoteSlot>(), &slot)});
-    std::lock_guard lock(variables_mutex_);
-    used_.insert(slot.id());
-  }
+  void ensure_fresh(const RemoteSlot& slot);
 
   /// Sends one closure's writes, per ps task (closure 0: the chief's, applied at once).
-  void commit(std::uint64_t closure, ClosureWrites& writes) {
-    for (int ps = 0; ps < roles.num_ps; ++ps) {
-      const auto i = static_cast<std::size_t>(ps);
-      if (writes.counts[i] == 0) continue;
-      writes.per_ps[i].patch(ClosureWrites::kClosureAt, closure);
-      writes.per_ps[i].patch(ClosureWrites::kCountAt, writes.counts[i]);
-      request_message(ps, "write", std::move(writes.per_ps[i]));
-    }
-  }
+  void commit(std::uint64_t closure, ClosureWrites& writes);
 
   /// Where this task's writes go: the running function's writes on a worker; on the chief,
   /// `now`, which the caller commits at once. @throws FailedPreconditionError on a worker outside
   /// a scheduled function.
-  ClosureWrites& writes_for(std::optional<ClosureWrites>& now, std::string_view what) {
-    if (auto* writes = current_closure_writes()) return *writes;
-    if (!chief())
-      throw FailedPreconditionError(std::string(what) + " on a parameter-server variable outside a scheduled function: "
-                                    "on a worker, variables are written by the functions the coordinator schedules");
-    return now.emplace(roles.num_ps);
-  }
+  ClosureWrites& writes_for(std::optional<ClosureWrites>& now, std::string_view what);
 
   void apply_gradients(const OptimizerRule& rule, const std::vector<Tensor<float>>& grads,
                        const std::vector<Variable<float>>& vars) override;
 
  private:
   /// One read request for `slots` (all on ps task `ps`); each local copy takes its value.
-  void fetch(int ps, const std::vector<std::shared_ptr<const RemoteSlot>>& slots) {
-    if (slots.empty()) return;
-    auto r = request(ps, ps_wire::RequestKind::read, "read", [&](ps_wire::Writer& w) {
-      w.put(static_cast<std::uint32_t>(slots.size()));
-      for (const auto& slot : slots) w.put(slot->id());
-    });
-    (void)r.get<std::uint32_t>();
-    for (const auto& slot : slots) {
-      (void)r.get<std::uint64_t>();
-      slot->refresh(r.get_tensor());
-      slot->fresh_in = generation_;
-    }
-  }
+  void fetch(int ps, const std::vector<std::shared_ptr<const RemoteSlot>>& slots);
 
   std::uint64_t generation_ = 0;  // worker: the scheduled functions begun
   std::set<std::uint64_t> used_;  // worker: the variables its functions read
@@ -292,13 +170,166 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
   std::uint64_t next_id_ = 0;
   std::map<std::uint64_t, std::weak_ptr<RemoteSlot>> variables_;
 
-  UnavailableError unavailable(int ps, std::string_view what) const {
-    return UnavailableError("ParameterServerFailureError: " + ps_name(ps) + " did not answer a " + std::string(what) +
-                            " request within " + std::to_string(options.timeout_seconds) +
-                            " s; it has probably failed, and the variables it held are lost. Restart the job (from a "
-                            "checkpoint) or raise ParameterServerStrategyOptions::timeout_seconds if it is only slow.");
-  }
+  UnavailableError unavailable(int ps, std::string_view what) const;
 };
+
+// --- definitions (Note [The mpi component's compiled part]) ---
+#if DEVTENSOR_MPI_DEFINITIONS
+
+DEVTENSOR_MPI_DEFINITION cluster_resolver::ClusterDescription Roles::from_launch(
+    const std::optional<cluster_resolver::MpiLaunch>& launch,
+                                                        int num_ps) {
+  const int size = launch ? launch->size : 1;
+  if (num_ps < 1)
+    throw InvalidArgumentError("ParameterServerStrategyOptions::num_ps_from_launch must be at least 1, got " +
+                               std::to_string(num_ps));
+  if (size < num_ps + 2)
+    throw InvalidArgumentError(
+        "Cluster spec must be non-empty in `tf.distribute.cluster_resolver.ClusterResolver`. Set TF_CONFIG, or let "
+        "the MPI launch be the cluster: rank 0 the chief, then the workers, the last " + std::to_string(num_ps) +
+        " rank(s) the ps task(s), so at least " + std::to_string(num_ps + 2) + " processes (`mpiexec -n " +
+        std::to_string(num_ps + 3) + " ./app`: the chief, 2 workers, " + std::to_string(num_ps) + " ps); " +
+        (launch ? "this launch has " + std::to_string(size) + " process(es)" : "this process was not started by mpiexec") +
+        ".");
+  const int num_workers = size - 1 - num_ps;
+  auto names = [](int first, int count) {
+    std::vector<std::string> out;
+    for (int r = first; r < first + count; ++r) out.push_back("mpi:" + std::to_string(r));
+    return out;
+  };
+  cluster_resolver::ClusterDescription d;
+  d.cluster_spec = ClusterSpec({{"chief", names(0, 1)}, {"worker", names(1, num_workers)}, {"ps", names(1 + num_workers, num_ps)}});
+  const int rank = launch->rank;
+  d.task_type = rank == 0 ? "chief" : rank <= num_workers ? "worker" : "ps";
+  d.task_id = rank == 0 ? 0 : rank <= num_workers ? rank - 1 : rank - 1 - num_workers;
+  d.rpc_layer = "mpi";
+  return d;
+}
+
+DEVTENSOR_MPI_DEFINITION Roles Roles::resolve(const cluster_resolver::ClusterDescription& described, int num_ps_from_launch) {
+  const auto d = described.cluster_spec.empty()
+                     ? from_launch(cluster_resolver::MpiLaunch::from_environment(), num_ps_from_launch)
+                     : described;
+  multi_worker_util::validate_cluster_spec(d.cluster_spec, d.task_type, d.task_id);
+  if (d.cluster_spec.num_tasks("ps") < 1) throw InvalidArgumentError("There must be at least one ps.");
+  if (d.cluster_spec.num_tasks("worker") < 1) throw InvalidArgumentError("There must be at least one worker.");
+  if (d.cluster_spec.num_tasks("chief") != 1 || d.cluster_spec.has_job("evaluator"))
+    throw InvalidArgumentError("ParameterServerStrategy runs a cluster of one 'chief' (the coordinator, MPI rank 0), "
+                               "'worker' and 'ps' tasks; got " + d.cluster_spec.to_string());
+  Roles r;
+  r.cluster = d.cluster_spec;
+  r.num_workers = d.cluster_spec.num_tasks("worker");
+  r.num_ps = d.cluster_spec.num_tasks("ps");
+  const auto launch = cluster_resolver::MpiLaunch::from_environment();
+  const int rank = launch ? launch->rank : 0;
+  const int size = launch ? launch->size : 1;
+  if (size != r.size())
+    throw FailedPreconditionError(
+        "ParameterServerStrategy: the cluster has " + std::to_string(r.size()) + " tasks (" + d.cluster_spec.to_string() +
+        ") but MPI launched " + std::to_string(size) + " process(es). Start one process per task: `mpiexec -n " +
+        std::to_string(r.size()) + " ./app` (rank 0 the chief, then the workers, then the ps tasks).");
+  const auto [type, id] = rank == 0 ? std::pair{std::string("chief"), 0}
+                          : rank <= r.num_workers ? std::pair{std::string("worker"), rank - 1}
+                                                  : std::pair{std::string("ps"), rank - 1 - r.num_workers};
+  if ((d.task_type && *d.task_type != type) || (d.task_id && *d.task_id != id))
+    throw FailedPreconditionError("TF_CONFIG describes task " + d.task_type.value_or("?") + ":" +
+                                  std::to_string(d.task_id.value_or(-1)) + ", but MPI rank " + std::to_string(rank) +
+                                  " is task " + type + ":" + std::to_string(id) +
+                                  " (ranks go chief, workers, ps). Leave TF_CONFIG's \"task\" out under mpiexec.");
+  r.task_type = type;
+  r.task_id = id;
+  return r;
+}
+
+DEVTENSOR_MPI_DEFINITION ClosureWrites::ClosureWrites(int num_ps)
+    : per_ps(static_cast<std::size_t>(num_ps)), counts(static_cast<std::size_t>(num_ps), 0) {
+  for (auto& w : per_ps)
+    w.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::write)).put<std::uint64_t>(0).put<std::uint32_t>(0);
+}
+
+DEVTENSOR_MPI_DEFINITION ps_wire::Reader State::request_message(int ps, std::string_view what, ps_wire::Writer message) {
+  std::lock_guard lock(request_mutex_);
+  if (failed_ps_.contains(ps)) throw unavailable(ps, what);
+  const std::uint64_t sequence = ++sequence_;
+  message.patch<std::uint64_t>(0, sequence);
+  const auto deadline = ps_wire::after(options.timeout_seconds);
+  for (bool sent = false;;) {
+    std::optional<ps_wire::Message> reply;
+    try {  // MPI may refuse to talk to a dead process (MPI_ERRORS_RETURN): that is no answer
+      if (!std::exchange(sent, true)) channel.send(roles.ps_rank(ps), ps_wire::kRequest, std::move(message));
+      reply = channel.receive(roles.ps_rank(ps), ps_wire::kReply, deadline);
+    } catch (const InternalError&) {
+    }
+    if (!reply) {
+      failed_ps_.insert(ps);
+      throw unavailable(ps, what);
+    }
+    ps_wire::Reader r(std::move(*reply), channel);
+    if (r.get<std::uint64_t>() != sequence) continue;  // the late answer to a request given up on
+    ps_wire::get_status(r);
+    return r;
+  }
+}
+
+DEVTENSOR_MPI_DEFINITION void State::begin_closure() {
+  ++generation_;
+  std::vector<std::vector<std::shared_ptr<const RemoteSlot>>> wanted(static_cast<std::size_t>(roles.num_ps));
+  {
+    std::lock_guard lock(variables_mutex_);
+    for (auto id : used_)
+      if (const auto it = variables_.find(id); it != variables_.end())
+        if (auto slot = it->second.lock()) wanted[static_cast<std::size_t>(slot->ps())].push_back(std::move(slot));
+  }
+  for (int ps = 0; ps < roles.num_ps; ++ps) fetch(ps, wanted[static_cast<std::size_t>(ps)]);
+}
+
+DEVTENSOR_MPI_DEFINITION void State::ensure_fresh(const RemoteSlot& slot) {
+  if (slot.fresh_in == generation_) return;
+  fetch(slot.ps(), {std::shared_ptr<const RemoteSlot>(std::shared_ptr<const RemoteSlot>(), &slot)});
+  std::lock_guard lock(variables_mutex_);
+  used_.insert(slot.id());
+}
+
+DEVTENSOR_MPI_DEFINITION void State::commit(std::uint64_t closure, ClosureWrites& writes) {
+  for (int ps = 0; ps < roles.num_ps; ++ps) {
+    const auto i = static_cast<std::size_t>(ps);
+    if (writes.counts[i] == 0) continue;
+    writes.per_ps[i].patch(ClosureWrites::kClosureAt, closure);
+    writes.per_ps[i].patch(ClosureWrites::kCountAt, writes.counts[i]);
+    request_message(ps, "write", std::move(writes.per_ps[i]));
+  }
+}
+
+DEVTENSOR_MPI_DEFINITION ClosureWrites& State::writes_for(std::optional<ClosureWrites>& now, std::string_view what) {
+  if (auto* writes = current_closure_writes()) return *writes;
+  if (!chief())
+    throw FailedPreconditionError(std::string(what) + " on a parameter-server variable outside a scheduled function: "
+                                  "on a worker, variables are written by the functions the coordinator schedules");
+  return now.emplace(roles.num_ps);
+}
+
+DEVTENSOR_MPI_DEFINITION void State::fetch(int ps, const std::vector<std::shared_ptr<const RemoteSlot>>& slots) {
+  if (slots.empty()) return;
+  auto r = request(ps, ps_wire::RequestKind::read, "read", [&](ps_wire::Writer& w) {
+    w.put(static_cast<std::uint32_t>(slots.size()));
+    for (const auto& slot : slots) w.put(slot->id());
+  });
+  (void)r.get<std::uint32_t>();
+  for (const auto& slot : slots) {
+    (void)r.get<std::uint64_t>();
+    slot->refresh(r.get_tensor());
+    slot->fresh_in = generation_;
+  }
+}
+
+DEVTENSOR_MPI_DEFINITION UnavailableError State::unavailable(int ps, std::string_view what) const {
+  return UnavailableError("ParameterServerFailureError: " + ps_name(ps) + " did not answer a " + std::string(what) +
+                          " request within " + std::to_string(options.timeout_seconds) +
+                          " s; it has probably failed, and the variables it held are lost. Restart the job (from a "
+                          "checkpoint) or raise ParameterServerStrategyOptions::timeout_seconds if it is only slow.");
+}
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace ps_detail
 }  // namespace devtensor::distribute

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/coordinator/parameter_server.hpp"
 #include "devtensor/coordinator/ps_state.hpp"
 #include "devtensor/distribute/multi_worker/ps_wire.hpp"
@@ -278,9 +279,71 @@ class ShardedVariable final : public VariableImpl<T>, public RemoteVariable, pub
   }
 };
 
+/// The strategy's variable creator: PsVariables, created on their ps task by the chief.
+class Creator final : public VariableCreator {
+ public:
+  explicit Creator(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<VariableImpl<float>> create(VariableInfo i, const Tensor<float>& v, const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<double>> create(VariableInfo i, const Tensor<double>& v, const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<std::int32_t>> create(VariableInfo i, const Tensor<std::int32_t>& v, const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<std::int64_t>> create(VariableInfo i, const Tensor<std::int64_t>& v, const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<bool>> create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const override;
+
+ private:
+  std::shared_ptr<State> state_;
+
+  template <Element T>
+  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial, const VariableOptions& options) const {
+    if (options.synchronization == VariableSynchronization::ON_READ)
+      throw UnimplementedError("ParameterServerStrategy: variable " + info.name +
+                               " asks for synchronization ON_READ; variables on parameter servers have one value");
+    const std::int64_t shards = num_shards(initial.shape(), dtype_enum<T>());
+    if (shards == 1) return whole(std::move(info), initial);
+    // TensorFlow's "div" split: the first d0 % n shards have one row more.
+    const std::int64_t d0 = initial.shape()[0], base = d0 / shards, extra = d0 % shards;
+    std::vector<std::int64_t> rows;
+    for (std::int64_t i = 0; i < shards; ++i) rows.push_back(base + (i < extra ? 1 : 0));
+    const auto pieces = split_rows(initial, rows);
+    std::vector<std::shared_ptr<PsVariable<T>>> parts;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      VariableInfo part = info;
+      part.base_name = info.base_name + "/part_" + std::to_string(i);
+      part.name = part.base_name + ":0";
+      part.handle_id = next_tensor_id();
+      parts.push_back(whole(std::move(part), pieces[i]));
+    }
+    return std::make_shared<ShardedVariable<T>>(state_, std::move(info), std::move(parts));
+  }
+
+  /// The partitioner's shard count for the first axis (1: no partitioner, a scalar, or one shard).
+  /// @throws InvalidArgumentError for an answer other than [n >= 1, 1, ...] (TensorFlow's text).
+  [[nodiscard]] std::int64_t num_shards(const Shape& shape, DType dtype) const;
+
+  /// A variable on one ps task, the next in round-robin order; the chief creates it there.
+  template <Element T>
+  std::shared_ptr<PsVariable<T>> whole(VariableInfo info, const Tensor<T>& initial) const {
+    const auto [id, ps] = state_->next_variable();
+    if (state_->chief()) {
+      if (log_enabled(LogSource::python_logger, LogSeverity::info) && std::getenv("TF_PSS_VERBOSE_VARIABLE_PLACEMENT"))
+        log(LogSource::python_logger, LogSeverity::info,
+            "Creating variable (name:" + info.name + ", shape:TensorShape(" + initial.shape().to_string() +
+                ")) on /job:ps/task:" + std::to_string(ps) + "/device:CPU:0");
+      state_->request(ps, ps_wire::RequestKind::create, "create", [&](ps_wire::Writer& w) {
+        w.put(id).put_string(info.base_name).put_tensor(initial);
+      });
+    }
+    auto variable = std::make_shared<PsVariable<T>>(state_, std::move(info), initial, id, ps);
+    state_->add(id, variable);
+    return variable;
+  }
+};
+
+// --- definitions (Note [The mpi component's compiled part]) ---
+#if DEVTENSOR_MPI_DEFINITIONS
+
 /// The rule and each variable's gradient, to the ps tasks holding them.
-inline void State::apply_gradients(const OptimizerRule& rule, const std::vector<Tensor<float>>& grads,
-                                   const std::vector<Variable<float>>& vars) {
+DEVTENSOR_MPI_DEFINITION void State::apply_gradients(const OptimizerRule& rule, const std::vector<Tensor<float>>& grads,
+                                                     const std::vector<Variable<float>>& vars) {
   if (grads.size() != vars.size())
     throw InvalidArgumentError("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
                                std::to_string(vars.size()) + " variables");
@@ -312,80 +375,35 @@ inline void State::apply_gradients(const OptimizerRule& rule, const std::vector<
   if (now) commit(0, *now);
 }
 
-/// The strategy's variable creator: PsVariables, created on their ps task by the chief.
-class Creator final : public VariableCreator {
- public:
-  explicit Creator(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  std::shared_ptr<VariableImpl<float>> create(VariableInfo i, const Tensor<float>& v, const VariableOptions& o) const override { return make(std::move(i), v, o); }
-  std::shared_ptr<VariableImpl<double>> create(VariableInfo i, const Tensor<double>& v, const VariableOptions& o) const override { return make(std::move(i), v, o); }
-  std::shared_ptr<VariableImpl<std::int32_t>> create(VariableInfo i, const Tensor<std::int32_t>& v, const VariableOptions& o) const override { return make(std::move(i), v, o); }
-  std::shared_ptr<VariableImpl<std::int64_t>> create(VariableInfo i, const Tensor<std::int64_t>& v, const VariableOptions& o) const override { return make(std::move(i), v, o); }
-  std::shared_ptr<VariableImpl<bool>> create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const override {
-    return with_element_type(DType::DT_BOOL, []<class T>() -> std::shared_ptr<VariableImpl<bool>> { return nullptr; });
-  }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<float>> Creator::create(VariableInfo i, const Tensor<float>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
 
- private:
-  std::shared_ptr<State> state_;
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<double>> Creator::create(VariableInfo i, const Tensor<double>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
 
-  template <Element T>
-  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial, const VariableOptions& options) const {
-    if (options.synchronization == VariableSynchronization::ON_READ)
-      throw UnimplementedError("ParameterServerStrategy: variable " + info.name +
-                               " asks for synchronization ON_READ; variables on parameter servers have one value");
-    const std::int64_t shards = num_shards(initial.shape(), dtype_enum<T>());
-    if (shards == 1) return whole(std::move(info), initial);
-    // TensorFlow's "div" split: the first d0 % n shards have one row more.
-    const std::int64_t d0 = initial.shape()[0], base = d0 / shards, extra = d0 % shards;
-    std::vector<std::int64_t> rows;
-    for (std::int64_t i = 0; i < shards; ++i) rows.push_back(base + (i < extra ? 1 : 0));
-    const auto pieces = split_rows(initial, rows);
-    std::vector<std::shared_ptr<PsVariable<T>>> parts;
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-      VariableInfo part = info;
-      part.base_name = info.base_name + "/part_" + std::to_string(i);
-      part.name = part.base_name + ":0";
-      part.handle_id = next_tensor_id();
-      parts.push_back(whole(std::move(part), pieces[i]));
-    }
-    return std::make_shared<ShardedVariable<T>>(state_, std::move(info), std::move(parts));
-  }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<std::int32_t>> Creator::create(VariableInfo i, const Tensor<std::int32_t>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
 
-  /// The partitioner's shard count for the first axis (1: no partitioner, a scalar, or one shard).
-  /// @throws InvalidArgumentError for an answer other than [n >= 1, 1, ...] (TensorFlow's text).
-  [[nodiscard]] std::int64_t num_shards(const Shape& shape, DType dtype) const {
-    const auto& partitioner = state_->options.variable_partitioner;
-    if (!partitioner || shape.rank() == 0) return 1;
-    const auto partitions = partitioner(shape, dtype);
-    bool valid = !partitions.empty() && partitions[0] > 0;
-    std::string listed;
-    for (std::size_t i = 0; i < partitions.size(); ++i) {
-      valid = valid && (i == 0 || partitions[i] == 1);
-      listed += (i ? ", " : "") + std::to_string(partitions[i]);
-    }
-    if (!valid)
-      throw InvalidArgumentError("variable_partitioner must return a list/tuple whose elements are 1 besides the first "
-                                 "element (non-zero), got: [" + listed + "]");
-    return std::min(partitions[0], shape[0]);
-  }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<std::int64_t>> Creator::create(VariableInfo i, const Tensor<std::int64_t>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
 
-  /// A variable on one ps task, the next in round-robin order; the chief creates it there.
-  template <Element T>
-  std::shared_ptr<PsVariable<T>> whole(VariableInfo info, const Tensor<T>& initial) const {
-    const auto [id, ps] = state_->next_variable();
-    if (state_->chief()) {
-      if (log_enabled(LogSource::python_logger, LogSeverity::info) && std::getenv("TF_PSS_VERBOSE_VARIABLE_PLACEMENT"))
-        log(LogSource::python_logger, LogSeverity::info,
-            "Creating variable (name:" + info.name + ", shape:TensorShape(" + initial.shape().to_string() +
-                ")) on /job:ps/task:" + std::to_string(ps) + "/device:CPU:0");
-      state_->request(ps, ps_wire::RequestKind::create, "create", [&](ps_wire::Writer& w) {
-        w.put(id).put_string(info.base_name).put_tensor(initial);
-      });
-    }
-    auto variable = std::make_shared<PsVariable<T>>(state_, std::move(info), initial, id, ps);
-    state_->add(id, variable);
-    return variable;
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<bool>> Creator::create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const {
+  return with_element_type(DType::DT_BOOL, []<class T>() -> std::shared_ptr<VariableImpl<bool>> { return nullptr; });
+}
+
+DEVTENSOR_MPI_DEFINITION std::int64_t Creator::num_shards(const Shape& shape, DType dtype) const {
+  const auto& partitioner = state_->options.variable_partitioner;
+  if (!partitioner || shape.rank() == 0) return 1;
+  const auto partitions = partitioner(shape, dtype);
+  bool valid = !partitions.empty() && partitions[0] > 0;
+  std::string listed;
+  for (std::size_t i = 0; i < partitions.size(); ++i) {
+    valid = valid && (i == 0 || partitions[i] == 1);
+    listed += (i ? ", " : "") + std::to_string(partitions[i]);
   }
-};
+  if (!valid)
+    throw InvalidArgumentError("variable_partitioner must return a list/tuple whose elements are 1 besides the first "
+                               "element (non-zero), got: [" + listed + "]");
+  return std::min(partitions[0], shape[0]);
+}
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace ps_detail
 }  // namespace devtensor::distribute

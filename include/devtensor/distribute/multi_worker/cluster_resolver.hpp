@@ -24,10 +24,15 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
+
+#if DEVTENSOR_MPI_DEFINITIONS  // (a program linking devtensor::mpi parses none of nlohmann_json)
+#include <nlohmann/json.hpp>
+#endif
 
 namespace devtensor::distribute {
 
@@ -61,26 +66,7 @@ class ClusterSpec {
 
   /// From TF_CONFIG's "cluster" value: an object of job → list of addresses or {index: address}.
   /// @throws InvalidArgumentError with TensorFlow's key phrase for anything else.
-  static ClusterSpec from_json(const nlohmann::json& cluster) {
-    if (cluster.is_null()) return {};
-    if (!cluster.is_object())
-      throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec` or a `tf.train.ClusterDef` "
-                                 "object, got the JSON " + cluster.dump());
-    std::map<std::string, Tasks> jobs;
-    for (const auto& [job, tasks] : cluster.items()) {
-      auto& out = jobs[job];
-      if (tasks.is_array()) {
-        for (std::size_t i = 0; i < tasks.size(); ++i) out[static_cast<int>(i)] = address_of(job, tasks[i]);
-      } else if (tasks.is_object()) {
-        for (const auto& [index, address] : tasks.items()) out[parse_index(index, "task index of job '" + job + "'")] = address_of(job, address);
-      } else {
-        throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec`: job '" + job +
-                                   "' must map to a list of \"host:port\" strings or to an {index: \"host:port\"} "
-                                   "object, got " + tasks.dump());
-      }
-    }
-    return sparse(std::move(jobs));
-  }
+  static ClusterSpec from_json(const nlohmann::json& cluster);
 
   [[nodiscard]] bool empty() const noexcept { return jobs_.empty(); }
   /// Job names, sorted.
@@ -133,25 +119,12 @@ class ClusterSpec {
     return s + "}";
   }
   /// TF_CONFIG's "cluster" object for this spec.
-  [[nodiscard]] nlohmann::json to_json() const {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& [job, tasks] : jobs_) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& [index, address] : tasks) list.push_back(address);
-      out[job] = std::move(list);
-    }
-    return out;
-  }
+  [[nodiscard]] nlohmann::json to_json() const;
 
   friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;
 
   /// "host:port" from a JSON value (a string). @throws InvalidArgumentError otherwise.
-  static std::string address_of(const std::string& job, const nlohmann::json& value) {
-    if (!value.is_string())
-      throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec`: the addresses of job '" +
-                                 job + "' must be \"host:port\" strings, got " + value.dump());
-    return value.get<std::string>();
-  }
+  static std::string address_of(const std::string& job, const nlohmann::json& value);
   /// A decimal task index. @throws InvalidArgumentError naming `what` otherwise.
   static int parse_index(std::string_view text, const std::string& what) {
     int value = 0;
@@ -277,37 +250,7 @@ struct TFConfigOverrides {
 class TFConfigClusterResolver {
  public:
   /// @throws InvalidArgumentError naming TF_CONFIG for invalid JSON or a malformed value.
-  explicit TFConfigClusterResolver(TFConfigOverrides overrides = {}) {
-    std::string text = "{}";
-    if (overrides.tf_config) {
-      text = *overrides.tf_config;
-    } else if (const char* env = std::getenv("TF_CONFIG"); env && *env) {
-      text = env;
-    }
-    nlohmann::json config;
-    try {
-      config = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InvalidArgumentError("TF_CONFIG is not valid JSON (" + std::string(e.what()) +
-                                 "). Set it to an object such as {\"cluster\": {\"worker\": [\"hostA:2222\", "
-                                 "\"hostB:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}.");
-    }
-    if (!config.is_object())
-      throw InvalidArgumentError("TF_CONFIG must hold a JSON object, got " + config.dump());
-    if (config.contains("cluster")) cluster_spec_ = ClusterSpec::from_json(config["cluster"]);
-    if (config.contains("task")) {
-      const auto& task = config["task"];
-      if (!task.is_object()) throw InvalidArgumentError("TF_CONFIG: \"task\" must be an object, got " + task.dump());
-      if (task.contains("type")) task_type_ = scalar_string(task["type"], "task type");
-      if (task.contains("index")) task_id_ = ClusterSpec::parse_index(scalar_string(task["index"], "task index"), "task index");
-    }
-    if (config.contains("rpc_layer")) rpc_layer_ = scalar_string(config["rpc_layer"], "rpc_layer");
-    if (config.contains("session_master")) session_master_ = scalar_string(config["session_master"], "session_master");
-    if (config.contains("environment")) environment_ = scalar_string(config["environment"], "environment");
-    if (overrides.task_type) task_type_ = overrides.task_type;
-    if (overrides.task_id) task_id_ = overrides.task_id;
-    if (overrides.rpc_layer) rpc_layer_ = overrides.rpc_layer;
-  }
+  explicit TFConfigClusterResolver(TFConfigOverrides overrides = {});
 
   [[nodiscard]] const std::optional<std::string>& task_type() const noexcept { return task_type_; }
   [[nodiscard]] const std::optional<int>& task_id() const noexcept { return task_id_; }
@@ -354,11 +297,7 @@ class TFConfigClusterResolver {
   std::optional<std::string> environment_;
 
   /// A string, or a number in its decimal form (TensorFlow converts with str()).
-  static std::string scalar_string(const nlohmann::json& value, std::string_view what) {
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
-    throw InvalidArgumentError("TF_CONFIG: the " + std::string(what) + " must be a string or an integer, got " + value.dump());
-  }
+  static std::string scalar_string(const nlohmann::json& value, std::string_view what);
 };
 
 /// What an MPI launcher (mpirun / mpiexec) tells each process, read from its environment:
@@ -424,4 +363,87 @@ inline void require_consistent_with_mpi(const ClusterDescription& tf_config, con
 }
 
 }  // namespace cluster_resolver
+
+// --- definitions: the JSON parts (Note [The mpi component's compiled part]: a program linking
+// devtensor::mpi gets them from its object and parses no nlohmann_json) ---
+#if DEVTENSOR_MPI_DEFINITIONS
+
+DEVTENSOR_MPI_DEFINITION ClusterSpec ClusterSpec::from_json(const nlohmann::json& cluster) {
+  if (cluster.is_null()) return {};
+  if (!cluster.is_object())
+    throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec` or a `tf.train.ClusterDef` "
+                               "object, got the JSON " + cluster.dump());
+  std::map<std::string, Tasks> jobs;
+  for (const auto& [job, tasks] : cluster.items()) {
+    auto& out = jobs[job];
+    if (tasks.is_array()) {
+      for (std::size_t i = 0; i < tasks.size(); ++i) out[static_cast<int>(i)] = address_of(job, tasks[i]);
+    } else if (tasks.is_object()) {
+      for (const auto& [index, address] : tasks.items()) out[parse_index(index, "task index of job '" + job + "'")] = address_of(job, address);
+    } else {
+      throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec`: job '" + job +
+                                 "' must map to a list of \"host:port\" strings or to an {index: \"host:port\"} "
+                                 "object, got " + tasks.dump());
+    }
+  }
+  return sparse(std::move(jobs));
+}
+
+DEVTENSOR_MPI_DEFINITION nlohmann::json ClusterSpec::to_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [job, tasks] : jobs_) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [index, address] : tasks) list.push_back(address);
+    out[job] = std::move(list);
+  }
+  return out;
+}
+
+DEVTENSOR_MPI_DEFINITION std::string ClusterSpec::address_of(const std::string& job, const nlohmann::json& value) {
+  if (!value.is_string())
+    throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec`: the addresses of job '" +
+                               job + "' must be \"host:port\" strings, got " + value.dump());
+  return value.get<std::string>();
+}
+
+DEVTENSOR_MPI_DEFINITION cluster_resolver::TFConfigClusterResolver::TFConfigClusterResolver(TFConfigOverrides overrides) {
+  std::string text = "{}";
+  if (overrides.tf_config) {
+    text = *overrides.tf_config;
+  } else if (const char* env = std::getenv("TF_CONFIG"); env && *env) {
+    text = env;
+  }
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InvalidArgumentError("TF_CONFIG is not valid JSON (" + std::string(e.what()) +
+                               "). Set it to an object such as {\"cluster\": {\"worker\": [\"hostA:2222\", "
+                               "\"hostB:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}.");
+  }
+  if (!config.is_object())
+    throw InvalidArgumentError("TF_CONFIG must hold a JSON object, got " + config.dump());
+  if (config.contains("cluster")) cluster_spec_ = ClusterSpec::from_json(config["cluster"]);
+  if (config.contains("task")) {
+    const auto& task = config["task"];
+    if (!task.is_object()) throw InvalidArgumentError("TF_CONFIG: \"task\" must be an object, got " + task.dump());
+    if (task.contains("type")) task_type_ = scalar_string(task["type"], "task type");
+    if (task.contains("index")) task_id_ = ClusterSpec::parse_index(scalar_string(task["index"], "task index"), "task index");
+  }
+  if (config.contains("rpc_layer")) rpc_layer_ = scalar_string(config["rpc_layer"], "rpc_layer");
+  if (config.contains("session_master")) session_master_ = scalar_string(config["session_master"], "session_master");
+  if (config.contains("environment")) environment_ = scalar_string(config["environment"], "environment");
+  if (overrides.task_type) task_type_ = overrides.task_type;
+  if (overrides.task_id) task_id_ = overrides.task_id;
+  if (overrides.rpc_layer) rpc_layer_ = overrides.rpc_layer;
+}
+
+DEVTENSOR_MPI_DEFINITION std::string cluster_resolver::TFConfigClusterResolver::scalar_string(const nlohmann::json& value, std::string_view what) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
+  throw InvalidArgumentError("TF_CONFIG: the " + std::string(what) + " must be a string or an integer, got " + value.dump());
+}
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
+
 }  // namespace devtensor::distribute
