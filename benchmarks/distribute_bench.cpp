@@ -46,10 +46,11 @@ void BM_AllReduce(benchmark::State& state) {
   }
   const std::vector<ds::PerReplica<dt::Tensor<float>>> batch{value};
   for (auto _ : state) benchmark::DoNotOptimize(strategy.batch_reduce_to(ds::ReduceOp::SUM, batch));
-  state.counters["algbw"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["busbw"] = benchmark::Counter(static_cast<double>(bytes) * 2.0 * static_cast<double>(n - 1) /
-                                                   static_cast<double>(n),
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["algbw"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["busbw"] =
+      benchmark::Counter(static_cast<double>(bytes) * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_StreamCopy(benchmark::State& state) {
@@ -60,7 +61,8 @@ void BM_StreamCopy(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["bytes"] = benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes"] =
+      benchmark::Counter(static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_FitStep(benchmark::State& state) {
@@ -103,5 +105,10 @@ void all_reduce_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_AllReduce<ds::ReductionToOneDevice>)->Apply(all_reduce_args)->UseRealTime();
 BENCHMARK(BM_AllReduce<ds::HierarchicalCopyAllReduce>)->Apply(all_reduce_args)->UseRealTime();
 BENCHMARK(BM_AllReduce<ds::CollectiveAllReduce>)->Apply(all_reduce_args)->UseRealTime();
-BENCHMARK(BM_StreamCopy)->Arg(std::int64_t{4} << 10)->Arg(std::int64_t{64} << 10)->Arg(std::int64_t{1} << 20)->Arg(std::int64_t{16} << 20)->Arg(std::int64_t{64} << 20);
+BENCHMARK(BM_StreamCopy)
+    ->Arg(std::int64_t{4} << 10)
+    ->Arg(std::int64_t{64} << 10)
+    ->Arg(std::int64_t{1} << 20)
+    ->Arg(std::int64_t{16} << 20)
+    ->Arg(std::int64_t{64} << 20);
 BENCHMARK(BM_FitStep)->ArgsProduct({{1, 2}, {0, 1}, {64, 512}})->UseRealTime();

@@ -69,8 +69,9 @@ void BM_MatMul_devtensor(benchmark::State& state) {
   const auto a = dt::random_uniform<T>({n, n}, {.seed = 1});
   const auto b = dt::random_uniform<T>({n, n}, {.seed = 2});
   time_on_stream(state, [&] { benchmark::DoNotOptimize(dt::matmul(a, b)); });
-  state.counters["TFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
-                                                benchmark::Counter::kIsRate);
+  state.counters["TFLOPS"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
+                         benchmark::Counter::kIsRate);
 }
 
 template <class T>
@@ -90,13 +91,16 @@ void BM_MatMul_cublas(benchmark::State& state) {
   const int in = static_cast<int>(n);
   time_on_stream(state, [&] {
     if constexpr (std::is_same_v<T, float>)
-      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, in, in, in, &one, b.data(), in, a.data(), in, &zero, c.mutable_data(), in);
+      cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, in, in, in, &one, b.data(), in, a.data(), in, &zero,
+                  c.mutable_data(), in);
     else
-      cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, in, in, in, &one, b.data(), in, a.data(), in, &zero, c.mutable_data(), in);
+      cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, in, in, in, &one, b.data(), in, a.data(), in, &zero,
+                  c.mutable_data(), in);
   });
   cublasDestroy(handle);
-  state.counters["TFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
-                                                benchmark::Counter::kIsRate);
+  state.counters["TFLOPS"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
+                         benchmark::Counter::kIsRate);
 }
 
 void BM_Add_devtensor(benchmark::State& state) {
@@ -115,8 +119,8 @@ void BM_Copy_reference(benchmark::State& state) {
   auto c = dt::zeros<float>({n});
   const auto stream = cu::stream_of(gpu0());
   time_on_stream(state, [&] {
-    DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(c.mutable_data(), a.data(), static_cast<std::size_t>(n) * 4,
-                                         cudaMemcpyDeviceToDevice, stream));
+    DEVTENSOR_CUDA_CHECK(
+        cudaMemcpyAsync(c.mutable_data(), a.data(), static_cast<std::size_t>(n) * 4, cudaMemcpyDeviceToDevice, stream));
   });
   state.SetBytesProcessed(state.iterations() * n * 8);  // read + write
 }
@@ -187,8 +191,9 @@ void dense_case(benchmark::State& state, bool traced) {
     state.counters["fused"] = std::count(ops.begin(), ops.end(), "_FusedMatMul") == 1 ? 1 : 0;
   }
   time_on_stream(state, [&] { benchmark::DoNotOptimize(traced ? f(x, w, b) : body(x, w, b)); });
-  state.counters["TFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
-                                                benchmark::Counter::kIsRate);
+  state.counters["TFLOPS"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
+                         benchmark::Counter::kIsRate);
 }
 void BM_Dense_traced(benchmark::State& state) { dense_case(state, true); }
 void BM_Dense_eager(benchmark::State& state) { dense_case(state, false); }
@@ -361,7 +366,15 @@ BENCHMARK(BM_Upload_devtensor)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMi
 BENCHMARK(BM_Upload_pageable_raw)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Upload_pinned_raw)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
 // A fixed count: the manual time (the call alone) may be microseconds, each iteration's spin 0.5 ms.
-BENCHMARK(BM_UploadCall_behind_work_pageable)->Arg(1 << 20)->Iterations(200)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_UploadCall_behind_work_pinned)->Arg(1 << 20)->Iterations(200)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_UploadCall_behind_work_pageable)
+    ->Arg(1 << 20)
+    ->Iterations(200)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_UploadCall_behind_work_pinned)
+    ->Arg(1 << 20)
+    ->Iterations(200)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // main: gpu_bench_main.cpp (skips without a CUDA device).

@@ -44,7 +44,8 @@ struct Mlp {
     std::uint64_t seed = 1;
     const auto w = [&](std::int64_t in, std::int64_t out) {
       const double limit = std::sqrt(6.0 / static_cast<double>(in + out));  // Glorot uniform, as both frameworks
-      return dt::Variable<float>(dt::random_uniform<float>({in, out}, {.minval = -limit, .maxval = limit, .seed = seed++}));
+      return dt::Variable<float>(
+          dt::random_uniform<float>({in, out}, {.minval = -limit, .maxval = limit, .seed = seed++}));
     };
     const auto b = [](std::int64_t n) { return dt::Variable<float>(dt::zeros<float>({n})); };
     vars = {w(kIn, hidden), b(hidden), w(hidden, hidden), b(hidden), w(hidden, 1), b(1)};
@@ -94,8 +95,9 @@ void mlp_step_traced(benchmark::State& state, bool cuda_graph) {
   const auto x = dt::random_normal<float>({kBatch, kIn}, {.seed = 11});
   const auto y = dt::random_normal<float>({kBatch, 1}, {.seed = 12});
   const nn::optimizers::SGD optimizer{.learning_rate = kLearningRate};
-  auto step = dt::function([&](const dt::Tensor<float>& xs, const dt::Tensor<float>& ys) { return mlp.step(optimizer, xs, ys); },
-                           {.name = "train_step", .cuda_graph = cuda_graph});
+  auto step = dt::function(
+      [&](const dt::Tensor<float>& xs, const dt::Tensor<float>& ys) { return mlp.step(optimizer, xs, ys); },
+      {.name = "train_step", .cuda_graph = cuda_graph});
   for (int i = 0; i < 3; ++i) step(x, y);  // warm-up, then the capture
   synchronize_gpu0();
   const auto allocations_before = gpu0().allocator->stats().num_allocs;

@@ -90,15 +90,18 @@ mem::BFCOptions options(std::size_t limit) {
 
 static void BM_RandomAllocations_BFC(benchmark::State& state) {
   mem::BFCAllocator<mem::Growth, mem::HostSubAllocator> bfc(mem::HostSubAllocator{}, options(std::size_t{8} << 30));
-  replay(state, [&](std::size_t n) { return bfc.allocate(n); }, [&](void* p) { bfc.deallocate(p); });
+  replay(
+      state, [&](std::size_t n) { return bfc.allocate(n); }, [&](void* p) { bfc.deallocate(p); });
   state.counters["pool_MiB"] = static_cast<double>(bfc.stats().peak_pool_bytes) / kMiB;
 }
 static void BM_RandomAllocations_Malloc(benchmark::State& state) {
-  replay(state, [](std::size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); });
+  replay(
+      state, [](std::size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); });
 }
 static void BM_RandomAllocations_NewDelete(benchmark::State& state) {
-  replay(state, [](std::size_t n) { return static_cast<void*>(new char[n]); },
-         [](void* p) { delete[] static_cast<char*>(p); });
+  replay(
+      state, [](std::size_t n) { return static_cast<void*>(new char[n]); },
+      [](void* p) { delete[] static_cast<char*>(p); });
 }
 BENCHMARK(BM_RandomAllocations_BFC)->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RandomAllocations_Malloc)->Arg(64 << 10)->Arg(1 << 20)->Arg(16 << 20)->Unit(benchmark::kMicrosecond);
@@ -137,7 +140,8 @@ BENCHMARK(BM_TrainingReplay_BFC)->Unit(benchmark::kMicrosecond);
 
 // TensorFlow's threaded pattern: each thread allocates and frees random sizes up to 1 MiB.
 static mem::BFCAllocator<mem::Growth, mem::HostSubAllocator>& shared_bfc() {
-  static mem::BFCAllocator<mem::Growth, mem::HostSubAllocator> bfc(mem::HostSubAllocator{}, options(std::size_t{8} << 30));
+  static mem::BFCAllocator<mem::Growth, mem::HostSubAllocator> bfc(mem::HostSubAllocator{},
+                                                                   options(std::size_t{8} << 30));
   return bfc;
 }
 template <class Alloc, class Free>
@@ -155,10 +159,12 @@ void threaded(benchmark::State& state, Alloc&& alloc, Free&& free_fn) {
 }
 static void BM_Threaded_BFC(benchmark::State& state) {
   auto& bfc = shared_bfc();
-  threaded(state, [&](std::size_t n) { return bfc.allocate(n); }, [&](void* p) { bfc.deallocate(p); });
+  threaded(
+      state, [&](std::size_t n) { return bfc.allocate(n); }, [&](void* p) { bfc.deallocate(p); });
 }
 static void BM_Threaded_Malloc(benchmark::State& state) {
-  threaded(state, [](std::size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); });
+  threaded(
+      state, [](std::size_t n) { return std::malloc(n); }, [](void* p) { std::free(p); });
 }
 BENCHMARK(BM_Threaded_BFC)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_Threaded_Malloc)->Threads(1)->Threads(2)->UseRealTime();

@@ -52,13 +52,14 @@ void timed(benchmark::State& state, Body body) {
 void bus_bandwidth(benchmark::State& state, std::int64_t bytes) {
   int n = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  state.counters["busbw"] = benchmark::Counter(static_cast<double>(bytes) * 2.0 * (n - 1) / n,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["busbw"] =
+      benchmark::Counter(static_cast<double>(bytes) * 2.0 * (n - 1) / n, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 ds::MultiWorkerMirroredStrategy& strategy() {
-  static ds::MultiWorkerMirroredStrategy s(ds::cluster_resolver::TFConfigClusterResolver(),
-                                           ds::CommunicationOptions(0, std::nullopt, ds::CommunicationImplementation::RING));
+  static ds::MultiWorkerMirroredStrategy s(
+      ds::cluster_resolver::TFConfigClusterResolver(),
+      ds::CommunicationOptions(0, std::nullopt, ds::CommunicationImplementation::RING));
   return s;
 }
 
@@ -74,7 +75,8 @@ void BM_WorkerGroupAllreduce(benchmark::State& state) {
   static ds::MpiWorkerGroup group;
   std::vector<float> buffer(static_cast<std::size_t>(state.range(0) / 4), 1.0f);
   timed(state, [&] {
-    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::distribute::CollectiveReduction::sum, "bench");
+    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::distribute::CollectiveReduction::sum,
+                     "bench");
   });
   bus_bandwidth(state, state.range(0));
 }
@@ -83,7 +85,8 @@ void BM_WorkerGroupAllreduceTimed(benchmark::State& state) {
   static ds::MpiWorkerGroup group(60.0);
   std::vector<float> buffer(static_cast<std::size_t>(state.range(0) / 4), 1.0f);
   timed(state, [&] {
-    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::distribute::CollectiveReduction::sum, "bench");
+    group.all_reduce(dt::DType::DT_FLOAT, buffer.data(), buffer.size(), dt::distribute::CollectiveReduction::sum,
+                     "bench");
   });
   bus_bandwidth(state, state.range(0));
 }
@@ -102,8 +105,9 @@ void BM_TrainStep(benchmark::State& state) {
   std::optional<dt::nn::Sequential> model;
   {
     auto guard = s.scope();
-    model.emplace(std::vector<dt::nn::Layer>{dt::nn::Dense(64, {.input_dim = 32, .activation = dt::nn::Activation::relu}),
-                                             dt::nn::Dense(64, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
+    model.emplace(
+        std::vector<dt::nn::Layer>{dt::nn::Dense(64, {.input_dim = 32, .activation = dt::nn::Activation::relu}),
+                                   dt::nn::Dense(64, {.activation = dt::nn::Activation::relu}), dt::nn::Dense(1)});
     model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.01});
   }
   auto x = dt::random_normal<float>(dt::Shape({global, 32}), {.seed = 1});
@@ -145,12 +149,15 @@ int main(int argc, char** argv) {
   std::vector<char*> args(argv, argv + argc);
   // Every rank must run the cases in the same order: random interleaving shuffles per process.
   for (const char* a : args)
-    if (std::string_view(a).starts_with("--benchmark_enable_random_interleaving") && !std::string_view(a).ends_with("=false")) {
-      if (rank == 0) std::fprintf(stderr, "bench_mpi: --benchmark_enable_random_interleaving would give each rank its own order of collectives (a deadlock); repeat whole runs instead\n");
+    if (std::string_view(a).starts_with("--benchmark_enable_random_interleaving") &&
+        !std::string_view(a).ends_with("=false")) {
+      if (rank == 0)
+        std::fprintf(stderr,
+                     "bench_mpi: --benchmark_enable_random_interleaving would give each rank its own order of "
+                     "collectives (a deadlock); repeat whole runs instead\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
-  if (rank != 0)
-    std::erase_if(args, [](const char* a) { return std::string_view(a).starts_with("--benchmark_out"); });
+  if (rank != 0) std::erase_if(args, [](const char* a) { return std::string_view(a).starts_with("--benchmark_out"); });
   int count = static_cast<int>(args.size());
   benchmark::Initialize(&count, args.data());
   register_all();

@@ -32,9 +32,7 @@ std::vector<int> real_gpus() {
   return out;
 }
 
-const dt::Device& info(int device) {
-  return dt::Context::global().devices()[static_cast<std::size_t>(device)];
-}
+const dt::Device& info(int device) { return dt::Context::global().devices()[static_cast<std::size_t>(device)]; }
 
 void synchronize(const std::vector<int>& devices) {
   for (int d : devices) {

@@ -112,8 +112,8 @@ static void BM_MatMul(benchmark::State& state) {
   auto a = dt::random_uniform<T>({n, n}, {.seed = 1});
   auto b = dt::random_uniform<T>({n, n}, {.seed = 2});
   for (auto _ : state) benchmark::DoNotOptimize(dt::matmul(a, b));
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
 template <class T>
@@ -123,13 +123,14 @@ static void BM_Cblas(benchmark::State& state) {
   std::vector<T> a(size, T(0.5)), b(size, T(0.25)), c(size);
   for (auto _ : state) {
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+                  n);
     else
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * n * n,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(n) * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Cblas<float>)->RangeMultiplier(2)->Range(64, 2048)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cblas<double>)->RangeMultiplier(2)->Range(64, 2048)->Unit(benchmark::kMicrosecond);
@@ -293,8 +294,8 @@ static void BM_DenseRelu(benchmark::State& state) {  // 0: eager, 1: traced (_Fu
   auto b = dt::random_uniform<float>({n}, {.seed = 4});
   auto f = dt::function(dense_relu);
   for (auto _ : state) benchmark::DoNotOptimize(state.range(0) != 0 ? f(x, w, b) : dense_relu(x, w, b));
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n),
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_DenseRelu)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
@@ -330,9 +331,12 @@ static void BM_Conv2D(benchmark::State& state) {  // 0: forward, 1: backprop inp
   const auto w = dt::random_normal<float>({3, 3, 64, 64}, {.seed = 2});
   const auto dy = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 3});
   for (auto _ : state) {
-    if (state.range(0) == 0) benchmark::DoNotOptimize(dt::conv2d(x, w, 1, "SAME"));
-    else if (state.range(0) == 1) benchmark::DoNotOptimize(dt::conv2d_backprop_input(x.shape(), w, dy, 1, "SAME"));
-    else benchmark::DoNotOptimize(dt::conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
+    if (state.range(0) == 0)
+      benchmark::DoNotOptimize(dt::conv2d(x, w, 1, "SAME"));
+    else if (state.range(0) == 1)
+      benchmark::DoNotOptimize(dt::conv2d_backprop_input(x.shape(), w, dy, 1, "SAME"));
+    else
+      benchmark::DoNotOptimize(dt::conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
   }
 }
 BENCHMARK(BM_Conv2D)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
@@ -345,10 +349,12 @@ static void BM_DepthwiseConv2D(benchmark::State& state) {  // 0: forward, 1: bac
   const auto w = dt::random_normal<float>({3, 3, 64, 1}, {.seed = 2});
   const auto dy = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 3});
   for (auto _ : state) {
-    if (state.range(0) == 0) benchmark::DoNotOptimize(dt::depthwise_conv2d(x, w, 1, "SAME"));
+    if (state.range(0) == 0)
+      benchmark::DoNotOptimize(dt::depthwise_conv2d(x, w, 1, "SAME"));
     else if (state.range(0) == 1)
       benchmark::DoNotOptimize(dt::depthwise_conv2d_backprop_input(x.shape(), w, dy, 1, "SAME"));
-    else benchmark::DoNotOptimize(dt::depthwise_conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
+    else
+      benchmark::DoNotOptimize(dt::depthwise_conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
   }
 }
 BENCHMARK(BM_DepthwiseConv2D)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
@@ -359,8 +365,10 @@ static void BM_LRN(benchmark::State& state) {  // 0: LRN, 1: LRNGrad
   const auto dy = dt::random_normal<float>({32, 12, 12, 64}, {.seed = 3});
   const dt::ops::LrnAttrs attrs{options.depth_radius, options.bias, options.alpha, options.beta};
   for (auto _ : state) {
-    if (state.range(0) == 0) benchmark::DoNotOptimize(dt::lrn(x, options));
-    else benchmark::DoNotOptimize(dt::run_op<dt::ops::LRNGrad>(attrs, dy, x, y));
+    if (state.range(0) == 0)
+      benchmark::DoNotOptimize(dt::lrn(x, options));
+    else
+      benchmark::DoNotOptimize(dt::run_op<dt::ops::LRNGrad>(attrs, dy, x, y));
   }
 }
 BENCHMARK(BM_LRN)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);

@@ -21,9 +21,9 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <memory>
 #include <devtensor/coordinator/cluster_coordinator.hpp>
 #include <devtensor/devtensor.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -148,7 +148,8 @@ void start_strategy() {
   for (int r = 1; r + 1 < size; ++r) workers += (r > 1 ? ", \"mpi:" : "\"mpi:") + std::to_string(r) + "\"";
   const std::string config = R"({"cluster": {"chief": ["mpi:0"], "worker": [)" + workers + R"(], "ps": ["mpi:)" +
                              std::to_string(size - 1) + R"("]}})";
-  strategy = std::make_unique<ds::ParameterServerStrategy>(ds::cluster_resolver::TFConfigClusterResolver({.tf_config = config}));
+  strategy = std::make_unique<ds::ParameterServerStrategy>(
+      ds::cluster_resolver::TFConfigClusterResolver({.tf_config = config}));
   coordinator = std::make_unique<dc::ClusterCoordinator>(*strategy);
   {
     auto scope = strategy->scope();

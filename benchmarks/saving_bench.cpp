@@ -54,14 +54,16 @@ void BM_ReadFileBytes(benchmark::State& state) {  // the floor: the archive's by
     if (got != bytes.size()) state.SkipWithError("short read");
     benchmark::DoNotOptimize(bytes.data());
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(fs::file_size(path)));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(fs::file_size(path)));
 }
 BENCHMARK(BM_ReadFileBytes)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_LoadModel(benchmark::State& state) {
   const fs::path& path = devtensor_archive();
   for (auto _ : state) benchmark::DoNotOptimize(nn::load_model(path.string())->count_params());
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(fs::file_size(path)));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(fs::file_size(path)));
 }
 BENCHMARK(BM_LoadModel)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -79,7 +81,8 @@ void BM_SaveModel(benchmark::State& state) {
   auto model = hundred_megabytes();
   const fs::path path = bench_dir() / "devtensor_100mb_saved.keras";
   for (auto _ : state) model.save(path.string());
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(fs::file_size(path)));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(fs::file_size(path)));
 }
 BENCHMARK(BM_SaveModel)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace

@@ -27,7 +27,6 @@
 #include <cstring>
 #include <vector>
 
-
 #include <devtensor/devtensor.hpp>
 
 namespace dt = devtensor;
@@ -42,7 +41,8 @@ struct Mlp {
   std::vector<dt::Variable<float>> vars;  // W1 b1 W2 b2 W3 b3
   explicit Mlp(std::uint64_t seed) {
     auto w = [&](std::int64_t in, std::int64_t out) {
-      return dt::Variable<float>(dt::random_uniform<float>(dt::Shape({in, out}), {.minval = -0.2, .maxval = 0.2, .seed = seed++}));
+      return dt::Variable<float>(
+          dt::random_uniform<float>(dt::Shape({in, out}), {.minval = -0.2, .maxval = 0.2, .seed = seed++}));
     };
     auto b = [](std::int64_t n) { return dt::Variable<float>(dt::zeros<float>(dt::Shape({n}))); };
     vars = {w(kIn, kHidden), b(kHidden), w(kHidden, kHidden), b(kHidden), w(kHidden, 1), b(1)};
@@ -156,7 +156,8 @@ void BM_FitEpoch(benchmark::State& state) {
   const auto source = state.range(0);
   const auto epoch = [&] {
     if (source == 0) return model.fit(dataset, {.epochs = 1, .verbose = 0});
-    return model.fit(data.x, data.y, {.epochs = 1, .batch_size = kBatch, .verbose = 0, .shuffle = source == 2, .seed = 1});
+    return model.fit(data.x, data.y,
+                     {.epochs = 1, .batch_size = kBatch, .verbose = 0, .shuffle = source == 2, .seed = 1});
   };
   epoch();  // traced before the timing
   for (auto _ : state) benchmark::DoNotOptimize(epoch().loss.back());
@@ -171,8 +172,9 @@ void BM_DatasetPass(benchmark::State& state) {
   auto dataset = dt::data::Dataset<float, float>::from_tensor_slices(x, y);
   if (state.range(0) == 1) dataset = dataset.shuffle(kPipelineRows, 1);
   if (state.range(0) == 2)
-    dataset = dt::data::Dataset<float, float>::from_tensors(dt::random_normal<float>(dt::Shape({kPipelineFeatures}), {.seed = 3}),
-                                                            dt::random_normal<float>(dt::Shape({1}), {.seed = 4}))
+    dataset = dt::data::Dataset<float, float>::from_tensors(
+                  dt::random_normal<float>(dt::Shape({kPipelineFeatures}), {.seed = 3}),
+                  dt::random_normal<float>(dt::Shape({1}), {.seed = 4}))
                   .repeat(kPipelineRows);
   auto batches = dataset.batch(kPipelineBatch);
   if (state.range(0) == 3) batches = batches.prefetch(dt::data::AUTOTUNE);
@@ -221,8 +223,10 @@ void BM_AdamUpdate_Loop(benchmark::State& state) {
   std::int64_t t = 0;
   for (auto _ : state) {
     ++t;
-    const auto alpha = static_cast<float>(kLearningRate * std::sqrt(1 - std::pow(kBeta2, t)) / (1 - std::pow(kBeta1, t)));
-    const auto b1 = static_cast<float>(1 - kBeta1), b2 = static_cast<float>(1 - kBeta2), eps = static_cast<float>(kEpsilon);
+    const auto alpha =
+        static_cast<float>(kLearningRate * std::sqrt(1 - std::pow(kBeta2, t)) / (1 - std::pow(kBeta1, t)));
+    const auto b1 = static_cast<float>(1 - kBeta1), b2 = static_cast<float>(1 - kBeta2),
+               eps = static_cast<float>(kEpsilon);
     float* __restrict wp = w.data();
     float* __restrict mp = m.data();
     float* __restrict vp = v.data();
@@ -252,7 +256,8 @@ void BM_AdamUpdate_Composed(benchmark::State& state) {
   const dt::Variable<float> w(dt::fill<float>(shape, 0.5f));
   const auto g = dt::fill<float>(shape, 0.01f);
   auto m = dt::zeros<float>(shape), v = dt::zeros<float>(shape);
-  const auto b1 = dt::scalar<float>(static_cast<float>(1 - kBeta1)), b2 = dt::scalar<float>(static_cast<float>(1 - kBeta2));
+  const auto b1 = dt::scalar<float>(static_cast<float>(1 - kBeta1)),
+             b2 = dt::scalar<float>(static_cast<float>(1 - kBeta2));
   const auto eps = dt::scalar<float>(static_cast<float>(kEpsilon));
   std::int64_t t = 0;
   for (auto _ : state) {
@@ -273,9 +278,9 @@ void BM_AdamUpdate_Composed(benchmark::State& state) {
 void BM_TrainStep_ConvTutorial(benchmark::State& state) {
   namespace nn = dt::nn;
   dt::DeviceScope cpu("/cpu:0");
-  nn::Sequential model({nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{28, 28, 1}}),
-                        nn::MaxPooling2D(), nn::Flatten(), nn::Dense(64, {.activation = nn::Activation::relu}),
-                        nn::Dense(10)});
+  nn::Sequential model(
+      {nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{28, 28, 1}}),
+       nn::MaxPooling2D(), nn::Flatten(), nn::Dense(64, {.activation = nn::Activation::relu}), nn::Dense(10)});
   model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::Adam{},
                 {.metrics = {"accuracy"}});
   const auto x = dt::random_uniform<float>(dt::Shape({64, 28, 28, 1}), {.seed = 1});

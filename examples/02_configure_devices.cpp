@@ -14,8 +14,7 @@ int main() {
   dt::config::set_logical_device_configuration(cpu, {{}, {}});
 
   auto gpus = dt::config::list_physical_devices("GPU");
-  dt::config::set_logical_device_configuration(gpus[0],
-                                               {{.memory_limit_mb = 1024}, {.memory_limit_mb = 1024}});
+  dt::config::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 1024}, {.memory_limit_mb = 1024}});
 
   for (const auto& d : dt::device_lib::list_local_devices())
     std::printf("%-14s %-4s memory_limit %6llu MiB  %s\n", d.name.c_str(), d.device_type.c_str(),

@@ -66,10 +66,10 @@ int main() {
   static_assert(!dt::has_kernel_v<Clip, dt::gpu_t, float>);
   dt::debugging::set_log_device_placement(true);
   auto x = dt::constant<float>({-2, -0.5f, 0.5f, 2});  // on GPU:0 when there is one
-  dt::GradientTape tape({.persistent = true});  // two gradients below
+  dt::GradientTape tape({.persistent = true});         // two gradients below
   tape.watch(x);
-  auto y = clip(x, -1.0f, 1.0f, {.name = "clip"});     // always on the CPU
-  auto z = scale(x, 3.0f);  // on GPU:0 when the program contains Scale's CUDA body
+  auto y = clip(x, -1.0f, 1.0f, {.name = "clip"});   // always on the CPU
+  auto z = scale(x, 3.0f);                           // on GPU:0 when the program contains Scale's CUDA body
   auto dy_dx = tape.gradient(dt::reduce_sum(y), x);  // 0 where clipped
   auto dz_dx = tape.gradient(dt::reduce_sum(z), x);  // 3 everywhere, computed by Scale
   std::cout << "x on " << x.device() << "\ny on " << y.device() << "\n" << y << "\ndy/dx " << dy_dx << "\n";

@@ -21,7 +21,7 @@ struct Scale : devtensor::ops::OpTable<devtensor::ops::TypeList<float>, devtenso
   static void cuda(const devtensor::ops::KernelContext& ctx);  // 08_custom_op_cuda.cu
   /// d(factor · x)/dx = factor: the gradient is Scale itself, so it runs where Scale runs.
   template <devtensor::Floating T>
-    requires std::same_as<T, float>
+  requires std::same_as<T, float>
   static devtensor::ops::Grads<T> gradient(const devtensor::ops::GradArgs<T, Attrs>& a) {
     return {devtensor::run_op<Scale>(a.attrs, a.dy[0])};
   }

@@ -9,7 +9,8 @@
 namespace {
 
 __global__ void scale_kernel(const float* in, float* out, std::int64_t n, float factor) {
-  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n; i += std::int64_t{gridDim.x} * blockDim.x)
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
     out[i] = factor * in[i];
 }
 

@@ -48,7 +48,7 @@ int main() {
   auto logits = classifier(x).to_vector();
   std::size_t correct = 0;
   for (std::size_t i = 0; i < n; ++i) correct += (logits[i] > 0) == (labels[i] > 0.5f);
-  std::printf("accuracy %.1f%%, kernel [%.3f, %.3f]\n", 100.0 * static_cast<double>(correct) / n, classifier.kernel().to_vector()[0],
-              classifier.kernel().to_vector()[1]);
+  std::printf("accuracy %.1f%%, kernel [%.3f, %.3f]\n", 100.0 * static_cast<double>(correct) / n,
+              classifier.kernel().to_vector()[0], classifier.kernel().to_vector()[1]);
   return last < first && correct > n * 9 / 10 ? 0 : 1;
 }

@@ -17,8 +17,8 @@ int main() {
   if (dt::config::list_physical_devices("GPU").empty())  // no GPUs: two logical CPUs instead
     dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
   ds::MirroredStrategy strategy;  // every GPU, else every CPU; the cross-device ops TensorFlow would pick
-  std::cout << "replicas: " << strategy.num_replicas_in_sync() << ", cross-device ops: "
-            << strategy.cross_device_ops().chosen_description() << "\n";
+  std::cout << "replicas: " << strategy.num_replicas_in_sync()
+            << ", cross-device ops: " << strategy.cross_device_ops().chosen_description() << "\n";
 
   std::optional<dt::nn::Model> model;
   {

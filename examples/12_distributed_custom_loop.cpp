@@ -27,7 +27,8 @@ double train(const char* label, CrossDeviceOps ops) {
     xs.insert(xs.end(), {a, b});
     ys.push_back(3 * a - b + 1);
   }
-  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 2}), dt::constant<float>(ys, {64, 1}))
+  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 2}),
+                                                                  dt::constant<float>(ys, {64, 1}))
                   .shuffle(64, 1)
                   .batch(16);
   const std::int64_t global_batch = 16;

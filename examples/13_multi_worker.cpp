@@ -7,8 +7,8 @@
 //
 // With no index and no TF_CONFIG, `mpiexec -n 4 ./13_multi_worker` makes the launch the cluster;
 // run alone, it is a single worker.
-#include <devtensor/keras.hpp>
 #include <devtensor/distribute/multi_worker/multi_worker_mirrored_strategy.hpp>
+#include <devtensor/keras.hpp>
 
 #include <cstdlib>
 #include <iostream>
@@ -19,8 +19,9 @@ namespace ds = dt::distribute;
 
 int main(int argc, char** argv) {
   if (argc > 1) {  // as the tutorial does: the same cluster everywhere, this worker's index
-    const std::string tf_config = R"({"cluster": {"worker": ["localhost:12345", "localhost:23456"]}, "task": {"type": "worker", "index": )" +
-                                  std::string(argv[1]) + "}}";
+    const std::string tf_config =
+        R"({"cluster": {"worker": ["localhost:12345", "localhost:23456"]}, "task": {"type": "worker", "index": )" +
+        std::string(argv[1]) + "}}";
     ::setenv("TF_CONFIG", tf_config.c_str(), 1);
   }
   dt::logging::set_verbosity(dt::LogSeverity::info);  // the strategy's start-up lines
@@ -34,7 +35,8 @@ int main(int argc, char** argv) {
     xs.push_back(x);
     ys.push_back(2 * x - 1);
   }
-  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 1}), dt::constant<float>(ys, {64, 1}))
+  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 1}),
+                                                                  dt::constant<float>(ys, {64, 1}))
                   .batch(16);
   std::optional<dt::nn::Sequential> model;
   {

@@ -108,7 +108,7 @@ int main() {
   (void)towers_sess.run({dt::AnyTensor(sum)}, {}, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
   const auto trace = std::filesystem::temp_directory_path() / "devtensor_towers_timeline.json";
   std::ofstream(trace) << dt::timeline::Timeline(metadata.step_stats).generate_chrome_trace_format();
-  std::cout << "timeline of a traced run on " << metadata.step_stats.dev_stats.size() << " device(s): " << trace.string()
-            << "\n";
+  std::cout << "timeline of a traced run on " << metadata.step_stats.dev_stats.size()
+            << " device(s): " << trace.string() << "\n";
   return ok ? 0 : 1;
 }

@@ -66,7 +66,9 @@ std::vector<float> train(bool traced) {
     }
     std::printf("%s epoch %d: mean batch loss %.4f\n", traced ? "traced" : "eager ", epoch + 1, total / batches);
   }
-  if (traced) std::printf("train_step traced %d times for %zu steps\n", train_step.experimental_get_tracing_count(), losses.size());
+  if (traced)
+    std::printf("train_step traced %d times for %zu steps\n", train_step.experimental_get_tracing_count(),
+                losses.size());
   return losses;
 }
 
@@ -87,7 +89,8 @@ double distributed(bool traced) {
     xs.insert(xs.end(), {a, b});
     ys.push_back(3 * a - b + 1);
   }
-  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 2}), dt::constant<float>(ys, {64, 1}))
+  auto data = dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {64, 2}),
+                                                                  dt::constant<float>(ys, {64, 1}))
                   .shuffle(64, 1)
                   .batch(16);
   const auto loss_fn = dt::nn::losses::MeanSquaredError{.reduction = dt::nn::Reduction::NONE};
@@ -121,7 +124,8 @@ double distributed(bool traced) {
   }
   std::printf("%s distributed loop, %d replicas: final loss %.6f", traced ? "traced" : "eager ",
               strategy.num_replicas_in_sync(), last);
-  if (traced) std::printf(", distributed_train_step traced %d time(s)", distributed_train_step.experimental_get_tracing_count());
+  if (traced)
+    std::printf(", distributed_train_step traced %d time(s)", distributed_train_step.experimental_get_tracing_count());
   std::printf("\n");
   return last;
 }

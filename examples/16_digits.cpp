@@ -30,7 +30,8 @@ nn::Model make_classifier() {
   auto digit = nn::Dense(10, {.activation = nn::Activation::softmax,
                               .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})(dropped);
   nn::Model model(pixels, digit, {.name = "digits"});
-  model.compile("sparse_categorical_crossentropy", nn::optimizers::Adam{.learning_rate = 0.01}, {.metrics = {"accuracy"}});
+  model.compile("sparse_categorical_crossentropy", nn::optimizers::Adam{.learning_rate = 0.01},
+                {.metrics = {"accuracy"}});
   return model;
 }
 }  // namespace
@@ -47,16 +48,21 @@ int main(int argc, char** argv) {
   const auto file = (folder / "best.weights.h5").string();
   const auto logs = std::filesystem::temp_directory_path() / "devtensor_digits_logs";  // kept: tensorboard --logdir
   nn::callbacks::EarlyStopping early{.monitor = "val_loss", .patience = 4, .verbose = 1, .restore_best_weights = true};
-  nn::callbacks::ModelCheckpoint best{.filepath = file, .monitor = "val_loss", .save_best_only = true,
-                                      .save_weights_only = true};
+  nn::callbacks::ModelCheckpoint best{
+      .filepath = file, .monitor = "val_loss", .save_best_only = true, .save_weights_only = true};
   const auto history = model.fit(
       x, y,
-      {.epochs = 30, .batch_size = 32, .verbose = 2, .seed = 4, .validation_split = 0.2,
-       .callbacks = {nn::callbacks::ReduceLROnPlateau{.monitor = "val_loss", .factor = 0.5, .patience = 2, .verbose = 1},
-                     early, best, nn::callbacks::CSVLogger{.filename = (folder / "training.csv").string()},
-                     nn::callbacks::TensorBoard{.log_dir = logs.string(), .histogram_freq = 5},
-                     // Killed part way? Run it again: fit resumes at the last epoch's end.
-                     nn::callbacks::BackupAndRestore{.backup_dir = (folder / "backup").string()}}});
+      {.epochs = 30,
+       .batch_size = 32,
+       .verbose = 2,
+       .seed = 4,
+       .validation_split = 0.2,
+       .callbacks = {
+           nn::callbacks::ReduceLROnPlateau{.monitor = "val_loss", .factor = 0.5, .patience = 2, .verbose = 1}, early,
+           best, nn::callbacks::CSVLogger{.filename = (folder / "training.csv").string()},
+           nn::callbacks::TensorBoard{.log_dir = logs.string(), .histogram_freq = 5},
+           // Killed part way? Run it again: fit resumes at the last epoch's end.
+           nn::callbacks::BackupAndRestore{.backup_dir = (folder / "backup").string()}}});
   const double val_accuracy = history.metrics.at("val_accuracy").at(static_cast<std::size_t>(early.best_epoch()));
   std::cout << "validation accuracy at the best of " << history.loss.size() << " epochs (" << early.best_epoch() + 1
             << "): " << val_accuracy << "; the learning rate ended at " << history.metrics.at("learning_rate").back()

@@ -43,7 +43,8 @@ int main() {
       xs.insert(xs.end(), {a, b});
       ys.push_back(3 * a - b + 1);
     }
-    return dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {256, 2}), dt::constant<float>(ys, {256, 1}))
+    return dt::data::Dataset<float, float>::from_tensor_slices(dt::constant<float>(xs, {256, 2}),
+                                                               dt::constant<float>(ys, {256, 1}))
         .shuffle(256, static_cast<std::uint64_t>(strategy.task_id()) + 1)
         .batch(32)
         .repeat();
@@ -72,8 +73,9 @@ int main() {
   // Only the chief gets here: the values come from the ps task.
   const auto kernel = layer->kernel().to_vector();
   const float bias = layer->bias().value().item();
-  std::cout << strategy.num_workers() << " workers, " << strategy.num_ps() << " ps task(s): " << steps_done->read_value().item()
-            << " steps applied; loss " << first.fetch().item() << " -> " << last.fetch().item() << "; y = " << kernel[0]
-            << " a + " << kernel[1] << " b + " << bias << " (target 3 a - 1 b + 1)\n";
+  std::cout << strategy.num_workers() << " workers, " << strategy.num_ps()
+            << " ps task(s): " << steps_done->read_value().item() << " steps applied; loss " << first.fetch().item()
+            << " -> " << last.fetch().item() << "; y = " << kernel[0] << " a + " << kernel[1] << " b + " << bias
+            << " (target 3 a - 1 b + 1)\n";
   return last.fetch().item() < 0.01f && steps_done->read_value().item() == kSteps ? 0 : 1;
 }

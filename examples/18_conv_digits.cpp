@@ -33,12 +33,14 @@ int main(int argc, char** argv) {
   {
     auto guard = strategy.scope();
     const auto seeded = [](std::uint64_t seed) { return nn::initializers::GlorotUniform{.seed = seed}; };
-    model.emplace(std::vector<nn::Layer>{
-        nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .kernel_initializer = seeded(1),
-                           .input_shape = nn::PartialShape{8, 8, 1}}),
-        nn::MaxPooling2D(), nn::Flatten(),
-        nn::Dense(64, {.activation = nn::Activation::relu, .kernel_initializer = seeded(2)}),
-        nn::Dense(10, {.kernel_initializer = seeded(3)})});
+    model.emplace(
+        std::vector<nn::Layer>{nn::Conv2D(32, 3,
+                                          {.activation = nn::Activation::relu,
+                                           .kernel_initializer = seeded(1),
+                                           .input_shape = nn::PartialShape{8, 8, 1}}),
+                               nn::MaxPooling2D(), nn::Flatten(),
+                               nn::Dense(64, {.activation = nn::Activation::relu, .kernel_initializer = seeded(2)}),
+                               nn::Dense(10, {.kernel_initializer = seeded(3)})});
     model->compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::Adam{},
                    {.metrics = {"accuracy"}});
   }
@@ -51,9 +53,8 @@ int main(int argc, char** argv) {
   const auto x_test = dt::slice(x, {train, 0, 0, 0}, {n - train, 8, 8, 1});
   const auto y_test = dt::slice(y, {train}, {n - train});
   const std::int64_t global_batch = 64 * strategy.num_replicas_in_sync();
-  auto train_dataset = dt::data::Dataset<float, float>::from_tensor_slices(x_train, y_train)
-                           .shuffle(train, 4)
-                           .batch(global_batch);
+  auto train_dataset =
+      dt::data::Dataset<float, float>::from_tensor_slices(x_train, y_train).shuffle(train, 4).batch(global_batch);
   const auto history = model->fit(train_dataset, {.epochs = 12, .verbose = 2});
   const auto evaluation = model->evaluate(x_test, y_test, {.verbose = 0});
   const double accuracy = evaluation.metrics.at("accuracy");

@@ -59,7 +59,9 @@ struct Variables {
 Variables make_variables(std::mt19937& random) {
   Variables v;
   dt::DeviceScope cpu("/cpu:0");
-  const auto filled = [](std::int64_t n, float value) { return std::vector<float>(static_cast<std::size_t>(n), value); };
+  const auto filled = [](std::int64_t n, float value) {
+    return std::vector<float>(static_cast<std::size_t>(n), value);
+  };
   v.add("conv1/weights", {5, 5, 3, 64}, truncated_normal(5 * 5 * 3 * 64, 5e-2, random), 0.0f);
   v.add("conv1/biases", {64}, filled(64, 0.0f), 0.0f);
   v.add("conv2/weights", {5, 5, 64, 64}, truncated_normal(5 * 5 * 64 * 64, 5e-2, random), 0.0f);
@@ -86,7 +88,8 @@ dt::Tensor<float> tower_loss(const std::vector<dt::Tensor<float>>& w, const Vari
   auto logits = dt::add(dt::matmul(local4, w[8]), w[9]);
   auto loss = dt::reduce_mean(dt::sparse_softmax_cross_entropy_with_logits(labels, logits));
   for (std::size_t i = 0; i < w.size(); ++i)  // the weight decays of local3 and local4
-    if (vars.weight_decay[i] > 0) loss = dt::add(loss, dt::mul(dt::l2_loss(w[i]), dt::scalar<float>(vars.weight_decay[i])));
+    if (vars.weight_decay[i] > 0)
+      loss = dt::add(loss, dt::mul(dt::l2_loss(w[i]), dt::scalar<float>(vars.weight_decay[i])));
   return loss;
 }
 
@@ -103,11 +106,13 @@ std::string digits_as_cifar10(const std::string& digits_csv) {
     for (int channel = 0; channel < 3; ++channel)
       for (int r = 0; r < 32; ++r)
         for (int c = 0; c < 32; ++c)
-          records.images.push_back(static_cast<std::uint8_t>(255.0f * tint[channel] * p[i * 64 + static_cast<std::size_t>(r / 4 * 8 + c / 4)]));
+          records.images.push_back(static_cast<std::uint8_t>(255.0f * tint[channel] *
+                                                             p[i * 64 + static_cast<std::size_t>(r / 4 * 8 + c / 4)]));
   }
   // One file per process: ctest runs the walkthrough's two variants at once.
   const auto path =
-      (std::filesystem::temp_directory_path() / ("devtensor_digits_cifar10_" + std::to_string(::getpid()) + ".bin")).string();
+      (std::filesystem::temp_directory_path() / ("devtensor_digits_cifar10_" + std::to_string(::getpid()) + ".bin"))
+          .string();
   cifar10::write_records(path, records);
   return path;
 }

@@ -34,12 +34,15 @@ struct Records {
 /// above 9 (the file is not CIFAR-10's binary version, or is truncated).
 inline Records read_records(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw devtensor::NotFoundError("cannot open " + path + ": pass the path of a CIFAR-10 binary batch (data_batch_1.bin)");
+  if (!in)
+    throw devtensor::NotFoundError("cannot open " + path +
+                                   ": pass the path of a CIFAR-10 binary batch (data_batch_1.bin)");
   const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   const auto size = static_cast<std::int64_t>(bytes.size());
   if (size == 0 || size % kRecordBytes != 0)
-    throw devtensor::DataLossError(path + " is not a CIFAR-10 binary batch: " + std::to_string(size) +
-                                   " bytes is not a whole number of 3073-byte records (a label byte and 32x32x3 pixels)");
+    throw devtensor::DataLossError(
+        path + " is not a CIFAR-10 binary batch: " + std::to_string(size) +
+        " bytes is not a whole number of 3073-byte records (a label byte and 32x32x3 pixels)");
   Records records;
   records.images.reserve(static_cast<std::size_t>(size / kRecordBytes * kImageBytes));
   for (std::int64_t at = 0; at < size; at += kRecordBytes) {
@@ -93,7 +96,8 @@ inline std::vector<float> inputs(const Records& records, std::int64_t first, std
 /// Labels [first, first + count).
 inline std::vector<std::int32_t> labels(const Records& records, std::int64_t first, std::int64_t count) {
   std::vector<std::int32_t> out;
-  for (std::int64_t i = first; i < first + count; ++i) out.push_back(records.labels[static_cast<std::size_t>(i % records.size())]);
+  for (std::int64_t i = first; i < first + count; ++i)
+    out.push_back(records.labels[static_cast<std::size_t>(i % records.size())]);
   return out;
 }
 

@@ -24,8 +24,9 @@ namespace devtensor::compiled_detail {
 
 /// Op has a CPU body of the common signature for T (views and the variable updates have none).
 template <class Op, class T>
-constexpr bool has_cpu_body =
-    has_kernel_v<Op, cpu_t, T> && requires { static_cast<ops::Kernel*>(&Op::template cpu<T>); };
+constexpr bool has_cpu_body = has_kernel_v<Op, cpu_t, T>&& requires {
+  static_cast<ops::Kernel*>(&Op::template cpu<T>);
+};
 
 template <class Op, class T>
 void add_cpu_body(std::vector<ops::Kernel*>& out) {

@@ -2,7 +2,8 @@
 /// @file keras.hpp
 /// @brief Topic header: Keras. Layers, Sequential and functional models, losses, metrics,
 /// optimizers and learning-rate schedules, initializers, callbacks, fit/evaluate/predict (traced,
-/// and under MirroredStrategy), datasets, plus the eager core (tensors.hpp). Keras weights files: link devtensor::hdf5 (included then).
+/// and under MirroredStrategy), datasets, plus the eager core (tensors.hpp). Keras weights files: link devtensor::hdf5
+/// (included then).
 
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/nn/backup_and_restore.hpp"

@@ -17,8 +17,7 @@ using devtensor::InvalidArgumentError;
 namespace {
 
 [[noreturn]] void violated(const char* what, std::string_view input) {
-  std::fprintf(stderr, "property violated: %s for input '%.*s'\n", what, static_cast<int>(input.size()),
-               input.data());
+  std::fprintf(stderr, "property violated: %s for input '%.*s'\n", what, static_cast<int>(input.size()), input.data());
   std::abort();
 }
 
@@ -65,8 +64,9 @@ void check_pair(const DeviceSpec& a, const DeviceSpec& b, std::string_view input
     (void)soft.to_string();
   } catch (const InvalidArgumentError&) {
     // only job/replica/task conflicts may fail softly
-    if (a.with_type(std::nullopt).with_id(std::nullopt).is_compatible_with(
-            b.with_type(std::nullopt).with_id(std::nullopt)))
+    if (a.with_type(std::nullopt)
+            .with_id(std::nullopt)
+            .is_compatible_with(b.with_type(std::nullopt).with_id(std::nullopt)))
       violated("soft merge failed without a job/replica/task conflict", input);
   }
   const auto o = a.overridden_by(b);

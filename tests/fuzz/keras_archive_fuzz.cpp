@@ -28,8 +28,8 @@ namespace nn = devtensor::nn;
 namespace {
 /// tests/reference/keras_archive.py's seq model (its weights file is a seed).
 nn::Sequential& fixed_model() {
-  static nn::Sequential model({nn::Dense(8, {.input_dim = 4, .activation = nn::Activation::relu}),
-                               nn::Dropout(0.5), nn::Dense(3, {.activation = nn::Activation::softmax})},
+  static nn::Sequential model({nn::Dense(8, {.input_dim = 4, .activation = nn::Activation::relu}), nn::Dropout(0.5),
+                               nn::Dense(3, {.activation = nn::Activation::softmax})},
                               "seq");
   return model;
 }

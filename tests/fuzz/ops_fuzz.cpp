@@ -20,8 +20,8 @@
 #include <limits>
 #include <optional>
 #include <span>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,9 +55,20 @@ class Reader {
 
   /// A dimension, size, index, axis or count: small most of the time, an edge value otherwise.
   std::int64_t size_like() {
-    static constexpr std::int64_t kEdges[] = {
-        -1, -2, kMax, kMin, kMax - 1, kMin + 1, std::int64_t{1} << 31, (std::int64_t{1} << 31) - 1,
-        std::int64_t{1} << 32, std::int64_t{1} << 40, std::int64_t{1} << 62, kMax / 2, kMax / 3, 1000};
+    static constexpr std::int64_t kEdges[] = {-1,
+                                              -2,
+                                              kMax,
+                                              kMin,
+                                              kMax - 1,
+                                              kMin + 1,
+                                              std::int64_t{1} << 31,
+                                              (std::int64_t{1} << 31) - 1,
+                                              std::int64_t{1} << 32,
+                                              std::int64_t{1} << 40,
+                                              std::int64_t{1} << 62,
+                                              kMax / 2,
+                                              kMax / 3,
+                                              1000};
     const std::uint8_t b = byte();
     if (b < 200) return b % 6;
     if (b < 250) return kEdges[b % std::size(kEdges)];
@@ -76,16 +87,38 @@ class Reader {
       return b & 1;
     } else if constexpr (std::is_floating_point_v<T>) {
       using L = std::numeric_limits<T>;
-      static constexpr T kEdges[] = {T{0},       -T{0},        T{1},         T{-1},        T{0.5},
-                                     L::quiet_NaN(), L::infinity(), -L::infinity(), L::max(), L::lowest(),
-                                     L::denorm_min(), L::min(), T(1e20), T(-1e20), T(2147483648.0),
-                                     T(-2147483904.0), T(9.2233720368547758e18), T(-9.2233720368547758e18)};
+      static constexpr T kEdges[] = {T{0},
+                                     -T{0},
+                                     T{1},
+                                     T{-1},
+                                     T{0.5},
+                                     L::quiet_NaN(),
+                                     L::infinity(),
+                                     -L::infinity(),
+                                     L::max(),
+                                     L::lowest(),
+                                     L::denorm_min(),
+                                     L::min(),
+                                     T(1e20),
+                                     T(-1e20),
+                                     T(2147483648.0),
+                                     T(-2147483904.0),
+                                     T(9.2233720368547758e18),
+                                     T(-9.2233720368547758e18)};
       if (b < 128) return static_cast<T>(static_cast<int>(b % 16) - 8) / T{2};
       return kEdges[b % std::size(kEdges)];
     } else {
       using L = std::numeric_limits<T>;
-      static constexpr T kEdges[] = {T{0}, T{1}, T{-1}, T{2}, T{-2}, T{7}, L::max(), L::min(),
-                                     static_cast<T>(L::max() - 1), static_cast<T>(L::min() + 1)};
+      static constexpr T kEdges[] = {T{0},
+                                     T{1},
+                                     T{-1},
+                                     T{2},
+                                     T{-2},
+                                     T{7},
+                                     L::max(),
+                                     L::min(),
+                                     static_cast<T>(L::max() - 1),
+                                     static_cast<T>(L::min() + 1)};
       if (b < 128) return static_cast<T>(static_cast<int>(b % 16) - 8);
       return kEdges[b % std::size(kEdges)];
     }
@@ -154,17 +187,20 @@ dt::Tensor<T> make_tensor(Reader& in) {
     case 1: return dt::fill<T>(dt::Shape(in.dims()), in.value<T>());  // any shape: edges included
     case 2: return dt::constant<T>(std::vector<T>{in.value<T>()}, dt::Shape(in.dims()));
     case 3:
-      if constexpr (dt::Numeric<T>) return dt::range<T>(in.value<T>(), in.value<T>(), in.value<T>());
-      else return dt::scalar<T>(in.value<T>());
+      if constexpr (dt::Numeric<T>)
+        return dt::range<T>(in.value<T>(), in.value<T>(), in.value<T>());
+      else
+        return dt::scalar<T>(in.value<T>());
     default:
       if constexpr (dt::Floating<T>)
-        return in.flip() ? dt::random_uniform<T>(dt::Shape(in.dims(2)), {.minval = in.value<double>(),
-                                                                          .maxval = in.value<double>(),
-                                                                          .seed = in.byte()})
-                         : dt::random_normal<T>(dt::Shape(in.dims(2)), {.mean = in.value<double>(),
-                                                                        .stddev = in.value<double>(),
-                                                                        .seed = in.byte()});
-      else return dt::ones<T>(dt::Shape(in.dims(2)));
+        return in.flip() ? dt::random_uniform<T>(
+                               dt::Shape(in.dims(2)),
+                               {.minval = in.value<double>(), .maxval = in.value<double>(), .seed = in.byte()})
+                         : dt::random_normal<T>(
+                               dt::Shape(in.dims(2)),
+                               {.mean = in.value<double>(), .stddev = in.value<double>(), .seed = in.byte()});
+      else
+        return dt::ones<T>(dt::Shape(in.dims(2)));
   }
 }
 
@@ -186,9 +222,9 @@ std::optional<std::vector<std::int64_t>> draw_axes(Reader& in) {
 }
 
 template <class Op>
-constexpr bool is_optimizer_update = std::is_same_v<Op, dt::ops::ApplyGradientDescent> ||
-                                     std::is_same_v<Op, dt::ops::ApplyKerasMomentum> ||
-                                     std::is_same_v<Op, dt::ops::ApplyAdam>;
+constexpr bool is_optimizer_update =
+    std::is_same_v<Op, dt::ops::ApplyGradientDescent> || std::is_same_v<Op, dt::ops::ApplyKerasMomentum> ||
+    std::is_same_v<Op, dt::ops::ApplyAdam>;
 
 /// Strides, ksize or dilations as TensorFlow takes them: an int, 2 ints or 4 (of any size).
 inline dt::SpatialInts draw_spatial(Reader& in) {
@@ -256,11 +292,14 @@ std::optional<dt::Tensor<T>> fuzz_conv(Reader& in, const dt::Tensor<T>& a, const
   } else if constexpr (dt::ops::DepthwiseOps::contains<Op>) {
     if (a.defined() && b.defined() && a.rank() == 4 && b.rank() == 4) {
       try {  // output positions x window taps
-        const auto window = dt::conv_detail::window(strides, padding, conv.dilations, false, "DepthwiseConv2dNative", true);
+        const auto window =
+            dt::conv_detail::window(strides, padding, conv.dilations, false, "DepthwiseConv2dNative", true);
         const auto out = ops::DepthwiseConv2dNative::output_shape(window, a.shape(), b.shape());
-        const double positions = static_cast<double>(out[0]) * static_cast<double>(out[1]) * static_cast<double>(out[2]);
+        const double positions =
+            static_cast<double>(out[0]) * static_cast<double>(out[1]) * static_cast<double>(out[2]);
         if (positions * static_cast<double>(b.shape()[0]) * static_cast<double>(b.shape()[1]) *
-                std::max(1.0, static_cast<double>(out[3])) > kBudget)
+                std::max(1.0, static_cast<double>(out[3])) >
+            kBudget)
           return std::nullopt;
       } catch (const dt::Error&) {  // the call below fails alike
       }
@@ -286,11 +325,13 @@ std::optional<dt::Tensor<T>> fuzz_conv(Reader& in, const dt::Tensor<T>& a, const
     const auto ksize = draw_spatial(in);
     // A pool visits only the taps inside its input: outputs (at most the input's elements) times
     // the input's rows x columns bounds the work.
-    if (a.defined() && a.rank() == 4 && count(a.shape()) * static_cast<double>(a.shape()[1]) *
-                                                static_cast<double>(a.shape()[2]) > kBudget)
+    if (a.defined() && a.rank() == 4 &&
+        count(a.shape()) * static_cast<double>(a.shape()[1]) * static_cast<double>(a.shape()[2]) > kBudget)
       return std::nullopt;
-    if constexpr (std::is_same_v<Op, ops::MaxPool>) return dt::max_pool2d(a, ksize, strides, padding, pool);
-    else if constexpr (std::is_same_v<Op, ops::AvgPool>) return dt::avg_pool2d(a, ksize, strides, padding, pool);
+    if constexpr (std::is_same_v<Op, ops::MaxPool>)
+      return dt::max_pool2d(a, ksize, strides, padding, pool);
+    else if constexpr (std::is_same_v<Op, ops::AvgPool>)
+      return dt::avg_pool2d(a, ksize, strides, padding, pool);
     else {  // the gradients, through the tape
       dt::GradientTape tape;
       tape.watch(a);
@@ -326,21 +367,28 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
   } else if constexpr (std::is_same_v<Op, ops::Sum> || std::is_same_v<Op, ops::Mean> || std::is_same_v<Op, ops::Max>) {
     const auto axes = draw_axes<T>(in);
     const bool keep = in.flip();
-    if constexpr (std::is_same_v<Op, ops::Sum>) return dt::reduce_sum(a, axes, keep);
-    else if constexpr (std::is_same_v<Op, ops::Mean>) return dt::reduce_mean(a, axes, keep);
-    else return in.flip() ? dt::reduce_max(a, axes, keep) : dt::reduce_max(a, in.size_like_minus(2), keep);
+    if constexpr (std::is_same_v<Op, ops::Sum>)
+      return dt::reduce_sum(a, axes, keep);
+    else if constexpr (std::is_same_v<Op, ops::Mean>)
+      return dt::reduce_mean(a, axes, keep);
+    else
+      return in.flip() ? dt::reduce_max(a, axes, keep) : dt::reduce_max(a, in.size_like_minus(2), keep);
   } else if constexpr (std::is_same_v<Op, ops::Softmax> || std::is_same_v<Op, ops::LogSoftmax>) {
     if (in.flip()) return dt::run_op<Op>({}, a);
     const std::int64_t axis = in.size_like_minus(2);  // any axis: out of range too
-    if constexpr (std::is_same_v<Op, ops::Softmax>) return dt::softmax(a, axis);
-    else return dt::log_softmax(a, axis);
+    if constexpr (std::is_same_v<Op, ops::Softmax>)
+      return dt::softmax(a, axis);
+    else
+      return dt::log_softmax(a, axis);
   } else if constexpr (std::is_same_v<Op, ops::LRN> || std::is_same_v<Op, ops::LRNGrad>) {
     // Any radius, negative and huge too; a work budget on the window sums (elements x window).
-    const dt::LrnOptions options{.depth_radius = in.size_like_minus(2), .bias = in.value<float>(),
-                                 .alpha = in.value<float>(), .beta = in.value<float>()};
+    const dt::LrnOptions options{.depth_radius = in.size_like_minus(2),
+                                 .bias = in.value<float>(),
+                                 .alpha = in.value<float>(),
+                                 .beta = in.value<float>()};
     if (a.defined() && a.rank() == 4 &&
-        static_cast<double>(a.num_elements()) *
-                static_cast<double>(std::min<std::int64_t>(std::max<std::int64_t>(options.depth_radius, 0), a.shape()[3])) >
+        static_cast<double>(a.num_elements()) * static_cast<double>(std::min<std::int64_t>(
+                                                    std::max<std::int64_t>(options.depth_radius, 0), a.shape()[3])) >
             double(1 << 26))
       return std::nullopt;
     if constexpr (std::is_same_v<Op, ops::LRN>) {
@@ -417,8 +465,8 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
       if constexpr (std::is_same_v<Op, ops::ApplyGradientDescent>) {
         dt::nn::optimizers::SGD{.learning_rate = in.value<double>()}.apply_gradients(grads, vars);
       } else if constexpr (std::is_same_v<Op, ops::ApplyKerasMomentum>) {
-        dt::nn::optimizers::SGD{.learning_rate = in.value<double>(), .momentum = in.value<double>()}
-            .apply_gradients(grads, vars);
+        dt::nn::optimizers::SGD{.learning_rate = in.value<double>(), .momentum = in.value<double>()}.apply_gradients(
+            grads, vars);
       } else {
         dt::nn::optimizers::Adam{.learning_rate = in.value<double>()}.apply_gradients(grads, vars);
       }
@@ -426,18 +474,24 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
     }
     return std::nullopt;
   } else if constexpr (is_conv_op<Op>) {
-    if constexpr (dt::Floating<T>) return fuzz_conv<Op, T>(in, a, b);
-    else return std::nullopt;
+    if constexpr (dt::Floating<T>)
+      return fuzz_conv<Op, T>(in, a, b);
+    else
+      return std::nullopt;
   } else if constexpr (std::is_same_v<Op, ops::ArgMax> || std::is_same_v<Op, ops::ArgMin>) {
     // Indices, not T: read back here.
     const std::int64_t axis = in.size_like_minus(2);
     const bool wide = in.flip();
     if constexpr (std::is_same_v<Op, ops::ArgMax>) {
-      if (wide) read_back(dt::argmax(a, axis), "ArgMax");
-      else read_back(dt::argmax<std::int32_t>(a, axis), "ArgMax");
+      if (wide)
+        read_back(dt::argmax(a, axis), "ArgMax");
+      else
+        read_back(dt::argmax<std::int32_t>(a, axis), "ArgMax");
     } else {
-      if (wide) read_back(dt::argmin(a, axis), "ArgMin");
-      else read_back(dt::argmin<std::int32_t>(a, axis), "ArgMin");
+      if (wide)
+        read_back(dt::argmin(a, axis), "ArgMin");
+      else
+        read_back(dt::argmin<std::int32_t>(a, axis), "ArgMin");
     }
     return std::nullopt;
   } else if constexpr (std::is_same_v<Op, ops::OneHot>) {
@@ -446,7 +500,8 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
     std::int64_t depth = in.size_like_minus(1);
     const std::int64_t n = a.defined() ? std::max<std::int64_t>(1, a.num_elements()) : 1;
     if (depth > (std::int64_t{1} << 22) / n && depth <= kMax / n) depth %= 64;
-    return dt::one_hot<T>(a, depth, {.on_value = in.value<T>(), .off_value = in.value<T>(), .axis = in.size_like_minus(1)});
+    return dt::one_hot<T>(a, depth,
+                          {.on_value = in.value<T>(), .off_value = in.value<T>(), .axis = in.size_like_minus(1)});
   } else if constexpr (std::is_same_v<Op, ops::SelectV2>) {
     // The condition: the first operand's truth, or a scalar.
     const auto condition = in.flip() ? dt::cast<bool>(a) : dt::scalar<bool>(in.flip());
@@ -455,8 +510,10 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
     // Its seed is a (one-element) int64 tensor; its output float or double.
     const dt::Shape shape(in.dims());
     const auto seed = static_cast<std::uint64_t>(in.value<std::int64_t>());
-    if (in.flip()) read_back(dt::stateless_random_uniform<float>(shape, a, seed), "StatelessRandomUniform");
-    else read_back(dt::stateless_random_uniform<double>(shape, a, seed), "StatelessRandomUniform");
+    if (in.flip())
+      read_back(dt::stateless_random_uniform<float>(shape, a, seed), "StatelessRandomUniform");
+    else
+      read_back(dt::stateless_random_uniform<double>(shape, a, seed), "StatelessRandomUniform");
     return std::nullopt;
   } else if constexpr (std::is_same_v<Op, ops::AccumulateWeighted> || std::is_same_v<Op, ops::AdamStepSize>) {
     return std::nullopt;  // fit's loss tracker, Adam's step size on a GPU: not reachable from the public API on a CPU
@@ -464,11 +521,16 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
     return dt::run_op<Op>({}, a);
   } else if constexpr (std::is_empty_v<Attrs> && binary) {
     if (in.flip()) return dt::run_op<Op>({}, a, b);
-    if constexpr (std::is_same_v<Op, ops::Add>) return a + b;  // the operators' spellings
-    else if constexpr (std::is_same_v<Op, ops::Sub>) return a - b;
-    else if constexpr (std::is_same_v<Op, ops::Mul>) return a * b;
-    else if constexpr (std::is_same_v<Op, ops::RealDiv>) return a / b;
-    else return dt::run_op<Op>({}, b, a);
+    if constexpr (std::is_same_v<Op, ops::Add>)
+      return a + b;  // the operators' spellings
+    else if constexpr (std::is_same_v<Op, ops::Sub>)
+      return a - b;
+    else if constexpr (std::is_same_v<Op, ops::Mul>)
+      return a * b;
+    else if constexpr (std::is_same_v<Op, ops::RealDiv>)
+      return a / b;
+    else
+      return dt::run_op<Op>({}, b, a);
   } else if constexpr (std::is_empty_v<Attrs> && list) {
     return dt::run_op_list<Op, T>({}, std::vector{a, b, a});
   } else {
@@ -491,8 +553,7 @@ void fuzz_gather(Reader& in, const dt::Tensor<T>& a) {
   } else if constexpr (dt::Numeric<T>) {
     // A work budget: the output has num_segments slices of a row each.
     const std::int64_t segments = in.size_like_minus(1);
-    read_back(dt::unsorted_segment_sum(a, indices, segments > 64 ? segments % 64 : segments),
-              "UnsortedSegmentSum");
+    read_back(dt::unsorted_segment_sum(a, indices, segments > 64 ? segments % 64 : segments), "UnsortedSegmentSum");
   }
 }
 
@@ -529,7 +590,8 @@ void traced_op(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
   // An assignment or update is an op of its own in a v1 graph: a read that does not depend on it
   // runs without it (TensorFlow 1's semantics), where eager execution has applied it already.
   bool stateful = false;
-  const auto chain = [&](Reader& reader, const dt::Tensor<T>& x, const dt::Tensor<T>& y) -> std::optional<dt::Tensor<T>> {
+  const auto chain = [&](Reader& reader, const dt::Tensor<T>& x,
+                         const dt::Tensor<T>& y) -> std::optional<dt::Tensor<T>> {
     std::optional<dt::Tensor<T>> value = x;
     names.clear();
     for (std::size_t s = 0; s < steps && value; ++s) {
@@ -632,8 +694,10 @@ void run_op(Reader& in, Pool<T>& pool) {
   }
   if (out) {
     read_back(*out, name);
-    if (pool.size() < kMaxPool) pool.push_back(*out);
-    else pool[in.pick(kMaxPool)] = *out;
+    if (pool.size() < kMaxPool)
+      pool.push_back(*out);
+    else
+      pool[in.pick(kMaxPool)] = *out;
   }
 }
 
@@ -668,8 +732,10 @@ void run_program(Reader& in) {
     try {
       std::optional<dt::DeviceScope> scope;
       if (*device) scope.emplace(device);
-      if (in.flip()) maybe_gradient(in, pool);
-      else run_op(in, pool);
+      if (in.flip())
+        maybe_gradient(in, pool);
+      else
+        run_op(in, pool);
     } catch (const dt::Error&) {
       // The one allowed failure.
     } catch (const std::exception& e) {

@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
   for (const auto& s : corpus) run(s);
 
   // Mutations: byte flips, inserts of grammar fragments, splices, truncations.
-  static const char* fragments[] = {"/job:", "/replica:", "/task:", "/device:", "/gpu:", "/CPU:",
-                                    "*", ":", "/", "0", "9", "2147483648", "GPU", "a_1", "\n", "-"};
+  static const char* fragments[] = {"/job:", "/replica:", "/task:", "/device:",   "/gpu:", "/CPU:", "*",  ":",
+                                    "/",     "0",         "9",      "2147483648", "GPU",   "a_1",   "\n", "-"};
   std::mt19937_64 rng(12345);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   std::uint64_t runs = 0;
@@ -45,9 +45,13 @@ int main(int argc, char** argv) {
       for (int e = 0; e < edits; ++e) {
         const std::size_t pos = s.empty() ? 0 : rng() % (s.size() + 1);
         switch (rng() % 5) {
-          case 0: if (!s.empty()) s[pos % s.size()] = static_cast<char>(rng() % 256); break;
+          case 0:
+            if (!s.empty()) s[pos % s.size()] = static_cast<char>(rng() % 256);
+            break;
           case 1: s.insert(pos, fragments[rng() % std::size(fragments)]); break;
-          case 2: if (!s.empty()) s.erase(pos % s.size(), 1 + rng() % 4); break;
+          case 2:
+            if (!s.empty()) s.erase(pos % s.size(), 1 + rng() % 4);
+            break;
           case 3: s += corpus[rng() % corpus.size()]; break;
           default: s.resize(pos); break;
         }
@@ -55,7 +59,7 @@ int main(int argc, char** argv) {
       run(s);
     }
   }
-  std::printf("standalone fuzz driver: %zu corpus inputs, %llu mutated runs, no property violated\n",
-              corpus.size(), static_cast<unsigned long long>(runs));
+  std::printf("standalone fuzz driver: %zu corpus inputs, %llu mutated runs, no property violated\n", corpus.size(),
+              static_cast<unsigned long long>(runs));
   return 0;
 }

@@ -52,8 +52,8 @@ BOOST_AUTO_TEST_CASE(device_lib_shows_the_real_device) {
   BOOST_TEST(g.name == "/device:GPU:0");
   BOOST_TEST(devtensor::test::contains(g.physical_device_desc, "name: " + p.name));
   BOOST_TEST(devtensor::test::contains(g.physical_device_desc, "pci bus id: " + p.pci_bus_id));
-  BOOST_TEST(devtensor::test::contains(g.physical_device_desc, "compute capability: " +
-                                           std::to_string(p.compute_capability_major) + "."));
+  BOOST_TEST(devtensor::test::contains(g.physical_device_desc,
+                                       "compute capability: " + std::to_string(p.compute_capability_major) + "."));
   const auto reserve = devtensor::min_system_memory(p.free_memory, p.compute_capability_major);
   BOOST_TEST(g.memory_limit == p.free_memory - reserve);
   BOOST_TEST(log.count("Created device /job:localhost/replica:0/task:0/device:GPU:0 with ") == 1u);
@@ -63,8 +63,7 @@ BOOST_AUTO_TEST_CASE(fraction_uses_total_memory) {
   cfg::experimental::set_memory_fraction(0.25);
   const auto local = devtensor::device_lib::list_local_devices();
   const auto& p = devtensor::Context::global().physical_devices()[1].properties;
-  BOOST_TEST(local[1].memory_limit ==
-             static_cast<std::uint64_t>(static_cast<double>(p.total_memory) * 0.25));
+  BOOST_TEST(local[1].memory_limit == static_cast<std::uint64_t>(static_cast<double>(p.total_memory) * 0.25));
 }
 
 BOOST_AUTO_TEST_CASE(device_guard_switches_only_when_needed) {
@@ -89,13 +88,12 @@ BOOST_AUTO_TEST_CASE(device_guard_switches_only_when_needed) {
     (void)cudaGetDevice(&after);
     BOOST_TEST(after == before);
   }
-  BOOST_CHECK_THROW([] { devtensor::backend::cuda::DeviceGuard guard(10000); }(),
-                    devtensor::InvalidArgumentError);
+  BOOST_CHECK_THROW([] { devtensor::backend::cuda::DeviceGuard guard(10000); }(), devtensor::InvalidArgumentError);
 }
 
 BOOST_AUTO_TEST_CASE(checked_errors_name_the_cuda_error) {
-  DEVTENSOR_CHECK_THROW_WITH(DEVTENSOR_CUDA_CHECK(cudaSetDevice(10000)),
-                             devtensor::InvalidArgumentError, "cudaErrorInvalidDevice");
+  DEVTENSOR_CHECK_THROW_WITH(DEVTENSOR_CUDA_CHECK(cudaSetDevice(10000)), devtensor::InvalidArgumentError,
+                             "cudaErrorInvalidDevice");
   BOOST_TEST(cudaGetLastError() == cudaSuccess);  // the sticky error was cleared
 }
 

@@ -12,8 +12,7 @@
 
 namespace {
 bool init_module() {
-  boost::unit_test::framework::master_test_suite().p_name.value =
-      DEVTENSOR_STR(DEVTENSOR_TEST_MODULE_NAME);
+  boost::unit_test::framework::master_test_suite().p_name.value = DEVTENSOR_STR(DEVTENSOR_TEST_MODULE_NAME);
   return true;
 }
 }  // namespace

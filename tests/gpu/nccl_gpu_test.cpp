@@ -56,7 +56,7 @@ BOOST_FIXTURE_TEST_SUITE(gpu_nccl, dt::test::FreshContext)
 
 BOOST_AUTO_TEST_CASE(the_kernel_is_registered_and_chosen_by_default) {
   BOOST_TEST(ds::NcclAllReduce::available());
-  ds::MirroredStrategy strategy;  // every GPU
+  ds::MirroredStrategy strategy;                                                   // every GPU
   BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");  // AUTO: NCCL here
 }
 
@@ -65,13 +65,17 @@ BOOST_AUTO_TEST_CASE(sums_on_every_gpu_in_every_dtype) {
   BOOST_TEST_MESSAGE("NCCL clique of " << replicas << " GPU(s)");
   const auto destinations = gpu_indices(replicas);
   const std::vector<float> f{1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
-  const auto floats = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, f)}, destinations);
+  const auto floats = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(ds::ReduceOp::SUM,
+                                                                     std::vector{on_gpus(replicas, f)}, destinations);
   const std::vector<double> d{0.125, 1e10, -3.0};
-  const auto doubles = ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::MEAN, std::vector{on_gpus(replicas, d)}, destinations);
+  const auto doubles =
+      ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::MEAN, std::vector{on_gpus(replicas, d)}, destinations);
   const std::vector<std::int32_t> i{1, 2, 3, 1 << 20};
-  const auto ints = ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, i)}, destinations);
+  const auto ints =
+      ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, i)}, destinations);
   const std::vector<std::int64_t> l{std::int64_t{1} << 40, -5};
-  const auto longs = ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, l)}, destinations);
+  const auto longs =
+      ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(replicas, l)}, destinations);
   auto mean_d = expected_sum(replicas, d);
   for (auto& x : mean_d) x /= replicas;
   for (int r = 0; r < replicas; ++r) {
@@ -104,8 +108,8 @@ BOOST_AUTO_TEST_CASE(logical_gpus_sharing_a_gpu_are_refused_with_advice) {
   dt::config::set_logical_device_configuration(gpu, {{.memory_limit_mb = 256}, {.memory_limit_mb = 256}});
   ds::MirroredStrategy strategy;  // TensorFlow's default for virtual GPUs: the ring, not NCCL
   BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpus(2, std::vector<float>{1})},
-                                                                     gpu_indices(2)),
+  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(
+                                 ds::ReduceOp::SUM, std::vector{on_gpus(2, std::vector<float>{1})}, gpu_indices(2)),
                              dt::InvalidArgumentError, "appears twice in an NCCL clique");
 }
 
@@ -131,11 +135,12 @@ BOOST_AUTO_TEST_CASE(a_mirrored_fit_replays_as_one_cuda_graph) {
     {
       auto guard = strategy.scope();
       model.emplace(std::vector<dt::nn::Layer>{
-          dt::nn::Dense(16, {.input_dim = 8, .activation = dt::nn::Activation::relu,
+          dt::nn::Dense(16, {.input_dim = 8,
+                             .activation = dt::nn::Activation::relu,
                              .kernel_initializer = dt::nn::initializers::GlorotUniform{.seed = 5}}),
           dt::nn::Dense(1, {.kernel_initializer = dt::nn::initializers::GlorotUniform{.seed = 6}})});
-      model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9},
-                     {.cuda_graph = cuda_graph});
+      model->compile(dt::nn::losses::MeanSquaredError{},
+                     dt::nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9}, {.cuda_graph = cuda_graph});
     }
     auto values = model->fit(x, y, {.epochs = 3, .batch_size = 16, .verbose = 0}).loss;
     for (const auto& v : model->trainable_variables())
@@ -172,20 +177,24 @@ BOOST_AUTO_TEST_CASE(the_cross_process_communicator_sums_and_times_out) {
   const auto parts = on_gpus(replicas, base).values;
   const auto whole = clique(replicas, 30.0);
   const auto summed = ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, whole, "test sum");
-  for (const auto& s : summed) BOOST_TEST(s.to_vector() == expected_sum(replicas, base), boost::test_tools::per_element());
-  const auto again = ds::cdo_detail::NcclEngine::all_reduce_across_processes(summed, whole, "test sum again");  // cached
+  for (const auto& s : summed)
+    BOOST_TEST(s.to_vector() == expected_sum(replicas, base), boost::test_tools::per_element());
+  const auto again =
+      ds::cdo_detail::NcclEngine::all_reduce_across_processes(summed, whole, "test sum again");  // cached
   for (const auto& s : again) BOOST_TEST(s.to_vector()[0] == static_cast<float>(replicas) * summed[0].to_vector()[0]);
 
   // One rank more than this process has: creating the communicator waits for it, then gives up.
   const auto missing = clique(replicas + 1, 1.5);
   const auto began = std::chrono::steady_clock::now();
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, missing, "a lonely sum"),
-                             dt::DeadlineExceededError, "the creation of the NCCL communicator did not complete within 1.5");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, missing, "a lonely sum"),
+      dt::DeadlineExceededError, "the creation of the NCCL communicator did not complete within 1.5");
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   BOOST_TEST(waited >= 1.5);
   BOOST_TEST(waited < 10.0);
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, missing, "a second try"),
-                             dt::FailedPreconditionError, "creating this worker's NCCL communicator failed earlier");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, missing, "a second try"),
+      dt::FailedPreconditionError, "creating this worker's NCCL communicator failed earlier");
   // The device is still usable afterwards.
   const auto after = ds::cdo_detail::NcclEngine::all_reduce_across_processes(parts, whole, "after the abort");
   BOOST_TEST(after[0].to_vector() == expected_sum(replicas, base), boost::test_tools::per_element());

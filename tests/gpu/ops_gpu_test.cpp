@@ -62,7 +62,8 @@ BOOST_FIXTURE_TEST_SUITE(gpu_ops, dt::test::FreshContext)
 
 BOOST_AUTO_TEST_CASE(elementwise_binary_ops_with_broadcasting) {
   const std::vector<std::pair<dt::Shape, dt::Shape>> shapes = {
-      {{1000}, {1000}}, {{(1 << 20) + 3}, {(1 << 20) + 3}}, {{4099}, {}}, {{33, 65}, {65}}, {{4, 1, 7}, {3, 1}}, {{}, {5, 6}}, {{2, 3, 4, 5}, {1, 3, 1, 5}}};
+      {{1000}, {1000}}, {{(1 << 20) + 3}, {(1 << 20) + 3}}, {{4099}, {}}, {{33, 65}, {65}}, {{4, 1, 7}, {3, 1}},
+      {{}, {5, 6}},     {{2, 3, 4, 5}, {1, 3, 1, 5}}};
   std::uint64_t seed = 1;
   for (const auto& [sa, sb] : shapes) {
     const auto a = random_input<float>(sa, seed++);
@@ -106,16 +107,34 @@ BOOST_AUTO_TEST_CASE(edge_values_give_the_cpu_results) {
   constexpr std::int32_t hi = std::numeric_limits<std::int32_t>::max();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  expect_gpu_matches_cpu([&] { return dt::div(dt::constant<std::int32_t>({lo, 7, -7}), dt::constant<std::int32_t>({-1, -2, 2})); }, 0);
-  expect_gpu_matches_cpu([&] { return dt::constant<std::int64_t>({std::numeric_limits<std::int64_t>::min()}) / dt::constant<std::int64_t>({-1}); }, 0);
+  expect_gpu_matches_cpu(
+      [&] {
+        return dt::div(dt::constant<std::int32_t>({lo, 7, -7}), dt::constant<std::int32_t>({-1, -2, 2}));
+      },
+      0);
+  expect_gpu_matches_cpu(
+      [&] {
+        return dt::constant<std::int64_t>({std::numeric_limits<std::int64_t>::min()}) /
+               dt::constant<std::int64_t>({-1});
+      },
+      0);
   expect_gpu_matches_cpu([&] { return dt::reduce_sum(dt::fill<std::int32_t>({3, 4096}, hi), 1); }, 0);
   expect_gpu_matches_cpu([&] { return dt::reduce_sum(dt::fill<std::int32_t>({1 << 20}, hi)); }, 0);  // two passes
-  expect_gpu_matches_cpu([&] { return dt::add_n(std::vector{dt::fill<std::int32_t>({5}, hi), dt::fill<std::int32_t>({5}, hi)}); }, 0);
-  expect_gpu_matches_cpu([&] { return dt::cast<std::int32_t>(dt::constant<float>({nan, inf, -inf, 1e20f, -3.9f})); }, 0);
+  expect_gpu_matches_cpu(
+      [&] {
+        return dt::add_n(std::vector{dt::fill<std::int32_t>({5}, hi), dt::fill<std::int32_t>({5}, hi)});
+      },
+      0);
+  expect_gpu_matches_cpu(
+      [&] {
+        return dt::cast<std::int32_t>(dt::constant<float>({nan, inf, -inf, 1e20f, -3.9f}));
+      },
+      0);
   expect_gpu_matches_cpu([&] { return dt::cast<std::int64_t>(dt::constant<double>({nan, 1e300, -1e300, 9.2e18})); }, 0);
   expect_gpu_matches_cpu([&] { return dt::range<std::int32_t>(lo, hi, hi); }, 0);
   dt::DeviceScope scope("/gpu:0");
-  BOOST_TEST(dt::cast<std::int32_t>(dt::constant<float>({nan, inf, -inf})).to_vector() == (std::vector<std::int32_t>{0, hi, lo}),
+  BOOST_TEST(dt::cast<std::int32_t>(dt::constant<float>({nan, inf, -inf})).to_vector() ==
+                 (std::vector<std::int32_t>{0, hi, lo}),
              boost::test_tools::per_element());
   BOOST_TEST(dt::div(dt::constant<std::int32_t>({lo}), dt::constant<std::int32_t>({-1})).item() == lo);
 }
@@ -530,7 +549,8 @@ void check_training_step_replays(const Optimizer& optimizer_settings) {
     }
     *allocations = gpu.allocator->stats().num_allocs - before;
     if (cuda_graph)
-      BOOST_TEST((step.get_concrete_function(x1, y)->cuda_graph()->stage() == dt::graph::CudaGraphReplay::Stage::replay));
+      BOOST_TEST(
+          (step.get_concrete_function(x1, y)->cuda_graph()->stage() == dt::graph::CudaGraphReplay::Stage::replay));
     BOOST_TEST(optimizer.iterations() == 8);
     auto weights = w.to_vector();
     for (float v : b.to_vector()) weights.push_back(v);

@@ -10,12 +10,12 @@ namespace probe {
 
 struct Report {
   const char* part;
-  const void* add_slot;     // kernel_slot<AddV2, GPU, float>: one object per program
-  bool add_gpu_body;        // the registry holds AddV2's GPU body
+  const void* add_slot;  // kernel_slot<AddV2, GPU, float>: one object per program
+  bool add_gpu_body;     // the registry holds AddV2's GPU body
   const void* context;
-  bool cuda_platform;       // registered by the kernel TU
-  bool nccl_available;      // registered by the NCCL engine TU
-  std::string add_device;   // where add() runs
+  bool cuda_platform;      // registered by the kernel TU
+  bool nccl_available;     // registered by the NCCL engine TU
+  std::string add_device;  // where add() runs
 };
 Report host_report();
 Report nvcc_report();

@@ -14,7 +14,8 @@
 // tests/mpi/expect_job_ends.cmake checks that every process exited with the status it returned
 // (no signal) and that the job ended by itself.
 //
-//   collective_faults <stall|absent|killed|fails> [late_worker=-1: the last] [timeout_seconds=1; 0: none] [stall_seconds=4]
+//   collective_faults <stall|absent|killed|fails> [late_worker=-1: the last] [timeout_seconds=1; 0: none]
+//   [stall_seconds=4]
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -54,7 +55,8 @@ bool contains(std::string_view text, std::string_view part) { return text.find(p
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "";
   if (scenario != "stall" && scenario != "absent" && scenario != "killed" && scenario != "fails") {
-    std::fprintf(stderr, "usage: %s <stall|absent|killed|fails> [late_worker] [timeout_seconds] [stall_seconds]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <stall|absent|killed|fails> [late_worker] [timeout_seconds] [stall_seconds]\n",
+                 argv[0]);
     return 2;
   }
   const int late_worker = argc > 2 ? std::atoi(argv[2]) : -1;
@@ -63,8 +65,9 @@ int main(int argc, char** argv) {
   constexpr int steps = 6, late_step = 3;
 
   const std::optional<double> deadline = timeout > 0 ? std::optional(timeout) : std::nullopt;
-  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(),
-                                           ds::CommunicationOptions(0, deadline, ds::CommunicationImplementation::RING));
+  ds::MultiWorkerMirroredStrategy strategy(
+      ds::cluster_resolver::TFConfigClusterResolver(),
+      ds::CommunicationOptions(0, deadline, ds::CommunicationImplementation::RING));
   Checks checks{strategy.worker_index()};
   const int workers = strategy.num_workers();
   const int late = late_worker < 0 ? workers - 1 : late_worker;
@@ -91,9 +94,11 @@ int main(int argc, char** argv) {
       checks.expect(total == static_cast<float>(workers), at + "sum " + std::to_string(total));
     } catch (const dt::DeadlineExceededError& e) {
       const double waited = seconds_since(began);
-      std::fprintf(stderr, "worker %d, %s%s after %.2f s: %s\n", checks.worker, at.c_str(), "DeadlineExceededError", waited, e.what());
+      std::fprintf(stderr, "worker %d, %s%s after %.2f s: %s\n", checks.worker, at.c_str(), "DeadlineExceededError",
+                   waited, e.what());
       checks.expect(step == late_step && !timed_out, at + "DeadlineExceededError in the wrong step");
-      checks.expect(contains(e.what(), "worker(s) " + std::to_string(late) + " "), at + "the message does not name the late worker");
+      checks.expect(contains(e.what(), "worker(s) " + std::to_string(late) + " "),
+                    at + "the message does not name the late worker");
       if (is_late) {
         checks.expect(waited < 0.5, at + "the late worker was not told at once");
       } else {

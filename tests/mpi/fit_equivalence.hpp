@@ -35,7 +35,8 @@ struct FitCase {
 template <class Strategy>
 std::vector<Variable<float>> check_fit_matches_one_process(Strategy& strategy, const FitCase& c) {
   auto build = [&]() -> std::unique_ptr<nn::Model> {
-    const nn::DenseOptions hidden{.activation = c.activation, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}};
+    const nn::DenseOptions hidden{.activation = c.activation,
+                                  .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}};
     const nn::DenseOptions out{.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}};
     if (c.functional) {
       const auto inputs = nn::Input({c.features});
@@ -45,7 +46,8 @@ std::vector<Variable<float>> check_fit_matches_one_process(Strategy& strategy, c
     }
     auto first = hidden;
     first.input_dim = c.features;
-    auto model = std::make_unique<nn::Sequential>(std::vector<nn::Layer>{nn::Dense(c.hidden, first), nn::Dense(1, out)});
+    auto model =
+        std::make_unique<nn::Sequential>(std::vector<nn::Layer>{nn::Dense(c.hidden, first), nn::Dense(1, out)});
     model->compile(nn::losses::MeanSquaredError{}, c.optimizer(), {.cuda_graph = c.cuda_graph});
     return model;
   };
@@ -86,7 +88,8 @@ std::vector<Variable<float>> check_fit_matches_one_process(Strategy& strategy, c
   for (std::size_t i = 0; i < want.size(); ++i) {
     const auto w = want[i].to_vector();
     const auto g = got[i].to_vector();
-    for (std::size_t j = 0; j < w.size(); ++j) BOOST_TEST(g[j] == w[j], boost::test_tools::tolerance(c.weight_tolerance));
+    for (std::size_t j = 0; j < w.size(); ++j)
+      BOOST_TEST(g[j] == w[j], boost::test_tools::tolerance(c.weight_tolerance));
     BOOST_TEST(distributed_eagerly->trainable_variables()[i].to_vector() == g, boost::test_tools::per_element());
   }
   return got;

@@ -61,17 +61,21 @@ BOOST_AUTO_TEST_CASE(nccl_between_workers_or_a_clear_refusal) {
   const Launch launch;
   const bool own = own_gpu_per_worker(launch);
   dt::test::ScopedEnv none("TF_CONFIG", std::nullopt);
-  BOOST_TEST_MESSAGE("worker " << launch.rank << " of " << launch.size << (own ? ": a GPU of its own" : ": GPUs shared"));
+  BOOST_TEST_MESSAGE("worker " << launch.rank << " of " << launch.size
+                               << (own ? ": a GPU of its own" : ": GPUs shared"));
   if (!own && launch.size > 1) {
     DEVTENSOR_CHECK_THROW_WITH(ds::MultiWorkerMirroredStrategy(ds::cluster_resolver::TFConfigClusterResolver(),
                                                                communication(ds::CommunicationImplementation::NCCL)),
-                               dt::InvalidArgumentError, "and NCCL allows one rank per GPU. Give each worker its own GPU");
+                               dt::InvalidArgumentError,
+                               "and NCCL allows one rank per GPU. Give each worker its own GPU");
   }
-  ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(),
-                                           communication(own ? ds::CommunicationImplementation::NCCL : ds::CommunicationImplementation::AUTO));
+  ds::MultiWorkerMirroredStrategy strategy(
+      ds::cluster_resolver::TFConfigClusterResolver(),
+      communication(own ? ds::CommunicationImplementation::NCCL : ds::CommunicationImplementation::AUTO));
   BOOST_TEST(strategy.nccl_between_workers() == (own && launch.size > 1));
   const int replicas = strategy.num_replicas_in_sync();
-  const auto ids = strategy.run([] { return dt::fill<float>({1000}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
+  const auto ids = strategy.run(
+      [] { return dt::fill<float>({1000}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group)); });
   const auto big = strategy.run([] { return dt::fill<float>({3, 1 << 16}, 1.0f); });
   const auto sums = strategy.batch_reduce_to(ds::ReduceOp::SUM, std::vector{ids, big});
   const auto means = strategy.batch_reduce_to(ds::ReduceOp::MEAN, std::vector{ids, big});
@@ -94,8 +98,13 @@ BOOST_AUTO_TEST_CASE(fit_across_workers_matches_one_process) {
                                            communication(ds::CommunicationImplementation::AUTO));
   BOOST_TEST(strategy.nccl_between_workers() == (own && launch.size > 1));
   (void)dt::test::check_fit_matches_one_process(
-      strategy, {.rows = 64, .batch = 16, .epochs = 2, .features = 4, .hidden = 16,
-                 .optimizer = [] { return nn::optimizers::Adam{.learning_rate = 0.01}; }, .weight_tolerance = 1e-4f});
+      strategy, {.rows = 64,
+                 .batch = 16,
+                 .epochs = 2,
+                 .features = 4,
+                 .hidden = 16,
+                 .optimizer = [] { return nn::optimizers::Adam{.learning_rate = 0.01}; },
+                 .weight_tolerance = 1e-4f});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

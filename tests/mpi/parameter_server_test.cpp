@@ -115,8 +115,9 @@ float mse(nn::Dense& layer, const dt::Tensor<float>& x, const dt::Tensor<float>&
 
 /// The seeds' model trained asynchronously for `steps` scheduled steps, with a step counter.
 /// `in_step` runs inside every step on the worker (the fault scenarios' hook).
-int train(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator, int steps,
-          const std::function<void()>& in_step = [] {}, const std::function<void(nn::Dense&)>& after = {}) {
+int train(
+    ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator, int steps,
+    const std::function<void()>& in_step = [] {}, const std::function<void(nn::Dense&)>& after = {}) {
   const SeedData data;
   std::optional<nn::Dense> layer;
   std::optional<dt::Variable<std::int64_t>> counter;
@@ -198,13 +199,17 @@ void check_shards(ds::ParameterServerStrategy& strategy, nn::Dense& layer) {
          "5 rows in 2 shards: 3 and 2");
   split.assign_add(dt::ones<float>({5, 2}));
   expect(split.to_vector() == std::vector<float>(10, 2.0f), "a write to a sharded variable reaches every shard");
-  expect_error<dt::InvalidArgumentError>([] { dt::Variable<float> v(dt::zeros<float>({7, 7})); },
-                                         "variable_partitioner must return a list/tuple whose elements are 1 besides "
-                                         "the first element (non-zero), got: [2, 2]",
-                                         "a partitioner that splits the second axis");
+  expect_error<dt::InvalidArgumentError>(
+      [] {
+        dt::Variable<float> v(dt::zeros<float>({7, 7}));
+      },
+      "variable_partitioner must return a list/tuple whose elements are 1 besides "
+      "the first element (non-zero), got: [2, 2]",
+      "a partitioner that splits the second axis");
 }
 
-int killed_ps(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator, pid_t ps_pid, double timeout) {
+int killed_ps(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator, pid_t ps_pid,
+              double timeout) {
   std::optional<dt::Variable<float>> weight;
   {
     auto scope = strategy.scope();
@@ -220,7 +225,8 @@ int killed_ps(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coo
   ::kill(ps_pid, SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   for (int i = 0; i < 20; ++i) coordinator.schedule(step);
-  expect_error<dt::UnavailableError>([&] { coordinator.join(); }, "ParameterServerFailureError: /job:ps/replica:0/task:0",
+  expect_error<dt::UnavailableError>([&] { coordinator.join(); },
+                                     "ParameterServerFailureError: /job:ps/replica:0/task:0",
                                      "join after the ps task died");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
   std::cout << "the ps task's failure was reported " << seconds << " s after the kill (timeout " << timeout << " s)"
@@ -252,8 +258,8 @@ int exactly_once(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& 
   send(1000001);
   send(1000001);  // the same closure's writes again: ignored
   send(1000002);
-  expect(counter->read_value().item() == 2, "a closure's writes apply once: counter " +
-                                                std::to_string(counter->read_value().item()) + ", expected 2");
+  expect(counter->read_value().item() == 2,
+         "a closure's writes apply once: counter " + std::to_string(counter->read_value().item()) + ", expected 2");
   return 0;
 }
 
@@ -352,8 +358,9 @@ int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordi
     v->assign_add(dt::scalar<float>(1.0f));
     return v->read_value().item();
   });
-  expect_error<dt::FailedPreconditionError>([&] { (void)coordinator.schedule(add, 1.0f), (void)coordinator.function([] {}); },
-                                            "after the first schedule", "function() after a schedule");
+  expect_error<dt::FailedPreconditionError>(
+      [&] { (void)coordinator.schedule(add, 1.0f), (void)coordinator.function([] {}); }, "after the first schedule",
+      "function() after a schedule");
   coordinator.join();
 
   std::vector<dc::RemoteValue<std::int64_t>> values;
@@ -361,7 +368,8 @@ int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordi
   coordinator.join();
   expect(values[2].fetch() == 20, "an int result crosses back");
   auto failing = coordinator.schedule(fails_at_3, 3, dt::scalar<float>(1.0f));
-  expect_error<dt::InvalidArgumentError>([&] { coordinator.join(); }, "step 3 fails on purpose", "join raises the error");
+  expect_error<dt::InvalidArgumentError>([&] { coordinator.join(); }, "step 3 fails on purpose",
+                                         "join raises the error");
   expect_error<dt::InvalidArgumentError>([&] { (void)failing.fetch(); }, "step 3 fails on purpose", "fetch raises it");
   coordinator.join();  // cleared
   coordinator.schedule(add, 10.0f);
@@ -381,20 +389,25 @@ int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordi
 
 int validation() {
   const auto resolve = [](const std::string& json) {
-    (void)ds::ps_detail::Roles::resolve(
-        ds::cluster_resolver::TFConfigClusterResolver({.tf_config = json}).describe());
+    (void)ds::ps_detail::Roles::resolve(ds::cluster_resolver::TFConfigClusterResolver({.tf_config = json}).describe());
   };
   expect_error<dt::InvalidArgumentError>([&] { resolve("{}"); }, "Cluster spec must be non-empty", "no cluster");
   // Without TF_CONFIG the MPI launch is the cluster (test_parameter_server.train_from_launch runs it).
   using Launch = ds::cluster_resolver::MpiLaunch;
   expect_error<dt::InvalidArgumentError>([] { (void)ds::ps_detail::Roles::from_launch(std::nullopt, 1); },
                                          "this process was not started by mpiexec", "no TF_CONFIG, no launch");
-  expect_error<dt::InvalidArgumentError>([] { (void)ds::ps_detail::Roles::from_launch(Launch{0, 2, 0}, 1); },
-                                         "so at least 3 processes (`mpiexec -n 4 ./app`: the chief, 2 workers, 1 ps); "
-                                         "this launch has 2 process(es)",
-                                         "a launch too small");
-  expect_error<dt::InvalidArgumentError>([] { (void)ds::ps_detail::Roles::from_launch(Launch{0, 4, 0}, 0); },
-                                         "num_ps_from_launch must be at least 1, got 0", "no ps from the launch");
+  expect_error<dt::InvalidArgumentError>(
+      [] {
+        (void)ds::ps_detail::Roles::from_launch(Launch{0, 2, 0}, 1);
+      },
+      "so at least 3 processes (`mpiexec -n 4 ./app`: the chief, 2 workers, 1 ps); "
+      "this launch has 2 process(es)",
+      "a launch too small");
+  expect_error<dt::InvalidArgumentError>(
+      [] {
+        (void)ds::ps_detail::Roles::from_launch(Launch{0, 4, 0}, 0);
+      },
+      "num_ps_from_launch must be at least 1, got 0", "no ps from the launch");
   {
     const auto d = ds::ps_detail::Roles::from_launch(Launch{4, 6, 0}, 2);
     expect(d.cluster_spec.to_string() ==
@@ -417,7 +430,8 @@ int validation() {
       "Start one process per task: `mpiexec -n 3 ./app`", "one process for three tasks");
   expect_error<dt::FailedPreconditionError>(
       [&] {
-        resolve(R"({"cluster": {"chief": ["a:1"], "worker": ["b:1"], "ps": ["c:1"]}, "task": {"type": "ps", "index": 0}})");
+        resolve(
+            R"({"cluster": {"chief": ["a:1"], "worker": ["b:1"], "ps": ["c:1"]}, "task": {"type": "ps", "index": 0}})");
       },
       "Start one process per task", "a ps task alone");
   expect_error<dt::InvalidArgumentError>(
@@ -430,17 +444,19 @@ int validation() {
   using ds::partitioners::FixedShardsPartitioner;
   using ds::partitioners::MinSizePartitioner;
   const auto f32 = dt::DType::DT_FLOAT;
-  expect(MinSizePartitioner(64, 3)(dt::Shape{1000, 64}, f32) == std::vector<std::int64_t>{3, 1}, "MinSize(64, 3) [1000, 64]");
-  expect(MinSizePartitioner(64, 3)(dt::Shape{10}, f32) == std::vector<std::int64_t>{1}, "MinSize(64, 3) [10]: 40 bytes");
+  expect(MinSizePartitioner(64, 3)(dt::Shape{1000, 64}, f32) == std::vector<std::int64_t>{3, 1},
+         "MinSize(64, 3) [1000, 64]");
+  expect(MinSizePartitioner(64, 3)(dt::Shape{10}, f32) == std::vector<std::int64_t>{1},
+         "MinSize(64, 3) [10]: 40 bytes");
   expect(MinSizePartitioner()(dt::Shape{1000, 64}, f32) == std::vector<std::int64_t>{1, 1}, "MinSize() [1000, 64]");
   expect(MinSizePartitioner(256 << 10, 2)(dt::Shape{1000, 64}, f32) == std::vector<std::int64_t>{1, 1},
          "MinSize(256 KiB, 2) [1000, 64]: 250 KiB");
   expect(FixedShardsPartitioner(5)(dt::Shape{2, 5}, f32) == std::vector<std::int64_t>{2, 1}, "Fixed(5) [2, 5]");
   expect(FixedShardsPartitioner(3)(dt::Shape{10}, f32) == std::vector<std::int64_t>{3}, "Fixed(3) [10]");
-  expect_error<dt::InvalidArgumentError>([] { MinSizePartitioner(0); },
-                                         "Argument `min_shard_bytes` must be positive. Received: 0", "min_shard_bytes 0");
-  expect_error<dt::InvalidArgumentError>([] { MinSizePartitioner(64, 0); }, "Argument `max_shards` must be positive. Received: 0",
-                                         "max_shards 0");
+  expect_error<dt::InvalidArgumentError>(
+      [] { MinSizePartitioner(0); }, "Argument `min_shard_bytes` must be positive. Received: 0", "min_shard_bytes 0");
+  expect_error<dt::InvalidArgumentError>([] { MinSizePartitioner(64, 0); },
+                                         "Argument `max_shards` must be positive. Received: 0", "max_shards 0");
   return 0;
 }
 
@@ -467,7 +483,8 @@ int finalize_deadline(const std::vector<int>& pids) {
     return 0;
   }
   const auto began = std::chrono::steady_clock::now();
-  while (!process_ended(static_cast<pid_t>(pids[0])) && std::chrono::steady_clock::now() - began < std::chrono::seconds(8))
+  while (!process_ended(static_cast<pid_t>(pids[0])) &&
+         std::chrono::steady_clock::now() - began < std::chrono::seconds(8))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   if (!process_ended(static_cast<pid_t>(pids[0]))) {
@@ -496,11 +513,14 @@ int main(int argc, char** argv) {
       const int mine = static_cast<int>(::getpid());
       MPI_Allgather(&mine, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
       if (scenario == "finalize_deadline") return finalize_deadline(pids);
-      const double timeout =
-          scenario == "train" || scenario == "train_from_launch" || scenario == "errors" || scenario == "exactly_once" || scenario == "large" ? 30.0 : 2.0;
+      const double timeout = scenario == "train" || scenario == "train_from_launch" || scenario == "errors" ||
+                                     scenario == "exactly_once" || scenario == "large"
+                                 ? 30.0
+                                 : 2.0;
       // train_from_launch: no TF_CONFIG (the test's environment has none), the launch is the cluster.
       const bool from_launch = scenario == "train_from_launch";
-      if (from_launch && std::getenv("TF_CONFIG") != nullptr) throw std::runtime_error("train_from_launch needs TF_CONFIG unset");
+      if (from_launch && std::getenv("TF_CONFIG") != nullptr)
+        throw std::runtime_error("train_from_launch needs TF_CONFIG unset");
       ds::ParameterServerStrategy strategy(
           from_launch ? ds::cluster_resolver::TFConfigClusterResolver()
                       : ds::cluster_resolver::TFConfigClusterResolver({.tf_config = cluster_json(size, num_ps)}),
@@ -513,7 +533,8 @@ int main(int argc, char** argv) {
       if (from_launch) {
         if (strategy.num_workers() != size - 1 - num_ps || strategy.num_ps() != num_ps)
           throw std::runtime_error("train_from_launch: " + std::to_string(strategy.num_workers()) + " workers and " +
-                                   std::to_string(strategy.num_ps()) + " ps tasks from a launch of " + std::to_string(size));
+                                   std::to_string(strategy.num_ps()) + " ps tasks from a launch of " +
+                                   std::to_string(size));
         if (strategy.is_chief())
           std::cout << "cluster from the launch: " << strategy.cluster_spec().to_string() << std::endl;
         train(strategy, coordinator, 96);
@@ -521,7 +542,8 @@ int main(int argc, char** argv) {
         if (argc > 4) kLearningRate = std::atof(argv[4]);
         train(strategy, coordinator, argc > 3 ? std::atoi(argv[3]) : 96);
       } else if (scenario == "train_sharded") {
-        train(strategy, coordinator, 96, [] {}, [&](nn::Dense& layer) { check_shards(strategy, layer); });
+        train(
+            strategy, coordinator, 96, [] {}, [&](nn::Dense& layer) { check_shards(strategy, layer); });
       } else if (scenario == "killed_worker") {
         int runs = 0;
         train(strategy, coordinator, 96, [&] {

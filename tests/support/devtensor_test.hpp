@@ -98,9 +98,9 @@ inline bool contains(std::string_view text, std::string_view needle) {
 }  // namespace devtensor::test
 
 /// Checks that `statement` throws `type` whose message contains `phrase`.
-#define DEVTENSOR_CHECK_THROW_WITH(statement, type, phrase)                                    \
-  BOOST_CHECK_EXCEPTION(statement, type, [&](const type& e_) {                                  \
-    const bool ok_ = ::devtensor::test::contains(e_.what(), phrase);                            \
+#define DEVTENSOR_CHECK_THROW_WITH(statement, type, phrase)                                        \
+  BOOST_CHECK_EXCEPTION(statement, type, [&](const type& e_) {                                     \
+    const bool ok_ = ::devtensor::test::contains(e_.what(), phrase);                               \
     if (!ok_) BOOST_TEST_MESSAGE("message was: " << e_.what() << "\nexpected phrase: " << phrase); \
-    return ok_;                                                                                 \
+    return ok_;                                                                                    \
   })

@@ -70,10 +70,14 @@ void run_reduction_blocks(const ops::FusedChainProgram& program) {
 inline void run_chain(const ops::FusedChainProgram& program, int, void*) {
   ++chain_launches;
   const bool reduces = program.row > 0;
-  if (program.dtype == DType::DT_DOUBLE && reduces) run_reduction_blocks<double>(program);
-  else if (program.dtype == DType::DT_DOUBLE) run_chain_threads<double>(program);
-  else if (reduces) run_reduction_blocks<float>(program);
-  else run_chain_threads<float>(program);
+  if (program.dtype == DType::DT_DOUBLE && reduces)
+    run_reduction_blocks<double>(program);
+  else if (program.dtype == DType::DT_DOUBLE)
+    run_chain_threads<double>(program);
+  else if (reduces)
+    run_reduction_blocks<float>(program);
+  else
+    run_chain_threads<float>(program);
 }
 /// GEMMs with epilogues (Note [GEMM epilogues] in ops/fused_chain.hpp): the CPU GEMM that the fake
 /// MatMul runs, then the bias add and the Relu by their ops' own functors, so results equal the

@@ -3,6 +3,7 @@
 // and destruction, and every copy with its ordinals and streams. Tests of the CUDA backend's host
 // side (streams, copies, the NCCL engine's plumbing) run on it without a GPU; the CUDA
 // implementation of the same interface runs in tests/gpu on a real one.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -10,7 +11,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -31,12 +31,12 @@ struct FakeGpuCopy {
 /// platform, so the calls record under a mutex; tests read the fields once the threads are done.
 struct FakeGpuRecorder {
   int gpu_count = 1;
-  std::string pci_bus = "0000:00:00";  // GPU i's PCI bus id is "<pci_bus>.<i>": processes share it unless told
+  std::string pci_bus = "0000:00:00";          // GPU i's PCI bus id is "<pci_bus>.<i>": processes share it unless told
   std::vector<std::pair<void*, int>> created;  // stream token, priority
   std::vector<void*> destroyed;
   std::vector<FakeGpuCopy> copies;
   std::vector<std::pair<void*, void*>> waits;  // wait_for: (stream, the stream it waited for)
-  std::vector<std::string> ranges;  // range_push's names, and ")" for each range_pop
+  std::vector<std::string> ranges;             // range_push's names, and ")" for each range_pop
   int next_token = 1;
   // Graph capture: the streams being captured (the first began it, the others joined it by waiting
   // for a captured one) refuse synchronisations and host reads, as CUDA's do
@@ -52,8 +52,8 @@ struct FakeGpuRecorder {
   // (ops/capture.hpp).
   bool replays_run_host_work = true;
   std::vector<std::function<void()>> recorded;  // the capture's device work, so far
-  int captures = 0;             // graphs made
-  int updates = 0;              // of those, updates of the previous graph
+  int captures = 0;                             // graphs made
+  int updates = 0;                              // of those, updates of the previous graph
   int launches = 0;
   int graphs_destroyed = 0;
   std::mutex mutex;
@@ -134,8 +134,7 @@ inline const GpuPlatform fake_gpu_platform{
       out->greatest_stream_priority = -5;
       return true;
     },
-    [](int, std::size_t bytes) noexcept { return std::malloc(bytes); },
-    [](int, void* p) noexcept { std::free(p); },
+    [](int, std::size_t bytes) noexcept { return std::malloc(bytes); }, [](int, void* p) noexcept { std::free(p); },
     [](int) noexcept { return std::uint64_t{4} << 30; },
     [](int, int priority, std::string*) noexcept {
       auto& r = fake_gpu_recorder();

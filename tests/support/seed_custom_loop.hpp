@@ -28,10 +28,12 @@ struct SeedLoopFigures {
 /// in the 8th digit of the first losses, TensorFlow's own sum order).
 inline SeedLoopFigures tensorflow_custom_loop(SeedOptimizer optimizer, int replicas) {
   if (optimizer == SeedOptimizer::sgd)
-    return replicas == 4 ? SeedLoopFigures{0.4740769565, 0.4712329805, 0.4684155285, 0.2855520844, 0.8060636520, 0.3060639501}
-                         : SeedLoopFigures{0.4740769863, 0.4712329507, 0.4684155583, 0.2855520844, 0.8060636520, 0.3060639501};
-  return replicas == 4 ? SeedLoopFigures{0.4740769565, 0.4733223617, 0.4725687802, 0.4052395821, 0.5978618860, 0.0978617519}
-                       : SeedLoopFigures{0.4740769863, 0.4733223915, 0.4725687504, 0.4052395821, 0.5978618860, 0.0978617519};
+    return replicas == 4
+               ? SeedLoopFigures{0.4740769565, 0.4712329805, 0.4684155285, 0.2855520844, 0.8060636520, 0.3060639501}
+               : SeedLoopFigures{0.4740769863, 0.4712329507, 0.4684155583, 0.2855520844, 0.8060636520, 0.3060639501};
+  return replicas == 4
+             ? SeedLoopFigures{0.4740769565, 0.4733223617, 0.4725687802, 0.4052395821, 0.5978618860, 0.0978617519}
+             : SeedLoopFigures{0.4740769863, 0.4733223915, 0.4725687504, 0.4052395821, 0.5978618860, 0.0978617519};
 }
 /// Keras fit (traced) over 1000 ones, batch 10, 2 epochs, no shuffling: the epochs' losses and the
 /// weights after them (the same with 1 and 2 replicas).
@@ -63,8 +65,8 @@ SeedCustomLoopResult run_seed_custom_loop(Strategy& strategy, SeedOptimizer whic
   std::optional<nn::Sequential> model;
   {
     auto guard = strategy.scope();
-    model.emplace(std::vector<nn::Layer>{
-        nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{0.5}})});
+    model.emplace(
+        std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{0.5}})});
   }
   const auto variables = model->trainable_variables();
   const nn::losses::BinaryCrossentropy loss_object{.from_logits = true, .reduction = nn::Reduction::NONE};
@@ -79,9 +81,10 @@ SeedCustomLoopResult run_seed_custom_loop(Strategy& strategy, SeedOptimizer whic
     return strategy.reduce(ds::ReduceOp::SUM, strategy.run(train_step, inputs), std::nullopt);
   };
   auto step = function(distributed_train_step, {.name = "distributed_train_step"});
-  const auto data = data::Dataset<float, float>::from_tensors(constant<float>({1.0f}, {1}), constant<float>({1.0f}, {1}))
-                        .repeat(1000)
-                        .batch(global_batch);
+  const auto data =
+      data::Dataset<float, float>::from_tensors(constant<float>({1.0f}, {1}), constant<float>({1.0f}, {1}))
+          .repeat(1000)
+          .batch(global_batch);
   SeedCustomLoopResult result;
   for (const auto& batch : strategy.experimental_distribute_dataset(data))
     result.losses.push_back((traced ? step(batch) : distributed_train_step(batch)).item());
@@ -109,7 +112,8 @@ SeedFitResult run_seed_fit(Strategy& strategy, SeedOptimizer which) {
   std::optional<nn::Sequential> model;
   {
     auto guard = strategy.scope();
-    model.emplace(std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{0.5}})});
+    model.emplace(
+        std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Constant{0.5}})});
     model->compile(nn::losses::BinaryCrossentropy{.from_logits = true}, seed_optimizer(which));
   }
   const auto ones = fill<float>(Shape{1000, 1}, 1.0f);

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "devtensor/autodiff/gradients.hpp"
-#include "devtensor/ops/record.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/scope.hpp"
+#include "devtensor/ops/record.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor {
@@ -34,7 +34,6 @@ enum class UnconnectedGradients {
 struct GradientOptions {
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::NONE;
 };
-
 
 class GradientTape {
  public:
@@ -147,7 +146,9 @@ class GradientTape {
   std::vector<autodiff::TapeState*>* tapes_ = &autodiff::active_tapes();  // the creating thread's stack
 
   static void require_defined(bool defined, std::string_view what) {
-    if (!defined) throw InvalidArgumentError("GradientTape::" + std::string(what) + " got an undefined tensor (default-constructed or moved from)");
+    if (!defined)
+      throw InvalidArgumentError("GradientTape::" + std::string(what) +
+                                 " got an undefined tensor (default-constructed or moved from)");
   }
 
   template <Floating U>
@@ -165,9 +166,12 @@ class GradientTape {
                                       const std::vector<autodiff::TapeTensor>& sources, GradientOptions options) {
     std::vector<Tensor<U>> out;
     for (std::size_t i = 0; i < grads.size(); ++i) {
-      if (grads[i].defined()) out.push_back(grads[i].as<U>());
-      else if (options.unconnected_gradients == UnconnectedGradients::ZERO) out.push_back(zeros<U>(sources[i].shape));
-      else out.push_back(Tensor<U>());
+      if (grads[i].defined())
+        out.push_back(grads[i].as<U>());
+      else if (options.unconnected_gradients == UnconnectedGradients::ZERO)
+        out.push_back(zeros<U>(sources[i].shape));
+      else
+        out.push_back(Tensor<U>());
     }
     return out;
   }
@@ -200,7 +204,7 @@ class GradientTape {
 
   template <Floating T>
   std::vector<autodiff::TapeTensor> compute(const Tensor<T>& target, const std::vector<autodiff::TapeTensor>& sources,
-                                          const std::optional<autodiff::TapeTensor>& output_gradient) {
+                                            const std::optional<autodiff::TapeTensor>& output_gradient) {
     autodiff_detail::install_builtin_gradients<T>();  // T's, once per program
     return compute_erased(target.defined() ? autodiff::tape_tensor(target) : autodiff::TapeTensor{}, sources,
                           output_gradient);
@@ -208,8 +212,8 @@ class GradientTape {
   /// The backward pass, on type-erased tensors: one copy per program (compiled once in compiled
   /// mode, Note [Compiled mode]).
   std::vector<autodiff::TapeTensor> compute_erased(const autodiff::TapeTensor& target,
-                                                 const std::vector<autodiff::TapeTensor>& sources,
-                                                 const std::optional<autodiff::TapeTensor>& output_gradient);
+                                                   const std::vector<autodiff::TapeTensor>& sources,
+                                                   const std::optional<autodiff::TapeTensor>& output_gradient);
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
@@ -227,11 +231,10 @@ DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::compute_era
   });
   const bool is_source = std::any_of(sources.begin(), sources.end(), [&](const auto& s) { return s.id == target_id; });
   if (!produced && !is_source)
-    throw InvalidArgumentError(
-        "GradientTape::gradient: the target (shape " + target.shape.to_string() +
-        ") was not recorded by this tape. Compute it while the tape is alive from trainable "
-        "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
-        "under stop_recording() are not recorded.");
+    throw InvalidArgumentError("GradientTape::gradient: the target (shape " + target.shape.to_string() +
+                               ") was not recorded by this tape. Compute it while the tape is alive from trainable "
+                               "variables or from tensors passed to tape.watch(); ops on integer tensors and ops run "
+                               "under stop_recording() are not recorded.");
   state_.used = true;
   const bool was_paused = state_.paused;
   state_.paused = true;  // this tape does not record its own backward pass; outer tapes do
@@ -247,8 +250,8 @@ DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::compute_era
   // before its producer.
   for (auto it = state_.records.rbegin(); it != state_.records.rend(); ++it) {
     const autodiff::OpRecord& record = **it;
-    const bool reached = std::any_of(record.outputs.begin(), record.outputs.end(),
-                                     [&](const auto& o) { return grads.contains(o.id); });
+    const bool reached =
+        std::any_of(record.outputs.begin(), record.outputs.end(), [&](const auto& o) { return grads.contains(o.id); });
     if (!reached) continue;
     std::vector<autodiff::TapeTensor> dy;
     for (const auto& o : record.outputs) {

@@ -30,9 +30,12 @@ using GradientOps = ops::Join<ops::BuiltinOps, ops::TapeOnlyOps>::type;
 /// definition.
 template <class Op, class T>
 constexpr autodiff::ErasedGradient* gradient_of_type() noexcept {
-  if constexpr (requires { &Op::erased_gradient; }) return &Op::erased_gradient;
-  else if constexpr (ops::HasGradient<Op, T>) return &autodiff::typed_gradient<Op, T>;
-  else return nullptr;
+  if constexpr (requires { &Op::erased_gradient; })
+    return &Op::erased_gradient;
+  else if constexpr (ops::HasGradient<Op, T>)
+    return &autodiff::typed_gradient<Op, T>;
+  else
+    return nullptr;
 }
 
 /// Installs the gradient of every devtensor op for outputs of element type T into its OpKind,
@@ -80,8 +83,10 @@ inline autodiff::ErasedGradient* gradient_for(const autodiff::OpRecord& record) 
 
 /// Op has a gradient (without instantiating it).
 template <class Op>
-constexpr bool has_gradient_v =
-    requires { &Op::erased_gradient; } || ops::HasGradient<Op, float> || ops::HasGradient<Op, double>;
+constexpr bool has_gradient_v = requires {
+  &Op::erased_gradient;
+}
+|| ops::HasGradient<Op, float> || ops::HasGradient<Op, double>;
 
 }  // namespace autodiff_detail
 

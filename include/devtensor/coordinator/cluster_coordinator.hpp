@@ -36,10 +36,10 @@
 #include "devtensor/config.hpp"
 #include "devtensor/coordinator/parameter_server_strategy.hpp"
 #include "devtensor/coordinator/remote_value.hpp"
-#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 
 namespace devtensor::distribute::coordinator {
 
@@ -71,7 +71,9 @@ class ClusterCoordinator {
   [[nodiscard]] bool done();
   /// `value.fetch()` (TensorFlow's coordinator.fetch).
   template <class R>
-  R fetch(const RemoteValue<R>& value) { return value.fetch(); }
+  R fetch(const RemoteValue<R>& value) {
+    return value.fetch();
+  }
 
   /// Calls `dataset_fn()` on every worker (not on the chief) and returns the per-worker dataset.
   template <class DatasetFn>
@@ -88,7 +90,7 @@ class ClusterCoordinator {
   struct Closure {
     std::uint64_t id = 0;
     std::uint32_t function = 0;
-    ps_wire::Writer args;  // sent again when the function is rescheduled
+    ps_wire::Writer args;                           // sent again when the function is rescheduled
     std::function<void(ps_wire::Reader&)> deliver;  // the result, into its RemoteValue
     std::function<void(std::exception_ptr)> fail;
   };
@@ -120,7 +122,7 @@ class ClusterCoordinator {
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;
 
-  [[noreturn]] void serve();  // a worker's loop
+  [[noreturn]] void serve();                  // a worker's loop
   void dispatch(const ThreadState& creator);  // the chief's dispatcher thread, in its creator's context
   void finish(const std::shared_ptr<Closure>& closure, ps_wire::Reader* result, std::exception_ptr error);
   void enqueue(std::shared_ptr<Closure> closure);
@@ -138,13 +140,14 @@ template <class F>
 ScheduledFunction<F> ClusterCoordinator::function(F fn) {
   using Sig = coordinator_detail::Signature<F>;
   if (serving_)
-    throw FailedPreconditionError("ClusterCoordinator::function after the first schedule, join or fetch: the workers "
-                                  "have started serving and cannot make it any more. Make every function first.");
+    throw FailedPreconditionError(
+        "ClusterCoordinator::function after the first schedule, join or fetch: the workers "
+        "have started serving and cannot make it any more. Make every function first.");
   ScheduledFunction<F> handle;
   handle.id_ = static_cast<std::uint32_t>(functions_.size());
   functions_.push_back([this, fn = std::move(fn)](ps_wire::Reader& in, ps_wire::Writer& out) mutable {
     // Each argument read in order (a braced list sequences the reads).
-    auto call = [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+    auto call = [&]<std::size_t... I>(std::index_sequence<I...>)->decltype(auto) {
       using Args = typename Sig::args;
       [[maybe_unused]] auto read = [&]<class P>(std::type_identity<P>) -> decltype(auto) {
         using V = std::remove_cvref_t<P>;
@@ -205,12 +208,15 @@ auto ClusterCoordinator::schedule(const ScheduledFunction<F>& fn, const Args&...
       }
     };
     (put(std::type_identity<std::tuple_element_t<I, typename Sig::args>>{}, args), ...);
-  }(std::index_sequence_for<Args...>{});
+  }
+  (std::index_sequence_for<Args...>{});
   closure->args = std::move(w);
   closure->deliver = [state = result.state_, &host = state_.host](ps_wire::Reader& r) {
     std::lock_guard lock(state->mutex);
-    if constexpr (std::is_void_v<R>) state->value = true;
-    else state->value = coordinator_detail::get_value<R>(r, host);
+    if constexpr (std::is_void_v<R>)
+      state->value = true;
+    else
+      state->value = coordinator_detail::get_value<R>(r, host);
     state->done = true;
     state->ready.notify_all();
   };
@@ -238,27 +244,31 @@ auto ClusterCoordinator::create_per_worker_dataset(DatasetFn dataset_fn) {
   using D = std::invoke_result_t<DatasetFn&>;
   return [&]<Element... Ts>(std::type_identity<data::Dataset<Ts...>>) {
     if (serving_)
-      throw FailedPreconditionError("create_per_worker_dataset after the first schedule, join or fetch: the workers "
-                                    "have started serving. Create every per-worker dataset first.");
+      throw FailedPreconditionError(
+          "create_per_worker_dataset after the first schedule, join or fetch: the workers "
+          "have started serving. Create every per-worker dataset first.");
     PerWorkerDataset<Ts...> out;
     out.coordinator_ = this;
     if (!strategy_.is_chief()) out.local_.emplace(dataset_fn());
     ++datasets_;
     return out;
-  }(std::type_identity<D>{});
+  }
+  (std::type_identity<D>{});
 }
 
 template <Element... Ts>
 PerWorkerIterator<Ts...> PerWorkerDataset<Ts...>::iterator() const {
-  if (!coordinator_) throw FailedPreconditionError("PerWorkerDataset: made by ClusterCoordinator::create_per_worker_dataset");
+  if (!coordinator_)
+    throw FailedPreconditionError("PerWorkerDataset: made by ClusterCoordinator::create_per_worker_dataset");
   return coordinator_->make_iterator(*this);
 }
 
 template <Element... Ts>
 PerWorkerIterator<Ts...> ClusterCoordinator::make_iterator(const PerWorkerDataset<Ts...>& dataset) {
   if (serving_)
-    throw FailedPreconditionError("PerWorkerDataset::iterator() after the first schedule, join or fetch: the workers "
-                                  "have started serving. Make every per-worker iterator first.");
+    throw FailedPreconditionError(
+        "PerWorkerDataset::iterator() after the first schedule, join or fetch: the workers "
+        "have started serving. Make every per-worker iterator first.");
   PerWorkerIterator<Ts...> it;
   it.id_ = num_iterators_++;
   if (dataset.local_) {
@@ -289,8 +299,9 @@ DEVTENSOR_MPI_DEFINITION ClusterCoordinator::~ClusterCoordinator() {
     if (w.running) left.push_back(std::move(w.running));
   for (auto& c : queue_) left.push_back(std::move(c));
   for (auto& c : left)
-    c->fail(std::make_exception_ptr(CancelledError("The ClusterCoordinator was destroyed before this function ran; "
-                                                   "call join() before it goes")));
+    c->fail(
+        std::make_exception_ptr(CancelledError("The ClusterCoordinator was destroyed before this function ran; "
+                                               "call join() before it goes")));
 }
 
 DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::join() {
@@ -315,8 +326,8 @@ DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::enqueue(std::shared_ptr<Closur
 
 /// A closure ran (result) or failed (error): its RemoteValue gets it; an error other than the
 /// end of a worker is the one join raises, and cancels the functions not yet sent.
-DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::finish(const std::shared_ptr<Closure>& closure, ps_wire::Reader* result,
-                                       std::exception_ptr error) {
+DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::finish(const std::shared_ptr<Closure>& closure,
+                                                         ps_wire::Reader* result, std::exception_ptr error) {
   if (!error) {
     try {
       closure->deliver(*result);
@@ -342,7 +353,9 @@ DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::dispatch(const ThreadState& cr
   const ThreadStateGuard as_creator(creator);  // Note [One thread state]
   const double timeout = state_.options.timeout_seconds;
   const auto silence = std::chrono::duration_cast<ps_wire::Clock::duration>(ps_wire::seconds(timeout));
-  const auto start_limit = ps_wire::Clock::now() + std::max(silence * 6, std::chrono::duration_cast<ps_wire::Clock::duration>(std::chrono::seconds(60)));
+  const auto start_limit =
+      ps_wire::Clock::now() +
+      std::max(silence * 6, std::chrono::duration_cast<ps_wire::Clock::duration>(std::chrono::seconds(60)));
   auto last_busy = ps_wire::Clock::now();
   auto pause = std::chrono::microseconds(20);
   while (!stop_) {
@@ -352,35 +365,36 @@ DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::dispatch(const ThreadState& cr
       // Results and heartbeats.
       // (By tag: the chief's own thread receives its ps tasks' replies on the same communicator.)
       for (int tag : {ps_wire::kHeartbeat, ps_wire::kResult})
-      while (auto m = state_.channel.try_receive(MPI_ANY_SOURCE, tag)) {
-        busy = true;
-        const int worker = m->source - 1;
-        if (worker < 0 || worker >= strategy_.num_workers()) continue;
-        ps_wire::Reader r(std::move(*m), state_.channel);
-        const std::uint64_t id = m->tag == ps_wire::kResult ? r.get<std::uint64_t>() : 0;
-        std::shared_ptr<Closure> done;
-        {
-          std::lock_guard lock(mutex_);
-          auto& w = workers_[static_cast<std::size_t>(worker)];
-          if (!w.alive) {  // given up but only slow: it serves again (a result it still sends is ignored,
-            w.alive = true;  // its writes were deduplicated by the ps tasks)
-            log(LogSource::python_logger, LogSeverity::warning,
-                "Worker /job:worker/replica:0/task:" + std::to_string(worker) + " is heard from again; it serves again");
+        while (auto m = state_.channel.try_receive(MPI_ANY_SOURCE, tag)) {
+          busy = true;
+          const int worker = m->source - 1;
+          if (worker < 0 || worker >= strategy_.num_workers()) continue;
+          ps_wire::Reader r(std::move(*m), state_.channel);
+          const std::uint64_t id = m->tag == ps_wire::kResult ? r.get<std::uint64_t>() : 0;
+          std::shared_ptr<Closure> done;
+          {
+            std::lock_guard lock(mutex_);
+            auto& w = workers_[static_cast<std::size_t>(worker)];
+            if (!w.alive) {    // given up but only slow: it serves again (a result it still sends is ignored,
+              w.alive = true;  // its writes were deduplicated by the ps tasks)
+              log(LogSource::python_logger, LogSeverity::warning,
+                  "Worker /job:worker/replica:0/task:" + std::to_string(worker) +
+                      " is heard from again; it serves again");
+            }
+            w.started = true;
+            w.last_heard = ps_wire::Clock::now();
+            // A result for what it runs now; not one of a function given up on and sent elsewhere.
+            if (m->tag != ps_wire::kResult || !w.running || w.running->id != id) continue;
+            done = std::move(w.running);
           }
-          w.started = true;
-          w.last_heard = ps_wire::Clock::now();
-          // A result for what it runs now; not one of a function given up on and sent elsewhere.
-          if (m->tag != ps_wire::kResult || !w.running || w.running->id != id) continue;
-          done = std::move(w.running);
+          std::exception_ptr error;
+          try {
+            ps_wire::get_status(r);
+          } catch (...) {
+            error = std::current_exception();
+          }
+          finish(done, &r, error);
         }
-        std::exception_ptr error;
-        try {
-          ps_wire::get_status(r);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        finish(done, &r, error);
-      }
       // Workers given up, and what they ran back in the queue; then free workers get work.
       std::vector<std::shared_ptr<Closure>> unrunnable;
       {
@@ -405,7 +419,8 @@ DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::dispatch(const ThreadState& cr
           run.put(w.running->id).put(w.running->function);
           run.append(w.running->args);
           try {
-            state_.channel.send(strategy_.state().roles.worker_rank(static_cast<int>(i)), ps_wire::kRun, std::move(run));
+            state_.channel.send(strategy_.state().roles.worker_rank(static_cast<int>(i)), ps_wire::kRun,
+                                std::move(run));
           } catch (const Error&) {  // MPI refused (a peer it knows is dead): the next worker gets it
             w.alive = false;
             queue_.push_front(std::move(w.running));
@@ -415,8 +430,9 @@ DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::dispatch(const ThreadState& cr
         if (!any_alive) unrunnable.assign(queue_.begin(), queue_.end()), queue_.clear();
       }
       for (auto& c : unrunnable)
-        finish(c, nullptr, std::make_exception_ptr(UnavailableError("No worker is available to run a scheduled function: "
-                                                                    "every worker has failed")));
+        finish(c, nullptr,
+               std::make_exception_ptr(UnavailableError("No worker is available to run a scheduled function: "
+                                                        "every worker has failed")));
       // Idle: yield for 2 ms after the last activity (results come in bursts), then sleep up to 1 ms
       // (a schedule() wakes it at once).
       const auto now = ps_wire::Clock::now();

@@ -6,10 +6,10 @@
 /// Requests (distribute/multi_worker/ps_wire.hpp, ps_channel.hpp) come from the chief (create a variable, read
 /// one, write one) and from workers (read all, write the updates of a scheduled function). A
 /// worker's writes for one scheduled function arrive as one Write request tagged with the
-/// function's closure id, and a closure id is applied at most once: a function rescheduled after its worker died (having sent
-/// some of its writes, or all of them) updates every variable exactly once. Updates run here, with
-/// the optimizer's fused kernels on this task's own variables and slots, as TensorFlow runs
-/// ResourceApply* on the ps device; workers never wait for each other.
+/// function's closure id, and a closure id is applied at most once: a function rescheduled after its worker died
+/// (having sent some of its writes, or all of them) updates every variable exactly once. Updates run here, with the
+/// optimizer's fused kernels on this task's own variables and slots, as TensorFlow runs ResourceApply* on the ps
+/// device; workers never wait for each other.
 
 #include <cstdint>
 #include <cstring>
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
-#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
 #include "devtensor/nn/optimizers.hpp"
 #include "devtensor/variables/variable.hpp"
@@ -44,8 +44,9 @@ decltype(auto) with_element_type(DType dtype, Fn&& fn) {
     case DType::DT_INT64: return fn.template operator()<std::int64_t>();
     case DType::DT_BOOL: break;
   }
-  throw UnimplementedError("Parameter servers hold float, double, int32 and int64 variables; a bool variable cannot "
-                           "be placed on one (create it outside the strategy's scope, or as int32)");
+  throw UnimplementedError(
+      "Parameter servers hold float, double, int32 and int64 variables; a bool variable cannot "
+      "be placed on one (create it outside the strategy's scope, or as int32)");
 }
 
 // The ps task's side: ParameterServerStrategy's constructor runs it (Note [The mpi component's
@@ -54,8 +55,8 @@ decltype(auto) with_element_type(DType dtype, Fn&& fn) {
 
 /// The optimizer that runs `rule`, with its own slots and step count.
 /// @throws UnimplementedError for a rule of another optimizer.
-DEVTENSOR_MPI_DEFINITION std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> make_optimizer(
-    const OptimizerRule& rule) {
+DEVTENSOR_MPI_DEFINITION std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)>
+make_optimizer(const OptimizerRule& rule) {
   const auto& h = rule.hyperparameters;
   if (rule.name == "SGD" && h.size() == 3) {
     nn::optimizers::SGD sgd{h[0], h[1], h[2] != 0.0};
@@ -238,8 +239,8 @@ class ParameterServer {
             throw InvalidArgumentError("Parameter server: a value of another dtype for " + var.name());
           const Shape shape{std::span<const std::int64_t>(value.dims)};
           if (shape != var.shape())
-            throw InvalidArgumentError("Parameter server: a value of shape " + shape.to_string() + " for " + var.name() +
-                                       " of shape " + var.shape().to_string());
+            throw InvalidArgumentError("Parameter server: a value of shape " + shape.to_string() + " for " +
+                                       var.name() + " of shape " + var.shape().to_string());
         },
         find(id));
   }

@@ -28,7 +28,6 @@
 /// An optimizer's update rule runs on the ps task with its own slots (distribute/remote_variable.hpp).
 /// With a variable_partitioner, variables are ShardedVariables (coordinator/ps_variables.hpp).
 
-
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -41,11 +40,11 @@
 #include "devtensor/coordinator/parameter_server.hpp"
 #include "devtensor/coordinator/ps_state.hpp"
 #include "devtensor/coordinator/ps_variables.hpp"
-#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/multi_worker/cluster_resolver.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/variables/variable.hpp"
 
 namespace devtensor::distribute {
@@ -107,8 +106,8 @@ class ParameterServerStrategy {
 DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::ParameterServerStrategy()
     : ParameterServerStrategy(cluster_resolver::TFConfigClusterResolver()) {}
 
-DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::ParameterServerStrategy(const cluster_resolver::TFConfigClusterResolver& resolver,
-                                                                          ParameterServerStrategyOptions options)
+DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::ParameterServerStrategy(
+    const cluster_resolver::TFConfigClusterResolver& resolver, ParameterServerStrategyOptions options)
     : state_(connect(resolver, std::move(options))), creator_(std::make_shared<ps_detail::Creator>(state_)) {
   if (log_enabled(LogSource::python_logger, LogSeverity::info))
     log(LogSource::python_logger, LogSeverity::info,
@@ -130,8 +129,8 @@ DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::~ParameterServerStrategy() {
   }
 }
 
-DEVTENSOR_MPI_DEFINITION std::shared_ptr<ps_detail::State> ParameterServerStrategy::connect(const cluster_resolver::TFConfigClusterResolver& resolver,
-                                                 ParameterServerStrategyOptions options) {
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<ps_detail::State> ParameterServerStrategy::connect(
+    const cluster_resolver::TFConfigClusterResolver& resolver, ParameterServerStrategyOptions options) {
   if (!(options.timeout_seconds > 0))
     throw InvalidArgumentError("ParameterServerStrategyOptions::timeout_seconds must be positive, got " +
                                std::to_string(options.timeout_seconds));
@@ -145,8 +144,10 @@ DEVTENSOR_MPI_DEFINITION void ParameterServerStrategy::stop_the_job() {
   for (int task = 0; task < roles.num_workers + roles.num_ps; ++task) {
     ps_wire::Writer stop;
     const bool worker = task < roles.num_workers;
-    if (worker) stop.put<std::uint64_t>(0).put<std::uint32_t>(UINT32_MAX);
-    else stop.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::shutdown));
+    if (worker)
+      stop.put<std::uint64_t>(0).put<std::uint32_t>(UINT32_MAX);
+    else
+      stop.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::shutdown));
     try {
       state_->channel.send(worker ? roles.worker_rank(task) : roles.ps_rank(task - roles.num_workers),
                            worker ? ps_wire::kRun : ps_wire::kRequest, std::move(stop));

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
-#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/distribute/multi_worker/cluster_resolver.hpp"
+#include "devtensor/distribute/multi_worker/ps_channel.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
 #include "devtensor/ops/thread_state.hpp"
 #include "devtensor/tensor/shape.hpp"
@@ -104,7 +104,10 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
  public:
   /// `host_cpu`: this process's host CPU, where remote values arrive and local copies live.
   State(Roles task_roles, ParameterServerStrategyOptions task_options, const Device& host_cpu)
-      : roles(std::move(task_roles)), options(std::move(task_options)), host(host_cpu), channel(options.timeout_seconds) {}
+      : roles(std::move(task_roles)),
+        options(std::move(task_options)),
+        host(host_cpu),
+        channel(options.timeout_seconds) {}
 
   const Roles roles;
   const ParameterServerStrategyOptions options;
@@ -163,7 +166,7 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
 
   std::uint64_t generation_ = 0;  // worker: the scheduled functions begun
   std::set<std::uint64_t> used_;  // worker: the variables its functions read
-  std::mutex request_mutex_;  // one request at a time per process: replies are matched by source
+  std::mutex request_mutex_;      // one request at a time per process: replies are matched by source
   std::uint64_t sequence_ = 0;
   std::set<int> failed_ps_;
   std::mutex variables_mutex_;
@@ -177,8 +180,7 @@ class State final : public RemoteVariableHost, public std::enable_shared_from_th
 #if DEVTENSOR_MPI_DEFINITIONS
 
 DEVTENSOR_MPI_DEFINITION cluster_resolver::ClusterDescription Roles::from_launch(
-    const std::optional<cluster_resolver::MpiLaunch>& launch,
-                                                        int num_ps) {
+    const std::optional<cluster_resolver::MpiLaunch>& launch, int num_ps) {
   const int size = launch ? launch->size : 1;
   if (num_ps < 1)
     throw InvalidArgumentError("ParameterServerStrategyOptions::num_ps_from_launch must be at least 1, got " +
@@ -186,10 +188,12 @@ DEVTENSOR_MPI_DEFINITION cluster_resolver::ClusterDescription Roles::from_launch
   if (size < num_ps + 2)
     throw InvalidArgumentError(
         "Cluster spec must be non-empty in `tf.distribute.cluster_resolver.ClusterResolver`. Set TF_CONFIG, or let "
-        "the MPI launch be the cluster: rank 0 the chief, then the workers, the last " + std::to_string(num_ps) +
-        " rank(s) the ps task(s), so at least " + std::to_string(num_ps + 2) + " processes (`mpiexec -n " +
-        std::to_string(num_ps + 3) + " ./app`: the chief, 2 workers, " + std::to_string(num_ps) + " ps); " +
-        (launch ? "this launch has " + std::to_string(size) + " process(es)" : "this process was not started by mpiexec") +
+        "the MPI launch be the cluster: rank 0 the chief, then the workers, the last " +
+        std::to_string(num_ps) + " rank(s) the ps task(s), so at least " + std::to_string(num_ps + 2) +
+        " processes (`mpiexec -n " + std::to_string(num_ps + 3) + " ./app`: the chief, 2 workers, " +
+        std::to_string(num_ps) + " ps); " +
+        (launch ? "this launch has " + std::to_string(size) + " process(es)"
+                : "this process was not started by mpiexec") +
         ".");
   const int num_workers = size - 1 - num_ps;
   auto names = [](int first, int count) {
@@ -198,7 +202,8 @@ DEVTENSOR_MPI_DEFINITION cluster_resolver::ClusterDescription Roles::from_launch
     return out;
   };
   cluster_resolver::ClusterDescription d;
-  d.cluster_spec = ClusterSpec({{"chief", names(0, 1)}, {"worker", names(1, num_workers)}, {"ps", names(1 + num_workers, num_ps)}});
+  d.cluster_spec =
+      ClusterSpec({{"chief", names(0, 1)}, {"worker", names(1, num_workers)}, {"ps", names(1 + num_workers, num_ps)}});
   const int rank = launch->rank;
   d.task_type = rank == 0 ? "chief" : rank <= num_workers ? "worker" : "ps";
   d.task_id = rank == 0 ? 0 : rank <= num_workers ? rank - 1 : rank - 1 - num_workers;
@@ -206,7 +211,8 @@ DEVTENSOR_MPI_DEFINITION cluster_resolver::ClusterDescription Roles::from_launch
   return d;
 }
 
-DEVTENSOR_MPI_DEFINITION Roles Roles::resolve(const cluster_resolver::ClusterDescription& described, int num_ps_from_launch) {
+DEVTENSOR_MPI_DEFINITION Roles Roles::resolve(const cluster_resolver::ClusterDescription& described,
+                                              int num_ps_from_launch) {
   const auto d = described.cluster_spec.empty()
                      ? from_launch(cluster_resolver::MpiLaunch::from_environment(), num_ps_from_launch)
                      : described;
@@ -214,8 +220,10 @@ DEVTENSOR_MPI_DEFINITION Roles Roles::resolve(const cluster_resolver::ClusterDes
   if (d.cluster_spec.num_tasks("ps") < 1) throw InvalidArgumentError("There must be at least one ps.");
   if (d.cluster_spec.num_tasks("worker") < 1) throw InvalidArgumentError("There must be at least one worker.");
   if (d.cluster_spec.num_tasks("chief") != 1 || d.cluster_spec.has_job("evaluator"))
-    throw InvalidArgumentError("ParameterServerStrategy runs a cluster of one 'chief' (the coordinator, MPI rank 0), "
-                               "'worker' and 'ps' tasks; got " + d.cluster_spec.to_string());
+    throw InvalidArgumentError(
+        "ParameterServerStrategy runs a cluster of one 'chief' (the coordinator, MPI rank 0), "
+        "'worker' and 'ps' tasks; got " +
+        d.cluster_spec.to_string());
   Roles r;
   r.cluster = d.cluster_spec;
   r.num_workers = d.cluster_spec.num_tasks("worker");
@@ -224,11 +232,11 @@ DEVTENSOR_MPI_DEFINITION Roles Roles::resolve(const cluster_resolver::ClusterDes
   const int rank = launch ? launch->rank : 0;
   const int size = launch ? launch->size : 1;
   if (size != r.size())
-    throw FailedPreconditionError(
-        "ParameterServerStrategy: the cluster has " + std::to_string(r.size()) + " tasks (" + d.cluster_spec.to_string() +
-        ") but MPI launched " + std::to_string(size) + " process(es). Start one process per task: `mpiexec -n " +
-        std::to_string(r.size()) + " ./app` (rank 0 the chief, then the workers, then the ps tasks).");
-  const auto [type, id] = rank == 0 ? std::pair{std::string("chief"), 0}
+    throw FailedPreconditionError("ParameterServerStrategy: the cluster has " + std::to_string(r.size()) + " tasks (" +
+                                  d.cluster_spec.to_string() + ") but MPI launched " + std::to_string(size) +
+                                  " process(es). Start one process per task: `mpiexec -n " + std::to_string(r.size()) +
+                                  " ./app` (rank 0 the chief, then the workers, then the ps tasks).");
+  const auto [type, id] = rank == 0               ? std::pair{std::string("chief"), 0}
                           : rank <= r.num_workers ? std::pair{std::string("worker"), rank - 1}
                                                   : std::pair{std::string("ps"), rank - 1 - r.num_workers};
   if ((d.task_type && *d.task_type != type) || (d.task_id && *d.task_id != id))
@@ -244,10 +252,14 @@ DEVTENSOR_MPI_DEFINITION Roles Roles::resolve(const cluster_resolver::ClusterDes
 DEVTENSOR_MPI_DEFINITION ClosureWrites::ClosureWrites(int num_ps)
     : per_ps(static_cast<std::size_t>(num_ps)), counts(static_cast<std::size_t>(num_ps), 0) {
   for (auto& w : per_ps)
-    w.put<std::uint64_t>(0).put(static_cast<std::uint8_t>(ps_wire::RequestKind::write)).put<std::uint64_t>(0).put<std::uint32_t>(0);
+    w.put<std::uint64_t>(0)
+        .put(static_cast<std::uint8_t>(ps_wire::RequestKind::write))
+        .put<std::uint64_t>(0)
+        .put<std::uint32_t>(0);
 }
 
-DEVTENSOR_MPI_DEFINITION ps_wire::Reader State::request_message(int ps, std::string_view what, ps_wire::Writer message) {
+DEVTENSOR_MPI_DEFINITION ps_wire::Reader State::request_message(int ps, std::string_view what,
+                                                                ps_wire::Writer message) {
   std::lock_guard lock(request_mutex_);
   if (failed_ps_.contains(ps)) throw unavailable(ps, what);
   const std::uint64_t sequence = ++sequence_;
@@ -303,7 +315,8 @@ DEVTENSOR_MPI_DEFINITION void State::commit(std::uint64_t closure, ClosureWrites
 DEVTENSOR_MPI_DEFINITION ClosureWrites& State::writes_for(std::optional<ClosureWrites>& now, std::string_view what) {
   if (auto* writes = current_closure_writes()) return *writes;
   if (!chief())
-    throw FailedPreconditionError(std::string(what) + " on a parameter-server variable outside a scheduled function: "
+    throw FailedPreconditionError(std::string(what) +
+                                  " on a parameter-server variable outside a scheduled function: "
                                   "on a worker, variables are written by the functions the coordinator schedules");
   return now.emplace(roles.num_ps);
 }

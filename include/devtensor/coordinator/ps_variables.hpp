@@ -23,9 +23,9 @@
 #include "devtensor/config.hpp"
 #include "devtensor/coordinator/parameter_server.hpp"
 #include "devtensor/coordinator/ps_state.hpp"
-#include "devtensor/distribute/multi_worker/ps_wire.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
+#include "devtensor/distribute/multi_worker/ps_wire.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
 #include "devtensor/variables/variable.hpp"
 
@@ -45,11 +45,13 @@ struct MinSizePartitioner {
   MinSizePartitioner(std::int64_t min_bytes = 256 << 10, std::int64_t max_count = 1, std::int64_t string_bytes = 16)
       : min_shard_bytes(min_bytes), max_shards(max_count), bytes_per_string(string_bytes) {
     if (min_shard_bytes < 1)
-      throw InvalidArgumentError("Argument `min_shard_bytes` must be positive. Received: " + std::to_string(min_shard_bytes));
+      throw InvalidArgumentError("Argument `min_shard_bytes` must be positive. Received: " +
+                                 std::to_string(min_shard_bytes));
     if (max_shards < 1)
       throw InvalidArgumentError("Argument `max_shards` must be positive. Received: " + std::to_string(max_shards));
     if (bytes_per_string < 1)
-      throw InvalidArgumentError("Argument `bytes_per_string` must be positive. Received: " + std::to_string(bytes_per_string));
+      throw InvalidArgumentError("Argument `bytes_per_string` must be positive. Received: " +
+                                 std::to_string(bytes_per_string));
   }
   [[nodiscard]] std::vector<std::int64_t> operator()(const Shape& shape, DType dtype) const {
     std::vector<std::int64_t> out(shape.rank(), 1);
@@ -135,7 +137,9 @@ template <Element T>
 class PsVariable final : public VariableImpl<T>, public RemoteVariable, public RemoteSlot, public RemoteParts {
  public:
   PsVariable(std::shared_ptr<State> state, VariableInfo info, const Tensor<T>& initial, std::uint64_t id, int ps)
-      : VariableImpl<T>(info), RemoteSlot(id, ps), state_(std::move(state)),
+      : VariableImpl<T>(info),
+        RemoteSlot(id, ps),
+        state_(std::move(state)),
         local_(std::move(info), initial, state_->host) {}
 
   [[nodiscard]] RemoteVariableHost& host() const noexcept override { return *state_; }
@@ -160,9 +164,8 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
   [[nodiscard]] Tensor<T> read() const override {
     if (current_closure_writes()) state_->ensure_fresh(*this);  // a worker's function: this step's value
     if (!state_->chief() || current_closure_writes()) return local_.read();
-    auto r = state_->request(ps(), ps_wire::RequestKind::read, "read", [&](ps_wire::Writer& w) {
-      w.put<std::uint32_t>(1).put(id());
-    });
+    auto r = state_->request(ps(), ps_wire::RequestKind::read, "read",
+                             [&](ps_wire::Writer& w) { w.put<std::uint32_t>(1).put(id()); });
     (void)r.template get<std::uint32_t>();
     (void)r.template get<std::uint64_t>();
     return r.get_tensor().template to_tensor<T>(local_.device(), "read");
@@ -192,9 +195,10 @@ class PsVariable final : public VariableImpl<T>, public RemoteVariable, public R
   void refresh(const ps_wire::WireTensor& value) const override {
     const Shape shape{std::span<const std::int64_t>(value.dims)};
     if (value.dtype != dtype_enum<T>() || shape != local_.read().shape())
-      throw InvalidArgumentError("The ps task's variable #" + std::to_string(id()) + " (" + shape.to_string() +
-                                 ") is not this task's " + this->info().name + " (" + local_.read().shape().to_string() +
-                                 "): every task must create the same variables, in the same order, in the strategy's scope");
+      throw InvalidArgumentError(
+          "The ps task's variable #" + std::to_string(id()) + " (" + shape.to_string() + ") is not this task's " +
+          this->info().name + " (" + local_.read().shape().to_string() +
+          "): every task must create the same variables, in the same order, in the strategy's scope");
     if constexpr (std::is_same_v<T, bool>) {
       local_.assign(value.template to_tensor<T>(local_.device(), "refresh"));
     } else {
@@ -283,17 +287,22 @@ class ShardedVariable final : public VariableImpl<T>, public RemoteVariable, pub
 class Creator final : public VariableCreator {
  public:
   explicit Creator(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  std::shared_ptr<VariableImpl<float>> create(VariableInfo i, const Tensor<float>& v, const VariableOptions& o) const override;
-  std::shared_ptr<VariableImpl<double>> create(VariableInfo i, const Tensor<double>& v, const VariableOptions& o) const override;
-  std::shared_ptr<VariableImpl<std::int32_t>> create(VariableInfo i, const Tensor<std::int32_t>& v, const VariableOptions& o) const override;
-  std::shared_ptr<VariableImpl<std::int64_t>> create(VariableInfo i, const Tensor<std::int64_t>& v, const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<float>> create(VariableInfo i, const Tensor<float>& v,
+                                              const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<double>> create(VariableInfo i, const Tensor<double>& v,
+                                               const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<std::int32_t>> create(VariableInfo i, const Tensor<std::int32_t>& v,
+                                                     const VariableOptions& o) const override;
+  std::shared_ptr<VariableImpl<std::int64_t>> create(VariableInfo i, const Tensor<std::int64_t>& v,
+                                                     const VariableOptions& o) const override;
   std::shared_ptr<VariableImpl<bool>> create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const override;
 
  private:
   std::shared_ptr<State> state_;
 
   template <Element T>
-  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial, const VariableOptions& options) const {
+  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial,
+                                        const VariableOptions& options) const {
     if (options.synchronization == VariableSynchronization::ON_READ)
       throw UnimplementedError("ParameterServerStrategy: variable " + info.name +
                                " asks for synchronization ON_READ; variables on parameter servers have one value");
@@ -328,9 +337,8 @@ class Creator final : public VariableCreator {
         log(LogSource::python_logger, LogSeverity::info,
             "Creating variable (name:" + info.name + ", shape:TensorShape(" + initial.shape().to_string() +
                 ")) on /job:ps/task:" + std::to_string(ps) + "/device:CPU:0");
-      state_->request(ps, ps_wire::RequestKind::create, "create", [&](ps_wire::Writer& w) {
-        w.put(id).put_string(info.base_name).put_tensor(initial);
-      });
+      state_->request(ps, ps_wire::RequestKind::create, "create",
+                      [&](ps_wire::Writer& w) { w.put(id).put_string(info.base_name).put_tensor(initial); });
     }
     auto variable = std::make_shared<PsVariable<T>>(state_, std::move(info), initial, id, ps);
     state_->add(id, variable);
@@ -375,15 +383,30 @@ DEVTENSOR_MPI_DEFINITION void State::apply_gradients(const OptimizerRule& rule, 
   if (now) commit(0, *now);
 }
 
-DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<float>> Creator::create(VariableInfo i, const Tensor<float>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<float>> Creator::create(VariableInfo i, const Tensor<float>& v,
+                                                                              const VariableOptions& o) const {
+  return make(std::move(i), v, o);
+}
 
-DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<double>> Creator::create(VariableInfo i, const Tensor<double>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<double>> Creator::create(VariableInfo i, const Tensor<double>& v,
+                                                                               const VariableOptions& o) const {
+  return make(std::move(i), v, o);
+}
 
-DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<std::int32_t>> Creator::create(VariableInfo i, const Tensor<std::int32_t>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<std::int32_t>> Creator::create(VariableInfo i,
+                                                                                     const Tensor<std::int32_t>& v,
+                                                                                     const VariableOptions& o) const {
+  return make(std::move(i), v, o);
+}
 
-DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<std::int64_t>> Creator::create(VariableInfo i, const Tensor<std::int64_t>& v, const VariableOptions& o) const { return make(std::move(i), v, o); }
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<std::int64_t>> Creator::create(VariableInfo i,
+                                                                                     const Tensor<std::int64_t>& v,
+                                                                                     const VariableOptions& o) const {
+  return make(std::move(i), v, o);
+}
 
-DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<bool>> Creator::create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const {
+DEVTENSOR_MPI_DEFINITION std::shared_ptr<VariableImpl<bool>> Creator::create(VariableInfo, const Tensor<bool>&,
+                                                                             const VariableOptions&) const {
   return with_element_type(DType::DT_BOOL, []<class T>() -> std::shared_ptr<VariableImpl<bool>> { return nullptr; });
 }
 
@@ -398,8 +421,10 @@ DEVTENSOR_MPI_DEFINITION std::int64_t Creator::num_shards(const Shape& shape, DT
     listed += (i ? ", " : "") + std::to_string(partitions[i]);
   }
   if (!valid)
-    throw InvalidArgumentError("variable_partitioner must return a list/tuple whose elements are 1 besides the first "
-                               "element (non-zero), got: [" + listed + "]");
+    throw InvalidArgumentError(
+        "variable_partitioner must return a list/tuple whose elements are 1 besides the first "
+        "element (non-zero), got: [" +
+        listed + "]");
   return std::min(partitions[0], shape[0]);
 }
 

@@ -13,9 +13,9 @@
 #include <tuple>
 #include <type_traits>
 
-#include "devtensor/distribute/multi_worker/ps_wire.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/data/dataset.hpp"
+#include "devtensor/distribute/multi_worker/ps_wire.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::distribute::coordinator {
@@ -55,8 +55,9 @@ class PerWorkerIterator {
   /// sequence", as TensorFlow's next() raises); FailedPreconditionError outside a scheduled function.
   value_type next() {
     if (!local_)
-      throw FailedPreconditionError("PerWorkerIterator::next(): the iterator's elements are on the workers; call it in "
-                                    "a function passed to ClusterCoordinator::schedule");
+      throw FailedPreconditionError(
+          "PerWorkerIterator::next(): the iterator's elements are on the workers; call it in "
+          "a function passed to ClusterCoordinator::schedule");
     if (local_->position == std::default_sentinel) throw OutOfRangeError("End of sequence");
     value_type out = *local_->position;
     ++local_->position;
@@ -121,13 +122,17 @@ struct IsTensor<Tensor<T>> : std::true_type {};
 /// What may cross to a worker and back: arithmetic values and tensors.
 template <class V>
 void put_value(ps_wire::Writer& w, const V& v) {
-  if constexpr (IsTensor<V>::value) w.put_tensor(v);
-  else w.put(v);
+  if constexpr (IsTensor<V>::value)
+    w.put_tensor(v);
+  else
+    w.put(v);
 }
 template <class V>
 V get_value(ps_wire::Reader& r, const Device& host) {
-  if constexpr (IsTensor<V>::value) return r.get_tensor().template to_tensor<typename V::value_type>(host, "schedule");
-  else return r.template get<V>();
+  if constexpr (IsTensor<V>::value)
+    return r.get_tensor().template to_tensor<typename V::value_type>(host, "schedule");
+  else
+    return r.template get<V>();
 }
 template <class V>
 inline constexpr bool transferable = std::is_arithmetic_v<V> || IsTensor<V>::value;

@@ -24,7 +24,7 @@
 namespace devtensor::arith {
 
 template <class T>
-inline constexpr bool signed_integer_v = std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>;
+inline constexpr bool signed_integer_v = std::is_integral_v<T>&& std::is_signed_v<T> && !std::is_same_v<T, bool>;
 
 namespace detail {
 /// The unsigned type signed arithmetic wraps in (at least unsigned int, so that no operand is
@@ -67,15 +67,19 @@ DEVTENSOR_HOST_DEVICE constexpr T mul(T x, T y) {
 /// give +0 for both).
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T neg(T x) {
-  if constexpr (std::is_floating_point_v<T>) return -x;
-  else return sub(T{0}, x);
+  if constexpr (std::is_floating_point_v<T>)
+    return -x;
+  else
+    return sub(T{0}, x);
 }
 
 /// |x|; |INT_MIN| wraps to INT_MIN, as TensorFlow's Abs returns; |−0| is +0.
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T abs(T x) {
-  if constexpr (std::is_floating_point_v<T>) return x < T{0} ? -x : (x == T{0} ? T{0} : x);
-  else return x < T{0} ? neg(x) : x;
+  if constexpr (std::is_floating_point_v<T>)
+    return x < T{0} ? -x : (x == T{0} ? T{0} : x);
+  else
+    return x < T{0} ? neg(x) : x;
 }
 
 /// Python's x // y for integers with y != 0 (the caller reports division by zero).
@@ -110,7 +114,8 @@ DEVTENSOR_HOST_DEVICE constexpr U convert(T v) {
     if (v != v) return U{0};  // NaN
     // -min is 2^(N-1) for signed U: a power of two, exact in float and double.
     constexpr T lowest = static_cast<T>(std::numeric_limits<U>::lowest());
-    constexpr T beyond_max = std::is_signed_v<U> ? -lowest : T{2} * (static_cast<T>(std::numeric_limits<U>::max() / 2) + T{1});
+    constexpr T beyond_max =
+        std::is_signed_v<U> ? -lowest : T{2} * (static_cast<T>(std::numeric_limits<U>::max() / 2) + T{1});
     if (v < lowest) return std::numeric_limits<U>::lowest();
     if (!(v < beyond_max)) return std::numeric_limits<U>::max();
     return static_cast<U>(v);
@@ -124,8 +129,10 @@ DEVTENSOR_HOST_DEVICE constexpr U convert(T v) {
 /// mean of nothing is TensorFlow's (and NumPy's): NaN (0 / 0) for floating types, 0 for integers.
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T divide_by_count(T sum, std::int64_t count) {
-  if constexpr (std::is_integral_v<T>) return count == 0 ? T{0} : static_cast<T>(static_cast<std::int64_t>(sum) / count);
-  else return count == 0 ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(sum / static_cast<T>(count));
+  if constexpr (std::is_integral_v<T>)
+    return count == 0 ? T{0} : static_cast<T>(static_cast<std::int64_t>(sum) / count);
+  else
+    return count == 0 ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(sum / static_cast<T>(count));
 }
 
 }  // namespace devtensor::arith

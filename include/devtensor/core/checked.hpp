@@ -32,8 +32,8 @@ std::string number_string(T value) {
 /// " [Op:Name]", or nothing when the op is unknown.
 std::string op_suffix(std::string_view op);
 
-[[noreturn]] void throw_size_overflow(std::string_view verb, std::int64_t a, std::int64_t b,
-                                             std::string_view what, std::string_view op);
+[[noreturn]] void throw_size_overflow(std::string_view verb, std::int64_t a, std::int64_t b, std::string_view what,
+                                      std::string_view op);
 
 /// a + b, or InvalidArgumentError naming `what` ("the padded size of dimension", ...) and `op`.
 [[nodiscard]] inline std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what,
@@ -53,8 +53,7 @@ std::string op_suffix(std::string_view op);
   return r;
 }
 
-[[noreturn]] void throw_byte_count_overflow(std::int64_t elements, std::size_t element_size,
-                                                   std::string_view op);
+[[noreturn]] void throw_byte_count_overflow(std::int64_t elements, std::size_t element_size, std::string_view op);
 
 /// The bytes of `elements` elements of `element_size` bytes, as handed to an allocator. Every
 /// tensor allocation passes here: the message is built out of line so this stays inlined.
@@ -73,18 +72,18 @@ DEVTENSOR_DEFINITION std::string op_suffix(std::string_view op) {
 }
 
 DEVTENSOR_DEFINITION void throw_size_overflow(std::string_view verb, std::int64_t a, std::int64_t b,
-                                             std::string_view what, std::string_view op) {
-  throw InvalidArgumentError("Encountered overflow when " + std::string(verb) + " " + std::to_string(a) +
-                             " and " + std::to_string(b) + " computing " + std::string(what) +
+                                              std::string_view what, std::string_view op) {
+  throw InvalidArgumentError("Encountered overflow when " + std::string(verb) + " " + std::to_string(a) + " and " +
+                             std::to_string(b) + " computing " + std::string(what) +
                              ": the result does not fit in int64 (max " +
                              std::to_string(std::numeric_limits<std::int64_t>::max()) + ")" + op_suffix(op));
 }
 
 DEVTENSOR_DEFINITION void throw_byte_count_overflow(std::int64_t elements, std::size_t element_size,
-                                                   std::string_view op) {
+                                                    std::string_view op) {
   throw InvalidArgumentError("A tensor of " + std::to_string(elements) + " elements of " +
-                             std::to_string(element_size) +
-                             " bytes has a byte size that does not fit in int64" + op_suffix(op));
+                             std::to_string(element_size) + " bytes has a byte size that does not fit in int64" +
+                             op_suffix(op));
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

@@ -60,8 +60,7 @@ class Error : public std::runtime_error {
 /// A bad argument: malformed device names, shape mismatches, invalid configuration values.
 class InvalidArgumentError : public Error {
  public:
-  explicit InvalidArgumentError(const std::string& message)
-      : Error(ErrorCode::invalid_argument, message) {}
+  explicit InvalidArgumentError(const std::string& message) : Error(ErrorCode::invalid_argument, message) {}
 };
 
 /// A named device or allocator that does not exist.
@@ -73,22 +72,19 @@ class NotFoundError : public Error {
 /// Configuration after initialisation, or a call in the wrong state.
 class FailedPreconditionError : public Error {
  public:
-  explicit FailedPreconditionError(const std::string& message)
-      : Error(ErrorCode::failed_precondition, message) {}
+  explicit FailedPreconditionError(const std::string& message) : Error(ErrorCode::failed_precondition, message) {}
 };
 
 /// Out of memory.
 class ResourceExhaustedError : public Error {
  public:
-  explicit ResourceExhaustedError(const std::string& message)
-      : Error(ErrorCode::resource_exhausted, message) {}
+  explicit ResourceExhaustedError(const std::string& message) : Error(ErrorCode::resource_exhausted, message) {}
 };
 
 /// A feature that this build or this hardware cannot provide.
 class UnimplementedError : public Error {
  public:
-  explicit UnimplementedError(const std::string& message)
-      : Error(ErrorCode::unimplemented, message) {}
+  explicit UnimplementedError(const std::string& message) : Error(ErrorCode::unimplemented, message) {}
 };
 
 /// A broken invariant inside devtensor.

@@ -15,9 +15,9 @@
 /// be called from any thread; calls are serialised, so a sink needs no locking of its own.
 
 #include <atomic>
-#include <cstdio>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <mutex>
@@ -66,7 +66,7 @@ DEVTENSOR_EXPORT inline LogState& log_state() {
 inline int min_log_level_from_env() noexcept {
   const char* value = std::getenv("TF_CPP_MIN_LOG_LEVEL");
   if (!value) return 0;
-  const long level = std::strtol(value, nullptr, 10);  // 0 without digits, LONG_MIN/MAX beyond
+  const long level = std::strtol(value, nullptr, 10);                          // 0 without digits, LONG_MIN/MAX beyond
   return level < 0 ? 0 : level > INT_MAX ? INT_MAX : static_cast<int>(level);  // below 0 shows all, as 0
 }
 

@@ -152,8 +152,10 @@ DEVTENSOR_DEFINITION AnyTensor copy_rows(const AnyTensor& t, std::int64_t start,
                                          const Device& device, bool drop_dim, std::string_view op) {
   std::vector<std::int64_t> dims = t.shape.dims_vector();
   const std::int64_t row_elements = dims[0] > 0 ? t.shape.num_elements() / dims[0] : 0;
-  if (drop_dim) dims.erase(dims.begin());
-  else dims[0] = count;
+  if (drop_dim)
+    dims.erase(dims.begin());
+  else
+    dims[0] = count;
   AnyTensor out = empty_tensor(t.dtype, dims, device, op);
   const std::size_t element_bytes = dtype_size(t.dtype);
   const auto offset = static_cast<std::size_t>(start * row_elements) * element_bytes;
@@ -184,8 +186,9 @@ DEVTENSOR_DEFINITION AnyTensor gather_rows(const AnyTensor& t, std::span<const s
 
 /// Whether any of `tensors` lives in device memory.
 DEVTENSOR_DEFINITION bool in_device_memory(const Columns& tensors) {
-  return std::any_of(tensors.begin(), tensors.end(),
-                     [](const AnyTensor& t) { return t.storage && t.storage->device && !t.storage->device->host_memory(); });
+  return std::any_of(tensors.begin(), tensors.end(), [](const AnyTensor& t) {
+    return t.storage && t.storage->device && !t.storage->device->host_memory();
+  });
 }
 
 /// Component `component` of every element, stacked along a new first dimension on the host CPU.
@@ -194,9 +197,10 @@ DEVTENSOR_DEFINITION AnyTensor stack(const std::vector<Columns>& elements, std::
   const AnyTensor& first = elements.front()[component];
   for (std::size_t i = 1; i < elements.size(); ++i)
     if (elements[i][component].shape != first.shape)
-      throw InvalidArgumentError("Cannot batch tensors with different shapes in component " + std::to_string(component) +
-                                 ". First element had shape " + first.shape.to_string() + " and element " +
-                                 std::to_string(i) + " had shape " + elements[i][component].shape.to_string() + ".");
+      throw InvalidArgumentError("Cannot batch tensors with different shapes in component " +
+                                 std::to_string(component) + ". First element had shape " + first.shape.to_string() +
+                                 " and element " + std::to_string(i) + " had shape " +
+                                 elements[i][component].shape.to_string() + ".");
   std::vector<std::int64_t> dims{static_cast<std::int64_t>(elements.size())};
   for (auto d : first.shape.dims()) dims.push_back(d);
   const Device& host = host_device();
@@ -225,7 +229,8 @@ DEVTENSOR_DEFINITION AnyDataset::AnyDataset(Rows rows, std::int64_t cardinality,
           Columns element;
           element.reserve(source->size());
           for (const auto& column : *source)
-            element.push_back(pipeline::copy_rows(column, *row, 1, pipeline::host_device(), true, "TensorSliceDataset"));
+            element.push_back(
+                pipeline::copy_rows(column, *row, 1, pipeline::host_device(), true, "TensorSliceDataset"));
           return element;
         });
       }),
@@ -234,7 +239,8 @@ DEVTENSOR_DEFINITION AnyDataset::AnyDataset(Rows rows, std::int64_t cardinality,
       batch_size_(batch_size),
       device_sources_(device_sources) {}
 
-DEVTENSOR_DEFINITION AnyDataset AnyDataset::with_rows(pipeline::Open<std::int64_t> open, std::int64_t cardinality) const {
+DEVTENSOR_DEFINITION AnyDataset AnyDataset::with_rows(pipeline::Open<std::int64_t> open,
+                                                      std::int64_t cardinality) const {
   return AnyDataset(Rows{rows_->source, std::move(open)}, cardinality, batch_size_, device_sources_);
 }
 
@@ -264,7 +270,8 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::from_tensor_slices(Columns component
       throw InvalidArgumentError("from_tensor_slices: every component needs rank >= 1 to be sliced, got a scalar");
     const std::int64_t n = t.shape[0];
     if (rows >= 0 && n != rows)
-      throw InvalidArgumentError("from_tensor_slices: Dimensions " + std::to_string(rows) + " and " + std::to_string(n) +
+      throw InvalidArgumentError("from_tensor_slices: Dimensions " + std::to_string(rows) + " and " +
+                                 std::to_string(n) +
                                  " are not compatible: every component needs the same first dimension, got " +
                                  t.shape.to_string() + " after a component with " + std::to_string(rows) + " rows");
     rows = n;
@@ -281,18 +288,23 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::from_tensor_slices(Columns component
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::repeat(std::int64_t count) const {
-  if (count < -1) throw InvalidArgumentError("repeat(count): count must be >= -1 (-1: forever), got " + std::to_string(count));
+  if (count < -1)
+    throw InvalidArgumentError("repeat(count): count must be >= -1 (-1: forever), got " + std::to_string(count));
   const std::int64_t c = cardinality_;
   std::int64_t card = UNKNOWN_CARDINALITY;
-  if (c == 0 || count == 0) card = 0;
-  else if (c == INFINITE_CARDINALITY || count == -1) card = INFINITE_CARDINALITY;
-  else if (c > 0) card = devtensor::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
+  if (c == 0 || count == 0)
+    card = 0;
+  else if (c == INFINITE_CARDINALITY || count == -1)
+    card = INFINITE_CARDINALITY;
+  else if (c > 0)
+    card = devtensor::checked_mul(c, count, "the cardinality of the repeated dataset", "RepeatDataset");
   if (rows_) return with_rows(pipeline::repeat(rows_->open, count), card);
   return AnyDataset(pipeline::repeat(open_, count), card, batch_size_, device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::batch(std::int64_t batch_size, bool drop_remainder) const {
-  if (batch_size < 1) throw InvalidArgumentError("batch_size must be greater than zero, got " + std::to_string(batch_size));
+  if (batch_size < 1)
+    throw InvalidArgumentError("batch_size must be greater than zero, got " + std::to_string(batch_size));
   const std::int64_t c = cardinality_;
   std::int64_t card = c;
   if (c >= 0) card = c / batch_size + (!drop_remainder && c % batch_size != 0 ? 1 : 0);
@@ -339,19 +351,24 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::batch(std::int64_t batch_size, bool 
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::shuffle(std::int64_t buffer_size, std::optional<std::uint64_t> seed,
                                                     bool reshuffle_each_iteration) const {
-  if (buffer_size < 1) throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
+  if (buffer_size < 1)
+    throw InvalidArgumentError("buffer_size must be greater than zero, got " + std::to_string(buffer_size));
   const std::uint64_t base = random::op_seed(seed);  // TensorFlow's rule, as tf.data
-  if (rows_) return with_rows(pipeline::shuffle(rows_->open, buffer_size, base, reshuffle_each_iteration), cardinality_);
+  if (rows_)
+    return with_rows(pipeline::shuffle(rows_->open, buffer_size, base, reshuffle_each_iteration), cardinality_);
   return AnyDataset(pipeline::shuffle(open_, buffer_size, base, reshuffle_each_iteration), cardinality_, batch_size_,
                     device_sources_);
 }
 
 DEVTENSOR_DEFINITION AnyDataset AnyDataset::take(std::int64_t count) const {
-  if (count < -1) throw InvalidArgumentError("take(count): count must be >= -1 (-1: all), got " + std::to_string(count));
+  if (count < -1)
+    throw InvalidArgumentError("take(count): count must be >= -1 (-1: all), got " + std::to_string(count));
   const std::int64_t c = cardinality_;
   std::int64_t card = c;
-  if (count >= 0 && c == INFINITE_CARDINALITY) card = count;
-  else if (count >= 0 && c >= 0) card = std::min(c, count);
+  if (count >= 0 && c == INFINITE_CARDINALITY)
+    card = count;
+  else if (count >= 0 && c >= 0)
+    card = std::min(c, count);
   if (rows_) return with_rows(pipeline::take(rows_->open, count), card);
   return AnyDataset(pipeline::take(open_, count), card, batch_size_, device_sources_);
 }
@@ -375,8 +392,10 @@ DEVTENSOR_DEFINITION AnyDataset AnyDataset::concatenate(const AnyDataset& other)
   const std::int64_t a = cardinality_;
   const std::int64_t b = other.cardinality_;
   std::int64_t card = UNKNOWN_CARDINALITY;
-  if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY) card = INFINITE_CARDINALITY;
-  else if (a >= 0 && b >= 0) card = devtensor::checked_add(a, b, "the cardinality of the concatenated dataset", "ConcatenateDataset");
+  if (a == INFINITE_CARDINALITY || b == INFINITE_CARDINALITY)
+    card = INFINITE_CARDINALITY;
+  else if (a >= 0 && b >= 0)
+    card = devtensor::checked_add(a, b, "the cardinality of the concatenated dataset", "ConcatenateDataset");
   return AnyDataset(
       [first = open_, second = other.open_] {
         return pipeline::Next<Columns>(

@@ -60,7 +60,8 @@ struct MapResult<std::tuple<Tensor<Us>...>> {
   static pipeline::Columns columns(const std::tuple<Tensor<Us>...>& t) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return pipeline::Columns{checked_component(std::get<I>(t), I)...};
-    }(std::index_sequence_for<Us...>{});
+    }
+    (std::index_sequence_for<Us...>{});
   }
 };
 template <Element A, Element B>
@@ -168,8 +169,10 @@ class Dataset {
     const value_type* operator->() const { return &*current_; }
     Iterator& operator++() {
       auto element = (*pass_)();
-      if (element) current_.emplace(typed(*element, std::index_sequence_for<Ts...>{}));
-      else current_.reset();
+      if (element)
+        current_.emplace(typed(*element, std::index_sequence_for<Ts...>{}));
+      else
+        current_.reset();
       return *this;
     }
     void operator++(int) { ++*this; }

@@ -73,23 +73,23 @@ Open<E> take(Open<E> open, std::int64_t count) {
 template <class E>
 Open<E> repeat(Open<E> open, std::int64_t count) {
   return [open = std::move(open), count] {
-    return Next<E>([open, count, done = std::int64_t{0}, current = Next<E>(),
-                    produced = false]() mutable -> std::optional<E> {
-      while (count == -1 || done < count) {
-        if (!current) {
-          current = open();
-          produced = false;
-        }
-        if (auto element = current()) {
-          produced = true;
-          return element;
-        }
-        current = Next<E>();
-        ++done;
-        if (!produced) return std::nullopt;
-      }
-      return std::nullopt;
-    });
+    return Next<E>(
+        [open, count, done = std::int64_t{0}, current = Next<E>(), produced = false]() mutable -> std::optional<E> {
+          while (count == -1 || done < count) {
+            if (!current) {
+              current = open();
+              produced = false;
+            }
+            if (auto element = current()) {
+              produced = true;
+              return element;
+            }
+            current = Next<E>();
+            ++done;
+            if (!produced) return std::nullopt;
+          }
+          return std::nullopt;
+        });
   };
 }
 
@@ -98,25 +98,27 @@ Open<E> repeat(Open<E> open, std::int64_t count) {
 /// the passes opened when `reshuffle`, else stays 0.
 template <class E>
 Open<E> shuffle(Open<E> open, std::int64_t buffer_size, std::uint64_t base, bool reshuffle) {
-  return [open = std::move(open), buffer_size, base, reshuffle,
-          passes = std::make_shared<std::atomic<std::uint64_t>>(0)] {
-    const std::uint64_t pass = reshuffle ? passes->fetch_add(1) : 0;
-    return Next<E>([inner = open(), buffer_size, rng = std::mt19937_64(splitmix64(base ^ splitmix64(pass))),
-                    buffer = std::vector<E>(), exhausted = false]() mutable -> std::optional<E> {
-      while (!exhausted && static_cast<std::int64_t>(buffer.size()) < buffer_size) {
-        auto element = inner();
-        if (!element) exhausted = true;
-        else buffer.push_back(std::move(*element));
-      }
-      if (buffer.empty()) return std::nullopt;
-      std::uniform_int_distribution<std::size_t> pick(0, buffer.size() - 1);
-      const std::size_t i = pick(rng);
-      E out = std::move(buffer[i]);
-      buffer[i] = std::move(buffer.back());
-      buffer.pop_back();
-      return out;
-    });
-  };
+  return
+      [open = std::move(open), buffer_size, base, reshuffle, passes = std::make_shared<std::atomic<std::uint64_t>>(0)] {
+        const std::uint64_t pass = reshuffle ? passes->fetch_add(1) : 0;
+        return Next<E>([inner = open(), buffer_size, rng = std::mt19937_64(splitmix64(base ^ splitmix64(pass))),
+                        buffer = std::vector<E>(), exhausted = false]() mutable -> std::optional<E> {
+          while (!exhausted && static_cast<std::int64_t>(buffer.size()) < buffer_size) {
+            auto element = inner();
+            if (!element)
+              exhausted = true;
+            else
+              buffer.push_back(std::move(*element));
+          }
+          if (buffer.empty()) return std::nullopt;
+          std::uniform_int_distribution<std::size_t> pick(0, buffer.size() - 1);
+          const std::size_t i = pick(rng);
+          E out = std::move(buffer[i]);
+          buffer[i] = std::move(buffer.back());
+          buffer.pop_back();
+          return out;
+        });
+      };
 }
 
 /// A pass computed ahead on a thread of its own (Note [Prefetching]).
@@ -164,8 +166,10 @@ class Prefetcher {
         }
         std::optional<E> element = inner_();  // unlocked: the reader takes what is ready meanwhile
         std::lock_guard lock(mutex_);
-        if (element) queue_.push_back(std::move(*element));
-        else done_ = true;
+        if (element)
+          queue_.push_back(std::move(*element));
+        else
+          done_ = true;
         ready_.notify_one();
         if (done_) return;
       }

@@ -24,9 +24,8 @@ namespace config {
 
 /// The physical devices of `device_type` ("CPU", "GPU"; "" for all): CPU first, then GPUs.
 /// Does not initialise; fixes the simulated-GPU setting.
-inline std::vector<PhysicalDevice> list_physical_devices(
-    std::string_view device_type = "",
-    SourceLocation where = SourceLocation::current()) {
+inline std::vector<PhysicalDevice> list_physical_devices(std::string_view device_type = "",
+                                                         SourceLocation where = SourceLocation::current()) {
   std::vector<PhysicalDevice> out;
   for (const auto& p : Context::global().physical_devices("list_physical_devices()", where))
     if (device_type.empty() || p.device.device_type == device_type) out.push_back(p.device);
@@ -34,9 +33,8 @@ inline std::vector<PhysicalDevice> list_physical_devices(
 }
 
 /// The logical devices of `device_type` ("" for all); initialises the Context.
-inline std::vector<LogicalDevice> list_logical_devices(
-    std::string_view device_type = "",
-    SourceLocation where = SourceLocation::current()) {
+inline std::vector<LogicalDevice> list_logical_devices(std::string_view device_type = "",
+                                                       SourceLocation where = SourceLocation::current()) {
   std::vector<LogicalDevice> out;
   for (const auto& d : Context::global().devices("list_logical_devices()", where))
     if (device_type.empty() || d.device_type == device_type) out.push_back(d.device);
@@ -45,8 +43,7 @@ inline std::vector<LogicalDevice> list_logical_devices(
 
 /// Makes only `devices` visible among those of `device_type` ("" replaces the whole list).
 /// Hidden devices get no logical devices. The CPU cannot be hidden.
-inline void set_visible_devices(const std::vector<PhysicalDevice>& devices,
-                                std::string_view device_type = "") {
+inline void set_visible_devices(const std::vector<PhysicalDevice>& devices, std::string_view device_type = "") {
   Context::global().set_visible_devices(devices, device_type);
 }
 inline void set_visible_devices(const PhysicalDevice& device, std::string_view device_type = "") {
@@ -69,12 +66,8 @@ inline std::optional<std::vector<LogicalDeviceConfiguration>> get_logical_device
 
 /// Soft placement (default true, as in TF2 eager): an op whose requested device does not exist or
 /// has no kernel for it runs on the best device that does. May change at any time.
-inline void set_soft_device_placement(bool enabled) noexcept {
-  Context::global().set_soft_device_placement(enabled);
-}
-inline bool get_soft_device_placement() noexcept {
-  return Context::global().soft_device_placement();
-}
+inline void set_soft_device_placement(bool enabled) noexcept { Context::global().set_soft_device_placement(enabled); }
+inline bool get_soft_device_placement() noexcept { return Context::global().soft_device_placement(); }
 
 /// Simulated GPUs: `count` GPUs of `memory_bytes` each, in host memory. Takes
 /// precedence over DEVTENSOR_SIMULATED_GPUS; fixed when physical devices are first discovered.
@@ -93,9 +86,7 @@ namespace threading {
 inline void set_intra_op_parallelism_threads(int num_threads) {
   Context::global().set_parallelism_threads(Parallelism::intra_op, num_threads);
 }
-inline int get_intra_op_parallelism_threads() {
-  return Context::global().parallelism_threads(Parallelism::intra_op);
-}
+inline int get_intra_op_parallelism_threads() { return Context::global().parallelism_threads(Parallelism::intra_op); }
 
 /// Threads across ops: how many of a graph's independent parts (one per device, Note
 /// [Independent parts run at once] in graph/inter_op.hpp) run at once. 1 or a negative value: one
@@ -103,9 +94,7 @@ inline int get_intra_op_parallelism_threads() {
 inline void set_inter_op_parallelism_threads(int num_threads) {
   Context::global().set_parallelism_threads(Parallelism::inter_op, num_threads);
 }
-inline int get_inter_op_parallelism_threads() {
-  return Context::global().parallelism_threads(Parallelism::inter_op);
-}
+inline int get_inter_op_parallelism_threads() { return Context::global().parallelism_threads(Parallelism::inter_op); }
 
 }  // namespace threading
 
@@ -122,9 +111,7 @@ inline std::optional<bool> get_memory_growth(const PhysicalDevice& device) {
 
 /// TensorFlow's per_process_gpu_memory_fraction: each GPU's limit is total memory x fraction
 /// (0: free memory minus a reserve; > 1: unified memory that may oversubscribe into host RAM).
-inline void set_memory_fraction(double fraction) {
-  Context::global().set_memory_fraction(fraction);
-}
+inline void set_memory_fraction(double fraction) { Context::global().set_memory_fraction(fraction); }
 
 /// TensorFlow's experimental.use_unified_memory.
 inline void set_use_unified_memory(bool enable) { Context::global().set_use_unified_memory(enable); }
@@ -152,12 +139,8 @@ inline void set_host_memory_limit(std::uint64_t bytes) { Context::global().set_h
 namespace debugging {
 
 /// Logs "Executing op <Op> in device <full name>" for every op (through devtensor's log sink).
-inline void set_log_device_placement(bool enabled) noexcept {
-  Context::global().set_log_device_placement(enabled);
-}
-inline bool get_log_device_placement() noexcept {
-  return Context::global().log_device_placement();
-}
+inline void set_log_device_placement(bool enabled) noexcept { Context::global().set_log_device_placement(enabled); }
+inline bool get_log_device_placement() noexcept { return Context::global().log_device_placement(); }
 
 }  // namespace debugging
 }  // namespace devtensor

@@ -30,7 +30,7 @@ namespace devtensor::detail {
 
 /// The configuration a user assembles before initialisation.
 struct Configuration {
-  std::optional<SimulatedGpus> simulated_gpus;  // set by the API; wins over the environment
+  std::optional<SimulatedGpus> simulated_gpus;                         // set by the API; wins over the environment
   std::optional<std::vector<config::PhysicalDevice>> visible_devices;  // unset: all visible
   std::map<std::string, std::vector<config::LogicalDeviceConfiguration>> virtual_devices;
   std::map<std::string, bool> memory_growth;
@@ -39,7 +39,7 @@ struct Configuration {
   std::int64_t gpu_system_memory_size_in_mb = 0;
   std::chrono::milliseconds retry_timeout{10000};
   std::uint64_t host_memory_limit = 0;  // 0: the host's physical memory
-  int intra_op_threads = 0;  // config::threading's settings (0: the system picks)
+  int intra_op_threads = 0;             // config::threading's settings (0: the system picks)
   int inter_op_threads = 0;
 };
 
@@ -95,7 +95,8 @@ DEVTENSOR_DEFINITION void check_memory_fraction(double fraction) {
   if (!(fraction >= 0.0) || fraction > 1e6)
     throw InvalidArgumentError(
         "per_process_gpu_memory_fraction must be a finite number >= 0 (0 means: available memory minus the "
-        "reserve), got " + std::to_string(fraction));
+        "reserve), got " +
+        std::to_string(fraction));
 }
 
 DEVTENSOR_DEFINITION void check_gpu_system_memory_size_in_mb(std::int64_t mb) {

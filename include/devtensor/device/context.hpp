@@ -59,9 +59,8 @@ class Context {
   // --- physical devices ---------------------------------------------------------------------
 
   /// Discovers physical devices once (never initialises). Fixes the simulated-GPU setting.
-  const std::vector<PhysicalDeviceInfo>& physical_devices(
-      std::string_view trigger = "list_physical_devices()",
-      SourceLocation where = SourceLocation::current()) {
+  const std::vector<PhysicalDeviceInfo>& physical_devices(std::string_view trigger = "list_physical_devices()",
+                                                          SourceLocation where = SourceLocation::current()) {
     if (discovered_.load(std::memory_order_acquire)) return physical_;
     std::vector<std::pair<LogSeverity, std::string>> lines;
     {
@@ -101,14 +100,13 @@ class Context {
       if (discovered_simulated_ == value) return;
       throw FailedPreconditionError(
           "Simulated GPUs cannot be modified after physical devices were discovered. "
-          "devtensor discovered them in " + discovery_trigger_ +
-          ". Call set_simulated_gpus before list_physical_devices and before any other use.");
+          "devtensor discovered them in " +
+          discovery_trigger_ + ". Call set_simulated_gpus before list_physical_devices and before any other use.");
     }
     configuration_.simulated_gpus = value;
   }
 
-  void set_visible_devices(const std::vector<config::PhysicalDevice>& devices,
-                           std::string_view device_type) {
+  void set_visible_devices(const std::vector<config::PhysicalDevice>& devices, std::string_view device_type) {
     const auto& physical = physical_devices();
     std::lock_guard lock(mutex_);
     auto next = detail::visible_devices_after(physical, visible_locked(), devices, device_type);
@@ -126,9 +124,8 @@ class Context {
     return out;
   }
 
-  void set_logical_device_configuration(
-      const config::PhysicalDevice& device,
-      const std::vector<config::LogicalDeviceConfiguration>& configs) {
+  void set_logical_device_configuration(const config::PhysicalDevice& device,
+                                        const std::vector<config::LogicalDeviceConfiguration>& configs) {
     require_known(device);
     detail::check_virtual_devices(device, configs);
     std::lock_guard lock(mutex_);
@@ -191,8 +188,7 @@ class Context {
     detail::check_gpu_system_memory_size_in_mb(mb);
     std::lock_guard lock(mutex_);
     if (configuration_.gpu_system_memory_size_in_mb == mb) return;
-    require_uninitialized_locked(
-        "GPU system memory size cannot be modified after being initialized");
+    require_uninitialized_locked("GPU system memory size cannot be modified after being initialized");
     configuration_.gpu_system_memory_size_in_mb = mb;
   }
 
@@ -222,8 +218,9 @@ class Context {
     std::lock_guard lock(mutex_);
     int& current = which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
     if (current == threads) return;
-    require_uninitialized_locked(which == Parallelism::intra_op ? "Intra op parallelism cannot be modified after initialization"
-                                                                : "Inter op parallelism cannot be modified after initialization");
+    require_uninitialized_locked(which == Parallelism::intra_op
+                                     ? "Intra op parallelism cannot be modified after initialization"
+                                     : "Inter op parallelism cannot be modified after initialization");
     current = threads;
   }
   [[nodiscard]] int parallelism_threads(Parallelism which) {
@@ -239,9 +236,7 @@ class Context {
 
   // --- initialisation -----------------------------------------------------------------------
 
-  [[nodiscard]] bool initialized() const noexcept {
-    return initialized_.load(std::memory_order_acquire);
-  }
+  [[nodiscard]] bool initialized() const noexcept { return initialized_.load(std::memory_order_acquire); }
 
   /// Initialises once: discovers devices, builds the logical devices from the configuration and
   /// freezes it. `trigger` names the call for later error messages.
@@ -349,15 +344,13 @@ class Context {
 
   void require_known(const config::PhysicalDevice& device) {
     const auto& physical = physical_devices();
-    if (std::none_of(physical.begin(), physical.end(),
-                     [&](const auto& p) { return p.device == device; }))
+    if (std::none_of(physical.begin(), physical.end(), [&](const auto& p) { return p.device == device; }))
       throw InvalidArgumentError("Unrecognized device: " + device.repr());
   }
 
   void require_uninitialized_locked(std::string_view key_phrase) const {
     if (initialized_.load())
-      throw FailedPreconditionError(std::string(key_phrase) + ". devtensor was initialized by " +
-                                    init_trigger_ +
+      throw FailedPreconditionError(std::string(key_phrase) + ". devtensor was initialized by " + init_trigger_ +
                                     ". Configure devices before the first op, tensor, "
                                     "list_logical_devices() or strategy.");
   }
@@ -374,7 +367,6 @@ class Context {
     for (const auto& d : devices_)
       if (d.stream && d.platform) d.platform->destroy_stream(d.platform_ordinal, d.stream);
   }
-
 };
 
 /// The process's devices, initialising on first use (`trigger` and `where` name the call for later
@@ -434,18 +426,17 @@ DEVTENSOR_DEFINITION void Context::initialize_locked(std::string_view trigger, c
   initialized_.store(true, std::memory_order_release);
   for (const auto& d : devices_)
     if (d.device_type == gpu_device_type)
-      defer_log(LogSeverity::info, "Created device " + d.full_name + " with " +
-                                       std::to_string(d.memory_limit >> 20) + " MB memory:  -> " +
-                                       d.physical_device_desc);
+      defer_log(LogSeverity::info, "Created device " + d.full_name + " with " + std::to_string(d.memory_limit >> 20) +
+                                       " MB memory:  -> " + d.physical_device_desc);
 }
 
-DEVTENSOR_DEFINITION std::string Context::describe_trigger(
-    std::string_view trigger, const CallSite& where) {
+DEVTENSOR_DEFINITION std::string Context::describe_trigger(std::string_view trigger, const CallSite& where) {
   // devtensor's own headers are not where the user should look: a location inside them (a
   // default argument taken in the library) is left out rather than printed.
   constexpr std::string_view this_file = __FILE__;
   static_assert(this_file.ends_with("device/context.hpp"));
-  constexpr std::string_view library_root = this_file.substr(0, this_file.size() - std::string_view("device/context.hpp").size());
+  constexpr std::string_view library_root =
+      this_file.substr(0, this_file.size() - std::string_view("device/context.hpp").size());
   std::string out(trigger);
   const std::string_view file = where.file ? where.file : "";
   if (!file.empty() && !file.starts_with(library_root))
@@ -470,7 +461,7 @@ DEVTENSOR_DEFINITION void Context::discover_locked(std::string_view trigger, con
   }
 
   auto found = detail::discover_physical_devices(gpu_platform(), gpu_driver_probe_.load(std::memory_order_acquire),
-                                                simulated, gpu_platform_status_, pending_logs_);
+                                                 simulated, gpu_platform_status_, pending_logs_);
   physical_ = std::move(found);
   discovered_simulated_ = simulated;
   discovery_trigger_ = describe_trigger(trigger, where);

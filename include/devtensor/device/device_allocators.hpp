@@ -24,16 +24,16 @@
 namespace devtensor::detail {
 
 struct DeviceAllocators {
-  std::vector<std::shared_ptr<memory::Allocator>> by_logical;  // parallel to the logical devices
+  std::vector<std::shared_ptr<memory::Allocator>> by_logical;                    // parallel to the logical devices
   std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated_memory;  // by physical index
 };
 
 /// The allocators of `logical`; a real GPU's allocate through `gpu_memory`, which must outlive
 /// them. Reads TF_ENABLE_GPU_GARBAGE_COLLECTION. @throws UnimplementedError for unified memory on
 /// a real GPU.
-DeviceAllocators build_allocators(const std::vector<Device>& logical,
-                                  const std::vector<PhysicalDeviceInfo>& physical, const Configuration& configuration,
-                                  const memory::DeviceMemoryFunctions* gpu_memory, DeferredLogs& logs);
+DeviceAllocators build_allocators(const std::vector<Device>& logical, const std::vector<PhysicalDeviceInfo>& physical,
+                                  const Configuration& configuration, const memory::DeviceMemoryFunctions* gpu_memory,
+                                  DeferredLogs& logs);
 
 /// The host's physical memory (64 GiB when the system does not say).
 std::uint64_t host_memory_limit() noexcept;
@@ -44,8 +44,7 @@ std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOpt
 
 template <memory::SubAllocator Sub>
 std::shared_ptr<memory::Allocator> make_bfc(bool growth, Sub sub, memory::BFCOptions options) {
-  if (growth)
-    return std::make_shared<memory::BFCAllocator<memory::Growth, Sub>>(std::move(sub), std::move(options));
+  if (growth) return std::make_shared<memory::BFCAllocator<memory::Growth, Sub>>(std::move(sub), std::move(options));
   return std::make_shared<memory::BFCAllocator<memory::Preallocate, Sub>>(std::move(sub), std::move(options));
 }
 
@@ -58,9 +57,9 @@ DEVTENSOR_DEFINITION DeviceAllocators build_allocators(const std::vector<Device>
   std::vector<std::shared_ptr<memory::Allocator>> out;
   std::shared_ptr<memory::Allocator> host;
   std::vector<std::shared_ptr<memory::SimulatedDeviceMemory>> simulated(physical.size());
-  const bool collect = std::any_of(logical.begin(), logical.end(), [](const auto& d) {
-    return d.device_type == gpu_device_type;
-  }) && gpu_garbage_collection(getenv_value("TF_ENABLE_GPU_GARBAGE_COLLECTION"), logs);
+  const bool collect =
+      std::any_of(logical.begin(), logical.end(), [](const auto& d) { return d.device_type == gpu_device_type; }) &&
+      gpu_garbage_collection(getenv_value("TF_ENABLE_GPU_GARBAGE_COLLECTION"), logs);
   for (const auto& d : logical) {
     if (d.device_type == cpu_device_type) {
       if (!host) {
@@ -68,9 +67,8 @@ DEVTENSOR_DEFINITION DeviceAllocators build_allocators(const std::vector<Device>
         options.name = d.allocator_name;
         options.limit = configuration.host_memory_limit ? configuration.host_memory_limit : host_memory_limit();
         options.garbage_collection = true;
-        options.limit_source = configuration.host_memory_limit
-                                   ? "config::experimental::set_host_memory_limit"
-                                   : "the host's physical memory";
+        options.limit_source = configuration.host_memory_limit ? "config::experimental::set_host_memory_limit"
+                                                               : "the host's physical memory";
         options.retry_timeout = configuration.retry_timeout;
         host = make_bfc(/*growth=*/true, memory::HostSubAllocator{}, std::move(options));
       }

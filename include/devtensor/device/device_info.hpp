@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "devtensor/device/physical.hpp"
-#include "devtensor/memory/allocator.hpp"
 #include "devtensor/device/spec.hpp"
+#include "devtensor/memory/allocator.hpp"
 
 namespace devtensor {
 
@@ -33,9 +33,9 @@ struct SimulatedGpus {
 /// A physical device as discovered.
 struct PhysicalDeviceInfo {
   config::PhysicalDevice device;
-  int index = 0;            // within its type
-  bool simulated = false;   // a simulated GPU
-  int platform_ordinal = 0; // the CUDA ordinal for real GPUs, the index for simulated ones
+  int index = 0;                 // within its type
+  bool simulated = false;        // a simulated GPU
+  int platform_ordinal = 0;      // the CUDA ordinal for real GPUs, the index for simulated ones
   GpuPlatformDevice properties;  // GPUs only
 };
 
@@ -45,9 +45,9 @@ struct PhysicalDeviceInfo {
 /// looks a device up again. Built once at initialisation into the Context's DeviceSet and never
 /// changed (TensorFlow's Device* from its DeviceMgr, PyTorch's c10::Device with its guard).
 struct Device {
-  DeviceSpec spec;                 // /job:localhost/replica:0/task:0/device:TYPE:N
-  std::string full_name;           // spec.to_string(), kept to avoid re-printing
-  config::LogicalDevice device;    // /device:TYPE:N, as list_logical_devices shows it
+  DeviceSpec spec;               // /job:localhost/replica:0/task:0/device:TYPE:N
+  std::string full_name;         // spec.to_string(), kept to avoid re-printing
+  config::LogicalDevice device;  // /device:TYPE:N, as list_logical_devices shows it
   std::string device_type;
   int index = 0;                   // N
   int logical_index = -1;          // position in the DeviceSet (CPU:0 is 0)
@@ -57,13 +57,13 @@ struct Device {
   bool unified_memory = false;     // GPUs: fraction > 1 or set_use_unified_memory
   std::optional<int> priority;     // GPUs: the virtual device's stream priority
   std::string physical_device_desc;
-  std::string pci_bus_id;          // real GPUs: the physical GPU's bus id ("" otherwise)
-  std::string limit_source;        // what set memory_limit, for OOM advice
-  std::string allocator_name;      // GPU_<i>_bfc, cpu_bfc
+  std::string pci_bus_id;      // real GPUs: the physical GPU's bus id ("" otherwise)
+  std::string limit_source;    // what set memory_limit, for OOM advice
+  std::string allocator_name;  // GPU_<i>_bfc, cpu_bfc
   bool is_gpu = false;
-  bool simulated = false;          // a simulated GPU: host memory, CPU implementations
-  int platform_ordinal = -1;       // the CUDA ordinal of a real GPU, -1 otherwise
-  void* stream = nullptr;          // real GPUs: the device's stream (cudaStream_t), else nullptr
+  bool simulated = false;     // a simulated GPU: host memory, CPU implementations
+  int platform_ordinal = -1;  // the CUDA ordinal of a real GPU, -1 otherwise
+  void* stream = nullptr;     // real GPUs: the device's stream (cudaStream_t), else nullptr
   /// The device's allocator (the CPUs share one); tensors' buffers keep it alive.
   std::shared_ptr<memory::Allocator> allocator;
   /// Real GPUs: the platform whose operations copy to and from the device (nullptr otherwise).

@@ -21,8 +21,7 @@ struct DeviceAttributes {
 };
 
 /// Every logical device with its attributes; initialises the Context.
-inline std::vector<DeviceAttributes> list_local_devices(
-    SourceLocation where = SourceLocation::current()) {
+inline std::vector<DeviceAttributes> list_local_devices(SourceLocation where = SourceLocation::current()) {
   std::vector<DeviceAttributes> out;
   for (const auto& d : Context::global().devices("device_lib::list_local_devices()", where))
     out.push_back({d.device.name, d.device_type, d.memory_limit, d.physical_device_desc, d.full_name});

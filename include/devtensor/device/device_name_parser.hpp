@@ -14,13 +14,9 @@ namespace devtensor {
 
 namespace detail {
 
-constexpr bool is_ascii_alpha(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+constexpr bool is_ascii_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 constexpr bool is_ascii_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-constexpr bool is_name_char(char c) noexcept {
-  return is_ascii_alpha(c) || is_ascii_digit(c) || c == '_';
-}
+constexpr bool is_name_char(char c) noexcept { return is_ascii_alpha(c) || is_ascii_digit(c) || c == '_'; }
 
 /// A job name or a device type: an ASCII letter, then letters, digits or '_'.
 constexpr bool is_name_token(std::string_view s) noexcept {
@@ -93,8 +89,7 @@ class DeviceNameParser {
   }
 
   bool fail(std::string reason) {
-    if (reason_.empty())
-      reason_ = std::move(reason) + " at offset " + std::to_string(size_ - rest_.size());
+    if (reason_.empty()) reason_ = std::move(reason) + " at offset " + std::to_string(size_ - rest_.size());
     return false;
   }
 

@@ -25,8 +25,7 @@ std::string canonicalize(std::string_view device, std::string_view default_spec 
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION std::string device_util::canonicalize(std::string_view device, std::string_view default_spec) {
   DeviceSpec result = DeviceSpec::parse("/job:localhost/replica:0/task:0/device:CPU:0");
-  if (!default_spec.empty())
-    result = result.overridden_by(DeviceSpec::parse_full_or_local(default_spec));
+  if (!default_spec.empty()) result = result.overridden_by(DeviceSpec::parse_full_or_local(default_spec));
   return result.overridden_by(DeviceSpec::parse_full_or_local(device)).to_string();
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS

@@ -23,9 +23,11 @@ std::vector<PhysicalDeviceInfo> discover_physical_devices(const GpuPlatform* pla
                                                           DeferredLogs& logs);
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION std::vector<PhysicalDeviceInfo> discover_physical_devices(
-    const GpuPlatform* platform, GpuDriverProbe driver_probe, const SimulatedGpus& simulated,
-    std::string& platform_status, DeferredLogs& logs) {
+DEVTENSOR_DEFINITION std::vector<PhysicalDeviceInfo> discover_physical_devices(const GpuPlatform* platform,
+                                                                               GpuDriverProbe driver_probe,
+                                                                               const SimulatedGpus& simulated,
+                                                                               std::string& platform_status,
+                                                                               DeferredLogs& logs) {
   std::vector<PhysicalDeviceInfo> found;
   PhysicalDeviceInfo cpu_info;
   cpu_info.device = {"/physical_device:CPU:0", std::string(cpu_device_type)};

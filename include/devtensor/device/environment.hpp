@@ -90,13 +90,13 @@ DEVTENSOR_DEFINITION bool allow_growth_with_override(bool configured, const std:
     if (forced != configured)
       logs.emplace_back(LogSeverity::warning,
                         "Overriding orig_value setting because the TF_FORCE_GPU_ALLOW_GROWTH environment "
-                        "variable is set. Original config value was " + original + ".");
+                        "variable is set. Original config value was " +
+                            original + ".");
     return forced;
   }
   logs.emplace_back(LogSeverity::error,
-                    "The TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed: \"" +
-                        *env + "\". Valid values are \"true\" or \"false\". Using original config value of " +
-                        original + ".");
+                    "The TF_FORCE_GPU_ALLOW_GROWTH environment variable is set but could not be parsed: \"" + *env +
+                        "\". Valid values are \"true\" or \"false\". Using original config value of " + original + ".");
   return configured;
 }
 
@@ -105,7 +105,8 @@ DEVTENSOR_DEFINITION bool gpu_garbage_collection(const std::optional<std::string
   if (*env == "false") return false;
   logs.emplace_back(LogSeverity::error,
                     "The TF_ENABLE_GPU_GARBAGE_COLLECTION environment variable is set but could not be parsed: "
-                    "\"" + *env + "\". Valid values are \"true\" or \"false\". Using the default value \"true\".");
+                    "\"" +
+                        *env + "\". Valid values are \"true\" or \"false\". Using the default value \"true\".");
   return true;
 }
 #endif

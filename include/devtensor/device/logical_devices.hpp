@@ -27,14 +27,14 @@ namespace devtensor::detail {
 /// TF_DEVICE_MIN_SYS_MEMORY_IN_MB. @throws InvalidArgumentError / UnimplementedError for an
 /// inconsistent configuration.
 std::vector<Device> build_logical_devices(const Configuration& configuration,
-                                                     const std::vector<PhysicalDeviceInfo>& physical,
-                                                     const std::vector<config::PhysicalDevice>& visible,
-                                                     DeferredLogs& logs);
+                                          const std::vector<PhysicalDeviceInfo>& physical,
+                                          const std::vector<config::PhysicalDevice>& visible, DeferredLogs& logs);
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
-    const Configuration& configuration, const std::vector<PhysicalDeviceInfo>& physical,
-    const std::vector<config::PhysicalDevice>& visible, DeferredLogs& logs) {
+DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(const Configuration& configuration,
+                                                               const std::vector<PhysicalDeviceInfo>& physical,
+                                                               const std::vector<config::PhysicalDevice>& visible,
+                                                               DeferredLogs& logs) {
   const auto is_visible = [&](const PhysicalDeviceInfo& p) {
     return std::find(visible.begin(), visible.end(), p.device) != visible.end();
   };
@@ -73,13 +73,11 @@ DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
   for (const auto* g : gpus) {
     auto it = configuration.memory_growth.find(g->device.name);
     const bool mine = it != configuration.memory_growth.end() && it->second;
-    if (growth && *growth != mine)
-      throw InvalidArgumentError("Memory growth cannot differ between GPU devices");
+    if (growth && *growth != mine) throw InvalidArgumentError("Memory growth cannot differ between GPU devices");
     growth = mine;
   }
   if (any_virtual && configuration.memory_fraction > 0.0)
-    throw InvalidArgumentError(
-        "It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.");
+    throw InvalidArgumentError("It's invalid to set per_process_gpu_memory_fraction when virtual_devices is set.");
   // Growth is ignored whenever virtual devices are configured (unless the environment forces it).
   const bool configured_growth = any_virtual ? false : growth.value_or(false);
   const bool allow_growth =
@@ -101,15 +99,14 @@ DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
           "Unified memory on GPUs with compute capability lower than 6.0 (pre-Pascal class GPUs) "
           "does not support oversubscription.");
     std::vector<config::LogicalDeviceConfiguration> configs;
-    if (auto it = configuration.virtual_devices.find(phys.device.name);
-        it != configuration.virtual_devices.end())
+    if (auto it = configuration.virtual_devices.find(phys.device.name); it != configuration.virtual_devices.end())
       configs = it->second;
-    const bool with_priority = std::any_of(configs.begin(), configs.end(),
-                                           [](const auto& c) { return c.experimental_priority.has_value(); });
+    const bool with_priority =
+        std::any_of(configs.begin(), configs.end(), [](const auto& c) { return c.experimental_priority.has_value(); });
     const bool with_ordinal = std::any_of(configs.begin(), configs.end(),
                                           [](const auto& c) { return c.experimental_device_ordinal.has_value(); });
-    if (with_priority && !std::all_of(configs.begin(), configs.end(),
-                                      [](const auto& c) { return c.experimental_priority.has_value(); }))
+    if (with_priority &&
+        !std::all_of(configs.begin(), configs.end(), [](const auto& c) { return c.experimental_priority.has_value(); }))
       throw InvalidArgumentError("priority must be specified for all virtual devices");
     if (with_ordinal && !std::all_of(configs.begin(), configs.end(),
                                      [](const auto& c) { return c.experimental_device_ordinal.has_value(); }))
@@ -118,7 +115,8 @@ DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
     if (any_virtual && *first_has_ordinal != with_ordinal)
       throw InvalidArgumentError(
           "Device ordinals must be set for all virtual devices or none. But the device_ordinal "
-          "is specified for " + std::to_string(g) + " while previous devices didn't have any set.");
+          "is specified for " +
+          std::to_string(g) + " while previous devices didn't have any set.");
 
     const auto make = [&](std::uint64_t limit, std::optional<int> priority) {
       Device d;
@@ -129,22 +127,21 @@ DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
       d.unified_memory = unified;
       d.priority = priority;
       const auto& p = phys.properties;
-      d.physical_device_desc = "device: " + std::to_string(phys.platform_ordinal) +
-                               ", name: " + p.name + ", pci bus id: " + p.pci_bus_id +
-                               ", compute capability: " +
-                               std::to_string(p.compute_capability_major) + "." +
+      d.physical_device_desc = "device: " + std::to_string(phys.platform_ordinal) + ", name: " + p.name +
+                               ", pci bus id: " + p.pci_bus_id +
+                               ", compute capability: " + std::to_string(p.compute_capability_major) + "." +
                                std::to_string(p.compute_capability_minor);
       return d;
     };
     if (configs.empty()) {
-      const auto limit = default_gpu_memory_limit(
-          {.free_memory = phys.properties.free_memory,
-           .total_memory = phys.properties.total_memory,
-           .compute_capability_major = phys.properties.compute_capability_major,
-           .memory_fraction = configuration.memory_fraction,
-           .gpu_system_memory_size_in_mb = configuration.gpu_system_memory_size_in_mb,
-           .min_sys_memory_env = getenv_value("TF_DEVICE_MIN_SYS_MEMORY_IN_MB")},
-          logs);
+      const auto limit =
+          default_gpu_memory_limit({.free_memory = phys.properties.free_memory,
+                                    .total_memory = phys.properties.total_memory,
+                                    .compute_capability_major = phys.properties.compute_capability_major,
+                                    .memory_fraction = configuration.memory_fraction,
+                                    .gpu_system_memory_size_in_mb = configuration.gpu_system_memory_size_in_mb,
+                                    .min_sys_memory_env = getenv_value("TF_DEVICE_MIN_SYS_MEMORY_IN_MB")},
+                                   logs);
       pending.push_back({make(limit.bytes, std::nullopt), std::nullopt, pending.size()});
       pending.back().info.limit_source = limit.source;
       continue;
@@ -157,24 +154,20 @@ DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
         const int lo = phys.properties.least_stream_priority;
         if (p < hi || p > lo)
           throw InvalidArgumentError("Priority " + std::to_string(p) +
-                                     " is outside the range of supported priorities [" +
-                                     std::to_string(hi) + "," + std::to_string(lo) +
-                                     "] for virtual device " + std::to_string(v) + " on GPU# " +
+                                     " is outside the range of supported priorities [" + std::to_string(hi) + "," +
+                                     std::to_string(lo) + "] for virtual device " + std::to_string(v) + " on GPU# " +
                                      std::to_string(phys.index));
       }
-      const auto limit =
-          static_cast<std::uint64_t>(static_cast<std::int64_t>(*c.memory_limit_mb)) * kMiB;
-      pending.push_back({make(limit, c.experimental_priority), c.experimental_device_ordinal,
-                         pending.size()});
+      const auto limit = static_cast<std::uint64_t>(static_cast<std::int64_t>(*c.memory_limit_mb)) * kMiB;
+      pending.push_back({make(limit, c.experimental_priority), c.experimental_device_ordinal, pending.size()});
       pending.back().info.limit_source =
           "memory_limit_mb = " + std::to_string(static_cast<std::int64_t>(*c.memory_limit_mb)) +
           " of the virtual device";
     }
   }
   // Lower ordinal first; ties (and devices without ordinals) keep their list position.
-  std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
-    return a.ordinal.value_or(0) < b.ordinal.value_or(0);
-  });
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const Pending& a, const Pending& b) { return a.ordinal.value_or(0) < b.ordinal.value_or(0); });
   for (auto& p : pending) out.push_back(std::move(p.info));
 
   // Number each type consecutively and name the devices.
@@ -182,12 +175,10 @@ DEVTENSOR_DEFINITION std::vector<Device> build_logical_devices(
   int gpu_count = 0;
   for (auto& d : out) {
     d.index = d.device_type == cpu_device_type ? cpus++ : gpu_count++;
-    d.spec = DeviceSpec::parse(
-        DeviceSpec::full_name("localhost", 0, 0, d.device_type, d.index));
+    d.spec = DeviceSpec::parse(DeviceSpec::full_name("localhost", 0, 0, d.device_type, d.index));
     d.full_name = d.spec.to_string();
     d.device = {DeviceSpec::local_name(d.device_type, d.index), d.device_type};
-    d.allocator_name =
-        d.device_type == cpu_device_type ? "cpu_bfc" : "GPU_" + std::to_string(d.index) + "_bfc";
+    d.allocator_name = d.device_type == cpu_device_type ? "cpu_bfc" : "GPU_" + std::to_string(d.index) + "_bfc";
     d.is_gpu = d.device_type == gpu_device_type;
     if (d.is_gpu) {
       const auto& phys = physical[static_cast<std::size_t>(d.physical_index)];

@@ -23,15 +23,15 @@ namespace devtensor::detail {
 /// The logical device a memory-stats query names ("GPU:0", "/device:GPU:0", a full name),
 /// following TensorFlow's rules and errors. Initialises the Context, naming `api` as the trigger.
 const Device& memory_stats_device(Context& context, std::string_view name, std::string_view api,
-                                             const SourceLocation& where);
+                                  const SourceLocation& where);
 
 /// Device memory this process uses on a GPU that no devtensor allocator accounts for (the CUDA
 /// context, libraries, other processes), or 0 for a simulated GPU.
 std::uint64_t unaccounted_device_bytes(Context& context, const Device& device);
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
-DEVTENSOR_DEFINITION const Device& memory_stats_device(Context& context, std::string_view name,
-                                                                  std::string_view api, const SourceLocation& where) {
+DEVTENSOR_DEFINITION const Device& memory_stats_device(Context& context, std::string_view name, std::string_view api,
+                                                       const SourceLocation& where) {
   const auto spec = DeviceSpec::try_parse_full_or_local(name);
   if (!spec || !spec->type() || !spec->id())
     throw InvalidArgumentError("Failed parsing device name: '" + std::string(name) +
@@ -81,8 +81,7 @@ struct MemoryInfo {
 
 /// "GPU:0", "/device:GPU:0" or a full name. Initialises the Context.
 /// @throws InvalidArgumentError (unparsable, several matches, a CPU), NotFoundError (no match).
-inline MemoryInfo get_memory_info(std::string_view device,
-                                  SourceLocation where = SourceLocation::current()) {
+inline MemoryInfo get_memory_info(std::string_view device, SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   const auto& d = ::devtensor::detail::memory_stats_device(context, device, "get_memory_info", where);
   const auto s = context.allocator(d).stats();
@@ -90,23 +89,21 @@ inline MemoryInfo get_memory_info(std::string_view device,
 }
 
 /// Deprecated in TensorFlow: the current bytes in use.
-inline std::int64_t get_memory_usage(std::string_view device,
-                                     SourceLocation where = SourceLocation::current()) {
+inline std::int64_t get_memory_usage(std::string_view device, SourceLocation where = SourceLocation::current()) {
   return get_memory_info(device, where).current;
 }
 
 /// peak = current; num_allocs and largest_alloc_size back to 0.
-inline void reset_memory_stats(std::string_view device,
-                               SourceLocation where = SourceLocation::current()) {
+inline void reset_memory_stats(std::string_view device, SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
-  context.allocator(::devtensor::detail::memory_stats_device(context, device, "reset_memory_stats", where)).clear_stats();
+  context.allocator(::devtensor::detail::memory_stats_device(context, device, "reset_memory_stats", where))
+      .clear_stats();
 }
 
 /// Beyond TensorFlow: returns every fully free region of the device's allocator to the device
 /// (or to the host, for simulated GPUs). Never touches regions with tensors in them; lowers
 /// `pool` and leaves `current`, `peak` and the limit alone. Returns the bytes released.
-inline std::size_t release_free_memory(std::string_view device,
-                                       SourceLocation where = SourceLocation::current()) {
+inline std::size_t release_free_memory(std::string_view device, SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   return context.allocator(::devtensor::detail::memory_stats_device(context, device, "release_free_memory", where))
       .release_free_regions();
@@ -118,8 +115,7 @@ struct MemoryOverhead {
 };
 
 /// What a device's memory holds beyond the allocator's pool.
-inline MemoryOverhead get_memory_overhead(std::string_view device,
-                                          SourceLocation where = SourceLocation::current()) {
+inline MemoryOverhead get_memory_overhead(std::string_view device, SourceLocation where = SourceLocation::current()) {
   auto& context = Context::global();
   const auto& d = ::devtensor::detail::memory_stats_device(context, device, "get_memory_overhead", where);
   return {0, ::devtensor::detail::unaccounted_device_bytes(context, d)};

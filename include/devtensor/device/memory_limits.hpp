@@ -29,10 +29,10 @@ namespace detail {
 
 /// What the limit depends on.
 struct MemoryLimitInputs {
-  std::uint64_t free_memory = 0;   // the device's free memory at discovery
+  std::uint64_t free_memory = 0;  // the device's free memory at discovery
   std::uint64_t total_memory = 0;
   int compute_capability_major = 0;
-  double memory_fraction = 0.0;    // per_process_gpu_memory_fraction; 0: free memory minus a reserve
+  double memory_fraction = 0.0;                   // per_process_gpu_memory_fraction; 0: free memory minus a reserve
   std::int64_t gpu_system_memory_size_in_mb = 0;  // a reserve set by the API; 0: none
   std::optional<std::string> min_sys_memory_env;  // TF_DEVICE_MIN_SYS_MEMORY_IN_MB's text
 };
@@ -57,28 +57,31 @@ DEVTENSOR_DEFINITION MemoryLimit default_gpu_memory_limit(const MemoryLimitInput
   if (in.memory_fraction == 0.0) {
     const std::uint64_t reserve = min_system_memory(available, in.compute_capability_major);
     out.bytes = reserve < available ? available - reserve : available;
-    out.source = "the device's free memory " + human(available) + " minus a " + human(reserve < available ? reserve : 0) +
+    out.source = "the device's free memory " + human(available) + " minus a " +
+                 human(reserve < available ? reserve : 0) +
                  " reserve (set_gpu_system_memory_size_in_mb or TF_DEVICE_MIN_SYS_MEMORY_IN_MB change it)";
   } else {
     out.bytes = static_cast<std::uint64_t>(static_cast<double>(in.total_memory) * in.memory_fraction);
-    out.source = "per_process_gpu_memory_fraction = " + std::to_string(in.memory_fraction) + " of " +
-                 human(in.total_memory);
+    out.source =
+        "per_process_gpu_memory_fraction = " + std::to_string(in.memory_fraction) + " of " + human(in.total_memory);
   }
   const auto apply_reserve = [&](std::uint64_t reserved) {
     if (reserved <= available) {
       out.bytes = available - reserved;
-      out.source = "the device's free memory " + human(available) + " minus the requested " + human(reserved) +
-                   " reserve";
+      out.source =
+          "the device's free memory " + human(available) + " minus the requested " + human(reserved) + " reserve";
     } else {
       logs.emplace_back(LogSeverity::warning, "The requested reserved device memory " + std::to_string(reserved) +
                                                   " is larger than the available memory of " +
                                                   std::to_string(available) + ". The request is ignored.");
     }
   };
-  if (in.gpu_system_memory_size_in_mb > 0) apply_reserve(static_cast<std::uint64_t>(in.gpu_system_memory_size_in_mb) * kMiB);
+  if (in.gpu_system_memory_size_in_mb > 0)
+    apply_reserve(static_cast<std::uint64_t>(in.gpu_system_memory_size_in_mb) * kMiB);
   if (in.min_sys_memory_env && !in.min_sys_memory_env->empty()) {
     const std::string& env = *in.min_sys_memory_env;
-    const bool numeric = env.size() <= 12 && std::all_of(env.begin(), env.end(), [](char c) { return is_ascii_digit(c); });
+    const bool numeric =
+        env.size() <= 12 && std::all_of(env.begin(), env.end(), [](char c) { return is_ascii_digit(c); });
     if (numeric)
       apply_reserve(static_cast<std::uint64_t>(std::stoll(env)) * kMiB);
     else

@@ -46,8 +46,7 @@ struct LogicalDeviceConfiguration {
   std::optional<int> experimental_priority = std::nullopt;
   std::optional<int> experimental_device_ordinal = std::nullopt;
 
-  friend bool operator==(const LogicalDeviceConfiguration&,
-                         const LogicalDeviceConfiguration&) = default;
+  friend bool operator==(const LogicalDeviceConfiguration&, const LogicalDeviceConfiguration&) = default;
 };
 
 }  // namespace config
@@ -95,8 +94,8 @@ struct GpuPlatform {
   ///                     staged by the runtime), and the source stream waits for the copy, so the
   ///                     source buffer is not reused before it has been read.
   /// False with the error text on failure.
-  bool (*copy)(void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal,
-               void* src_stream, std::size_t bytes, std::string* error) noexcept;
+  bool (*copy)(void* dst, int dst_ordinal, void* dst_stream, const void* src, int src_ordinal, void* src_stream,
+               std::size_t bytes, std::string* error) noexcept;
 
   // Graph capture (graph/cuda_graph.hpp); nullptr: the platform cannot capture.
   /// Starts recording the work queued on `stream` instead of running it (cudaStreamBeginCapture);
@@ -169,8 +168,7 @@ struct GpuAllReduceKernel {
   /// writes recv[i] on CUDA ordinal ordinals[i], ordered on streams[i] (cudaStream_t as void*).
   /// @throws InvalidArgumentError (a GPU named twice, a dtype NCCL lacks), InternalError.
   void (*all_reduce_sum)(std::string_view dtype, std::size_t count, std::span<const void* const> send,
-                         std::span<void* const> recv, std::span<const int> ordinals,
-                         std::span<void* const> streams);
+                         std::span<void* const> recv, std::span<const int> ordinals, std::span<void* const> streams);
   /// Across processes (nullptr when the kernel cannot): a new communicator id, made on one worker.
   void (*new_unique_id)(std::span<std::byte, GpuCliqueAcrossProcesses::unique_id_bytes> out) = nullptr;
   /// all_reduce_sum over every worker's GPUs of `clique`; this process's are `ordinals` (ranks
@@ -179,9 +177,9 @@ struct GpuAllReduceKernel {
   /// @throws DeadlineExceededError (clique.timeout_seconds passed), FailedPreconditionError (an
   ///         earlier call timed out), InvalidArgumentError, InternalError.
   void (*all_reduce_sum_across_processes)(const GpuCliqueAcrossProcesses& clique, std::string_view what,
-                                          std::string_view dtype, std::size_t count,
-                                          std::span<const void* const> send, std::span<void* const> recv,
-                                          std::span<const int> ordinals, std::span<void* const> streams) = nullptr;
+                                          std::string_view dtype, std::size_t count, std::span<const void* const> send,
+                                          std::span<void* const> recv, std::span<const int> ordinals,
+                                          std::span<void* const> streams) = nullptr;
 };
 
 inline std::atomic<const GpuAllReduceKernel*>& gpu_all_reduce_kernel_slot() noexcept {

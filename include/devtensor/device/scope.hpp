@@ -45,7 +45,7 @@ namespace detail {
 struct ScopeStack {
   struct Entry {
     const DeviceScope* owner;
-    DeviceSpec spec;  // the merged spec in effect while this entry is on top
+    DeviceSpec spec;        // the merged spec in effect while this entry is on top
     DeviceSpec graph_spec;  // the same merged from the empty spec: a graph node's request
   };
   std::vector<Entry> entries;
@@ -130,10 +130,9 @@ DEVTENSOR_DEFINITION DeviceScope::DeviceScope(const DeviceSpec& spec) {
 DEVTENSOR_DEFINITION DeviceScope::~DeviceScope() {
   auto& stack = detail::scope_stack();
   if (stack.entries.empty() || stack.entries.back().owner != this) {
-    log(LogSeverity::error,
-        "Exiting device scope without proper scope nesting: the scope for '" + spec_.to_string() +
-            "' is not the innermost scope of this thread. Destroy DeviceScopes in reverse order "
-            "of creation, on the thread that created them.");
+    log(LogSeverity::error, "Exiting device scope without proper scope nesting: the scope for '" + spec_.to_string() +
+                                "' is not the innermost scope of this thread. Destroy DeviceScopes in reverse order "
+                                "of creation, on the thread that created them.");
     std::abort();
   }
   stack.entries.pop_back();

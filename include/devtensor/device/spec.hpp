@@ -40,9 +40,7 @@ class DeviceSpec {
   static DeviceSpec parse(std::string_view spec);
 
   /// Like parse(), but returns an empty optional instead of throwing.
-  static std::optional<DeviceSpec> try_parse(std::string_view spec) {
-    return parse_full(spec, nullptr);
-  }
+  static std::optional<DeviceSpec> try_parse(std::string_view spec) { return parse_full(spec, nullptr); }
 
   /// TensorFlow's ParseLocalName: exactly "TYPE:N" (case preserved), else an empty optional.
   static std::optional<DeviceSpec> try_parse_local(std::string_view name);
@@ -92,8 +90,7 @@ class DeviceSpec {
   [[nodiscard]] std::string to_string() const;
 
   /// "/job:<job>/replica:<r>/task:<t>/device:<type>:<id>" (TensorFlow's FullName).
-  static std::string full_name(std::string_view job, int replica, int task, std::string_view type,
-                               int id);
+  static std::string full_name(std::string_view job, int replica, int task, std::string_view type, int id);
 
   /// "/job:<j>/replica:<r>/task:<t>/<type in lower case>:<id>" (TensorFlow's LegacyName).
   /// @throws InvalidArgumentError unless the name is fully specified.
@@ -108,8 +105,7 @@ class DeviceSpec {
 
   /// TensorFlow's SplitDeviceName: (task part, "TYPE:ID"), or nothing when the name does not parse
   /// or lacks a type or an id. The task part is the canonical prefix of the set job/replica/task.
-  static std::optional<std::pair<std::string, std::string>> split_device_name(
-      std::string_view name);
+  static std::optional<std::pair<std::string, std::string>> split_device_name(std::string_view name);
 
   /// {canonical name, legacy name} for a fully specified name, else {} (GetNamesForDeviceMappings).
   [[nodiscard]] std::vector<std::string> names_for_device_mappings() const;
@@ -119,15 +115,12 @@ class DeviceSpec {
   /// Every field set here is set in `more` with the same value (TensorFlow's IsSpecification).
   [[nodiscard]] bool is_specification_of(const DeviceSpec& more) const noexcept {
     return field_specifies(job_, more.job_) && field_specifies(replica_, more.replica_) &&
-           field_specifies(task_, more.task_) && field_specifies(type_, more.type_) &&
-           field_specifies(id_, more.id_);
+           field_specifies(task_, more.task_) && field_specifies(type_, more.type_) && field_specifies(id_, more.id_);
   }
 
   /// Pattern match against a fully specified device name (TensorFlow's IsCompleteSpecification):
   /// every field set here equals the device's.
-  [[nodiscard]] bool matches(const DeviceSpec& device) const noexcept {
-    return is_specification_of(device);
-  }
+  [[nodiscard]] bool matches(const DeviceSpec& device) const noexcept { return is_specification_of(device); }
 
   /// Every field set in both has the same value in both (TensorFlow's AreCompatible).
   [[nodiscard]] bool is_compatible_with(const DeviceSpec& other) const noexcept {
@@ -138,17 +131,12 @@ class DeviceSpec {
 
   /// Job, replica and task set in both and equal (TensorFlow's IsSameAddressSpace).
   [[nodiscard]] bool is_same_address_space(const DeviceSpec& other) const noexcept {
-    return job_ && replica_ && task_ && job_ == other.job_ && replica_ == other.replica_ &&
-           task_ == other.task_;
+    return job_ && replica_ && task_ && job_ == other.job_ && replica_ == other.replica_ && task_ == other.task_;
   }
 
-  [[nodiscard]] bool is_fully_specified() const noexcept {
-    return job_ && replica_ && task_ && type_ && id_;
-  }
+  [[nodiscard]] bool is_fully_specified() const noexcept { return job_ && replica_ && task_ && type_ && id_; }
 
-  [[nodiscard]] bool is_empty() const noexcept {
-    return !job_ && !replica_ && !task_ && !type_ && !id_;
-  }
+  [[nodiscard]] bool is_empty() const noexcept { return !job_ && !replica_ && !task_ && !type_ && !id_; }
 
   // --- merging -------------------------------------------------------------------------------
 
@@ -243,7 +231,6 @@ class DeviceSpec {
   /// overwrites; anything unrecognised, including a trailing '/', fails.
   static std::optional<DeviceSpec> parse_full(std::string_view input, std::string* reason);
 
-
   /// TensorFlow's MergeDevNamesImpl, field by field in the order job, replica, task, type, id.
   void merge_impl(const DeviceSpec& other, bool allow_soft_placement, bool override_conflicts);
 };
@@ -260,8 +247,7 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::try_parse_local(std::
   DeviceSpec spec;
   std::string type;
   int id = 0;
-  if (!p.name(type, "device type") || !p.consume(":") || !p.number(id, "device id") || !p.empty())
-    return std::nullopt;
+  if (!p.name(type, "device type") || !p.consume(":") || !p.number(id, "device id") || !p.empty()) return std::nullopt;
   spec.type_ = std::move(type);
   spec.id_ = id;
   return spec;
@@ -297,11 +283,10 @@ DEVTENSOR_DEFINITION std::string DeviceSpec::to_string() const {
   return out;
 }
 
-DEVTENSOR_DEFINITION std::string DeviceSpec::full_name(std::string_view job, int replica, int task, std::string_view type,
-                             int id) {
-  return "/job:" + std::string(job) + "/replica:" + std::to_string(replica) +
-         "/task:" + std::to_string(task) + "/device:" + std::string(type) + ":" +
-         std::to_string(id);
+DEVTENSOR_DEFINITION std::string DeviceSpec::full_name(std::string_view job, int replica, int task,
+                                                       std::string_view type, int id) {
+  return "/job:" + std::string(job) + "/replica:" + std::to_string(replica) + "/task:" + std::to_string(task) +
+         "/device:" + std::string(type) + ":" + std::to_string(id);
 }
 
 DEVTENSOR_DEFINITION std::string DeviceSpec::legacy_name() const {
@@ -309,8 +294,8 @@ DEVTENSOR_DEFINITION std::string DeviceSpec::legacy_name() const {
   std::string lower = *type_;
   for (char& c : lower)
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return "/job:" + *job_ + "/replica:" + std::to_string(*replica_) +
-         "/task:" + std::to_string(*task_) + "/" + lower + ":" + std::to_string(*id_);
+  return "/job:" + *job_ + "/replica:" + std::to_string(*replica_) + "/task:" + std::to_string(*task_) + "/" + lower +
+         ":" + std::to_string(*id_);
 }
 
 DEVTENSOR_DEFINITION std::string DeviceSpec::local_name(std::string_view type, int id) {
@@ -319,8 +304,8 @@ DEVTENSOR_DEFINITION std::string DeviceSpec::local_name(std::string_view type, i
 
 DEVTENSOR_DEFINITION std::string DeviceSpec::local_name() const {
   if (!type_ || !id_)
-    throw InvalidArgumentError("local_name() needs a device type and id, but '" + to_string() +
-                               "' has " + (type_ ? "no id" : "no type"));
+    throw InvalidArgumentError("local_name() needs a device type and id, but '" + to_string() + "' has " +
+                               (type_ ? "no id" : "no type"));
   return local_name(*type_, *id_);
 }
 
@@ -340,16 +325,12 @@ DEVTENSOR_DEFINITION std::vector<std::string> DeviceSpec::names_for_device_mappi
 DEVTENSOR_DEFINITION std::string DeviceSpec::canonicalize(std::string_view name, std::string_view basename) {
   auto base = try_parse(basename);
   if (!base)
-    throw InvalidArgumentError("Could not parse basename: " + std::string(basename) +
-                               " into a device specification.");
+    throw InvalidArgumentError("Could not parse basename: " + std::string(basename) + " into a device specification.");
   if (!base->is_fully_specified())
-    throw InvalidArgumentError("Basename: " + std::string(basename) +
-                               " should be fully specified.");
+    throw InvalidArgumentError("Basename: " + std::string(basename) + " should be fully specified.");
   auto parsed = try_parse(name);
   if (!parsed) parsed = try_parse_local(name);
-  if (!parsed)
-    throw InvalidArgumentError("Could not parse " + std::string(name) +
-                               " into a device specification.");
+  if (!parsed) throw InvalidArgumentError("Could not parse " + std::string(name) + " into a device specification.");
   return parsed->filled_from(*base).to_string();
 }
 
@@ -372,23 +353,20 @@ DEVTENSOR_DEFINITION InvalidArgumentError DeviceSpec::malformed(std::string_view
 
 DEVTENSOR_DEFINITION void DeviceSpec::check_name(const std::optional<std::string>& value, std::string_view what) {
   if (value && !detail::is_name_token(*value))
-    throw InvalidArgumentError("Invalid " + std::string(what) + " '" + *value + "': a " +
-                               std::string(what) +
+    throw InvalidArgumentError("Invalid " + std::string(what) + " '" + *value + "': a " + std::string(what) +
                                " starts with an ASCII letter and continues with letters, digits "
                                "or '_'");
 }
 
 DEVTENSOR_DEFINITION std::optional<int> DeviceSpec::check_index(std::optional<int> value, std::string_view what) {
   if (value && *value < 0)
-    throw InvalidArgumentError("Invalid " + std::string(what) + " " + std::to_string(*value) +
-                               ": it must be >= 0");
+    throw InvalidArgumentError("Invalid " + std::string(what) + " " + std::to_string(*value) + ": it must be >= 0");
   return value;
 }
 
 DEVTENSOR_DEFINITION void DeviceSpec::require_fully_specified(std::string_view what) const {
   if (!is_fully_specified())
-    throw InvalidArgumentError(std::string(what) + "() needs a fully specified device name, got '" +
-                               to_string() + "'");
+    throw InvalidArgumentError(std::string(what) + "() needs a fully specified device name, got '" + to_string() + "'");
 }
 
 DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::string_view input, std::string* reason) {
@@ -440,10 +418,11 @@ DEVTENSOR_DEFINITION std::optional<DeviceSpec> DeviceSpec::parse_full(std::strin
   return spec;
 }
 
-DEVTENSOR_DEFINITION void DeviceSpec::merge_impl(const DeviceSpec& other, bool allow_soft_placement, bool override_conflicts) {
+DEVTENSOR_DEFINITION void DeviceSpec::merge_impl(const DeviceSpec& other, bool allow_soft_placement,
+                                                 bool override_conflicts) {
   const auto conflict = [&](std::string_view fields) {
-    return InvalidArgumentError("Cannot merge devices with incompatible " + std::string(fields) +
-                                ": '" + to_string() + "' and '" + other.to_string() + "'");
+    return InvalidArgumentError("Cannot merge devices with incompatible " + std::string(fields) + ": '" + to_string() +
+                                "' and '" + other.to_string() + "'");
   };
   const auto merge_strict = [&](auto& mine, const auto& theirs, std::string_view fields) {
     if (!theirs) return;

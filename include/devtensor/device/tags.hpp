@@ -40,7 +40,8 @@ concept DeviceTag = requires {
   typename std::remove_cvref_t<T>::device_tag;
   { std::remove_cvref_t<T>::device_type } -> std::convertible_to<std::string_view>;
   { std::remove_cvref_t<T>::is_host } -> std::convertible_to<bool>;
-} && std::same_as<typename std::remove_cvref_t<T>::device_tag, std::remove_cvref_t<T>>;
+}
+&&std::same_as<typename std::remove_cvref_t<T>::device_tag, std::remove_cvref_t<T>>;
 
 /// "CPU" or "GPU" for a tag.
 template <DeviceTag Tag>

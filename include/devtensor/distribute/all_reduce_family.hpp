@@ -109,10 +109,9 @@ struct AllReduceOps {
   std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
                                                 const Destinations& destinations) const {
     validate();
-    return cdo_detail::batch_all_reduce(op, values, destinations, num_packs, Engine::pack_prefix,
-                                        [](const std::vector<Tensor<T>>& parts, std::size_t index) {
-                                          return Engine::all_reduce(parts, index);
-                                        });
+    return cdo_detail::batch_all_reduce(
+        op, values, destinations, num_packs, Engine::pack_prefix,
+        [](const std::vector<Tensor<T>>& parts, std::size_t index) { return Engine::all_reduce(parts, index); });
   }
   template <Numeric T>
   Mirrored<Tensor<T>> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, const Destinations& destinations) const {

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "devtensor/distribute/all_reduce_family.hpp"
 #include "devtensor/distribute/communication.hpp"
 #include "devtensor/distribute/cross_device_utils.hpp"
-#include "devtensor/distribute/all_reduce_family.hpp"
 #include "devtensor/distribute/nccl_all_reduce.hpp"
 #include "devtensor/distribute/reduction_to_one_device.hpp"
 
@@ -128,11 +128,13 @@ class CollectiveAllReduce {
   /// replicas on `devices` (its GPUs, ranks of the clique), and MEAN divides by every rank.
   /// @throws FailedPreconditionError without a clique (spans_workers() is false).
   template <Numeric T>
-  std::vector<Mirrored<Tensor<T>>> all_reduce_across_workers(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+  std::vector<Mirrored<Tensor<T>>> all_reduce_across_workers(ReduceOp op,
+                                                             const std::vector<PerReplica<Tensor<T>>>& values,
                                                              const Destinations& devices, std::string_view what) const {
     if (!clique_)
-      throw FailedPreconditionError("This CollectiveAllReduce has no NCCL clique across workers; "
-                                    "MultiWorkerMirroredStrategy makes one when every worker has its own GPUs");
+      throw FailedPreconditionError(
+          "This CollectiveAllReduce has no NCCL clique across workers; "
+          "MultiWorkerMirroredStrategy makes one when every worker has its own GPUs");
     cdo_detail::require_destinations(devices);
     if (values.empty()) return {};
     for (const auto& v : values) {
@@ -153,12 +155,14 @@ class CollectiveAllReduce {
       for (std::size_t j = 0; j < i; ++j)  // logical GPUs sharing a physical GPU cannot form an NCCL clique
         real_gpus = real_gpus && devices[j].physical_index != d.physical_index;
     }
-    return real_gpus && NcclAllReduce::available() ? CommunicationImplementation::NCCL : CommunicationImplementation::RING;
+    return real_gpus && NcclAllReduce::available() ? CommunicationImplementation::NCCL
+                                                   : CommunicationImplementation::RING;
   }
 
   template <Numeric T>
   std::vector<Mirrored<Tensor<T>>> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
-                                                const Destinations& destinations, CommunicationOptions options = CommunicationOptions()) const {
+                                                const Destinations& destinations,
+                                                CommunicationOptions options = CommunicationOptions()) const {
     cdo_detail::require_destinations(destinations);
     if (values.empty()) return {};
     for (const auto& v : values) cdo_detail::require_components(v);
@@ -220,9 +224,10 @@ class CollectiveAllReduce {
       }
     }
     cdo_detail::log_first_10<cdo_detail::CollectiveLines>([&] {
-      return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
-             std::to_string(n) + ", group_size = " + std::to_string(group_size) + ", implementation = CommunicationImplementation." +
-             std::string(to_string(implementation)) + ", num_packs = " + std::to_string(packs.size());
+      return "Collective all_reduce tensors: " + std::to_string(values.size()) +
+             " all_reduces, num_devices = " + std::to_string(n) + ", group_size = " + std::to_string(group_size) +
+             ", implementation = CommunicationImplementation." + std::string(to_string(implementation)) +
+             ", num_packs = " + std::to_string(packs.size());
     });
     std::vector<Mirrored<Tensor<T>>> out(values.size());
     for (auto& o : out) o.values.resize(n);
@@ -243,7 +248,8 @@ class CollectiveAllReduce {
         DeviceScope scope(devices[d].spec);
         auto pieces = cdo_detail::unpack(std::vector{summed[d]}, shapes);
         for (std::size_t j = 0; j < pack.size(); ++j) {
-          auto piece = op == ReduceOp::MEAN ? cdo_detail::divide(pieces[j], static_cast<std::int64_t>(group_size)) : pieces[j];
+          auto piece =
+              op == ReduceOp::MEAN ? cdo_detail::divide(pieces[j], static_cast<std::int64_t>(group_size)) : pieces[j];
           out[pack[j]].values[d] = cdo_detail::copy_to(piece, devices[d]);
         }
       }

@@ -39,7 +39,8 @@ enum class CommunicationImplementation { AUTO, RING, NCCL };
 [[nodiscard]] inline CommunicationImplementation parse_communication_implementation(std::string_view name) {
   std::string upper(name);
   for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (auto i : {CommunicationImplementation::AUTO, CommunicationImplementation::RING, CommunicationImplementation::NCCL})
+  for (auto i :
+       {CommunicationImplementation::AUTO, CommunicationImplementation::RING, CommunicationImplementation::NCCL})
     if (upper == to_string(i)) return i;
   throw InvalidArgumentError("'" + std::string(name) +
                              "' is not a valid CommunicationImplementation; use AUTO, RING or NCCL");
@@ -63,7 +64,8 @@ class CommunicationOptions {
     require_valid_bytes_per_pack(bytes_per_pack);
   }
   /// The implementation by name (upper-cased). @throws InvalidArgumentError as above.
-  CommunicationOptions(std::int64_t bytes_per_pack, std::optional<double> timeout_seconds, std::string_view implementation)
+  CommunicationOptions(std::int64_t bytes_per_pack, std::optional<double> timeout_seconds,
+                       std::string_view implementation)
       : CommunicationOptions(bytes_per_pack, timeout_seconds, parse_communication_implementation(implementation)) {}
 
   /// 0: everything in one pack.
@@ -99,7 +101,8 @@ template <Element T>
                                                                 std::int64_t bytes_per_pack) {
   require_valid_bytes_per_pack(bytes_per_pack);
   for (const auto& v : values)
-    if (!v.defined()) throw InvalidArgumentError("group_by_size: a value is an undefined tensor (default-constructed or moved from)");
+    if (!v.defined())
+      throw InvalidArgumentError("group_by_size: a value is an undefined tensor (default-constructed or moved from)");
   if (bytes_per_pack == 0) return {values};
   std::vector<std::vector<Tensor<T>>> packs;
   std::int64_t last_pack_bytes = 0;

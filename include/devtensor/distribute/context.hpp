@@ -6,12 +6,12 @@
 /// Below the strategies, so that Variable can consult it without including them.
 /// Strategies implement StrategyInterface, the part Keras's fit needs.
 
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,8 +112,9 @@ class StrategyInterface {
   /// contributions in replica order; all return when it is done (its error, if any, in each).
   /// @throws FailedPreconditionError in every waiting replica when another replica failed or
   /// finished without making the same call.
-  virtual void merge_call(int replica_id, std::shared_ptr<const void> contribution,
-                          const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const = 0;
+  virtual void merge_call(
+      int replica_id, std::shared_ptr<const void> contribution,
+      const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const = 0;
 };
 
 /// Thrown in replicas released from a merge_call that can no longer complete; the strategy
@@ -206,7 +207,9 @@ class ScopedSet {
 struct DistributionScope {
   std::shared_ptr<StrategyInterface> strategy;
 };
-inline const DistributionScope*& current_distribution_scope() noexcept { return this_thread_state().distribution_scope; }
+inline const DistributionScope*& current_distribution_scope() noexcept {
+  return this_thread_state().distribution_scope;
+}
 
 /// A replica context: set on a strategy's worker thread while it runs replica `replica_id`.
 struct ReplicaContextState {

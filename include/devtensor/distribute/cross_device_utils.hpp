@@ -63,7 +63,7 @@ Tensor<T> copy_to(const Tensor<T>& t, const Device& device) {
   if (!t.device_info().is_gpu && !device.is_gpu) return Tensor<T>(alias_storage(t.storage(), device), t.shape());
   auto out = Tensor<T>::empty(t.shape(), device, "_Send");
   copy_bytes(out.mutable_data(), device, t.data(), t.device_info(),
-                     static_cast<std::size_t>(t.num_elements()) * sizeof(T));
+             static_cast<std::size_t>(t.num_elements()) * sizeof(T));
   return out;
 }
 
@@ -139,7 +139,9 @@ template <class V>
 void require_components(const PerReplica<Tensor<V>>& value) {
   if (value.values.empty()) throw InvalidArgumentError("A PerReplica value needs at least one component");
   for (const auto& t : value.values)
-    if (!t.defined()) throw InvalidArgumentError("A PerReplica value has an undefined tensor component (default-constructed or moved from)");
+    if (!t.defined())
+      throw InvalidArgumentError(
+          "A PerReplica value has an undefined tensor component (default-constructed or moved from)");
   for (const auto& t : value.values)
     if (t.shape() != value.values[0].shape())
       throw InvalidArgumentError("PerReplica components must have equal shapes to be reduced: " +

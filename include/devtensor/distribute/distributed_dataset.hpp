@@ -21,7 +21,8 @@ namespace distribute {
 /// gets batch.sizes[r] consecutive rows from batch.offset on, on devices[r]; a partial batch runs
 /// out early and later replicas get empty pieces.
 template <Element T>
-std::vector<Tensor<T>> split_rows(const Tensor<T>& t, const LocalBatch& batch, const std::vector<const Device*>& devices) {
+std::vector<Tensor<T>> split_rows(const Tensor<T>& t, const LocalBatch& batch,
+                                  const std::vector<const Device*>& devices) {
   const std::int64_t rows = t.rank() > 0 ? t.shape()[0] : 1;
   std::vector<Tensor<T>> out;
   out.reserve(devices.size());
@@ -50,7 +51,8 @@ class DistributedDataset {
     using iterator_category = std::input_iterator_tag;
     using value_type = DistributedDataset::value_type;
     using difference_type = std::ptrdiff_t;
-    Iterator(typename data::Dataset<Ts...>::Iterator it, const DistributedDataset* owner) : it_(std::move(it)), owner_(owner) {
+    Iterator(typename data::Dataset<Ts...>::Iterator it, const DistributedDataset* owner)
+        : it_(std::move(it)), owner_(owner) {
       fill();
     }
     const value_type& operator*() const { return current_; }
@@ -89,8 +91,8 @@ class DistributedDataset {
 
   value_type split(const std::tuple<Tensor<Ts>...>& element) const {
     const std::int64_t rows = std::get<0>(element).rank() > 0 ? std::get<0>(element).shape()[0] : 1;
-    const auto parts = std::apply(
-        [&](const auto&... c) { return std::tuple{split_rows(c, split_for(rows), devices_)...}; }, element);
+    const auto parts =
+        std::apply([&](const auto&... c) { return std::tuple{split_rows(c, split_for(rows), devices_)...}; }, element);
     value_type out;
     for (std::size_t r = 0; r < devices_.size(); ++r)
       out.values.push_back(std::apply([r](const auto&... p) { return std::tuple{p[r]...}; }, parts));

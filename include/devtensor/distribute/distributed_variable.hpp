@@ -312,9 +312,11 @@ class MirroredVariable final : public DistributedVariable<T> {
     const auto& name = this->info().name;
     const auto aggregation = this->info().aggregation;
     if (aggregation == VariableAggregation::MEAN && !Floating<T>)
-      throw InvalidArgumentError("Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in "
-                                 "replica context. Either change the variable dtype to float or update it in "
-                                 "cross-replica context. (variable " + name + ", " + std::string(what) + ")");
+      throw InvalidArgumentError(
+          "Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in "
+          "replica context. Either change the variable dtype to float or update it in "
+          "cross-replica context. (variable " +
+          name + ", " + std::string(what) + ")");
   }
   /// The replicas' values (replica order) combined by the variable's aggregation.
   Tensor<T> aggregated(const std::vector<Tensor<T>>& parts, std::string_view what) const {
@@ -343,10 +345,14 @@ class MirroredVariable final : public DistributedVariable<T> {
                                 });
   }
   void write_gathered(std::optional<VariableUpdate> kind, const std::vector<Tensor<T>>& values) override {
-    const std::string_view what = !kind ? "assign" : *kind == VariableUpdate::add ? "AssignAddVariableOp" : "AssignSubVariableOp";
+    const std::string_view what = !kind                          ? "assign"
+                                  : *kind == VariableUpdate::add ? "AssignAddVariableOp"
+                                                                 : "AssignSubVariableOp";
     const Tensor<T> value = values.size() == 1 ? values[0] : aggregated(values, what);
-    if (kind) this->update_every_component(*kind, value);
-    else this->assign_every_component(value);
+    if (kind)
+      this->update_every_component(*kind, value);
+    else
+      this->assign_every_component(value);
   }
 };
 
@@ -372,7 +378,8 @@ class SyncOnReadVariable final : public DistributedVariable<T> {
     }
     if constexpr (!std::is_same_v<T, bool>)
       if (this->info().aggregation == VariableAggregation::SUM && this->replicas_in_sync() > 1) {
-        this->assign_every_component(this->combine({value}, *this->devices()[0], this->replicas_in_sync(), "AssignVariableOp"));
+        this->assign_every_component(
+            this->combine({value}, *this->devices()[0], this->replicas_in_sync(), "AssignVariableOp"));
         return;
       }
     this->assign_every_component(value);
@@ -411,14 +418,19 @@ template <Element T>
 /// @throws InvalidArgumentError for synchronization NONE (TensorFlow's message).
 template <Element T>
 std::shared_ptr<VariableImpl<T>> make_distributed_variable(VariableInfo info, const Tensor<T>& initial,
-                                                           const VariableOptions& options, const StrategyInterface& strategy) {
+                                                           const VariableOptions& options,
+                                                           const StrategyInterface& strategy) {
   if (options.synchronization == VariableSynchronization::NONE)
-    throw InvalidArgumentError("`NONE` variable synchronization mode is not supported with tf.distribute "
-                               "strategy. Please change the `synchronization` for variable: " + options.name);
+    throw InvalidArgumentError(
+        "`NONE` variable synchronization mode is not supported with tf.distribute "
+        "strategy. Please change the `synchronization` for variable: " +
+        options.name);
   if (options.synchronization == VariableSynchronization::ON_READ)
     return std::make_shared<SyncOnReadVariable<T>>(std::move(info), initial, strategy);
   return std::make_shared<MirroredVariable<T>>(std::move(info), initial, strategy);
 }
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE
 #define DEVTENSOR_ALL(T)                                                                                          \
   DEVTENSOR_EXTERN_TEMPLATE std::shared_ptr<VariableImpl<T>> make_distributed_variable<T>(                        \
@@ -426,13 +438,14 @@ std::shared_ptr<VariableImpl<T>> make_distributed_variable(VariableInfo info, co
 DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL) DEVTENSOR_ALL(bool)
 #undef DEVTENSOR_ALL
 #endif
+    // clang-format on
 
-/// A strategy's variable creator: mirrored or sync-on-read variables over its replica devices.
-/// A template over the strategy's implementation only so that the distributed variable types of
-/// every element type are instantiated where a strategy is, not in every translation unit that
-/// includes this header (they cost ~1 s of compile time).
-template <class Strategy>
-class StrategyVariableCreator final : public VariableCreator {
+    /// A strategy's variable creator: mirrored or sync-on-read variables over its replica devices.
+    /// A template over the strategy's implementation only so that the distributed variable types of
+    /// every element type are instantiated where a strategy is, not in every translation unit that
+    /// includes this header (they cost ~1 s of compile time).
+    template <class Strategy>
+    class StrategyVariableCreator final : public VariableCreator {
  public:
   explicit StrategyVariableCreator(const Strategy& strategy) noexcept : strategy_(&strategy) {}
   std::shared_ptr<VariableImpl<float>> create(VariableInfo info, const Tensor<float>& initial,
@@ -460,7 +473,8 @@ class StrategyVariableCreator final : public VariableCreator {
   const StrategyInterface* strategy_;
 
   template <Element T>
-  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial, const VariableOptions& options) const {
+  std::shared_ptr<VariableImpl<T>> make(VariableInfo info, const Tensor<T>& initial,
+                                        const VariableOptions& options) const {
     return make_distributed_variable(std::move(info), initial, options, *strategy_);
   }
 };
@@ -472,7 +486,9 @@ template <class Strategy>
 class StrategyScope final : public StrategyScopeGuard {
  public:
   explicit StrategyScope(std::shared_ptr<Strategy> strategy)
-      : state_{strategy}, creator_(*strategy), scope_(current_distribution_scope(), &state_),
+      : state_{strategy},
+        creator_(*strategy),
+        scope_(current_distribution_scope(), &state_),
         creating_(current_variable_creator(), &creator_) {}
   StrategyScope(const StrategyScope&) = delete;
   StrategyScope& operator=(const StrategyScope&) = delete;

@@ -148,15 +148,17 @@ class MirroredStrategy {
   /// the axis (uneven replica batches weigh correctly).
   /// @throws InvalidArgumentError for an axis out of range.
   template <Numeric T>
-  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
+  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const PerReplica<Tensor<T>>& value,
+                                 std::optional<std::int64_t> axis) const {
     require_cross_replica("reduce");
     if (value.values.empty()) throw InvalidArgumentError("reduce: the PerReplica value has no components");
     if (const auto rank = static_cast<std::int64_t>(value.values[0].rank()); axis && (*axis < -rank || *axis >= rank))
       throw InvalidArgumentError("`axis` = " + std::to_string(*axis) + " out of range for `value` with rank " +
                                  std::to_string(rank));
     const DeviceSpec destination = scope_device_or_host("strategy.reduce").spec;
-    const Shape shape = axis ? ops::reduced_shape({std::vector<std::int64_t>{*axis}, false}, value.values[0].shape(), "Sum")
-                             : value.values[0].shape();
+    const Shape shape =
+        axis ? ops::reduced_shape({std::vector<std::int64_t>{*axis}, false}, value.values[0].shape(), "Sum")
+             : value.values[0].shape();
     const std::vector<AnyTensor> inputs(value.values.begin(), value.values.end());
     ops::StrategyReduce::Attrs attrs{[strategy = *this, op, axis, destination](std::span<const AnyTensor> in) {
                                        PerReplica<Tensor<T>> values;
@@ -169,13 +171,16 @@ class MirroredStrategy {
     return run_op<ops::StrategyReduce>(attrs, inputs).front().template as<T>();
   }
   template <Numeric T>
-  [[nodiscard]] Tensor<T> reduce(std::string_view op, const PerReplica<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
+  [[nodiscard]] Tensor<T> reduce(std::string_view op, const PerReplica<Tensor<T>>& value,
+                                 std::optional<std::int64_t> axis) const {
     return reduce(parse_reduce_op(op), value, axis);
   }
   /// A mirrored value is already reduced: MEAN returns it; SUM adds the replicas' equal copies.
   template <Numeric T>
-  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const Mirrored<Tensor<T>>& value, std::optional<std::int64_t> axis) const {
-    if (op == ReduceOp::MEAN && !axis) return cdo_detail::copy_to(value.primary(), scope_device_or_host("strategy.reduce"));
+  [[nodiscard]] Tensor<T> reduce(ReduceOp op, const Mirrored<Tensor<T>>& value,
+                                 std::optional<std::int64_t> axis) const {
+    if (op == ReduceOp::MEAN && !axis)
+      return cdo_detail::copy_to(value.primary(), scope_device_or_host("strategy.reduce"));
     return reduce(op, PerReplica<Tensor<T>>{value.values}, axis);
   }
   /// A plain (non-distributed) tensor: MEAN returns it; SUM needs a single replica.
@@ -220,7 +225,8 @@ class MirroredStrategy {
   }
   /// batch_reduce over the replicas' devices (all-reduce algorithms pack here).
   template <Numeric T>
-  [[nodiscard]] std::vector<Mirrored<Tensor<T>>> batch_reduce_to(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
+  [[nodiscard]] std::vector<Mirrored<Tensor<T>>> batch_reduce_to(
+      ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
     require_cross_replica("batch_reduce_to");
     return batch_reduce_op(op, values);
   }
@@ -237,7 +243,8 @@ class MirroredStrategy {
   /// batch_reduce_to as an op (ops::BatchAllReduce: its inputs every replica's value, its outputs
   /// every reduced value's copy per replica device) that runs the cross-device ops.
   template <Numeric T>
-  std::vector<Mirrored<Tensor<T>>> batch_reduce_op(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) const {
+  std::vector<Mirrored<Tensor<T>>> batch_reduce_op(ReduceOp op,
+                                                   const std::vector<PerReplica<Tensor<T>>>& values) const {
     const std::size_t replicas = static_cast<std::size_t>(impl_->num_replicas());
     std::vector<AnyTensor> inputs;
     ops::BatchAllReduce::Attrs attrs;
@@ -273,7 +280,9 @@ class MirroredStrategy {
     if (!axis) {
       cdo_detail::require_components(value);
       Tensor<T> total = impl_->across_workers(cdo_detail::sum_on(value.values, destination), "strategy.reduce");
-      return op == ReduceOp::MEAN ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size()) * impl_->num_workers()) : total;
+      return op == ReduceOp::MEAN
+                 ? cdo_detail::divide(total, static_cast<std::int64_t>(value.size()) * impl_->num_workers())
+                 : total;
     }
     const auto rank = static_cast<std::int64_t>(value.values[0].rank());
     std::vector<Tensor<T>> partial;
@@ -290,7 +299,8 @@ class MirroredStrategy {
 
   static void require_cross_replica(std::string_view method) {
     if (!in_cross_replica_context())
-      throw FailedPreconditionError("Method " + std::string(method) + "() requires cross-replica context; it was "
+      throw FailedPreconditionError("Method " + std::string(method) +
+                                    "() requires cross-replica context; it was "
                                     "called inside strategy.run. Return the values from the replica function and "
                                     "call it afterwards.");
   }
@@ -302,7 +312,8 @@ class MirroredStrategy {
       if (requested.empty() && !across) {
         const char* tf_config = std::getenv("TF_CONFIG");
         if (tf_config && std::string_view(tf_config).find("cluster") != std::string_view::npos)
-          throw UnimplementedError("In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
+          throw UnimplementedError(
+              "In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
       }
       std::vector<std::string> wanted = requested;
       if (wanted.empty()) {
@@ -315,8 +326,10 @@ class MirroredStrategy {
         const std::string full = device_util::canonicalize(name);
         const auto spec = DeviceSpec::parse(full);
         if (spec.job() && *spec.job() != "localhost")
-          throw InvalidArgumentError("Local device should have only 'localhost' in the job field in device string. E.g. "
-                                     "'job:localhost' in /job:localhost/replica:0/task:0/device:CPU:0 Devices: " + full);
+          throw InvalidArgumentError(
+              "Local device should have only 'localhost' in the job field in device string. E.g. "
+              "'job:localhost' in /job:localhost/replica:0/task:0/device:CPU:0 Devices: " +
+              full);
         for (const auto& seen : names)
           if (seen == full) throw InvalidArgumentError("No duplicates allowed in `devices` argument: " + full);
         names.push_back(full);
@@ -375,8 +388,9 @@ class MirroredStrategy {
         if (graph) turns.finish(r);
       });
     }
-    void merge_call(int replica_id, std::shared_ptr<const void> contribution,
-                    const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const override {
+    void merge_call(
+        int replica_id, std::shared_ptr<const void> contribution,
+        const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const override {
       if (!tracing) {
         merge_point.arrive(replica_id, std::move(contribution), combine);
         return;
@@ -389,19 +403,23 @@ class MirroredStrategy {
       });
       turns.wait(replica);
     }
-    std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(const std::vector<std::vector<Tensor<float>>>& values) override {
-      return cross_replica_op<ops::BatchAllReduce>(values, values.empty() ? 0 : values[0].size(),
-                                                   [](Impl& self, const auto& v) { return self.batch_all_reduce_sum_now(v); });
+    std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(
+        const std::vector<std::vector<Tensor<float>>>& values) override {
+      return cross_replica_op<ops::BatchAllReduce>(
+          values, values.empty() ? 0 : values[0].size(),
+          [](Impl& self, const auto& v) { return self.batch_all_reduce_sum_now(v); });
     }
     /// batch_all_reduce_sum's computation, now (ops::BatchAllReduce runs it).
-    std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum_now(const std::vector<std::vector<Tensor<float>>>& values) {
+    std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum_now(
+        const std::vector<std::vector<Tensor<float>>>& values) {
       const std::size_t replicas = values.size();
       const std::size_t count = replicas ? values[0].size() : 0;
       std::vector<PerReplica<Tensor<float>>> items(count);
       // Replica r's values on replica r's device: a program without GPU bodies computes them on
       // the CPU, and the all-reduce algorithms need them where the replicas are.
       for (std::size_t k = 0; k < count; ++k)
-        for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(cdo_detail::copy_to(values[r][k], devices[r]));
+        for (std::size_t r = 0; r < replicas; ++r)
+          items[k].values.push_back(cdo_detail::copy_to(values[r][k], devices[r]));
       const auto reduced = batch_reduce_all_workers(ReduceOp::SUM, items);
       std::vector<std::vector<Tensor<float>>> out(replicas);
       for (std::size_t r = 0; r < replicas; ++r)
@@ -411,11 +429,13 @@ class MirroredStrategy {
     LocalBatch local_batch(std::int64_t global) const override {
       return distribute::local_batch(global, global, num_workers(), num_replicas(), worker_index());
     }
-    Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica, std::string_view what) override {
+    Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica,
+                                              std::string_view what) override {
       const std::vector<std::vector<Tensor<float>>> values{per_replica};
       return cross_replica_op<ops::StrategyReduce>(values, 1, [what = std::string(what)](Impl& self, const auto& v) {
-               return std::vector<std::vector<Tensor<float>>>{{self.across_workers(cdo_detail::sum_on(v[0], self.devices[0]), what)}};
-             })[0][0];
+        return std::vector<std::vector<Tensor<float>>>{
+            {self.across_workers(cdo_detail::sum_on(v[0], self.devices[0]), what)}};
+      })[0][0];
     }
     /// A cross-replica step of fit's step as an op (now, or a node of the traced step) that runs
     /// `eager(self, values)` (values[r][k] in, `outputs_per_row` results per row of values out).
@@ -452,7 +472,8 @@ class MirroredStrategy {
     /// The cross-device ops' reduction over this process's replicas; across processes, every
     /// worker's replicas (CrossWorker says how).
     template <Numeric T>
-    std::vector<Mirrored<Tensor<T>>> batch_reduce_all_workers(ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values) {
+    std::vector<Mirrored<Tensor<T>>> batch_reduce_all_workers(ReduceOp op,
+                                                              const std::vector<PerReplica<Tensor<T>>>& values) {
       if (!across) return ops.batch_reduce(op, values, devices);
       return across->batch_reduce(ops, op, values, devices, num_replicas_in_sync());
     }
@@ -479,6 +500,8 @@ class MirroredStrategy {
   };
 };
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // over devtensor's cross-device ops (Note [Explicit instantiations])
 DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<AutoCrossDeviceOps>;
 DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<ReductionToOneDevice>;
@@ -486,6 +509,7 @@ DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<HierarchicalCopyAllReduce>;
 DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<NcclAllReduce>;
 DEVTENSOR_EXTERN_TEMPLATE class MirroredStrategy<CollectiveAllReduce>;
 #endif
+// clang-format on
 
 }  // namespace distribute
 }  // namespace devtensor

@@ -36,9 +36,8 @@ struct NcclEngine {
   ///         on real GPUs.
   template <Numeric T>
   static std::vector<Tensor<T>> all_reduce(const std::vector<Tensor<T>>& parts, std::size_t) {
-    return call(parts, [&](const GpuAllReduceKernel& kernel, const auto&... buffers) {
-      kernel.all_reduce_sum(buffers...);
-    });
+    return call(parts,
+                [&](const GpuAllReduceKernel& kernel, const auto&... buffers) { kernel.all_reduce_sum(buffers...); });
   }
   /// The same across processes: `parts` are this worker's ranks of `clique`, every worker's GPUs
   /// are summed. @throws UnimplementedError when the kernel cannot cross processes.

@@ -3,13 +3,13 @@
 /// @brief Distributed values: PerReplica (one value per replica, possibly different) and Mirrored
 /// (one value per replica, all equal), ReduceOp, and TensorFlow's split of a global batch across replicas.
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "devtensor/config.hpp"
@@ -89,7 +89,8 @@ struct Mirrored {
   std::vector<std::int64_t> all;
   for (std::int64_t i = 0; i < n; ++i) all.push_back(i < r ? base + 1 : base);
   std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < n; ++i) out.push_back(all[static_cast<std::size_t>((i + worker * replicas_per_worker) % n)]);
+  for (std::int64_t i = 0; i < n; ++i)
+    out.push_back(all[static_cast<std::size_t>((i + worker * replicas_per_worker) % n)]);
   return out;
 }
 
@@ -104,8 +105,9 @@ struct LocalBatch {
 [[nodiscard]] inline LocalBatch local_batch(std::optional<std::int64_t> global, std::int64_t rows, std::int64_t workers,
                                             std::int64_t replicas_per_worker, std::int64_t worker) {
   const std::int64_t n = workers * replicas_per_worker;
-  std::vector<std::int64_t> all = global ? batch_sizes_for_worker(*global, workers, replicas_per_worker, 0)
-                                         : std::vector<std::int64_t>(static_cast<std::size_t>(n), (rows + n - 1) / std::max<std::int64_t>(n, 1));
+  std::vector<std::int64_t> all =
+      global ? batch_sizes_for_worker(*global, workers, replicas_per_worker, 0)
+             : std::vector<std::int64_t>(static_cast<std::size_t>(n), (rows + n - 1) / std::max<std::int64_t>(n, 1));
   LocalBatch out;
   for (std::int64_t i = 0; i < worker * replicas_per_worker; ++i) out.offset += all[static_cast<std::size_t>(i)];
   out.offset = std::min(out.offset, rows);

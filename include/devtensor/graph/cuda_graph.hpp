@@ -113,12 +113,12 @@ class DEVTENSOR_EXPORT CudaGraphReplay {
   std::string why_;
   std::vector<const Device*> gpus_;  // the first's stream captures and launches the graph
   void* graph_ = nullptr;
-  const GpuPlatform* graph_platform_ = nullptr;  // the graph's, kept apart from the device:
-  int graph_ordinal_ = -1;                        // a reset Context's devices die before functions
-  std::vector<AnyTensor> inputs_;   // the graph reads its arguments here
-  std::vector<AnyTensor> outputs_;  // and leaves its results here
+  const GpuPlatform* graph_platform_ = nullptr;       // the graph's, kept apart from the device:
+  int graph_ordinal_ = -1;                            // a reset Context's devices die before functions
+  std::vector<AnyTensor> inputs_;                     // the graph reads its arguments here
+  std::vector<AnyTensor> outputs_;                    // and leaves its results here
   std::vector<std::shared_ptr<TensorStorage>> pool_;  // every buffer the capture allocated
-  Capture host_;  // the host's part of the graph: work after each replay, addresses to check
+  Capture host_;                // the host's part of the graph: work after each replay, addresses to check
   bool host_replayed_ = false;  // the last launch ran the host work itself (a platform without graphs)
   std::string host_replay_error_;
   std::int64_t launches_ = 0;
@@ -142,7 +142,7 @@ class DEVTENSOR_EXPORT CudaGraphReplay {
 #if DEVTENSOR_HEADER_DEFINITIONS
 
 DEVTENSOR_DEFINITION std::optional<std::string> CudaGraphReplay::obstacle(const Executable& executable,
-                                                                         std::vector<const Device*>* gpus) {
+                                                                          std::vector<const Device*>* gpus) {
   gpus->clear();
   const auto steps = executable.placed_steps();
   for (const auto& step : steps)
@@ -159,7 +159,8 @@ DEVTENSOR_DEFINITION std::optional<std::string> CudaGraphReplay::obstacle(const 
   const GpuPlatform* platform = gpus->front()->platform;
   for (const Device* gpu : *gpus) {
     if (!gpu->platform) return gpu->full_name + " is a simulated GPU, which has no CUDA graphs";
-    if (gpu->platform != platform) return gpu->full_name + " and " + gpus->front()->full_name + " are GPUs of two platforms";
+    if (gpu->platform != platform)
+      return gpu->full_name + " and " + gpus->front()->full_name + " are GPUs of two platforms";
   }
   if (!platform->begin_capture || !platform->end_capture || !platform->launch_graph || !platform->destroy_graph)
     return std::string("the GPU platform '") + platform->name + "' cannot capture graphs";
@@ -181,12 +182,9 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::run(const std::vect
         stage_ = Stage::capture;
       }
       break;
-    case Stage::capture:
-      return capture(args);
-    case Stage::replay:
-      return replay(args);
-    case Stage::op_by_op:
-      break;
+    case Stage::capture: return capture(args);
+    case Stage::replay: return replay(args);
+    case Stage::op_by_op: break;
   }
   lock.unlock();
   return executable_->run(args);
@@ -225,7 +223,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::
     } catch (const std::exception& e) {
       failure = e.what();
     }
-    if (failure.empty() && !order_streams(false, &error)) failure = "another GPU's stream could not be joined: " + error;
+    if (failure.empty() && !order_streams(false, &error))
+      failure = "another GPU's stream could not be joined: " + error;
   }
   bool ran = false;
   void* const previous = std::exchange(graph_, nullptr);  // a graph captured again: updated in place
@@ -262,8 +261,9 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::capture(const std::
     if (!platform.synchronize(origin.platform_ordinal, origin.stream, &sync_error)) throw InternalError(sync_error);
     forget_graph();
     auto results = std::exchange(outputs_, {});
-    fall_back("a buffer the capture allocated is held outside the graph (a variable assigned a value it computed, "
-              "or updated copy-on-write)");
+    fall_back(
+        "a buffer the capture allocated is held outside the graph (a variable assigned a value it computed, "
+        "or updated copy-on-write)");
     return results;
   }
   stage_ = Stage::replay;
@@ -282,8 +282,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> CudaGraphReplay::replay(const std::v
     }
   for (std::size_t i = 0; i < args.size(); ++i)
     if (args[i].storage != inputs_[i].storage)
-      copy_bytes(inputs_[i].storage->data, *inputs_[i].storage->device, args[i].storage->data,
-                 *args[i].storage->device, inputs_[i].storage->bytes);
+      copy_bytes(inputs_[i].storage->data, *inputs_[i].storage->device, args[i].storage->data, *args[i].storage->device,
+                 inputs_[i].storage->bytes);
   launch();
   if (!host_replayed_)
     for (const auto& work : host_.each_replay) work();

@@ -65,8 +65,8 @@
 #include "devtensor/graph/optimizer.hpp"
 #include "devtensor/graph/placer.hpp"
 #include "devtensor/graph/timeline.hpp"
-#include "devtensor/ops/record.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/record.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 
 namespace devtensor::graph {
@@ -100,7 +100,8 @@ class DEVTENSOR_EXPORT Executable {
 
   /// Runs with `feeds` (in the order of the constructor's feeds) and the variables in
   /// `resources`, and returns the fetches' values.
-  [[nodiscard]] std::vector<AnyTensor> run(const std::vector<AnyTensor>& feeds, ResourceStore* resources = nullptr) const {
+  [[nodiscard]] std::vector<AnyTensor> run(const std::vector<AnyTensor>& feeds,
+                                           ResourceStore* resources = nullptr) const {
     if (unoptimized_ && autodiff::tapes_active()) return unoptimized_->run(feeds, resources);
     auto state = acquire();
     RunState& running = *state;  // before the move: arguments are evaluated in no set order
@@ -113,7 +114,7 @@ class DEVTENSOR_EXPORT Executable {
     const Device* device;
     std::vector<std::string> inputs;
     std::int64_t start_us = 0, end_us = 0;
-    std::int64_t thread_id = 0;  // the running thread, numbered from 0 in the order threads first traced
+    std::int64_t thread_id = 0;            // the running thread, numbered from 0 in the order threads first traced
     std::vector<NodeOutput> outputs = {};  // the values it made, with their bytes and allocators
   };
   /// A run that times each node (TensorFlow's FULL_TRACE): the nodes one after another on this
@@ -175,24 +176,24 @@ class DEVTENSOR_EXPORT Executable {
   std::vector<std::shared_ptr<const Node>> nodes_;
   Placement placement_;
   std::vector<std::size_t> schedule_;
-  std::vector<Step> steps_;       // the schedule, resolved
-  std::vector<Source> inputs_;    // every step's inputs, consecutive
+  std::vector<Step> steps_;     // the schedule, resolved
+  std::vector<Source> inputs_;  // every step's inputs, consecutive
   std::vector<Source> fetches_;
-  std::vector<int> uses_;         // per slot: how many reads a run makes (inputs and fetches)
-  std::vector<int> transfer_uses_;  // per transfer slot: the reads that share its copy
+  std::vector<int> uses_;                 // per slot: how many reads a run makes (inputs and fetches)
+  std::vector<int> transfer_uses_;        // per transfer slot: the reads that share its copy
   std::vector<std::size_t> alias_slots_;  // outputs of pass-through nodes: emptied after each run
   std::size_t slots_ = 0;
   std::size_t max_inputs_ = 0;
   std::unique_ptr<const Executable> unoptimized_;  // for runs under a tape; null when nothing was rewritten
-  std::vector<int> buffer_of_;    // per slot: its buffer in the memory plan, -1 for none
+  std::vector<int> buffer_of_;                     // per slot: its buffer in the memory plan, -1 for none
   std::size_t buffers_ = 0;
   std::size_t planned_bytes_ = 0;
   // Independent parts (Note [Independent parts run at once]); empty: the schedule is one part.
-  std::vector<std::uint32_t> part_of_;          // per step
+  std::vector<std::uint32_t> part_of_;           // per step
   std::vector<std::vector<std::size_t>> parts_;  // per part: its steps, in schedule order
-  std::vector<std::size_t> wait_begin_;         // per step: its waits are waits_[wait_begin_[s] .. [s + 1])
-  std::vector<std::size_t> waits_;              // steps of other parts that must have run first
-  std::vector<bool> awaited_;                   // per step: another part waits for it
+  std::vector<std::size_t> wait_begin_;          // per step: its waits are waits_[wait_begin_[s] .. [s + 1])
+  std::vector<std::size_t> waits_;               // steps of other parts that must have run first
+  std::vector<bool> awaited_;                    // per step: another part waits for it
   void plan_parts();
   void plan_memory();
   void plan_transfers();
@@ -205,12 +206,12 @@ class DEVTENSOR_EXPORT Executable {
   };
   /// One run's values and scratch (Note [Replays reuse small buffers]).
   struct RunState {
-    std::vector<AnyTensor> values;            // per slot
-    std::vector<int> left;                    // per slot: reads still to come in this run
-    std::vector<Scratch> scratch;             // per part
-    std::vector<AnyTensor> transfers;         // per transfer slot: a copy several nodes read
-    std::vector<int> transfers_left;          // per transfer slot: reads still to come in this run
-    std::vector<std::shared_ptr<TensorStorage>> pool;  // per plan buffer: free between its values
+    std::vector<AnyTensor> values;                       // per slot
+    std::vector<int> left;                               // per slot: reads still to come in this run
+    std::vector<Scratch> scratch;                        // per part
+    std::vector<AnyTensor> transfers;                    // per transfer slot: a copy several nodes read
+    std::vector<int> transfers_left;                     // per transfer slot: reads still to come in this run
+    std::vector<std::shared_ptr<TensorStorage>> pool;    // per plan buffer: free between its values
     std::unique_ptr<std::atomic<std::uint32_t>[]> done;  // per step, for runs of parts: it has run
   };
   mutable std::atomic<RunState*> cached_{nullptr};
@@ -247,7 +248,8 @@ DEVTENSOR_DEFINITION StepStats step_stats(const std::vector<Executable::TracedSt
   for (const auto& step : trace) {
     auto device = std::find_if(stats.dev_stats.begin(), stats.dev_stats.end(),
                                [&](const DeviceStepStats& d) { return d.device == step.device->full_name; });
-    if (device == stats.dev_stats.end()) device = stats.dev_stats.insert(stats.dev_stats.end(), {step.device->full_name});
+    if (device == stats.dev_stats.end())
+      device = stats.dev_stats.insert(stats.dev_stats.end(), {step.device->full_name});
     NodeExecStats node{step.node->name, std::string(step.node->type()), step.start_us, step.end_us - step.start_us,
                        step.inputs};
     for (const auto& output : step.node->outputs) node.output_shapes.push_back(output.shape);
@@ -278,8 +280,9 @@ DEVTENSOR_DEFINITION Executable::Executable(std::vector<std::shared_ptr<const No
     return std::nullopt;
   };
   for (const auto& f : feeds)
-    feed_names_.push_back(f.node < nodes_.size() ? (f.output == 0 ? nodes_[f.node]->name : nodes_[f.node]->output_name(f.output))
-                                                 : std::string("feed"));
+    feed_names_.push_back(f.node < nodes_.size()
+                              ? (f.output == 0 ? nodes_[f.node]->name : nodes_[f.node]->output_name(f.output))
+                              : std::string("feed"));
   const std::vector<bool> needed = needed_nodes(nodes_, fetches, feeds, std::move(targets));
   std::vector<std::size_t> first_slot(nodes_.size(), 0);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -378,7 +381,8 @@ DEVTENSOR_DEFINITION void Executable::plan_memory() {
     // the outputs took theirs (a kernel never writes over its inputs).
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       const Source& s = inputs_[step.first_input + k];
-      if (!s.feed && --left[s.index] == 0 && buffer_of_[s.index] >= 0) free.emplace_back(buffer_of_[s.index], part_of(i));
+      if (!s.feed && --left[s.index] == 0 && buffer_of_[s.index] >= 0)
+        free.emplace_back(buffer_of_[s.index], part_of(i));
     }
   }
   buffers_ = buffers.size();
@@ -411,8 +415,7 @@ DEVTENSOR_DEFINITION void Executable::release(std::unique_ptr<RunState> state) c
   // reads would not be ordered before the next run's writes (use_count() is a relaxed load); a
   // view would keep the buffer it views alive.
   for (auto& v : state->values)
-    if (v.storage && (!exclusively_held(v.storage) || v.storage->bytes > kKeptBytes))
-      v = AnyTensor();
+    if (v.storage && (!exclusively_held(v.storage) || v.storage->bytes > kKeptBytes)) v = AnyTensor();
   for (auto slot : alias_slots_)
     if (state->values[slot].storage) state->values[slot] = AnyTensor();
   for (auto& scratch : state->scratch)
@@ -431,9 +434,11 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Executable::run_in(RunState& run_sta
   std::copy(uses_.begin(), uses_.end(), state->left.begin());
   if (!transfer_uses_.empty()) std::copy(transfer_uses_.begin(), transfer_uses_.end(), state->transfers_left.begin());
   try {
-    if (trace) run_timed(*state, feeds, resources, *trace);
+    if (trace)
+      run_timed(*state, feeds, resources, *trace);
     else if (capturing || parts_.empty() || !run_parts(*state, feeds, resources))
-      for (std::size_t i = 0; i < steps_.size(); ++i) run_step<false>(*state, state->scratch[0], i, feeds, resources, capturing);
+      for (std::size_t i = 0; i < steps_.size(); ++i)
+        run_step<false>(*state, state->scratch[0], i, feeds, resources, capturing);
   } catch (...) {
     for (auto& v : values) v = AnyTensor();  // a failed run leaves nothing behind
     for (auto& t : state->transfers) t = AnyTensor();
@@ -466,13 +471,15 @@ DEVTENSOR_DEFINITION void Executable::run_timed(RunState& state, const std::vect
     TracedStep record{step.node, step.device, {}, now_us(), 0, thread_id};
     for (std::size_t k = 0; k < step.node->inputs.size(); ++k) {
       const Source& s = inputs_[step.first_input + k];
-      record.inputs.push_back(s.feed ? (s.index < feed_names_.size() ? feed_names_[s.index] : "feed") : producer[s.index]);
+      record.inputs.push_back(s.feed ? (s.index < feed_names_.size() ? feed_names_[s.index] : "feed")
+                                     : producer[s.index]);
     }
     run_step<false>(state, state.scratch[0], i, feeds, resources, false);
     if (step.device->real_gpu() && step.device->platform) {
       std::string error;
       if (!step.device->platform->synchronize(step.device->platform_ordinal, step.device->stream, &error))
-        throw InternalError("Could not synchronise " + step.device->full_name + " after " + step.node->name + ": " + error);
+        throw InternalError("Could not synchronise " + step.device->full_name + " after " + step.node->name + ": " +
+                            error);
     }
     record.end_us = now_us();
     for (std::size_t k = 0; k < step.node->outputs.size(); ++k) {
@@ -488,13 +495,15 @@ DEVTENSOR_DEFINITION void Executable::run_timed(RunState& state, const std::vect
 }
 
 template <bool Shared>
-inline void Executable::run_step(RunState& state, Scratch& scratch, std::size_t index, const std::vector<AnyTensor>& feeds,
-                          ResourceStore* resources, bool capturing) const {
+inline void Executable::run_step(RunState& state, Scratch& scratch, std::size_t index,
+                                 const std::vector<AnyTensor>& feeds, ResourceStore* resources, bool capturing) const {
   // Whether this read of a count was the last one: atomically when parts run at once, as a value
   // read by several parts is freed by whichever reads it last.
   const auto last_read = [](int& count) {
-    if constexpr (Shared) return std::atomic_ref<int>(count).fetch_sub(1, std::memory_order_acq_rel) == 1;
-    else return --count == 0;
+    if constexpr (Shared)
+      return std::atomic_ref<int>(count).fetch_sub(1, std::memory_order_acq_rel) == 1;
+    else
+      return --count == 0;
   };
   auto& values = state.values;
   const Step& step = steps_[index];

@@ -43,7 +43,9 @@ inline void mark_done(std::atomic<std::uint32_t>& flag) noexcept {
 
 /// Whether its device's part may run the node on a worker: its op's any_thread trait, and
 /// constants, whose kernel gives the value the node holds.
-inline bool runs_anywhere(const Node& node) noexcept { return node.traits().any_thread || node.kind == NodeKind::constant; }
+inline bool runs_anywhere(const Node& node) noexcept {
+  return node.traits().any_thread || node.kind == NodeKind::constant;
+}
 
 }  // namespace executor_detail
 
@@ -70,7 +72,8 @@ DEVTENSOR_DEFINITION void Executable::plan_parts() {
     if (counts[d] < executor_detail::kMinPartSteps) continue;
     std::size_t same_type = 0;
     for (std::size_t e = 0; e < devices.size(); ++e)
-      if (counts[e] >= executor_detail::kMinPartSteps && devices[e]->device_type == devices[d]->device_type) ++same_type;
+      if (counts[e] >= executor_detail::kMinPartSteps && devices[e]->device_type == devices[d]->device_type)
+        ++same_type;
     if (same_type >= 2) own.push_back(devices[d]);
   }
   if (own.size() < 2) return;
@@ -140,7 +143,8 @@ DEVTENSOR_DEFINITION bool Executable::run_parts(RunState& state, const std::vect
       if (p != 0) as_caller.emplace(caller);  // part 0 runs on the caller's thread
       for (; i < steps.size(); ++i) {
         const std::size_t s = steps[i];
-        for (std::size_t w = wait_begin_[s]; w < wait_begin_[s + 1]; ++w) executor_detail::await_step(state.done[waits_[w]]);
+        for (std::size_t w = wait_begin_[s]; w < wait_begin_[s + 1]; ++w)
+          executor_detail::await_step(state.done[waits_[w]]);
         if (failed.load(std::memory_order_acquire)) break;
         run_step<true>(state, scratch, s, feeds, resources, false);
         if (awaited_[s]) executor_detail::mark_done(state.done[s]);

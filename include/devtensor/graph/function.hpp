@@ -13,8 +13,8 @@
 /// other value by equality (a new value traces again). A trace whose shapes have unknown
 /// dimensions (`input_signature` with kUnknownDim, or `reduce_retracing`) serves every call whose
 /// shapes are compatible. Host code in the callable runs only while tracing. Variables are read
-/// and assigned through nodes that hold them (captured by handle): assignments persist. Results equal eager execution of the callable
-/// (the same kernels in the same order). A Function may be called from several threads.
+/// and assigned through nodes that hold them (captured by handle): assignments persist. Results equal eager execution
+/// of the callable (the same kernels in the same order). A Function may be called from several threads.
 
 #include <algorithm>
 #include <atomic>
@@ -294,9 +294,13 @@ std::shared_ptr<const ConcreteFunction> last_concrete_function(const TracedStep&
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 
-DEVTENSOR_DEFINITION ConcreteFunction::ConcreteFunction(std::shared_ptr<graph::Graph> graph, std::vector<graph::Edge> args,
-                                                        std::vector<graph::Edge> outputs, std::string name, bool cuda_graph)
-    : graph_(std::move(graph)), args_(std::move(args)), outputs_(std::move(outputs)), name_(std::move(name)),
+DEVTENSOR_DEFINITION ConcreteFunction::ConcreteFunction(std::shared_ptr<graph::Graph> graph,
+                                                        std::vector<graph::Edge> args, std::vector<graph::Edge> outputs,
+                                                        std::string name, bool cuda_graph)
+    : graph_(std::move(graph)),
+      args_(std::move(args)),
+      outputs_(std::move(outputs)),
+      name_(std::move(name)),
       cuda_graph_(cuda_graph) {}
 
 DEVTENSOR_DEFINITION std::vector<std::string> ConcreteFunction::node_names() const {
@@ -322,8 +326,8 @@ DEVTENSOR_DEFINITION void ConcreteFunction::place() const {
   for (std::size_t i = 0; i < nodes.size(); ++i)
     if (nodes[i]->traits().stateful) stateful.push_back(i);
   const auto optimizer = config::optimizer::get_experimental_options();
-  executable_ = std::make_shared<const graph::Executable>(std::move(nodes), std::move(placement), outputs_, args_, stateful,
-                                                          &optimizer);
+  executable_ = std::make_shared<const graph::Executable>(std::move(nodes), std::move(placement), outputs_, args_,
+                                                          stateful, &optimizer);
   if (cuda_graph_) replay_ = std::make_shared<graph::CudaGraphReplay>(executable_, name_);
 }
 
@@ -376,7 +380,7 @@ DEVTENSOR_DEFINITION const function_detail::Trace& function_detail::TraceCache::
 }
 
 DEVTENSOR_DEFINITION std::vector<AnyTensor> function_detail::TraceCache::run(const Trace& trace,
-                                                                            const std::vector<AnyTensor>& inputs) {
+                                                                             const std::vector<AnyTensor>& inputs) {
   trace.concrete->prepare();  // placed (and logged) before the call's own line, as TensorFlow's
   if (Context::global().log_device_placement() && log_enabled(LogSource::cpp_runtime, LogSeverity::info))
     log(LogSeverity::info, "Executing op " + trace.concrete->name() + " in device " + place_constant().full_name);
@@ -429,7 +433,9 @@ DEVTENSOR_DEFINITION std::vector<graph::Edge> function_detail::add_outputs(graph
     identity.outputs = {{out.dtype, out.shape}};
     // The output keeps its producer's identity, so that a tape around the call differentiates
     // through the ops the graph ran (they record as eager ops do).
-    identity.run = [](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor> result) { result[0] = in[0]; };
+    identity.run = [](const graph::RunContext&, graph::NodeInputs in, std::span<AnyTensor> result) {
+      result[0] = in[0];
+    };
     const auto index = graph.add(std::move(identity));
     edges.push_back({index, 0});
     std::string retval = name;
@@ -462,10 +468,13 @@ DEVTENSOR_DEFINITION AnyTensor function_detail::evaluate_now(const AnyTensor& va
   } catch (const InvalidArgumentError& e) {
     const std::string what = e.what();
     if (what.find("You must feed a value for placeholder") == std::string::npos) throw;
-    throw InvalidArgumentError("The initial value of a variable created in a traced function depends on the function's "
-                               "arguments (" + what.substr(0, what.find('\n')) + "). Variables are created once, "
-                               "outside the graph (TensorFlow's tf.init_scope): give it a value that does not depend on "
-                               "the arguments, or create it outside the function");
+    throw InvalidArgumentError(
+        "The initial value of a variable created in a traced function depends on the function's "
+        "arguments (" +
+        what.substr(0, what.find('\n')) +
+        "). Variables are created once, "
+        "outside the graph (TensorFlow's tf.init_scope): give it a value that does not depend on "
+        "the arguments, or create it outside the function");
   }
 }
 

@@ -53,13 +53,13 @@ class FusedKernel {
  public:
   static constexpr std::int64_t kBlock = 256;       // elements a register holds
   static constexpr std::size_t kMaxRegisters = 32;  // inputs and steps of one group
-  static constexpr std::size_t kLine = 64;            // a cache line
+  static constexpr std::size_t kLine = 64;          // a cache line
 
-  NodeKernel producer;               // a MatMul's kernel (its inputs are the node's first two), or empty
-  std::vector<FusedInput> inputs;    // registers 0..: with a producer, register 0 is its product
-  std::vector<FusedStep> steps;      // step j's result is register inputs.size() + j; the last is the output
+  NodeKernel producer;             // a MatMul's kernel (its inputs are the node's first two), or empty
+  std::vector<FusedInput> inputs;  // registers 0..: with a producer, register 0 is its product
+  std::vector<FusedStep> steps;    // step j's result is register inputs.size() + j; the last is the output
   DType dtype = DType::DT_FLOAT;
-  Shape shape;                       // S
+  Shape shape;  // S
   std::string op;
   /// A Sum or Mean of each row of the last step's results (float or double), which are then never
   /// written: the output holds one value per row, in `reduced_shape`.
@@ -82,7 +82,8 @@ class FusedKernel {
   /// `out` itself when a replay may write into it again (graph::reusable), else a new buffer.
   void reuse_or_allocate(AnyTensor& out, const Shape& result_shape, const Device& device) const;
   /// The producer and its epilogue as one cuBLASLt call; false when `chain` has none for them.
-  bool run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context, NodeInputs in, AnyTensor& out) const;
+  bool run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context, NodeInputs in,
+                         AnyTensor& out) const;
   /// Elements [begin, end) of S; `output` is where element `begin`'s result goes, or with a
   /// reduction, row begin / reduction.row's (begin is a row's first element then).
   void run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin, std::int64_t end) const;
@@ -133,7 +134,8 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
     reuse_or_allocate(out[0], result_shape, context.device);
   }
   if (!out[0].defined() || out[0].storage->bytes != static_cast<std::size_t>(results) * width)
-    throw InternalError(op + " " + out[0].shape.to_string() + ": its output must have shape " + result_shape.to_string());
+    throw InternalError(op + " " + out[0].shape.to_string() + ": its output must have shape " +
+                        result_shape.to_string());
   for (std::size_t k = producer ? 1 : 0; k < inputs.size(); ++k) {
     const AnyTensor& value = in[first + k - (producer ? 1 : 0)];
     const std::int64_t expected = inputs[k].kind == FusedInput::Kind::full ? n : inputs[k].period;
@@ -145,10 +147,10 @@ DEVTENSOR_DEFINITION void FusedKernel::operator()(const RunContext& context, Nod
   if (producer) sources[0] = output;
   if (reduces) {  // whole rows per task, as the reduction kernel splits them
     const std::int64_t row = reduction.row;
-    backend::cpu::parallel_for(results, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / row),
-                               [&](std::int64_t begin, std::int64_t end) {
-                                 run_blocks(sources.data(), output + static_cast<std::size_t>(begin) * width, begin * row, end * row);
-                               });
+    backend::cpu::parallel_for(
+        results, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / row), [&](std::int64_t begin, std::int64_t end) {
+          run_blocks(sources.data(), output + static_cast<std::size_t>(begin) * width, begin * row, end * row);
+        });
     return;
   }
   backend::cpu::parallel_for(n, std::int64_t{1} << 18, [&](std::int64_t begin, std::int64_t end) {
@@ -217,7 +219,7 @@ DEVTENSOR_DEFINITION void FusedKernel::run_on_gpu(const RunContext& context, Nod
 }
 
 DEVTENSOR_DEFINITION void FusedKernel::reuse_or_allocate(AnyTensor& out, const Shape& result_shape,
-                                                       const Device& device) const {
+                                                         const Device& device) const {
   if (reusable(out, dtype, result_shape, device)) return;
   const auto bytes = static_cast<std::size_t>(result_shape.num_elements()) * dtype_size(dtype);
   out = AnyTensor(next_tensor_id(), dtype, result_shape,
@@ -225,7 +227,7 @@ DEVTENSOR_DEFINITION void FusedKernel::reuse_or_allocate(AnyTensor& out, const S
 }
 
 DEVTENSOR_DEFINITION bool FusedKernel::run_gemm_epilogue(const ops::GpuFusedChain& chain, const RunContext& context,
-                                                       NodeInputs in, AnyTensor& out) const {
+                                                         NodeInputs in, AnyTensor& out) const {
   const Shape& as = in[0].shape;
   const Shape& bs = in[1].shape;
   if (as.rank() != 2 || bs.rank() != 2) return false;  // batches of matrices: the GEMM, then the chain
@@ -254,8 +256,8 @@ DEVTENSOR_DEFINITION bool FusedKernel::run_gemm_epilogue(const ops::GpuFusedChai
   return chain.gemm(call, context.device.platform_ordinal, context.device.stream);
 }
 
-DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* sources, std::byte* output, std::int64_t begin,
-                                                  std::int64_t end) const {
+DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* sources, std::byte* output,
+                                                  std::int64_t begin, std::int64_t end) const {
   const std::size_t width = dtype_size(dtype);
   const std::size_t registers = inputs.size() + steps.size();
   // Registers start on cache lines, and a line apart from a multiple of 4 KiB: a load whose
@@ -271,7 +273,8 @@ DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* source
   const std::int64_t first_block = std::min(kBlock, end - begin);
   for (std::size_t k = 0; k < inputs.size(); ++k)
     if (inputs[k].kind == FusedInput::Kind::scalar)  // the value repeated, once
-      for (std::size_t i = 0; i < static_cast<std::size_t>(first_block); ++i) std::memcpy(reg(k) + i * width, sources[k], width);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(first_block); ++i)
+        std::memcpy(reg(k) + i * width, sources[k], width);
   for (std::int64_t start = begin; start < end; start += kBlock) {
     const std::int64_t len = std::min(kBlock, end - start);
     const std::size_t offset = static_cast<std::size_t>(start) * width;
@@ -286,16 +289,14 @@ DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* source
             at[k] = sources[k] + offset;
           }
           break;
-        case FusedInput::Kind::scalar:
-          at[k] = reg(k);
-          break;
+        case FusedInput::Kind::scalar: at[k] = reg(k); break;
         case FusedInput::Kind::suffix: {  // the period's elements from start % period on
           const std::int64_t period = inputs[k].period;
           std::int64_t phase = start % period;
           for (std::int64_t done = 0; done < len;) {
             const std::int64_t take = std::min(period - phase, len - done);
-            std::memcpy(reg(k) + static_cast<std::size_t>(done) * width, sources[k] + static_cast<std::size_t>(phase) * width,
-                        static_cast<std::size_t>(take) * width);
+            std::memcpy(reg(k) + static_cast<std::size_t>(done) * width,
+                        sources[k] + static_cast<std::size_t>(phase) * width, static_cast<std::size_t>(take) * width);
             done += take;
             phase = 0;
           }
@@ -314,8 +315,10 @@ DEVTENSOR_DEFINITION void FusedKernel::run_blocks(const std::byte* const* source
       at[inputs.size() + j] = result;
     }
     if (reduction.row == 0) continue;
-    if (dtype == DType::DT_DOUBLE) fused_detail::add_to_rows<double>(at[registers - 1], len, reduction, row);
-    else fused_detail::add_to_rows<float>(at[registers - 1], len, reduction, row);
+    if (dtype == DType::DT_DOUBLE)
+      fused_detail::add_to_rows<double>(at[registers - 1], len, reduction, row);
+    else
+      fused_detail::add_to_rows<float>(at[registers - 1], len, reduction, row);
   }
 }
 

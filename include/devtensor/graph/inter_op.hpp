@@ -109,7 +109,8 @@ inline int inter_op_threads() {
   const int configured = Context::global().parallelism_threads(Parallelism::inter_op);
   if (configured > 0) return std::min(configured, kMaxParallelismThreads);
   if (configured < 0) return 1;
-  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxParallelismThreads)));
+  return static_cast<int>(
+      std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxParallelismThreads)));
 }
 
 /// The process's team. Never destroyed: runs may end during static destruction.

@@ -55,10 +55,14 @@ class ArgMaker {
 template <class X>
 struct Nest {
   static void key(const X& x, std::string& k) {
-    if constexpr (std::is_arithmetic_v<X>) k += std::to_string(x) + ";";
-    else if constexpr (std::is_same_v<X, std::string>) k += "'" + x + "';";
-    else static_assert(sizeof(X) == 0, "traced function arguments are tensors, variables, numbers, strings and tuples, "
-                                       "pairs or vectors of them");
+    if constexpr (std::is_arithmetic_v<X>)
+      k += std::to_string(x) + ";";
+    else if constexpr (std::is_same_v<X, std::string>)
+      k += "'" + x + "';";
+    else
+      static_assert(sizeof(X) == 0,
+                    "traced function arguments are tensors, variables, numbers, strings and tuples, "
+                    "pairs or vectors of them");
   }
   static void flatten(const X&, std::vector<AnyTensor>&) {}
   static X stand_in(const X& x, ArgMaker&) { return x; }
@@ -105,7 +109,8 @@ struct Nest<std::tuple<Xs...>> {
     return std::apply([&](const auto&... e) { return X{Nest<std::decay_t<decltype(e)>>::stand_in(e, make)...}; }, x);
   }
   static X rebuild(const X& like, const std::vector<AnyTensor>& values, std::size_t& i) {
-    return std::apply([&](const auto&... e) { return X{Nest<std::decay_t<decltype(e)>>::rebuild(e, values, i)...}; }, like);
+    return std::apply([&](const auto&... e) { return X{Nest<std::decay_t<decltype(e)>>::rebuild(e, values, i)...}; },
+                      like);
   }
 };
 template <class A, class B>
@@ -133,7 +138,8 @@ struct Nest<std::pair<A, B>> {
 /// PerReplica and Mirrored values (a distributed dataset's batches, strategy.run's results): their
 /// components, one per replica.
 template <template <class> class Distributed, class E>
-  requires std::same_as<Distributed<E>, distribute::PerReplica<E>> || std::same_as<Distributed<E>, distribute::Mirrored<E>>
+requires std::same_as<Distributed<E>, distribute::PerReplica<E>> ||
+    std::same_as<Distributed<E>, distribute::Mirrored<E>>
 struct Nest<Distributed<E>> {
   using X = Distributed<E>;
   static void key(const X& x, std::string& k) {

@@ -35,7 +35,6 @@
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
-#include "devtensor/config.hpp"
 #include "devtensor/graph/placer.hpp"
 // The passes' definitions need the fused kernels and the rewrites (and through them every op's
 // definition); compiled mode (Note [Compiled mode]) keeps them in src/devtensor.cpp, so a program
@@ -81,7 +80,8 @@ inline std::atomic<bool> remapping{true};
 /// place (the executor does not run them). Empty when nothing changed.
 std::vector<std::shared_ptr<const Node>> optimize(const std::vector<std::shared_ptr<const Node>>& nodes,
                                                   const Placement& placement, const std::vector<Edge>& fetches,
-                                                  const std::vector<Edge>& feeds, const std::vector<std::size_t>& targets,
+                                                  const std::vector<Edge>& feeds,
+                                                  const std::vector<std::size_t>& targets,
                                                   const OptimizerOptions& options);
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -118,7 +118,8 @@ inline std::optional<FusedKernel::GemmEpilogue> gemm_epilogue(const FusedKernel&
   if (j < steps.size() && steps[j].code == add && steps[j].arity == 2) {
     const auto [x, y] = steps[j].args;
     const int bias = x == 0 ? y : y == 0 ? x : -1;
-    if (bias > 0 && bias < first_result && kernel.inputs[static_cast<std::size_t>(bias)].kind == FusedInput::Kind::suffix &&
+    if (bias > 0 && bias < first_result &&
+        kernel.inputs[static_cast<std::size_t>(bias)].kind == FusedInput::Kind::suffix &&
         kernel.inputs[static_cast<std::size_t>(bias)].period == kernel.shape[1]) {
       epilogue.bias = bias;
       value = first_result + static_cast<int>(j++);
@@ -164,10 +165,12 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
   const ops::GpuFusedChain* gpu_chain = ops::gpu_fused_chain();
   const auto fusable = [&](std::size_t i) {
     const Node& node = *nodes[i];
-    if (!needed[i] || node.kind != NodeKind::op || node.fusion.pointwise.arity == 0 || !node.run || node.traits().stateful ||
-        !node.control_inputs.empty() || node.outputs.size() != 1 || placement.at(i) == nullptr)
+    if (!needed[i] || node.kind != NodeKind::op || node.fusion.pointwise.arity == 0 || !node.run ||
+        node.traits().stateful || !node.control_inputs.empty() || node.outputs.size() != 1 ||
+        placement.at(i) == nullptr)
       return false;
-    if (!placement[i]->host_memory() && (!gpu_chain || ops::fused_chain::code_of(node.type(), node.outputs[0].dtype) < 0))
+    if (!placement[i]->host_memory() &&
+        (!gpu_chain || ops::fused_chain::code_of(node.type(), node.outputs[0].dtype) < 0))
       return false;
     const Shape& s = node.outputs[0].shape;
     if (!s.is_fully_defined() || s.num_elements() <= 0) return false;
@@ -190,9 +193,10 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     const Node& r = *nodes[q];
     const Shape& s = nodes[root]->outputs[0].shape;
     const DType dtype = nodes[root]->outputs[0].dtype;
-    return r.fusion.row_reduction.row > 0 && r.kind == NodeKind::op && r.run && !r.traits().stateful && r.control_inputs.empty() &&
-           r.inputs.size() == 1 && r.inputs[0] == Edge{root, 0} && r.outputs.size() == 1 && r.outputs[0].dtype == dtype &&
-           (dtype == DType::DT_FLOAT || dtype == DType::DT_DOUBLE) && placement[q] == placement[root] &&
+    return r.fusion.row_reduction.row > 0 && r.kind == NodeKind::op && r.run && !r.traits().stateful &&
+           r.control_inputs.empty() && r.inputs.size() == 1 && r.inputs[0] == Edge{root, 0} && r.outputs.size() == 1 &&
+           r.outputs[0].dtype == dtype && (dtype == DType::DT_FLOAT || dtype == DType::DT_DOUBLE) &&
+           placement[q] == placement[root] &&
            (!placement[root]->is_gpu || (!placement[root]->host_memory() && gpu_chain)) &&
            s.num_elements() % r.fusion.row_reduction.row == 0;
   };
@@ -217,7 +221,9 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
         grouped[p] = true;
       }
     std::sort(members.begin(), members.end());
-    const auto member_of = [&](std::size_t n) { return std::find(members.begin(), members.end(), n) - members.begin(); };
+    const auto member_of = [&](std::size_t n) {
+      return std::find(members.begin(), members.end(), n) - members.begin();
+    };
     const auto is_member = [&](std::size_t n) { return std::binary_search(members.begin(), members.end(), n); };
 
     // The group's inputs from outside, each once; a MatMul that only the group reads is computed
@@ -228,9 +234,10 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       for (const auto& e : nodes[m]->inputs) {
         if (is_member(e.node) || std::find(outside.begin(), outside.end(), e) != outside.end()) continue;
         const Node& q = *nodes[e.node];
-        if (!producer && (placement[root]->host_memory() || gpu_chain) && q.type() == "MatMul" && q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] &&
-            readers[e.node] == 1 && placement[e.node] == placement[root] && q.control_inputs.empty() &&
-            q.inputs.size() == 2 && q.outputs.size() == 1 && q.outputs[0].shape == s && q.outputs[0].dtype == dtype) {
+        if (!producer && (placement[root]->host_memory() || gpu_chain) && q.type() == "MatMul" &&
+            q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] && readers[e.node] == 1 &&
+            placement[e.node] == placement[root] && q.control_inputs.empty() && q.inputs.size() == 2 &&
+            q.outputs.size() == 1 && q.outputs[0].shape == s && q.outputs[0].dtype == dtype) {
           producer = e.node;
           outside.insert(outside.begin(), e);
         } else {
@@ -246,7 +253,9 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     FusedKernel kernel;
     kernel.dtype = dtype;
     kernel.shape = s;
-    const ops::OpInfo& fused_op = producer ? fused_ops::MatMul : reducer ? fused_ops::Reduction : fused_ops::Elementwise;
+    const ops::OpInfo& fused_op = producer  ? fused_ops::MatMul
+                                  : reducer ? fused_ops::Reduction
+                                            : fused_ops::Elementwise;
     kernel.op = std::string(fused_op.name);
     const Node& replaced = *nodes[reducer.value_or(root)];  // a reduction's node holds the group
     Node fused;
@@ -275,8 +284,9 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
         step.code = static_cast<std::int16_t>(ops::fused_chain::code_of(node.type(), node.outputs[0].dtype));
       for (std::size_t a = 0; a < node.inputs.size() && a < 2; ++a) {
         const Edge& e = node.inputs[a];
-        step.args[a] = is_member(e.node) ? first_result + static_cast<int>(member_of(e.node))
-                                         : static_cast<int>(std::find(outside.begin(), outside.end(), e) - outside.begin());
+        step.args[a] = is_member(e.node)
+                           ? first_result + static_cast<int>(member_of(e.node))
+                           : static_cast<int>(std::find(outside.begin(), outside.end(), e) - outside.begin());
       }
       kernel.steps.push_back(step);
     }

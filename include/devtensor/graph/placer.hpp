@@ -4,13 +4,12 @@
 /// a whole graph, with TensorFlow 2.21's error texts and placement log.
 ///
 /// A colocation group (a variable's handle node and the nodes that read or write it) is placed as
-/// one: on the first device every member may use. Pass 1 places every node but generators (no inputs, one output: constants, placeholders) in
-/// graph order: Identity goes with its input when the input's device may run it, any other node
-/// gets the first of its candidates (the devices its request matches that run its kernel, in
-/// priority order: GPUs before CPUs). Pass 2 places the generators: with their consumers when
-/// all consumers share a device the generator may use, else on their first candidate. Soft
-/// placement drops an unsatisfiable request's type and id and tries again. The log lists the
-/// nodes in the order they were placed, as TensorFlow's does.
+/// one: on the first device every member may use. Pass 1 places every node but generators (no inputs, one output:
+/// constants, placeholders) in graph order: Identity goes with its input when the input's device may run it, any other
+/// node gets the first of its candidates (the devices its request matches that run its kernel, in priority order: GPUs
+/// before CPUs). Pass 2 places the generators: with their consumers when all consumers share a device the generator may
+/// use, else on their first candidate. Soft placement drops an unsatisfiable request's type and id and tries again. The
+/// log lists the nodes in the order they were placed, as TensorFlow's does.
 
 #include <algorithm>
 #include <cstddef>
@@ -72,7 +71,8 @@ DEVTENSOR_DEFINITION std::vector<const Device*> candidates(const Node& node, con
   };
   collect(node.requested);
   if (!out.empty()) return out;
-  const bool exists = std::any_of(devices.begin(), devices.end(), [&](const Device& d) { return node.requested.matches(d.spec); });
+  const bool exists =
+      std::any_of(devices.begin(), devices.end(), [&](const Device& d) { return node.requested.matches(d.spec); });
   if (soft) {
     collect(node.requested.with_type(std::nullopt).with_id(std::nullopt));
     if (!out.empty()) return out;
@@ -95,18 +95,18 @@ DEVTENSOR_DEFINITION std::vector<const Device*> candidates(const Node& node, con
         type = d.device_type;
         break;
       }
-    throw InvalidArgumentError(outer + "Could not satisfy explicit device specification '" + request +
-                               "' because no supported kernel for " + type + " devices is available.\nOp: " + std::string(node.type()) +
-                               "\nRegistered kernels:\n  device types [" + kernels + "]" +
-                               (node.kernel ? "; T in [" + std::string(node.kernel->dtype) + "]" : std::string()) +
-                               "\nTurn soft placement on (ConfigProto allow_soft_placement) to fall back to a "
-                               "supported device.");
+    throw InvalidArgumentError(
+        outer + "Could not satisfy explicit device specification '" + request + "' because no supported kernel for " +
+        type + " devices is available.\nOp: " + std::string(node.type()) + "\nRegistered kernels:\n  device types [" +
+        kernels + "]" + (node.kernel ? "; T in [" + std::string(node.kernel->dtype) + "]" : std::string()) +
+        "\nTurn soft placement on (ConfigProto allow_soft_placement) to fall back to a "
+        "supported device.");
   }
-  throw InvalidArgumentError(outer + "No OpKernel was registered to support Op '" + std::string(node.type()) + "' used by {{node " +
-                             node.name + "}} with these attrs: [" +
-                             (node.kernel ? "T=" + std::string(node.kernel->dtype) : std::string()) +
-                             "]\nRegistered devices: [" + device_list(devices, ", ") + "]\nRegistered kernels:\n  " +
-                             (kernels.empty() ? std::string("<no registered kernels>") : "device types [" + kernels + "]"));
+  throw InvalidArgumentError(
+      outer + "No OpKernel was registered to support Op '" + std::string(node.type()) + "' used by {{node " +
+      node.name + "}} with these attrs: [" + (node.kernel ? "T=" + std::string(node.kernel->dtype) : std::string()) +
+      "]\nRegistered devices: [" + device_list(devices, ", ") + "]\nRegistered kernels:\n  " +
+      (kernels.empty() ? std::string("<no registered kernels>") : "device types [" + kernels + "]"));
 }
 
 }  // namespace placer_detail
@@ -139,10 +139,11 @@ DEVTENSOR_DEFINITION Placement place(const std::vector<std::shared_ptr<const Nod
       std::erase_if(shared, [&](const Device* d) { return !in(d, own); });
       if (shared.empty())
         throw InvalidArgumentError(
-            "Cannot assign a device for operation " + nodes[m]->name + ": Could not satisfy explicit device specification '" +
-            nodes[m]->requested.to_string() + "' because the node {{colocation_node " + nodes[m]->name +
-            "}} was colocated with a group of nodes that required incompatible device '" + nodes[root]->requested.to_string() +
-            "'. All available devices [" + device_list(devices, ", ") + "].");
+            "Cannot assign a device for operation " + nodes[m]->name +
+            ": Could not satisfy explicit device specification '" + nodes[m]->requested.to_string() +
+            "' because the node {{colocation_node " + nodes[m]->name +
+            "}} was colocated with a group of nodes that required incompatible device '" +
+            nodes[root]->requested.to_string() + "'. All available devices [" + device_list(devices, ", ") + "].");
     }
     group_device[root] = shared.front();
     for (auto m : members[root]) group_device[m] = shared.front();

@@ -60,8 +60,8 @@ namespace optimizer_detail {
 /// Who reads what in the part of a graph a run needs.
 struct Uses {
   std::vector<bool> needed;
-  std::vector<int> readers;   // input edges from needed nodes
-  std::vector<bool> pinned;   // its value must exist as it is: fetched, fed, or a control input
+  std::vector<int> readers;  // input edges from needed nodes
+  std::vector<bool> pinned;  // its value must exist as it is: fetched, fed, or a control input
   std::vector<bool> fed;
   std::vector<bool> fetched;
 };
@@ -88,8 +88,10 @@ inline bool deterministic_source(const Node& node) {
 }
 
 /// A folded node's small host values as its literal (for CSE and the arithmetic rewrites).
-inline std::shared_ptr<const std::vector<std::byte>> small_literal(const std::vector<AnyTensor>& values, const Device& device) {
-  if (values.size() != 1 || !values[0].defined() || !device.host_memory() || values[0].storage->bytes > 64) return nullptr;
+inline std::shared_ptr<const std::vector<std::byte>> small_literal(const std::vector<AnyTensor>& values,
+                                                                   const Device& device) {
+  if (values.size() != 1 || !values[0].defined() || !device.host_memory() || values[0].storage->bytes > 64)
+    return nullptr;
   const auto* bytes = static_cast<const std::byte*>(values[0].storage->data);
   return std::make_shared<const std::vector<std::byte>>(bytes, bytes + values[0].storage->bytes);
 }
@@ -97,10 +99,11 @@ inline std::shared_ptr<const std::vector<std::byte>> small_literal(const std::ve
 /// Constant folding: runs each needed op node whose inputs are all constants (of its device, not
 /// fed) once, and replaces those that unfolded nodes read, or that are fetched, by constants that
 /// hold the value; literal Consts hold theirs too, so a replay copies no constant.
-inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement, const Uses& uses) {
+inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, const Placement& placement,
+                           const Uses& uses) {
   const std::size_t count = nodes.size();
   std::vector<std::vector<AnyTensor>> values(count);  // computed when a foldable reader needs them
-  std::vector<bool> known(count, false);             // values[i] holds node i's outputs
+  std::vector<bool> known(count, false);              // values[i] holds node i's outputs
   std::vector<bool> folded(count, false);
   const auto constant = [&](std::size_t c) {
     if (known[c]) return true;
@@ -125,8 +128,8 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
   for (std::size_t i = 0; i < count; ++i) {
     const Node& node = *nodes[i];
     if (!uses.needed[i] || uses.fed[i] || node.kind != NodeKind::op || !node.run || node.traits().stateful ||
-        node.traits().communication ||
-        !node.control_inputs.empty() || (node.inputs.empty() && !deterministic_source(node)) || placement.at(i) == nullptr)
+        node.traits().communication || !node.control_inputs.empty() ||
+        (node.inputs.empty() && !deterministic_source(node)) || placement.at(i) == nullptr)
       continue;
     const bool foldable = std::all_of(node.inputs.begin(), node.inputs.end(), [&](const Edge& e) {
       return placement[e.node] == placement[i] && (folded[e.node] || constant(e.node));
@@ -179,7 +182,8 @@ inline bool fold_constants(std::vector<std::shared_ptr<const Node>>& nodes, cons
 
 /// Whether `node` is a constant whose every element has the bits of `value` (float, double, int32, int64).
 inline bool literal_equals(const Node& node, double value) {
-  if (node.kind != NodeKind::constant || !node.literal || node.outputs.size() != 1 || node.literal->empty()) return false;
+  if (node.kind != NodeKind::constant || !node.literal || node.outputs.size() != 1 || node.literal->empty())
+    return false;
   std::vector<std::byte> want;
   const auto as = [&want](auto v) {
     want.resize(sizeof v);
@@ -202,7 +206,8 @@ inline bool literal_equals(const Node& node, double value) {
 /// The input arithmetic `node` returns unchanged, bit for bit (OptimizerOptions), with the output's
 /// shape and type; `input(k)`: input k after earlier rewrites. Not kept: a signalling NaN · 1 is quiet.
 template <class Input>
-std::optional<Edge> unchanged_operand(const std::vector<std::shared_ptr<const Node>>& nodes, const Node& node, Input input) {
+std::optional<Edge> unchanged_operand(const std::vector<std::shared_ptr<const Node>>& nodes, const Node& node,
+                                      Input input) {
   if (node.outputs.size() != 1) return std::nullopt;
   const auto keeps = [&](const Edge& e) {
     const OutputSpec& out = nodes[e.node]->outputs.at(e.output);
@@ -261,12 +266,17 @@ inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const
       continue;
     if (dedupe && node.fusion.pointwise.arity > 0 && node.inputs.size() <= 2) {
       const auto input = [&](std::size_t k) { return resolve(node.inputs[k]); };
-      if (const auto kept = unchanged_operand(nodes, node, input); kept && placement.at(kept->node) == placement.at(i)) {
+      if (const auto kept = unchanged_operand(nodes, node, input);
+          kept && placement.at(kept->node) == placement.at(i)) {
         forward[i] = *kept;
         continue;
       }
       std::array<std::uintptr_t, 6> key{reinterpret_cast<std::uintptr_t>(node.fusion.pointwise.block),
-                                        reinterpret_cast<std::uintptr_t>(placement.at(i)), 0, 0, 0, 0};
+                                        reinterpret_cast<std::uintptr_t>(placement.at(i)),
+                                        0,
+                                        0,
+                                        0,
+                                        0};
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const Edge e = resolve(node.inputs[k]);
         key[2 + 2 * k] = e.node + 1;
@@ -283,7 +293,8 @@ inline bool forward_edges(std::vector<std::shared_ptr<const Node>>& nodes, const
   for (std::size_t j = 0; j < count; ++j) {
     if (!uses.needed[j] || forward[j]) continue;
     const Node& node = *nodes[j];
-    if (std::none_of(node.inputs.begin(), node.inputs.end(), [&](const Edge& e) { return forward[e.node].has_value(); }))
+    if (std::none_of(node.inputs.begin(), node.inputs.end(),
+                     [&](const Edge& e) { return forward[e.node].has_value(); }))
       continue;
     auto rewired = std::make_shared<Node>(node);
     for (auto& e : rewired->inputs) e = resolve(e);

@@ -174,11 +174,14 @@ class Feed {
         bytes_(devtensor::host_bytes(values, static_cast<std::int64_t>(values.size()))) {}
   template <Element T>
   Feed(const Tensor<T>& target, const std::vector<T>& values, Shape shape)
-      : target_(target), dtype_(dtype_enum<T>()), shape_(std::move(shape)),
+      : target_(target),
+        dtype_(dtype_enum<T>()),
+        shape_(std::move(shape)),
         bytes_(devtensor::host_bytes(values, static_cast<std::int64_t>(values.size()))) {}
   template <Element T>
   Feed(const Tensor<T>& target, const Tensor<T>& value) : target_(target), dtype_(dtype_enum<T>()), value_(value) {
-    if (value.symbolic()) throw InvalidArgumentError("The value fed for '" + value.symbolic_ref()->name + "' is symbolic: feed values");
+    if (value.symbolic())
+      throw InvalidArgumentError("The value fed for '" + value.symbolic_ref()->name + "' is symbolic: feed values");
     shape_ = value.shape();
   }
 
@@ -266,8 +269,10 @@ DEVTENSOR_DEFINITION Graph get_default_graph() {
 }
 
 DEVTENSOR_DEFINITION void reset_default_graph() {
-  if (graph::process_graph()) graph::set_process_graph(std::make_shared<graph::Graph>());
-  else (void)session_detail::eager_default_graph(true);
+  if (graph::process_graph())
+    graph::set_process_graph(std::make_shared<graph::Graph>());
+  else
+    (void)session_detail::eager_default_graph(true);
 }
 
 DEVTENSOR_DEFINITION AnyTensor Feed::value(const Device& host) const {
@@ -307,20 +312,21 @@ DEVTENSOR_DEFINITION void apply_device_options(const ConfigProto& config) {
         used = 0;
       }
       if (used != item.size() || index < 0 || static_cast<std::size_t>(index) >= physical.size())
-        throw InvalidArgumentError("'visible_device_list' listed an invalid GPU id '" + item + "' but visible device count is " +
-                                   std::to_string(physical.size()));
+        throw InvalidArgumentError("'visible_device_list' listed an invalid GPU id '" + item +
+                                   "' but visible device count is " + std::to_string(physical.size()));
       visible.push_back(physical[static_cast<std::size_t>(index)]);
       start = end + 1;
     }
     gpus = visible;
   }
-  if (auto it = config.device_count.find("GPU"); it != config.device_count.end() &&
-                                                 static_cast<std::size_t>(it->second) < gpus.size())
+  if (auto it = config.device_count.find("GPU");
+      it != config.device_count.end() && static_cast<std::size_t>(it->second) < gpus.size())
     gpus.resize(static_cast<std::size_t>(it->second));
   if (!gpu.visible_device_list.empty() || config.device_count.contains("GPU")) config::set_visible_devices(gpus, "GPU");
   if (gpu.allow_growth)
     for (const auto& d : gpus) config::experimental::set_memory_growth(d, true);
-  if (gpu.per_process_gpu_memory_fraction > 0) config::experimental::set_memory_fraction(gpu.per_process_gpu_memory_fraction);
+  if (gpu.per_process_gpu_memory_fraction > 0)
+    config::experimental::set_memory_fraction(gpu.per_process_gpu_memory_fraction);
 }
 
 }  // namespace session_detail
@@ -334,11 +340,13 @@ DEVTENSOR_DEFINITION Session::Session(const Graph& graph, const ConfigProto& con
   std::string mapping;
   for (const auto& d : devices)
     if (!d.physical_device_desc.empty()) mapping += "\n" + d.full_name + " -> " + d.physical_device_desc;
-  log(LogSeverity::info, mapping.empty() ? std::string("Device mapping: no known devices.") : "Device mapping:" + mapping);
+  log(LogSeverity::info,
+      mapping.empty() ? std::string("Device mapping: no known devices.") : "Device mapping:" + mapping);
 }
 
 DEVTENSOR_DEFINITION graph::Edge Session::edge_of(const AnyTensor& t, const char* role) const {
-  if (!t.defined()) throw InvalidArgumentError(std::string(role) + " is an undefined tensor: pass a tensor of the session's graph");
+  if (!t.defined())
+    throw InvalidArgumentError(std::string(role) + " is an undefined tensor: pass a tensor of the session's graph");
   const auto& ref = t.storage->symbolic;
   if (!ref)
     throw InvalidArgumentError(std::string(role) + " has values already: it is not a tensor of a graph. " +
@@ -349,12 +357,14 @@ DEVTENSOR_DEFINITION graph::Edge Session::edge_of(const AnyTensor& t, const char
   return {ref->node, ref->output};
 }
 
-DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTensor>& fetches, const std::vector<Feed>& feeds,
+DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTensor>& fetches,
+                                                         const std::vector<Feed>& feeds,
                                                          const std::vector<graph::Operation>& targets) {
   return run(fetches, feeds, targets, RunOptions{}, nullptr);
 }
 
-DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTensor>& fetches, const std::vector<Feed>& feeds,
+DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTensor>& fetches,
+                                                         const std::vector<Feed>& feeds,
                                                          const std::vector<graph::Operation>& targets,
                                                          const RunOptions& options, RunMetadata* run_metadata) {
   std::vector<graph::Edge> fetch_edges, feed_edges;
@@ -372,7 +382,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
   std::vector<std::size_t> target_nodes;
   for (const auto& t : targets) {
     if (t.graph_id != graph_.impl()->id())
-      throw InvalidArgumentError("Operation " + t.name + " is not an element of this graph: targets must come from the "
+      throw InvalidArgumentError("Operation " + t.name +
+                                 " is not an element of this graph: targets must come from the "
                                  "session's graph");
     target_nodes.push_back(t.node);
     key += std::to_string(t.node) + ",";
@@ -383,8 +394,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
     const auto& ref = *feeds[i].target().storage->symbolic;
     const auto& expected = feeds[i].target().shape;
     if (!feeds[i].shape().is_compatible_with(expected))
-      throw InvalidArgumentError("Cannot feed value of shape " + feeds[i].shape().to_python() + " for Tensor " + ref.name +
-                                 ", which has shape " + expected.to_python() +
+      throw InvalidArgumentError("Cannot feed value of shape " + feeds[i].shape().to_python() + " for Tensor " +
+                                 ref.name + ", which has shape " + expected.to_python() +
                                  (feeds[i].shape().rank() == 1 && expected.rank() > 1
                                       ? ". Give flat values their shape: {placeholder, {values, {rows, ...}}}"
                                       : ""));
@@ -403,8 +414,8 @@ DEVTENSOR_DEFINITION std::vector<AnyTensor> Session::run(const std::vector<AnyTe
     if (!cached) {
       try {
         const auto optimizer = config::optimizer::get_experimental_options();
-        cached = std::make_shared<const graph::Executable>(placed_nodes_, placement_, fetch_edges, feed_edges, target_nodes,
-                                                           &optimizer);
+        cached = std::make_shared<const graph::Executable>(placed_nodes_, placement_, fetch_edges, feed_edges,
+                                                           target_nodes, &optimizer);
       } catch (...) {
         executables_.erase(key);
         throw;

@@ -84,7 +84,7 @@ class RetracingDetector {
 #if DEVTENSOR_HEADER_DEFINITIONS
 
 DEVTENSOR_DEFINITION std::vector<Shape> function_detail::relaxed_shapes(const std::vector<Shape>& traced,
-                                                                       const std::vector<AnyTensor>& tensors) {
+                                                                        const std::vector<AnyTensor>& tensors) {
   std::vector<Shape> shapes;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Shape& now = tensors[i].shape;
@@ -120,11 +120,15 @@ DEVTENSOR_DEFINITION void function_detail::RetracingDetector::called(bool traced
   if (warnings_ >= kMaxWarnings || static_cast<int>(calls_per_trace_.size()) < kThreshold) return;
   ++warnings_;
   log(LogSeverity::warning,
-      std::to_string(calls_per_trace_.size()) + " out of the last " + std::to_string(calls_) + " calls to <function " + name +
-          "> triggered tf.function retracing. Tracing is expensive and the excessive number of tracings could be due to "
-          "(1) creating @tf.function repeatedly in a loop, (2) passing tensors with different shapes, (3) passing Python "
+      std::to_string(calls_per_trace_.size()) + " out of the last " + std::to_string(calls_) + " calls to <function " +
+          name +
+          "> triggered tf.function retracing. Tracing is expensive and the excessive number of tracings could be due "
+          "to "
+          "(1) creating @tf.function repeatedly in a loop, (2) passing tensors with different shapes, (3) passing "
+          "Python "
           "objects instead of tensors. For (1), please define your @tf.function outside of the loop. For (2), "
-          "@tf.function has reduce_retracing=True option that can avoid unnecessary retracing. For (3), please refer to "
+          "@tf.function has reduce_retracing=True option that can avoid unnecessary retracing. For (3), please refer "
+          "to "
           "https://www.tensorflow.org/guide/function#controlling_retracing and "
           "https://www.tensorflow.org/api_docs/python/tf/function for  more details.");
 }

@@ -1,9 +1,9 @@
 #pragma once
 /// @file timeline.hpp
 /// @brief What a traced run records — TensorFlow 1's StepStats: per device, each node's start,
-/// duration, inputs and outputs with the memory they took — timeline::Timeline, which turns it into Chrome's trace format
-/// (open it in Perfetto or chrome://tracing) as tensorflow/python/client/timeline.py does, and the
-/// profiler that collects the traced runs of graphs between start and stop.
+/// duration, inputs and outputs with the memory they took — timeline::Timeline, which turns it into Chrome's trace
+/// format (open it in Perfetto or chrome://tracing) as tensorflow/python/client/timeline.py does, and the profiler that
+/// collects the traced runs of graphs between start and stop.
 ///
 ///     v1::RunMetadata metadata;
 ///     sess.run({sum}, {}, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
@@ -150,10 +150,11 @@ inline std::string tensor_description(const NodeOutput& output) {
 }  // namespace timeline_detail
 
 DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_format(bool show_dataflow,
-                                                                                bool show_memory) const {
+                                                                                  bool show_memory) const {
   using timeline_detail::quoted;
   // timeline.py's processes: "Allocators" first, then per device its "Compute" and "Tensors".
-  std::vector<std::string> events{"{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"Allocators\"}}"};
+  std::vector<std::string> events{
+      "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"Allocators\"}}"};
   // The outputs that took memory, as timeline.py's tensor trackers: made at the node's start,
   // unreferenced at its end and just before each reader's end.
   struct Tracked {
@@ -165,7 +166,8 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
   const auto event_head = [&](const char* ph, const char* cat, const std::string& name, std::size_t pid,
                               std::int64_t tid, std::int64_t ts) {
     return std::string("{\"ph\": \"") + ph + "\", \"cat\": \"" + cat + "\", \"name\": " + quoted(name) +
-           ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts);
+           ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(tid) +
+           ", \"ts\": " + std::to_string(ts);
   };
   struct Ran {
     const NodeExecStats* node;
@@ -183,10 +185,10 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
       std::string args = "{\"name\": " + quoted(node.node_name) + ", \"op\": " + quoted(node.op);
       for (std::size_t i = 0; i < node.inputs.size(); ++i)
         args += ", \"input" + std::to_string(i) + "\": " + quoted(node.inputs[i]);
-      events.push_back("{\"ph\": \"X\", \"cat\": \"Op\", \"name\": " + quoted(node.op) + ", \"pid\": " +
-                       std::to_string(pid) + ", \"tid\": " + std::to_string(node.thread_id) + ", \"ts\": " +
-                       std::to_string(node.all_start_micros) + ", \"dur\": " + std::to_string(node.all_end_rel_micros) +
-                       ", \"args\": " + args + "}}");
+      events.push_back("{\"ph\": \"X\", \"cat\": \"Op\", \"name\": " + quoted(node.op) +
+                       ", \"pid\": " + std::to_string(pid) + ", \"tid\": " + std::to_string(node.thread_id) +
+                       ", \"ts\": " + std::to_string(node.all_start_micros) +
+                       ", \"dur\": " + std::to_string(node.all_end_rel_micros) + ", \"args\": " + args + "}}");
       ran.push_back({&node, pid});
     }
   }
@@ -213,8 +215,8 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
       if (!show_dataflow || (m.pid == pid && m.tid == node->thread_id)) continue;
       const std::string id = std::to_string(flow++);
       events.push_back(event_head("s", "DataFlow", input, m.pid, m.tid, m.end) + ", \"id\": " + id + "}");
-      events.push_back(event_head("t", "DataFlow", input, pid, node->thread_id, node->all_start_micros) + ", \"id\": " +
-                       id + "}");
+      events.push_back(event_head("t", "DataFlow", input, pid, node->thread_id, node->all_start_micros) +
+                       ", \"id\": " + id + "}");
     }
     const auto name_of = [&](std::size_t slot) {
       return slot == 0 ? node->node_name : node->node_name + ":" + std::to_string(slot);
@@ -239,8 +241,10 @@ DEVTENSOR_DEFINITION std::string timeline::Timeline::generate_chrome_trace_forma
     std::vector<std::string> allocators;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       const auto& t = tensors[i];
-      events.push_back(event_head("D", "Tensor", t.name, t.pid, 0, t.last_unref) + ", \"id\": " + std::to_string(i) + "}");
-      if (std::find(allocators.begin(), allocators.end(), t.allocator) == allocators.end()) allocators.push_back(t.allocator);
+      events.push_back(event_head("D", "Tensor", t.name, t.pid, 0, t.last_unref) + ", \"id\": " + std::to_string(i) +
+                       "}");
+      if (std::find(allocators.begin(), allocators.end(), t.allocator) == allocators.end())
+        allocators.push_back(t.allocator);
     }
     for (const auto& allocator : allocators) {
       std::vector<std::tuple<std::int64_t, std::int64_t, std::string>> changes;

@@ -30,8 +30,9 @@ namespace variable_detail {
 graph::Graph& graph_for(std::string_view what);
 
 /// Adds a node of a variable's colocation group and returns its index.
-std::size_t add_variable_node(graph::Graph& graph, std::string name, const ops::OpInfo& op, std::vector<graph::Edge> inputs,
-                              std::vector<graph::OutputSpec> outputs, graph::NodeKernel run, std::optional<std::size_t> handle,
+std::size_t add_variable_node(graph::Graph& graph, std::string name, const ops::OpInfo& op,
+                              std::vector<graph::Edge> inputs, std::vector<graph::OutputSpec> outputs,
+                              graph::NodeKernel run, std::optional<std::size_t> handle,
                               std::vector<graph::ResourceUse> resources = {});
 
 /// The state of the variable whose handle is node `handle`, as nodes name it (graph::ResourceUse):
@@ -55,7 +56,8 @@ struct VariableNodes {
 VariableNodes make_variable(graph::Graph& graph, const std::string& scope, const AnyTensor& initial);
 
 /// A ReadVariableOp of the variable whose handle is node `handle` named `shared_name`.
-AnyTensor read(graph::Graph& graph, std::size_t handle, const std::string& shared_name, DType dtype, const Shape& shape);
+AnyTensor read(graph::Graph& graph, std::size_t handle, const std::string& shared_name, DType dtype,
+               const Shape& shape);
 
 /// An AssignVariableOp of `value` to the variable.
 graph::Operation assign(graph::Graph& graph, std::size_t handle, const std::string& shared_name, const AnyTensor& value,
@@ -82,7 +84,8 @@ class Variable {
   /// From a tensor: symbolic (of this graph) or with values (captured).
   explicit Variable(const Tensor<T>& initial_value, const OpOptions& options = {})
       : graph_(&variable_detail::graph_for("compat::v1::Variable")) {
-    if (!initial_value.defined()) throw InvalidArgumentError("compat::v1::Variable: the initial value is an undefined tensor");
+    if (!initial_value.defined())
+      throw InvalidArgumentError("compat::v1::Variable: the initial value is an undefined tensor");
     graph::NameScope scope(options.name.empty() ? "Variable" : options.name);
     init(scope.name(), initial_value);
   }
@@ -102,8 +105,8 @@ class Variable {
   /// An assignment (`AssignVariableOp`) to run as a Session target.
   graph::Operation assign(const Tensor<T>& value, const OpOptions& options = {}) const {
     if (value.shape() != shape_)
-      throw InvalidArgumentError("Cannot assign a tensor of shape " + value.shape().to_string() + " to variable " + name() +
-                                 " of shape " + shape_.to_string());
+      throw InvalidArgumentError("Cannot assign a tensor of shape " + value.shape().to_string() + " to variable " +
+                                 name() + " of shape " + shape_.to_string());
     return variable_detail::assign(*graph_, handle_, shared_name_, value, options.name);
   }
 
@@ -141,11 +144,10 @@ DEVTENSOR_DEFINITION graph::Graph& variable_detail::graph_for(std::string_view w
   return *graph;
 }
 
-DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(graph::Graph& graph, std::string name, const ops::OpInfo& op,
-                                                                    std::vector<graph::Edge> inputs,
-                                                                    std::vector<graph::OutputSpec> outputs,
-                                                                    graph::NodeKernel run, std::optional<std::size_t> handle,
-                                                                    std::vector<graph::ResourceUse> resources) {
+DEVTENSOR_DEFINITION std::size_t variable_detail::add_variable_node(
+    graph::Graph& graph, std::string name, const ops::OpInfo& op, std::vector<graph::Edge> inputs,
+    std::vector<graph::OutputSpec> outputs, graph::NodeKernel run, std::optional<std::size_t> handle,
+    std::vector<graph::ResourceUse> resources) {
   graph::Node node;
   node.name = std::move(name);
   node.op = &op;
@@ -163,11 +165,12 @@ DEVTENSOR_DEFINITION graph::NodeKernel read_kernel(std::string shared_name, std:
   return [shared_name, node_name](const graph::RunContext& context, graph::NodeInputs, std::span<AnyTensor> out) {
     auto value = context.resources ? context.resources->find(shared_name) : std::nullopt;
     if (!value)
-      throw FailedPreconditionError("Could not find variable " + shared_name +
-                                    ". This could mean that the variable has been deleted. In TF1, it can also mean the "
-                                    "variable is uninitialized. Debug info: container=localhost, status error "
-                                    "message=Container localhost does not exist. (Could not find resource: localhost/" +
-                                    shared_name + ")\n\t [[{{node " + node_name + "}}]]");
+      throw FailedPreconditionError(
+          "Could not find variable " + shared_name +
+          ". This could mean that the variable has been deleted. In TF1, it can also mean the "
+          "variable is uninitialized. Debug info: container=localhost, status error "
+          "message=Container localhost does not exist. (Could not find resource: localhost/" +
+          shared_name + ")\n\t [[{{node " + node_name + "}}]]");
     out[0] = AnyTensor(next_tensor_id(), value->dtype, value->shape, value->storage);
   };
 }
@@ -180,7 +183,8 @@ DEVTENSOR_DEFINITION graph::NodeKernel assign_kernel(std::string shared_name) {
 }
 }  // namespace variable_detail
 
-DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variable(graph::Graph& graph, const std::string& scope,
+DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variable(graph::Graph& graph,
+                                                                                   const std::string& scope,
                                                                                    const AnyTensor& initial) {
   const graph::Edge value = graph.input_edge(initial, "AssignVariableOp");
   VariableNodes out;
@@ -201,8 +205,8 @@ DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variab
                       },
                       out.handle, {{state_of(graph, out.handle), false}});
   }
-  out.initializer = add_variable_node(graph, graph.unique_name("Assign"), AssignVariableOp, {{out.handle, 0}, value}, {},
-                                      assign_kernel(scope), out.handle, {{state_of(graph, out.handle), true}});
+  out.initializer = add_variable_node(graph, graph.unique_name("Assign"), AssignVariableOp, {{out.handle, 0}, value},
+                                      {}, assign_kernel(scope), out.handle, {{state_of(graph, out.handle), true}});
   graph.add_to_collection("variables", out.initializer);
   graph::NameScope read_scope("Read");
   const std::string name = graph.unique_name("ReadVariableOp");
@@ -212,11 +216,12 @@ DEVTENSOR_DEFINITION variable_detail::VariableNodes variable_detail::make_variab
   return out;
 }
 
-DEVTENSOR_DEFINITION AnyTensor variable_detail::read(graph::Graph& graph, std::size_t handle, const std::string& shared_name,
-                                                     DType dtype, const Shape& shape) {
+DEVTENSOR_DEFINITION AnyTensor variable_detail::read(graph::Graph& graph, std::size_t handle,
+                                                     const std::string& shared_name, DType dtype, const Shape& shape) {
   auto* current = graph::building();
   if (current != &graph)
-    throw FailedPreconditionError("Variable " + shared_name + ":0 is read while its graph is not current: make it current "
+    throw FailedPreconditionError("Variable " + shared_name +
+                                  ":0 is read while its graph is not current: make it current "
                                   "(Graph::as_default) to add the read");
   const std::string name = graph.unique_name("ReadVariableOp");
   const auto index = add_variable_node(graph, name, ReadVariableOp, {{handle, 0}}, {{dtype, shape}},
@@ -228,13 +233,13 @@ DEVTENSOR_DEFINITION graph::Operation variable_detail::assign(graph::Graph& grap
                                                               const std::string& shared_name, const AnyTensor& value,
                                                               std::string_view name) {
   if (graph::building() != &graph)
-    throw FailedPreconditionError("Variable " + shared_name + ":0 is assigned while its graph is not current: make it "
+    throw FailedPreconditionError("Variable " + shared_name +
+                                  ":0 is assigned while its graph is not current: make it "
                                   "current (Graph::as_default) to add the assignment");
   const graph::Edge edge = graph.input_edge(value, "AssignVariableOp");
   const std::string node_name = graph::node_name(graph, name, "AssignVariableOp");
-  const auto index =
-      add_variable_node(graph, node_name, AssignVariableOp, {{handle, 0}, edge}, {}, assign_kernel(shared_name), handle,
-                        {{state_of(graph, handle), true}});
+  const auto index = add_variable_node(graph, node_name, AssignVariableOp, {{handle, 0}, edge}, {},
+                                       assign_kernel(shared_name), handle, {{state_of(graph, handle), true}});
   return {graph.id(), index, node_name};
 }
 

@@ -122,7 +122,9 @@ class Group {
   /// @throws InvalidArgumentError when it is absent or not a scalar integer.
   [[nodiscard]] std::int64_t read_int64(const std::string& name) const;
 
-  [[nodiscard]] std::string child_path(const std::string& name) const { return path_ == "/" ? "/" + name : path_ + "/" + name; }
+  [[nodiscard]] std::string child_path(const std::string& name) const {
+    return path_ == "/" ? "/" + name : path_ + "/" + name;
+  }
 
  private:
   Handle handle_;
@@ -174,8 +176,9 @@ inline void Group::set_string_attribute(const std::string& name, const std::stri
   check(H5Tset_size(type.id(), H5T_VARIABLE), "setting a string type's size");
   check(H5Tset_cset(type.id(), H5T_CSET_UTF8), "setting a string type's character set");
   const Handle space = checked<InternalError>(H5Screate(H5S_SCALAR), H5Sclose, "HDF5: cannot make a scalar space");
-  const Handle attribute = checked<InternalError>(H5Acreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
-                                                  H5Aclose, "HDF5: cannot create attribute " + name + " of " + path_);
+  const Handle attribute =
+      checked<InternalError>(H5Acreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+                             "HDF5: cannot create attribute " + name + " of " + path_);
   const char* text = value.c_str();
   check(H5Awrite(attribute.id(), type.id(), &text), "writing attribute " + name + " of " + path_);
 }
@@ -185,7 +188,8 @@ inline std::string Group::string_attribute(const std::string& name) const {
   if (H5Aexists(id(), name.c_str()) <= 0) throw InvalidArgumentError("no attribute '" + name + "' on " + path_);
   const Handle attribute = checked(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, "cannot open attribute " + name);
   const Handle stored = checked(H5Aget_type(attribute.id()), H5Tclose, "cannot read attribute " + name);
-  if (H5Tget_class(stored.id()) != H5T_STRING) throw InvalidArgumentError("attribute '" + name + "' of " + path_ + " is not a string");
+  if (H5Tget_class(stored.id()) != H5T_STRING)
+    throw InvalidArgumentError("attribute '" + name + "' of " + path_ + " is not a string");
   if (H5Tis_variable_str(stored.id()) > 0) {
     const Handle type = checked<InternalError>(H5Tcopy(H5T_C_S1), H5Tclose, "HDF5: cannot make a string type");
     check(H5Tset_size(type.id(), H5T_VARIABLE), "setting a string type's size");
@@ -198,27 +202,30 @@ inline std::string Group::string_attribute(const std::string& name) const {
     return out;
   }
   std::string out(H5Tget_size(stored.id()), '\0');  // a fixed-length string
-  if (H5Aread(attribute.id(), stored.id(), out.data()) < 0) throw InvalidArgumentError("cannot read attribute '" + name + "'");
+  if (H5Aread(attribute.id(), stored.id(), out.data()) < 0)
+    throw InvalidArgumentError("cannot read attribute '" + name + "'");
   return out.substr(0, out.find('\0'));
 }
 
 inline void Group::write_floats(const std::string& name, const std::vector<std::int64_t>& shape,
                                 const std::vector<float>& values) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  const Handle space = checked<InternalError>(dims.empty() ? H5Screate(H5S_SCALAR)
-                                                           : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                                              H5Sclose, "HDF5: cannot make a dataspace for " + child_path(name));
+  const Handle space = checked<InternalError>(
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+      H5Sclose, "HDF5: cannot make a dataspace for " + child_path(name));
   const Handle dataset = checked<InternalError>(
       H5Dcreate2(id(), name.c_str(), H5T_IEEE_F32LE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose,
       "HDF5: cannot create dataset " + child_path(name));
   if (!values.empty())
-    check(H5Dwrite(dataset.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "writing " + child_path(name));
+    check(H5Dwrite(dataset.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
+          "writing " + child_path(name));
 }
 
 inline std::vector<std::int64_t> Group::dataset_shape(const std::string& name) const {
   if (type_of(name) != H5O_TYPE_DATASET) throw InvalidArgumentError("no dataset " + child_path(name) + " in the file");
   const QuietErrors quiet;
-  const Handle dataset = checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
+  const Handle dataset =
+      checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
   const Handle space = checked(H5Dget_space(dataset.id()), H5Sclose, "cannot read the shape of " + child_path(name));
   const int rank = H5Sget_simple_extent_ndims(space.id());
   if (rank < 0 || rank > H5S_MAX_RANK) throw InvalidArgumentError("cannot read the shape of " + child_path(name));
@@ -229,15 +236,17 @@ inline std::vector<std::int64_t> Group::dataset_shape(const std::string& name) c
 }
 
 inline std::pair<std::vector<std::int64_t>, std::vector<float>> Group::read_floats(const std::string& name,
-                                                                                    std::uint64_t max_elements) const {
+                                                                                   std::uint64_t max_elements) const {
   if (type_of(name) != H5O_TYPE_DATASET) throw InvalidArgumentError("no dataset " + child_path(name) + " in the file");
   const QuietErrors quiet;
-  const Handle dataset = checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
+  const Handle dataset =
+      checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
   const Handle type = checked(H5Dget_type(dataset.id()), H5Tclose, "cannot read the type of " + child_path(name));
   if (H5Tget_class(type.id()) != H5T_FLOAT || H5Tget_size(type.id()) != 4)
     throw InvalidArgumentError("dataset " + child_path(name) + " is not float32 (" +
-                               (H5Tget_class(type.id()) == H5T_FLOAT ? "float" + std::to_string(8 * H5Tget_size(type.id()))
-                                                                     : std::string("not a floating-point type")) +
+                               (H5Tget_class(type.id()) == H5T_FLOAT
+                                    ? "float" + std::to_string(8 * H5Tget_size(type.id()))
+                                    : std::string("not a floating-point type")) +
                                "); devtensor's variables are float32");
   const Handle space = checked(H5Dget_space(dataset.id()), H5Sclose, "cannot read the shape of " + child_path(name));
   const int rank = H5Sget_simple_extent_ndims(space.id());
@@ -267,7 +276,8 @@ inline void Group::write_int64(const std::string& name, std::int64_t value) {
 inline std::int64_t Group::read_int64(const std::string& name) const {
   if (type_of(name) != H5O_TYPE_DATASET) throw InvalidArgumentError("no dataset " + child_path(name) + " in the file");
   const QuietErrors quiet;
-  const Handle dataset = checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
+  const Handle dataset =
+      checked(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + child_path(name));
   const Handle type = checked(H5Dget_type(dataset.id()), H5Tclose, "cannot read the type of " + child_path(name));
   const Handle space = checked(H5Dget_space(dataset.id()), H5Sclose, "cannot read the shape of " + child_path(name));
   if (H5Tget_class(type.id()) != H5T_INTEGER || H5Sget_simple_extent_npoints(space.id()) != 1)
@@ -280,9 +290,10 @@ inline std::int64_t Group::read_int64(const std::string& name) const {
 
 inline Group create_file(const std::filesystem::path& path) {
   const QuietErrors quiet;
-  return Group(checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                       "cannot create the HDF5 file " + path.string() + ": check that its folder exists and is writable"),
-               "/");
+  return Group(
+      checked(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+              "cannot create the HDF5 file " + path.string() + ": check that its folder exists and is writable"),
+      "/");
 }
 
 namespace file_detail {
@@ -302,9 +313,9 @@ inline std::string memory_file_name() {
 inline Group create_in_memory() {
   const QuietErrors quiet;
   const Handle access = file_detail::memory_access();
-  return Group(checked<InternalError>(H5Fcreate(file_detail::memory_file_name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
-                                                access.id()),
-                                      H5Fclose, "HDF5: cannot create a file in memory"),
+  return Group(checked<InternalError>(
+                   H5Fcreate(file_detail::memory_file_name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.id()),
+                   H5Fclose, "HDF5: cannot create a file in memory"),
                "/");
 }
 
@@ -340,7 +351,8 @@ inline H5FD_file_image_callbacks_t borrowed_image_callbacks() {
 
 inline Group open_image(const std::vector<unsigned char>& bytes, const std::string& what, bool borrow) {
   const QuietErrors quiet;
-  if (bytes.size() < 8) throw InvalidArgumentError(what + " is not an HDF5 file (" + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.size() < 8)
+    throw InvalidArgumentError(what + " is not an HDF5 file (" + std::to_string(bytes.size()) + " bytes)");
   const Handle access = file_detail::memory_access();
   if (borrow) {
     H5FD_file_image_callbacks_t callbacks = file_detail::borrowed_image_callbacks();

@@ -158,7 +158,8 @@ inline void write_model(const Model& model, hdf5::Group& root, bool with_optimiz
 
 inline void save(const Model& model, const std::string& path) {
   if (!model.built())
-    throw FailedPreconditionError("save_weights: the model \"" + model.name() + "\" has not been built yet, so it has "
+    throw FailedPreconditionError("save_weights: the model \"" + model.name() +
+                                  "\" has not been built yet, so it has "
                                   "no variables to save. Call it on a batch of data first.");
   hdf5::Group root = hdf5::create_file(path);
   write_model(model, root);
@@ -258,10 +259,11 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
     // count and rate load into one that has not run either, as zeros.
     const bool unbuilt = vars.children().size() == first_slot && model.optimizer().iterations() == 0;
     if (!unbuilt && vars.children().size() != expected.size() + first_slot)
-      throw mismatch("/optimizer/vars holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
-                     model.optimizer().name() + " keeps " + std::to_string(expected.size() + first_slot) +
-                     (has_rate ? " (iterations, learning rate, slots)" : " (iterations, slots; its learning rate is a schedule)") +
-                     " for its " + std::to_string(trainable.size()) + " trainable variables");
+      throw mismatch(
+          "/optimizer/vars holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
+          model.optimizer().name() + " keeps " + std::to_string(expected.size() + first_slot) +
+          (has_rate ? " (iterations, learning rate, slots)" : " (iterations, slots; its learning rate is a schedule)") +
+          " for its " + std::to_string(trainable.size()) + " trainable variables");
     std::vector<Tensor<float>> slots;
     try {
       const std::int64_t iterations = vars.read_int64("0");
@@ -298,7 +300,8 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
 
 inline void load(Model& model, const std::string& path) {
   if (!model.built())
-    throw FailedPreconditionError("load_weights: the model \"" + model.name() + "\" has not been built yet; build it "
+    throw FailedPreconditionError("load_weights: the model \"" + model.name() +
+                                  "\" has not been built yet; build it "
                                   "(call it on a batch of data) so that its variables exist, then load.");
   read_model(model, hdf5::open_file(path), "load_weights: " + path);
 }

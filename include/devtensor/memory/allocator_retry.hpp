@@ -23,7 +23,8 @@ class AllocatorRetry {
     ++waiters_;
     void* p = nullptr;
     while (p == nullptr && std::chrono::steady_clock::now() < deadline) {
-      freed_.wait_until(wait_lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+      freed_.wait_until(wait_lock,
+                        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
       p = attempt();
     }
     --waiters_;

@@ -61,10 +61,10 @@ class BFCAllocator final : public Allocator {
   BFCAllocator(Sub sub, BFCOptions options)
       : sub_(std::move(sub)),
         options_(std::move(options)),
-        arena_(options_.limit, options_.fragmentation_fraction > 0
-                                   ? static_cast<std::size_t>(options_.fragmentation_fraction *
-                                                              static_cast<double>(options_.limit))
-                                   : kDefaultMaxInternalFragmentation) {
+        arena_(options_.limit,
+               options_.fragmentation_fraction > 0
+                   ? static_cast<std::size_t>(options_.fragmentation_fraction * static_cast<double>(options_.limit))
+                   : kDefaultMaxInternalFragmentation) {
     curr_region_bytes_ = Policy::initial_region_bytes(options_.limit);
     if (curr_region_bytes_ == 0) curr_region_bytes_ = kMinAllocationSize;
   }
@@ -112,10 +112,10 @@ class BFCAllocator final : public Allocator {
     if (void* p = allocate_once(bytes, alignment, rounded_bytes(bytes))) return p;
     static std::atomic<int> failure_logs{0};
     if (failure_logs.fetch_add(1) < 10)  // TensorFlow's kMaxFailureLogs
-      log(LogSeverity::warning,
-          "Allocator (" + options_.name + ") ran out of memory trying to allocate " + human_readable_size(bytes) +
-              " with freed_by_count=0. The caller indicates that this is not a failure, but this "
-              "may mean that there could be performance gains if more memory were available.");
+      log(LogSeverity::warning, "Allocator (" + options_.name + ") ran out of memory trying to allocate " +
+                                    human_readable_size(bytes) +
+                                    " with freed_by_count=0. The caller indicates that this is not a failure, but this "
+                                    "may mean that there could be performance gains if more memory were available.");
     maybe_write_memory_dump();
     return nullptr;
   }
@@ -211,7 +211,8 @@ class BFCAllocator final : public Allocator {
 
   static void check_alignment(std::size_t alignment) {
     if (alignment == 0 || !std::has_single_bit(alignment) || alignment > kMaxAlignment)
-      throw InvalidArgumentError("alignment must be a power of two no larger than 4096, got " + std::to_string(alignment));
+      throw InvalidArgumentError("alignment must be a power of two no larger than 4096, got " +
+                                 std::to_string(alignment));
   }
 
   std::pair<std::size_t, std::size_t> live_sizes(const void* p) const {
@@ -271,8 +272,8 @@ class BFCAllocator final : public Allocator {
       if (started_backpedal_) return false;  // "Only backpedal once"
       started_backpedal_ = true;
       while (mem == nullptr) {
-        region_bytes = static_cast<std::size_t>(static_cast<double>(region_bytes) * 0.9) / kMinAllocationSize *
-                       kMinAllocationSize;
+        region_bytes =
+            static_cast<std::size_t>(static_cast<double>(region_bytes) * 0.9) / kMinAllocationSize * kMinAllocationSize;
         if (region_bytes < needed) return false;
         mem = sub_.allocate(region_bytes);
       }

@@ -83,8 +83,8 @@ class BfcArena {
     std::size_t size;
     std::size_t requested_size;
     bool in_use;
-    int bin;             // -1 when in use
-    std::size_t next;    // the next chunk's handle, SIZE_MAX for the last of its region
+    int bin;           // -1 when in use
+    std::size_t next;  // the next chunk's handle, SIZE_MAX for the last of its region
   };
   /// Calls on_region(ptr, size) for each region in address order, then on_chunk(ChunkView) for
   /// each of its chunks in address order.
@@ -233,8 +233,8 @@ DEVTENSOR_DEFINITION std::pair<std::size_t, std::size_t> BfcArena::sizes_of(cons
 
 DEVTENSOR_DEFINITION void BfcArena::add_region(char* ptr, std::size_t size) {
   Region region{ptr, size, std::vector<ChunkHandle>(size / kMinAllocationSize, kInvalidHandle)};
-  auto it = std::upper_bound(regions_.begin(), regions_.end(), ptr,
-                             [](const char* p, const Region& r) { return p < r.ptr; });
+  auto it =
+      std::upper_bound(regions_.begin(), regions_.end(), ptr, [](const char* p, const Region& r) { return p < r.ptr; });
   regions_.insert(it, std::move(region));
   const ChunkHandle h = new_chunk();
   chunks_[h].ptr = ptr;

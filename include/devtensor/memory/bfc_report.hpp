@@ -77,7 +77,8 @@ DEVTENSOR_DEFINITION std::string advice(std::size_t rounded, std::size_t limit, 
            "(TF_ENABLE_GPU_GARBAGE_COLLECTION=true), call "
            "config::experimental::release_free_memory(device), or change the growth mode.";
   return "Tensors in use hold " + human(in_use) + " of the " + human(limit) + " limit (set by " +
-         std::string(limit_source) + "): free tensors that are no longer needed, reduce the batch size, or raise the limit.";
+         std::string(limit_source) +
+         "): free tensors that are no longer needed, reduce the batch size, or raise the limit.";
 }
 
 DEVTENSOR_DEFINITION std::string occupancy(const BfcArena& arena) {
@@ -143,22 +144,22 @@ DEVTENSOR_DEFINITION std::string dump(std::string_view name, const BfcArena& are
   }
   std::vector<std::pair<std::size_t, std::size_t>> in_use_by_size;  // (size, count), by size
   std::size_t total_in_use = 0;
-  arena.visit([&](const char*, std::size_t size) { out += "Next region of size " + std::to_string(size) + "\n"; },
-              [&](const BfcArena::ChunkView& c) {
-                out += std::string(c.in_use ? "InUse" : "Free ") + " at " + pointer_string(c.ptr) + " of size " +
-                       std::to_string(c.size) + " next " +
-                       (c.next == SIZE_MAX ? std::string("-1") : std::to_string(c.next)) + "\n";
-                if (!c.in_use) return;
-                total_in_use += c.size;
-                auto at = std::lower_bound(in_use_by_size.begin(), in_use_by_size.end(),
-                                           std::pair{c.size, std::size_t{0}});
-                if (at == in_use_by_size.end() || at->first != c.size) at = in_use_by_size.insert(at, {c.size, 0});
-                ++at->second;
-              });
+  arena.visit(
+      [&](const char*, std::size_t size) { out += "Next region of size " + std::to_string(size) + "\n"; },
+      [&](const BfcArena::ChunkView& c) {
+        out += std::string(c.in_use ? "InUse" : "Free ") + " at " + pointer_string(c.ptr) + " of size " +
+               std::to_string(c.size) + " next " + (c.next == SIZE_MAX ? std::string("-1") : std::to_string(c.next)) +
+               "\n";
+        if (!c.in_use) return;
+        total_in_use += c.size;
+        auto at = std::lower_bound(in_use_by_size.begin(), in_use_by_size.end(), std::pair{c.size, std::size_t{0}});
+        if (at == in_use_by_size.end() || at->first != c.size) at = in_use_by_size.insert(at, {c.size, 0});
+        ++at->second;
+      });
   out += "     Summary of in-use Chunks by size: \n";
   for (auto [size, count] : in_use_by_size)
-    out += std::to_string(count) + " Chunks of size " + std::to_string(size) + " totalling " + human(size * count) +
-           "\n";
+    out +=
+        std::to_string(count) + " Chunks of size " + std::to_string(size) + " totalling " + human(size * count) + "\n";
   out += "Sum Total of in-use chunks: " + human(total_in_use) + "\n";
   const std::size_t total = arena.total_region_bytes();
   out += "total_region_allocated_bytes_: " + std::to_string(total) + " memory_limit_: " + std::to_string(limit) +
@@ -190,12 +191,14 @@ DEVTENSOR_DEFINITION bool dump_file_wanted() noexcept {
   return prefix != nullptr && *prefix != '\0';
 }
 
-DEVTENSOR_DEFINITION void write_dump_file(std::string_view name, const std::string& dump, double fragmentation) noexcept {
+DEVTENSOR_DEFINITION void write_dump_file(std::string_view name, const std::string& dump,
+                                          double fragmentation) noexcept {
   const char* prefix = std::getenv("TF_BFC_MEMORY_DUMP");  // NOLINT(concurrency-mt-unsafe)
   if (prefix == nullptr || *prefix == '\0') return;
   try {
     const auto now =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     std::ofstream file(std::string(prefix) + "_" + std::string(name) + "." + std::to_string(now));
     file << dump << "Fragmentation: " << fragmentation << "\n";
   } catch (...) {

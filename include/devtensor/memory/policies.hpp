@@ -21,9 +21,7 @@ constexpr std::size_t rounded_bytes(std::size_t n) noexcept {
 /// TensorFlow's default: the first region is the whole limit (in effect, preallocation).
 struct Preallocate {
   static constexpr std::string_view name = "preallocate";
-  static constexpr std::size_t initial_region_bytes(std::size_t limit) noexcept {
-    return rounded_bytes(limit);
-  }
+  static constexpr std::size_t initial_region_bytes(std::size_t limit) noexcept { return rounded_bytes(limit); }
 };
 
 /// allow_growth: start at min(limit, 2 MiB) and double.

@@ -17,11 +17,11 @@ struct AllocatorStats {
   std::int64_t peak_bytes_in_use = 0;
   std::int64_t largest_alloc_size = 0;
   std::int64_t bytes_limit = 0;
-  std::int64_t bytes_reserved = 0;          // used by other backends; always 0 here
+  std::int64_t bytes_reserved = 0;  // used by other backends; always 0 here
   std::int64_t peak_bytes_reserved = 0;
   std::int64_t bytes_reservable_limit = 0;
   std::int64_t largest_free_block_bytes = 0;
-  std::int64_t pool_bytes = 0;               // bytes obtained from the sub-allocator
+  std::int64_t pool_bytes = 0;  // bytes obtained from the sub-allocator
   std::int64_t peak_pool_bytes = 0;
 
   /// TensorFlow's AllocatorStats::DebugString layout.
@@ -34,8 +34,7 @@ struct AllocatorStats {
                   static_cast<long long>(bytes_limit), static_cast<long long>(bytes_in_use),
                   static_cast<long long>(peak_bytes_in_use), static_cast<long long>(num_allocs),
                   static_cast<long long>(largest_alloc_size), static_cast<long long>(bytes_reserved),
-                  static_cast<long long>(peak_bytes_reserved),
-                  static_cast<long long>(largest_free_block_bytes));
+                  static_cast<long long>(peak_bytes_reserved), static_cast<long long>(largest_free_block_bytes));
     return buffer;
   }
 };

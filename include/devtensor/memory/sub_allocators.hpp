@@ -23,8 +23,10 @@ inline constexpr std::size_t kRegionAlignment = 4096;
 
 template <class S>
 concept SubAllocator = requires(S& s, void* p, std::size_t n) {
-  { s.allocate(n) } noexcept -> std::same_as<void*>;
-  { s.deallocate(p, n) } noexcept;
+  { s.allocate(n) }
+  noexcept->std::same_as<void*>;
+  { s.deallocate(p, n) }
+  noexcept;
   { s.name() } -> std::convertible_to<std::string_view>;
   { S::supports_coalescing } -> std::convertible_to<bool>;
 };
@@ -57,8 +59,7 @@ class SimulatedDeviceMemory {
     do {
       if (bytes > capacity_ - used) return nullptr;
     } while (!used_.compare_exchange_weak(used, used + bytes));
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       used_ -= bytes;
       return nullptr;
@@ -80,8 +81,7 @@ class SimulatedDeviceMemory {
 class SimulatedSubAllocator {
  public:
   static constexpr bool supports_coalescing = false;
-  explicit SimulatedSubAllocator(std::shared_ptr<SimulatedDeviceMemory> device)
-      : device_(std::move(device)) {}
+  explicit SimulatedSubAllocator(std::shared_ptr<SimulatedDeviceMemory> device) : device_(std::move(device)) {}
   [[nodiscard]] std::string_view name() const noexcept { return "simulated"; }
   void* allocate(std::size_t bytes) noexcept { return device_->allocate(bytes); }
   void deallocate(void* p, std::size_t bytes) noexcept { device_->deallocate(p, bytes); }

@@ -122,8 +122,8 @@ inline constexpr const char* kPreviousMetadata = "training_metadata.json.bkp";
 /// The JSON of a backup's metadata: one flat object, numbers as exact integers.
 inline std::string to_json(const BackupAndRestore::Backup& b) {
   return "{\"epoch\": " + std::to_string(b.point.epoch) + ", \"step\": " + std::to_string(b.point.step) +
-         ", \"weights\": \"" + b.weights + "\", \"global_seed\": " +
-         (b.rng.seed ? std::to_string(*b.rng.seed) : std::string("null")) +
+         ", \"weights\": \"" + b.weights +
+         "\", \"global_seed\": " + (b.rng.seed ? std::to_string(*b.rng.seed) : std::string("null")) +
          ", \"global_sequence\": " + std::to_string(b.rng.next) + "}\n";
 }
 
@@ -143,7 +143,8 @@ inline std::map<std::string, std::string> parse_flat_object(const std::string& t
   };
   const auto expect = [&](char c) {
     skip_space();
-    if (i >= text.size() || text[i] != c) throw damaged(std::string("expected '") + c + "' at offset " + std::to_string(i));
+    if (i >= text.size() || text[i] != c)
+      throw damaged(std::string("expected '") + c + "' at offset " + std::to_string(i));
     ++i;
   };
   const auto string_at = [&] {
@@ -158,7 +159,8 @@ inline std::map<std::string, std::string> parse_flat_object(const std::string& t
   std::map<std::string, std::string> out;
   expect('{');
   skip_space();
-  if (i < text.size() && text[i] == '}') ++i;
+  if (i < text.size() && text[i] == '}')
+    ++i;
   else
     for (;;) {
       const std::string key = string_at();
@@ -207,7 +209,8 @@ DEVTENSOR_DEFINITION BackupAndRestore::Backup BackupAndRestore::read_metadata(co
     std::uint64_t n = 0;
     const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
     if (error != std::errc() || end != value.data() + value.size() || n > max)
-      throw damaged(std::string("\"") + key + "\" is " + value + ", not an integer in [0, " + std::to_string(max) + "]");
+      throw damaged(std::string("\"") + key + "\" is " + value + ", not an integer in [0, " + std::to_string(max) +
+                    "]");
     return n;
   };
   Backup b;
@@ -225,12 +228,14 @@ DEVTENSOR_DEFINITION BackupAndRestore::Backup BackupAndRestore::read_metadata(co
 
 DEVTENSOR_DEFINITION void BackupAndRestore::set_model(Model& model) {
   if (backup_dir.empty())
-    throw InvalidArgumentError("Empty `backup_dir` argument passed; give BackupAndRestore a folder of its own, on a "
-                               "file system every worker sees");
+    throw InvalidArgumentError(
+        "Empty `backup_dir` argument passed; give BackupAndRestore a folder of its own, on a "
+        "file system every worker sees");
   if (!weights_io::hooks().save)
-    throw UnimplementedError("BackupAndRestore writes weights files, which need the HDF5 component: link "
-                             "devtensor::hdf5 (find_package(devtensor COMPONENTS hdf5)) and include "
-                             "<devtensor/hdf5/weights.hpp>");
+    throw UnimplementedError(
+        "BackupAndRestore writes weights files, which need the HDF5 component: link "
+        "devtensor::hdf5 (find_package(devtensor COMPONENTS hdf5)) and include "
+        "<devtensor/hdf5/weights.hpp>");
   state->model = &model;
 }
 
@@ -251,9 +256,12 @@ DEVTENSOR_DEFINITION bool BackupAndRestore::restore_from(const std::string& meta
 DEVTENSOR_DEFINITION void BackupAndRestore::on_train_begin(const Logs&) {
   namespace fs = std::filesystem;
   if (!state->model->built())
-    throw InvalidArgumentError("To use the BackupAndRestore callback, you model must be built before you call "
-                               "`fit()`. Model " + state->model->name() + " is unbuilt. You can build it "
-                               "beforehand by calling it on a batch of data.");
+    throw InvalidArgumentError(
+        "To use the BackupAndRestore callback, you model must be built before you call "
+        "`fit()`. Model " +
+        state->model->name() +
+        " is unbuilt. You can build it "
+        "beforehand by calling it on a batch of data.");
   state->restored.reset();
   state->batches = {};
   state->save_at_epoch_end = false;
@@ -271,8 +279,10 @@ DEVTENSOR_DEFINITION void BackupAndRestore::on_train_begin(const Logs&) {
 DEVTENSOR_DEFINITION void BackupAndRestore::on_train_batch_end(std::int64_t batch, const BatchLogs&) {
   if (save_freq.batches == 0 || !state->batches.due(batch, save_freq.batches)) return;
   // At an epoch's last batch, the save waits for the epoch's end (its validation and callbacks).
-  if (state->params.steps > 0 && batch + 1 >= state->params.steps) state->save_at_epoch_end = true;
-  else save({state->epoch, batch + 1});
+  if (state->params.steps > 0 && batch + 1 >= state->params.steps)
+    state->save_at_epoch_end = true;
+  else
+    save({state->epoch, batch + 1});
 }
 
 DEVTENSOR_DEFINITION void BackupAndRestore::on_epoch_end(int epoch, const Logs&) {
@@ -285,7 +295,8 @@ DEVTENSOR_DEFINITION void BackupAndRestore::save(ResumePoint point) const {
   if (!state->model->is_chief()) return;
   const fs::path dir(backup_dir);
   fs::create_directories(dir);
-  const Backup backup{point, "epoch-" + std::to_string(point.epoch) + "-step-" + std::to_string(point.step) + ".weights.h5",
+  const Backup backup{point,
+                      "epoch-" + std::to_string(point.epoch) + "-step-" + std::to_string(point.step) + ".weights.h5",
                       random::global_state()};
   callbacks_detail::write_atomically((dir / backup.weights).string(),
                                      [&](const std::string& temporary) { state->model->save_weights_now(temporary); });

@@ -108,8 +108,8 @@ class BatchLogs {
 class Callback {
  public:
   template <class C>
-    requires(!std::same_as<std::remove_cvref_t<C>, Callback> && std::is_class_v<std::remove_cvref_t<C>>)
-  Callback(C callback)  // NOLINT: implicit, so that fit({.callbacks = {EarlyStopping{}, Mine{}}}) reads as Keras's
+  requires(!std::same_as<std::remove_cvref_t<C>, Callback> && std::is_class_v<std::remove_cvref_t<C>>)
+      Callback(C callback)  // NOLINT: implicit, so that fit({.callbacks = {EarlyStopping{}, Mine{}}}) reads as Keras's
       : self_(std::make_shared<Holder<std::remove_cvref_t<C>>>(std::move(callback))) {}
 
   /// The held object if it is a T (held by value or by std::ref), else nullptr.
@@ -132,7 +132,9 @@ class Callback {
   void on_test_batch_end(std::int64_t batch, const BatchLogs& logs) const { self_->on_test_batch_end(batch, logs); }
   void on_predict_begin(const Logs& logs) const { self_->on_predict_begin(logs); }
   void on_predict_end(const Logs& logs) const { self_->on_predict_end(logs); }
-  void on_predict_batch_begin(std::int64_t batch, const Logs& logs) const { self_->on_predict_batch_begin(batch, logs); }
+  void on_predict_batch_begin(std::int64_t batch, const Logs& logs) const {
+    self_->on_predict_batch_begin(batch, logs);
+  }
   void on_predict_batch_end(std::int64_t batch, const Logs& logs) const { self_->on_predict_batch_end(batch, logs); }
 
  private:
@@ -180,56 +182,59 @@ class Callback {
       return type == typeid(C) ? static_cast<void*>(std::addressof(self())) : nullptr;
     }
     void set_model(Model& model) override {
-      if constexpr (requires(C& c) { c.set_model(model); }) self().set_model(model);
+      if constexpr (requires(C & c) { c.set_model(model); }) self().set_model(model);
     }
     void set_params(const CallbackParams& params) override {
-      if constexpr (requires(C& c) { c.set_params(params); }) self().set_params(params);
+      if constexpr (requires(C & c) { c.set_params(params); }) self().set_params(params);
     }
     void on_train_begin(const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_train_begin(logs); }) self().on_train_begin(logs);
+      if constexpr (requires(C & c) { c.on_train_begin(logs); }) self().on_train_begin(logs);
     }
     void on_train_end(const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_train_end(logs); }) self().on_train_end(logs);
+      if constexpr (requires(C & c) { c.on_train_end(logs); }) self().on_train_end(logs);
     }
     void on_epoch_begin(int epoch, const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_epoch_begin(epoch, logs); }) self().on_epoch_begin(epoch, logs);
+      if constexpr (requires(C & c) { c.on_epoch_begin(epoch, logs); }) self().on_epoch_begin(epoch, logs);
     }
     void on_epoch_end(int epoch, Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_epoch_end(epoch, logs); }) self().on_epoch_end(epoch, logs);
+      if constexpr (requires(C & c) { c.on_epoch_end(epoch, logs); }) self().on_epoch_end(epoch, logs);
     }
     void on_train_batch_begin(std::int64_t batch, const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_train_batch_begin(batch, logs); }) self().on_train_batch_begin(batch, logs);
+      if constexpr (requires(C & c) { c.on_train_batch_begin(batch, logs); }) self().on_train_batch_begin(batch, logs);
     }
     void on_train_batch_end(std::int64_t batch, const BatchLogs& logs) override {
-      if constexpr (requires(C& c) { c.on_train_batch_end(batch, logs); }) self().on_train_batch_end(batch, logs);
-      else if constexpr (requires(C& c, const Logs& l) { c.on_train_batch_end(batch, l); })
+      if constexpr (requires(C & c) { c.on_train_batch_end(batch, logs); })
+        self().on_train_batch_end(batch, logs);
+      else if constexpr (requires(C & c, const Logs& l) { c.on_train_batch_end(batch, l); })
         self().on_train_batch_end(batch, logs.get());
     }
     void on_test_begin(const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_test_begin(logs); }) self().on_test_begin(logs);
+      if constexpr (requires(C & c) { c.on_test_begin(logs); }) self().on_test_begin(logs);
     }
     void on_test_end(const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_test_end(logs); }) self().on_test_end(logs);
+      if constexpr (requires(C & c) { c.on_test_end(logs); }) self().on_test_end(logs);
     }
     void on_test_batch_begin(std::int64_t batch, const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_test_batch_begin(batch, logs); }) self().on_test_batch_begin(batch, logs);
+      if constexpr (requires(C & c) { c.on_test_batch_begin(batch, logs); }) self().on_test_batch_begin(batch, logs);
     }
     void on_test_batch_end(std::int64_t batch, const BatchLogs& logs) override {
-      if constexpr (requires(C& c) { c.on_test_batch_end(batch, logs); }) self().on_test_batch_end(batch, logs);
-      else if constexpr (requires(C& c, const Logs& l) { c.on_test_batch_end(batch, l); })
+      if constexpr (requires(C & c) { c.on_test_batch_end(batch, logs); })
+        self().on_test_batch_end(batch, logs);
+      else if constexpr (requires(C & c, const Logs& l) { c.on_test_batch_end(batch, l); })
         self().on_test_batch_end(batch, logs.get());
     }
     void on_predict_begin(const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_predict_begin(logs); }) self().on_predict_begin(logs);
+      if constexpr (requires(C & c) { c.on_predict_begin(logs); }) self().on_predict_begin(logs);
     }
     void on_predict_end(const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_predict_end(logs); }) self().on_predict_end(logs);
+      if constexpr (requires(C & c) { c.on_predict_end(logs); }) self().on_predict_end(logs);
     }
     void on_predict_batch_begin(std::int64_t batch, const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_predict_batch_begin(batch, logs); }) self().on_predict_batch_begin(batch, logs);
+      if constexpr (requires(C & c) { c.on_predict_batch_begin(batch, logs); })
+        self().on_predict_batch_begin(batch, logs);
     }
     void on_predict_batch_end(std::int64_t batch, const Logs& logs) override {
-      if constexpr (requires(C& c) { c.on_predict_batch_end(batch, logs); }) self().on_predict_batch_end(batch, logs);
+      if constexpr (requires(C & c) { c.on_predict_batch_end(batch, logs); }) self().on_predict_batch_end(batch, logs);
     }
   };
 
@@ -325,8 +330,10 @@ DEVTENSOR_DEFINITION void callbacks::History::on_train_begin(const Logs&) { reco
 DEVTENSOR_DEFINITION void callbacks::History::on_epoch_end(int epoch, const Logs& logs) {
   record_->epoch.push_back(epoch);
   for (const auto& [name, value] : logs) {
-    if (name == "loss") record_->loss.push_back(value);
-    else record_->metrics[name].push_back(value);
+    if (name == "loss")
+      record_->loss.push_back(value);
+    else
+      record_->metrics[name].push_back(value);
   }
 }
 
@@ -338,7 +345,9 @@ struct callbacks::ProgbarLogger::State {
 };
 
 DEVTENSOR_DEFINITION callbacks::ProgbarLogger::ProgbarLogger() : state_(std::make_shared<State>()) {}
-DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::set_params(const CallbackParams& params) { state_->params = params; }
+DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::set_params(const CallbackParams& params) {
+  state_->params = params;
+}
 DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_train_begin(const Logs&) { state_->in_fit = true; }
 DEVTENSOR_DEFINITION void callbacks::ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
   start();
@@ -381,7 +390,8 @@ DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_epoch_end(int epoch, Log
 DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_batch_begin(std::int64_t batch, const Logs& logs) const {
   if (on_train_batch_begin_fn) on_train_batch_begin_fn(batch, logs);
 }
-DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_batch_end(std::int64_t batch, const BatchLogs& logs) const {
+DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_batch_end(std::int64_t batch,
+                                                                        const BatchLogs& logs) const {
   if (on_train_batch_end_fn) on_train_batch_end_fn(batch, logs.get());
 }
 DEVTENSOR_DEFINITION void callbacks::LambdaCallback::on_train_begin(const Logs& logs) const {

@@ -34,7 +34,7 @@ struct SaveFrequency {
   SaveFrequency(const char* every);   // NOLINT: implicit, as Keras's save_freq="epoch"
   SaveFrequency(std::int64_t every);  // NOLINT: implicit, as save_freq=100
   SaveFrequency(int every) : SaveFrequency(static_cast<std::int64_t>(every)) {}  // NOLINT
-  std::int64_t batches = 0;  // 0: every epoch
+  std::int64_t batches = 0;                                                      // 0: every epoch
 };
 
 namespace callbacks_detail {
@@ -157,10 +157,14 @@ DEVTENSOR_DEFINITION std::string callbacks_detail::format_path(std::string_view 
     const std::string_view spec = colon == std::string_view::npos ? std::string_view{} : field.substr(colon + 1);
     std::optional<std::int64_t> integer;
     std::optional<double> real;
-    if (name == "epoch") integer = epoch + 1;
-    else if (name == "batch" && batch && !log_value(logs, "batch")) integer = *batch + 1;
-    else if (const auto v = log_value(logs, name)) real = *v;
-    else throw key_error("'" + name + "'");
+    if (name == "epoch")
+      integer = epoch + 1;
+    else if (name == "batch" && batch && !log_value(logs, "batch"))
+      integer = *batch + 1;
+    else if (const auto v = log_value(logs, name))
+      real = *v;
+    else
+      throw key_error("'" + name + "'");
     // [0][width][.precision][type]
     std::size_t p = 0;
     bool zero = false;
@@ -178,7 +182,8 @@ DEVTENSOR_DEFINITION std::string callbacks_detail::format_path(std::string_view 
     }
     const char type = p < spec.size() ? spec[p++] : '\0';
     if (p != spec.size() || (type && std::string_view("dfFeEgG%").find(type) == std::string_view::npos))
-      throw key_error("the format '" + std::string(spec) + "' of field '" + name + "' is not one of [0][width][.precision][d|f|e|g|%]");
+      throw key_error("the format '" + std::string(spec) + "' of field '" + name +
+                      "' is not one of [0][width][.precision][d|f|e|g|%]");
     std::string text;
     char buffer[128];
     if (type == 'd') {
@@ -187,7 +192,8 @@ DEVTENSOR_DEFINITION std::string callbacks_detail::format_path(std::string_view 
       text = buffer;
     } else if (type == '\0' && precision < 0) {
       text = integer ? std::to_string(*integer) : python_float(*real);
-      if (static_cast<int>(text.size()) < width) text.insert(0, static_cast<std::size_t>(width) - text.size(), zero ? '0' : ' ');
+      if (static_cast<int>(text.size()) < width)
+        text.insert(0, static_cast<std::size_t>(width) - text.size(), zero ? '0' : ' ');
     } else {
       const double v = integer ? static_cast<double>(*integer) : *real;
       const int digits = precision < 0 ? 6 : precision;
@@ -240,8 +246,10 @@ DEVTENSOR_DEFINITION void callbacks_detail::write_atomically(const std::string& 
   const fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
   if (fs::is_directory(target))
-    throw InvalidArgumentError("Please specify a non-directory filepath for ModelCheckpoint. Filepath used is an "
-                               "existing directory: " + path);
+    throw InvalidArgumentError(
+        "Please specify a non-directory filepath for ModelCheckpoint. Filepath used is an "
+        "existing directory: " +
+        path);
   // Beside the target (the same file system, so the rename is atomic), ending as it does.
   const fs::path temporary = target.parent_path() / ("." + target.filename().string() + ".tmp" +
                                                      std::to_string(::getpid()) + "-" + target.filename().string());

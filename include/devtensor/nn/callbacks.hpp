@@ -36,7 +36,6 @@ namespace devtensor {
 namespace nn {
 namespace callbacks {
 
-
 /// Stops training when the monitored value has stopped improving for `patience` epochs (Keras's
 /// EarlyStopping), optionally restoring the best epoch's weights at the end.
 struct EarlyStopping {
@@ -228,12 +227,22 @@ struct TerminateOnNaN {
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
-DEVTENSOR_DEFINITION std::shared_ptr<EarlyStopping::State> EarlyStopping::new_state() { return std::make_shared<State>(); }
-DEVTENSOR_DEFINITION std::shared_ptr<ModelCheckpoint::State> ModelCheckpoint::new_state() { return std::make_shared<State>(); }
-DEVTENSOR_DEFINITION std::shared_ptr<ReduceLROnPlateau::State> ReduceLROnPlateau::new_state() { return std::make_shared<State>(); }
-DEVTENSOR_DEFINITION std::shared_ptr<LearningRateScheduler::State> LearningRateScheduler::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<EarlyStopping::State> EarlyStopping::new_state() {
+  return std::make_shared<State>();
+}
+DEVTENSOR_DEFINITION std::shared_ptr<ModelCheckpoint::State> ModelCheckpoint::new_state() {
+  return std::make_shared<State>();
+}
+DEVTENSOR_DEFINITION std::shared_ptr<ReduceLROnPlateau::State> ReduceLROnPlateau::new_state() {
+  return std::make_shared<State>();
+}
+DEVTENSOR_DEFINITION std::shared_ptr<LearningRateScheduler::State> LearningRateScheduler::new_state() {
+  return std::make_shared<State>();
+}
 DEVTENSOR_DEFINITION std::shared_ptr<CSVLogger::State> CSVLogger::new_state() { return std::make_shared<State>(); }
-DEVTENSOR_DEFINITION std::shared_ptr<TerminateOnNaN::State> TerminateOnNaN::new_state() { return std::make_shared<State>(); }
+DEVTENSOR_DEFINITION std::shared_ptr<TerminateOnNaN::State> TerminateOnNaN::new_state() {
+  return std::make_shared<State>();
+}
 
 // --- EarlyStopping --------------------------------------------------------------------------
 
@@ -254,8 +263,8 @@ DEVTENSOR_DEFINITION void EarlyStopping::on_epoch_end(int epoch, const Logs& log
   const auto current = log_value(logs, monitor);
   if (!current)
     log(LogSource::python_logger, LogSeverity::warning,
-        "Early stopping conditioned on metric `" + monitor + "` which is not available. Available metrics are: " +
-            log_names(logs));
+        "Early stopping conditioned on metric `" + monitor +
+            "` which is not available. Available metrics are: " + log_names(logs));
   if (!current || epoch < start_from_epoch) return;
   if (restore_best_weights && !s.best_weights) {  // never set: the current weights are the best
     s.best_weights = s.model->get_weights();
@@ -292,22 +301,27 @@ DEVTENSOR_DEFINITION void EarlyStopping::on_train_end(const Logs&) {
 
 DEVTENSOR_DEFINITION void ModelCheckpoint::set_model(Model& model) {
   const auto ends_with = [&](std::string_view suffix) {
-    return filepath.size() >= suffix.size() && std::string_view(filepath).substr(filepath.size() - suffix.size()) == suffix;
+    return filepath.size() >= suffix.size() &&
+           std::string_view(filepath).substr(filepath.size() - suffix.size()) == suffix;
   };
   if (save_weights_only && !ends_with(".weights.h5"))
-    throw InvalidArgumentError("When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must "
-                               "end in `.weights.h5` (Keras weights format). Received: filepath=" + filepath);
+    throw InvalidArgumentError(
+        "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must "
+        "end in `.weights.h5` (Keras weights format). Received: filepath=" +
+        filepath);
   if (!save_weights_only) {
     if (!ends_with(".keras") && !ends_with(".h5"))
-      throw InvalidArgumentError("The filepath provided must end in `.keras` (Keras model format). Received: filepath=" +
-                                 filepath);
-    throw UnimplementedError("ModelCheckpoint: whole models (.keras files) are not written yet; pass "
-                             "save_weights_only = true and a filepath ending in .weights.h5");
+      throw InvalidArgumentError(
+          "The filepath provided must end in `.keras` (Keras model format). Received: filepath=" + filepath);
+    throw UnimplementedError(
+        "ModelCheckpoint: whole models (.keras files) are not written yet; pass "
+        "save_weights_only = true and a filepath ending in .weights.h5");
   }
   if (!weights_io::hooks().save)
-    throw UnimplementedError("ModelCheckpoint writes weights files, which need the HDF5 component: link "
-                             "devtensor::hdf5 (find_package(devtensor COMPONENTS hdf5)) and include "
-                             "<devtensor/hdf5/weights.hpp>");
+    throw UnimplementedError(
+        "ModelCheckpoint writes weights files, which need the HDF5 component: link "
+        "devtensor::hdf5 (find_package(devtensor COMPONENTS hdf5)) and include "
+        "<devtensor/hdf5/weights.hpp>");
   callbacks_detail::warn_unknown_mode("ModelCheckpoint", mode);
   state->model = &model;
 }
@@ -341,7 +355,8 @@ DEVTENSOR_DEFINITION void ModelCheckpoint::save(int epoch, std::optional<std::in
       char best_text[64] = "None";
       if (s.best) std::snprintf(best_text, sizeof best_text, "%.5f", *s.best);
       if (!s.monitor.improves(*current, s.best, 0.0)) {
-        if (verbose > 0) out << "\nEpoch " << epoch + 1 << ": " << monitor << " did not improve from " << best_text << "\n";
+        if (verbose > 0)
+          out << "\nEpoch " << epoch + 1 << ": " << monitor << " did not improve from " << best_text << "\n";
         return;
       }
       char current_text[64];
@@ -354,7 +369,8 @@ DEVTENSOR_DEFINITION void ModelCheckpoint::save(int epoch, std::optional<std::in
   }
   if (!save_best_only && verbose > 0) out << "\nEpoch " << epoch + 1 << ": saving model to " << path << "\n";
   if (s.model->is_chief()) {
-    callbacks_detail::write_atomically(path, [&](const std::string& temporary) { s.model->save_weights_now(temporary); });
+    callbacks_detail::write_atomically(path,
+                                       [&](const std::string& temporary) { s.model->save_weights_now(temporary); });
     s.written.push_back(path);
   }
   if (verbose > 0) out << "\nEpoch " << epoch + 1 << ": finished saving model to " << path << "\n" << std::flush;
@@ -405,7 +421,8 @@ DEVTENSOR_DEFINITION void ReduceLROnPlateau::on_epoch_end(int epoch, Logs& logs)
   optimizer.set_learning_rate(new_rate);
   if (verbose > 0)
     s.params.stream() << "\nEpoch " << epoch + 1 << ": ReduceLROnPlateau reducing learning rate to "
-                      << callbacks_detail::python_float(new_rate) << ".\n" << std::flush;
+                      << callbacks_detail::python_float(new_rate) << ".\n"
+                      << std::flush;
   s.cooldown_counter = cooldown;
   s.wait = 0;
 }
@@ -413,7 +430,8 @@ DEVTENSOR_DEFINITION void ReduceLROnPlateau::on_epoch_end(int epoch, Logs& logs)
 // --- LearningRateScheduler ------------------------------------------------------------------
 
 DEVTENSOR_DEFINITION void LearningRateScheduler::set_model(Model& model) {
-  if (!schedule) throw InvalidArgumentError("LearningRateScheduler: no schedule given; pass a function (epoch, rate) -> rate");
+  if (!schedule)
+    throw InvalidArgumentError("LearningRateScheduler: no schedule given; pass a function (epoch, rate) -> rate");
   state->model = &model;
 }
 
@@ -423,11 +441,13 @@ DEVTENSOR_DEFINITION void LearningRateScheduler::on_epoch_begin(int epoch, const
   optimizer.set_learning_rate(rate);
   if (verbose > 0)
     state->params.stream() << "\nEpoch " << epoch + 1 << ": LearningRateScheduler setting learning rate to "
-                           << callbacks_detail::python_float(rate) << ".\n" << std::flush;
+                           << callbacks_detail::python_float(rate) << ".\n"
+                           << std::flush;
 }
 
 DEVTENSOR_DEFINITION void LearningRateScheduler::on_epoch_end(int, Logs& logs) {
-  set_log_value(logs, "learning_rate", static_cast<double>(static_cast<float>(state->model->optimizer().learning_rate())));
+  set_log_value(logs, "learning_rate",
+                static_cast<double>(static_cast<float>(state->model->optimizer().learning_rate())));
 }
 
 // --- CSVLogger ------------------------------------------------------------------------------

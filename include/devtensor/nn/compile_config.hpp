@@ -75,24 +75,33 @@ inline Json schedule_config(const LearningRate& rate) {
   };
   if (const auto* e = rate.schedule_as<s::ExponentialDecay>())
     return object("ExponentialDecay", Json{{"initial_learning_rate", e->initial_learning_rate},
-                                           {"decay_steps", e->decay_steps}, {"decay_rate", e->decay_rate},
-                                           {"staircase", e->staircase}, {"name", "ExponentialDecay"}});
+                                           {"decay_steps", e->decay_steps},
+                                           {"decay_rate", e->decay_rate},
+                                           {"staircase", e->staircase},
+                                           {"name", "ExponentialDecay"}});
   if (const auto* p = rate.schedule_as<s::PiecewiseConstantDecay>())
     return object("PiecewiseConstantDecay",
                   Json{{"boundaries", p->boundaries}, {"values", p->values}, {"name", "PiecewiseConstant"}});
   if (const auto* c = rate.schedule_as<s::CosineDecay>())
     return object("CosineDecay", Json{{"initial_learning_rate", c->initial_learning_rate},
-                                      {"decay_steps", c->decay_steps}, {"alpha", c->alpha}, {"name", "CosineDecay"},
+                                      {"decay_steps", c->decay_steps},
+                                      {"alpha", c->alpha},
+                                      {"name", "CosineDecay"},
                                       {"warmup_target", c->warmup_target ? Json(*c->warmup_target) : Json()},
                                       {"warmup_steps", c->warmup_steps}});
   if (const auto* i = rate.schedule_as<s::InverseTimeDecay>())
     return object("InverseTimeDecay", Json{{"initial_learning_rate", i->initial_learning_rate},
-                                           {"decay_steps", i->decay_steps}, {"decay_rate", i->decay_rate},
-                                           {"staircase", i->staircase}, {"name", "InverseTimeDecay"}});
+                                           {"decay_steps", i->decay_steps},
+                                           {"decay_rate", i->decay_rate},
+                                           {"staircase", i->staircase},
+                                           {"name", "InverseTimeDecay"}});
   if (const auto* p = rate.schedule_as<s::PolynomialDecay>())
     return object("PolynomialDecay", Json{{"initial_learning_rate", p->initial_learning_rate},
-                                          {"decay_steps", p->decay_steps}, {"end_learning_rate", p->end_learning_rate},
-                                          {"power", p->power}, {"cycle", p->cycle}, {"name", "PolynomialDecay"}});
+                                          {"decay_steps", p->decay_steps},
+                                          {"end_learning_rate", p->end_learning_rate},
+                                          {"power", p->power},
+                                          {"cycle", p->cycle},
+                                          {"name", "PolynomialDecay"}});
   return nullptr;
 }
 
@@ -115,7 +124,8 @@ inline Json optimizer_config(const Optimizer& optimizer, std::vector<std::string
   const auto rate = [&](const LearningRate& given) -> Json {
     if (!given.is_schedule()) return as_float32(optimizer.learning_rate());  // its value now, as Keras's variable
     Json schedule = schedule_config(given);
-    if (schedule.is_null()) undescribed.push_back("the learning-rate schedule of " + optimizer.name() + " (a type of the program's own)");
+    if (schedule.is_null())
+      undescribed.push_back("the learning-rate schedule of " + optimizer.name() + " (a type of the program's own)");
     return schedule;
   };
   if (const auto* sgd = optimizer.target<optimizers::SGD>()) {
@@ -189,8 +199,8 @@ inline std::string identifier_of(const Json& value, const char* what) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_object() && value.contains("class_name") && value["class_name"].is_string())
     return value["class_name"].get<std::string>();
-  throw InvalidArgumentError(std::string("the compile config's ") + what + " is not an identifier or a Keras object: " +
-                             value.dump().substr(0, 200));
+  throw InvalidArgumentError(std::string("the compile config's ") + what +
+                             " is not an identifier or a Keras object: " + value.dump().substr(0, 200));
 }
 
 /// What `make(id)` gives for a Keras identifier, or nullopt with "the <what> "<id>"" added to
@@ -232,10 +242,11 @@ inline std::optional<Loss> loss_of(const Json& value, std::vector<std::string>& 
   const Reduction reduction = has_reduction ? reduction_of(r, missing) : Reduction::AUTO;
   if (id == "MeanSquaredError") return Loss(l::MeanSquaredError{reduction});
   if (id == "BinaryCrossentropy")
-    return Loss(l::BinaryCrossentropy{r.boolean_or("from_logits", false), r.number_or("label_smoothing", 0.0), reduction});
+    return Loss(
+        l::BinaryCrossentropy{r.boolean_or("from_logits", false), r.number_or("label_smoothing", 0.0), reduction});
   if (id == "CategoricalCrossentropy")
-    return Loss(l::CategoricalCrossentropy{r.boolean_or("from_logits", false), r.number_or("label_smoothing", 0.0),
-                                           reduction});
+    return Loss(
+        l::CategoricalCrossentropy{r.boolean_or("from_logits", false), r.number_or("label_smoothing", 0.0), reduction});
   if (id == "SparseCategoricalCrossentropy")
     return Loss(l::SparseCategoricalCrossentropy{r.boolean_or("from_logits", false), reduction});
   missing.push_back("the loss " + id);
@@ -264,8 +275,7 @@ inline LearningRate learning_rate_of(const Json& value, std::vector<std::string>
     std::optional<double> target;
     if (r.has("warmup_target")) target = r.number_or("warmup_target", 0.0);
     return s::CosineDecay{r.number_or("initial_learning_rate", 0.0), r.integer("decay_steps"),
-                          r.number_or("alpha", 0.0), target,
-                          r.has("warmup_steps") ? r.integer("warmup_steps") : 0};
+                          r.number_or("alpha", 0.0), target, r.has("warmup_steps") ? r.integer("warmup_steps") : 0};
   }
   if (id == "PiecewiseConstantDecay") {
     s::PiecewiseConstantDecay p;
@@ -346,10 +356,12 @@ inline Json compile_to_config(const Model& model, std::vector<std::string>& unde
               {"jit_compile", false}};
 }
 
-inline std::optional<CompileCall> compile_from_config(const Json& config, const std::vector<std::string>& output_names) {
+inline std::optional<CompileCall> compile_from_config(const Json& config,
+                                                      const std::vector<std::string>& output_names) {
   using namespace compile_detail;
   if (config.is_null() || (config.is_object() && config.empty())) return std::nullopt;
-  if (!config.is_object()) throw InvalidArgumentError("the compile config is not an object: " + config.dump().substr(0, 200));
+  if (!config.is_object())
+    throw InvalidArgumentError("the compile config is not an object: " + config.dump().substr(0, 200));
   std::vector<std::string> missing;
   CompileCall call;
   if (config.contains("optimizer") && !config["optimizer"].is_null())
@@ -357,8 +369,9 @@ inline std::optional<CompileCall> compile_from_config(const Json& config, const 
   else
     missing.push_back("the optimizer rmsprop (Keras's default, the config naming none)");
   if (!config.contains("loss") || config["loss"].is_null())
-    throw UnimplementedError("the compile config has no loss (a model that computes its own loss); devtensor compiles "
-                             "models with a loss per output");
+    throw UnimplementedError(
+        "the compile config has no loss (a model that computes its own loss); devtensor compiles "
+        "models with a loss per output");
   const bool several = output_names.size() > 1;
   for (const auto& l : per_output(config["loss"], output_names, "loss", nullptr)) {
     if (l.is_null()) throw InvalidArgumentError("the compile config gives no loss for one of the outputs");
@@ -379,7 +392,8 @@ inline std::optional<CompileCall> compile_from_config(const Json& config, const 
     else
       call.options.metrics = metric_list(metrics, missing);
     if (by_output && !several) {  // one output: its list is the model's metrics
-      call.options.metrics = call.options.output_metrics.empty() ? std::vector<std::string>{} : call.options.output_metrics[0];
+      call.options.metrics =
+          call.options.output_metrics.empty() ? std::vector<std::string>{} : call.options.output_metrics[0];
       call.options.output_metrics.clear();
     }
   }

@@ -81,10 +81,12 @@ DEVTENSOR_DEFINITION CompiledLoss::CompiledLoss(std::vector<Loss> losses, const 
     throw InvalidArgumentError("`loss_weights` must match the number of losses, got " + std::to_string(outputs_) +
                                " losses and " + std::to_string(weights_.size()) + " weights.");
   if (outputs_ > 1 && !options.metrics.empty())
-    throw InvalidArgumentError("Invalid `metrics`. `metrics` should contain metrics objects and either be a dict or a "
-                               "list matching the output names of the functional model " + outputs +
-                               " or match the output structure of the model: pass them per output, in "
-                               "CompileOptions::output_metrics");
+    throw InvalidArgumentError(
+        "Invalid `metrics`. `metrics` should contain metrics objects and either be a dict or a "
+        "list matching the output names of the functional model " +
+        outputs +
+        " or match the output structure of the model: pass them per output, in "
+        "CompileOptions::output_metrics");
   if (!options.output_metrics.empty() && options.output_metrics.size() != outputs_)
     throw InvalidArgumentError("Invalid `metrics`: " + std::to_string(options.output_metrics.size()) +
                                " lists in output_metrics for a model of " + std::to_string(outputs_) + " outputs " +
@@ -94,7 +96,8 @@ DEVTENSOR_DEFINITION CompiledLoss::CompiledLoss(std::vector<Loss> losses, const 
   for (const auto& name : options.metrics) metrics_.push_back({0, metric_by_name(name)});
   for (std::size_t i = 0; i < options.output_metrics.size(); ++i)
     for (const auto& name : options.output_metrics[i]) metrics_.push_back({i, metric_by_name(name)});
-  for (const auto& m : metrics_) names_.push_back(outputs_ > 1 ? output_names[m.output] + "_" + m.metric.name : m.metric.name);
+  for (const auto& m : metrics_)
+    names_.push_back(outputs_ > 1 ? output_names[m.output] + "_" + m.metric.name : m.metric.name);
 }
 
 DEVTENSOR_DEFINITION void CompiledLoss::require_pairs(const std::vector<Tensor<float>>& ys,
@@ -108,7 +111,8 @@ DEVTENSOR_DEFINITION void CompiledLoss::require_pairs(const std::vector<Tensor<f
 DEVTENSOR_DEFINITION Tensor<float> CompiledLoss::total(const std::vector<Tensor<float>>& per_output) const {
   Tensor<float> sum;
   for (std::size_t i = 0; i < per_output.size(); ++i) {
-    const auto weighted = weights_[i] == 1.0 ? per_output[i] : mul(per_output[i], scalar<float>(static_cast<float>(weights_[i])));
+    const auto weighted =
+        weights_[i] == 1.0 ? per_output[i] : mul(per_output[i], scalar<float>(static_cast<float>(weights_[i])));
     sum = sum.defined() ? add(sum, weighted) : weighted;
   }
   return sum;
@@ -121,7 +125,8 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> CompiledLoss::operator()(
   for (std::size_t i = 0; i < outputs_; ++i) per_output.push_back(loss(i)(ys[i], predictions[i]));
   std::vector<Tensor<float>> out{total(per_output)};
   if (outputs_ > 1) out.insert(out.end(), per_output.begin(), per_output.end());
-  for (const auto& m : metrics_) out.push_back(reduce_mean(metric_matches(m.metric, ys[m.output], predictions[m.output])));
+  for (const auto& m : metrics_)
+    out.push_back(reduce_mean(metric_matches(m.metric, ys[m.output], predictions[m.output])));
   return out;
 }
 

@@ -121,7 +121,6 @@ class Conv2DLayer final : public LayerBase {
   std::int64_t in_channels_ = 0;
   Variable<float> kernel_;
   Variable<float> bias_;
-
 };
 
 /// A weight's first value from its initializer. @throws InvalidArgumentError for an empty
@@ -166,9 +165,7 @@ class Pooling2DLayer final : public LayerBase {
   DEVTENSOR_HEADER_INLINE PartialShape output_shape(const PartialShape& input_shape) const override;
   std::string type_name() const override { return max_ ? "MaxPooling2D" : "AveragePooling2D"; }
   std::vector<Variable<float>> variables() const override { return {}; }
-  std::optional<PartialShape> declared_input_shape() const override {
-    return with_batch(options_.input_shape);
-  }
+  std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
   const std::array<std::int64_t, 2>& pool_size() const noexcept { return pool_size_; }
   const std::array<std::int64_t, 2>& strides() const noexcept { return strides_; }
   const Pooling2DOptions& options() const noexcept { return options_; }
@@ -189,9 +186,7 @@ class GlobalPooling2DLayer final : public LayerBase {
   DEVTENSOR_HEADER_INLINE PartialShape output_shape(const PartialShape& input_shape) const override;
   std::string type_name() const override { return max_ ? "GlobalMaxPooling2D" : "GlobalAveragePooling2D"; }
   std::vector<Variable<float>> variables() const override { return {}; }
-  std::optional<PartialShape> declared_input_shape() const override {
-    return with_batch(options_.input_shape);
-  }
+  std::optional<PartialShape> declared_input_shape() const override { return with_batch(options_.input_shape); }
   const GlobalPooling2DOptions& options() const noexcept { return options_; }
 
  private:
@@ -267,8 +262,9 @@ DEVTENSOR_DEFINITION std::array<std::int64_t, 2> layer_detail::positive_pair(con
                                std::string(argument) + "=" + printed());
   for (const std::int64_t e : x)
     if (e < 1)
-      throw InvalidArgumentError("The `" + std::string(argument) + "` argument must be a tuple of 2 integers. Received " +
-                                 std::string(argument) + "=" + printed() + ", including values {" + std::to_string(e) +
+      throw InvalidArgumentError("The `" + std::string(argument) +
+                                 "` argument must be a tuple of 2 integers. Received " + std::string(argument) + "=" +
+                                 printed() + ", including values {" + std::to_string(e) +
                                  "} that do not satisfy `value > 0`");
   return x.size() == 1 ? std::array<std::int64_t, 2>{x[0], x[0]} : std::array<std::int64_t, 2>{x[0], x[1]};
 }
@@ -283,8 +279,10 @@ DEVTENSOR_DEFINITION std::string layer_detail::conv_padding(const std::string& p
 DEVTENSOR_DEFINITION bool layer_detail::channels_first(const std::string& data_format) {
   if (data_format == "channels_last") return false;
   if (data_format == "channels_first") return true;
-  throw InvalidArgumentError("The `data_format` argument must be one of {'channels_first', 'channels_last'}. Received: "
-                             "data_format=" + data_format);
+  throw InvalidArgumentError(
+      "The `data_format` argument must be one of {'channels_first', 'channels_last'}. Received: "
+      "data_format=" +
+      data_format);
 }
 
 DEVTENSOR_DEFINITION void layer_detail::expect_rank4(const std::string& layer, const PartialShape& shape, bool min) {
@@ -294,8 +292,7 @@ DEVTENSOR_DEFINITION void layer_detail::expect_rank4(const std::string& layer, c
                              ". Full shape received: " + python_shape(shape));
 }
 
-DEVTENSOR_DEFINITION std::optional<PartialShape> layer_detail::with_batch(
-    const std::optional<PartialShape>& shape) {
+DEVTENSOR_DEFINITION std::optional<PartialShape> layer_detail::with_batch(const std::optional<PartialShape>& shape) {
   if (!shape) return std::nullopt;
   PartialShape out{-1};
   out.insert(out.end(), shape->begin(), shape->end());
@@ -303,7 +300,7 @@ DEVTENSOR_DEFINITION std::optional<PartialShape> layer_detail::with_batch(
 }
 
 DEVTENSOR_DEFINITION void layer_detail::expect_channels(const std::string& layer, const Shape& x, bool channels_first,
-                                                       std::int64_t in_channels) {
+                                                        std::int64_t in_channels) {
   expect_rank4(layer, x.dims_vector(), true);
   if (x[channels_first ? 1 : 3] != in_channels)
     throw InvalidArgumentError("Input 0 of layer \"" + layer + "\" is incompatible with the layer: expected axis " +
@@ -311,7 +308,8 @@ DEVTENSOR_DEFINITION void layer_detail::expect_channels(const std::string& layer
                                std::to_string(in_channels) + ", but received input with shape " + x.to_python());
 }
 
-DEVTENSOR_DEFINITION ops::Window2D layer_detail::keras_window(const SpatialInts& strides, const SpatialInts& dilation_rate,
+DEVTENSOR_DEFINITION ops::Window2D layer_detail::keras_window(const SpatialInts& strides,
+                                                              const SpatialInts& dilation_rate,
                                                               const std::string& padding) {
   ops::Window2D window;
   window.strides = positive_pair(strides, "strides");
@@ -329,8 +327,10 @@ DEVTENSOR_DEFINITION layer_detail::Conv2DLayer::Conv2DLayer(std::int64_t filters
                                                             Conv2DOptions options)
     : filters_(filters), kernel_size_(positive_pair(kernel_size, "kernel_size")), options_(std::move(options)) {
   if (filters < 1)
-    throw InvalidArgumentError("Invalid value for argument `filters`. Expected a strictly positive value. Received "
-                               "filters=" + std::to_string(filters) + ".");
+    throw InvalidArgumentError(
+        "Invalid value for argument `filters`. Expected a strictly positive value. Received "
+        "filters=" +
+        std::to_string(filters) + ".");
   (void)positive_pair(options_.strides, "strides");
   (void)positive_pair(options_.dilation_rate, "dilation_rate");
   (void)conv_padding(options_.padding);
@@ -352,13 +352,14 @@ DEVTENSOR_DEFINITION void layer_detail::Conv2DLayer::build(const Shape& input_sh
                             {.name = name_ + "/kernel"});
   if (options_.use_bias)
     bias_ = Variable<float>(initial_weight(options_.bias_initializer, Shape({filters_}), type_name(), name_, "bias"),
-                          {.name = name_ + "/bias"});
+                            {.name = name_ + "/bias"});
 }
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::initial_weight(const Initializer& init, const Shape& shape,
                                                                 const std::string& layer, const std::string& name,
                                                                 std::string_view what) {
-  if (!init) throw InvalidArgumentError(layer + " \"" + name + "\": the " + std::string(what) + " initializer is empty");
+  if (!init)
+    throw InvalidArgumentError(layer + " \"" + name + "\": the " + std::string(what) + " initializer is empty");
   Tensor<float> value = init(shape);
   if (value.shape() != shape)
     throw InvalidArgumentError(layer + " \"" + name + "\": the " + std::string(what) + " initializer returned shape " +
@@ -370,8 +371,10 @@ DEVTENSOR_DEFINITION layer_detail::DepthwiseConv2DLayer::DepthwiseConv2DLayer(co
                                                                               DepthwiseConv2DOptions options)
     : kernel_size_(positive_pair(kernel_size, "kernel_size")), options_(std::move(options)) {
   if (options_.depth_multiplier < 1)
-    throw InvalidArgumentError("Invalid value for argument `depth_multiplier`. Expected a strictly positive value. "
-                               "Received depth_multiplier=" + std::to_string(options_.depth_multiplier) + ".");
+    throw InvalidArgumentError(
+        "Invalid value for argument `depth_multiplier`. Expected a strictly positive value. "
+        "Received depth_multiplier=" +
+        std::to_string(options_.depth_multiplier) + ".");
   (void)positive_pair(options_.strides, "strides");
   (void)positive_pair(options_.dilation_rate, "dilation_rate");
   (void)conv_padding(options_.padding);
@@ -407,7 +410,8 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::DepthwiseConv2DLayer::call(cons
   return activate(options_.activation, y);
 }
 
-DEVTENSOR_DEFINITION PartialShape layer_detail::DepthwiseConv2DLayer::output_shape(const PartialShape& input_shape) const {
+DEVTENSOR_DEFINITION PartialShape
+layer_detail::DepthwiseConv2DLayer::output_shape(const PartialShape& input_shape) const {
   expect_rank4(name_, input_shape, true);
   const ops::Window2D window = keras_window(options_.strides, options_.dilation_rate, options_.padding);
   const std::int64_t depth = input_shape[channels_first_ ? 1 : 3];
@@ -471,16 +475,19 @@ DEVTENSOR_DEFINITION PartialShape layer_detail::Pooling2DLayer::output_shape(con
 DEVTENSOR_DEFINITION layer_detail::GlobalPooling2DLayer::GlobalPooling2DLayer(bool max, GlobalPooling2DOptions options)
     : max_(max), options_(std::move(options)) {
   channels_first_ = channels_first(options_.data_format);
-  name_ = options_.name.empty() ? unique_name(max ? "global_max_pooling2d" : "global_average_pooling2d") : options_.name;
+  name_ =
+      options_.name.empty() ? unique_name(max ? "global_max_pooling2d" : "global_average_pooling2d") : options_.name;
 }
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::GlobalPooling2DLayer::call(const Tensor<float>& x, bool /*training*/) {
   expect_rank4(name_, x.shape().dims_vector(), false);
-  const std::vector<std::int64_t> axes = channels_first_ ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{1, 2};
+  const std::vector<std::int64_t> axes =
+      channels_first_ ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{1, 2};
   return max_ ? reduce_max(x, axes, options_.keepdims) : reduce_mean(x, axes, options_.keepdims);
 }
 
-DEVTENSOR_DEFINITION PartialShape layer_detail::GlobalPooling2DLayer::output_shape(const PartialShape& input_shape) const {
+DEVTENSOR_DEFINITION PartialShape
+layer_detail::GlobalPooling2DLayer::output_shape(const PartialShape& input_shape) const {
   expect_rank4(name_, input_shape, false);
   const std::int64_t channels = input_shape[channels_first_ ? 1 : 3];
   if (!options_.keepdims) return {input_shape[0], channels};

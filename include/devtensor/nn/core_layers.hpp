@@ -119,8 +119,10 @@ class Dropout : public LayerHandle<layer_detail::DropoutLayer> {
 DEVTENSOR_DEFINITION layer_detail::DropoutLayer::DropoutLayer(double rate, DropoutOptions options)
     : rate_(rate), seed_(options.seed ? *options.seed : next_seed()) {
   if (!(rate >= 0.0 && rate <= 1.0))
-    throw InvalidArgumentError("Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
-                               "Received: rate=" + number_string(rate));
+    throw InvalidArgumentError(
+        "Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+        "Received: rate=" +
+        number_string(rate));
   name_ = options.name.empty() ? unique_name("dropout") : std::move(options.name);
 }
 
@@ -139,7 +141,8 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::DropoutLayer::call(const Tensor
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::FlattenLayer::output_shape(const PartialShape& input_shape) const {
   if (input_shape.empty())
-    throw InvalidArgumentError("Layer \"" + name_ + "\" (Flatten) needs inputs with a batch dimension; received a scalar");
+    throw InvalidArgumentError("Layer \"" + name_ +
+                               "\" (Flatten) needs inputs with a batch dimension; received a scalar");
   std::int64_t features = 1;
   for (std::size_t d = 1; d < input_shape.size(); ++d) {
     if (input_shape[d] < 0) {

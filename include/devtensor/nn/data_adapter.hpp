@@ -64,8 +64,8 @@ class Batches {
 /// `batch_size` (shuffled every pass with `shuffle`: the order Dataset::shuffle(n, seed) gives).
 /// @throws InvalidArgumentError for tensors without an examples dimension, different numbers of
 /// examples (Keras's "Data cardinality is ambiguous"), or a batch size below 1.
-Batches from_arrays(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys,
-                    std::int64_t batch_size, bool shuffle, std::optional<std::uint64_t> seed);
+Batches from_arrays(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys, std::int64_t batch_size,
+                    bool shuffle, std::optional<std::uint64_t> seed);
 
 /// For fit(x, y): keeps in xs and ys the examples to train on, after `options.validation_split`
 /// moved the last examples into `options.validation_data` (Keras: the first floor(n · (1 −
@@ -87,7 +87,8 @@ inline Tensor<float> rows(const Tensor<float>& t, std::int64_t begin, std::int64
 DEVTENSOR_DEFINITION Batches Batches::from_dataset(const data::AnyDataset& dataset, std::size_t inputs) {
   return Batches(
       [dataset, inputs]() -> Next {
-        return [pass = data::pipeline::Next<data::pipeline::Columns>(), dataset, inputs]() mutable -> std::optional<Batch> {
+        return [pass = data::pipeline::Next<data::pipeline::Columns>(), dataset,
+                inputs]() mutable -> std::optional<Batch> {
           if (!pass) pass = dataset.open();  // opened on the first request: a pass reads lazily
           const auto element = pass();
           if (!element) return std::nullopt;
@@ -96,7 +97,8 @@ DEVTENSOR_DEFINITION Batches Batches::from_dataset(const data::AnyDataset& datas
             const AnyTensor& component = (*element)[i];
             if (component.dtype != DType::DT_FLOAT)
               throw InvalidArgumentError("fit and evaluate take datasets of float32 components, got " +
-                                         std::string(dtype_name(component.dtype)) + " in component " + std::to_string(i));
+                                         std::string(dtype_name(component.dtype)) + " in component " +
+                                         std::to_string(i));
             (i < inputs ? batch.xs : batch.ys).push_back(component.as<float>());
           }
           return batch;
@@ -112,7 +114,7 @@ DEVTENSOR_DEFINITION void split_validation(std::vector<Tensor<float>>& xs, std::
   if (split == 0.0) return;
   if (!(split > 0.0 && split < 1.0))
     throw InvalidArgumentError("validation_split must be in [0, 1), got " + std::to_string(split));
-  if (!options.validation_data.empty()) return;  // Keras: validation_data overrides the split
+  if (!options.validation_data.empty()) return;                     // Keras: validation_data overrides the split
   if (xs.empty() || !xs[0].defined() || xs[0].rank() == 0) return;  // from_arrays reports it
   const std::int64_t n = xs[0].shape()[0];
   for (const auto* part : {&xs, &ys})
@@ -120,9 +122,11 @@ DEVTENSOR_DEFINITION void split_validation(std::vector<Tensor<float>>& xs, std::
       if (!t.defined() || t.rank() == 0 || t.shape()[0] != n) return;
   const auto train = static_cast<std::int64_t>(static_cast<double>(n) * (1.0 - split));
   if (train == 0 || train == n)
-    throw InvalidArgumentError("Training data contains " + std::to_string(n) + " samples, which is not sufficient "
+    throw InvalidArgumentError("Training data contains " + std::to_string(n) +
+                               " samples, which is not sufficient "
                                "to split it into a validation and training set as specified by `validation_split=" +
-                               std::to_string(split) + "`. Either provide more data, or a different value for the "
+                               std::to_string(split) +
+                               "`. Either provide more data, or a different value for the "
                                "`validation_split` argument.");
   ValidationData held_out;
   for (auto* part : {&xs, &ys})
@@ -177,18 +181,19 @@ DEVTENSOR_DEFINITION Batches from_arrays(const std::vector<Tensor<float>>& xs, c
                          .batch(batch_size, false);
   return Batches(
       [xs, ys, order]() -> Batches::Next {
-        return [xs, ys, pass = data::pipeline::Next<data::pipeline::Columns>(), order]() mutable -> std::optional<Batch> {
-          if (!pass) pass = order.open();  // opened on the first request: a pass reads lazily
-          const auto indices = pass();
-          if (!indices) return std::nullopt;
-          const AnyTensor& picked = indices->front();
-          const std::span<const std::int64_t> rows(static_cast<const std::int64_t*>(picked.storage->data),
-                                                   static_cast<std::size_t>(picked.shape.num_elements()));
-          Batch batch;
-          for (const auto& x : xs) batch.xs.push_back(data::pipeline::gather_rows(x, rows, "DataAdapter"));
-          for (const auto& y : ys) batch.ys.push_back(data::pipeline::gather_rows(y, rows, "DataAdapter"));
-          return batch;
-        };
+        return
+            [xs, ys, pass = data::pipeline::Next<data::pipeline::Columns>(), order]() mutable -> std::optional<Batch> {
+              if (!pass) pass = order.open();  // opened on the first request: a pass reads lazily
+              const auto indices = pass();
+              if (!indices) return std::nullopt;
+              const AnyTensor& picked = indices->front();
+              const std::span<const std::int64_t> rows(static_cast<const std::int64_t*>(picked.storage->data),
+                                                       static_cast<std::size_t>(picked.shape.num_elements()));
+              Batch batch;
+              for (const auto& x : xs) batch.xs.push_back(data::pipeline::gather_rows(x, rows, "DataAdapter"));
+              for (const auto& y : ys) batch.ys.push_back(data::pipeline::gather_rows(y, rows, "DataAdapter"));
+              return batch;
+            };
       },
       cardinality);
 }

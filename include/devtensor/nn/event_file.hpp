@@ -24,8 +24,8 @@
 #if DEVTENSOR_HEADER_DEFINITIONS  // what only the bodies use
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -126,7 +126,6 @@ class DEVTENSOR_EXPORT FileWriter {
 /// <offset>") or a message that does not decode.
 [[nodiscard]] std::vector<Event> read_events(const std::string& path);
 
-
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
@@ -164,8 +163,9 @@ DEVTENSOR_DEFINITION std::vector<std::array<double, 3>> histogram_buckets(std::s
     return rows;
   }
   const double width = (high - low) / static_cast<double>(count);
-  for (std::size_t i = 0; i < count; ++i) rows[i] = {low + static_cast<double>(i) * width,
-                                                     i + 1 == count ? high : low + static_cast<double>(i + 1) * width, 0.0};
+  for (std::size_t i = 0; i < count; ++i)
+    rows[i] = {low + static_cast<double>(i) * width, i + 1 == count ? high : low + static_cast<double>(i + 1) * width,
+               0.0};
   for (const double v : data) {
     if (!std::isfinite(v)) continue;
     const auto index = std::min(count - 1, static_cast<std::size_t>(std::floor((v - low) / width)));
@@ -217,12 +217,17 @@ inline SummaryValue read_value(std::string_view data) {
         } else if (tensor.field() == 2 && tensor.wire_type() == 2) {
           ProtoReader shape(tensor.bytes());
           while (shape.next()) {
-            if (shape.field() != 2 || shape.wire_type() != 2) { shape.skip(); continue; }
+            if (shape.field() != 2 || shape.wire_type() != 2) {
+              shape.skip();
+              continue;
+            }
             ProtoReader dim(shape.bytes());
             std::int64_t size = 0;
             while (dim.next()) {
-              if (dim.field() == 1 && dim.wire_type() == 0) size = static_cast<std::int64_t>(dim.varint());
-              else dim.skip();
+              if (dim.field() == 1 && dim.wire_type() == 0)
+                size = static_cast<std::int64_t>(dim.varint());
+              else
+                dim.skip();
             }
             out.shape.push_back(size);
           }
@@ -236,7 +241,8 @@ inline SummaryValue read_value(std::string_view data) {
       }
       const std::size_t size = out.dtype == kFloat ? 4 : out.dtype == kDouble ? 8 : 0;
       if (size != 0 && content.size() % size != 0)
-        throw DataLossError("tensor content of " + std::to_string(content.size()) + " bytes is not a whole number of values");
+        throw DataLossError("tensor content of " + std::to_string(content.size()) +
+                            " bytes is not a whole number of values");
       for (std::size_t i = 0; size != 0 && i < content.size(); i += size) {
         if (size == 4) {
           float f;
@@ -251,11 +257,16 @@ inline SummaryValue read_value(std::string_view data) {
     } else if (value.field() == 9 && value.wire_type() == 2) {
       ProtoReader metadata(value.bytes());
       while (metadata.next()) {
-        if (metadata.field() != 1 || metadata.wire_type() != 2) { metadata.skip(); continue; }
+        if (metadata.field() != 1 || metadata.wire_type() != 2) {
+          metadata.skip();
+          continue;
+        }
         ProtoReader plugin(metadata.bytes());
         while (plugin.next()) {
-          if (plugin.field() == 1 && plugin.wire_type() == 2) out.plugin = std::string(plugin.bytes());
-          else plugin.skip();
+          if (plugin.field() == 1 && plugin.wire_type() == 2)
+            out.plugin = std::string(plugin.bytes());
+          else
+            plugin.skip();
         }
       }
     } else {
@@ -269,11 +280,17 @@ inline std::vector<GraphNode> read_graph(std::string_view data) {
   std::vector<GraphNode> nodes;
   ProtoReader graph(data);
   while (graph.next()) {
-    if (graph.field() != 1 || graph.wire_type() != 2) { graph.skip(); continue; }
+    if (graph.field() != 1 || graph.wire_type() != 2) {
+      graph.skip();
+      continue;
+    }
     ProtoReader node(graph.bytes());
     GraphNode& out = nodes.emplace_back();
     while (node.next()) {
-      if (node.wire_type() != 2) { node.skip(); continue; }
+      if (node.wire_type() != 2) {
+        node.skip();
+        continue;
+      }
       switch (node.field()) {
         case 1: out.name = std::string(node.bytes()); break;
         case 2: out.op = std::string(node.bytes()); break;
@@ -304,8 +321,10 @@ inline Event read_event(std::string_view data) {
     } else if (field == 5 && wire == 2) {
       ProtoReader summary(reader.bytes());
       while (summary.next()) {
-        if (summary.field() == 1 && summary.wire_type() == 2) event.values.push_back(read_value(summary.bytes()));
-        else summary.skip();
+        if (summary.field() == 1 && summary.wire_type() == 2)
+          event.values.push_back(read_value(summary.bytes()));
+        else
+          summary.skip();
       }
     } else {
       reader.skip();
@@ -358,7 +377,8 @@ DEVTENSOR_DEFINITION const std::string& FileWriter::path() const noexcept { retu
 
 DEVTENSOR_DEFINITION void FileWriter::write_record(std::string_view data) {
   if (!state_->file)
-    throw FailedPreconditionError("The event file '" + state_->path + "' is closed: make a new FileWriter to write more");
+    throw FailedPreconditionError("The event file '" + state_->path +
+                                  "' is closed: make a new FileWriter to write more");
   // TFRecord: length, masked CRC of the length's 8 bytes, the data, masked CRC of the data.
   char header[12];
   const std::uint64_t length = data.size();
@@ -366,7 +386,8 @@ DEVTENSOR_DEFINITION void FileWriter::write_record(std::string_view data) {
   const std::uint32_t length_crc = masked_crc32c(std::string_view(header, 8));
   std::memcpy(header + 8, &length_crc, 4);
   const std::uint32_t data_crc = masked_crc32c(data);
-  if (std::fwrite(header, 1, 12, state_->file) != 12 || std::fwrite(data.data(), 1, data.size(), state_->file) != data.size() ||
+  if (std::fwrite(header, 1, 12, state_->file) != 12 ||
+      std::fwrite(data.data(), 1, data.size(), state_->file) != data.size() ||
       std::fwrite(&data_crc, 1, 4, state_->file) != 4)
     throw InvalidArgumentError("Could not write to the event file '" + state_->path + "': " + std::strerror(errno));
 }
@@ -386,8 +407,8 @@ DEVTENSOR_DEFINITION void FileWriter::scalar(std::string_view tag, double value,
   const auto f = static_cast<float>(value);
   char raw[4];
   std::memcpy(raw, &f, 4);
-  const auto summary = summary_detail::summary_of(tag, summary_detail::tensor_proto(summary_detail::kFloat, {}, {raw, 4}),
-                                                  "scalars");
+  const auto summary =
+      summary_detail::summary_of(tag, summary_detail::tensor_proto(summary_detail::kFloat, {}, {raw, 4}), "scalars");
   write_event(step, summary_detail::ProtoWriter().message(5, summary).data());
 }
 
@@ -397,8 +418,8 @@ DEVTENSOR_DEFINITION void FileWriter::histogram(std::string_view tag, std::span<
   std::string raw(rows.size() * 3 * sizeof(double), '\0');
   if (!rows.empty()) std::memcpy(raw.data(), rows.data(), raw.size());
   const std::array<std::int64_t, 2> shape{static_cast<std::int64_t>(rows.size()), 3};
-  const auto summary = summary_detail::summary_of(tag, summary_detail::tensor_proto(summary_detail::kDouble, shape, raw),
-                                                  "histograms");
+  const auto summary =
+      summary_detail::summary_of(tag, summary_detail::tensor_proto(summary_detail::kDouble, shape, raw), "histograms");
   write_event(step, summary_detail::ProtoWriter().message(5, summary).data());
 }
 
@@ -425,7 +446,8 @@ DEVTENSOR_DEFINITION void FileWriter::close() {
   if (!state_->file) return;
   const bool failed = std::fclose(state_->file) != 0;
   state_->file = nullptr;
-  if (failed) throw InvalidArgumentError("Could not close the event file '" + state_->path + "': " + std::strerror(errno));
+  if (failed)
+    throw InvalidArgumentError("Could not close the event file '" + state_->path + "': " + std::strerror(errno));
 }
 
 DEVTENSOR_DEFINITION std::vector<Event> read_events(const std::string& path) {
@@ -448,7 +470,8 @@ DEVTENSOR_DEFINITION std::vector<Event> read_events(const std::string& path) {
     const auto data = all.substr(at + 12, static_cast<std::size_t>(length));
     std::uint32_t data_crc;
     std::memcpy(&data_crc, all.data() + at + 12 + length, 4);
-    if (masked_crc32c(data) != data_crc) throw DataLossError("corrupted record at " + std::to_string(at) + " in " + path);
+    if (masked_crc32c(data) != data_crc)
+      throw DataLossError("corrupted record at " + std::to_string(at) + " in " + path);
     events.push_back(summary_detail::read_event(data));
     at += 12 + static_cast<std::size_t>(length) + 4;
   }

@@ -186,7 +186,8 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> layer_detail::FunctionalGraph::c
     const PartialShape& expected = inputs_[i].shape();
     const Shape& found = xs[i].shape();
     bool compatible = !checks_input_shapes_ || found.rank() == expected.size();
-    for (std::size_t d = 0; compatible && checks_input_shapes_ && d < expected.size(); ++d) compatible = expected[d] < 0 || expected[d] == found[d];
+    for (std::size_t d = 0; compatible && checks_input_shapes_ && d < expected.size(); ++d)
+      compatible = expected[d] < 0 || expected[d] == found[d];
     if (!compatible)
       throw InvalidArgumentError("Input " + std::to_string(i) + " with name '" + inputs_[i].node()->layer->name() +
                                  "' of layer '" + name_ + "' is incompatible with the layer: expected shape=" +
@@ -196,7 +197,8 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> layer_detail::FunctionalGraph::c
   for (const auto& node : nodes_) {
     if (node->inputs.empty()) continue;  // an Input: fed above
     std::vector<Tensor<float>> args;
-    for (const auto& in : node->inputs) args.push_back(values.at(in.node().get()).at(static_cast<std::size_t>(in.index())));
+    for (const auto& in : node->inputs)
+      args.push_back(values.at(in.node().get()).at(static_cast<std::size_t>(in.index())));
     values[node.get()] = node->layer->invoke(args, training);
   }
   std::vector<Tensor<float>> out;

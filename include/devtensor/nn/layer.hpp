@@ -191,7 +191,9 @@ class Layer {
   }
   /// From a layer handle such as Dense, or a model.
   template <class L>
-    requires requires(const L& l) { { l.impl() } -> std::convertible_to<std::shared_ptr<LayerBase>>; }
+  requires requires(const L& l) {
+    { l.impl() } -> std::convertible_to<std::shared_ptr<LayerBase>>;
+  }
   Layer(const L& layer) : Layer(std::shared_ptr<LayerBase>(layer.impl())) {}  // NOLINT: implicit by design
 
   Tensor<float> operator()(const Tensor<float>& x, bool training = false) const { return (*impl_)(x, training); }

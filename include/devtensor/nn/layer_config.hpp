@@ -57,7 +57,8 @@ using Json = nlohmann::ordered_json;
 namespace config_detail {
 
 inline Json keras_object(const std::string& module, const std::string& class_name, Json config) {
-  return Json{{"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
+  return Json{
+      {"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
 }
 
 inline Json dtype_policy() { return keras_object("keras", "DTypePolicy", Json{{"name", "float32"}}); }
@@ -173,7 +174,8 @@ class Reader {
     std::vector<std::int64_t> out;
     if (v.is_array())
       for (const auto& e : v) {
-        if (!e.is_number_integer()) throw invalid("\"" + std::string(key) + "\" is not a list of integers: " + v.dump());
+        if (!e.is_number_integer())
+          throw invalid("\"" + std::string(key) + "\" is not a list of integers: " + v.dump());
         out.push_back(in_range(key, e.get<std::int64_t>()));
       }
     if (out.empty()) throw invalid("\"" + std::string(key) + "\" is not an integer or a list of them: " + v.dump());
@@ -185,9 +187,12 @@ class Reader {
     if (!v.is_array()) throw invalid("\"" + std::string(key) + "\" is not a shape: " + v.dump());
     nn::PartialShape out;
     for (const auto& e : v) {
-      if (e.is_null()) out.push_back(-1);
-      else if (e.is_number_integer() && e.get<std::int64_t>() >= 0) out.push_back(e.get<std::int64_t>());
-      else throw invalid("\"" + std::string(key) + "\" is not a shape: " + v.dump());
+      if (e.is_null())
+        out.push_back(-1);
+      else if (e.is_number_integer() && e.get<std::int64_t>() >= 0)
+        out.push_back(e.get<std::int64_t>());
+      else
+        throw invalid("\"" + std::string(key) + "\" is not a shape: " + v.dump());
     }
     if (elements_of(out) > kMaxElements)
       throw invalid("\"" + std::string(key) + "\" " + v.dump() + " has more than 2^40 elements");
@@ -227,7 +232,8 @@ class Reader {
     if (kind == "Zeros" || kind == "zeros") return ini::Zeros{};
     if (kind == "Ones" || kind == "ones") return ini::Ones{};
     if (kind == "Constant") return ini::Constant{static_cast<float>(r.number_or("value", 0.0))};
-    if (kind == "RandomUniform") return ini::RandomUniform{r.number_or("minval", -0.05), r.number_or("maxval", 0.05), seed()};
+    if (kind == "RandomUniform")
+      return ini::RandomUniform{r.number_or("minval", -0.05), r.number_or("maxval", 0.05), seed()};
     if (kind == "RandomNormal") return ini::RandomNormal{r.number_or("mean", 0.0), r.number_or("stddev", 0.05), seed()};
     return fallback;
   }
@@ -246,8 +252,8 @@ class Reader {
   /// Refuses a field that is set (not null, not `allowed`).
   void require_unset(const char* key, const Json& allowed = nullptr) const {
     if (has(key) && config_.at(key) != allowed)
-      throw UnimplementedError(where() + " sets \"" + key + "\" to " + config_.at(key).dump() +
-                               ", which devtensor's " + class_ + " does not have");
+      throw UnimplementedError(where() + " sets \"" + key + "\" to " + config_.at(key).dump() + ", which devtensor's " +
+                               class_ + " does not have");
   }
 
   [[nodiscard]] std::int64_t in_range(const char* key, std::int64_t value) const {
@@ -273,10 +279,23 @@ inline SpatialInts spatial(const std::vector<std::int64_t>& v) { return SpatialI
 }  // namespace config_detail
 
 inline const std::vector<std::string>& known_layer_classes() {
-  static const std::vector<std::string> classes{
-      "InputLayer", "Dense",   "Dropout", "Activation", "Flatten",  "Add",  "Concatenate", "Conv2D", "DepthwiseConv2D",
-      "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "BatchNormalization",
-      "Reshape", "ZeroPadding2D", "Rescaling"};
+  static const std::vector<std::string> classes{"InputLayer",
+                                                "Dense",
+                                                "Dropout",
+                                                "Activation",
+                                                "Flatten",
+                                                "Add",
+                                                "Concatenate",
+                                                "Conv2D",
+                                                "DepthwiseConv2D",
+                                                "MaxPooling2D",
+                                                "AveragePooling2D",
+                                                "GlobalAveragePooling2D",
+                                                "GlobalMaxPooling2D",
+                                                "BatchNormalization",
+                                                "Reshape",
+                                                "ZeroPadding2D",
+                                                "Rescaling"};
   return classes;
 }
 
@@ -286,8 +305,12 @@ inline Json layer_to_config(const nn::LayerBase& layer, const std::vector<nn::Pa
   Json config = base_config(layer);
   bool has_build_config = true;  // as Keras: the layers that define build() record their input shape
   if (const auto* input = dynamic_cast<const ld::InputLayer*>(&layer)) {
-    config = Json{{"batch_shape", shape_json(input->batch_shape())}, {"dtype", "float32"}, {"sparse", false},
-                  {"ragged", false}, {"name", layer.name()}, {"optional", false}};
+    config = Json{{"batch_shape", shape_json(input->batch_shape())},
+                  {"dtype", "float32"},
+                  {"sparse", false},
+                  {"ragged", false},
+                  {"name", layer.name()},
+                  {"optional", false}};
     has_build_config = false;
   } else if (const auto* dense = dynamic_cast<const ld::DenseLayer*>(&layer)) {
     const auto& o = dense->options();
@@ -296,8 +319,8 @@ inline Json layer_to_config(const nn::LayerBase& layer, const std::vector<nn::Pa
     config["use_bias"] = o.use_bias;
     config["kernel_initializer"] = initializer_json(o.kernel_initializer);
     config["bias_initializer"] = initializer_json(o.bias_initializer);
-    for (const char* key : {"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint",
-                            "quantization_config"})
+    for (const char* key :
+         {"kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint", "quantization_config"})
       config[key] = nullptr;
   } else if (const auto* dropout = dynamic_cast<const ld::DropoutLayer*>(&layer)) {
     config["rate"] = dropout->rate();
@@ -325,8 +348,8 @@ inline Json layer_to_config(const nn::LayerBase& layer, const std::vector<nn::Pa
     config["use_bias"] = o.use_bias;
     config["kernel_initializer"] = initializer_json(o.kernel_initializer);
     config["bias_initializer"] = initializer_json(o.bias_initializer);
-    for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
-                            "bias_constraint"})
+    for (const char* key :
+         {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
       config[key] = nullptr;
   } else if (const auto* depthwise = dynamic_cast<const ld::DepthwiseConv2DLayer*>(&layer)) {
     const auto& o = depthwise->options();
@@ -446,26 +469,28 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
   if (kind == "Concatenate") return nn::Concatenate(r.has("axis") ? r.integer("axis") : -1, {.name = r.name()}).impl();
   if (kind == "Conv2D") {
     r.require_unset("groups", 1);
-    nn::Conv2DOptions o{.strides = spatial(r.ints("strides")),
-                        .padding = r.string_or("padding", "valid"),
-                        .data_format = r.string_or("data_format", "channels_last"),
-                        .dilation_rate = spatial(r.has("dilation_rate") ? r.ints("dilation_rate") : std::vector<std::int64_t>{1}),
-                        .activation = r.activation(),
-                        .use_bias = r.boolean_or("use_bias", true),
-                        .name = r.name()};
+    nn::Conv2DOptions o{
+        .strides = spatial(r.ints("strides")),
+        .padding = r.string_or("padding", "valid"),
+        .data_format = r.string_or("data_format", "channels_last"),
+        .dilation_rate = spatial(r.has("dilation_rate") ? r.ints("dilation_rate") : std::vector<std::int64_t>{1}),
+        .activation = r.activation(),
+        .use_bias = r.boolean_or("use_bias", true),
+        .name = r.name()};
     o.kernel_initializer = r.initializer("kernel_initializer", o.kernel_initializer);
     o.bias_initializer = r.initializer("bias_initializer", o.bias_initializer);
     return nn::Conv2D(r.integer("filters"), spatial(r.ints("kernel_size")), std::move(o)).impl();
   }
   if (kind == "DepthwiseConv2D") {
-    nn::DepthwiseConv2DOptions o{.strides = spatial(r.ints("strides")),
-                                 .padding = r.string_or("padding", "valid"),
-                                 .depth_multiplier = r.has("depth_multiplier") ? r.integer("depth_multiplier") : 1,
-                                 .data_format = r.string_or("data_format", "channels_last"),
-                                 .dilation_rate = spatial(r.has("dilation_rate") ? r.ints("dilation_rate") : std::vector<std::int64_t>{1}),
-                                 .activation = r.activation(),
-                                 .use_bias = r.boolean_or("use_bias", true),
-                                 .name = r.name()};
+    nn::DepthwiseConv2DOptions o{
+        .strides = spatial(r.ints("strides")),
+        .padding = r.string_or("padding", "valid"),
+        .depth_multiplier = r.has("depth_multiplier") ? r.integer("depth_multiplier") : 1,
+        .data_format = r.string_or("data_format", "channels_last"),
+        .dilation_rate = spatial(r.has("dilation_rate") ? r.ints("dilation_rate") : std::vector<std::int64_t>{1}),
+        .activation = r.activation(),
+        .use_bias = r.boolean_or("use_bias", true),
+        .name = r.name()};
     o.depthwise_initializer = r.initializer("depthwise_initializer", o.depthwise_initializer);
     o.bias_initializer = r.initializer("bias_initializer", o.bias_initializer);
     return nn::DepthwiseConv2D(spatial(r.ints("kernel_size")), std::move(o)).impl();

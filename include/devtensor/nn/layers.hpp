@@ -103,8 +103,9 @@ DEVTENSOR_DEFINITION layer_detail::DenseLayer::DenseLayer(std::int64_t units, De
 
 DEVTENSOR_DEFINITION void layer_detail::DenseLayer::build(const Shape& input_shape) {
   if (input_shape.rank() != 2)
-    throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected ndim=2, found ndim=" +
-                               std::to_string(input_shape.rank()) + ". Full shape received: " + input_shape.to_python());
+    throw InvalidArgumentError(
+        "Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected ndim=2, found ndim=" +
+        std::to_string(input_shape.rank()) + ". Full shape received: " + input_shape.to_python());
   const std::int64_t in = input_shape[1];
   const Shape kernel_shape({in, units_});
   kernel_ = Variable<float>(initial(options_.kernel_initializer, kernel_shape, "kernel"), {.name = name_ + "/kernel"});
@@ -115,16 +116,18 @@ DEVTENSOR_DEFINITION void layer_detail::DenseLayer::build(const Shape& input_sha
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::call(const Tensor<float>& x, bool /*training*/) {
   if (x.rank() != 2 || x.shape()[1] != in_features_)
-    throw InvalidArgumentError("Input 0 of layer \"" + name_ + "\" is incompatible with the layer: expected axis -1 "
-                               "of input shape to have value " + std::to_string(in_features_) +
-                               ", but received input with shape " + x.shape().to_python());
+    throw InvalidArgumentError("Input 0 of layer \"" + name_ +
+                               "\" is incompatible with the layer: expected axis -1 "
+                               "of input shape to have value " +
+                               std::to_string(in_features_) + ", but received input with shape " +
+                               x.shape().to_python());
   Tensor<float> y = matmul(x, kernel_.value());
   if (options_.use_bias) y = add(y, bias_.value());
   return activate(options_.activation, y);
 }
 
-DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::initial(
-    const Initializer& init, const Shape& shape, std::string_view what) const {
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::initial(const Initializer& init, const Shape& shape,
+                                                                     std::string_view what) const {
   if (!init) throw InvalidArgumentError("Dense \"" + name_ + "\": the " + std::string(what) + " initializer is empty");
   Tensor<float> value = init(shape);
   if (value.shape() != shape)

@@ -53,8 +53,10 @@ std::pair<Tensor<T>, Tensor<T>> align(const Tensor<T>& y_true, const Tensor<T>& 
     dims.push_back(1);
     return reshape(x, dims);
   };
-  if (t.rank() + 1 == p.rank()) t = expanded(t);
-  else if (p.rank() + 1 == t.rank()) p = expanded(p);
+  if (t.rank() + 1 == p.rank())
+    t = expanded(t);
+  else if (p.rank() + 1 == t.rank())
+    p = expanded(p);
   if (t.shape() != p.shape() || p.rank() == 0)
     throw InvalidArgumentError(std::string(loss) + ": y_true and y_pred have incompatible shapes " +
                                y_true.shape().to_string() + " and " + y_pred.shape().to_string() +
@@ -189,7 +191,8 @@ Tensor<T> CategoricalCrossentropy::per_example(const Tensor<T>& y_true, const Te
   if (!y_true.defined() || !y_pred.defined() || y_true.shape() != y_pred.shape() || y_pred.rank() == 0)
     throw InvalidArgumentError(
         "CategoricalCrossentropy: arguments `target` and `output` must have the same shape of rank >= 1. Received: "
-        "target.shape=" + (y_true.defined() ? y_true.shape().to_string() : "undefined") +
+        "target.shape=" +
+        (y_true.defined() ? y_true.shape().to_string() : "undefined") +
         ", output.shape=" + (y_pred.defined() ? y_pred.shape().to_string() : "undefined"));
   Tensor<T> target = y_true;
   if (label_smoothing > 0) {
@@ -238,11 +241,14 @@ Tensor<T> SparseCategoricalCrossentropy::per_example(const Tensor<T>& y_true, co
     labels = reshape(labels, dims);
   }
   bool leading_match = y_pred.rank() >= 1 && labels.rank() + 1 == y_pred.rank();
-  for (std::size_t d = 0; leading_match && d < labels.rank(); ++d) leading_match = labels.shape()[d] == y_pred.shape()[d];
+  for (std::size_t d = 0; leading_match && d < labels.rank(); ++d)
+    leading_match = labels.shape()[d] == y_pred.shape()[d];
   if (!leading_match)
-    throw InvalidArgumentError("SparseCategoricalCrossentropy: argument `output` must have rank `target.ndim + 1` and "
-                               "`target`'s leading dimensions (class indices for rows of class scores). Received: "
-                               "target.shape=" + y_true.shape().to_string() + ", output.shape=" + y_pred.shape().to_string());
+    throw InvalidArgumentError(
+        "SparseCategoricalCrossentropy: argument `output` must have rank `target.ndim + 1` and "
+        "`target`'s leading dimensions (class indices for rows of class scores). Received: "
+        "target.shape=" +
+        y_true.shape().to_string() + ", output.shape=" + y_pred.shape().to_string());
   const std::int64_t classes = y_pred.shape()[y_pred.rank() - 1];
   loss_detail::check_class_indices(labels, classes);
   Tensor<T> logits = y_pred;
@@ -270,8 +276,10 @@ template <Floating T>
 [[nodiscard]] Tensor<T> compute_average_loss(const Tensor<T>& per_example_loss,
                                              std::optional<std::int64_t> global_batch_size = std::nullopt) {
   if (!per_example_loss.defined() || per_example_loss.rank() == 0)
-    throw InvalidArgumentError("Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, "
-                               "received: " + (per_example_loss.defined() ? per_example_loss.shape().to_string() : std::string("an undefined tensor")));
+    throw InvalidArgumentError(
+        "Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, "
+        "received: " +
+        (per_example_loss.defined() ? per_example_loss.shape().to_string() : std::string("an undefined tensor")));
   std::int64_t global = 0;
   if (global_batch_size) {
     global = *global_batch_size;
@@ -280,8 +288,9 @@ template <Floating T>
     if (!replica) {
       bool distributed = distribute::current_distribution_scope() != nullptr;
       if (distributed)
-        throw FailedPreconditionError("You are calling `compute_average_loss` in cross replica context, while it was "
-                                      "expected to be called in replica context. Pass global_batch_size.");
+        throw FailedPreconditionError(
+            "You are calling `compute_average_loss` in cross replica context, while it was "
+            "expected to be called in replica context. Pass global_batch_size.");
       global = per_example_loss.shape()[0];
     } else {
       global = per_example_loss.shape()[0] * replica->num_replicas;
@@ -305,11 +314,11 @@ template <Floating T>
 class Loss {
  public:
   template <class L>
-    requires requires(const L& l, const Tensor<float>& t) {
-      { l.per_example(t, t) } -> std::same_as<Tensor<float>>;
-      { l.reduction } -> std::convertible_to<Reduction>;
-      { L::name } -> std::convertible_to<std::string_view>;
-    }
+  requires requires(const L& l, const Tensor<float>& t) {
+    { l.per_example(t, t) } -> std::same_as<Tensor<float>>;
+    { l.reduction } -> std::convertible_to<Reduction>;
+    { L::name } -> std::convertible_to<std::string_view>;
+  }
   Loss(L loss)  // NOLINT: implicit, so compile() takes any loss
       : per_example_([loss](const Tensor<float>& t, const Tensor<float>& p) { return loss.per_example(t, p); }),
         reduction_(loss.reduction),
@@ -360,9 +369,10 @@ DEVTENSOR_DEFINITION Loss Loss::by_name(std::string_view id) {
   if (id == "categorical_crossentropy" || id == "CategoricalCrossentropy") return losses::CategoricalCrossentropy{};
   if (id == "sparse_categorical_crossentropy" || id == "SparseCategoricalCrossentropy")
     return losses::SparseCategoricalCrossentropy{};
-  throw InvalidArgumentError("Could not interpret loss identifier: " + std::string(id) +
-                             " (known here: mse, mean_squared_error, bce, binary_crossentropy, categorical_crossentropy, "
-                             "sparse_categorical_crossentropy and their class names; or pass a loss object)");
+  throw InvalidArgumentError(
+      "Could not interpret loss identifier: " + std::string(id) +
+      " (known here: mse, mean_squared_error, bce, binary_crossentropy, categorical_crossentropy, "
+      "sparse_categorical_crossentropy and their class names; or pass a loss object)");
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

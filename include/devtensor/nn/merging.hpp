@@ -34,7 +34,9 @@ class MergeLayer : public LayerBase {
  public:
   void build(const Shape& input_shape) override { throw not_a_list(input_shape.to_python()); }
   Tensor<float> call(const Tensor<float>& x, bool) override { throw not_a_list(x.shape().to_python()); }
-  PartialShape output_shape(const PartialShape& input_shape) const override { throw not_a_list(python_shape(input_shape)); }
+  PartialShape output_shape(const PartialShape& input_shape) const override {
+    throw not_a_list(python_shape(input_shape));
+  }
   std::vector<Variable<float>> variables() const override { return {}; }
 
   void build_inputs(const std::vector<Shape>& input_shapes) override {
@@ -47,19 +49,24 @@ class MergeLayer : public LayerBase {
     return InvalidArgumentError("A merge layer should be called on a list of inputs. Received: input_shape=" + shape +
                                 " (not a list of shapes)");
   }
+
  protected:
   void require_two_or_more(std::size_t n) const {
     if (n < 2)
-      throw InvalidArgumentError("A `" + type_name() + "` layer should be called on a list of at least 2 inputs. Received: " +
-                                 std::to_string(n) + " input(s).");
+      throw InvalidArgumentError(
+          "A `" + type_name() +
+          "` layer should be called on a list of at least 2 inputs. Received: " + std::to_string(n) + " input(s).");
   }
 };
 
 class AddLayer final : public MergeLayer {
  public:
-  explicit AddLayer(MergeOptions options) { name_ = options.name.empty() ? unique_name("add") : std::move(options.name); }
+  explicit AddLayer(MergeOptions options) {
+    name_ = options.name.empty() ? unique_name("add") : std::move(options.name);
+  }
   std::string type_name() const override { return "Add"; }
-  DEVTENSOR_HEADER_INLINE std::vector<PartialShape> output_shapes(const std::vector<PartialShape>& shapes) const override;
+  DEVTENSOR_HEADER_INLINE std::vector<PartialShape> output_shapes(
+      const std::vector<PartialShape>& shapes) const override;
   DEVTENSOR_HEADER_INLINE std::vector<Tensor<float>> call_inputs(const std::vector<Tensor<float>>& xs, bool) override;
 };
 
@@ -70,7 +77,8 @@ class ConcatenateLayer final : public MergeLayer {
   }
   std::string type_name() const override { return "Concatenate"; }
   std::int64_t axis() const noexcept { return axis_; }
-  DEVTENSOR_HEADER_INLINE std::vector<PartialShape> output_shapes(const std::vector<PartialShape>& shapes) const override;
+  DEVTENSOR_HEADER_INLINE std::vector<PartialShape> output_shapes(
+      const std::vector<PartialShape>& shapes) const override;
   DEVTENSOR_HEADER_INLINE std::vector<Tensor<float>> call_inputs(const std::vector<Tensor<float>>& xs, bool) override;
 
  private:
@@ -120,8 +128,8 @@ DEVTENSOR_DEFINITION std::vector<PartialShape> layer_detail::AddLayer::output_sh
   return {out};
 }
 
-DEVTENSOR_DEFINITION std::vector<Tensor<float>> layer_detail::AddLayer::call_inputs(const std::vector<Tensor<float>>& xs,
-                                                                                    bool) {
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> layer_detail::AddLayer::call_inputs(
+    const std::vector<Tensor<float>>& xs, bool) {
   require_two_or_more(xs.size());
   Tensor<float> sum = xs[0];
   for (std::size_t i = 1; i < xs.size(); ++i) {
@@ -141,8 +149,10 @@ DEVTENSOR_DEFINITION std::vector<PartialShape> layer_detail::ConcatenateLayer::o
   const auto mismatch = [&] {
     std::string list = "[";
     for (std::size_t i = 0; i < shapes.size(); ++i) list += (i ? ", " : "") + python_shape(shapes[i]);
-    return InvalidArgumentError("A `Concatenate` layer requires inputs with matching shapes except for the "
-                                "concatenation axis. Received: input_shape=" + list + "]");
+    return InvalidArgumentError(
+        "A `Concatenate` layer requires inputs with matching shapes except for the "
+        "concatenation axis. Received: input_shape=" +
+        list + "]");
   };
   if (axis < 0 || axis >= rank) throw mismatch();
   PartialShape out = shapes[0];

@@ -137,7 +137,8 @@ DEVTENSOR_DEFINITION Metric metric_by_name(std::string_view id) {
   if (id == "mean_absolute_error" || id == "MeanAbsoluteError")
     return {"mean_absolute_error", Metric::Kind::mean_absolute_error};
   if (id == "mse") return {"mse", Metric::Kind::mean_squared_error};
-  if (id == "mean_squared_error" || id == "MeanSquaredError") return {"mean_squared_error", Metric::Kind::mean_squared_error};
+  if (id == "mean_squared_error" || id == "MeanSquaredError")
+    return {"mean_squared_error", Metric::Kind::mean_squared_error};
   throw InvalidArgumentError("Could not interpret metric identifier: " + std::string(id) +
                              " (known here: accuracy, acc, binary_accuracy, categorical_accuracy, "
                              "sparse_categorical_accuracy, mae, mean_absolute_error, mse, mean_squared_error)");
@@ -147,16 +148,19 @@ DEVTENSOR_DEFINITION Metric::Kind resolve_accuracy(const Shape& y_true, const Sh
   const std::int64_t pred_last = y_pred.rank() > 0 ? y_pred[y_pred.rank() - 1] : 1;
   const std::int64_t true_last = y_true.rank() > 0 ? y_true[y_true.rank() - 1] : 1;
   if (pred_last == 1) return Metric::Kind::binary_accuracy;
-  if (y_true.rank() < y_pred.rank() || (true_last == 1 && pred_last > 1)) return Metric::Kind::sparse_categorical_accuracy;
+  if (y_true.rank() < y_pred.rank() || (true_last == 1 && pred_last > 1))
+    return Metric::Kind::sparse_categorical_accuracy;
   return Metric::Kind::categorical_accuracy;
 }
 
 DEVTENSOR_DEFINITION Tensor<float> metric_matches(const Metric& metric, const Tensor<float>& y_true,
                                                   const Tensor<float>& y_pred) {
-  const auto kind = metric.kind == Metric::Kind::accuracy ? resolve_accuracy(y_true.shape(), y_pred.shape()) : metric.kind;
+  const auto kind =
+      metric.kind == Metric::Kind::accuracy ? resolve_accuracy(y_true.shape(), y_pred.shape()) : metric.kind;
   const auto mismatch = [&](const char* want) {
     return InvalidArgumentError("metric " + metric.name + ": labels of shape " + y_true.shape().to_string() +
-                                " and predictions of shape " + y_pred.shape().to_string() + " do not pair (" + want + ")");
+                                " and predictions of shape " + y_pred.shape().to_string() + " do not pair (" + want +
+                                ")");
   };
   if (kind == Metric::Kind::mean_absolute_error || kind == Metric::Kind::mean_squared_error) {
     // Keras's: the labels given the predictions' rank, then the mean over the last axis.
@@ -168,7 +172,8 @@ DEVTENSOR_DEFINITION Tensor<float> metric_matches(const Metric& metric, const Te
   }
   if (kind == Metric::Kind::binary_accuracy) {
     const auto labels = y_true.rank() + 1 == y_pred.rank() ? metrics_detail::with_trailing_one(y_true) : y_true;
-    if (labels.shape() != y_pred.shape()) throw mismatch("equal shapes, or labels without the predictions' last axis of 1");
+    if (labels.shape() != y_pred.shape())
+      throw mismatch("equal shapes, or labels without the predictions' last axis of 1");
     // y_pred > threshold, as 1 or 0: 1 − (threshold >= y_pred).
     const auto threshold = scalar<float>(static_cast<float>(metric.threshold));
     return grad_ops::equal(labels, sub(scalar<float>(1), grad_ops::greater_equal(threshold, y_pred)));

@@ -33,13 +33,13 @@
 #include "devtensor/distribute/distributed_dataset.hpp"
 #include "devtensor/graph/function.hpp"
 #include "devtensor/nn/compile_utils.hpp"
+#include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/functional.hpp"
 #include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/layer.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/optimizers.hpp"
-#include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/summary.hpp"
 #include "devtensor/nn/training_loop.hpp"
 #include "devtensor/nn/training_options.hpp"
@@ -100,10 +100,10 @@ struct KerasArchiveComponent {
   static constexpr bool linked = false;
 #endif
 };
-#define DEVTENSOR_KERAS_ARCHIVE_NEEDED(what)                                                                    \
+#define DEVTENSOR_KERAS_ARCHIVE_NEEDED(what)                                                                  \
   what " needs devtensor's keras_archive component: find_package(devtensor CONFIG COMPONENTS keras_archive) " \
        "and target_link_libraries(<your target> PRIVATE devtensor::keras_archive) (without CMake: "           \
-       "-DDEVTENSOR_WITH_KERAS_ARCHIVE, and src/devtensor_keras_archive.cpp compiled and linked with HDF5, "   \
+       "-DDEVTENSOR_WITH_KERAS_ARCHIVE, and src/devtensor_keras_archive.cpp compiled and linked with HDF5, "  \
        "libzip and nlohmann_json)"
 /// The bodies: UnimplementedError when the program holds no code of the component (neither its
 /// object nor a file that includes <devtensor/saving/keras_archive.hpp>).
@@ -252,8 +252,7 @@ class Model {
   /// (x, y), or (x1, x2, y) for a model of two inputs and one output.
   History fit(const Dataset& dataset, FitOptions options = {});
   template <Element... Ts>
-    requires(sizeof...(Ts) > 2)
-  History fit(const data::Dataset<Ts...>& dataset, FitOptions options = {}) {
+  requires(sizeof...(Ts) > 2) History fit(const data::Dataset<Ts...>& dataset, FitOptions options = {}) {
     return fit(data_adapter::Batches::from_dataset(dataset, input_count()), std::move(options));
   }
 
@@ -266,15 +265,15 @@ class Model {
   History fit(std::vector<Tensor<float>> xs, std::vector<Tensor<float>> ys, FitOptions options = {}) {
     require_compiled();
     data_adapter::split_validation(xs, ys, options);
-    return fit(data_adapter::from_arrays(xs, ys, options.batch_size, options.shuffle, options.seed), std::move(options));
+    return fit(data_adapter::from_arrays(xs, ys, options.batch_size, options.shuffle, options.seed),
+               std::move(options));
   }
 
   /// The loss and the compiled metrics over batches (weighted by batch sizes), without training.
   Evaluation evaluate(const data_adapter::Batches& batches, EvaluateOptions options = {});
   Evaluation evaluate(const Dataset& dataset, EvaluateOptions options = {});
   template <Element... Ts>
-    requires(sizeof...(Ts) > 2)
-  Evaluation evaluate(const data::Dataset<Ts...>& dataset, EvaluateOptions options = {}) {
+  requires(sizeof...(Ts) > 2) Evaluation evaluate(const data::Dataset<Ts...>& dataset, EvaluateOptions options = {}) {
     return evaluate(data_adapter::Batches::from_dataset(dataset, input_count()), std::move(options));
   }
   Evaluation evaluate(const Tensor<float>& x, const Tensor<float>& y, EvaluateOptions options = {}) {
@@ -287,7 +286,9 @@ class Model {
   }
 
   /// The model's outputs for x [n, ...], computed batch_size examples at a time.
-  Tensor<float> predict(const Tensor<float>& x, PredictOptions options = {}) { return predict(std::vector{x}, options).front(); }
+  Tensor<float> predict(const Tensor<float>& x, PredictOptions options = {}) {
+    return predict(std::vector{x}, options).front();
+  }
   /// A model of several inputs (each [n, ...]) or outputs.
   std::vector<Tensor<float>> predict(const std::vector<Tensor<float>>& xs, PredictOptions options = {});
 
@@ -300,7 +301,8 @@ class Model {
     return train_step(std::vector{x}, std::vector{y});
   }
   /// A model of several inputs or outputs: one tensor per input, one per output.
-  std::pair<double, std::int64_t> train_step(const std::vector<Tensor<float>>& xs, const std::vector<Tensor<float>>& ys);
+  std::pair<double, std::int64_t> train_step(const std::vector<Tensor<float>>& xs,
+                                             const std::vector<Tensor<float>>& ys);
 
   /// One training step on a batch as fit runs it (traced unless run_eagerly): the batch's loss.
   double train_on_batch(const Tensor<float>& x, const Tensor<float>& y) {
@@ -481,7 +483,8 @@ template <class Component = saving::KerasArchiveComponent>
 
 DEVTENSOR_DEFINITION Model::Model(std::string name) : name_(std::move(name)) { capture_strategy(); }
 
-DEVTENSOR_DEFINITION Model::Model(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, ModelOptions options)
+DEVTENSOR_DEFINITION Model::Model(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs,
+                                  ModelOptions options)
     : name_(options.name.empty() ? unique_name("functional") : std::move(options.name)) {
   graph_ = std::make_shared<layer_detail::FunctionalGraph>(std::move(inputs), std::move(outputs), name_);
   capture_strategy();
@@ -512,8 +515,8 @@ DEVTENSOR_DEFINITION Tensor<float> Model::forward(const Tensor<float>& x, bool t
 
 DEVTENSOR_DEFINITION void Model::require_one_input_and_output(const char* what) const {
   if (graph_->inputs().size() != 1 || graph_->outputs().size() != 1)
-    throw InvalidArgumentError("Model \"" + name_ + "\" has " + std::to_string(graph_->inputs().size()) + " inputs and " +
-                               std::to_string(graph_->outputs().size()) + " outputs; " + what +
+    throw InvalidArgumentError("Model \"" + name_ + "\" has " + std::to_string(graph_->inputs().size()) +
+                               " inputs and " + std::to_string(graph_->outputs().size()) + " outputs; " + what +
                                " needs one of each (call it on a vector of tensors, or predict on one)");
 }
 
@@ -587,43 +590,49 @@ DEVTENSOR_DEFINITION std::vector<std::shared_ptr<LayerBase>> Model::tracked_laye
 
 DEVTENSOR_DEFINITION void Model::save_weights_now(const std::string& path) const {
   if (!weights_io::hooks().save)
-    throw UnimplementedError("save_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
-                             "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
+    throw UnimplementedError(
+        "save_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
+        "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
   weights_io::hooks().save(*this, path);
 }
 
 DEVTENSOR_DEFINITION void Model::save_now(const std::string& path) const {
   if (!saving::hooks().save)
-    throw UnimplementedError("model.save needs the keras_archive component: link devtensor::keras_archive (without CMake, "
-                             "compile and link src/devtensor_keras_archive.cpp)");
+    throw UnimplementedError(
+        "model.save needs the keras_archive component: link devtensor::keras_archive (without CMake, "
+        "compile and link src/devtensor_keras_archive.cpp)");
   saving::hooks().save(*this, path);
 }
 
 DEVTENSOR_DEFINITION std::string Model::to_json_now() const {
   if (!saving::hooks().to_json)
-    throw UnimplementedError("model.to_json needs the keras_archive component: link devtensor::keras_archive (without "
-                             "CMake, compile and link src/devtensor_keras_archive.cpp)");
+    throw UnimplementedError(
+        "model.to_json needs the keras_archive component: link devtensor::keras_archive (without "
+        "CMake, compile and link src/devtensor_keras_archive.cpp)");
   return saving::hooks().to_json(*this);
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::load_model_now(const std::string& path, bool compile) {
   if (!hooks().load)
-    throw UnimplementedError("load_model needs the keras_archive component: link devtensor::keras_archive (without "
-                             "CMake, compile and link src/devtensor_keras_archive.cpp)");
+    throw UnimplementedError(
+        "load_model needs the keras_archive component: link devtensor::keras_archive (without "
+        "CMake, compile and link src/devtensor_keras_archive.cpp)");
   return hooks().load(path, compile);
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<Model> saving::model_from_json_now(const std::string& json) {
   if (!hooks().from_json)
-    throw UnimplementedError("model_from_json needs the keras_archive component: link devtensor::keras_archive (without "
-                             "CMake, compile and link src/devtensor_keras_archive.cpp)");
+    throw UnimplementedError(
+        "model_from_json needs the keras_archive component: link devtensor::keras_archive (without "
+        "CMake, compile and link src/devtensor_keras_archive.cpp)");
   return hooks().from_json(json);
 }
 
 DEVTENSOR_DEFINITION void Model::load_weights_now(const std::string& path) {
   if (!weights_io::hooks().load)
-    throw UnimplementedError("load_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
-                             "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
+    throw UnimplementedError(
+        "load_weights needs the HDF5 component: link devtensor::hdf5 (find_package(devtensor "
+        "COMPONENTS hdf5)) and include <devtensor/hdf5/weights.hpp>");
   weights_io::hooks().load(*this, path);
 }
 
@@ -642,8 +651,9 @@ DEVTENSOR_DEFINITION void Model::summary(std::ostream& out, SummaryOptions optio
       for (std::size_t i = 0; i < shapes.size(); ++i) shape += (i ? ", " : "") + python_shape(shapes[i]);
       shape += "]";
     }
-    std::vector<std::string> row{layer->name() + " (" + layer->type_name() + ")", shape,
-                                 layer->built() ? summary_detail::with_thousands(layer->count_params()) : "0 (unbuilt)"};
+    std::vector<std::string> row{
+        layer->name() + " (" + layer->type_name() + ")", shape,
+        layer->built() ? summary_detail::with_thousands(layer->count_params()) : "0 (unbuilt)"};
     if (table.connected_to) row.push_back(graph_->connections(*layer));
     table.rows.push_back(std::move(row));
   }

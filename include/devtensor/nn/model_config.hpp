@@ -86,8 +86,9 @@ inline Json history(const KerasTensor& t, const GraphNodes& nodes) {
 }
 
 inline Json tensor_json(const KerasTensor& t, const GraphNodes& nodes) {
-  return Json{{"class_name", "__keras_tensor__"},
-              {"config", Json{{"shape", shape_json(t.shape())}, {"dtype", "float32"}, {"keras_history", history(t, nodes)}}}};
+  return Json{
+      {"class_name", "__keras_tensor__"},
+      {"config", Json{{"shape", shape_json(t.shape())}, {"dtype", "float32"}, {"keras_history", history(t, nodes)}}}};
 }
 
 inline Json endpoints(const std::vector<KerasTensor>& tensors, const GraphNodes& nodes) {
@@ -112,7 +113,8 @@ inline Json layer_entry(const LayerBase& layer, const GraphNodes& nodes) {
   const auto shapes = first_call_shapes(layer, nodes);
   if (const auto* inner = dynamic_cast<const layer_detail::FunctionalGraph*>(&layer)) {
     Json out = graph_to_config(*inner);
-    if (!shapes.empty()) out["build_config"] = Json{{"input_shape", shapes.size() == 1 ? shape_json(shapes[0]) : Json()}};
+    if (!shapes.empty())
+      out["build_config"] = Json{{"input_shape", shapes.size() == 1 ? shape_json(shapes[0]) : Json()}};
     return out;
   }
   return layer_to_config(layer, shapes);
@@ -133,7 +135,8 @@ inline Json graph_to_config(const layer_detail::FunctionalGraph& graph) {
         for (const LayerNode* node : it->second) {
           Json args = Json::array();
           for (const auto& in : node->inputs) args.push_back(tensor_json(in, nodes));
-          // Keras records the mask its call passes to a layer whose call takes one (of devtensor's, BatchNormalization).
+          // Keras records the mask its call passes to a layer whose call takes one (of devtensor's,
+          // BatchNormalization).
           const Json kwargs = layer->type_name() == "BatchNormalization" ? Json{{"mask", nullptr}} : Json::object();
           inbound.push_back(Json{{"args", node->inputs.size() == 1 ? args : Json::array({args})}, {"kwargs", kwargs}});
         }
@@ -169,7 +172,8 @@ inline void unsupported_classes(const Json& layers, std::vector<std::string>& ou
     else if (!model && std::find(known.begin(), known.end(), kind) == known.end()) {
       const Json& config = layer.contains("config") ? layer["config"] : Json();
       const std::string name = config.is_object() && config.contains("name") && config["name"].is_string()
-                                   ? config["name"].get<std::string>() : "?";
+                                   ? config["name"].get<std::string>()
+                                   : "?";
       out.push_back(kind + " (\"" + name + "\")");
     }
   }
@@ -193,8 +197,8 @@ struct Budget {
     const std::int64_t n = weights_of(layer, shapes);
     if (n > weights_left)
       throw InvalidArgumentError("layer \"" + layer.name() + "\" (" + layer.type_name() + ") would create " +
-                                 (n > kMaxElements ? "more than 2^40" : std::to_string(n)) +
-                                 " weights, beyond the " + std::to_string(weights_allowed) +
+                                 (n > kMaxElements ? "more than 2^40" : std::to_string(n)) + " weights, beyond the " +
+                                 std::to_string(weights_allowed) +
                                  " the model may hold (what its weights file holds, or model_from_json's bound)");
     weights_left -= n;
   }
@@ -229,7 +233,9 @@ struct Budget {
       const auto& o = bn->options();
       const auto axis = o.axis < 0 ? o.axis + static_cast<std::int64_t>(s.size()) : o.axis;
       const std::int64_t vectors = 2 + (o.center ? 1 : 0) + (o.scale ? 1 : 0);
-      return axis >= 0 && axis < static_cast<std::int64_t>(s.size()) ? product({vectors, s[static_cast<std::size_t>(axis)]}) : 0;
+      return axis >= 0 && axis < static_cast<std::int64_t>(s.size())
+                 ? product({vectors, s[static_cast<std::size_t>(axis)]})
+                 : 0;
     }
     return 0;
   }
@@ -248,7 +254,8 @@ inline TensorRef tensor_ref(const Json& v, const std::string& where) {
     triple = &v["config"]["keras_history"];
   if (!triple->is_array() || triple->size() < 3 || !(*triple)[0].is_string() || !(*triple)[1].is_number_integer() ||
       !(*triple)[2].is_number_integer())
-    throw InvalidArgumentError(where + ": " + v.dump().substr(0, 200) + " is not a tensor reference ([layer, node, tensor])");
+    throw InvalidArgumentError(where + ": " + v.dump().substr(0, 200) +
+                               " is not a tensor reference ([layer, node, tensor])");
   return {(*triple)[0].get<std::string>(), (*triple)[1].get<int>(), (*triple)[2].get<int>()};
 }
 
@@ -262,8 +269,9 @@ inline std::vector<TensorRef> node_inputs(const Json& node, const std::string& w
   if (!node.is_object() || !node.contains("args") || !node["args"].is_array() || node["args"].empty())
     throw InvalidArgumentError(where + ": an inbound node is not {\"args\": [...], \"kwargs\": {...}}");
   const Json& args = node["args"];
-  if (args.size() != 1) throw UnimplementedError(where + " is called with " + std::to_string(args.size()) +
-                                                 " positional arguments; devtensor's layers take one (a tensor or a list)");
+  if (args.size() != 1)
+    throw UnimplementedError(where + " is called with " + std::to_string(args.size()) +
+                             " positional arguments; devtensor's layers take one (a tensor or a list)");
   if (args[0].is_array() && !args[0].empty() && !args[0][0].is_string()) {
     for (const auto& t : args[0]) out.push_back(tensor_ref(t, where));
   } else {
@@ -277,7 +285,8 @@ inline std::vector<TensorRef> endpoint_refs(const Json& v, const std::string& wh
   std::vector<TensorRef> out;
   if (v.is_array())
     for (const auto& t : v) out.push_back(tensor_ref(t, where));
-  if (out.empty()) throw InvalidArgumentError(where + " is not a list of [layer, node, tensor]: " + v.dump().substr(0, 200));
+  if (out.empty())
+    throw InvalidArgumentError(where + " is not a list of [layer, node, tensor]: " + v.dump().substr(0, 200));
   return out;
 }
 
@@ -333,8 +342,9 @@ inline std::shared_ptr<Model> functional_of(const Json& config, Budget& budget) 
   std::vector<Pending> pending;
   for (const auto& entry : config.at("layers")) {
     const std::string kind = entry.value("class_name", std::string());
-    const std::string layer_name = entry.contains("name") && entry["name"].is_string() ? entry["name"].get<std::string>()
-                                   : Reader(entry.value("config", Json::object()), kind).name();
+    const std::string layer_name = entry.contains("name") && entry["name"].is_string()
+                                       ? entry["name"].get<std::string>()
+                                       : Reader(entry.value("config", Json::object()), kind).name();
     if (made.contains(layer_name))
       throw InvalidArgumentError("model \"" + name + "\": two layers are named \"" + layer_name +
                                  "\"; all layer names in a model must be unique");
@@ -342,13 +352,15 @@ inline std::shared_ptr<Model> functional_of(const Json& config, Budget& budget) 
     if (kind == "InputLayer") {
       const Json input_config = entry.value("config", Json::object());
       const Reader r(input_config, kind);
-      made[layer_name].push_back({input_with_batch_shape(r.has("batch_shape") ? r.shape("batch_shape") : r.shape("batch_input_shape"), layer_name)});
+      made[layer_name].push_back({input_with_batch_shape(
+          r.has("batch_shape") ? r.shape("batch_shape") : r.shape("batch_input_shape"), layer_name)});
       continue;
     }
     const auto layer = layer_of(entry, inner_models, budget);
     const std::string where = "layer \"" + layer_name + "\" of model \"" + name + "\"";
     const Json nodes = entry.value("inbound_nodes", Json::array());
-    for (std::size_t k = 0; k < nodes.size(); ++k) pending.push_back({layer_name, layer, k, node_inputs(nodes[k], where)});
+    for (std::size_t k = 0; k < nodes.size(); ++k)
+      pending.push_back({layer_name, layer, k, node_inputs(nodes[k], where)});
   }
   // Keras's order: a call is made once the tensors it takes exist and the layer's earlier calls were.
   while (!pending.empty()) {
@@ -358,7 +370,8 @@ inline std::shared_ptr<Model> functional_of(const Json& config, Budget& budget) 
       bool ready = calls.size() == it->node;
       for (const auto& ref : it->inputs) {
         const auto found = made.find(ref.layer);
-        ready = ready && found != made.end() && ref.node >= 0 && static_cast<std::size_t>(ref.node) < found->second.size();
+        ready =
+            ready && found != made.end() && ref.node >= 0 && static_cast<std::size_t>(ref.node) < found->second.size();
       }
       if (!ready) {
         ++it;
@@ -369,8 +382,8 @@ inline std::shared_ptr<Model> functional_of(const Json& config, Budget& budget) 
         const auto& outputs = made.at(ref.layer)[static_cast<std::size_t>(ref.node)];
         if (ref.tensor < 0 || static_cast<std::size_t>(ref.tensor) >= outputs.size())
           throw InvalidArgumentError("model \"" + name + "\": layer \"" + it->layer->name() + "\" takes tensor " +
-                                     std::to_string(ref.tensor) + " of " + ref.layer + "'s call " + std::to_string(ref.node) +
-                                     ", which has " + std::to_string(outputs.size()));
+                                     std::to_string(ref.tensor) + " of " + ref.layer + "'s call " +
+                                     std::to_string(ref.node) + ", which has " + std::to_string(outputs.size()));
         inputs.push_back(outputs[static_cast<std::size_t>(ref.tensor)]);
       }
       std::vector<PartialShape> shapes;
@@ -383,19 +396,23 @@ inline std::shared_ptr<Model> functional_of(const Json& config, Budget& budget) 
     if (!progress) {
       const auto& p = pending.front();
       std::string needs;
-      for (const auto& ref : p.inputs) needs += (needs.empty() ? "" : ", ") + ref.layer + "[" + std::to_string(ref.node) + "]";
-      throw InvalidArgumentError("model \"" + name + "\": the layers' calls do not form a graph: call " + std::to_string(p.node) +
-                                 " of layer \"" + p.name + "\" takes " + needs + ", which no layer's call makes");
+      for (const auto& ref : p.inputs)
+        needs += (needs.empty() ? "" : ", ") + ref.layer + "[" + std::to_string(ref.node) + "]";
+      throw InvalidArgumentError("model \"" + name + "\": the layers' calls do not form a graph: call " +
+                                 std::to_string(p.node) + " of layer \"" + p.name + "\" takes " + needs +
+                                 ", which no layer's call makes");
     }
   }
   const auto tensors = [&](const char* key) {
     std::vector<KerasTensor> out;
     for (const auto& ref : endpoint_refs(config.at(key), "model \"" + name + "\"'s " + key)) {
       const auto found = made.find(ref.layer);
-      if (found == made.end() || ref.node < 0 || static_cast<std::size_t>(ref.node) >= found->second.size() || ref.tensor < 0 ||
+      if (found == made.end() || ref.node < 0 || static_cast<std::size_t>(ref.node) >= found->second.size() ||
+          ref.tensor < 0 ||
           static_cast<std::size_t>(ref.tensor) >= found->second[static_cast<std::size_t>(ref.node)].size())
-        throw InvalidArgumentError("model \"" + name + "\"'s " + key + " name " + ref.layer + "[" + std::to_string(ref.node) +
-                                   "][" + std::to_string(ref.tensor) + "], which the model does not have");
+        throw InvalidArgumentError("model \"" + name + "\"'s " + key + " name " + ref.layer + "[" +
+                                   std::to_string(ref.node) + "][" + std::to_string(ref.tensor) +
+                                   "], which the model does not have");
       out.push_back(found->second[static_cast<std::size_t>(ref.node)][static_cast<std::size_t>(ref.tensor)]);
     }
     return out;
@@ -407,7 +424,8 @@ inline std::shared_ptr<Model> model_of(const Json& serialized, Budget& budget) {
   const std::string kind = serialized.value("class_name", std::string());
   if (!serialized.contains("config") || !serialized["config"].is_object() || !serialized["config"].contains("layers") ||
       !serialized["config"]["layers"].is_array())
-    throw InvalidArgumentError("the config of a " + kind + " model has no list of layers (\"config\": {\"layers\": [...]})");
+    throw InvalidArgumentError("the config of a " + kind +
+                               " model has no list of layers (\"config\": {\"layers\": [...]})");
   const Json& config = serialized["config"];
   auto model = kind == "Sequential" ? sequential_of(config, budget) : functional_of(config, budget);
   if (!Reader(config, kind, true, "model").boolean_or("trainable", true)) model->set_trainable(false);
@@ -420,9 +438,9 @@ inline Json model_to_config(const Model& model) {
   const auto graph = std::dynamic_pointer_cast<const layer_detail::FunctionalGraph>(model.impl());
   if (!graph) throw InternalError("model \"" + model.name() + "\" has no graph of layers");
   Json out = config_detail::graph_to_config(*graph);
-  out["build_config"] = Json{{"input_shape", graph->type_name() == "Sequential"
-                                                 ? config_detail::shape_json(graph->inputs().front().shape())
-                                                 : Json()}};
+  out["build_config"] =
+      Json{{"input_shape",
+            graph->type_name() == "Sequential" ? config_detail::shape_json(graph->inputs().front().shape()) : Json()}};
   std::vector<std::string> undescribed;
   out["compile_config"] = compile_to_config(model, undescribed);
   if (!undescribed.empty()) {
@@ -441,19 +459,22 @@ inline std::shared_ptr<Model> model_from_config(const Json& serialized, std::int
                                serialized.dump().substr(0, 200));
   const std::string kind = serialized["class_name"].get<std::string>();
   if (kind != "Sequential" && kind != "Functional" && kind != "Model")
-    throw UnimplementedError("the config describes a " + kind + "; devtensor rebuilds Sequential and Functional models");
+    throw UnimplementedError("the config describes a " + kind +
+                             "; devtensor rebuilds Sequential and Functional models");
   std::vector<std::string> missing;
   if (serialized.contains("config") && serialized["config"].is_object() && serialized["config"].contains("layers"))
     config_detail::unsupported_classes(serialized["config"]["layers"], missing);
   if (!missing.empty()) {
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw UnimplementedError("the model uses " + std::to_string(missing.size()) + " layer(s) devtensor does not have: " +
-                             list + ". devtensor rebuilds " + [] {
+    throw UnimplementedError("the model uses " + std::to_string(missing.size()) +
+                             " layer(s) devtensor does not have: " + list + ". devtensor rebuilds " +
+                             [] {
                                std::string known;
                                for (const auto& k : known_layer_classes()) known += (known.empty() ? "" : ", ") + k;
                                return known;
-                             }() + ", and models of them");
+                             }() +
+                             ", and models of them");
   }
   config_detail::Budget budget{max_weights, max_weights, fresh_weights};
   try {

@@ -87,8 +87,9 @@ DEVTENSOR_DEFINITION History Model::fit(const data_adapter::Batches& batches, Fi
       [this](const data_adapter::Batches& validation, const training_loop::CallbackList& callbacks) {
         if (validation.cardinality() == data::INFINITE_CARDINALITY)
           throw InvalidArgumentError("fit: the validation data repeats forever; take() a finite number of batches");
-        return training_loop::evaluate(validation, compiled_loss_->reported_names(),
-                                       [this](const data_adapter::Batch& batch) { return test_step(batch); }, callbacks);
+        return training_loop::evaluate(
+            validation, compiled_loss_->reported_names(),
+            [this](const data_adapter::Batch& batch) { return test_step(batch); }, callbacks);
       },
       this,
       {.stop_requested = [this] { return stop_training_; },
@@ -164,9 +165,10 @@ DEVTENSOR_DEFINITION void Model::require_matching_batch(const data_adapter::Batc
   for (const auto* part : {&batch.xs, &batch.ys})
     for (const auto& t : *part)
       if (!t.defined() || t.rank() == 0 || t.shape()[0] != batch.xs[0].shape()[0])
-        throw InvalidArgumentError("train_step: x and y need the same number of examples, got " +
-                                   (batch.xs[0].defined() ? batch.xs[0].shape().to_string() : std::string("undefined")) +
-                                   " and " + (t.defined() ? t.shape().to_string() : std::string("undefined")));
+        throw InvalidArgumentError(
+            "train_step: x and y need the same number of examples, got " +
+            (batch.xs[0].defined() ? batch.xs[0].shape().to_string() : std::string("undefined")) + " and " +
+            (t.defined() ? t.shape().to_string() : std::string("undefined")));
 }
 
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector<Tensor<float>>& xs,
@@ -175,18 +177,21 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
   if (xs.empty()) throw InvalidArgumentError("predict: no inputs given");
   for (const auto& x : xs)
     if (!x.defined() || x.rank() == 0 || x.shape()[0] != xs[0].shape()[0])
-      throw InvalidArgumentError("predict: every input must be a tensor of rank >= 1 with the same number of examples "
-                                 "(first dimension)");
+      throw InvalidArgumentError(
+          "predict: every input must be a tensor of rank >= 1 with the same number of examples "
+          "(first dimension)");
   const std::int64_t n = xs[0].shape()[0];
   build_for(xs[0]);
   require_built();
   const auto* traced_step = traced(
       traced_.predict,
-      [this](const std::vector<Tensor<float>>& in, const Tensor<std::int64_t>&, std::int64_t) { return forward(in, false); },
+      [this](const std::vector<Tensor<float>>& in, const Tensor<std::int64_t>&, std::int64_t) {
+        return forward(in, false);
+      },
       "predict_function");
-  const training_loop::CallbackList callbacks(options.callbacks, false, false, this,
-                                              {.epochs = 1, .steps = (n + options.batch_size - 1) / options.batch_size,
-                                               .verbose = 0});
+  const training_loop::CallbackList callbacks(
+      options.callbacks, false, false, this,
+      {.epochs = 1, .steps = (n + options.batch_size - 1) / options.batch_size, .verbose = 0});
   std::int64_t step = 0;
   const auto predict_step = [&](const std::vector<Tensor<float>>& batch) {
     callbacks.each(&Callback::on_predict_batch_begin, step, Logs{});
@@ -203,7 +208,8 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
     std::vector<std::vector<Tensor<float>>> parts;  // [output][batch]
     for (std::int64_t begin = 0; begin < n; begin += options.batch_size) {
       std::vector<Tensor<float>> batch;
-      for (const auto& x : xs) batch.push_back(data_adapter::detail::rows(x, begin, std::min(options.batch_size, n - begin)));
+      for (const auto& x : xs)
+        batch.push_back(data_adapter::detail::rows(x, begin, std::min(options.batch_size, n - begin)));
       auto outputs = predict_step(batch);
       parts.resize(outputs.size());
       for (std::size_t o = 0; o < outputs.size(); ++o) parts[o].push_back(std::move(outputs[o]));
@@ -263,7 +269,7 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const dat
 }
 
 DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(const data_adapter::Batch& batch,
-                                                                                  bool may_trace) {
+                                                                             bool may_trace) {
   const std::int64_t global = batch.examples();
   build_for(batch.xs[0]);
   // Each replica's share of the batch on its device (this process's share: DATA auto-shard),
@@ -274,7 +280,8 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(con
   for (const auto* part : {&batch.xs, &batch.ys})
     for (const auto& t : *part) {
       auto rows = distribute::split_rows(t, shares, devices);
-      for (std::size_t r = 0; r < devices.size(); ++r) (part == &batch.xs ? replicas[r].xs : replicas[r].ys).push_back(std::move(rows[r]));
+      for (std::size_t r = 0; r < devices.size(); ++r)
+        (part == &batch.xs ? replicas[r].xs : replicas[r].ys).push_back(std::move(rows[r]));
     }
   const std::size_t inputs = batch.xs.size();
   const std::size_t per_replica = inputs + batch.ys.size();
@@ -327,8 +334,8 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
   for (std::size_t v = 0; v < values.front().size(); ++v) {
     std::vector<Tensor<float>> per_replica;
     for (auto& replica : values) per_replica.push_back(std::move(replica[v]));
-    out.push_back(strategy_->reduce_sum_to_first_replica(per_replica, v == 0 ? std::string("the step's loss")
-                                                                             : "the step's " + names[v - 1]));
+    out.push_back(strategy_->reduce_sum_to_first_replica(
+        per_replica, v == 0 ? std::string("the step's loss") : "the step's " + names[v - 1]));
   }
   return out;
 }

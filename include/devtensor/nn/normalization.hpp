@@ -108,7 +108,8 @@ DEVTENSOR_DEFINITION layer_detail::BatchNormalizationLayer::BatchNormalizationLa
     full[0] = 1;
     for (const std::int64_t d : full)
       if (d < 0)
-        throw InvalidArgumentError("BatchNormalization \"" + name_ + "\": input_shape " + python_shape(*options_.input_shape) +
+        throw InvalidArgumentError("BatchNormalization \"" + name_ + "\": input_shape " +
+                                   python_shape(*options_.input_shape) +
                                    " must be fully defined to build the layer at once");
     ensure_built(Shape(full));
   }
@@ -136,7 +137,8 @@ DEVTENSOR_DEFINITION void layer_detail::BatchNormalizationLayer::build(const Sha
   const Shape shape({features_});
   const auto make = [&](const Initializer& init, std::string_view what, bool trainable) {
     if (!init)
-      throw InvalidArgumentError("BatchNormalization \"" + name_ + "\": the " + std::string(what) + " initializer is empty");
+      throw InvalidArgumentError("BatchNormalization \"" + name_ + "\": the " + std::string(what) +
+                                 " initializer is empty");
     Tensor<float> value = init(shape);
     if (value.shape() != shape)
       throw InvalidArgumentError("BatchNormalization \"" + name_ + "\": the " + std::string(what) +
@@ -183,15 +185,16 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::BatchNormalizationLayer::call(c
     variance = moving_variance_.value();
   }
   // tf.nn.batch_normalization.
-  Tensor<float> inv = div(scalar<float>(1.0f), sqrt(add(variance, scalar<float>(static_cast<float>(options_.epsilon)))));
+  Tensor<float> inv =
+      div(scalar<float>(1.0f), sqrt(add(variance, scalar<float>(static_cast<float>(options_.epsilon)))));
   if (options_.scale) inv = mul(inv, gamma_.value());
   Tensor<float> shift = neg(mul(mean, inv));
   if (options_.center) shift = sub(beta_.value(), mul(mean, inv));
   return add(mul(x, along_axis(inv)), along_axis(shift));
 }
 
-DEVTENSOR_DEFINITION PartialShape layer_detail::BatchNormalizationLayer::output_shape(
-    const PartialShape& input_shape) const {
+DEVTENSOR_DEFINITION PartialShape
+layer_detail::BatchNormalizationLayer::output_shape(const PartialShape& input_shape) const {
   (void)feature_axis(input_shape);
   return input_shape;
 }

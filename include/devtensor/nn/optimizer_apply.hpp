@@ -58,9 +58,10 @@ inline std::vector<std::pair<Tensor<float>, Variable<float>>> pairs(const std::v
                                "],). Check that the loss depends on the variables and was computed while the "
                                "GradientTape was recording.");
   if (!missing.empty())
-    log(LogSource::python_logger, LogSeverity::warning, "Gradients do not exist for variables [" + missing +
-                                  "] when minimizing the loss. If you're using `model.compile()`, did you forget "
-                                  "to provide a `loss` argument?");
+    log(LogSource::python_logger, LogSeverity::warning,
+        "Gradients do not exist for variables [" + missing +
+            "] when minimizing the loss. If you're using `model.compile()`, did you forget "
+            "to provide a `loss` argument?");
   return out;
 }
 /// Under a device policy that refuses implicit copies (EXPLICIT, SILENT_FOR_INT32), a gradient
@@ -96,9 +97,10 @@ inline const distribute::ReplicaContextState* replica_context_of(const Updates& 
   if (!any) return nullptr;  // this strategy's replicas updating variables of their own
   for (const auto& [g, v] : updates)
     if (!of_this_strategy(v))
-      throw InvalidArgumentError("apply_gradients inside strategy.run updates mirrored variables of that strategy, but " +
-                                 v.name() + " was not created in its scope. Create every variable the optimizer "
-                                 "updates under `strategy.scope()`.");
+      throw InvalidArgumentError(
+          "apply_gradients inside strategy.run updates mirrored variables of that strategy, but " + v.name() +
+          " was not created in its scope. Create every variable the optimizer "
+          "updates under `strategy.scope()`.");
   return ctx;
 }
 
@@ -166,14 +168,15 @@ struct ResourceApply : TensorLevel {
     for (const auto& [g, v] : updates) out.push_back(v);
     return out;
   }
-  static void run(const O& optimizer, const std::vector<Variable<float>>& variables, const std::vector<Tensor<float>>& values,
-                  bool per_component, std::string_view op) {
+  static void run(const O& optimizer, const std::vector<Variable<float>>& variables,
+                  const std::vector<Tensor<float>>& values, bool per_component, std::string_view op) {
     namespace od = nn::optimizer_detail;
     const std::size_t count = variables.size();
     od::Updates now;
     for (std::size_t k = 0; k < count; ++k) now.emplace_back(values[k], variables[k]);
     if (per_component) {
-      optimizer.update(now, od::GradientFor([&](std::size_t k, std::size_t c, const Device&) { return values[c * count + k]; }));
+      optimizer.update(
+          now, od::GradientFor([&](std::size_t k, std::size_t c, const Device&) { return values[c * count + k]; }));
       return;
     }
     if (auto* host = distribute::remote_host_of(variables)) [[unlikely]] {  // a parameter server runs the rule
@@ -214,13 +217,15 @@ void apply(const O& optimizer, const std::vector<Tensor<float>>& grads, const st
     for (const auto& contribution : all) {
       per_replica.push_back(*static_cast<const std::vector<Tensor<float>>*>(contribution.get()));
       if (per_replica.back().size() != updates.size())
-        throw InvalidArgumentError("apply_gradients inside strategy.run: replicas passed gradients for different "
-                                   "variables; every replica must update the same variables");
+        throw InvalidArgumentError(
+            "apply_gradients inside strategy.run: replicas passed gradients for different "
+            "variables; every replica must update the same variables");
     }
     // The context holds a const view of the strategy, which itself is not const (it runs this very
     // call). merge_call's function runs in cross-replica context, as TensorFlow's merge_fn does.
     const auto reduced = const_cast<distribute::StrategyInterface*>(ctx->strategy)->batch_all_reduce_sum(per_replica);
-    const distribute::ScopedSet<distribute::ReplicaContextState> cross_replica(distribute::current_replica_context(), nullptr);
+    const distribute::ScopedSet<distribute::ReplicaContextState> cross_replica(distribute::current_replica_context(),
+                                                                               nullptr);
     std::vector<Tensor<float>> gradients;  // component c's, then c + 1's
     for (const auto& row : reduced) gradients.insert(gradients.end(), row.begin(), row.end());
     run_op<ops::ResourceApply<O>>({optimizer, updates, info, true}, gradients);

@@ -69,7 +69,8 @@ std::vector<Tensor<float>> export_slots(SlotTable<K>& table, const std::vector<V
       for (const std::size_t k : group) {
         const auto it = table.slots.find(v.handle_id());
         const bool has = it != table.slots.end() && !it->second.empty() && it->second[0][k].defined();
-        out.push_back(has ? it->second[0][k] : kernels::filled_on<float>(v.component(0).device_info(), v.shape(), 0.0f, "ZerosLike"));
+        out.push_back(has ? it->second[0][k]
+                          : kernels::filled_on<float>(v.component(0).device_info(), v.shape(), 0.0f, "ZerosLike"));
       }
   return out;
 }
@@ -116,8 +117,9 @@ double rate_of_step(const LearningRate& rate, const std::shared_ptr<SlotTable<K>
   const double value = rate.at(table->iterations);
   if (auto* capture = graph::Capture::current()) {
     if (rate.is_schedule())
-      throw UnimplementedError("a learning-rate schedule gives every step its own rate, which the kernels of a "
-                               "captured CUDA graph would not read again");
+      throw UnimplementedError(
+          "a learning-rate schedule gives every step its own rate, which the kernels of a "
+          "captured CUDA graph would not read again");
     capture->still_valid.push_back([rate, value] { return rate.at(0) == value; });
   }
   return value;
@@ -160,7 +162,8 @@ const float* step_size_on(const std::shared_ptr<SlotTable<K>>& table, const Devi
   auto& on = table->on_device[&device];
   if (!on.steps.defined() || on.count != table->iterations) {
     if (capture)
-      throw UnimplementedError("Adam's step count on " + device.full_name + " is behind the optimizer's (its first "
+      throw UnimplementedError("Adam's step count on " + device.full_name +
+                               " is behind the optimizer's (its first "
                                "step there, or steps without it since), and setting it is host work a CUDA graph "
                                "would not repeat");
     if (!on.steps.defined()) {
@@ -171,7 +174,8 @@ const float* step_size_on(const std::shared_ptr<SlotTable<K>>& table, const Devi
     on.count = table->iterations;
   }
   kernels::run_update<ops::AdamStepSize, float>(
-      device, ops::AdamStepSizeUpdate<float>{on.steps.mutable_data(), on.size.mutable_data(), learning_rate, beta_1, beta_2},
+      device,
+      ops::AdamStepSizeUpdate<float>{on.steps.mutable_data(), on.size.mutable_data(), learning_rate, beta_1, beta_2},
       1);
   ++on.count;
   if (capture) {  // each replay advances the device's count: the host's record of it follows

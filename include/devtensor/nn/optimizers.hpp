@@ -42,7 +42,6 @@
 namespace devtensor {
 namespace nn {
 
-
 namespace optimizers {
 
 struct SGD {
@@ -76,10 +75,13 @@ struct SGD {
   }
   /// The velocities (with momentum) of `vars` in Keras's order; restore sets them and the count.
   [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const;
-  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const;
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps,
+               const std::vector<Tensor<float>>& values) const;
 
  private:
-  [[nodiscard]] optimizer_detail::SlotGroups groups() const { return momentum != 0.0 ? optimizer_detail::SlotGroups{{0}} : optimizer_detail::SlotGroups{}; }
+  [[nodiscard]] optimizer_detail::SlotGroups groups() const {
+    return momentum != 0.0 ? optimizer_detail::SlotGroups{{0}} : optimizer_detail::SlotGroups{};
+  }
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -134,7 +136,8 @@ struct Adam {
   }
   /// The moments of `vars` in Keras's order (m, v per variable; then v_hat); restore sets them.
   [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const;
-  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const;
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps,
+               const std::vector<Tensor<float>>& values) const;
 
  private:
   [[nodiscard]] optimizer_detail::SlotGroups groups() const {
@@ -157,8 +160,8 @@ DEVTENSOR_DEFINITION void Adam::validate() const {
                                std::to_string(lr));
   const auto check_beta = [](const char* what, double beta) {
     if (!(beta >= 0 && beta < 1))
-      throw InvalidArgumentError(std::string("Adam: `") + what + "` must be between [0, 1). Received: " + what +
-                                 "=" + std::to_string(beta));
+      throw InvalidArgumentError(std::string("Adam: `") + what + "` must be between [0, 1). Received: " + what + "=" +
+                                 std::to_string(beta));
   };
   check_beta("beta_1", beta_1);
   check_beta("beta_2", beta_2);
@@ -173,27 +176,33 @@ DEVTENSOR_DEFINITION void Adam::validate() const {
 class Optimizer {
  public:
   template <class O>
-    requires requires(const O& o, const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
-      o.apply_gradients(g, v);
-      o.validate();
-      { O::name } -> std::convertible_to<std::string_view>;
-    }
+  requires requires(const O& o, const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
+    o.apply_gradients(g, v);
+    o.validate();
+    { O::name } -> std::convertible_to<std::string_view>;
+  }
   Optimizer(O optimizer)  // NOLINT: implicit, so compile() takes any optimizer
       : apply_([optimizer](const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
           optimizer.apply_gradients(g, v);
         }),
         iterations_([optimizer]() -> std::int64_t {
-          if constexpr (requires { optimizer.iterations(); }) return optimizer.iterations();
-          else return 0;
+          if constexpr (requires { optimizer.iterations(); })
+            return optimizer.iterations();
+          else
+            return 0;
         }),
         slot_values_([optimizer](const std::vector<Variable<float>>& vars) -> std::vector<Tensor<float>> {
-          if constexpr (requires { optimizer.slot_values(vars); }) return optimizer.slot_values(vars);
-          else return {};
+          if constexpr (requires { optimizer.slot_values(vars); })
+            return optimizer.slot_values(vars);
+          else
+            return {};
         }),
         restore_([optimizer](const std::vector<Variable<float>>& vars, std::int64_t steps,
                              const std::vector<Tensor<float>>& values) {
-          if constexpr (requires { optimizer.restore(vars, steps, values); }) optimizer.restore(vars, steps, values);
-          else throw UnimplementedError(std::string(O::name) + " cannot restore a saved state");
+          if constexpr (requires { optimizer.restore(vars, steps, values); })
+            optimizer.restore(vars, steps, values);
+          else
+            throw UnimplementedError(std::string(O::name) + " cannot restore a saved state");
         }),
         learning_rate_(rate_of(optimizer)),
         rate_settable_(std::same_as<std::remove_cvref_t<decltype(optimizer.learning_rate)>, LearningRate>),
@@ -203,7 +212,7 @@ class Optimizer {
   }
   /// An optimizer by its Keras identifier, with Keras's defaults: "sgd" (learning rate 0.01),
   /// "adam" (0.001), in any case. @throws InvalidArgumentError for another name.
-  Optimizer(const char* identifier) : Optimizer(by_name(identifier)) {}  // NOLINT: compile("mse", "sgd")
+  Optimizer(const char* identifier) : Optimizer(by_name(identifier)) {}         // NOLINT: compile("mse", "sgd")
   Optimizer(const std::string& identifier) : Optimizer(by_name(identifier)) {}  // NOLINT
 
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
@@ -230,7 +239,8 @@ class Optimizer {
   /// type whose `learning_rate` is a plain number, not a LearningRate.
   void set_learning_rate(double value) const {
     if (!rate_settable_)
-      throw UnimplementedError(name_ + " keeps its learning rate as a plain number, which nothing outside it can "
+      throw UnimplementedError(name_ +
+                               " keeps its learning rate as a plain number, which nothing outside it can "
                                "change; declare its `learning_rate` as nn::LearningRate to let callbacks set it");
     if (!(value >= 0) || !std::isfinite(value))
       throw InvalidArgumentError("set_learning_rate: the learning rate must be a non-negative number, got " +
@@ -243,7 +253,8 @@ class Optimizer {
   [[nodiscard]] std::vector<Tensor<float>> slot_values(const std::vector<Variable<float>>& vars) const {
     return slot_values_(vars);
   }
-  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps, const std::vector<Tensor<float>>& values) const {
+  void restore(const std::vector<Variable<float>>& vars, std::int64_t steps,
+               const std::vector<Tensor<float>>& values) const {
     restore_(vars, steps, values);
   }
 
@@ -255,7 +266,8 @@ class Optimizer {
   static LearningRate rate_of(const O& optimizer) {
     if constexpr (std::same_as<std::remove_cvref_t<decltype(optimizer.learning_rate)>, LearningRate>)
       return optimizer.learning_rate;
-    else return static_cast<double>(optimizer.learning_rate);
+    else
+      return static_cast<double>(optimizer.learning_rate);
   }
 
   std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)> apply_;
@@ -280,8 +292,8 @@ DEVTENSOR_DEFINITION Optimizer Optimizer::by_name(std::string_view id) {
                              " (known here: sgd, adam; or pass an optimizer object)");
 }
 
-DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(
-    const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
+DEVTENSOR_DEFINITION void optimizers::SGD::apply_gradients(const std::vector<Tensor<float>>& grads,
+                                                           const std::vector<Variable<float>>& vars) const {
   validate();
   optimizer_detail::apply(*this, grads, vars,
                           momentum == 0.0 ? optimizer_detail::apply_info<ops::ApplyGradientDescent>
@@ -310,16 +322,16 @@ DEVTENSOR_DEFINITION void optimizers::SGD::update(const optimizer_detail::Update
       auto& [velocity] = slots->of(v, c, var);
       kernels::run_update<ops::ApplyKerasMomentum, float>(
           var.device_info(),
-          ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr,
-                                          m, nesterov},
+          ops::KerasMomentumUpdate<float>{var.data(), grad.data(), velocity.mutable_data(), out.mutable_data(), lr, m,
+                                          nesterov},
           var.num_elements());
     });
   }
   optimizer_detail::advance(slots);
 }
 
-DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(
-    const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const {
+DEVTENSOR_DEFINITION void optimizers::Adam::apply_gradients(const std::vector<Tensor<float>>& grads,
+                                                            const std::vector<Variable<float>>& vars) const {
   validate();
   optimizer_detail::apply(*this, grads, vars, optimizer_detail::apply_info<ops::ApplyAdam>);
 }
@@ -341,8 +353,7 @@ DEVTENSOR_DEFINITION void optimizers::Adam::update(const optimizer_detail::Updat
     }
     for (const auto& [where, size] : step_sizes)
       if (where == &device) return size;
-    return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, lr, beta_1, beta_2))
-        .second;
+    return step_sizes.emplace_back(&device, optimizer_detail::step_size_on(slots, device, lr, beta_1, beta_2)).second;
   };
   for (std::size_t k = 0; k < updates.size(); ++k) {
     const Variable<float>& v = updates[k].second;

@@ -10,11 +10,11 @@
 /// Metrics join the loss in the order of their names, as Keras 3 prints them:
 /// `- accuracy: 0.9500 - loss: 0.1234`.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <algorithm>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -54,9 +54,12 @@ inline std::string logs(Logs values) {
 inline std::string eta(double seconds) {
   const auto s = static_cast<long>(seconds);
   char buffer[32];
-  if (s > 3600) std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", s / 3600, (s % 3600) / 60, s % 60);
-  else if (s > 60) std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
-  else std::snprintf(buffer, sizeof buffer, "%lds", s);
+  if (s > 3600)
+    std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", s / 3600, (s % 3600) / 60, s % 60);
+  else if (s > 60)
+    std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
+  else
+    std::snprintf(buffer, sizeof buffer, "%lds", s);
   return buffer;
 }
 }  // namespace progress_detail
@@ -65,11 +68,14 @@ class ProgressBar {
  public:
   /// `target`: steps in the epoch (0 when unknown). `out` defaults to std::cout; `interactive`
   /// defaults to whether that is a terminal. `interval_seconds`: the least time between redraws.
-  ProgressBar(std::int64_t target, int verbose, std::ostream* out = nullptr, std::optional<bool> interactive = std::nullopt,
-              double interval_seconds = 0.05)
-      : target_(target), verbose_(verbose), out_(out ? out : &std::cout),
+  ProgressBar(std::int64_t target, int verbose, std::ostream* out = nullptr,
+              std::optional<bool> interactive = std::nullopt, double interval_seconds = 0.05)
+      : target_(target),
+        verbose_(verbose),
+        out_(out ? out : &std::cout),
         interactive_(interactive.value_or(out_ == &std::cout && ::isatty(STDOUT_FILENO) == 1)),
-        interval_(interval_seconds), start_(std::chrono::steady_clock::now()) {}
+        interval_(interval_seconds),
+        start_(std::chrono::steady_clock::now()) {}
 
   /// Whether update(current, ...) would draw now: fit and evaluate read a loss that lives on a
   /// GPU only then (Keras reads its metrics once per display update, not once per step).
@@ -90,8 +96,12 @@ class ProgressBar {
     if (last_width_ > 0 && elapsed - last_draw_ < interval_) return;  // the first step always draws
     last_draw_ = elapsed;
     std::string line = bar(current) + " - ";
-    if (target_ > 0 && current < target_) line += "ETA: " + progress_detail::eta(elapsed / static_cast<double>(current) * static_cast<double>(target_ - current));
-    else line += progress_detail::format("%.0fs ", elapsed) + progress_detail::per_step(elapsed / static_cast<double>(current));
+    if (target_ > 0 && current < target_)
+      line += "ETA: " +
+              progress_detail::eta(elapsed / static_cast<double>(current) * static_cast<double>(target_ - current));
+    else
+      line += progress_detail::format("%.0fs ", elapsed) +
+              progress_detail::per_step(elapsed / static_cast<double>(current));
     line += progress_detail::logs(values);
     const std::size_t width = line.size();
     if (width < last_width_) line += std::string(last_width_ - width, ' ');
@@ -127,8 +137,8 @@ class ProgressBar {
   bool interactive_;
   double interval_;
   std::chrono::steady_clock::time_point start_;
-  double last_draw_ = 0;       // seconds since start_ at the last redraw
-  std::size_t last_width_ = 0; // 0 until the first redraw
+  double last_draw_ = 0;        // seconds since start_ at the last redraw
+  std::size_t last_width_ = 0;  // 0 until the first redraw
 
   [[nodiscard]] double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

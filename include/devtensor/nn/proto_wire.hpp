@@ -31,7 +31,9 @@ class ProtoWriter {
  private:
   std::string data_;
   void raw_varint(std::uint64_t value);
-  void key(int field, int wire_type) { raw_varint(static_cast<std::uint64_t>(field) << 3 | static_cast<unsigned>(wire_type)); }
+  void key(int field, int wire_type) {
+    raw_varint(static_cast<std::uint64_t>(field) << 3 | static_cast<unsigned>(wire_type));
+  }
 };
 
 /// Reads fields one by one; a length or varint past the end is DataLossError.
@@ -89,9 +91,9 @@ DEVTENSOR_DEFINITION ProtoWriter& ProtoWriter::bytes(int field, std::string_view
 }
 
 DEVTENSOR_DEFINITION std::string_view ProtoReader::take(std::size_t n) {
-  if (n > data_.size() - at_) throw DataLossError("a message of the event file is cut short: " + std::to_string(n) +
-                                                  " bytes wanted at offset " + std::to_string(at_) + " of " +
-                                                  std::to_string(data_.size()));
+  if (n > data_.size() - at_)
+    throw DataLossError("a message of the event file is cut short: " + std::to_string(n) + " bytes wanted at offset " +
+                        std::to_string(at_) + " of " + std::to_string(data_.size()));
   const auto out = data_.substr(at_, n);
   at_ += n;
   return out;
@@ -124,8 +126,11 @@ DEVTENSOR_DEFINITION std::uint32_t ProtoReader::fixed32() {
 }
 DEVTENSOR_DEFINITION std::string_view ProtoReader::bytes() {
   const std::uint64_t n = varint();
-  if (n > data_.size()) throw DataLossError("a length of " + std::to_string(n) + " bytes in the event file is longer "
-                                            "than its message (" + std::to_string(data_.size()) + " bytes)");
+  if (n > data_.size())
+    throw DataLossError("a length of " + std::to_string(n) +
+                        " bytes in the event file is longer "
+                        "than its message (" +
+                        std::to_string(data_.size()) + " bytes)");
   return take(static_cast<std::size_t>(n));
 }
 DEVTENSOR_DEFINITION void ProtoReader::skip() {
@@ -134,8 +139,9 @@ DEVTENSOR_DEFINITION void ProtoReader::skip() {
     case 1: (void)take(8); return;
     case 2: (void)bytes(); return;
     case 5: (void)take(4); return;
-    default: throw DataLossError("wire type " + std::to_string(wire_) + " of field " + std::to_string(field_) +
-                                 " is not one event files use");
+    default:
+      throw DataLossError("wire type " + std::to_string(wire_) + " of field " + std::to_string(field_) +
+                          " is not one event files use");
   }
 }
 

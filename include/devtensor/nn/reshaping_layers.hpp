@@ -158,7 +158,8 @@ inline std::string python_ints(std::span<const std::int64_t> values, bool tuple)
   return s + (values.size() == 1 ? ",)" : ")");
 }
 /// Keras's text for a negative entry of `padding`.
-[[noreturn]] inline void throw_negative_padding(std::string_view what, const std::string& received, std::int64_t value) {
+[[noreturn]] inline void throw_negative_padding(std::string_view what, const std::string& received,
+                                                std::int64_t value) {
   throw InvalidArgumentError("The `" + std::string(what) + "` argument must be a tuple of 2 integers. Received " +
                              std::string(what) + "=" + received + ", including values {" + std::to_string(value) +
                              "} that do not satisfy `value >= 0`");
@@ -203,18 +204,23 @@ DEVTENSOR_DEFINITION layer_detail::ReshapeLayer::ReshapeLayer(PartialShape targe
   int unknown = 0;
   for (const std::int64_t d : target_) {
     if (d < -1)
-      throw InvalidArgumentError("Each dimension in `target_shape` must be a non-negative integer, or `-1` for a single "
-                                 "unknown dimension. Received: target_shape=" + python_ints(target_, true) + ".");
+      throw InvalidArgumentError(
+          "Each dimension in `target_shape` must be a non-negative integer, or `-1` for a single "
+          "unknown dimension. Received: target_shape=" +
+          python_ints(target_, true) + ".");
     unknown += d == -1;
   }
   if (unknown > 1)
-    throw InvalidArgumentError("There must be at most one unknown dimension (-1) in `target_shape`. Received: "
-                               "target_shape=" + python_ints(target_, true) + ".");
+    throw InvalidArgumentError(
+        "There must be at most one unknown dimension (-1) in `target_shape`. Received: "
+        "target_shape=" +
+        python_ints(target_, true) + ".");
 }
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::ReshapeLayer::output_shape(const PartialShape& input_shape) const {
   if (input_shape.empty())
-    throw InvalidArgumentError("Layer \"" + name_ + "\" (Reshape) needs inputs with a batch dimension; received a scalar");
+    throw InvalidArgumentError("Layer \"" + name_ +
+                               "\" (Reshape) needs inputs with a batch dimension; received a scalar");
   PartialShape out{input_shape[0]};
   out.insert(out.end(), target_.begin(), target_.end());
   std::int64_t size = 1;
@@ -225,17 +231,21 @@ DEVTENSOR_DEFINITION PartialShape layer_detail::ReshapeLayer::output_shape(const
   std::int64_t known = 1;
   std::size_t inferred = 0;
   for (std::size_t d = 0; d < target_.size(); ++d) {
-    if (target_[d] == -1) inferred = d + 1;
-    else known *= target_[d];
+    if (target_[d] == -1)
+      inferred = d + 1;
+    else
+      known *= target_[d];
   }
   const PartialShape example(input_shape.begin() + 1, input_shape.end());
-  const std::string received = "Received: input_shape=" + python_ints(example, true) + ", target_shape=" +
-                               python_ints(target_, true);
+  const std::string received =
+      "Received: input_shape=" + python_ints(example, true) + ", target_shape=" + python_ints(target_, true);
   if (inferred == 0) {
     if (known != size) throw InvalidArgumentError("The total size of the tensor must be unchanged. " + received);
   } else if (known == 0 || size % known != 0) {
-    throw InvalidArgumentError("The total size of the tensor must be unchanged, however, the input size cannot by "
-                               "divided by the specified dimensions in target_shape. " + received);
+    throw InvalidArgumentError(
+        "The total size of the tensor must be unchanged, however, the input size cannot by "
+        "divided by the specified dimensions in target_shape. " +
+        received);
   } else {
     out[inferred] = size / known;
   }
@@ -267,7 +277,8 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::ZeroPadding2DLayer::call(const 
   return pad(x, {{0, 0}, rows, cols, {0, 0}});
 }
 
-DEVTENSOR_DEFINITION PartialShape layer_detail::ZeroPadding2DLayer::output_shape(const PartialShape& input_shape) const {
+DEVTENSOR_DEFINITION PartialShape
+layer_detail::ZeroPadding2DLayer::output_shape(const PartialShape& input_shape) const {
   expect_rank4(name_, input_shape, false);
   PartialShape out = input_shape;
   const std::size_t rows = channels_first_ ? 2 : 1;

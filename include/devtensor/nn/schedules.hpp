@@ -72,14 +72,17 @@ struct PiecewiseConstantDecay {
         for (std::size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + format_number(xs[i]);
         return s + "]";
       };
-      throw InvalidArgumentError("The length of boundaries should be 1 less than the length of values. Received: "
-                                 "boundaries=" + list(boundaries) + " of length " + std::to_string(boundaries.size()) +
-                                 ", and values=" + list(values) + " of length " + std::to_string(values.size()) + ".");
+      throw InvalidArgumentError(
+          "The length of boundaries should be 1 less than the length of values. Received: "
+          "boundaries=" +
+          list(boundaries) + " of length " + std::to_string(boundaries.size()) + ", and values=" + list(values) +
+          " of length " + std::to_string(values.size()) + ".");
     }
     for (std::size_t i = 1; i < boundaries.size(); ++i)
       if (boundaries[i] <= boundaries[i - 1])
         throw InvalidArgumentError("PiecewiseConstantDecay: boundaries must increase; boundaries[" + std::to_string(i) +
-                                   "]=" + std::to_string(boundaries[i]) + " follows " + std::to_string(boundaries[i - 1]));
+                                   "]=" + std::to_string(boundaries[i]) + " follows " +
+                                   std::to_string(boundaries[i - 1]));
   }
   [[nodiscard]] double operator()(std::int64_t step) const {
     const auto after = std::lower_bound(boundaries.begin(), boundaries.end(), step);  // first boundary >= step
@@ -143,8 +146,10 @@ struct PolynomialDecay {
   [[nodiscard]] double operator()(std::int64_t step) const {
     auto s = static_cast<double>(step);
     auto steps = static_cast<double>(decay_steps);
-    if (cycle) steps *= step == 0 ? 1.0 : std::ceil(s / steps);
-    else s = std::min(s, steps);
+    if (cycle)
+      steps *= step == 0 ? 1.0 : std::ceil(s / steps);
+    else
+      s = std::min(s, steps);
     return (initial_learning_rate - end_learning_rate) * std::pow(1 - s / steps, power) + end_learning_rate;
   }
 };
@@ -154,10 +159,10 @@ struct PolynomialDecay {
 /// What a learning-rate schedule is: a function of the updates done so far (Keras's
 /// LearningRateSchedule.__call__(step)); a `validate()` it has runs when the optimizer takes it.
 template <class S>
-concept LearningRateSchedule = !std::is_arithmetic_v<S> && std::copy_constructible<S> &&
-                               requires(const S& schedule, std::int64_t step) {
-                                 { schedule(step) } -> std::convertible_to<double>;
-                               };
+concept LearningRateSchedule =
+    !std::is_arithmetic_v<S> && std::copy_constructible<S> && requires(const S& schedule, std::int64_t step) {
+  { schedule(step) } -> std::convertible_to<double>;
+};
 
 /// An optimizer's learning rate: a number, settable (Keras's learning-rate variable), or a
 /// schedule. Copies share it, as copies of an optimizer share its slots, so a callback's change
@@ -166,11 +171,14 @@ class LearningRate {
  public:
   LearningRate(double value) : state_(std::make_shared<State>()) { state_->constant = value; }  // NOLINT: implicit
   template <class S>
-    requires(!std::same_as<S, LearningRate> && LearningRateSchedule<S>)  // not a copy (clang checks the copy first)
-  LearningRate(S schedule) : state_(std::make_shared<State>()) {  // NOLINT: implicit, as Keras's argument
+  requires(!std::same_as<S, LearningRate> && LearningRateSchedule<S>)  // not a copy (clang checks the copy first)
+      LearningRate(S schedule)
+      : state_(std::make_shared<State>()) {  // NOLINT: implicit, as Keras's argument
     if constexpr (requires { schedule.validate(); }) schedule.validate();
     state_->object = schedule;
-    state_->schedule = [schedule = std::move(schedule)](std::int64_t step) { return static_cast<double>(schedule(step)); };
+    state_->schedule = [schedule = std::move(schedule)](std::int64_t step) {
+      return static_cast<double>(schedule(step));
+    };
   }
 
   /// The rate of the update after `step` updates: the schedule's value at that step, rounded to

@@ -173,7 +173,8 @@ DEVTENSOR_DEFINITION void summary_detail::print(std::ostream& out, const Summary
         const std::string text = l < wrapped[c].size() ? wrapped[c][l] : "";
         std::size_t shown = 0;  // characters, "…" being one
         for (const char ch : text) shown += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
-        const std::string pad(static_cast<std::size_t>(widths[c] - 2) - std::min(shown, static_cast<std::size_t>(widths[c] - 2)), ' ');
+        const std::string pad(
+            static_cast<std::size_t>(widths[c] - 2) - std::min(shown, static_cast<std::size_t>(widths[c] - 2)), ' ');
         out << " " << (right[c] ? pad + text : text + pad) << " " << bar;
       }
       out << "\n";

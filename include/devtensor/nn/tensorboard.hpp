@@ -42,7 +42,7 @@ struct TensorBoard {
     UpdateFrequency(const char* every);   // NOLINT: implicit, as Keras's update_freq="epoch"
     UpdateFrequency(std::int64_t every);  // NOLINT: implicit, as update_freq=100
     UpdateFrequency(int every) : UpdateFrequency(static_cast<std::int64_t>(every)) {}  // NOLINT
-    std::int64_t batches = 0;  // 0: every epoch
+    std::int64_t batches = 0;                                                          // 0: every epoch
   };
 
   std::string log_dir = "logs";
@@ -54,7 +54,7 @@ struct TensorBoard {
   struct State {
     Model* model = nullptr;
     std::optional<summary::FileWriter> train, validation;  // made on first use, as Keras's
-    std::int64_t train_batch = 0, test_batch = 0;  // counted over the training
+    std::int64_t train_batch = 0, test_batch = 0;          // counted over the training
     bool graph_pending = false;
     std::chrono::steady_clock::time_point epoch_start, batch_start;
     std::int64_t epoch_start_iterations = 0;
@@ -83,14 +83,16 @@ struct TensorBoard {
 
 DEVTENSOR_DEFINITION TensorBoard::UpdateFrequency::UpdateFrequency(const char* every) {
   const std::string_view text = every ? every : "(null)";
-  if (text == "batch") batches = 1;
+  if (text == "batch")
+    batches = 1;
   else if (text != "epoch")
     throw InvalidArgumentError("Unrecognized update_freq: " + std::string(text) +
                                ". Expected 'epoch', 'batch' or a number of batches");
 }
 
 DEVTENSOR_DEFINITION TensorBoard::UpdateFrequency::UpdateFrequency(std::int64_t every) : batches(every) {
-  if (every < 1) throw InvalidArgumentError("update_freq must be a positive number of batches, got " + std::to_string(every));
+  if (every < 1)
+    throw InvalidArgumentError("update_freq must be a positive number of batches, got " + std::to_string(every));
 }
 
 DEVTENSOR_DEFINITION std::shared_ptr<TensorBoard::State> TensorBoard::new_state() { return std::make_shared<State>(); }
@@ -137,9 +139,11 @@ DEVTENSOR_DEFINITION void TensorBoard::on_epoch_end(int epoch, const Logs& logs)
     (validation ? any_validation : any_train) = true;
   }
   if (model->compiled()) {
-    if (!log_value(logs, "learning_rate")) writer(false).scalar("epoch_learning_rate", model->optimizer().learning_rate(), epoch);
+    if (!log_value(logs, "learning_rate"))
+      writer(false).scalar("epoch_learning_rate", model->optimizer().learning_rate(), epoch);
     if (write_steps_per_second) {
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - state->epoch_start).count();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - state->epoch_start).count();
       const auto steps = static_cast<double>(model->optimizer().iterations() - state->epoch_start_iterations);
       writer(false).scalar("epoch_steps_per_second", seconds > 0 ? steps / seconds : 0.0, epoch);
     }

@@ -18,8 +18,8 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/data/dataset.hpp"
-#include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/callback.hpp"
+#include "devtensor/nn/data_adapter.hpp"
 #include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/progress.hpp"
 #include "devtensor/nn/training_options.hpp"
@@ -68,8 +68,8 @@ History fit(const Batches& dataset, const FitOptions& options, const std::vector
 /// options.callbacks (and the progress bar) called at the on_test_* hooks.
 /// @throws InvalidArgumentError for a dataset that repeats forever or has no batch; what the step
 /// throws.
-Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options, const std::vector<std::string>& metric_names,
-                    const TestStep& test_step, Model* model);
+Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options,
+                    const std::vector<std::string>& metric_names, const TestStep& test_step, Model* model);
 /// The same with the callbacks of a list (fit's, whose progress bar keeps quiet in validation).
 Evaluation evaluate(const Batches& dataset, const std::vector<std::string>& metric_names, const TestStep& test_step,
                     const CallbackList& callbacks);
@@ -111,8 +111,9 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
                                  const std::vector<std::string>& metric_names, const TrainStep& train_step,
                                  const Validate& validate, Model* model, const Control& control) {
   if (options.validation_split != 0.0)
-    throw InvalidArgumentError("Argument `validation_split` is only supported for tensors (fit(x, y)); with a "
-                               "dataset, pass validation_data");
+    throw InvalidArgumentError(
+        "Argument `validation_split` is only supported for tensors (fit(x, y)); with a "
+        "dataset, pass validation_data");
   std::optional<Batches> validation;
   if (const auto& v = options.validation_data; !v.empty())
     validation = v.dataset ? Batches::from_dataset(*v.dataset, 1)
@@ -131,8 +132,11 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
   if (card == 0 && options.epochs > options.initial_epoch) throw empty_data_error("fit");
   const std::int64_t target = options.steps_per_epoch.value_or(card >= 0 ? card : 0);
   const CallbackList callbacks(options.callbacks, true, options.verbose != 0, model,
-                               {.epochs = options.epochs, .steps = target, .verbose = options.verbose,
-                                .out = options.out, .interactive = options.interactive});
+                               {.epochs = options.epochs,
+                                .steps = target,
+                                .verbose = options.verbose,
+                                .out = options.out,
+                                .interactive = options.interactive});
   // With steps_per_epoch one pass continues across epochs, as Keras's iterator does.
   std::optional<Batches::Next> shared;
   if (options.steps_per_epoch) shared = dataset.open();
@@ -157,7 +161,8 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
   };
   if (start.epoch > options.initial_epoch || start.step > 0) {
     const std::int64_t epochs_done = std::max(0, start.epoch - options.initial_epoch);
-    if (shared) drop_batches(*shared, epochs_done * *options.steps_per_epoch + start.step);
+    if (shared)
+      drop_batches(*shared, epochs_done * *options.steps_per_epoch + start.step);
     else
       for (std::int64_t e = 0; e < epochs_done; ++e) {
         auto pass = dataset.open();
@@ -223,19 +228,22 @@ DEVTENSOR_DEFINITION History fit(const Batches& dataset, const FitOptions& optio
 }
 
 DEVTENSOR_DEFINITION Evaluation evaluate(const Batches& dataset, const EvaluateOptions& options,
-                                        const std::vector<std::string>& metric_names, const TestStep& test_step,
-                                        Model* model) {
+                                         const std::vector<std::string>& metric_names, const TestStep& test_step,
+                                         Model* model) {
   if (dataset.cardinality() == data::INFINITE_CARDINALITY)
     throw InvalidArgumentError("evaluate: the dataset repeats forever; take() a finite number of batches");
   if (dataset.cardinality() == 0) throw empty_data_error("evaluate");
   const CallbackList callbacks(options.callbacks, false, options.verbose != 0, model,
-                               {.epochs = 1, .steps = std::max<std::int64_t>(0, dataset.cardinality()),
-                                .verbose = options.verbose, .out = options.out, .interactive = options.interactive});
+                               {.epochs = 1,
+                                .steps = std::max<std::int64_t>(0, dataset.cardinality()),
+                                .verbose = options.verbose,
+                                .out = options.out,
+                                .interactive = options.interactive});
   return evaluate(dataset, metric_names, test_step, callbacks);
 }
 
 DEVTENSOR_DEFINITION Evaluation evaluate(const Batches& dataset, const std::vector<std::string>& metric_names,
-                                        const TestStep& test_step, const CallbackList& callbacks) {
+                                         const TestStep& test_step, const CallbackList& callbacks) {
   callbacks.each(&Callback::on_test_begin, Logs{});
   Trackers mean(metric_names);
   std::int64_t steps = 0;

@@ -109,7 +109,6 @@ struct PredictOptions {
   std::vector<Callback> callbacks = {};
 };
 
-
 /// What evaluate returns: the loss, and each compiled metric's value (Keras's
 /// `evaluate(return_dict=True)`). Converts to the loss, so `double loss = model.evaluate(...)`.
 struct Evaluation {

@@ -38,9 +38,9 @@ class SpatialInts {
 /// TensorFlow's `padding=`: "SAME", "VALID", or explicit (before, after) pairs, one per dimension.
 class Padding {
  public:
-  Padding(const char* kind) : Padding(std::string_view(kind)) {}  // NOLINT: padding="SAME"
-  Padding(std::string_view kind) : kind_(kind) {}                  // NOLINT
-  Padding(const std::string& kind) : kind_(kind) {}                // NOLINT
+  Padding(const char* kind) : Padding(std::string_view(kind)) {}                 // NOLINT: padding="SAME"
+  Padding(std::string_view kind) : kind_(kind) {}                                // NOLINT
+  Padding(const std::string& kind) : kind_(kind) {}                              // NOLINT
   Padding(std::vector<std::pair<std::int64_t, std::int64_t>> explicit_paddings)  // NOLINT
       : kind_("EXPLICIT"), explicit_(std::move(explicit_paddings)) {}
   Padding(std::initializer_list<std::pair<std::int64_t, std::int64_t>> explicit_paddings)
@@ -91,8 +91,8 @@ Tensor<T> from_nhwc(const Tensor<T>& x, bool nchw) {
 }
 inline std::array<std::int64_t, 4> sizes_of(const Shape& s, std::string_view what, std::string_view op) {
   if (s.rank() != 4)
-    throw InvalidArgumentError(std::string(what) + " must be 4-dimensional: " + s.to_string() + " [Op:" +
-                               std::string(op) + "]");
+    throw InvalidArgumentError(std::string(what) + " must be 4-dimensional: " + s.to_string() +
+                               " [Op:" + std::string(op) + "]");
   return {s[0], s[1], s[2], s[3]};
 }
 
@@ -129,7 +129,8 @@ Tensor<T> conv2d_backprop_input(const Shape& input_sizes, const Tensor<T>& filte
 /// and the output's gradient (tf.compat.v1.nn.conv2d_backprop_filter).
 template <Floating T>
 Tensor<T> conv2d_backprop_filter(const Tensor<T>& input, const Shape& filter_sizes, const Tensor<T>& out_backprop,
-                                 const SpatialInts& strides, const Padding& padding, const Conv2DOptions& options = {}) {
+                                 const SpatialInts& strides, const Padding& padding,
+                                 const Conv2DOptions& options = {}) {
   const bool nchw = conv_detail::channels_first(options.data_format, "Conv2DBackpropFilter");
   const ops::Conv2DBackpropFilter::Attrs attrs{
       conv_detail::window(strides, padding, options.dilations, nchw, "Conv2DBackpropFilter", true),
@@ -151,8 +152,9 @@ template <class Op, class T>
 Tensor<T> pool(const Tensor<T>& input, const SpatialInts& ksize, const SpatialInts& strides, const Padding& padding,
                const PoolOptions& options) {
   const bool nchw = channels_first(options.data_format, Op::name);
-  const ops::PoolAttrs attrs{spatial(ksize, "ksize", nchw, Op::name, "Pooling is not yet supported on the batch dimension."),
-                             window(strides, padding, 1, nchw, Op::name, false)};
+  const ops::PoolAttrs attrs{
+      spatial(ksize, "ksize", nchw, Op::name, "Pooling is not yet supported on the batch dimension."),
+      window(strides, padding, 1, nchw, Op::name, false)};
   if (!nchw) return run_op<Op>(OpOptions{options.name}, attrs, input);
   return from_nhwc(run_op<Op>(attrs, to_nhwc(input, true)), true);
 }
@@ -190,18 +192,18 @@ Grads<T> Conv2DBackpropInput::gradient(const GradArgs<T, Attrs>& a) {
   const auto& w = a.x[0];
   const auto& out_backprop = a.x[1];
   const auto& g = a.dy[0];  // shaped as the input
-  return {run_op<Conv2DBackpropFilter>({a.attrs.window, conv_detail::sizes_of(w.shape(), "filter", name)}, g,
-                                       out_backprop),
-          run_op<Conv2D>(a.attrs.window, g, w)};
+  return {
+      run_op<Conv2DBackpropFilter>({a.attrs.window, conv_detail::sizes_of(w.shape(), "filter", name)}, g, out_backprop),
+      run_op<Conv2D>(a.attrs.window, g, w)};
 }
 template <Floating T>
 Grads<T> Conv2DBackpropFilter::gradient(const GradArgs<T, Attrs>& a) {
   const auto& x = a.x[0];
   const auto& out_backprop = a.x[1];
   const auto& g = a.dy[0];  // shaped as the filter
-  return {run_op<Conv2DBackpropInput>({a.attrs.window, conv_detail::sizes_of(x.shape(), "input", name)}, g,
-                                      out_backprop),
-          run_op<Conv2D>(a.attrs.window, x, g)};
+  return {
+      run_op<Conv2DBackpropInput>({a.attrs.window, conv_detail::sizes_of(x.shape(), "input", name)}, g, out_backprop),
+      run_op<Conv2D>(a.attrs.window, x, g)};
 }
 template <Floating T>
 Grads<T> BiasAdd::gradient(const GradArgs<T, Attrs>& a) {
@@ -247,12 +249,13 @@ DEVTENSOR_DEFINITION std::array<std::int64_t, 2> spatial(const SpatialInts& v, s
   if (x.size() == 2) return {x[0], x[1]};
   if (x.size() == 4) {
     const std::int64_t batch = x[0], depth = nchw ? x[1] : x[3];
-    if (batch != 1 || depth != 1) throw UnimplementedError(std::string(batch_and_depth_error) + " [Op:" + std::string(op) + "]");
+    if (batch != 1 || depth != 1)
+      throw UnimplementedError(std::string(batch_and_depth_error) + " [Op:" + std::string(op) + "]");
     return nchw ? std::array<std::int64_t, 2>{x[2], x[3]} : std::array<std::int64_t, 2>{x[1], x[2]};
   }
-  throw InvalidArgumentError(std::string(argument) + " should be of length 1, 2 or 4. Received: " +
-                             std::string(argument) + " of length " + std::to_string(x.size()) + " [Op:" +
-                             std::string(op) + "]");
+  throw InvalidArgumentError(std::string(argument) +
+                             " should be of length 1, 2 or 4. Received: " + std::string(argument) + " of length " +
+                             std::to_string(x.size()) + " [Op:" + std::string(op) + "]");
 }
 
 DEVTENSOR_DEFINITION ops::Window2D window(const SpatialInts& strides, const Padding& padding,
@@ -264,17 +267,22 @@ DEVTENSOR_DEFINITION ops::Window2D window(const SpatialInts& strides, const Padd
   w.dilations = spatial(dilations, "dilations", nchw, op,
                         "Current implementation does not yet support dilations in the batch and depth dimensions.");
   const std::string_view kind = padding.kind();
-  if (kind == "SAME") w.padding = ops::PaddingKind::same;
-  else if (kind == "VALID") w.padding = ops::PaddingKind::valid;
+  if (kind == "SAME")
+    w.padding = ops::PaddingKind::same;
+  else if (kind == "VALID")
+    w.padding = ops::PaddingKind::valid;
   else if (kind == "EXPLICIT" && explicit_allowed) {
     const auto& p = padding.explicit_paddings();
     if (p.size() != 4)
       throw InvalidArgumentError("Explicit paddings must be 4 (before, after) pairs, one per dimension; got " +
                                  std::to_string(p.size()) + " [Op:" + std::string(op) + "]");
     const std::size_t batch = 0, depth = nchw ? 1 : 3, rows = nchw ? 2 : 1, cols = nchw ? 3 : 2;
-    if (p[batch] != std::pair<std::int64_t, std::int64_t>{0, 0} || p[depth] != std::pair<std::int64_t, std::int64_t>{0, 0})
-      throw InvalidArgumentError("Explicit padding of the batch or depth dimension is not supported; pad rows and "
-                                 "columns only [Op:" + std::string(op) + "]");
+    if (p[batch] != std::pair<std::int64_t, std::int64_t>{0, 0} ||
+        p[depth] != std::pair<std::int64_t, std::int64_t>{0, 0})
+      throw InvalidArgumentError(
+          "Explicit padding of the batch or depth dimension is not supported; pad rows and "
+          "columns only [Op:" +
+          std::string(op) + "]");
     w.padding = ops::PaddingKind::explicit_;
     w.explicit_paddings = {p[rows].first, p[rows].second, p[cols].first, p[cols].second};
   } else {

@@ -168,8 +168,7 @@ struct MaxPoolGrad : OpTable<FloatTypes, NoTypes>, Builtin {
   static constexpr std::string_view name = "MaxPoolGrad";
   using Attrs = PoolAttrs;
   /// @throws InvalidArgumentError when orig_output or grad is not the pooled shape of orig_input.
-  static Shape output_shape(const Attrs& attrs, const Shape& orig_input, const Shape& orig_output,
-                            const Shape& grad);
+  static Shape output_shape(const Attrs& attrs, const Shape& orig_input, const Shape& orig_output, const Shape& grad);
   template <class T>
   static void cpu(const KernelContext& ctx);
 };
@@ -212,8 +211,8 @@ DEVTENSOR_DEFINITION AxisWindow axis_window(std::int64_t in, std::int64_t window
                                             std::int64_t explicit_after, std::string_view op) {
   if (in < 0) return {};
   // Checked: strides, dilations and paddings come from users (and fuzzers) at any size.
-  const std::int64_t effective = checked_add(checked_mul(window - 1, dilation, "the dilated window", op), 1,
-                                             "the dilated window", op);
+  const std::int64_t effective =
+      checked_add(checked_mul(window - 1, dilation, "the dilated window", op), 1, "the dilated window", op);
   // (in - effective + stride) / stride, TensorFlow's VALID size, without overflowing for any stride.
   const auto valid_size = [&](std::int64_t padded) {
     const std::int64_t diff = padded - effective;
@@ -229,16 +228,15 @@ DEVTENSOR_DEFINITION AxisWindow axis_window(std::int64_t in, std::int64_t window
       break;
     }
     case PaddingKind::explicit_:
-      w.out = valid_size(checked_add(checked_add(in, explicit_before, "the padded size", op), explicit_after,
-                                     "the padded size", op));
+      w.out = valid_size(
+          checked_add(checked_add(in, explicit_before, "the padded size", op), explicit_after, "the padded size", op));
       w.pad_before = explicit_before;
       break;
   }
   if (w.out < 0)
-    throw InvalidArgumentError("Computed output size would be negative: " + std::to_string(w.out) +
-                               " [input_size: " + std::to_string(in) + ", effective_filter_size: " +
-                               std::to_string(effective) + ", stride: " + std::to_string(stride) + "]" +
-                               op_suffix(op));
+    throw InvalidArgumentError("Computed output size would be negative: " + std::to_string(w.out) + " [input_size: " +
+                               std::to_string(in) + ", effective_filter_size: " + std::to_string(effective) +
+                               ", stride: " + std::to_string(stride) + "]" + op_suffix(op));
   return w;
 }
 
@@ -277,24 +275,24 @@ DEVTENSOR_DEFINITION WindowGeometry window_geometry(const Window2D& w, const Sha
 
 DEVTENSOR_DEFINITION WindowGeometry conv_geometry(const Window2D& w, const Shape& input, const Shape& filter,
                                                   std::string_view op) {
-  if (input.rank() != 4)
-    throw InvalidArgumentError("input must be 4-dimensional" + input.to_string() + op_suffix(op));
+  if (input.rank() != 4) throw InvalidArgumentError("input must be 4-dimensional" + input.to_string() + op_suffix(op));
   if (filter.rank() != 4)
     throw InvalidArgumentError("filter must be 4-dimensional: " + filter.to_string() + op_suffix(op));
   if (input[3] >= 0 && filter[2] >= 0 && input[3] != filter[2]) {
     if (filter[2] > 0 && input[3] % filter[2] == 0)
       throw UnimplementedError("Grouped convolutions (input depth " + std::to_string(input[3]) + ", filter depth " +
-                               std::to_string(filter[2]) + ") are not supported yet: give the filter the input's depth" +
-                               op_suffix(op));
+                               std::to_string(filter[2]) +
+                               ") are not supported yet: give the filter the input's depth" + op_suffix(op));
     throw InvalidArgumentError("input depth must be evenly divisible by filter depth: " + std::to_string(input[3]) +
                                " vs " + std::to_string(filter[2]) + op_suffix(op));
   }
   if ((w.strides[0] > 1 || w.strides[1] > 1) && (w.dilations[0] > 1 || w.dilations[1] > 1))
-    throw UnimplementedError("Current implementation does not yet support dilations with strides greater than 1; "
-                             "use strides of 1 with dilations, or dilations of 1" + op_suffix(op));
+    throw UnimplementedError(
+        "Current implementation does not yet support dilations with strides greater than 1; "
+        "use strides of 1 with dilations, or dilations of 1" +
+        op_suffix(op));
   if (filter[0] == 0 || filter[1] == 0)
-    throw InvalidArgumentError("filter must have a window of at least 1x1: " + filter.to_string() +
-                               op_suffix(op));
+    throw InvalidArgumentError("filter must have a window of at least 1x1: " + filter.to_string() + op_suffix(op));
   return window_geometry(w, input, filter[0], filter[1], op);
 }
 
@@ -334,12 +332,13 @@ DEVTENSOR_DEFINITION Shape Conv2DBackpropFilter::output_shape(const Attrs& attrs
 
 DEVTENSOR_DEFINITION Shape BiasAdd::output_shape(const Attrs& attrs, const Shape& value, const Shape& bias) {
   if (bias.rank() != 1) throw InvalidArgumentError("Biases must be 1D: " + bias.to_string() + " [Op:BiasAdd]");
-  if (value.rank() < 2) throw InvalidArgumentError("Input tensor must be at least 2D: " + value.to_string() + " [Op:BiasAdd]");
+  if (value.rank() < 2)
+    throw InvalidArgumentError("Input tensor must be at least 2D: " + value.to_string() + " [Op:BiasAdd]");
   const std::int64_t channels = attrs.channels_first ? value[1] : value[value.rank() - 1];
   if (channels >= 0 && bias[0] >= 0 && channels != bias[0])
-    throw InvalidArgumentError(std::string("Must provide as many biases as the ") +
-                               (attrs.channels_first ? "channel" : "last") + " dimension of the input tensor: " +
-                               bias.to_string() + " vs. " + value.to_string() + " [Op:BiasAdd]");
+    throw InvalidArgumentError(
+        std::string("Must provide as many biases as the ") + (attrs.channels_first ? "channel" : "last") +
+        " dimension of the input tensor: " + bias.to_string() + " vs. " + value.to_string() + " [Op:BiasAdd]");
   return value;
 }
 
@@ -356,8 +355,10 @@ DEVTENSOR_DEFINITION WindowGeometry pool_geometry(const PoolAttrs& attrs, const 
                                std::to_string(attrs.ksize[0]) + "," + std::to_string(attrs.ksize[1]) + ",1" +
                                op_suffix(op));
   if (attrs.window.padding == PaddingKind::explicit_)
-    throw UnimplementedError("Explicit padding is not supported by pooling: pad the input (dt::pad), then pool "
-                             "with VALID" + op_suffix(op));
+    throw UnimplementedError(
+        "Explicit padding is not supported by pooling: pad the input (dt::pad), then pool "
+        "with VALID" +
+        op_suffix(op));
   return window_geometry(attrs.window, input, attrs.ksize[0], attrs.ksize[1], op);
 }
 

@@ -123,7 +123,8 @@ struct Const : TensorLevel {
     } else {
       if (count == 1 && n != 1) host.assign(static_cast<std::size_t>(n), a.values[0]);
       const T* src = host.empty() ? a.values.data() : host.data();
-      copy_bytes(out.mutable_data(), out.device_info(), src, host_buffer_device(), static_cast<std::size_t>(n) * sizeof(T));
+      copy_bytes(out.mutable_data(), out.device_info(), src, host_buffer_device(),
+                 static_cast<std::size_t>(n) * sizeof(T));
     }
     return out;
   }
@@ -132,13 +133,17 @@ struct Const : TensorLevel {
 template <Element T>
 Tensor<T> Const<T>::graph(graph::Graph& graph, const Attrs& a) {
   const auto count = static_cast<std::int64_t>(a.values.size());
-  return graph::add_constant(graph, a.options.name, dtype_enum<T>(), a.shape, host_bytes(a.values, count)).template as<T>();
+  return graph::add_constant(graph, a.options.name, dtype_enum<T>(), a.shape, host_bytes(a.values, count))
+      .template as<T>();
 }
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 #define DEVTENSOR_ALL(T) DEVTENSOR_EXTERN_TEMPLATE struct Const<T>;
 DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 #endif
+// clang-format on
 }  // namespace ops
 
 /// A tensor of `shape` from `values` in row-major order; one value fills the whole shape.
@@ -150,8 +155,8 @@ Tensor<T> constant(const std::vector<T>& values, const Shape& shape, const OpOpt
   const auto n = shape.num_elements();
   const auto count = static_cast<std::int64_t>(values.size());
   if (count != n && count != 1)
-    throw InvalidArgumentError("constant: " + std::to_string(count) + " values do not fit shape " +
-                               shape.to_string() + ", which has " + std::to_string(n) +
+    throw InvalidArgumentError("constant: " + std::to_string(count) + " values do not fit shape " + shape.to_string() +
+                               ", which has " + std::to_string(n) +
                                " elements. Pass one value per element, or a single value to fill "
                                "the shape.");
   return run_op<ops::Const<T>>({values, shape, options});
@@ -210,8 +215,8 @@ std::int64_t range_size(T start, T limit, T delta) {
   if constexpr (std::is_floating_point_v<T>) {
     const auto check_finite = [](T v, const char* name) {
       if (!std::isfinite(v))
-        throw InvalidArgumentError(std::string("Requires ") + name + " to be finite, got " +
-                                   number_string(v) + " [Op:Range]");
+        throw InvalidArgumentError(std::string("Requires ") + name + " to be finite, got " + number_string(v) +
+                                   " [Op:Range]");
     };
     check_finite(start, "start");
     check_finite(limit, "limit");
@@ -230,17 +235,17 @@ std::int64_t range_size(T start, T limit, T delta) {
                    : static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);
     };
     const std::uint64_t span = magnitude(limit, start);
-    const std::uint64_t step = delta < T{0} ? std::uint64_t{0} - static_cast<std::uint64_t>(delta)
-                                            : static_cast<std::uint64_t>(delta);
+    const std::uint64_t step =
+        delta < T{0} ? std::uint64_t{0} - static_cast<std::uint64_t>(delta) : static_cast<std::uint64_t>(delta);
     size = static_cast<Wide>(span / step + (span % step != 0));
   } else {
     size = std::ceil(std::fabs((static_cast<Wide>(limit) - static_cast<Wide>(start)) / static_cast<Wide>(delta)));
   }
   if (!(size <= static_cast<Wide>(std::numeric_limits<std::int64_t>::max())))
-    throw InvalidArgumentError("Requires ((limit - start) / delta) <= " +
-                               std::to_string(std::numeric_limits<std::int64_t>::max()) + ": start " +
-                               number_string(start) + ", limit " + number_string(limit) +
-                               ", delta " + number_string(delta) + " [Op:Range]");
+    throw InvalidArgumentError(
+        "Requires ((limit - start) / delta) <= " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
+        ": start " + number_string(start) + ", limit " + number_string(limit) + ", delta " + number_string(delta) +
+        " [Op:Range]");
   return static_cast<std::int64_t>(size);
 }
 
@@ -255,6 +260,8 @@ Tensor<T> range(T start, T limit, T delta = T{1}, const OpOptions& options = {})
   return run_op<ops::Range, T>(options, {ops::Scalar::of<T>(start), ops::Scalar::of<T>(delta), n});
 }
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(Fill, T, 0) DEVTENSOR_GRAPH_OP(OnesLike, T, 1)
@@ -262,6 +269,7 @@ DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif
+// clang-format on
 
 }  // namespace devtensor
 

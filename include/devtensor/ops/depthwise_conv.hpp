@@ -68,21 +68,23 @@ struct DepthwiseConv2dNativeBackpropFilter : OpTable<FloatTypes, NoTypes>, Built
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
-using DepthwiseOps = TypeList<DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropInput, DepthwiseConv2dNativeBackpropFilter>;
+using DepthwiseOps =
+    TypeList<DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropInput, DepthwiseConv2dNativeBackpropFilter>;
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION WindowGeometry depthwise_geometry(const Window2D& w, const Shape& input, const Shape& filter,
                                                        std::string_view op) {
-  if (input.rank() != 4)
-    throw InvalidArgumentError("input must be 4-dimensional" + input.to_string() + op_suffix(op));
+  if (input.rank() != 4) throw InvalidArgumentError("input must be 4-dimensional" + input.to_string() + op_suffix(op));
   if (filter.rank() != 4)
     throw InvalidArgumentError("filter must be 4-dimensional: " + filter.to_string() + op_suffix(op));
   if (input[3] >= 0 && filter[2] >= 0 && input[3] != filter[2])
     throw InvalidArgumentError("input and filter must have the same depth: " + std::to_string(input[3]) + " vs " +
                                std::to_string(filter[2]) + op_suffix(op));
   if (w.strides[0] != w.strides[1])
-    throw InvalidArgumentError("Current implementation only supports equal length strides in the row and column "
-                               "dimensions." + op_suffix(op));
+    throw InvalidArgumentError(
+        "Current implementation only supports equal length strides in the row and column "
+        "dimensions." +
+        op_suffix(op));
   if (filter[0] == 0 || filter[1] == 0)
     throw InvalidArgumentError("filter must have a window of at least 1x1: " + filter.to_string() + op_suffix(op));
   return window_geometry(w, input, filter[0], filter[1], op);
@@ -105,7 +107,8 @@ inline void check_out_backprop(const Window2D& w, const Shape& input, const Shap
     throw InvalidArgumentError("out_backprop must be 4-dimensional: " + out_backprop.to_string() + op_suffix(op));
   const Shape expected = DepthwiseConv2dNative::output_shape(w, input, filter);
   if (out_backprop[3] != expected[3])
-    throw InvalidArgumentError(std::string(what) + ": depth_multiplier * in_depth not equal to out_depth" + op_suffix(op));
+    throw InvalidArgumentError(std::string(what) + ": depth_multiplier * in_depth not equal to out_depth" +
+                               op_suffix(op));
   if (out_backprop != expected)
     throw InvalidArgumentError(std::string(what) + ": out_backprop of shape " + out_backprop.to_string() +
                                " is not the forward output " + expected.to_string() + " of input " + input.to_string() +
@@ -123,7 +126,8 @@ DEVTENSOR_DEFINITION Shape DepthwiseConv2dNativeBackpropInput::output_shape(cons
 DEVTENSOR_DEFINITION Shape DepthwiseConv2dNativeBackpropFilter::output_shape(const Attrs& attrs, const Shape& input,
                                                                              const Shape& out_backprop) {
   const Shape filter(attrs.filter_sizes, name);
-  depthwise_detail::check_out_backprop(attrs.window, input, filter, out_backprop, "DepthwiseConv2DBackpropFilter", name);
+  depthwise_detail::check_out_backprop(attrs.window, input, filter, out_backprop, "DepthwiseConv2DBackpropFilter",
+                                       name);
   return filter;
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
@@ -142,20 +146,23 @@ Tensor<T> depthwise_conv2d(const Tensor<T>& input, const Tensor<T>& filter, cons
   const bool nchw = conv_detail::channels_first(options.data_format, op);
   const auto attrs = conv_detail::window(strides, padding, options.dilations, nchw, op, true);
   if (!nchw) return run_op<ops::DepthwiseConv2dNative>(OpOptions{options.name}, attrs, input, filter);
-  return conv_detail::from_nhwc(run_op<ops::DepthwiseConv2dNative>(attrs, conv_detail::to_nhwc(input, true), filter), true);
+  return conv_detail::from_nhwc(run_op<ops::DepthwiseConv2dNative>(attrs, conv_detail::to_nhwc(input, true), filter),
+                                true);
 }
 
 /// The gradient of depthwise_conv2d with respect to its input, of shape `input_sizes`
 /// (tf.compat.v1.nn.depthwise_conv2d_native_backprop_input).
 template <Floating T>
-Tensor<T> depthwise_conv2d_backprop_input(const Shape& input_sizes, const Tensor<T>& filter, const Tensor<T>& out_backprop,
-                                          const SpatialInts& strides, const Padding& padding,
-                                          const Conv2DOptions& options = {}) {
+Tensor<T> depthwise_conv2d_backprop_input(const Shape& input_sizes, const Tensor<T>& filter,
+                                          const Tensor<T>& out_backprop, const SpatialInts& strides,
+                                          const Padding& padding, const Conv2DOptions& options = {}) {
   constexpr std::string_view op = ops::DepthwiseConv2dNativeBackpropInput::name;
   const bool nchw = conv_detail::channels_first(options.data_format, op);
-  ops::DepthwiseConv2dNativeBackpropInput::Attrs attrs{conv_detail::window(strides, padding, options.dilations, nchw, op, true),
-                                                       conv_detail::sizes_of(input_sizes, "input_sizes", op)};
-  if (!nchw) return run_op<ops::DepthwiseConv2dNativeBackpropInput>(OpOptions{options.name}, attrs, filter, out_backprop);
+  ops::DepthwiseConv2dNativeBackpropInput::Attrs attrs{
+      conv_detail::window(strides, padding, options.dilations, nchw, op, true),
+      conv_detail::sizes_of(input_sizes, "input_sizes", op)};
+  if (!nchw)
+    return run_op<ops::DepthwiseConv2dNativeBackpropInput>(OpOptions{options.name}, attrs, filter, out_backprop);
   const auto& s = attrs.input_sizes;
   attrs.input_sizes = {s[0], s[2], s[3], s[1]};
   return conv_detail::from_nhwc(
@@ -173,7 +180,8 @@ Tensor<T> depthwise_conv2d_backprop_filter(const Tensor<T>& input, const Shape& 
   const ops::DepthwiseConv2dNativeBackpropFilter::Attrs attrs{
       conv_detail::window(strides, padding, options.dilations, nchw, op, true),
       conv_detail::sizes_of(filter_sizes, "filter_sizes", op)};
-  if (!nchw) return run_op<ops::DepthwiseConv2dNativeBackpropFilter>(OpOptions{options.name}, attrs, input, out_backprop);
+  if (!nchw)
+    return run_op<ops::DepthwiseConv2dNativeBackpropFilter>(OpOptions{options.name}, attrs, input, out_backprop);
   return run_op<ops::DepthwiseConv2dNativeBackpropFilter>(attrs, conv_detail::to_nhwc(input, true),
                                                           conv_detail::to_nhwc(out_backprop, true));
 }
@@ -188,16 +196,17 @@ Grads<T> DepthwiseConv2dNative::gradient(const GradArgs<T, Attrs>& a) {
   const auto& x = a.x[0];
   const auto& w = a.x[1];
   const auto& dy = a.dy[0];
-  return {run_op<DepthwiseConv2dNativeBackpropInput>({a.attrs, conv_detail::sizes_of(x.shape(), "input", name)}, w, dy),
-          run_op<DepthwiseConv2dNativeBackpropFilter>({a.attrs, conv_detail::sizes_of(w.shape(), "filter", name)}, x, dy)};
+  return {
+      run_op<DepthwiseConv2dNativeBackpropInput>({a.attrs, conv_detail::sizes_of(x.shape(), "input", name)}, w, dy),
+      run_op<DepthwiseConv2dNativeBackpropFilter>({a.attrs, conv_detail::sizes_of(w.shape(), "filter", name)}, x, dy)};
 }
 template <Floating T>
 Grads<T> DepthwiseConv2dNativeBackpropInput::gradient(const GradArgs<T, Attrs>& a) {
   const auto& w = a.x[0];
   const auto& out_backprop = a.x[1];
   const auto& g = a.dy[0];  // shaped as the input
-  return {run_op<DepthwiseConv2dNativeBackpropFilter>({a.attrs.window, conv_detail::sizes_of(w.shape(), "filter", name)},
-                                                      g, out_backprop),
+  return {run_op<DepthwiseConv2dNativeBackpropFilter>(
+              {a.attrs.window, conv_detail::sizes_of(w.shape(), "filter", name)}, g, out_backprop),
           run_op<DepthwiseConv2dNative>(a.attrs.window, g, w)};
 }
 template <Floating T>

@@ -51,7 +51,8 @@ auto kernel_for(const Device& device) -> kernel_body_t<Op, T>* {
         (registered_kernel<Op, gpu_t, T>() != nullptr ? "has only a CUDA body in this program"
                                                       : "has no body in this program that runs on host memory") +
         ": simulated GPUs keep buffers in host memory and run host bodies. Register one with "
-        "DEVTENSOR_REGISTER_KERNEL(<op type>, devtensor::cpu_t, " + std::string(cpp_type_name<T>()) +
+        "DEVTENSOR_REGISTER_KERNEL(<op type>, devtensor::cpu_t, " +
+        std::string(cpp_type_name<T>()) +
         ", body) (for an op that declares no CPU kernel, it runs on simulated GPUs only), or run on a real GPU.");
   throw InternalError(std::string(Op::name) + " has no registered body for " + device.full_name +
                       ": register one with DEVTENSOR_REGISTER_KERNEL, or place the op with "

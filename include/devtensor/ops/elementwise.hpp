@@ -65,14 +65,20 @@ struct Equal;
 struct Neg : UnaryOp<Neg, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Neg";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return arith::neg(x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return arith::neg(x);
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {neg(a.dy[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {neg(a.dy[0])};
+  }
 };
 struct Abs : UnaryOp<Abs, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Abs";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return arith::abs(x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return arith::abs(x);
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // dy · sign(x), sign(0) = 0
     const auto zero = constant_like<T>(T{0});
@@ -82,51 +88,79 @@ struct Abs : UnaryOp<Abs, NumericTypes>, Builtin {
 struct Square : UnaryOp<Square, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Square";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return arith::mul(x, x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return arith::mul(x, x);
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {mul(a.dy[0], mul(a.x[0], constant_like<T>(T{2})))}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {mul(a.dy[0], mul(a.x[0], constant_like<T>(T{2})))};
+  }
 };
 struct Sqrt : UnaryOp<Sqrt, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Sqrt";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return std::sqrt(x);
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<SqrtGrad>({}, a.y[0], a.dy[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {run_op<SqrtGrad>({}, a.y[0], a.dy[0])};
+  }
 };
 struct Exp : UnaryOp<Exp, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Exp";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return std::exp(x);
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {mul(a.dy[0], a.y[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {mul(a.dy[0], a.y[0])};
+  }
 };
 struct Log : UnaryOp<Log, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Log";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::log(x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return std::log(x);
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {div(a.dy[0], a.x[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {div(a.dy[0], a.x[0])};
+  }
 };
 struct Relu : UnaryOp<Relu, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Relu";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return x > T{0} ? x : T{0}; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return x > T{0} ? x : T{0};
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<ReluGrad>({}, a.dy[0], a.y[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {run_op<ReluGrad>({}, a.dy[0], a.y[0])};
+  }
 };
 struct Sigmoid : UnaryOp<Sigmoid, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Sigmoid";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return T{1} / (T{1} + std::exp(-x)); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return T{1} / (T{1} + std::exp(-x));
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<SigmoidGrad>({}, a.y[0], a.dy[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {run_op<SigmoidGrad>({}, a.y[0], a.dy[0])};
+  }
 };
 struct Tanh : UnaryOp<Tanh, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Tanh";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const { return std::tanh(x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return std::tanh(x);
+  }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {run_op<TanhGrad>({}, a.y[0], a.dy[0])}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {run_op<TanhGrad>({}, a.y[0], a.dy[0])};
+  }
 };
 
 /// log(e^x + 1) as TensorFlow computes it: x itself above −(log ε + 2), e^x below log ε + 2,
@@ -141,7 +175,9 @@ struct Softplus : UnaryOp<Softplus, FloatTypes>, Builtin {
     return std::log1p(std::exp(x));
   }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {mul(a.dy[0], sigmoid(a.x[0]))}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {mul(a.dy[0], sigmoid(a.x[0]))};
+  }
 };
 
 // --- binary -------------------------------------------------------------------------------------
@@ -150,7 +186,9 @@ struct Add : BinaryOp<Add, NumericTypes>, Builtin {
   static constexpr std::string_view name = "AddV2";
   static constexpr std::string_view node_name = "Add";  // tf.add's default node name
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::add(x, y); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return arith::add(x, y);
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {unbroadcast(a.dy[0], a.x[0]), unbroadcast(a.dy[0], a.x[1])};
@@ -159,7 +197,9 @@ struct Add : BinaryOp<Add, NumericTypes>, Builtin {
 struct Sub : BinaryOp<Sub, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Sub";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::sub(x, y); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return arith::sub(x, y);
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {unbroadcast(a.dy[0], a.x[0]), unbroadcast(neg(a.dy[0]), a.x[1])};
@@ -168,7 +208,9 @@ struct Sub : BinaryOp<Sub, NumericTypes>, Builtin {
 struct Mul : BinaryOp<Mul, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Mul";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return arith::mul(x, y); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return arith::mul(x, y);
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {unbroadcast(mul(a.dy[0], a.x[1]), a.x[0]), unbroadcast(mul(a.x[0], a.dy[0]), a.x[1])};
@@ -178,17 +220,20 @@ struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
   static constexpr std::string_view name = "RealDiv";
   static constexpr std::string_view node_name = "truediv";  // tf.divide's
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x / y; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return x / y;
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // d(x/z)/dz = -(x/z)/z
-    return {unbroadcast(div(a.dy[0], a.x[1]), a.x[0]),
-            unbroadcast(neg(mul(a.dy[0], div(a.y[0], a.x[1]))), a.x[1])};
+    return {unbroadcast(div(a.dy[0], a.x[1]), a.x[0]), unbroadcast(neg(mul(a.dy[0], div(a.y[0], a.x[1]))), a.x[1])};
   }
 };
 struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Maximum";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x > y ? x : y; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return x > y ? x : y;
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // ties send the gradient to the first input
     const auto to_first = mul(a.dy[0], run_op<GreaterEqual>({}, a.x[0], a.x[1]));
@@ -198,7 +243,9 @@ struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
 struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Minimum";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x < y ? x : y; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return x < y ? x : y;
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto to_first = mul(a.dy[0], run_op<GreaterEqual>({}, a.x[1], a.x[0]));
@@ -238,7 +285,9 @@ struct FloorDiv : BinaryOp<FloorDiv, IntegerTypes>, Builtin {
 struct ReluGrad : BinaryOp<ReluGrad, NumericTypes>, Builtin {
   static constexpr std::string_view name = "ReluGrad";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return y > T{0} ? x : T{0}; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return y > T{0} ? x : T{0};
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // linear in dy, flat in the features
     return {run_op<ReluGrad>({}, a.dy[0], a.x[1]), zeros<T>(a.x[1].shape())};
@@ -248,7 +297,9 @@ struct ReluGrad : BinaryOp<ReluGrad, NumericTypes>, Builtin {
 struct SigmoidGrad : BinaryOp<SigmoidGrad, FloatTypes>, Builtin {
   static constexpr std::string_view name = "SigmoidGrad";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return y * x * (T{1} - x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return y * x * (T{1} - x);
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // out = g·s·(1 − s); inputs (s, g)
     const auto& s = a.x[0];
@@ -261,7 +312,9 @@ struct SigmoidGrad : BinaryOp<SigmoidGrad, FloatTypes>, Builtin {
 struct TanhGrad : BinaryOp<TanhGrad, FloatTypes>, Builtin {
   static constexpr std::string_view name = "TanhGrad";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return y * (T{1} - x * x); }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return y * (T{1} - x * x);
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // out = g·(1 − t²); inputs (t, g)
     const auto& t = a.x[0];
@@ -273,7 +326,9 @@ struct TanhGrad : BinaryOp<TanhGrad, FloatTypes>, Builtin {
 struct SqrtGrad : BinaryOp<SqrtGrad, FloatTypes>, Builtin {
   static constexpr std::string_view name = "SqrtGrad";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return T{0.5} * y / x; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return T{0.5} * y / x;
+  }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // out = g / (2r); inputs (r, g)
     const auto& r = a.x[0];
@@ -285,14 +340,18 @@ struct GreaterEqual : BinaryOp<GreaterEqual, NumericTypes>, Builtin {
   static constexpr std::string_view name = "GreaterEqual";
   static constexpr OpTraits traits{.pointwise_arity = 2, .handles_unknown_dims = true, .differentiable = false};
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x >= y ? T{1} : T{0}; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return x >= y ? T{1} : T{0};
+  }
 };
 /// 1 where a == b, else 0, in the inputs' type (never recorded).
 struct Equal : BinaryOp<Equal, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Equal";
   static constexpr OpTraits traits{.pointwise_arity = 2, .handles_unknown_dims = true, .differentiable = false};
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const { return x == y ? T{1} : T{0}; }
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return x == y ? T{1} : T{0};
+  }
 };
 
 // --- add_n --------------------------------------------------------------------------------------
@@ -320,12 +379,15 @@ struct AddN : OpTable<NumericTypes, NumericTypes>, Builtin {
   template <class T>
   static void cuda(const KernelContext& ctx);
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return Grads<T>(a.x.size(), a.dy[0]); }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return Grads<T>(a.x.size(), a.dy[0]);
+  }
 };
 
 /// The elementwise family, in the op list's order.
-using ElementwiseOps = TypeList<Neg, Abs, Square, Sqrt, Exp, Log, Relu, Sigmoid, Tanh, Softplus, Add, Sub, Mul, RealDiv, FloorDiv,
-                                Maximum, Minimum, AddN, ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, GreaterEqual, Equal>;
+using ElementwiseOps =
+    TypeList<Neg, Abs, Square, Sqrt, Exp, Log, Relu, Sigmoid, Tanh, Softplus, Add, Sub, Mul, RealDiv, FloorDiv, Maximum,
+             Minimum, AddN, ReluGrad, SigmoidGrad, TanhGrad, SqrtGrad, GreaterEqual, Equal>;
 
 }  // namespace devtensor::ops
 
@@ -351,8 +413,10 @@ Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options =
 /// by zero.
 template <Numeric T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
-  if constexpr (std::is_floating_point_v<T>) return run_op<ops::RealDiv>(options, {}, a, b);
-  else return run_op<ops::FloorDiv>(options, {}, a, b);
+  if constexpr (std::is_floating_point_v<T>)
+    return run_op<ops::RealDiv>(options, {}, a, b);
+  else
+    return run_op<ops::FloorDiv>(options, {}, a, b);
 }
 template <Numeric T>
 Tensor<T> maximum(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
@@ -467,6 +531,8 @@ Tensor<T> equal(const Tensor<T>& a, const Tensor<T>& b) {
 
 }  // namespace devtensor
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace devtensor::op_detail {
 #define DEVTENSOR_NUMERIC(T)                                                                                      \
@@ -484,6 +550,7 @@ DEVTENSOR_GRAPH_OP(FloorDiv, std::int32_t, 2) DEVTENSOR_GRAPH_OP(FloorDiv, std::
 #undef DEVTENSOR_NUMERIC
 }  // namespace devtensor::op_detail
 #endif
+// clang-format on
 
 // The bodies, in files of their own: devtensor/ops/cpu/elementwise_bodies.hpp (CPU),
 // devtensor/ops/cuda/elementwise_bodies.cuh (CUDA).

@@ -25,11 +25,11 @@
 ///   reserves for every thread the GPU can hold, ~0.3 GB on an H100/H200: inside TensorFlow's
 ///   reserve of device memory (what it keeps outside the memory limit), which the BFC allocator leaves alone.
 /// A MatMul that only the chain reads runs first (cuBLAS), into the fused node's output, and the
-/// chain then runs over it in place: each thread loads its lanes before it stores them. A Sum or Mean over trailing axes that reads
-/// only the chain (`_FusedReduction`) ends it: each block adds its threads' results in double and
-/// cuts the rows into chunks as the GPU reduction kernel does (ops/cuda/reduce.cuh), each thread
-/// adding the same elements in the same order, so the result never goes to memory and equals the
-/// unfused graph's on the same GPU up to contraction of the chain's arithmetic.
+/// chain then runs over it in place: each thread loads its lanes before it stores them. A Sum or Mean over trailing
+/// axes that reads only the chain (`_FusedReduction`) ends it: each block adds its threads' results in double and cuts
+/// the rows into chunks as the GPU reduction kernel does (ops/cuda/reduce.cuh), each thread adding the same elements in
+/// the same order, so the result never goes to memory and equals the unfused graph's on the same GPU up to contraction
+/// of the chain's arithmetic.
 ///
 /// Note [GEMM epilogues]
 /// When the chain after a MatMul is exactly what cuBLASLt's epilogues apply (a bias over the last
@@ -69,10 +69,10 @@ struct FusedChainProgram {
   static constexpr std::uint8_t kNoSlot = 0xff;    // a result only the next step reads, or the last
   enum Kind : std::uint8_t { full = 0, scalar = 1, suffix = 2 };
   struct Step {
-    std::int16_t code = -1;        // code_of's
-    std::uint8_t a = kPrevious;    // operand slots (an input k is in slot k), or kPrevious
+    std::int16_t code = -1;      // code_of's
+    std::uint8_t a = kPrevious;  // operand slots (an input k is in slot k), or kPrevious
     std::uint8_t b = kPrevious;
-    std::uint8_t keep = kNoSlot;   // the slot the result is kept in for a later step
+    std::uint8_t keep = kNoSlot;  // the slot the result is kept in for a later step
   };
   DType dtype = DType::DT_FLOAT;
   std::int64_t n = 0;  // elements of S
@@ -165,7 +165,8 @@ template <class T, class OpTuple, std::size_t Lo, std::size_t Hi>
 constexpr bool any_chainable() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
     return (chainable_v<std::tuple_element_t<Lo + I, OpTuple>, T> || ...);
-  }(std::make_index_sequence<Hi - Lo>{});
+  }
+  (std::make_index_sequence<Hi - Lo>{});
 }
 
 /// out = op(a, b) lane by lane, where op is the op of code `code` among OpTuple's [Lo, Hi): a
@@ -177,14 +178,18 @@ DEVTENSOR_HOST_DEVICE void apply_lanes(int code, const T (&a)[kLanes<T>], const 
     using Op = std::tuple_element_t<Lo, OpTuple>;
     if constexpr (chainable_v<Op, T>) {
       for (std::size_t v = 0; v < kLanes<T>; ++v) {
-        if constexpr (ops::op_traits<Op>().pointwise_arity == 1) out[v] = Op{}(a[v]);
-        else out[v] = Op{}(a[v], b[v]);
+        if constexpr (ops::op_traits<Op>().pointwise_arity == 1)
+          out[v] = Op{}(a[v]);
+        else
+          out[v] = Op{}(a[v], b[v]);
       }
     }
   } else if constexpr (any_chainable<T, OpTuple, Lo, Hi>()) {
     constexpr std::size_t mid = Lo + (Hi - Lo) / 2;
-    if (code < static_cast<int>(mid)) apply_lanes<T, OpTuple, Lo, mid>(code, a, b, out);
-    else apply_lanes<T, OpTuple, mid, Hi>(code, a, b, out);
+    if (code < static_cast<int>(mid))
+      apply_lanes<T, OpTuple, Lo, mid>(code, a, b, out);
+    else
+      apply_lanes<T, OpTuple, mid, Hi>(code, a, b, out);
   }
 }
 

@@ -43,17 +43,20 @@ constexpr graph::Pointwise pointwise_of() noexcept {
 /// What a fusion pass knows of a reduction's node: its rows, when it sums or averages the trailing
 /// axes of a fully defined float or double input (graph::RowReduction).
 template <class Op, class O, class T>
-graph::RowReduction row_reduction_of([[maybe_unused]] const typename Op::Attrs& attrs, [[maybe_unused]] const Shape& input) {
-  if constexpr (requires { { Op::kind } -> std::convertible_to<ops::Reduction>; } && std::is_same_v<O, T> &&
-                std::is_floating_point_v<T>) {
+graph::RowReduction row_reduction_of([[maybe_unused]] const typename Op::Attrs& attrs,
+                                     [[maybe_unused]] const Shape& input) {
+  if constexpr (requires {
+                  { Op::kind } -> std::convertible_to<ops::Reduction>;
+                } &&
+                std::is_same_v<O, T> && std::is_floating_point_v<T>) {
     if ((Op::kind != ops::Reduction::sum && Op::kind != ops::Reduction::mean) || !input.is_fully_defined() ||
         input.num_elements() <= 0)
       return {};
     const std::vector<bool> reduced = Op::reduced(attrs, input);
     std::size_t first = reduced.size();  // the trailing reduced axes start here
     while (first > 0 && reduced[first - 1]) --first;
-    if (first == reduced.size() || std::find(reduced.begin(), reduced.begin() + static_cast<std::ptrdiff_t>(first), true) !=
-                                       reduced.begin() + static_cast<std::ptrdiff_t>(first))
+    if (first == reduced.size() || std::find(reduced.begin(), reduced.begin() + static_cast<std::ptrdiff_t>(first),
+                                             true) != reduced.begin() + static_cast<std::ptrdiff_t>(first))
       return {};
     std::int64_t row = 1;
     for (std::size_t d = first; d < reduced.size(); ++d) row *= input[d];

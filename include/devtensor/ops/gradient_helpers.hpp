@@ -42,7 +42,9 @@ struct Unbroadcast : TensorLevel {
   // reduction the shapes fix).
   static constexpr OpTraits traits{.handles_unknown_dims = true, .communication = true, .any_thread = false};
   struct Attrs {};
-  static Tensor<T> eager(const Attrs&, const Tensor<T>& g, const Tensor<T>& like) { return unbroadcast(g, like.shape()); }
+  static Tensor<T> eager(const Attrs&, const Tensor<T>& g, const Tensor<T>& like) {
+    return unbroadcast(g, like.shape());
+  }
   static Tensor<T> graph(graph::Graph& graph, const Attrs&, const Tensor<T>& g, const Tensor<T>& like) {
     const AnyTensor inputs[2] = {AnyTensor(g), AnyTensor(like)};
     graph::NodeSpec spec{&info_of<Unbroadcast>, {{dtype_enum<T>(), like.shape()}}};

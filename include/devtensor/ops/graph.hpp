@@ -136,7 +136,7 @@ class DEVTENSOR_EXPORT Graph {
     auto it = scopes_.find(std::this_thread::get_id());
     return it == scopes_.end() || it->second.empty() ? nullptr : &it->second.back();
   }
-  std::unordered_map<std::uint64_t, Edge> captures_;   // eager tensor id -> its Const node
+  std::unordered_map<std::uint64_t, Edge> captures_;  // eager tensor id -> its Const node
   // Per resource, the uses a new node must follow (Note [Automatic control dependencies]).
   struct ResourceOrder {
     std::optional<std::size_t> last_write;
@@ -354,8 +354,9 @@ DEVTENSOR_DEFINITION Edge Graph::capture(const AnyTensor& value) {
   node.requested = current_graph_device_spec();
   node.outputs = {{value.dtype, value.shape}};
   node.run = [value](const RunContext& context, NodeInputs, std::span<AnyTensor> out) {
-    out[0] = value.storage->device == &context.device ? AnyTensor(next_tensor_id(), value.dtype, value.shape, value.storage)
-                                                      : copy_to(value, context.device, "Const");
+    out[0] = value.storage->device == &context.device
+                 ? AnyTensor(next_tensor_id(), value.dtype, value.shape, value.storage)
+                 : copy_to(value, context.device, "Const");
   };
   const Edge edge{add(std::move(node)), 0};
   std::lock_guard lock(mutex_);
@@ -377,8 +378,10 @@ DEVTENSOR_DEFINITION Edge Graph::input_edge(const AnyTensor& t, std::string_view
 DEVTENSOR_DEFINITION NameScope::NameScope(std::string_view name) : graph_(building()) {
   if (!graph_) return;
   std::lock_guard lock(graph_->mutex_);
-  if (!name.empty() && name.back() == '/') name_ = std::string(name.substr(0, name.size() - 1));
-  else name_ = graph_->unique_name_locked(name);
+  if (!name.empty() && name.back() == '/')
+    name_ = std::string(name.substr(0, name.size() - 1));
+  else
+    name_ = graph_->unique_name_locked(name);
   graph_->scopes_[std::this_thread::get_id()].push_back(name_);
 }
 

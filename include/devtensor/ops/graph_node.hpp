@@ -162,7 +162,7 @@ struct FusionFacts {
 /// A node: what TensorFlow's NodeDef holds, plus how to run it. What it is (stateful, a collective,
 /// pass-through, ...) is its op's: `traits()`, never flags of its own.
 struct Node {
-  std::string name;            // unique in its graph, "MatMul_1", "foo/add/y"
+  std::string name;                 // unique in its graph, "MatMul_1", "foo/add/y"
   const ops::OpInfo* op = nullptr;  // its op's description: TensorFlow's type and the op's traits
   NodeKind kind = NodeKind::op;
   std::vector<Edge> inputs;
@@ -173,10 +173,10 @@ struct Node {
   /// nothing into a run (a v1 Session prunes to its fetches, as TensorFlow 1 does).
   std::vector<std::size_t> after;
   std::optional<std::size_t> colocated_with;  // a variable's handle node: placed with it (a colocation group)
-  DeviceSpec requested;        // the DeviceScope stack's request when the node was made
-  const KernelSupport* kernel = nullptr;  // which device types run it
+  DeviceSpec requested;                       // the DeviceScope stack's request when the node was made
+  const KernelSupport* kernel = nullptr;      // which device types run it
   std::vector<OutputSpec> outputs;
-  NodeKernel run;              // nullptr for placeholders
+  NodeKernel run;  // nullptr for placeholders
   FusionFacts fusion;
   /// A Const's host values as the graph was given them (one value: a splat): equal constants
   /// are one (graph/optimizer.hpp). Null for captured tensors, which are kept by identity.
@@ -201,8 +201,10 @@ inline constexpr ops::OpInfo Placeholder{"Placeholder", {.handles_unknown_dims =
 inline constexpr ops::OpInfo Arg{"_Arg", {.handles_unknown_dims = true}};
 /// A traced function's result passes through an Identity, then a _Retval names it: run on the
 /// caller's thread, where its value is read.
-inline constexpr ops::OpInfo OutputIdentity{"Identity", {.handles_unknown_dims = true, .pass_through = true, .any_thread = false}};
-inline constexpr ops::OpInfo Retval{"_Retval", {.handles_unknown_dims = true, .pass_through = true, .any_thread = false}};
+inline constexpr ops::OpInfo OutputIdentity{"Identity",
+                                            {.handles_unknown_dims = true, .pass_through = true, .any_thread = false}};
+inline constexpr ops::OpInfo Retval{"_Retval",
+                                    {.handles_unknown_dims = true, .pass_through = true, .any_thread = false}};
 inline constexpr ops::OpInfo NoOp{"NoOp", {.stateful = true, .any_thread = false}};
 }  // namespace graph_ops
 

@@ -38,9 +38,9 @@ struct NodeSpec {
   const ops::OpInfo* op = nullptr;
   std::vector<OutputSpec> outputs{};
   NodeKernel run{};
-  const KernelSupport* kernel = nullptr;   // the device types that run it (the registry's ops)
-  std::optional<DeviceSpec> device{};      // placed exactly there (where a variable lives), not the scopes'
-  std::vector<ResourceUse> resources{};    // the state it reads or changes
+  const KernelSupport* kernel = nullptr;  // the device types that run it (the registry's ops)
+  std::optional<DeviceSpec> device{};     // placed exactly there (where a variable lives), not the scopes'
+  std::vector<ResourceUse> resources{};   // the state it reads or changes
   FusionFacts fusion{};
 };
 
@@ -53,7 +53,8 @@ std::vector<AnyTensor> add_op(Graph& graph, std::string_view name, std::span<con
 /// Adds a Const node holding `bytes` (host values of `dtype`, row-major; one value fills the shape,
 /// expanded when the node runs, as TensorFlow's TensorProto keeps one value) and returns its
 /// output. @throws InvalidArgumentError for a shape of more than 2^63 - 1 bytes.
-AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape, std::vector<std::byte> bytes);
+AnyTensor add_constant(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
+                       std::vector<std::byte> bytes);
 
 /// Adds a Placeholder node (`_Arg` for a traced function's argument) and returns its output.
 AnyTensor add_placeholder(Graph& graph, std::string_view name, DType dtype, const Shape& shape,
@@ -135,23 +136,27 @@ DEVTENSOR_DEFINITION std::string node_name(Graph& graph, std::string_view reques
 
 DEVTENSOR_DEFINITION void require_fully_defined(std::string_view op, const Shape& shape, std::string_view what) {
   if (shape.is_fully_defined()) return;
-  throw InvalidArgumentError(std::string(op) + " needs fully defined shapes in a graph, but its " + std::string(what) +
-                             " has shape " + shape.to_python() +
-                             ". Give the function fully defined shapes (an input_signature or placeholder without None, "
-                             "or no reduce_retracing) [Op:" + std::string(op) + "]");
+  throw InvalidArgumentError(
+      std::string(op) + " needs fully defined shapes in a graph, but its " + std::string(what) + " has shape " +
+      shape.to_python() +
+      ". Give the function fully defined shapes (an input_signature or placeholder without None, "
+      "or no reduce_retracing) [Op:" +
+      std::string(op) + "]");
 }
 
 DEVTENSOR_DEFINITION AnyTensor variable_initial_value(const AnyTensor& initial) {
   if (detail::variable_creation_refused())
     throw InvalidArgumentError(
         "tf.function only supports singleton tf.Variables created on the first call. Make sure the tf.Variable is only "
-        "created once or created outside tf.function. See https://www.tensorflow.org/guide/function#creating_tfvariables "
+        "created once or created outside tf.function. See "
+        "https://www.tensorflow.org/guide/function#creating_tfvariables "
         "for more information.");
   ++detail::variables_created();
   if (!initial.storage->symbolic) return initial;
   if (!detail::evaluate_now)
-    throw InvalidArgumentError("A variable created while a graph is built needs its initial value's nodes run now: "
-                               "include devtensor/graph/function.hpp (devtensor.hpp does)");
+    throw InvalidArgumentError(
+        "A variable created while a graph is built needs its initial value's nodes run now: "
+        "include devtensor/graph/function.hpp (devtensor.hpp does)");
   return detail::evaluate_now(initial);
 }
 
@@ -163,8 +168,8 @@ DEVTENSOR_DEFINITION AnyTensor symbolic_output(const Graph& graph, std::size_t n
                                      node.requested.is_empty() ? std::string() : node.requested.to_string()}));
 }
 
-DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view name, std::span<const AnyTensor> inputs,
-                                                   NodeSpec spec) {
+DEVTENSOR_DEFINITION std::vector<AnyTensor> add_op(Graph& graph, std::string_view name,
+                                                   std::span<const AnyTensor> inputs, NodeSpec spec) {
   Node node;
   node.op = spec.op;
   node.kernel = spec.kernel;

@@ -57,14 +57,14 @@ struct HostFunction : TensorLevel {
   static std::vector<AnyTensor> graph(graph::Graph& graph, const Attrs& a, std::span<const AnyTensor> inputs) {
     graph::NodeSpec spec{a.across_processes ? &across_processes_info : &info_of<HostFunction>, a.outputs};
     spec.run = [body = a.body, expected = a.outputs.size()](const graph::RunContext&, graph::NodeInputs in,
-                                                             std::span<AnyTensor> out) {
+                                                            std::span<AnyTensor> out) {
       std::vector<AnyTensor> values;  // the code takes its inputs as a span of values
       values.reserve(in.size());
       for (const auto& v : in) values.push_back(v);
       auto results = body(values);
       if (results.size() != expected)
-        throw InternalError(std::string(name) + " produced " + std::to_string(results.size()) + " values, its node has " +
-                            std::to_string(expected) + " outputs");
+        throw InternalError(std::string(name) + " produced " + std::to_string(results.size()) +
+                            " values, its node has " + std::to_string(expected) + " outputs");
       for (std::size_t i = 0; i < results.size(); ++i) out[i] = std::move(results[i]);
     };
     return graph::add_op(graph, name, inputs, std::move(spec));

@@ -12,8 +12,8 @@
 /// soft placement.
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <cstring>
@@ -62,7 +62,8 @@ inline std::size_t resolve_axis(std::int64_t axis, const Shape& params, std::str
   if (rank == 0) throw InvalidArgumentError("params must be at least 1 dimensional [Op:" + std::string(op) + "]");
   if (axis >= rank || axis < -rank) {
     // The rank the axis needs: axis + 1, or -axis; unsigned, so that any int64 axis is printed.
-    const std::uint64_t needed = axis >= 0 ? static_cast<std::uint64_t>(axis) + 1 : static_cast<std::uint64_t>(-(axis + 1)) + 1;
+    const std::uint64_t needed =
+        axis >= 0 ? static_cast<std::uint64_t>(axis) + 1 : static_cast<std::uint64_t>(-(axis + 1)) + 1;
     throw InvalidArgumentError("Shape must be at least rank " + std::to_string(needed) + " but is rank " +
                                std::to_string(rank) + " [Op:" + std::string(op) + "]");
   }
@@ -156,10 +157,11 @@ struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
     const auto compute = [a](const Device& device, const Tensor<T>& p, const Tensor<I>& i) {
       return std::array{run_on(device, a, p, i, output_shape(a, p.shape(), i.shape()))};
     };
-    const Tensor<T> out = index_detail::add_node<GatherV2>(
-        graph, params, indices, {{dtype_enum<T>(), output_shape(a, params.shape(), indices.shape())}}, compute)
-                              .front()
-                              .template as<T>();
+    const Tensor<T> out =
+        index_detail::add_node<GatherV2>(graph, params, indices,
+                                         {{dtype_enum<T>(), output_shape(a, params.shape(), indices.shape())}}, compute)
+            .front()
+            .template as<T>();
     record(a, params, indices, out);  // a tape inside a trace: its gradient adds the gradient's nodes
     return out;
   }
@@ -174,8 +176,8 @@ struct GatherV2 : OpTable<AllTypes, NoTypes>, TensorLevel {
     const std::size_t axis = index_detail::resolve_axis(a.axis, p.shape(), name);
     const auto [outer, length, inner] = cpu::split_at_axis(p.shape(), axis);
     if (out.num_elements() > 0 || i.num_elements() > 0)
-      index_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, length, inner, sizeof(T),
-                            i.data(), i.shape(), reinterpret_cast<std::byte*>(out.mutable_data()));
+      index_detail::gather(reinterpret_cast<const std::byte*>(p.data()), outer, length, inner, sizeof(T), i.data(),
+                           i.shape(), reinterpret_cast<std::byte*>(out.mutable_data()));
     record(a, params, indices, out);
     return out;
   }
@@ -208,11 +210,13 @@ struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
     for (std::size_t d = 0; prefix && d < segments.rank(); ++d)
       prefix = data[axis + d] == segments[d] || data[axis + d] < 0 || segments[d] < 0;
     if (!prefix)
-      throw InvalidArgumentError("data.shape = " + data.to_string() + " does not start with segment_ids.shape = " +
-                                 segments.to_string() + " at axis " + std::to_string(a.axis) + " [Op:UnsortedSegmentSum]");
+      throw InvalidArgumentError("data.shape = " + data.to_string() +
+                                 " does not start with segment_ids.shape = " + segments.to_string() + " at axis " +
+                                 std::to_string(a.axis) + " [Op:UnsortedSegmentSum]");
     std::vector<std::int64_t> dims(data.dims().begin(), data.dims().begin() + static_cast<std::ptrdiff_t>(axis));
     dims.push_back(a.num_segments);
-    dims.insert(dims.end(), data.dims().begin() + static_cast<std::ptrdiff_t>(axis + segments.rank()), data.dims().end());
+    dims.insert(dims.end(), data.dims().begin() + static_cast<std::ptrdiff_t>(axis + segments.rank()),
+                data.dims().end());
     return Shape::partial(dims, name);
   }
 
@@ -228,10 +232,11 @@ struct UnsortedSegmentSum : OpTable<NumericTypes, NoTypes>, TensorLevel {
     const auto compute = [a](const Device& device, const Tensor<T>& d, const Tensor<I>& s) {
       return std::array{run_on(device, a, d, s, output_shape(a, d.shape(), s.shape()))};
     };
-    const Tensor<T> out = index_detail::add_node<UnsortedSegmentSum>(
-        graph, data, segments, {{dtype_enum<T>(), output_shape(a, data.shape(), segments.shape())}}, compute)
-                              .front()
-                              .template as<T>();
+    const Tensor<T> out =
+        index_detail::add_node<UnsortedSegmentSum>(
+            graph, data, segments, {{dtype_enum<T>(), output_shape(a, data.shape(), segments.shape())}}, compute)
+            .front()
+            .template as<T>();
     record(a, data, segments, out);
     return out;
   }
@@ -269,8 +274,9 @@ struct SparseSoftmaxCrossEntropyWithLogits : OpTable<FloatTypes, NoTypes>, Tenso
   /// [batch, classes] with labels [batch], or no classes (TensorFlow's text).
   static std::array<Shape, 2> output_shapes(const Shape& logits, const Shape& labels) {
     if (logits.rank() != 2 || labels.rank() != 1 || (logits[0] >= 0 && labels[0] >= 0 && logits[0] != labels[0]))
-      throw InvalidArgumentError("logits and labels must be [batch, classes] and [batch]: logits " + logits.to_string() +
-                                 ", labels " + labels.to_string() + " [Op:" + std::string(name) + "]");
+      throw InvalidArgumentError("logits and labels must be [batch, classes] and [batch]: logits " +
+                                 logits.to_string() + ", labels " + labels.to_string() + " [Op:" + std::string(name) +
+                                 "]");
     if (logits[1] == 0)
       throw InvalidArgumentError("Must have at least one class, but got logits shape " + logits.to_string() +
                                  " [Op:" + std::string(name) + "]");
@@ -330,7 +336,8 @@ struct SparseSoftmaxCrossEntropyWithLogits : OpTable<FloatTypes, NoTypes>, Tenso
       const double log_sum = std::log(sum);
       loss[b] = static_cast<T>(log_sum - static_cast<double>(row[label[b]] - shift));
       for (std::int64_t c = 0; c < classes; ++c)
-        grad[c] = static_cast<T>(std::exp(static_cast<double>(row[c] - shift) - log_sum)) - (c == label[b] ? T{1} : T{0});
+        grad[c] =
+            static_cast<T>(std::exp(static_cast<double>(row[c] - shift) - log_sum)) - (c == label[b] ? T{1} : T{0});
     }
     record(logits, out);
     return out;
@@ -390,12 +397,14 @@ Tensor<T> sparse_softmax_cross_entropy_with_logits(const Tensor<I>& labels, cons
   const Shape& l = labels.shape();
   if (l.rank() + 1 != x.rank())
     throw InvalidArgumentError("`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape=" +
-                               l.to_python() + " of rank " + std::to_string(l.rank()) + " and logits.shape=" +
-                               x.to_python() + " of rank " + std::to_string(x.rank()));
+                               l.to_python() + " of rank " + std::to_string(l.rank()) +
+                               " and logits.shape=" + x.to_python() + " of rank " + std::to_string(x.rank()));
   for (std::size_t d = 0; d < l.rank(); ++d)
     if (l[d] != x[d] && l[d] >= 0 && x[d] >= 0)
-      throw InvalidArgumentError("`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
-                                 "labels.shape=" + l.to_python() + " and logits.shape=" + x.to_python());
+      throw InvalidArgumentError(
+          "`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
+          "labels.shape=" +
+          l.to_python() + " and logits.shape=" + x.to_python());
   if (x.rank() == 2) return run_op<ops::SparseSoftmaxCrossEntropyWithLogits>({}, logits, labels);
   // Any rank: as rows of the last axis, then back to the labels' shape (TensorFlow's wrapper).
   const auto rows = run_op<ops::SparseSoftmaxCrossEntropyWithLogits>({}, reshape(logits, {-1, x[x.rank() - 1]}),
@@ -418,16 +427,19 @@ void GatherV2::record(const Attrs& a, const Tensor<T>& params, const Tensor<I>& 
       const std::size_t axis = index_detail::resolve_axis(a.axis, params_shape, name);
       const UnsortedSegmentSum::Attrs sum{static_cast<std::int64_t>(axis), params_shape[axis]};
       if (sum.num_segments < 0)
-        throw UnimplementedError("The gradient of GatherV2 along an axis of unknown size is not supported in a graph; "
-                                 "give that dimension's size");
-      return std::vector<autodiff::TapeTensor>{autodiff::tape_tensor(run_op<UnsortedSegmentSum>(sum, dy[0].as<T>(), indices))};
+        throw UnimplementedError(
+            "The gradient of GatherV2 along an axis of unknown size is not supported in a graph; "
+            "give that dimension's size");
+      return std::vector<autodiff::TapeTensor>{
+          autodiff::tape_tensor(run_op<UnsortedSegmentSum>(sum, dy[0].as<T>(), indices))};
     };
     autodiff::record_on_tapes(std::move(r));
   }
 }
 
 template <Numeric T, IndexElement I>
-void UnsortedSegmentSum::record(const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments, const Tensor<T>& out) {
+void UnsortedSegmentSum::record(const Attrs& a, const Tensor<T>& data, const Tensor<I>& segments,
+                                const Tensor<T>& out) {
   if constexpr (Floating<T>) {
     if (!autodiff::tapes_active()) return;
     auto r = std::make_shared<autodiff::OpRecord>();

@@ -72,8 +72,10 @@ class Scalar {
   template <Element T>
   static Scalar of(T value) noexcept {
     Scalar s;
-    if constexpr (std::is_floating_point_v<T>) s.floating_ = static_cast<double>(value);
-    else s.integer_ = static_cast<std::int64_t>(value);
+    if constexpr (std::is_floating_point_v<T>)
+      s.floating_ = static_cast<double>(value);
+    else
+      s.integer_ = static_cast<std::int64_t>(value);
     s.dtype_ = dtype_enum<T>();
     return s;
   }

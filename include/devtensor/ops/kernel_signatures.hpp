@@ -13,7 +13,6 @@ namespace devtensor {
 
 struct Device;
 
-
 namespace kernels {
 
 /// The device handle a body runs on.

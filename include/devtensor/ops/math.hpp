@@ -32,30 +32,56 @@ inline constexpr auto div_fn = [](const auto& x, const auto& y, const OpOptions&
 }  // namespace op_detail
 
 template <Numeric T>
-Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) { return add(a, b, {.name = "add"}); }
+Tensor<T> operator+(const Tensor<T>& a, const Tensor<T>& b) {
+  return add(a, b, {.name = "add"});
+}
 template <Numeric T>
-Tensor<T> operator-(const Tensor<T>& a, const Tensor<T>& b) { return sub(a, b, {.name = "sub"}); }
+Tensor<T> operator-(const Tensor<T>& a, const Tensor<T>& b) {
+  return sub(a, b, {.name = "sub"});
+}
 template <Numeric T>
-Tensor<T> operator*(const Tensor<T>& a, const Tensor<T>& b) { return mul(a, b, {.name = "mul"}); }
+Tensor<T> operator*(const Tensor<T>& a, const Tensor<T>& b) {
+  return mul(a, b, {.name = "mul"});
+}
 template <Numeric T>
-Tensor<T> operator/(const Tensor<T>& a, const Tensor<T>& b) { return div(a, b, {.name = "truediv"}); }
+Tensor<T> operator/(const Tensor<T>& a, const Tensor<T>& b) {
+  return div(a, b, {.name = "truediv"});
+}
 template <Numeric T>
-Tensor<T> operator-(const Tensor<T>& a) { return neg(a); }
+Tensor<T> operator-(const Tensor<T>& a) {
+  return neg(a);
+}
 template <Numeric T>
-Tensor<T> operator+(const Tensor<T>& a, std::type_identity_t<T> b) { return op_detail::scalar_operator<T>("add", a, b, false, op_detail::add_fn); }
+Tensor<T> operator+(const Tensor<T>& a, std::type_identity_t<T> b) {
+  return op_detail::scalar_operator<T>("add", a, b, false, op_detail::add_fn);
+}
 template <Numeric T>
-Tensor<T> operator+(std::type_identity_t<T> a, const Tensor<T>& b) { return op_detail::scalar_operator<T>("add", b, a, true, op_detail::add_fn); }
+Tensor<T> operator+(std::type_identity_t<T> a, const Tensor<T>& b) {
+  return op_detail::scalar_operator<T>("add", b, a, true, op_detail::add_fn);
+}
 template <Numeric T>
-Tensor<T> operator-(const Tensor<T>& a, std::type_identity_t<T> b) { return op_detail::scalar_operator<T>("sub", a, b, false, op_detail::sub_fn); }
+Tensor<T> operator-(const Tensor<T>& a, std::type_identity_t<T> b) {
+  return op_detail::scalar_operator<T>("sub", a, b, false, op_detail::sub_fn);
+}
 template <Numeric T>
-Tensor<T> operator-(std::type_identity_t<T> a, const Tensor<T>& b) { return op_detail::scalar_operator<T>("sub", b, a, true, op_detail::sub_fn); }
+Tensor<T> operator-(std::type_identity_t<T> a, const Tensor<T>& b) {
+  return op_detail::scalar_operator<T>("sub", b, a, true, op_detail::sub_fn);
+}
 template <Numeric T>
-Tensor<T> operator*(const Tensor<T>& a, std::type_identity_t<T> b) { return op_detail::scalar_operator<T>("mul", a, b, false, op_detail::mul_fn); }
+Tensor<T> operator*(const Tensor<T>& a, std::type_identity_t<T> b) {
+  return op_detail::scalar_operator<T>("mul", a, b, false, op_detail::mul_fn);
+}
 template <Numeric T>
-Tensor<T> operator*(std::type_identity_t<T> a, const Tensor<T>& b) { return op_detail::scalar_operator<T>("mul", b, a, true, op_detail::mul_fn); }
+Tensor<T> operator*(std::type_identity_t<T> a, const Tensor<T>& b) {
+  return op_detail::scalar_operator<T>("mul", b, a, true, op_detail::mul_fn);
+}
 template <Numeric T>
-Tensor<T> operator/(const Tensor<T>& a, std::type_identity_t<T> b) { return op_detail::scalar_operator<T>("truediv", a, b, false, op_detail::div_fn); }
+Tensor<T> operator/(const Tensor<T>& a, std::type_identity_t<T> b) {
+  return op_detail::scalar_operator<T>("truediv", a, b, false, op_detail::div_fn);
+}
 template <Numeric T>
-Tensor<T> operator/(std::type_identity_t<T> a, const Tensor<T>& b) { return op_detail::scalar_operator<T>("truediv", b, a, true, op_detail::div_fn); }
+Tensor<T> operator/(std::type_identity_t<T> a, const Tensor<T>& b) {
+  return op_detail::scalar_operator<T>("truediv", b, a, true, op_detail::div_fn);
+}
 
 }  // namespace devtensor

@@ -61,15 +61,15 @@ struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
 #if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION Shape MatMul::output_shape(const Attrs& attrs, const Shape& as, const Shape& bs) {
   if (as.rank() < 2 || bs.rank() < 2 || as.rank() != bs.rank())
-    throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " +
-                               as.to_string() + " and " + bs.to_string() + " [Op:MatMul]");
+    throw InvalidArgumentError("In[0] and In[1] must be matrices of the same rank >= 2, got shapes " + as.to_string() +
+                               " and " + bs.to_string() + " [Op:MatMul]");
   const std::size_t r = as.rank();
   // An unknown dimension (a graph's static shape) matches any: the kernel checks at run time.
   const auto differ = [](std::int64_t a, std::int64_t b) { return a != b && a >= 0 && b >= 0; };
   for (std::size_t d = 0; d + 2 < r; ++d)
     if (differ(as[d], bs[d]))
-      throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " + as.to_string() +
-                                 " vs. " + bs.to_string() + " [Op:MatMul]");
+      throw InvalidArgumentError("In[0] and In[1] must have the same batch dimensions: " + as.to_string() + " vs. " +
+                                 bs.to_string() + " [Op:MatMul]");
   const std::int64_t kb = attrs.transpose_b ? bs[r - 1] : bs[r - 2];
   const Dims d = dims(attrs, as, bs);
   if (differ(d.k, kb))
@@ -102,11 +102,12 @@ Tensor<T> matmul(const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = fals
 /// matmul(devtensor::gpu, a, b): the GPU kernel when the op declares one for T (the program must
 /// contain it, else soft placement falls back), the CPU kernel otherwise, chosen at compile time.
 template <DeviceTag Tag, Numeric T>
-Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = false,
-                 bool transpose_b = false) {
+Tensor<T> matmul(Tag tag, const Tensor<T>& a, const Tensor<T>& b, bool transpose_a = false, bool transpose_b = false) {
   return with_kernel_device<ops::MatMul, Tag, T>(tag, [&] { return matmul(a, b, transpose_a, transpose_b); });
 }
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(MatMul, T, 2)
@@ -114,6 +115,7 @@ DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif
+// clang-format on
 
 }  // namespace devtensor
 
@@ -129,7 +131,8 @@ void MatMul::cpu(const KernelContext& ctx) {
   const T* b = ctx.input<T>(1);
   T* c = ctx.output<T>();
   for (std::int64_t i = 0; i < d.batches; ++i)
-    cpu::gemm(attrs.transpose_a, attrs.transpose_b, d.m, d.n, d.k, a + i * d.m * d.k, b + i * d.k * d.n, c + i * d.m * d.n);
+    cpu::gemm(attrs.transpose_a, attrs.transpose_b, d.m, d.n, d.k, a + i * d.m * d.k, b + i * d.k * d.n,
+              c + i * d.m * d.n);
 }
 }  // namespace devtensor::ops
 #endif
@@ -142,8 +145,8 @@ template <class T>
 void MatMul::cuda(const KernelContext& ctx) {
   const auto& attrs = ctx.attr<Attrs>();
   const Dims d = dims(attrs, ctx.input_shape(0), ctx.input_shape(1));
-  cuda::gemm(ctx.device, attrs.transpose_a, attrs.transpose_b, d.batches, d.m, d.n, d.k, ctx.input<T>(0), ctx.input<T>(1),
-             ctx.output<T>());
+  cuda::gemm(ctx.device, attrs.transpose_a, attrs.transpose_b, d.batches, d.m, d.n, d.k, ctx.input<T>(0),
+             ctx.input<T>(1), ctx.output<T>());
 }
 }  // namespace devtensor::ops
 #endif

@@ -35,8 +35,8 @@ struct SoftmaxOp : OpTable<FloatTypes, FloatTypes>, Builtin {
   /// @throws InvalidArgumentError for a scalar (TensorFlow's text).
   static const Shape& output_shape(const Attrs&, const Shape& logits) {
     if (logits.rank() < 1)
-      throw InvalidArgumentError("logits must have >= 1 dimension, got " + logits.to_string() + " [Op:" +
-                                 std::string(Self::name) + "]");
+      throw InvalidArgumentError("logits must have >= 1 dimension, got " + logits.to_string() +
+                                 " [Op:" + std::string(Self::name) + "]");
     return logits;
   }
   template <class T>
@@ -121,8 +121,8 @@ using NnOps = TypeList<Softmax, LogSoftmax, L2Loss, LRN, LRNGrad>;
 DEVTENSOR_DEFINITION Shape LRN::output_shape(const Attrs& attrs, const Shape& input) {
   if (input.rank() != 4) throw InvalidArgumentError("in must be 4-dimensional [Op:" + std::string(name) + "]");
   if (attrs.depth_radius < 0 || attrs.depth_radius > std::numeric_limits<std::int32_t>::max())
-    throw InvalidArgumentError("depth_radius = " + std::to_string(attrs.depth_radius) + " larger than int max [Op:" +
-                               std::string(name) + "]");
+    throw InvalidArgumentError("depth_radius = " + std::to_string(attrs.depth_radius) +
+                               " larger than int max [Op:" + std::string(name) + "]");
   return input;
 }
 DEVTENSOR_DEFINITION Shape LRNGrad::output_shape(const Attrs& attrs, const Shape& grads, const Shape& image,
@@ -130,8 +130,8 @@ DEVTENSOR_DEFINITION Shape LRNGrad::output_shape(const Attrs& attrs, const Shape
   if (grads.rank() != 4 || image.rank() != 4 || output.rank() != 4)
     throw InvalidArgumentError("inputs must be 4-dimensional [Op:" + std::string(name) + "]");
   if (grads != image || image != output)
-    throw InvalidArgumentError("input_grads, input_image, and out_image should have the same shape [Op:" +
-                               std::string(name) + "]");
+    throw InvalidArgumentError(
+        "input_grads, input_image, and out_image should have the same shape [Op:" + std::string(name) + "]");
   (void)LRN::output_shape(attrs, image);
   return image;
 }
@@ -185,8 +185,8 @@ struct LrnOptions {
 /// (tf.nn.local_response_normalization). @throws InvalidArgumentError (ops::LRN).
 template <Floating T>
 Tensor<T> local_response_normalization(const Tensor<T>& input, const LrnOptions& options = {}) {
-  return run_op<ops::LRN>(OpOptions{options.name},
-                          {options.depth_radius, options.bias, options.alpha, options.beta}, input);
+  return run_op<ops::LRN>(OpOptions{options.name}, {options.depth_radius, options.bias, options.alpha, options.beta},
+                          input);
 }
 /// tf.nn.lrn, the same function.
 template <Floating T>
@@ -226,8 +226,8 @@ void LRN::cpu(const KernelContext& ctx) {
   const Shape& shape = ctx.input_shape(0);
   const std::int64_t depth = shape[3];
   const auto& a = ctx.attr<Attrs>();
-  cpu::lrn_rows(ctx.input<T>(0), depth > 0 ? shape.num_elements() / depth : 0, depth, a.depth_radius, static_cast<T>(a.bias),
-                static_cast<T>(a.alpha), static_cast<T>(a.beta), ctx.output<T>());
+  cpu::lrn_rows(ctx.input<T>(0), depth > 0 ? shape.num_elements() / depth : 0, depth, a.depth_radius,
+                static_cast<T>(a.bias), static_cast<T>(a.alpha), static_cast<T>(a.beta), ctx.output<T>());
 }
 template <class T>
 void LRNGrad::cpu(const KernelContext& ctx) {

@@ -138,8 +138,10 @@ concept DataOp = requires {
 /// The default name of Op's graph nodes: `node_name` when it has one, else the op type.
 template <class Op>
 constexpr std::string_view default_node_name() noexcept {
-  if constexpr (requires { Op::node_name; }) return Op::node_name;
-  else return Op::name;
+  if constexpr (requires { Op::node_name; })
+    return Op::node_name;
+  else
+    return Op::name;
 }
 
 template <class Op, class T>

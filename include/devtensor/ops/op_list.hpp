@@ -25,8 +25,8 @@
 
 namespace devtensor::ops {
 
-using BuiltinOps = Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, DepthwiseOps, ReductionOps, SelectionOps,
-                        ShapeOps, RandomOps, TrainingOps>::type;
+using BuiltinOps = Join<CreationOps, ElementwiseOps, LinalgOps, NnOps, ConvOps, DepthwiseOps, ReductionOps,
+                        SelectionOps, ShapeOps, RandomOps, TrainingOps>::type;
 
 static_assert([]<class... Ops>(TypeList<Ops...>) { return (std::derived_from<Ops, Builtin> && ...); }(BuiltinOps{}),
               "every op of the list is marked ops::Builtin (GradientTape installs their gradients from it)");

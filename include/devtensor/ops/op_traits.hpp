@@ -55,9 +55,10 @@ struct OpInfo {
 /// Op's traits: its `traits` aggregate, or the defaults.
 template <class Op>
 constexpr OpTraits op_traits() noexcept {
-  static_assert(!requires { Op::is_view; } && !requires { Op::handles_unknown_dims; } &&
-                    !requires { Op::pointwise_arity; } && !requires { Op::differentiable; } && !requires { Op::is_gemm; },
-                "declare an op's properties in its `static constexpr ops::OpTraits traits{...}`");
+  static_assert(
+      !requires { Op::is_view; } && !requires { Op::handles_unknown_dims; } && !requires { Op::pointwise_arity; } &&
+          !requires { Op::differentiable; } && !requires { Op::is_gemm; },
+      "declare an op's properties in its `static constexpr ops::OpTraits traits{...}`");
   if constexpr (requires { Op::traits; }) {
     static_assert(std::is_same_v<std::remove_cvref_t<decltype(Op::traits)>, OpTraits>,
                   "an op's `traits` is an ops::OpTraits");

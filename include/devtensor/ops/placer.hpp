@@ -59,12 +59,12 @@ inline DevicePolicy get_device_policy() noexcept { return detail::device_policy_
 /// time) and, for bodies that come from the registry, whether this program contains them.
 struct KernelSupport {
   std::string_view op;
-  std::string_view dtype;     // DT_FLOAT, ...
-  bool cpu;                   // declares a CPU kernel
-  bool gpu;                   // declares a GPU kernel (simulated GPUs run a host body)
-  const KernelSlot* cpu_body; // registered CPU body (users' ops); nullptr: inline, always present
-  const KernelSlot* gpu_body; // registered GPU body; nullptr: none needed (copies and views)
-  bool pin_small_int;         // may be pinned to the host for small integer inputs
+  std::string_view dtype;      // DT_FLOAT, ...
+  bool cpu;                    // declares a CPU kernel
+  bool gpu;                    // declares a GPU kernel (simulated GPUs run a host body)
+  const KernelSlot* cpu_body;  // registered CPU body (users' ops); nullptr: inline, always present
+  const KernelSlot* gpu_body;  // registered GPU body; nullptr: none needed (copies and views)
+  bool pin_small_int;          // may be pinned to the host for small integer inputs
 
   [[nodiscard]] bool cpu_present() const noexcept {
     return cpu && (cpu_body == nullptr || cpu_body->body.load(std::memory_order_acquire) != nullptr);
@@ -93,20 +93,27 @@ struct KernelSupport {
 
 namespace kernel_detail {
 template <class Op>
-concept declares_no_pinning = requires { requires Op::never_pin_to_host; };
+concept declares_no_pinning = requires {
+  requires Op::never_pin_to_host;
+};
 template <class Op>
-concept inline_cpu_kernel = requires { requires Op::inline_cpu_kernel; };
+concept inline_cpu_kernel = requires {
+  requires Op::inline_cpu_kernel;
+};
 
 template <class Op, class T>
 constexpr const KernelSlot* gpu_slot_of() noexcept {
-  if constexpr (declares_body<Op, T> && has_kernel_v<Op, gpu_t, T>) return &kernel_slot<Op, gpu_t, T>;
-  else return nullptr;
+  if constexpr (declares_body<Op, T> && has_kernel_v<Op, gpu_t, T>)
+    return &kernel_slot<Op, gpu_t, T>;
+  else
+    return nullptr;
 }
 template <class Op, class T>
 constexpr const KernelSlot* cpu_slot_of() noexcept {
   if constexpr (declares_body<Op, T> && has_kernel_v<Op, cpu_t, T> && !inline_cpu_kernel<Op>)
     return &kernel_slot<Op, cpu_t, T>;
-  else return nullptr;
+  else
+    return nullptr;
 }
 }  // namespace kernel_detail
 
@@ -147,8 +154,7 @@ const Device& select_device(const KernelSupport& kernel, const DeviceSpec& reque
 
 /// The hint for a GPU-capable op whose body this program lacks, once per kernel (a warning: the
 /// program runs, slower than the user expects).
-DEVTENSOR_DEFINITION void report_missing_gpu_body(
-    const KernelSupport& kernel, const Device& chosen) {
+DEVTENSOR_DEFINITION void report_missing_gpu_body(const KernelSupport& kernel, const Device& chosen) {
   if (!kernel.gpu_body || kernel.gpu_body->missing_reported.exchange(true, std::memory_order_relaxed)) return;
   if (!log_enabled(LogSource::cpp_runtime, LogSeverity::warning)) return;
   log(LogSeverity::warning,
@@ -188,18 +194,16 @@ DEVTENSOR_DEFINITION const Device& select_device(const KernelSupport& kernel, co
   // Soft placement keeps job, replica and task: a request naming an address this process does
   // not have fails whatever the setting, with TensorFlow 2.21's words.
   const DeviceSpec relaxed = request.with_type(std::nullopt).with_id(std::nullopt);
-  if (std::none_of(devices.begin(), devices.end(),
-                   [&](const Device& d) { return relaxed.matches(d.spec); }))
+  if (std::none_of(devices.begin(), devices.end(), [&](const Device& d) { return relaxed.matches(d.spec); }))
     throw InvalidArgumentError(request.to_string() + " unknown device. This process has the devices [" +
-                               devices.names() + "]: name one of its job/replica/task addresses. [Op:" +
-                               std::string(kernel.op) + "]");
+                               devices.names() +
+                               "]: name one of its job/replica/task addresses. [Op:" + std::string(kernel.op) + "]");
   if (soft)
     if (const Device* d = first_match(devices, relaxed, kernel)) return placed(d);
   if (request.is_empty() || soft)
-    throw InvalidArgumentError("No supported device found in available devices [" +
-                               devices.names() + "]. enable_soft_placement=" +
-                               (soft ? "1" : "0") + ". (Op " + std::string(kernel.op) + " with T=" +
-                               std::string(kernel.dtype) + " has kernels for [" +
+    throw InvalidArgumentError("No supported device found in available devices [" + devices.names() +
+                               "]. enable_soft_placement=" + (soft ? "1" : "0") + ". (Op " + std::string(kernel.op) +
+                               " with T=" + std::string(kernel.dtype) + " has kernels for [" +
                                kernel.supported_types(devices.has_real_gpus()) + "].)" +
                                (kernel.gpu_body_missing() && devices.has_real_gpus() ? missing_gpu_body_hint : ""));
   std::string why;
@@ -324,7 +328,8 @@ inline const Device& scope_device_or_host(std::string_view trigger) {
 DEVTENSOR_DEFINITION void throw_undefined_input(std::string_view op, std::size_t input) {
   throw InvalidArgumentError("Input " + std::to_string(input) + " of " + std::string(op) +
                              " is an undefined tensor (default-constructed or moved from): pass a "
-                             "tensor that holds values [Op:" + std::string(op) + "]");
+                             "tensor that holds values [Op:" +
+                             std::string(op) + "]");
 }
 #endif
 
@@ -355,7 +360,8 @@ std::shared_ptr<TensorStorage> copy_to_device(const TensorStorage& from, const S
 /// policy allows. `input` is the input's position, for the error message.
 template <Element T>
 Tensor<T> to_device(const Tensor<T>& t, const Device& device, std::string_view op, int input = 0) {
-  if (!t.defined()) [[unlikely]] throw_undefined_input(op, static_cast<std::size_t>(input));
+  if (!t.defined()) [[unlikely]]
+    throw_undefined_input(op, static_cast<std::size_t>(input));
   if (t.storage()->device == &device) return t;  // defined: no second check
   const std::size_t bytes = static_cast<std::size_t>(t.num_elements()) * sizeof(T);
   return Tensor<T>(detail::copy_to_device(*t.storage(), t.shape(), bytes, dtype_string<T>(),
@@ -364,25 +370,27 @@ Tensor<T> to_device(const Tensor<T>& t, const Device& device, std::string_view o
 }
 
 #if DEVTENSOR_HEADER_DEFINITIONS
-DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> detail::copy_to_device(
-    const TensorStorage& from, const Shape& shape, std::size_t bytes, std::string_view dtype, bool int32,
-    const Device& target, std::string_view op, int input) {
+DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> detail::copy_to_device(const TensorStorage& from,
+                                                                           const Shape& shape, std::size_t bytes,
+                                                                           std::string_view dtype, bool int32,
+                                                                           const Device& target, std::string_view op,
+                                                                           int input) {
   if (from.symbolic) [[unlikely]]  // a graph's tensor met outside its graph
-    throw_symbolic_values(*from.symbolic, "op " + std::string(op) + " (running eagerly: no graph is being built on this thread)");
+    throw_symbolic_values(*from.symbolic,
+                          "op " + std::string(op) + " (running eagerly: no graph is being built on this thread)");
   const auto policy = config::experimental::get_device_policy();
   const bool allowed = policy == DevicePolicy::SILENT || policy == DevicePolicy::WARN ||
                        (policy == DevicePolicy::SILENT_FOR_INT32 && int32);
   if (!allowed)
     throw InvalidArgumentError(
-        "Tensors on conflicting devices: cannot compute " + std::string(op) + " as input #" +
-        std::to_string(input) + " was expected to be on " + target.full_name +
-        " but is actually on " + from.device->full_name +
+        "Tensors on conflicting devices: cannot compute " + std::string(op) + " as input #" + std::to_string(input) +
+        " was expected to be on " + target.full_name + " but is actually on " + from.device->full_name +
         " (operation running on " + target.full_name +
         "). Tensors can be copied explicitly using identity() under a DeviceScope, or the device "
         "policy can be changed with config::experimental::set_device_policy(DevicePolicy::SILENT).");
   if (policy == DevicePolicy::WARN)
-    log(LogSeverity::warning, "Copying input #" + std::to_string(input) + " of " + std::string(op) +
-                                  " from " + from.device->full_name + " to " + target.full_name);
+    log(LogSeverity::warning, "Copying input #" + std::to_string(input) + " of " + std::string(op) + " from " +
+                                  from.device->full_name + " to " + target.full_name);
   auto copy = allocate_storage(target, bytes, shape, dtype, op);
   copy_bytes(copy->data, target, from.data, *from.device, bytes);
   return copy;
@@ -393,9 +401,9 @@ DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> detail::copy_to_device(
 /// undefined tensor is not: the op's to_device names it.
 template <class... Ts>
 bool small_host_int_inputs(const Ts&... inputs) {
-  return sizeof...(Ts) > 0 &&
-         ((is_one_of_v<typename Ts::value_type, std::int32_t, std::int64_t> && inputs.num_elements() <= 64 &&
-           inputs.defined() && !inputs.storage()->device->is_gpu) && ...);
+  return sizeof...(Ts) > 0 && ((is_one_of_v<typename Ts::value_type, std::int32_t, std::int64_t> &&
+                                inputs.num_elements() <= 64 && inputs.defined() && !inputs.storage()->device->is_gpu) &&
+                               ...);
 }
 
 }  // namespace devtensor

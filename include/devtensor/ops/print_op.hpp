@@ -39,8 +39,8 @@ struct PrintOpOptions {
 /// One argument of print: text, or a tensor (its values when printed).
 class PrintArgument {
  public:
-  PrintArgument(std::string_view text) : text_(text) {}  // NOLINT(google-explicit-constructor)
-  PrintArgument(const char* text) : text_(text) {}       // NOLINT(google-explicit-constructor)
+  PrintArgument(std::string_view text) : text_(text) {}    // NOLINT(google-explicit-constructor)
+  PrintArgument(const char* text) : text_(text) {}         // NOLINT(google-explicit-constructor)
   PrintArgument(const std::string& text) : text_(text) {}  // NOLINT(google-explicit-constructor)
   template <Element T>
   PrintArgument(const Tensor<T>& t) : tensor_(t) {  // NOLINT(google-explicit-constructor)
@@ -89,8 +89,8 @@ struct PrintV2 : TensorLevel {
 void print(std::initializer_list<PrintArgument> arguments, const PrintOpOptions& options = {});
 
 template <class... Args>
-  requires(sizeof...(Args) > 0 && (std::is_constructible_v<PrintArgument, const Args&> && ...))
-void print(const Args&... arguments) {
+requires(sizeof...(Args) > 0 &&
+         (std::is_constructible_v<PrintArgument, const Args&> && ...)) void print(const Args&... arguments) {
   print({PrintArgument(arguments)...});
 }
 
@@ -123,14 +123,14 @@ DEVTENSOR_DEFINITION std::string element(const std::byte* data, DType dtype, std
       std::memcpy(&v, data + i * 8, 8);
       return std::to_string(v);
     }
-    default:
-      return data[i] != std::byte{0} ? "1" : "0";
+    default: return data[i] != std::byte{0} ? "1" : "0";
   }
 }
 
 /// The sub-array at `offset` spanning axes `axis`.. of `dims`.
-DEVTENSOR_DEFINITION void format(std::string& out, const std::byte* data, DType dtype, std::span<const std::int64_t> dims,
-                                 std::size_t axis, std::int64_t offset, int summarize) {
+DEVTENSOR_DEFINITION void format(std::string& out, const std::byte* data, DType dtype,
+                                 std::span<const std::int64_t> dims, std::size_t axis, std::int64_t offset,
+                                 int summarize) {
   if (axis == dims.size()) {
     out += element(data, dtype, offset);
     return;
@@ -191,7 +191,7 @@ DEVTENSOR_DEFINITION void ops::PrintV2::graph(graph::Graph& graph, const Attrs& 
   std::ostream* stream = a.options.output_stream ? a.options.output_stream : &std::cerr;
   spec.resources = {{stream, true}};
   spec.run = [args = a.arguments, is_tensor, options = a.options](const graph::RunContext&, graph::NodeInputs in,
-                                                                 std::span<AnyTensor>) {
+                                                                  std::span<AnyTensor>) {
     std::vector<PrintArgument> values = args;
     std::size_t next = 0;
     for (std::size_t i = 0; i < values.size(); ++i)

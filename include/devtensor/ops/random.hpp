@@ -12,8 +12,8 @@
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <random>
+#include <string>
 
 #include "devtensor/ops/op_def.hpp"
 #include "devtensor/ops/run_op.hpp"
@@ -150,7 +150,6 @@ struct NormalValue {
 
 }  // namespace detail
 
-
 namespace ops {
 
 /// Random values from a counter-based generator: element i of seed s is the same on every device.
@@ -216,15 +215,17 @@ Tensor<T> uniform_with_seed(const Shape& shape, std::uint64_t seed, double minva
   if (!std::isfinite(minval) || !std::isfinite(maxval) || !std::isfinite(maxval - minval) ||
       std::fabs(minval) > static_cast<double>(std::numeric_limits<T>::max()) ||
       std::fabs(maxval) > static_cast<double>(std::numeric_limits<T>::max()))
-    throw InvalidArgumentError("Requires minval and maxval to be finite values of the type, with a finite "
-                               "difference: minval " + number_string(minval) + ", maxval " +
-                               number_string(maxval) + " [Op:RandomUniform]");
+    throw InvalidArgumentError(
+        "Requires minval and maxval to be finite values of the type, with a finite "
+        "difference: minval " +
+        number_string(minval) + ", maxval " + number_string(maxval) + " [Op:RandomUniform]");
   if (!(minval < maxval))
     throw InvalidArgumentError("Need minval < maxval: " + std::to_string(minval) + " >= " + std::to_string(maxval) +
                                " [Op:RandomUniform]");
   return run_op<ops::RandomUniform, T>(op_options, {shape, seed, minval, maxval});  // the same values on every device
 }
-/// random_normal drawn with `seed` as it is, whatever the global seed. @throws InvalidArgumentError for a negative stddev.
+/// random_normal drawn with `seed` as it is, whatever the global seed. @throws InvalidArgumentError for a negative
+/// stddev.
 template <Floating T>
 Tensor<T> normal_with_seed(const Shape& shape, std::uint64_t seed, double mean, double stddev,
                            const OpOptions& op_options = {}) {
@@ -238,16 +239,14 @@ Tensor<T> normal_with_seed(const Shape& shape, std::uint64_t seed, double mean, 
 /// @throws InvalidArgumentError when minval >= maxval.
 template <Floating T>
 Tensor<T> random_uniform(const Shape& shape, UniformOptions options = {}, const OpOptions& op_options = {}) {
-  return random::uniform_with_seed<T>(shape, random::op_seed(options.seed), options.minval, options.maxval,
-                                      op_options);
+  return random::uniform_with_seed<T>(shape, random::op_seed(options.seed), options.minval, options.maxval, op_options);
 }
 
 /// Normal values (Box-Muller), seeded by TensorFlow's rule. @throws InvalidArgumentError for a
 /// negative stddev.
 template <Floating T>
 Tensor<T> random_normal(const Shape& shape, NormalOptions options = {}, const OpOptions& op_options = {}) {
-  return random::normal_with_seed<T>(shape, random::op_seed(options.seed), options.mean, options.stddev,
-                                     op_options);
+  return random::normal_with_seed<T>(shape, random::op_seed(options.seed), options.mean, options.stddev, op_options);
 }
 
 /// Uniform values in [0, 1) drawn from `seed` (a one-element int64 tensor, possibly a graph's
@@ -280,8 +279,10 @@ void StatelessRandomUniform::cpu(const KernelContext& ctx) {
     const detail::UniformValue<U> value{seed, 0.0, 1.0};
     for (std::int64_t i = 0, n = a.shape.num_elements(); i < n; ++i) o[i] = value(i);
   };
-  if (a.dtype == DType::DT_DOUBLE) fill(ctx.output<double>());
-  else fill(ctx.output<float>());
+  if (a.dtype == DType::DT_DOUBLE)
+    fill(ctx.output<double>());
+  else
+    fill(ctx.output<float>());
 }
 }  // namespace devtensor::ops
 #endif
@@ -315,9 +316,11 @@ void StatelessRandomUniform::cuda(const KernelContext& ctx) {
   const auto& a = ctx.attr<Attrs>();
   const std::int64_t n = a.shape.num_elements();
   if (a.dtype == DType::DT_DOUBLE)
-    cuda::generate(ctx.device, ctx.output<double>(), n, random_detail::StatelessUniformValue<double>{ctx.input<T>(0), a.seed});
+    cuda::generate(ctx.device, ctx.output<double>(), n,
+                   random_detail::StatelessUniformValue<double>{ctx.input<T>(0), a.seed});
   else
-    cuda::generate(ctx.device, ctx.output<float>(), n, random_detail::StatelessUniformValue<float>{ctx.input<T>(0), a.seed});
+    cuda::generate(ctx.device, ctx.output<float>(), n,
+                   random_detail::StatelessUniformValue<float>{ctx.input<T>(0), a.seed});
 }
 }  // namespace devtensor::ops
 #endif

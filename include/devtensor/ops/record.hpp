@@ -19,9 +19,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/config.hpp"
 #include "devtensor/ops/op_def.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/tensor/any_tensor.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -76,7 +76,7 @@ struct OpRecord {
   std::shared_ptr<const void> attrs;   // the op's Attrs (its gradient knows their type)
   std::vector<TapeTensor> inputs;
   std::vector<TapeTensor> outputs;
-  CustomBackward backward;             // autodiff::record_operation
+  CustomBackward backward;  // autodiff::record_operation
   std::string custom_name;
   bool has_custom_backward = false;
 
@@ -98,8 +98,7 @@ struct TapeState {
 
   [[nodiscard]] bool recording() const noexcept { return !paused && !(used && !persistent); }
   [[nodiscard]] bool watches_any(const std::vector<TapeTensor>& inputs) const {
-    return std::any_of(inputs.begin(), inputs.end(),
-                       [this](const TapeTensor& t) { return watched.contains(t.id); });
+    return std::any_of(inputs.begin(), inputs.end(), [this](const TapeTensor& t) { return watched.contains(t.id); });
   }
 };
 
@@ -128,7 +127,9 @@ struct ReadVariableOp : Builtin {
   static constexpr std::string_view name = "ReadVariableOp";
   struct Attrs {};
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {a.dy[0]}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {a.dy[0]};
+  }
 };
 /// The ops only tapes see.
 using TapeOnlyOps = TypeList<ReadVariableOp>;

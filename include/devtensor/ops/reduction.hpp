@@ -35,7 +35,8 @@ DEVTENSOR_DEFINITION std::vector<bool> reduced_dims(const ReduceAttrs& attrs, co
     for (auto a : *attrs.axes) {
       const std::size_t axis = input.axis(a, "Invalid reduction dimension: axis");
       if (reduce[axis])
-        throw InvalidArgumentError("Axis " + std::to_string(a) + " specified more than once [Op:" + std::string(op) + "]");
+        throw InvalidArgumentError("Axis " + std::to_string(a) + " specified more than once [Op:" + std::string(op) +
+                                   "]");
       reduce[axis] = true;
     }
   return reduce;
@@ -45,8 +46,10 @@ DEVTENSOR_DEFINITION Shape reduced_shape(const ReduceAttrs& attrs, const Shape& 
   const auto reduce = reduced_dims(attrs, input, op);
   std::vector<std::int64_t> dims;
   for (std::size_t d = 0; d < input.rank(); ++d) {
-    if (!reduce[d]) dims.push_back(input[d]);
-    else if (attrs.keepdims) dims.push_back(1);
+    if (!reduce[d])
+      dims.push_back(input[d]);
+    else if (attrs.keepdims)
+      dims.push_back(1);
   }
   return Shape::partial(dims);  // an unknown dimension kept stays unknown
 }
@@ -128,8 +131,8 @@ namespace devtensor {
 /// reduced axes kept as size 1 when `keepdims`. @throws InvalidArgumentError for an axis out of
 /// range or given twice.
 template <Numeric T>
-Tensor<T> reduce_sum(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes,
-                     bool keepdims = false, const OpOptions& options = {}) {
+Tensor<T> reduce_sum(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims = false,
+                     const OpOptions& options = {}) {
   return run_op<ops::Sum>(options, {std::move(axes), keepdims}, t);
 }
 /// Over every axis. (An overload, not a defaulted std::nullopt: moving a disengaged
@@ -142,8 +145,8 @@ Tensor<T> reduce_sum(const Tensor<T>& t) {
 /// The mean; integer types divide with truncation, as TensorFlow does; the mean of nothing is NaN
 /// (floating types) or 0 (integers).
 template <Numeric T>
-Tensor<T> reduce_mean(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes,
-                      bool keepdims = false, const OpOptions& options = {}) {
+Tensor<T> reduce_mean(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims = false,
+                      const OpOptions& options = {}) {
   return run_op<ops::Mean>(options, {std::move(axes), keepdims}, t);
 }
 /// Over every axis. (An overload, not a defaulted std::nullopt: moving a disengaged
@@ -154,8 +157,8 @@ Tensor<T> reduce_mean(const Tensor<T>& t) {
   return run_op<ops::Mean>(ops::ReduceAttrs{}, t);
 }
 template <Numeric T>
-Tensor<T> reduce_max(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes,
-                     bool keepdims = false, const OpOptions& options = {}) {
+Tensor<T> reduce_max(const Tensor<T>& t, std::optional<std::vector<std::int64_t>> axes, bool keepdims = false,
+                     const OpOptions& options = {}) {
   return run_op<ops::Max>(options, {std::move(axes), keepdims}, t);
 }
 /// Over every axis. (An overload, not a defaulted std::nullopt: moving a disengaged
@@ -178,6 +181,8 @@ Tensor<T> reduce_max(const Tensor<T>& t, std::int64_t axis, bool keepdims = fals
   return reduce_max(t, std::vector<std::int64_t>{axis}, keepdims);
 }
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T) DEVTENSOR_GRAPH_OP(Sum, T, 1) DEVTENSOR_GRAPH_OP(Mean, T, 1) DEVTENSOR_GRAPH_OP(Max, T, 1)
@@ -185,6 +190,7 @@ DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif
+// clang-format on
 
 }  // namespace devtensor
 
@@ -195,7 +201,8 @@ namespace devtensor::ops {
 template <class Self, Reduction Kind>
 template <class T>
 void ReduceOp<Self, Kind>::cpu(const KernelContext& ctx) {
-  cpu::reduce(ctx.input<T>(0), ctx.input_shape(0), reduced(ctx.attr<Attrs>(), ctx.input_shape(0)), Kind, ctx.output<T>());
+  cpu::reduce(ctx.input<T>(0), ctx.input_shape(0), reduced(ctx.attr<Attrs>(), ctx.input_shape(0)), Kind,
+              ctx.output<T>());
 }
 }  // namespace devtensor::ops
 #endif

@@ -139,12 +139,14 @@ class DEVTENSOR_EXPORT KernelRegistry {
 
 namespace kernel_detail {
 template <class Op, class T>
-concept declares_body = requires { typename Op::template body<T>; };
+concept declares_body = requires {
+  typename Op::template body<T>;
+};
 }  // namespace kernel_detail
 
 /// The function type of Op's kernel body for element type T (`Op::body<T>`).
 template <class Op, class T>
-  requires kernel_detail::declares_body<Op, T>
+requires kernel_detail::declares_body<Op, T>
 using kernel_body_t = typename Op::template body<T>;
 
 /// The key of (Op, Tag, T).
@@ -180,7 +182,6 @@ template <class Op, DeviceTag Tag, Element T>
 /// (CUDA bodies): DEVTENSOR_REGISTER_KERNEL(MyOp, devtensor::gpu_t, float, &my_op_cuda<float>);
 /// The file that holds it must be linked as an object, not pulled from a static archive (which
 /// drops objects nobody references): CMake object libraries, or sources of the executable.
-#define DEVTENSOR_REGISTER_KERNEL(Op, Tag, T, body)                                          \
-  [[maybe_unused]] static const bool DEVTENSOR_REGISTRY_CONCAT(devtensor_kernel_registered_, \
-                                                               __COUNTER__) =                \
+#define DEVTENSOR_REGISTER_KERNEL(Op, Tag, T, body)                                                         \
+  [[maybe_unused]] static const bool DEVTENSOR_REGISTRY_CONCAT(devtensor_kernel_registered_, __COUNTER__) = \
       ::devtensor::register_kernel<Op, Tag, T>(body, __FILE__)

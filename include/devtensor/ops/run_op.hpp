@@ -45,7 +45,8 @@ namespace autodiff {
 /// Op's gradient, type-erased for the tape: the typed tensors rebuilt, the op's attributes, the
 /// gradient from its definition (float or double by the output's type).
 template <class Op, Floating T>
-std::vector<autodiff::TapeTensor> typed_gradient(const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy) {
+std::vector<autodiff::TapeTensor> typed_gradient(const autodiff::OpRecord& r,
+                                                 const std::vector<autodiff::TapeTensor>& dy) {
   std::vector<Tensor<T>> x, y, g;
   x.reserve(r.inputs.size());
   for (const auto& t : r.inputs) x.push_back(t.as<T>());
@@ -53,7 +54,8 @@ std::vector<autodiff::TapeTensor> typed_gradient(const autodiff::OpRecord& r, co
   for (const auto& t : dy) g.push_back(t.as<T>());
   const ops::GradArgs<T, typename Op::Attrs> args{x, y, g, r.attributes<typename Op::Attrs>()};
   std::vector<autodiff::TapeTensor> out;
-  for (const auto& d : Op::template gradient<T>(args)) out.push_back(d.defined() ? autodiff::tape_tensor(d) : autodiff::TapeTensor{});
+  for (const auto& d : Op::template gradient<T>(args))
+    out.push_back(d.defined() ? autodiff::tape_tensor(d) : autodiff::TapeTensor{});
   return out;
 }
 
@@ -81,13 +83,14 @@ DEVTENSOR_DEFINITION void run_staged(const ops::KernelContext& ctx, ops::Kernel*
     ins.push_back({buffer.get(), in.shape});
   }
   for (const auto& out : ctx.outputs) {
-    auto& buffer = buffers.emplace_back(new std::byte[static_cast<std::size_t>(out.shape->num_elements()) * output_size]);
+    auto& buffer =
+        buffers.emplace_back(new std::byte[static_cast<std::size_t>(out.shape->num_elements()) * output_size]);
     outs.push_back({buffer.get(), out.shape});
   }
   cpu_body({host, ctx.attrs, ins, outs});
   for (std::size_t i = 0; i < outs.size(); ++i)
     copy_bytes(ctx.outputs[i].data, ctx.device, outs[i].data, host,
-                       static_cast<std::size_t>(outs[i].shape->num_elements()) * output_size);
+               static_cast<std::size_t>(outs[i].shape->num_elements()) * output_size);
 }
 #endif
 
@@ -121,7 +124,8 @@ void run_body(const ops::KernelContext& ctx) {
 }
 
 template <class Op>
-std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy) {
+std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r,
+                                                  const std::vector<autodiff::TapeTensor>& dy) {
   if (r.outputs.at(0).dtype == DType::DT_DOUBLE) {
     if constexpr (ops::HasGradient<Op, double>) return autodiff::typed_gradient<Op, double>(r, dy);
   } else {
@@ -134,9 +138,12 @@ std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r, c
 /// differ in type, such as Cast), else the typed one from its definition.
 template <class Op>
 constexpr autodiff::ErasedGradient* gradient_of() noexcept {
-  if constexpr (requires { &Op::erased_gradient; }) return &Op::erased_gradient;
-  else if constexpr (ops::HasGradient<Op, float> || ops::HasGradient<Op, double>) return &erased_gradient<Op>;
-  else return nullptr;
+  if constexpr (requires { &Op::erased_gradient; })
+    return &Op::erased_gradient;
+  else if constexpr (ops::HasGradient<Op, float> || ops::HasGradient<Op, double>)
+    return &erased_gradient<Op>;
+  else
+    return nullptr;
 }
 
 // Note [The tape keeps the copies it read]
@@ -155,8 +162,8 @@ constexpr autodiff::ErasedGradient* gradient_of() noexcept {
 /// and the copy's buffer, so a gradient that reads it again (MatMul's reads its other input) finds
 /// it there and does not copy it a second time (Note [The tape keeps the copies it read]).
 template <class Op, Element Out, Element T>
-void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs, std::span<const Tensor<Out>> outputs,
-            std::span<const Tensor<T>* const> read = {}) {
+void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs,
+            std::span<const Tensor<Out>> outputs, std::span<const Tensor<T>* const> read = {}) {
   if constexpr (Floating<Out> && ops::differentiable<Op>()) {
     if (inputs.empty() || !autodiff::tapes_active()) return;  // nothing to differentiate with respect to
     auto r = std::make_shared<autodiff::OpRecord>();
@@ -176,11 +183,12 @@ void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> i
 
 /// Steps 3 to 6 for inputs of one element type on `device`.
 template <class Op, Element Out, Element T>
-std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& device, std::span<const Tensor<T>* const> inputs,
-                                 std::span<const Shape> shapes) {
+std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& device,
+                                 std::span<const Tensor<T>* const> inputs, std::span<const Shape> shapes) {
   std::vector<Tensor<T>> local;
   local.reserve(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) local.push_back(to_device(*inputs[i], device, Op::name, static_cast<int>(i)));
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    local.push_back(to_device(*inputs[i], device, Op::name, static_cast<int>(i)));
   std::vector<Tensor<Out>> outputs;
   outputs.reserve(shapes.size());
   for (const auto& shape : shapes) outputs.push_back(Tensor<Out>::empty(shape, device, Op::name));
@@ -204,8 +212,8 @@ std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& 
 
 /// The same for a fixed number of inputs and one output, without heap work beyond the output.
 template <class Op, Element Out, Element T, std::size_t N>
-Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device, const std::array<const Tensor<T>*, N>& inputs,
-                        Shape shape) {
+Tensor<Out> execute_one(const typename Op::Attrs& attrs, const Device& device,
+                        const std::array<const Tensor<T>*, N>& inputs, Shape shape) {
   // Inputs already on `device` are used in place (no Tensor copy: two reference counts and a
   // Shape per input on the 1-element op's path); the others are copied there.
   std::array<const Tensor<T>*, N> local = inputs;
@@ -248,16 +256,18 @@ template <class Op, class T, std::size_t N>
 Shape shape_of(const typename Op::Attrs& attrs, const std::array<const Tensor<T>*, N>& inputs) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return Shape(Op::output_shape(attrs, inputs[I]->shape()...));
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
 }
 
 /// Adds Op as a node of `graph` with N inputs and one output of element type O: the shape
 /// function runs now (its errors come at build time, as TensorFlow's), the kernel at run time.
 template <class Op, class O, class T, std::size_t N>
 DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, const typename Op::Attrs& attrs,
-                   const std::array<const Tensor<T>*, N>& inputs) {
+                                  const std::array<const Tensor<T>*, N>& inputs) {
   if constexpr (!handles_unknown_dims_v<Op> && N > 0)
-    for (std::size_t i = 0; i < N; ++i) graph::require_fully_defined(Op::name, inputs[i]->shape(), "input " + std::to_string(i));
+    for (std::size_t i = 0; i < N; ++i)
+      graph::require_fully_defined(Op::name, inputs[i]->shape(), "input " + std::to_string(i));
   const Shape shape = shape_of<Op, T, N>(attrs, inputs);
   if constexpr (!handles_unknown_dims_v<Op>) graph::require_fully_defined(Op::name, shape, "output");
   graph::RowReduction row_reduction;
@@ -271,7 +281,8 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
       // reuse small buffers]); a tape around the call records fresh tensors instead.
       const Shape now = [&]<std::size_t... I>(std::index_sequence<I...>) {  // this run's shape
         return Shape(Op::output_shape(attrs, in[I].shape...));
-      }(std::make_index_sequence<N>{});
+      }
+      (std::make_index_sequence<N>{});
       if (graph::reusable(out[0], dtype_enum<O>(), now, context.device) && !autodiff::tapes_active()) {
         std::array<ops::KernelTensor, N> ins;
         if constexpr (N > 0)
@@ -294,7 +305,9 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
   graph::NodeSpec spec{&ops::info_of<Op>, {{dtype_enum<O>(), shape}}, std::move(run), &kernel_support<Op, T>};
   spec.fusion = {pointwise_of<Op, O, T>(), row_reduction, gemm_of<Op>(attrs)};
   const Tensor<O> out =
-      graph::add_op(graph, name.empty() ? ops::default_node_name<Op>() : name, erased, std::move(spec)).front().template as<O>();
+      graph::add_op(graph, name.empty() ? ops::default_node_name<Op>() : name, erased, std::move(spec))
+          .front()
+          .template as<O>();
   // A tape inside a trace records the symbolic op: its gradient then adds the gradient's nodes.
   record<Op, O, T>(attrs, std::span<const Tensor<T>* const>(inputs.data(), N), std::span<const Tensor<O>>(&out, 1));
   return out;
@@ -302,10 +315,12 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
 
 /// The same for ops over a list of inputs (AddN: `list_input`) or with several outputs (SplitV).
 template <class Op, class T, bool list_input>
-DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::string_view name, const typename Op::Attrs& attrs,
-                                       const std::vector<const Tensor<T>*>& inputs) {
+DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::string_view name,
+                                                      const typename Op::Attrs& attrs,
+                                                      const std::vector<const Tensor<T>*>& inputs) {
   // Captures nothing: the node's kernel keeps its own copy of the attributes.
-  const auto shapes_of = [](const typename Op::Attrs& a, const std::vector<const Tensor<T>*>& ins) -> std::vector<Shape> {
+  const auto shapes_of = [](const typename Op::Attrs& a,
+                            const std::vector<const Tensor<T>*>& ins) -> std::vector<Shape> {
     if constexpr (list_input) {
       std::vector<Shape> in_shapes;
       for (const auto* t : ins) in_shapes.push_back(t->shape());
@@ -337,11 +352,14 @@ DEVTENSOR_COLD std::vector<Tensor<T>> graph_op_vector(graph::Graph& graph, std::
   record<Op, T, T>(attrs, std::span<const Tensor<T>* const>(inputs), std::span<const Tensor<T>>(out));
   return out;
 }
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // graph_op of ops::Op over T with N inputs (Note [Explicit instantiations])
 #define DEVTENSOR_GRAPH_OP(Op, T, N)                                                                               \
   DEVTENSOR_EXTERN_TEMPLATE Tensor<T> graph_op<ops::Op, T, T, N>(graph::Graph&, std::string_view, const ops::Op::Attrs&, \
                                                                  const std::array<const Tensor<T>*, N>&);
 #endif
+// clang-format on
 
 }  // namespace op_detail
 
@@ -360,13 +378,12 @@ void run_body_on(const typename Op::Attrs& attrs, std::span<const Tensor<T>> inp
 
 }  // namespace kernels
 
-
 /// Runs op `Op` on its inputs (tensors of one element type T) and returns its one output, of
 /// element type `Out` (T unless given: Cast). @throws what the shape function, the placer, the
 /// allocator or the body throw (InvalidArgumentError, ResourceExhaustedError, ...).
 template <class Op, class Out = void, Element T, class... Rest>
-  requires(!ops::TensorLevelOp<Op> && (std::same_as<Rest, Tensor<T>> && ...))
-Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, const Tensor<T>& first, const Rest&... rest) {
+requires(!ops::TensorLevelOp<Op> && (std::same_as<Rest, Tensor<T>> && ...)) Tensor<op_detail::output_t<Out, T>> run_op(
+    const typename Op::Attrs& attrs, const Tensor<T>& first, const Rest&... rest) {
   using O = op_detail::output_t<Out, T>;
   const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -380,9 +397,8 @@ Tensor<op_detail::output_t<Out, T>> run_op(const typename Op::Attrs& attrs, cons
 }
 /// The same with TensorFlow's `name=`, which names the node in graph mode (eager ops ignore it).
 template <class Op, class Out = void, Element T, class... Rest>
-  requires(!ops::TensorLevelOp<Op> && (std::same_as<Rest, Tensor<T>> && ...))
-Tensor<op_detail::output_t<Out, T>> run_op(const OpOptions& options, const typename Op::Attrs& attrs, const Tensor<T>& first,
-                                           const Rest&... rest) {
+requires(!ops::TensorLevelOp<Op> && (std::same_as<Rest, Tensor<T>> && ...)) Tensor<op_detail::output_t<Out, T>> run_op(
+    const OpOptions& options, const typename Op::Attrs& attrs, const Tensor<T>& first, const Rest&... rest) {
   if (!options.name.empty()) [[unlikely]]
     if (auto* graph = graph::building()) {
       const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
@@ -412,7 +428,8 @@ Tensor<T> run_op(const OpOptions& options, const typename Op::Attrs& attrs) {
 
 /// An op over a list of inputs (AddN, ConcatV2): the shape function gets their shapes.
 template <class Op, Element T>
-Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values, const OpOptions& options = {}) {
+Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<T>>& values,
+                      const OpOptions& options = {}) {
   require_defined_inputs(Op::name, values);
   if (auto* graph = graph::building()) [[unlikely]] {
     std::vector<const Tensor<T>*> inputs;
@@ -436,7 +453,8 @@ Tensor<T> run_op_list(const typename Op::Attrs& attrs, const std::vector<Tensor<
 
 /// An op with several outputs (SplitV): the shape function returns their shapes.
 template <class Op, Element T>
-std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Tensor<T>& input, const OpOptions& options = {}) {
+std::vector<Tensor<T>> run_op_outputs(const typename Op::Attrs& attrs, const Tensor<T>& input,
+                                      const OpOptions& options = {}) {
   require_defined_inputs(Op::name, input);
   if (auto* graph = graph::building()) [[unlikely]]
     return op_detail::graph_op_vector<Op, T, false>(*graph, options.name, attrs, {&input});
@@ -459,15 +477,15 @@ decltype(auto) run_op(const typename Op::Attrs& attrs, const Args&... args) {
 /// Runs Op on a device already chosen (a variable's device, a graph node's assignment): no
 /// placement and no log line; inputs are copied there under the device policy.
 template <class Op, class Out = void, Element T, class... Rest>
-  requires(std::same_as<Rest, Tensor<T>> && ...)
-Tensor<op_detail::output_t<Out, T>> run_op_on(const Device& device, const typename Op::Attrs& attrs, const Tensor<T>& first,
-                                              const Rest&... rest) {
+requires(std::same_as<Rest, Tensor<T>>&&...) Tensor<op_detail::output_t<Out, T>> run_op_on(
+    const Device& device, const typename Op::Attrs& attrs, const Tensor<T>& first, const Rest&... rest) {
   using O = op_detail::output_t<Out, T>;
   const std::array<const Tensor<T>*, 1 + sizeof...(Rest)> inputs{&first, &rest...};
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i]->defined()) [[unlikely]]
       throw_undefined_input(Op::name, i);
-  return op_detail::execute_one<Op, O, T>(attrs, device, inputs, Op::output_shape(attrs, first.shape(), rest.shape()...));
+  return op_detail::execute_one<Op, O, T>(attrs, device, inputs,
+                                          Op::output_shape(attrs, first.shape(), rest.shape()...));
 }
 template <class Op, Element T>
 Tensor<T> run_op_on(const Device& device, const typename Op::Attrs& attrs) {

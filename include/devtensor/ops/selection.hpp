@@ -43,7 +43,9 @@ struct ArgReduceOp : OpTable<NumericTypes, NoTypes>, Builtin {
   static constexpr bool max = Max;
   static constexpr OpTraits traits{.handles_unknown_dims = true, .differentiable = false};
   using Attrs = ArgAttrs;
-  static Shape output_shape(const Attrs& attrs, const Shape& input) { return arg_reduced_shape(attrs, input, Self::name); }
+  static Shape output_shape(const Attrs& attrs, const Shape& input) {
+    return arg_reduced_shape(attrs, input, Self::name);
+  }
   template <class T>
   static void cpu(const KernelContext& ctx);
 };
@@ -101,8 +103,8 @@ DEVTENSOR_DEFINITION Shape arg_reduced_shape(const ArgAttrs& attrs, const Shape&
   const auto rank = static_cast<std::int64_t>(input.rank());
   if (attrs.axis < -rank || attrs.axis >= rank)
     throw InvalidArgumentError("Expected dimension in the range [" + std::to_string(-rank) + ", " +
-                               std::to_string(rank) + "), but got " + std::to_string(attrs.axis) + " [Op:" +
-                               std::string(op) + "]");
+                               std::to_string(rank) + "), but got " + std::to_string(attrs.axis) +
+                               " [Op:" + std::string(op) + "]");
   if (attrs.output_type != DType::DT_INT64 && attrs.output_type != DType::DT_INT32)
     throw InvalidArgumentError(std::string(op) + "'s output_type must be int32 or int64 [Op:" + std::string(op) + "]");
   const auto axis = static_cast<std::size_t>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
@@ -126,7 +128,8 @@ DEVTENSOR_DEFINITION Shape OneHot::output_shape(const Attrs& attrs, const Shape&
   return Shape::partial(dims, name);
 }
 
-DEVTENSOR_DEFINITION Shape SelectV2::output_shape(const Attrs&, const Shape& condition, const Shape& x, const Shape& y) {
+DEVTENSOR_DEFINITION Shape SelectV2::output_shape(const Attrs&, const Shape& condition, const Shape& x,
+                                                  const Shape& y) {
   try {
     return broadcast_shapes(condition, broadcast_shapes(x, y, name), name);
   } catch (const InvalidArgumentError&) {
@@ -175,10 +178,11 @@ struct OneHotOptions {
 /// elsewhere (tf.one_hot; float unless `one_hot<double>(...)`, ...). Indices outside [0, depth)
 /// give rows of `off_value`. @throws InvalidArgumentError for a negative depth or a bad axis.
 template <Element T = float, class I>
-  requires(std::same_as<I, std::int32_t> || std::same_as<I, std::int64_t>)
-Tensor<T> one_hot(const Tensor<I>& indices, std::int64_t depth, const OneHotOptions<T>& options = {}) {
-  const ops::OneHot::Attrs attrs{depth, ops::Scalar::of(options.on_value), ops::Scalar::of(options.off_value), options.axis,
-                                 dtype_enum<T>()};
+requires(std::same_as<I, std::int32_t> ||
+         std::same_as<I, std::int64_t>) Tensor<T> one_hot(const Tensor<I>& indices, std::int64_t depth,
+                                                          const OneHotOptions<T>& options = {}) {
+  const ops::OneHot::Attrs attrs{depth, ops::Scalar::of(options.on_value), ops::Scalar::of(options.off_value),
+                                 options.axis, dtype_enum<T>()};
   return run_op<ops::OneHot, T>(OpOptions{options.name}, attrs, indices);
 }
 

@@ -41,7 +41,9 @@ struct Reshape : KernelTable<AllTypes, AllTypes>, Builtin {
   /// @throws InvalidArgumentError when the element counts differ.
   static Shape output_shape(const Attrs& attrs, const Shape& input);
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {reshape(a.dy[0], a.x[0].shape().dims_vector())}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {reshape(a.dy[0], a.x[0].shape().dims_vector())};
+  }
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -88,7 +90,9 @@ struct Identity : KernelTable<AllTypes, AllTypes>, Builtin {
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {a.dy[0]}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {a.dy[0]};
+  }
 };
 
 /// Permutes the dimensions; no permutation reverses them.
@@ -140,7 +144,8 @@ struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto perm = permutation(a.attrs, a.x[0].rank());
     std::vector<std::int64_t> inverse(perm.size());
-    for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
     return {transpose(a.dy[0], inverse)};
   }
 };
@@ -162,8 +167,9 @@ struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const Shape& s = inputs[i];
       if (s.rank() != first.rank())
-        throw InvalidArgumentError("ConcatOp : Ranks of all input tensors should match: shape[0] = " + first.to_string() +
-                                   " vs. shape[" + std::to_string(i) + "] = " + s.to_string() + " [Op:ConcatV2]");
+        throw InvalidArgumentError(
+            "ConcatOp : Ranks of all input tensors should match: shape[0] = " + first.to_string() + " vs. shape[" +
+            std::to_string(i) + "] = " + s.to_string() + " [Op:ConcatV2]");
       for (std::size_t d = 0; d < s.rank(); ++d) {
         if (d != ax && s[d] != first[d] && s[d] >= 0 && first[d] >= 0)
           throw InvalidArgumentError("ConcatOp : Dimension " + std::to_string(d) +
@@ -172,7 +178,8 @@ struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
         if (d != ax && dims[d] < 0) dims[d] = s[d];  // unknown (a graph's static shape): filled in where known
       }
       if (dims[ax] >= 0)
-        dims[ax] = s[ax] < 0 ? kUnknownDim : checked_add(dims[ax], s[ax], "the size of the concatenated dimension", name);
+        dims[ax] =
+            s[ax] < 0 ? kUnknownDim : checked_add(dims[ax], s[ax], "the size of the concatenated dimension", name);
     }
     return Shape::partial(dims, name);
   }
@@ -203,18 +210,22 @@ struct Split : OpTable<AllTypes, AllTypes>, Builtin {
     std::int64_t total = 0;
     int inferred = -1;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] == -1 && inferred < 0) inferred = static_cast<int>(i);
+      if (sizes[i] == -1 && inferred < 0)
+        inferred = static_cast<int>(i);
       else if (sizes[i] < 0)
         throw InvalidArgumentError("Split sizes must be >= 0 (one may be -1), got " + shape_detail::dims_string(sizes) +
                                    " [Op:SplitV]");
-      else total = checked_add(total, sizes[i], "the sum of the split sizes", name);
+      else
+        total = checked_add(total, sizes[i], "the sum of the split sizes", name);
     }
-    if (inferred >= 0 && total <= s[ax]) sizes[static_cast<std::size_t>(inferred)] = s[ax] - total;
+    if (inferred >= 0 && total <= s[ax])
+      sizes[static_cast<std::size_t>(inferred)] = s[ax] - total;
     else if (inferred >= 0 || total != s[ax])
-      throw InvalidArgumentError("Determined shape must either match input shape along split_dim exactly "
-                                 "if fully specified, or be less than the size of the input along split_dim "
-                                 "if not fully specified.  Got: " + std::to_string(total) + " vs. " +
-                                 std::to_string(s[ax]) + " [Op:SplitV]");
+      throw InvalidArgumentError(
+          "Determined shape must either match input shape along split_dim exactly "
+          "if fully specified, or be less than the size of the input along split_dim "
+          "if not fully specified.  Got: " +
+          std::to_string(total) + " vs. " + std::to_string(s[ax]) + " [Op:SplitV]");
     return sizes;
   }
   static std::vector<Shape> output_shapes(const Attrs& attrs, const Shape& s) {
@@ -250,9 +261,9 @@ struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
     const auto& begin = attrs.begin;
     std::vector<std::int64_t> size = attrs.size;
     if (begin.size() != s.rank() || size.size() != s.rank())
-      throw InvalidArgumentError("Expected begin and size arguments to be 1-D tensors of size " + std::to_string(s.rank()) +
-                                 ", but got shapes [" + std::to_string(begin.size()) + "] and [" +
-                                 std::to_string(size.size()) + "] instead. [Op:Slice]");
+      throw InvalidArgumentError("Expected begin and size arguments to be 1-D tensors of size " +
+                                 std::to_string(s.rank()) + ", but got shapes [" + std::to_string(begin.size()) +
+                                 "] and [" + std::to_string(size.size()) + "] instead. [Op:Slice]");
     for (std::size_t d = 0; d < s.rank(); ++d) {
       if (s[d] < 0 && begin[d] >= 0 && size[d] >= -1) continue;  // a graph's unknown size: checked when it runs
       // Compared without adding: begin + size may overflow int64.
@@ -262,9 +273,10 @@ struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
                                    shape_detail::dims_string(begin) + ", shape " + s.to_string() + ") [Op:Slice]");
       if (size[d] == -1) size[d] = s[d] - begin[d];
       if (size[d] < 0 || size[d] > s[d] - begin[d])
-        throw InvalidArgumentError("Expected size[" + std::to_string(d) + "] in [0, " + std::to_string(s[d] - begin[d]) +
-                                   "], but got " + std::to_string(size[d]) + " (begin " +
-                                   shape_detail::dims_string(begin) + ", shape " + s.to_string() + ") [Op:Slice]");
+        throw InvalidArgumentError("Expected size[" + std::to_string(d) + "] in [0, " +
+                                   std::to_string(s[d] - begin[d]) + "], but got " + std::to_string(size[d]) +
+                                   " (begin " + shape_detail::dims_string(begin) + ", shape " + s.to_string() +
+                                   ") [Op:Slice]");
     }
     return Shape::partial(size);  // -1 where the input's size is unknown and the slice runs to its end
   }
@@ -280,10 +292,13 @@ struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
     std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
     for (std::size_t d = 0; d < begin.size(); ++d) {
       const std::int64_t in = a.x[0].shape()[d], out = a.dy[0].shape()[d];
-      if (in >= 0 && out >= 0) paddings.emplace_back(begin[d], in - begin[d] - out);
-      else if (a.attrs.size[d] == -1) paddings.emplace_back(begin[d], 0);
-      else throw UnimplementedError("The gradient of Slice over axis " + std::to_string(d) + " of unknown size, sliced " +
-                                    "short of its end, is not supported in a graph; give that dimension's size");
+      if (in >= 0 && out >= 0)
+        paddings.emplace_back(begin[d], in - begin[d] - out);
+      else if (a.attrs.size[d] == -1)
+        paddings.emplace_back(begin[d], 0);
+      else
+        throw UnimplementedError("The gradient of Slice over axis " + std::to_string(d) + " of unknown size, sliced " +
+                                 "short of its end, is not supported in a graph; give that dimension's size");
     }
     return {pad(a.dy[0], paddings)};
   }
@@ -314,7 +329,9 @@ struct BroadcastTo : OpTable<AllTypes, AllTypes>, Builtin {
   template <class T>
   static void cuda(const KernelContext& ctx);
   template <Floating T>
-  static Grads<T> gradient(const GradArgs<T, Attrs>& a) { return {unbroadcast(a.dy[0], a.x[0].shape())}; }
+  static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
+    return {unbroadcast(a.dy[0], a.x[0].shape())};
+  }
 };
 
 /// Zero padding: `paddings[d] = {before, after}` elements around axis d.
@@ -337,7 +354,7 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
                                    std::to_string(after) + " [Op:Pad]");
       if (dims[d] < 0) continue;  // a graph's unknown size stays unknown
       dims[d] = checked_add(checked_add(dims[d], before, "the padded size of a dimension", name), after,
-                                    "the padded size of a dimension", name);
+                            "the padded size of a dimension", name);
     }
     return Shape::partial(dims, name);
   }
@@ -376,7 +393,8 @@ struct Cast : OpTable<AllTypes, AllTypes>, Builtin {
   template <class T>
   static void cuda(const KernelContext& ctx);
   /// The output gradient cast back to the input's type (float <-> double).
-  static std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy);
+  static std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r,
+                                                           const std::vector<autodiff::TapeTensor>& dy);
 };
 
 using ShapeOps = TypeList<Reshape, Identity, Transpose, ConcatV2, Split, Slice, BroadcastTo, Pad, Cast>;
@@ -424,9 +442,11 @@ std::vector<Tensor<T>> split(const Tensor<T>& t, int num, std::int64_t axis = 0,
   const std::size_t ax = t.shape().axis(axis, "split dimension");
   const std::int64_t dim = t.shape()[ax];
   if (num <= 0 || dim % num != 0)
-    throw InvalidArgumentError("Number of ways to split should evenly divide the split dimension, but got "
-                               "split_dim " + std::to_string(axis) + " (size = " + std::to_string(dim) +
-                               ") and num_split " + std::to_string(num) + " [Op:Split]");
+    throw InvalidArgumentError(
+        "Number of ways to split should evenly divide the split dimension, but got "
+        "split_dim " +
+        std::to_string(axis) + " (size = " + std::to_string(dim) + ") and num_split " + std::to_string(num) +
+        " [Op:Split]");
   return split(t, std::vector<std::int64_t>(static_cast<std::size_t>(num), dim / num), axis, options);
 }
 
@@ -482,7 +502,7 @@ Tensor<U> Tensor<T>::cast() const {
 }
 
 inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodiff::OpRecord& r,
-                                                                 const std::vector<autodiff::TapeTensor>& dy) {
+                                                                    const std::vector<autodiff::TapeTensor>& dy) {
   const auto& g = dy.at(0);
   if (g.dtype == r.inputs.at(0).dtype) return {g};
   // run_op, not cast(): the cast that recorded r installed its input type's gradients already, and
@@ -492,6 +512,8 @@ inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodi
   return {autodiff::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
 }
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
 namespace op_detail {
 #define DEVTENSOR_ALL(T)                                                                                          \
@@ -501,6 +523,7 @@ DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 }  // namespace op_detail
 #endif
+// clang-format on
 
 }  // namespace devtensor
 

@@ -63,9 +63,7 @@ struct SupportedDeviceTypes {
     return false;
   }
   [[nodiscard]] constexpr const std::string_view* begin() const noexcept { return types.data(); }
-  [[nodiscard]] constexpr const std::string_view* end() const noexcept {
-    return types.data() + count;
-  }
+  [[nodiscard]] constexpr const std::string_view* end() const noexcept { return types.data() + count; }
   [[nodiscard]] constexpr std::size_t size() const noexcept { return count; }
 };
 

@@ -26,8 +26,8 @@
 /// written: assets, weights in `.npz` form.
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -117,9 +117,11 @@ inline Json parse(const std::string& text, const std::string& what) {
 inline void save_archive(const Model& model, const std::string& path) {
   namespace fs = std::filesystem;
   if (path.size() < 6 || path.compare(path.size() - 6, 6, ".keras") != 0)
-    throw InvalidArgumentError("Invalid `filepath` argument: expected a `.keras` extension. Received: filepath=" + path);
+    throw InvalidArgumentError("Invalid `filepath` argument: expected a `.keras` extension. Received: filepath=" +
+                               path);
   if (!model.built())
-    throw FailedPreconditionError("model.save: the model \"" + model.name() + "\" has not been built yet, so it has no "
+    throw FailedPreconditionError("model.save: the model \"" + model.name() +
+                                  "\" has not been built yet, so it has no "
                                   "weights to save. Call it on a batch of data first.");
   const Json config = model_to_config(model);
   const Json metadata{{"keras_version", kKerasFormatVersion}, {"date_saved", archive_detail::date_saved()}};
@@ -133,7 +135,8 @@ inline void save_archive(const Model& model, const std::string& path) {
   if (std::error_code ec; target.has_parent_path() && !fs::is_directory(target.parent_path(), ec))
     throw UnavailableError("cannot create " + path + ": its folder " + target.parent_path().string() +
                            " does not exist (check that its folder exists and is writable)");
-  const fs::path temporary = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()));
+  const fs::path temporary =
+      target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()));
   try {
     write_zip(temporary, members);
     fs::rename(temporary, target);
@@ -155,7 +158,8 @@ inline std::shared_ptr<Model> load_archive(const std::vector<unsigned char>& byt
 
 inline std::shared_ptr<Model> load_contents(const ZipContents& contents, const std::string& path, bool compile) {
   if (contents.has("model.weights.npz") && !contents.has("model.weights.h5"))
-    throw UnimplementedError(path + " holds its weights as model.weights.npz; devtensor reads model.weights.h5 "
+    throw UnimplementedError(path +
+                             " holds its weights as model.weights.npz; devtensor reads model.weights.h5 "
                              "(save with Keras's default weights_format=\"h5\")");
   const Json config = archive_detail::parse(contents.text("config.json"), path + "'s config.json");
   // The weights file holds every weight as float32: its size bounds what the config may allocate.

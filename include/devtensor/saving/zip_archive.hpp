@@ -140,12 +140,14 @@ inline ZipContents read_zip(const std::filesystem::path& path, const ZipLimits& 
   }
   const std::uint64_t file_size = std::filesystem::file_size(path, ec);
   int code = 0;
-  std::unique_ptr<zip_t, zip_detail::ArchiveCloser> archive(zip_open(source.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
+  std::unique_ptr<zip_t, zip_detail::ArchiveCloser> archive(
+      zip_open(source.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
   if (!archive) zip_detail::refuse_open(source, code);
   return read_open_zip(archive.get(), source, file_size, limits);
 }
 
-inline ZipContents read_zip(const std::vector<unsigned char>& bytes, const std::string& source, const ZipLimits& limits) {
+inline ZipContents read_zip(const std::vector<unsigned char>& bytes, const std::string& source,
+                            const ZipLimits& limits) {
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* buffer = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
@@ -153,7 +155,8 @@ inline ZipContents read_zip(const std::vector<unsigned char>& bytes, const std::
     zip_error_fini(&error);
     throw ResourceExhaustedError("cannot read " + source + ": libzip could not make a buffer source");
   }
-  std::unique_ptr<zip_t, zip_detail::ArchiveCloser> archive(zip_open_from_source(buffer, ZIP_RDONLY | ZIP_CHECKCONS, &error));
+  std::unique_ptr<zip_t, zip_detail::ArchiveCloser> archive(
+      zip_open_from_source(buffer, ZIP_RDONLY | ZIP_CHECKCONS, &error));
   if (!archive) {
     const int code = zip_error_code_zip(&error);
     zip_error_fini(&error);
@@ -197,7 +200,8 @@ inline ZipContents read_open_zip(zip_t* opened, const std::string& source, std::
                              std::to_string(file_size) + " (a truncated archive?)");
     const bool stored = (stat.valid & ZIP_STAT_COMP_METHOD) && stat.comp_method == ZIP_CM_STORE;
     if (stored ? stat.size != stat.comp_size
-               : stat.size > (std::uint64_t{1} << 20) && stat.size / std::max<std::uint64_t>(stat.comp_size, 1) > limits.max_expansion)
+               : stat.size > (std::uint64_t{1} << 20) &&
+                     stat.size / std::max<std::uint64_t>(stat.comp_size, 1) > limits.max_expansion)
       throw refuse(name, "declares " + std::to_string(stat.size) + " bytes from " + std::to_string(stat.comp_size) +
                              " compressed ones (a zip bomb?)");
     total += stat.size;

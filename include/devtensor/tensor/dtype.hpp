@@ -12,9 +12,8 @@ namespace devtensor {
 
 /// The element types a Tensor may hold.
 template <class T>
-concept Element = std::same_as<T, float> || std::same_as<T, double> ||
-                  std::same_as<T, std::int32_t> || std::same_as<T, std::int64_t> ||
-                  std::same_as<T, bool>;
+concept Element = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, std::int32_t> ||
+    std::same_as<T, std::int64_t> || std::same_as<T, bool>;
 
 template <class T>
 concept Numeric = Element<T> && !std::same_as<T, bool>;
@@ -25,37 +24,53 @@ concept Floating = std::same_as<T, float> || std::same_as<T, double>;
 /// Python's dtype name: float32, float64, int32, int64, bool.
 template <Element T>
 constexpr std::string_view dtype_name() noexcept {
-  if constexpr (std::same_as<T, float>) return "float32";
-  else if constexpr (std::same_as<T, double>) return "float64";
-  else if constexpr (std::same_as<T, std::int32_t>) return "int32";
-  else if constexpr (std::same_as<T, std::int64_t>) return "int64";
-  else return "bool";
+  if constexpr (std::same_as<T, float>)
+    return "float32";
+  else if constexpr (std::same_as<T, double>)
+    return "float64";
+  else if constexpr (std::same_as<T, std::int32_t>)
+    return "int32";
+  else if constexpr (std::same_as<T, std::int64_t>)
+    return "int64";
+  else
+    return "bool";
 }
 
 /// TensorFlow's C++ DataTypeString, as OOM messages print it: float, double, int32, int64, bool.
 template <Element T>
 constexpr std::string_view dtype_string() noexcept {
-  if constexpr (std::same_as<T, float>) return "float";
-  else if constexpr (std::same_as<T, double>) return "double";
-  else return dtype_name<T>();
+  if constexpr (std::same_as<T, float>)
+    return "float";
+  else if constexpr (std::same_as<T, double>)
+    return "double";
+  else
+    return dtype_name<T>();
 }
 
 /// "T in [DT_FLOAT]" style names for kernel listings.
 template <Element T>
 constexpr std::string_view dtype_enum_name() noexcept {
-  if constexpr (std::same_as<T, float>) return "DT_FLOAT";
-  else if constexpr (std::same_as<T, double>) return "DT_DOUBLE";
-  else if constexpr (std::same_as<T, std::int32_t>) return "DT_INT32";
-  else if constexpr (std::same_as<T, std::int64_t>) return "DT_INT64";
-  else return "DT_BOOL";
+  if constexpr (std::same_as<T, float>)
+    return "DT_FLOAT";
+  else if constexpr (std::same_as<T, double>)
+    return "DT_DOUBLE";
+  else if constexpr (std::same_as<T, std::int32_t>)
+    return "DT_INT32";
+  else if constexpr (std::same_as<T, std::int64_t>)
+    return "DT_INT64";
+  else
+    return "DT_BOOL";
 }
 
 /// The element type as C++ spells it, for messages that show code: float, std::int32_t, ...
 template <Element T>
 constexpr std::string_view cpp_type_name() noexcept {
-  if constexpr (std::same_as<T, std::int32_t>) return "std::int32_t";
-  else if constexpr (std::same_as<T, std::int64_t>) return "std::int64_t";
-  else return dtype_string<T>();
+  if constexpr (std::same_as<T, std::int32_t>)
+    return "std::int32_t";
+  else if constexpr (std::same_as<T, std::int64_t>)
+    return "std::int64_t";
+  else
+    return dtype_string<T>();
 }
 
 /// The element type as a value, for type-erased kernels (TensorFlow's DataType enum).
@@ -63,17 +78,23 @@ enum class DType : unsigned char { DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_B
 
 template <Element T>
 constexpr DType dtype_enum() noexcept {
-  if constexpr (std::same_as<T, float>) return DType::DT_FLOAT;
-  else if constexpr (std::same_as<T, double>) return DType::DT_DOUBLE;
-  else if constexpr (std::same_as<T, std::int32_t>) return DType::DT_INT32;
-  else if constexpr (std::same_as<T, std::int64_t>) return DType::DT_INT64;
-  else return DType::DT_BOOL;
+  if constexpr (std::same_as<T, float>)
+    return DType::DT_FLOAT;
+  else if constexpr (std::same_as<T, double>)
+    return DType::DT_DOUBLE;
+  else if constexpr (std::same_as<T, std::int32_t>)
+    return DType::DT_INT32;
+  else if constexpr (std::same_as<T, std::int64_t>)
+    return DType::DT_INT64;
+  else
+    return DType::DT_BOOL;
 }
 
 /// The same facts for a DType known only at run time (type-erased graphs and feeds).
 constexpr std::size_t dtype_size(DType t) noexcept {
   switch (t) {
-    case DType::DT_DOUBLE: case DType::DT_INT64: return 8;
+    case DType::DT_DOUBLE:
+    case DType::DT_INT64: return 8;
     case DType::DT_BOOL: return 1;
     default: return 4;
   }

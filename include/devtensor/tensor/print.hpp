@@ -35,10 +35,10 @@ namespace devtensor {
 
 /// NumPy's print options (numpy.set_printoptions) that devtensor honours, with NumPy's defaults.
 struct PrintOptions {
-  int precision = 8;             // most fraction digits of a float in an array
-  std::int64_t threshold = 1000; // more elements than this are summarised
-  std::int64_t edgeitems = 3;    // entries shown at each end of a summarised axis
-  std::size_t linewidth = 75;    // characters per line
+  int precision = 8;              // most fraction digits of a float in an array
+  std::int64_t threshold = 1000;  // more elements than this are summarised
+  std::int64_t edgeitems = 3;     // entries shown at each end of a summarised axis
+  std::size_t linewidth = 75;     // characters per line
 };
 
 /// NumPy's str() of the values: "[[22. 28.]\n [49. 64.]]", "3.0", "[ True False]", "[]".
@@ -326,9 +326,12 @@ std::string format_values(const Tensor<T>& t, const PrintOptions& options) {
   const auto values = t.to_vector();
   if (t.rank() == 0) {
     const T v = values.at(0);
-    if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
-    else if constexpr (std::is_floating_point_v<T>) return np::float_scalar(v);
-    else return std::to_string(v);
+    if constexpr (std::is_same_v<T, bool>)
+      return v ? "True" : "False";
+    else if constexpr (std::is_floating_point_v<T>)
+      return np::float_scalar(v);
+    else
+      return std::to_string(v);
   }
   if (values.empty()) return "[]";
   const auto& dims = t.shape().dims();

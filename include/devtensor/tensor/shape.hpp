@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <span>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,8 +38,10 @@ class Shape {
   Shape& operator=(const Shape& other) {
     rank_ = other.rank_;
     inline_ = other.inline_;
-    if (other.rank_ > kInlineRank) heap_ = other.heap_;
-    else heap_.clear();
+    if (other.rank_ > kInlineRank)
+      heap_ = other.heap_;
+    else
+      heap_.clear();
     return *this;
   }
   Shape(Shape&&) noexcept = default;
@@ -144,8 +146,10 @@ class Shape {
 
   void assign(const std::int64_t* dims, std::size_t rank, std::string_view op, bool unknown_allowed = false) {
     rank_ = rank;
-    if (rank <= kInlineRank) std::copy(dims, dims + rank, inline_.begin());
-    else heap_.assign(dims, dims + rank);
+    if (rank <= kInlineRank)
+      std::copy(dims, dims + rank, inline_.begin());
+    else
+      heap_.assign(dims, dims + rank);
     std::int64_t product = 1;  // of the nonzero dimensions
     bool overflow = false;
     for (std::size_t i = 0; i < rank; ++i) {
@@ -196,16 +200,15 @@ DEVTENSOR_DEFINITION void Shape::throw_bad_index(std::size_t i) const {
 DEVTENSOR_DEFINITION void Shape::throw_bad_axis(std::int64_t a, std::string_view what) const {
   const auto r = static_cast<std::int64_t>(rank());
   throw InvalidArgumentError(std::string(what) + " " + std::to_string(a) + " is out of range for a tensor of shape " +
-                             to_string() + " (rank " + std::to_string(r) + "): expected [" + std::to_string(-r) +
-                             ", " + std::to_string(r) + ")");
+                             to_string() + " (rank " + std::to_string(r) + "): expected [" + std::to_string(-r) + ", " +
+                             std::to_string(r) + ")");
 }
 
 DEVTENSOR_DEFINITION void Shape::throw_invalid(std::int64_t dim, std::string_view op) const {
   if (dim < 0)
     throw InvalidArgumentError("Dimension " + std::to_string(dim) + " must be >= 0 in shape " + to_string() +
                                op_suffix(op));
-  throw InvalidArgumentError("Shape " + to_string() + " would have more than 2**63 - 1 elements" +
-                             op_suffix(op));
+  throw InvalidArgumentError("Shape " + to_string() + " would have more than 2**63 - 1 elements" + op_suffix(op));
 }
 
 DEVTENSOR_DEFINITION Shape broadcast_different_shapes(const Shape& a, const Shape& b, std::string_view op) {
@@ -232,8 +235,8 @@ DEVTENSOR_DEFINITION Shape broadcast_different_shapes(const Shape& a, const Shap
 }
 
 DEVTENSOR_DEFINITION void throw_incompatible_shapes(const Shape& a, const Shape& b, std::string_view op) {
-  throw InvalidArgumentError("Incompatible shapes: " + a.to_string() + " vs. " + b.to_string() + " [Op:" +
-                             std::string(op) + "]");
+  throw InvalidArgumentError("Incompatible shapes: " + a.to_string() + " vs. " + b.to_string() +
+                             " [Op:" + std::string(op) + "]");
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

@@ -32,11 +32,11 @@ namespace devtensor {
 /// What a symbolic tensor stands for: an output of a node in a graph being built (ops/graph.hpp).
 /// It has no buffer; its values exist only when a Session or a traced function runs the graph.
 struct SymbolicRef {
-  std::uint64_t graph_id = 0;   // the graph's process-unique id (graphs may die before their tensors)
-  std::size_t node = 0;         // the node's position in its graph
-  std::size_t output = 0;       // which of the node's outputs
-  std::string name;             // TensorFlow's tensor name, "MatMul:0"
-  std::string requested_device; // the node's requested device, as TensorFlow's Tensor.device shows it
+  std::uint64_t graph_id = 0;    // the graph's process-unique id (graphs may die before their tensors)
+  std::size_t node = 0;          // the node's position in its graph
+  std::size_t output = 0;        // which of the node's outputs
+  std::string name;              // TensorFlow's tensor name, "MatMul:0"
+  std::string requested_device;  // the node's requested device, as TensorFlow's Tensor.device shows it
 };
 
 /// A buffer on one logical device; freed into that device's allocator when the last tensor using
@@ -47,7 +47,7 @@ struct TensorStorage {
   std::shared_ptr<memory::Allocator> allocator;  // keeps the allocator alive as long as the buffer
   const Device* device = nullptr;
   std::shared_ptr<const TensorStorage> shared_from;  // an alias: the storage that owns `data`
-  std::shared_ptr<const SymbolicRef> symbolic;        // a graph node's output: no buffer, no device
+  std::shared_ptr<const SymbolicRef> symbolic;       // a graph node's output: no buffer, no device
 
   TensorStorage() = default;
   TensorStorage(const TensorStorage&) = delete;
@@ -120,10 +120,9 @@ DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> allocate_storage(const Devic
   } catch (const ResourceExhaustedError& e) {
     const std::string allocator_name(storage->allocator->name());
     storage->allocator.reset();  // nothing to give back
-    throw ResourceExhaustedError("OOM when allocating tensor with shape" + shape.to_string() +
-                                 " and type " + std::string(dtype) + " on " +
-                                 storage->device->full_name + " by allocator " + allocator_name +
-                                 " [Op:" + std::string(op) + "]. " + e.what());
+    throw ResourceExhaustedError("OOM when allocating tensor with shape" + shape.to_string() + " and type " +
+                                 std::string(dtype) + " on " + storage->device->full_name + " by allocator " +
+                                 allocator_name + " [Op:" + std::string(op) + "]. " + e.what());
   }
   if (auto* pool = KeepAllocations::current()) [[unlikely]]
     pool->push_back(storage);
@@ -166,13 +165,14 @@ DEVTENSOR_DEFINITION std::shared_ptr<TensorStorage> symbolic_storage(SymbolicRef
 }
 
 DEVTENSOR_DEFINITION void throw_symbolic_values(const SymbolicRef& ref, std::string_view what) {
-  throw InvalidArgumentError("Tensor '" + ref.name + "' is symbolic: it is an output of a graph node and has no values " +
+  throw InvalidArgumentError("Tensor '" + ref.name +
+                             "' is symbolic: it is an output of a graph node and has no values " +
                              "while the graph is being built, so " + std::string(what) +
                              " cannot read it. Fetch it with Session::run, or return it from the traced function.");
 }
 
-DEVTENSOR_DEFINITION void copy_bytes(void* dst, const Device& dst_device, const void* src,
-                       const Device& src_device, std::size_t bytes) {
+DEVTENSOR_DEFINITION void copy_bytes(void* dst, const Device& dst_device, const void* src, const Device& src_device,
+                                     std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.host_memory() && src_device.host_memory()) {
     std::memcpy(dst, src, bytes);
@@ -183,12 +183,12 @@ DEVTENSOR_DEFINITION void copy_bytes(void* dst, const Device& dst_device, const 
   std::string error;
   const bool dst_host = dst_device.host_memory();
   const bool src_host = src_device.host_memory();
-  if (!platform || !platform->copy(dst, dst_host ? -1 : dst_device.platform_ordinal,
-                                   dst_host ? nullptr : dst_device.stream, src,
-                                   src_host ? -1 : src_device.platform_ordinal,
-                                   src_host ? nullptr : src_device.stream, bytes, &error))
-    throw InternalError("Error copying tensor from " + src_device.full_name + " to " +
-                        dst_device.full_name + ": " + error);
+  if (!platform ||
+      !platform->copy(dst, dst_host ? -1 : dst_device.platform_ordinal, dst_host ? nullptr : dst_device.stream, src,
+                      src_host ? -1 : src_device.platform_ordinal, src_host ? nullptr : src_device.stream, bytes,
+                      &error))
+    throw InternalError("Error copying tensor from " + src_device.full_name + " to " + dst_device.full_name + ": " +
+                        error);
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 
@@ -261,19 +261,17 @@ class Tensor {
   [[nodiscard]] bool host_memory() const { return device_info().host_memory(); }
 
   /// The buffer, for kernels: host memory for CPU and simulated GPUs, device memory for real GPUs.
-  [[nodiscard]] const T* data() const noexcept {
-    return storage_ ? static_cast<const T*>(storage_->data) : nullptr;
-  }
-  [[nodiscard]] T* mutable_data() const noexcept {
-    return storage_ ? static_cast<T*>(storage_->data) : nullptr;
-  }
+  [[nodiscard]] const T* data() const noexcept { return storage_ ? static_cast<const T*>(storage_->data) : nullptr; }
+  [[nodiscard]] T* mutable_data() const noexcept { return storage_ ? static_cast<T*>(storage_->data) : nullptr; }
   [[nodiscard]] const std::shared_ptr<TensorStorage>& storage() const noexcept { return storage_; }
   /// The tensor's identity: copies of a handle share it; every op output gets a new one.
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   /// True for a graph node's output (built under a graph: ops/graph.hpp), which has no values.
   [[nodiscard]] bool symbolic() const noexcept { return storage_ && storage_->symbolic; }
   /// The node output a symbolic tensor stands for (nullptr for tensors with values).
-  [[nodiscard]] const SymbolicRef* symbolic_ref() const noexcept { return storage_ ? storage_->symbolic.get() : nullptr; }
+  [[nodiscard]] const SymbolicRef* symbolic_ref() const noexcept {
+    return storage_ ? storage_->symbolic.get() : nullptr;
+  }
 
   /// The elements in row-major order, copied to the host.
   [[nodiscard]] std::vector<T> to_vector() const {
@@ -302,8 +300,8 @@ class Tensor {
     const auto strides = shape_.strides();
     for (std::int64_t i : indices) {
       if (i < 0 || i >= shape_[axis])
-        throw InvalidArgumentError("index " + std::to_string(i) + " is out of range for axis " +
-                                   std::to_string(axis) + " of shape " + shape_.to_string());
+        throw InvalidArgumentError("index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
+                                   " of shape " + shape_.to_string());
       offset += i * strides[axis++];
     }
     return element(offset);
@@ -328,8 +326,9 @@ class Tensor {
 
   void require_defined() const {
     if (!storage_)
-      throw FailedPreconditionError("This is an undefined tensor (default-constructed or moved from): "
-                                    "assign a tensor to it before using its values or device");
+      throw FailedPreconditionError(
+          "This is an undefined tensor (default-constructed or moved from): "
+          "assign a tensor to it before using its values or device");
   }
   void require_values(std::string_view what) const {
     require_defined();
@@ -339,7 +338,7 @@ class Tensor {
 
   void copy_to_host(void* out) const {
     copy_bytes(out, host_buffer_device(), storage_->data, *storage_->device,
-                       static_cast<std::size_t>(num_elements()) * sizeof(T));
+               static_cast<std::size_t>(num_elements()) * sizeof(T));
   }
 
   T element(std::int64_t offset) const {

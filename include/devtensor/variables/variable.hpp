@@ -55,7 +55,8 @@ class Variable {
   /// made eagerly, from its initial value's nodes run once (tf.init_scope).
   explicit Variable(const Tensor<T>& initial_value, VariableOptions options = {}) {
     if (!initial_value.defined())
-      throw InvalidArgumentError("Variable '" + options.name + "': the initial value is an undefined tensor (default-constructed or moved from)");
+      throw InvalidArgumentError("Variable '" + options.name +
+                                 "': the initial value is an undefined tensor (default-constructed or moved from)");
     if (const auto lifted = graph::lifted_initial_value(initial_value)) [[unlikely]] {  // created in a trace
       graph::InitScope eagerly;
       *this = Variable(lifted->template as<T>(), std::move(options));
@@ -66,16 +67,16 @@ class Variable {
           "Synchronization value can be set to VariableSynchronization.ON_READ only for non-trainable "
           "variables. You have specified trainable=True and synchronization=VariableSynchronization.ON_READ.");
     VariableInfo info{options.name + ":0",
-                              options.name,
-                              options.trainable.value_or(options.synchronization != VariableSynchronization::ON_READ),
-                              options.synchronization,
-                              options.aggregation,
-                              next_tensor_id()};
+                      options.name,
+                      options.trainable.value_or(options.synchronization != VariableSynchronization::ON_READ),
+                      options.synchronization,
+                      options.aggregation,
+                      next_tensor_id()};
     if (const auto* creator = current_variable_creator())
       impl_ = creator->create(std::move(info), initial_value, options);
     else
-      impl_ = std::make_shared<LocalVariable<T>>(std::move(info), initial_value,
-                                                         place_op(detail::var_handle_support<T>));
+      impl_ =
+          std::make_shared<LocalVariable<T>>(std::move(info), initial_value, place_op(detail::var_handle_support<T>));
   }
   /// Internal (variable creators): a handle over `implementation`.
   explicit Variable(std::shared_ptr<VariableImpl<T>> implementation) : impl_(std::move(implementation)) {}
@@ -134,16 +135,12 @@ class Variable {
     run_op<ops::WriteVariable<T, ops::VariableWrite::assign>>({shared()}, value);
     return *this;
   }
-  const Variable& assign_add(const Tensor<T>& delta) const
-    requires Numeric<T>
-  {
+  const Variable& assign_add(const Tensor<T>& delta) const requires Numeric<T> {
     check_shape(delta, "AssignAddVariableOp");
     run_op<ops::WriteVariable<T, ops::VariableWrite::add>>({shared()}, delta);
     return *this;
   }
-  const Variable& assign_sub(const Tensor<T>& delta) const
-    requires Numeric<T>
-  {
+  const Variable& assign_sub(const Tensor<T>& delta) const requires Numeric<T> {
     check_shape(delta, "AssignSubVariableOp");
     run_op<ops::WriteVariable<T, ops::VariableWrite::sub>>({shared()}, delta);
     return *this;

@@ -24,8 +24,8 @@
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
-#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/ops/record.hpp"
+#include "devtensor/ops/thread_state.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
@@ -68,13 +68,8 @@ namespace detail {
 /// contains VarHandleOp's GPU body (src/devtensor_cuda.cu registers it), as TensorFlow places
 /// variables on the GPU. Never pinned to the host for being small.
 template <Element T>
-inline constexpr KernelSupport var_handle_support{"VarHandleOp",
-                                                  dtype_enum_name<T>(),
-                                                  true,
-                                                  true,
-                                                  nullptr,
-                                                  &kernel_slot<ops::VarHandleOp, gpu_t, T>,
-                                                  false};
+inline constexpr KernelSupport var_handle_support{
+    "VarHandleOp", dtype_enum_name<T>(), true, true, nullptr, &kernel_slot<ops::VarHandleOp, gpu_t, T>, false};
 }  // namespace detail
 
 // --- a variable's implementations: what strategies plug in through a variable creator ----------
@@ -87,8 +82,8 @@ template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
   template <class F>
-    requires(!std::same_as<std::remove_cvref_t<F>, FunctionRef> && std::invocable<F&, Args...>)
-  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor): passed like a callable
+  requires(!std::same_as<std::remove_cvref_t<F>, FunctionRef> && std::invocable<F&, Args...>) FunctionRef(F&& f)
+  noexcept  // NOLINT(google-explicit-constructor): passed like a callable
       : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* object, Args... args) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
@@ -160,8 +155,10 @@ class VariableImpl {
   /// The write of gathered `values` when the graph runs: their aggregation assigned (`kind`
   /// empty) or added or subtracted. One value: an ordinary assign or update.
   virtual void write_gathered(std::optional<VariableUpdate> kind, const std::vector<Tensor<T>>& values) {
-    if (kind) update(*kind, values.at(0));
-    else assign(values.at(0));
+    if (kind)
+      update(*kind, values.at(0));
+    else
+      assign(values.at(0));
   }
 
  protected:
@@ -189,21 +186,21 @@ Tensor<T> variable_copy(const Tensor<T>& value, const Device& device, std::strin
       return out;
     }
   copy_bytes(out.mutable_data(), out.device_info(), value.data(), value.device_info(),
-                     static_cast<std::size_t>(value.num_elements()) * sizeof(T));
+             static_cast<std::size_t>(value.num_elements()) * sizeof(T));
   return out;
 }
 
 /// A tensor on `device` holding host `values` (the host side of a collective's result).
 template <Element T>
-Tensor<T> tensor_from_host(const std::vector<T>& values, const Shape& shape, const Device& device, std::string_view op) {
+Tensor<T> tensor_from_host(const std::vector<T>& values, const Shape& shape, const Device& device,
+                           std::string_view op) {
   auto out = Tensor<T>::empty(shape, device, op);
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no contiguous data()
     std::vector<unsigned char> bytes(values.begin(), values.end());
     static_assert(sizeof(bool) == 1);
     copy_bytes(out.mutable_data(), out.device_info(), bytes.data(), host_buffer_device(), bytes.size());
   } else {
-    copy_bytes(out.mutable_data(), out.device_info(), values.data(), host_buffer_device(),
-                       values.size() * sizeof(T));
+    copy_bytes(out.mutable_data(), out.device_info(), values.data(), host_buffer_device(), values.size() * sizeof(T));
   }
   return out;
 }
@@ -214,7 +211,9 @@ class LocalVariable final : public VariableImpl<T> {
  public:
   /// A copy of `initial_value` on `device`.
   LocalVariable(VariableInfo info, const Tensor<T>& initial_value, const Device& device)
-      : VariableImpl<T>(std::move(info)), device_(&device), value_(variable_copy(initial_value, device, "VarHandleOp")) {}
+      : VariableImpl<T>(std::move(info)),
+        device_(&device),
+        value_(variable_copy(initial_value, device, "VarHandleOp")) {}
 
   [[nodiscard]] std::size_t num_components() const noexcept override { return 1; }
   [[nodiscard]] Tensor<T> component(std::size_t i) const override {
@@ -243,7 +242,8 @@ class LocalVariable final : public VariableImpl<T> {
       else
         apply_elementwise<ops::Sub>(delta, "AssignSubVariableOp");
     } else {
-      throw InvalidArgumentError("Variable " + this->info().name + " of dtype bool cannot be added to or subtracted from");
+      throw InvalidArgumentError("Variable " + this->info().name +
+                                 " of dtype bool cannot be added to or subtracted from");
     }
   }
   /// `out` is the variable's own buffer when nothing else holds it (an in-place update, as
@@ -281,13 +281,16 @@ class LocalVariable final : public VariableImpl<T> {
 class VariableCreator {
  public:
   virtual ~VariableCreator() = default;
-  virtual std::shared_ptr<VariableImpl<float>> create(VariableInfo, const Tensor<float>&, const VariableOptions&) const = 0;
-  virtual std::shared_ptr<VariableImpl<double>> create(VariableInfo, const Tensor<double>&, const VariableOptions&) const = 0;
+  virtual std::shared_ptr<VariableImpl<float>> create(VariableInfo, const Tensor<float>&,
+                                                      const VariableOptions&) const = 0;
+  virtual std::shared_ptr<VariableImpl<double>> create(VariableInfo, const Tensor<double>&,
+                                                       const VariableOptions&) const = 0;
   virtual std::shared_ptr<VariableImpl<std::int32_t>> create(VariableInfo, const Tensor<std::int32_t>&,
                                                              const VariableOptions&) const = 0;
   virtual std::shared_ptr<VariableImpl<std::int64_t>> create(VariableInfo, const Tensor<std::int64_t>&,
                                                              const VariableOptions&) const = 0;
-  virtual std::shared_ptr<VariableImpl<bool>> create(VariableInfo, const Tensor<bool>&, const VariableOptions&) const = 0;
+  virtual std::shared_ptr<VariableImpl<bool>> create(VariableInfo, const Tensor<bool>&,
+                                                     const VariableOptions&) const = 0;
 };
 /// This thread's creator, or nullptr: variables are local.
 inline const VariableCreator*& current_variable_creator() noexcept { return this_thread_state().variable_creator; }

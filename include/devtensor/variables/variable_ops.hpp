@@ -99,14 +99,19 @@ struct WriteVariable : TensorLevel {
   using Attrs = VariableAttrs<T>;
 
   static std::optional<VariableUpdate> kind() noexcept {
-    if constexpr (W == VariableWrite::add) return VariableUpdate::add;
-    else if constexpr (W == VariableWrite::sub) return VariableUpdate::sub;
-    else return std::nullopt;
+    if constexpr (W == VariableWrite::add)
+      return VariableUpdate::add;
+    else if constexpr (W == VariableWrite::sub)
+      return VariableUpdate::sub;
+    else
+      return std::nullopt;
   }
 
   static void eager(const Attrs& a, const Tensor<T>& value) {
-    if (const auto k = kind()) a.variable->update(*k, value);
-    else a.variable->assign(value);
+    if (const auto k = kind())
+      a.variable->update(*k, value);
+    else
+      a.variable->assign(value);
   }
 
   /// The node (defined below, as ReadVariable's).
@@ -123,7 +128,8 @@ Tensor<T> ReadVariable<T>::graph(graph::Graph& graph, const Attrs& a) {
   spec.resources = variable_detail::uses(target, false);
   // A tape around the graph's run records the read as one of this variable (its handle id,
   // whatever component was read).
-  spec.run = [owner = a.variable, &target, where](const graph::RunContext&, graph::NodeInputs, std::span<AnyTensor> out) {
+  spec.run = [owner = a.variable, &target, where](const graph::RunContext&, graph::NodeInputs,
+                                                  std::span<AnyTensor> out) {
     DeviceScope scope(where);
     out[0] = AnyTensor(recorded_read(*owner, target.read()));
     if (auto* capture = graph::Capture::current())  // a CUDA graph reads this buffer at every replay
@@ -160,6 +166,8 @@ void WriteVariable<T, W>::graph(graph::Graph& graph, const Attrs& a, const Tenso
   });
 }
 
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
 #ifdef DEVTENSOR_EXTERN_TEMPLATE  // the nodes, compiled once (Note [Explicit instantiations])
 #define DEVTENSOR_ALL(T)                                                \
   DEVTENSOR_EXTERN_TEMPLATE struct ReadVariable<T>;                     \
@@ -169,5 +177,6 @@ void WriteVariable<T, W>::graph(graph::Graph& graph, const Attrs& a, const Tenso
 DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
 #undef DEVTENSOR_ALL
 #endif
+// clang-format on
 
 }  // namespace devtensor::ops

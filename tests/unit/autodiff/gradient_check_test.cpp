@@ -102,19 +102,23 @@ Fn binary(BinaryFn op) {
 BOOST_FIXTURE_TEST_SUITE(gradient_check, dt::test::FreshContext)
 
 BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
-  const std::vector<std::pair<dt::Shape, dt::Shape>> shapes{
-      {dt::Shape({2, 3}), dt::Shape({2, 3})}, {dt::Shape({2, 3}), dt::Shape({3})},
-      {dt::Shape({2, 1}), dt::Shape({1, 3})}, {dt::Shape({}), dt::Shape({2, 2})},
-      {dt::Shape({2, 1, 3}), dt::Shape({4, 1})}};
+  const std::vector<std::pair<dt::Shape, dt::Shape>> shapes{{dt::Shape({2, 3}), dt::Shape({2, 3})},
+                                                            {dt::Shape({2, 3}), dt::Shape({3})},
+                                                            {dt::Shape({2, 1}), dt::Shape({1, 3})},
+                                                            {dt::Shape({}), dt::Shape({2, 2})},
+                                                            {dt::Shape({2, 1, 3}), dt::Shape({4, 1})}};
   unsigned seed = 1;
   for (const auto& [sa, sb] : shapes) {
     check_gradient("AddV2", binary(&dt::add<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
     check_gradient("Sub", binary(&dt::sub<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
     check_gradient("Mul", binary(&dt::mul<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1)});
-    check_gradient("RealDiv", binary(&dt::div<double>), {random_tensor(sa, seed), random_tensor(sb, seed + 1, 0.5, 2.0)});
+    check_gradient("RealDiv", binary(&dt::div<double>),
+                   {random_tensor(sa, seed), random_tensor(sb, seed + 1, 0.5, 2.0)});
     // Inputs from disjoint ranges never tie; ties are tested separately.
-    check_gradient("Maximum", binary(&dt::maximum<double>), {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
-    check_gradient("Minimum", binary(&dt::minimum<double>), {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
+    check_gradient("Maximum", binary(&dt::maximum<double>),
+                   {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
+    check_gradient("Minimum", binary(&dt::minimum<double>),
+                   {random_tensor(sa, seed, -2, 2), random_tensor(sb, seed + 1, -2, 2)});
     seed += 2;
   }
 }
@@ -140,24 +144,30 @@ BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_over_every_axis) {
     check_gradient("Softmax: axis " + std::to_string(axis),
                    [axis](const std::vector<Tensor>& x) { return dt::softmax(x[0], axis); }, {random_tensor(s, 14)});
     check_gradient("LogSoftmax: axis " + std::to_string(axis),
-                   [axis](const std::vector<Tensor>& x) { return dt::log_softmax(x[0], axis); }, {random_tensor(s, 15)});
+                   [axis](const std::vector<Tensor>& x) { return dt::log_softmax(x[0], axis); },
+                   {random_tensor(s, 15)});
   }
   // Large logits: the shift by the row's maximum keeps the gradient finite and right.
-  check_gradient("Softmax: logits near 500", unary([](const Tensor& x, const dt::OpOptions&) { return dt::softmax(x); }),
+  check_gradient("Softmax: logits near 500",
+                 unary([](const Tensor& x, const dt::OpOptions&) { return dt::softmax(x); }),
                  {random_tensor(dt::Shape({3, 5}), 16, 495.0, 505.0)});
-  check_gradient("LogSoftmax, Softmax: second derivative",
-                 [](const std::vector<Tensor>& x) {
-                   dt::GradientTape inner;
-                   inner.watch(x[0]);
-                   const auto y = dt::reduce_sum(dt::mul(dt::log_softmax(x[0]), dt::softmax(x[0])));
-                   return inner.gradient(y, x[0]);
-                 },
-                 {random_tensor(dt::Shape({2, 3}), 17)}, 1e-5);
+  check_gradient(
+      "LogSoftmax, Softmax: second derivative",
+      [](const std::vector<Tensor>& x) {
+        dt::GradientTape inner;
+        inner.watch(x[0]);
+        const auto y = dt::reduce_sum(dt::mul(dt::log_softmax(x[0]), dt::softmax(x[0])));
+        return inner.gradient(y, x[0]);
+      },
+      {random_tensor(dt::Shape({2, 3}), 17)}, 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(add_n_and_a_tensor_used_twice) {
   const dt::Shape s({2, 3});
-  check_gradient("AddN", [](const std::vector<Tensor>& x) { return dt::add_n(std::vector{x[0], x[1], x[2], x[0]}); },
+  check_gradient("AddN",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::add_n(std::vector{x[0], x[1], x[2], x[0]});
+                 },
                  {random_tensor(s, 1), random_tensor(s, 2), random_tensor(s, 3)});
   check_gradient("Mul, AddV2: x*x + x", [](const std::vector<Tensor>& x) { return dt::add(dt::mul(x[0], x[0]), x[0]); },
                  {random_tensor(s, 4)});
@@ -173,7 +183,8 @@ BOOST_AUTO_TEST_CASE(matmul_every_transpose_and_batches) {
                      {random_tensor(sa, 20), random_tensor(sb, 21)});
       const dt::Shape ba = ta ? dt::Shape({2, 4, 3}) : dt::Shape({2, 3, 4});
       const dt::Shape bb = tb ? dt::Shape({2, 2, 4}) : dt::Shape({2, 4, 2});
-      check_gradient("MatMul: batched", [ta, tb](const std::vector<Tensor>& x) { return dt::matmul(x[0], x[1], ta, tb); },
+      check_gradient("MatMul: batched",
+                     [ta, tb](const std::vector<Tensor>& x) { return dt::matmul(x[0], x[1], ta, tb); },
                      {random_tensor(ba, 22), random_tensor(bb, 23)});
     }
 }
@@ -193,14 +204,25 @@ BOOST_AUTO_TEST_CASE(reductions_over_axes_with_and_without_keepdims) {
 }
 
 BOOST_AUTO_TEST_CASE(shape_and_data_movement_ops) {
-  check_gradient("Reshape", [](const std::vector<Tensor>& x) { return dt::reshape(x[0], {3, -1}); },
+  check_gradient("Reshape",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::reshape(x[0], {3, -1});
+                 },
                  {random_tensor(dt::Shape({2, 3, 2}), 40)});
-  check_gradient("Transpose", [](const std::vector<Tensor>& x) { return dt::transpose(x[0], {2, 0, 1}); },
+  check_gradient("Transpose",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::transpose(x[0], {2, 0, 1});
+                 },
                  {random_tensor(dt::Shape({2, 3, 4}), 41)});
-  check_gradient("ConcatV2", [](const std::vector<Tensor>& x) { return dt::concat(std::vector{x[0], x[1]}, 1); },
+  check_gradient("ConcatV2",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::concat(std::vector{x[0], x[1]}, 1);
+                 },
                  {random_tensor(dt::Shape({2, 3}), 42), random_tensor(dt::Shape({2, 1}), 43)});
   check_gradient("SplitV: second piece only",
-                 [](const std::vector<Tensor>& x) { return dt::split(x[0], std::vector<std::int64_t>{1, 3}, 1)[1]; },
+                 [](const std::vector<Tensor>& x) {
+                   return dt::split(x[0], std::vector<std::int64_t>{1, 3}, 1)[1];
+                 },
                  {random_tensor(dt::Shape({2, 4}), 44)});
   check_gradient("SplitV: both pieces",
                  [](const std::vector<Tensor>& x) {
@@ -208,21 +230,33 @@ BOOST_AUTO_TEST_CASE(shape_and_data_movement_ops) {
                    return dt::mul(parts[0], parts[1]);
                  },
                  {random_tensor(dt::Shape({4, 3}), 45)});
-  check_gradient("Slice", [](const std::vector<Tensor>& x) { return dt::slice(x[0], {1, 0, 2}, {1, -1, 2}); },
+  check_gradient("Slice",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::slice(x[0], {1, 0, 2}, {1, -1, 2});
+                 },
                  {random_tensor(dt::Shape({3, 2, 4}), 46)});
-  check_gradient("Pad", [](const std::vector<Tensor>& x) { return dt::pad(x[0], {{1, 0}, {2, 1}}); },
+  check_gradient("Pad",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::pad(x[0], {{1, 0}, {2, 1}});
+                 },
                  {random_tensor(dt::Shape({2, 3}), 47)});
-  check_gradient("BroadcastTo", [](const std::vector<Tensor>& x) { return dt::broadcast_to(x[0], dt::Shape({2, 3, 4})); },
+  check_gradient("BroadcastTo",
+                 [](const std::vector<Tensor>& x) {
+                   return dt::broadcast_to(x[0], dt::Shape({2, 3, 4}));
+                 },
                  {random_tensor(dt::Shape({3, 1}), 48)});
 }
 
 BOOST_AUTO_TEST_CASE(cast_between_float_and_double_passes_the_gradient_through) {
-  check_gradient("Cast: round trip",
-                 [](const std::vector<Tensor>& x) { return dt::cast<double>(dt::mul(dt::cast<float>(x[0]), dt::cast<float>(x[0]))); },
-                 {random_tensor(dt::Shape({5}), 50)}, 1e-3, 1e-2);  // float resolution: a wide step
-  check_gradient("Cast: by Tensor::cast",
-                 [](const std::vector<Tensor>& x) { return x[0].cast<float>().cast<double>(); },
-                 {random_tensor(dt::Shape({5}), 51)}, 1e-3, 1e-2);
+  check_gradient(
+      "Cast: round trip",
+      [](const std::vector<Tensor>& x) {
+        return dt::cast<double>(dt::mul(dt::cast<float>(x[0]), dt::cast<float>(x[0])));
+      },
+      {random_tensor(dt::Shape({5}), 50)}, 1e-3, 1e-2);  // float resolution: a wide step
+  check_gradient(
+      "Cast: by Tensor::cast", [](const std::vector<Tensor>& x) { return x[0].cast<float>().cast<double>(); },
+      {random_tensor(dt::Shape({5}), 51)}, 1e-3, 1e-2);
 }
 
 BOOST_AUTO_TEST_CASE(selection_and_l2_loss) {
@@ -250,17 +284,18 @@ BOOST_AUTO_TEST_CASE(selection_and_l2_loss) {
                  [segments](const std::vector<Tensor>& in) { return dt::unsorted_segment_sum(in[0], segments, 3); },
                  {random_tensor(dt::Shape({4, 2}), 84)});
   const auto labels = dt::constant<std::int64_t>({2, 0, 1, 2, 2, 1}, dt::Shape({2, 3}));
-  check_gradient("SparseSoftmaxCrossEntropyWithLogits: rank 3",
-                 [labels](const std::vector<Tensor>& in) { return dt::sparse_softmax_cross_entropy_with_logits(labels, in[0]); },
-                 {random_tensor(dt::Shape({2, 3, 4}), 85)});
+  check_gradient(
+      "SparseSoftmaxCrossEntropyWithLogits: rank 3",
+      [labels](const std::vector<Tensor>& in) { return dt::sparse_softmax_cross_entropy_with_logits(labels, in[0]); },
+      {random_tensor(dt::Shape({2, 3, 4}), 85)});
 }
 
 BOOST_AUTO_TEST_CASE(convolution_and_pooling) {
   namespace ops = dt::ops;
   const auto x = random_tensor(dt::Shape({2, 5, 4, 3}), 70);
   const auto w = random_tensor(dt::Shape({3, 2, 3, 2}), 71);
-  check_gradient("Conv2D: SAME, strides 2", [](const std::vector<Tensor>& in) { return dt::conv2d(in[0], in[1], 2, "SAME"); },
-                 {x, w});
+  check_gradient("Conv2D: SAME, strides 2",
+                 [](const std::vector<Tensor>& in) { return dt::conv2d(in[0], in[1], 2, "SAME"); }, {x, w});
   check_gradient("Conv2D: VALID, dilations 2",
                  [](const std::vector<Tensor>& in) { return dt::conv2d(in[0], in[1], 1, "VALID", {.dilations = 2}); },
                  {x, random_tensor(dt::Shape({2, 2, 3, 2}), 72)});
@@ -305,20 +340,21 @@ BOOST_AUTO_TEST_CASE(convolution_and_pooling) {
   check_gradient("BiasAdd: NCHW, rank 3",
                  [](const std::vector<Tensor>& in) { return dt::bias_add(in[0], in[1], {.data_format = "NCHW"}); },
                  {random_tensor(dt::Shape({2, 3, 4}), 76), random_tensor(dt::Shape({3}), 77)});
-  check_gradient("BiasAddGrad",
-                 [](const std::vector<Tensor>& in) { return dt::run_op<ops::BiasAddGrad>({}, in[0]); }, {x});
+  check_gradient("BiasAddGrad", [](const std::vector<Tensor>& in) { return dt::run_op<ops::BiasAddGrad>({}, in[0]); },
+                 {x});
   check_gradient("MaxPool: 3x3, strides 2, SAME",
                  [](const std::vector<Tensor>& in) { return dt::max_pool2d(in[0], 3, 2, "SAME"); }, {x});
   check_gradient("MaxPool: 2x1, VALID, NCHW",
-                 [](const std::vector<Tensor>& in) { return dt::max_pool2d(in[0], {2, 1}, 1, "VALID", {.data_format = "NCHW"}); },
+                 [](const std::vector<Tensor>& in) {
+                   return dt::max_pool2d(in[0], {2, 1}, 1, "VALID", {.data_format = "NCHW"});
+                 },
                  {random_tensor(dt::Shape({1, 2, 3, 3}), 78)});
   check_gradient("AvgPool: 3x3, strides 2, SAME",
                  [](const std::vector<Tensor>& in) { return dt::avg_pool2d(in[0], 3, 2, "SAME"); }, {x});
   check_gradient("AvgPoolGrad",
                  [](const std::vector<Tensor>& in) {
-                   return dt::run_op<ops::AvgPoolGrad>({{{3, 3}, {.strides = {2, 2}, .padding = ops::PaddingKind::same}},
-                                                        {2, 5, 4, 3}},
-                                                       in[0]);
+                   return dt::run_op<ops::AvgPoolGrad>(
+                       {{{3, 3}, {.strides = {2, 2}, .padding = ops::PaddingKind::same}}, {2, 5, 4, 3}}, in[0]);
                  },
                  {random_tensor(dt::Shape({2, 3, 2, 3}), 79)});
 }
@@ -343,18 +379,19 @@ BOOST_AUTO_TEST_CASE(gradient_kernels_have_gradients_for_second_derivatives) {
 
 // Runs after the checks above (and brings them into a filtered run): every op of the op list that
 // GradientTape can differentiate had its gradient checked.
-BOOST_AUTO_TEST_CASE(every_differentiable_op_has_its_gradient_checked,
-                     *boost::unit_test::depends_on("gradient_check/binary_ops_with_broadcasting") *
-                         boost::unit_test::depends_on("gradient_check/unary_ops") *
-                         boost::unit_test::depends_on("gradient_check/softmax_and_log_softmax_over_every_axis") *
-                         boost::unit_test::depends_on("gradient_check/add_n_and_a_tensor_used_twice") *
-                         boost::unit_test::depends_on("gradient_check/matmul_every_transpose_and_batches") *
-                         boost::unit_test::depends_on("gradient_check/reductions_over_axes_with_and_without_keepdims") *
-                         boost::unit_test::depends_on("gradient_check/shape_and_data_movement_ops") *
-                         boost::unit_test::depends_on("gradient_check/cast_between_float_and_double_passes_the_gradient_through") *
-                         boost::unit_test::depends_on("gradient_check/convolution_and_pooling") *
-                         boost::unit_test::depends_on("gradient_check/selection_and_l2_loss") *
-                         boost::unit_test::depends_on("gradient_check/gradient_kernels_have_gradients_for_second_derivatives")) {
+BOOST_AUTO_TEST_CASE(
+    every_differentiable_op_has_its_gradient_checked,
+    *boost::unit_test::depends_on("gradient_check/binary_ops_with_broadcasting") *
+        boost::unit_test::depends_on("gradient_check/unary_ops") *
+        boost::unit_test::depends_on("gradient_check/softmax_and_log_softmax_over_every_axis") *
+        boost::unit_test::depends_on("gradient_check/add_n_and_a_tensor_used_twice") *
+        boost::unit_test::depends_on("gradient_check/matmul_every_transpose_and_batches") *
+        boost::unit_test::depends_on("gradient_check/reductions_over_axes_with_and_without_keepdims") *
+        boost::unit_test::depends_on("gradient_check/shape_and_data_movement_ops") *
+        boost::unit_test::depends_on("gradient_check/cast_between_float_and_double_passes_the_gradient_through") *
+        boost::unit_test::depends_on("gradient_check/convolution_and_pooling") *
+        boost::unit_test::depends_on("gradient_check/selection_and_l2_loss") *
+        boost::unit_test::depends_on("gradient_check/gradient_kernels_have_gradients_for_second_derivatives")) {
   int differentiable = 0;
   dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() {
     if constexpr (dt::autodiff_detail::has_gradient_v<Op>) {

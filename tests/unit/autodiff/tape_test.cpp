@@ -93,8 +93,7 @@ BOOST_AUTO_TEST_CASE(the_target_must_have_been_recorded) {
   auto before = dt::square(x);
   dt::GradientTape tape;
   tape.watch(x);
-  DEVTENSOR_CHECK_THROW_WITH((void)tape.gradient(before, x), dt::InvalidArgumentError,
-                             "was not recorded by this tape");
+  DEVTENSOR_CHECK_THROW_WITH((void)tape.gradient(before, x), dt::InvalidArgumentError, "was not recorded by this tape");
   DEVTENSOR_CHECK_THROW_WITH((void)tape.gradient(dt::Tensor<float>(), x), dt::InvalidArgumentError,
                              "got an undefined tensor");
   DEVTENSOR_CHECK_THROW_WITH(tape.watch(dt::Tensor<float>()), dt::InvalidArgumentError, "got an undefined tensor");
@@ -235,9 +234,10 @@ BOOST_AUTO_TEST_CASE(gradients_run_on_the_device_of_the_forward_op) {
 }
 
 BOOST_AUTO_TEST_CASE(has_gradient_lists_the_differentiable_ops) {
-  for (auto op : {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Neg", "Abs", "Square", "Sqrt", "Exp",
-                  "Log", "Relu", "Sigmoid", "Tanh", "AddN", "MatMul", "Sum", "Mean", "Max", "Reshape", "Transpose",
-                  "ConcatV2", "SplitV", "Slice", "Pad", "BroadcastTo", "Identity", "Cast", "ReadVariableOp"})
+  for (auto op : {"AddV2",  "Sub",  "Mul",         "RealDiv",  "Maximum", "Minimum",       "Neg",      "Abs",
+                  "Square", "Sqrt", "Exp",         "Log",      "Relu",    "Sigmoid",       "Tanh",     "AddN",
+                  "MatMul", "Sum",  "Mean",        "Max",      "Reshape", "Transpose",     "ConcatV2", "SplitV",
+                  "Slice",  "Pad",  "BroadcastTo", "Identity", "Cast",    "ReadVariableOp"})
     BOOST_TEST(dt::has_gradient(op), op);
   BOOST_TEST(!dt::has_gradient("FloorDiv"));
   BOOST_TEST(!dt::has_gradient("RandomUniform"));

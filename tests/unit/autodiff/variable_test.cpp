@@ -39,7 +39,8 @@ BOOST_AUTO_TEST_CASE(shape_mismatches_and_empty_values_are_errors) {
   DEVTENSOR_CHECK_THROW_WITH(v.assign(dt::constant<float>({1, 2, 3})), dt::InvalidArgumentError,
                              "Cannot update variable with shape [2] using a Tensor with shape [3]");
   DEVTENSOR_CHECK_THROW_WITH(v.assign_add(dt::scalar<float>(1)), dt::InvalidArgumentError, "[Op:AssignAddVariableOp]");
-  DEVTENSOR_CHECK_THROW_WITH(v.assign(dt::Tensor<float>()), dt::InvalidArgumentError, "Cannot assign an undefined tensor");
+  DEVTENSOR_CHECK_THROW_WITH(v.assign(dt::Tensor<float>()), dt::InvalidArgumentError,
+                             "Cannot assign an undefined tensor");
   BOOST_TEST(v.to_vector() == std::vector<float>({1, 2}), boost::test_tools::per_element());  // unchanged
   DEVTENSOR_CHECK_THROW_WITH(dt::Variable<float>(dt::Tensor<float>()), dt::InvalidArgumentError,
                              "the initial value is an undefined tensor");
@@ -50,14 +51,15 @@ BOOST_AUTO_TEST_CASE(shape_mismatches_and_empty_values_are_errors) {
 
 BOOST_AUTO_TEST_CASE(synchronization_and_aggregation_are_stored) {
   dt::Variable<float> v(dt::scalar<float>(0), {.name = "acc",
-                                              .synchronization = dt::VariableSynchronization::ON_READ,
-                                              .aggregation = dt::VariableAggregation::SUM});
+                                               .synchronization = dt::VariableSynchronization::ON_READ,
+                                               .aggregation = dt::VariableAggregation::SUM});
   BOOST_TEST(!v.trainable());  // ON_READ defaults to non-trainable
   BOOST_TEST((v.synchronization() == dt::VariableSynchronization::ON_READ));
   BOOST_TEST((v.aggregation() == dt::VariableAggregation::SUM));
   BOOST_TEST(dt::to_string(v.aggregation()) == "SUM");
   DEVTENSOR_CHECK_THROW_WITH(
-      dt::Variable<float>(dt::scalar<float>(0), {.trainable = true, .synchronization = dt::VariableSynchronization::ON_READ}),
+      dt::Variable<float>(dt::scalar<float>(0),
+                          {.trainable = true, .synchronization = dt::VariableSynchronization::ON_READ}),
       dt::InvalidArgumentError, "can be set to VariableSynchronization.ON_READ only for non-trainable variables");
 }
 

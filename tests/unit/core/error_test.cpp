@@ -58,8 +58,7 @@ BOOST_AUTO_TEST_CASE(throw_error_raises_the_codes_own_type) {
   for (ErrorCode code : {ErrorCode::invalid_argument, ErrorCode::not_found, ErrorCode::failed_precondition,
                          ErrorCode::resource_exhausted, ErrorCode::unimplemented, ErrorCode::internal,
                          ErrorCode::deadline_exceeded, ErrorCode::unavailable, ErrorCode::out_of_range,
-                         ErrorCode::cancelled, ErrorCode::data_loss,
-                         ErrorCode::already_exists})
+                         ErrorCode::cancelled, ErrorCode::data_loss, ErrorCode::already_exists})
     BOOST_TEST((raised(code) == code));
   BOOST_CHECK_THROW(throw_error(ErrorCode::unavailable, "ps"), UnavailableError);
 }

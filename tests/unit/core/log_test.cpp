@@ -60,7 +60,8 @@ std::string shown(LogSource source) {
   test::LogCapture capture;
   for (auto severity : {LogSeverity::info, LogSeverity::warning, LogSeverity::error}) log(source, severity, "line");
   std::string out = "---";
-  for (const auto& [severity, line] : capture.entries()) out[static_cast<std::size_t>(severity)] = to_string(severity)[0];
+  for (const auto& [severity, line] : capture.entries())
+    out[static_cast<std::size_t>(severity)] = to_string(severity)[0];
   return out;
 }
 struct DefaultLevels {
@@ -91,8 +92,9 @@ BOOST_FIXTURE_TEST_CASE(min_cpp_log_level_hides_runtime_lines_below_it, DefaultL
 }
 
 BOOST_FIXTURE_TEST_CASE(tf_cpp_min_log_level_is_read_from_the_environment, DefaultLevels) {
-  const std::pair<const char*, int> cases[] = {{"0", 0}, {"1", 1}, {"2", 2}, {"3", 3}, {" 2", 2}, {"2x", 2},
-                                               {"abc", 0}, {"", 0}, {"-1", 0}, {"99999999999999999999", INT_MAX}};
+  const std::pair<const char*, int> cases[] = {
+      {"0", 0},  {"1", 1},   {"2", 2}, {"3", 3},  {" 2", 2},
+      {"2x", 2}, {"abc", 0}, {"", 0},  {"-1", 0}, {"99999999999999999999", INT_MAX}};
   for (const auto& [value, level] : cases) {
     ::setenv("TF_CPP_MIN_LOG_LEVEL", value, 1);
     logging::reset_to_defaults();  // read again at the next line, as in a new process

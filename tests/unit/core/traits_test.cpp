@@ -13,7 +13,7 @@ namespace {
 struct CpuOnlyOp {
   static constexpr std::string_view name = "CpuOnlyOp";
   template <dt::DeviceTag Tag, class T>
-  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t> && std::is_floating_point_v<T>;
+  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t>&& std::is_floating_point_v<T>;
 };
 // A user op with kernels everywhere.
 struct EverywhereOp {

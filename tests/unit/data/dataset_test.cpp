@@ -15,11 +15,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../../examples/cifar10.hpp"
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
 #include "fake_gpu_platform.hpp"
-#include "../../../examples/cifar10.hpp"
 
 #include <unistd.h>
 
@@ -100,7 +100,8 @@ BOOST_AUTO_TEST_CASE(repeat_counts_and_forever) {
   BOOST_TEST(ds.repeat().cardinality() == dt::data::INFINITE_CARDINALITY);
   BOOST_TEST(ds.repeat(0).cardinality() == 0);
   BOOST_TEST(firsts(ds.repeat(0)).empty());
-  BOOST_TEST(flat(firsts(ds.repeat().take(7))) == std::vector<float>({0, 1, 2, 0, 1, 2, 0}), boost::test_tools::per_element());
+  BOOST_TEST(flat(firsts(ds.repeat().take(7))) == std::vector<float>({0, 1, 2, 0, 1, 2, 0}),
+             boost::test_tools::per_element());
   BOOST_TEST(ds.repeat().take(7).cardinality() == 7);
   BOOST_TEST(firsts(range_dataset(0).repeat()).empty());  // an empty dataset repeated forever ends
   DEVTENSOR_CHECK_THROW_WITH((void)ds.repeat(-2), dt::InvalidArgumentError, "count must be >= -1");
@@ -119,7 +120,8 @@ BOOST_AUTO_TEST_CASE(batch_stacks_and_keeps_or_drops_the_remainder) {
 }
 
 BOOST_AUTO_TEST_CASE(the_seeds_pipeline_makes_ten_batches_of_ten) {
-  auto ds = Dataset<float, float>::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
+  auto ds =
+      Dataset<float, float>::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
   BOOST_TEST(ds.cardinality() == 10);
   int n = 0;
   for (const auto& [x, y] : ds) {
@@ -218,7 +220,8 @@ BOOST_AUTO_TEST_CASE(batches_of_rows_equal_batches_of_the_same_elements_as_tenso
   }
   // The first batch of five, in order.
   const auto first = batched(rows.batch(5)).front();
-  BOOST_TEST(first.first == std::vector<float>(features.begin(), features.begin() + 30), boost::test_tools::per_element());
+  BOOST_TEST(first.first == std::vector<float>(features.begin(), features.begin() + 30),
+             boost::test_tools::per_element());
   BOOST_TEST(first.second == std::vector<std::int64_t>({100, 101, 102, 103, 104}), boost::test_tools::per_element());
   // Reshuffling passes too: the second pass of a shuffled dataset of rows is the tensors' second pass.
   const auto shuffled_rows = rows.shuffle(23, 8).batch(23);
@@ -336,7 +339,8 @@ BOOST_AUTO_TEST_CASE(fit_over_a_prefetched_dataset_trains_as_over_the_dataset) {
   const auto x = dt::random_normal<float>({64, 4}, {.seed = 1});
   const auto y = dt::random_normal<float>({64, 1}, {.seed = 2});
   auto make_model = [] {
-    nn::Sequential model({nn::Dense(1, {.input_dim = 4, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})});
+    nn::Sequential model(
+        {nn::Dense(1, {.input_dim = 4, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})});
     model.compile("mse", nn::optimizers::SGD{.learning_rate = 0.05});
     return model;
   };
@@ -346,11 +350,12 @@ BOOST_AUTO_TEST_CASE(fit_over_a_prefetched_dataset_trains_as_over_the_dataset) {
   const auto plain = make_model().fit(make_dataset(), {.epochs = 3, .verbose = 0});
   BOOST_TEST(ahead.loss == plain.loss, boost::test_tools::per_element());
   // A batch the pipeline cannot make fails fit with the pipeline's error.
-  auto broken = Dataset<float, float>::from_tensors(dt::constant<float>({1, 2, 3, 4}, {1, 4}), dt::constant<float>({1}, {1, 1}))
-                    .concatenate(Dataset<float, float>::from_tensors(dt::constant<float>({1, 2, 3, 4, 5}, {1, 5}),
-                                                                     dt::constant<float>({1}, {1, 1})))
-                    .batch(2)
-                    .prefetch(1);
+  auto broken =
+      Dataset<float, float>::from_tensors(dt::constant<float>({1, 2, 3, 4}, {1, 4}), dt::constant<float>({1}, {1, 1}))
+          .concatenate(Dataset<float, float>::from_tensors(dt::constant<float>({1, 2, 3, 4, 5}, {1, 5}),
+                                                           dt::constant<float>({1}, {1, 1})))
+          .batch(2)
+          .prefetch(1);
   DEVTENSOR_CHECK_THROW_WITH((void)make_model().fit(broken, {.epochs = 1, .verbose = 0}), dt::InvalidArgumentError,
                              "Cannot batch tensors with different shapes");
 }
@@ -378,7 +383,10 @@ BOOST_AUTO_TEST_CASE(a_pipeline_that_reads_device_memory_is_not_prefetched) {
   }();
   BOOST_TEST(!Dataset<float>::from_tensor_slices(on_host).erased().reads_device_memory());
   BOOST_TEST(Dataset<float>::from_tensor_slices(x).erased().reads_device_memory());
-  BOOST_TEST(Dataset<float>::from_tensors(on_host).concatenate(Dataset<float>::from_tensors(x)).erased().reads_device_memory());
+  BOOST_TEST(Dataset<float>::from_tensors(on_host)
+                 .concatenate(Dataset<float>::from_tensors(x))
+                 .erased()
+                 .reads_device_memory());
   const auto& cpu = on_host.device_info();
   const auto before = cpu.allocator->stats().num_allocs;
   const auto ahead = Dataset<float>::from_tensor_slices(x).repeat().batch(1).prefetch(4);
@@ -409,9 +417,8 @@ BOOST_AUTO_TEST_CASE(map_makes_new_elements_from_a_function_of_the_components) {
   BOOST_TEST(features == std::vector<float>({0.5f, 1, 1.5f, 2, 2.5f, 3, 3.5f, 4}), boost::test_tools::per_element());
   BOOST_TEST(hot == std::vector<float>({1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1}), boost::test_tools::per_element());
   // One tensor, and a tuple of three, after batch: the batch size is no longer known statically.
-  const auto sums = slices.batch(2).map([](const dt::Tensor<float>& f, const dt::Tensor<std::int64_t>&) {
-    return dt::reduce_sum(f, std::int64_t{1});
-  });
+  const auto sums = slices.batch(2).map(
+      [](const dt::Tensor<float>& f, const dt::Tensor<std::int64_t>&) { return dt::reduce_sum(f, std::int64_t{1}); });
   static_assert(std::is_same_v<decltype(sums), const Dataset<float>>);
   BOOST_TEST(flat(firsts(sums)) == std::vector<float>({3, 7, 11, 15}), boost::test_tools::per_element());
   BOOST_TEST(!sums.batch_size().has_value());
@@ -442,7 +449,8 @@ BOOST_AUTO_TEST_CASE(map_makes_new_elements_from_a_function_of_the_components) {
     ++it;  // labels 0, 2: fine
     DEVTENSOR_CHECK_THROW_WITH(++it, dt::InvalidArgumentError, "label 1 is not allowed here");
   }
-  const auto undefined = slices.map([](const dt::Tensor<float>&, const dt::Tensor<std::int64_t>&) { return dt::Tensor<float>(); });
+  const auto undefined =
+      slices.map([](const dt::Tensor<float>&, const dt::Tensor<std::int64_t>&) { return dt::Tensor<float>(); });
   DEVTENSOR_CHECK_THROW_WITH((void)undefined.begin(), dt::InvalidArgumentError,
                              "Dataset.map: the function returned an undefined tensor for component 0");
 }
@@ -452,7 +460,8 @@ BOOST_AUTO_TEST_CASE(map_runs_its_function_on_the_host_cpu) {
   dt::config::set_simulated_gpus(1);
   const auto x = dt::constant<float>({1, 2, 3, 4}, {2, 2});
   BOOST_TEST(dt::test::contains(dt::mul(x, x).device(), "GPU:0"));
-  const auto on_host = Dataset<float>::from_tensor_slices(x).map([](const dt::Tensor<float>& f) { return dt::mul(f, f); });
+  const auto on_host =
+      Dataset<float>::from_tensor_slices(x).map([](const dt::Tensor<float>& f) { return dt::mul(f, f); });
   for (const auto& [squared] : on_host) BOOST_TEST(dt::test::contains(squared.device(), "CPU:0"));
 }
 
@@ -490,7 +499,8 @@ BOOST_AUTO_TEST_CASE(records_read_back_and_become_the_tutorials_inputs) {
   BOOST_TEST(std::abs(sum / static_cast<double>(x.size())) < 1e-5);
   BOOST_TEST(std::abs(squares / static_cast<double>(x.size()) - 1.0) < 1e-4);
   const auto raw = [&](std::int64_t plane, std::int64_t row, std::int64_t col) {
-    return static_cast<double>(records.images[static_cast<std::size_t>(cifar10::kImageBytes + (plane * 32 + row) * 32 + col)]);
+    return static_cast<double>(
+        records.images[static_cast<std::size_t>(cifar10::kImageBytes + (plane * 32 + row) * 32 + col)]);
   };
   // Standardisation is affine: the order of two pixels and their ratio of differences survive it.
   const double a = raw(1, 4, 4), b = raw(0, 4, 4), c = raw(2, 27, 27);

@@ -48,10 +48,10 @@ BOOST_AUTO_TEST_CASE(cpu_only_machine) {
 
 BOOST_AUTO_TEST_CASE(simulated_gpus_are_physical_and_logical_gpus) {
   cfg::set_simulated_gpus(2, 4 * kGiB);
-  BOOST_TEST(names(cfg::list_physical_devices()) ==
-                 (std::vector<std::string>{"/physical_device:CPU:0", "/physical_device:GPU:0",
-                                           "/physical_device:GPU:1"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      names(cfg::list_physical_devices()) ==
+          (std::vector<std::string>{"/physical_device:CPU:0", "/physical_device:GPU:0", "/physical_device:GPU:1"}),
+      boost::test_tools::per_element());
   BOOST_TEST(names(cfg::list_logical_devices()) ==
                  (std::vector<std::string>{"/device:CPU:0", "/device:GPU:0", "/device:GPU:1"}),
              boost::test_tools::per_element());
@@ -98,8 +98,7 @@ BOOST_AUTO_TEST_CASE(hidden_devices_disappear) {
   // Logical GPUs follow physical order (TensorFlow's Python API), skipping hidden ones.
   BOOST_TEST(logical[1].physical_index == 1);
   BOOST_TEST(logical[2].physical_index == 3);
-  BOOST_TEST(names(cfg::list_logical_devices("GPU")) ==
-                 (std::vector<std::string>{"/device:GPU:0", "/device:GPU:1"}),
+  BOOST_TEST(names(cfg::list_logical_devices("GPU")) == (std::vector<std::string>{"/device:GPU:0", "/device:GPU:1"}),
              boost::test_tools::per_element());
 }
 
@@ -124,8 +123,7 @@ BOOST_AUTO_TEST_CASE(device_lib_lists_attributes) {
   BOOST_TEST(local[1].memory_limit == 16 * kGiB - 1800 * kMiB);
   BOOST_TEST(local[1].physical_device_desc ==
              "device: 0, name: devtensor simulated GPU, pci bus id: simulated:0, compute capability: 9.0");
-  BOOST_TEST(devtensor::test::contains(Context::global().initialization_trigger(),
-                                       "device_lib::list_local_devices()"));
+  BOOST_TEST(devtensor::test::contains(Context::global().initialization_trigger(), "device_lib::list_local_devices()"));
 }
 
 BOOST_AUTO_TEST_CASE(device_creation_log_lines) {

@@ -63,7 +63,8 @@ BOOST_AUTO_TEST_CASE(find_by_name_takes_every_spelling_and_says_what_exists) {
     BOOST_TEST(&devices.find(std::string_view(name)) == &devices[3], name);
   DEVTENSOR_CHECK_THROW_WITH((void)devices.find(std::string_view("/cpu:7")), dt::InvalidArgumentError,
                              "'/cpu:7' (/job:localhost/replica:0/task:0/device:CPU:7) is not a logical device. "
-                             "Available: " + devices.names() + ". Name one of these");
+                             "Available: " +
+                                 devices.names() + ". Name one of these");
   DEVTENSOR_CHECK_THROW_WITH((void)devices.find(std::string_view("not a device")), dt::InvalidArgumentError,
                              "not a device");
 }
@@ -93,8 +94,7 @@ BOOST_AUTO_TEST_CASE(destinations_resolve_names_once) {
   BOOST_TEST(&by_name[0] == &devices[3]);
   BOOST_TEST(&by_name[1] == &devices[0]);
   BOOST_TEST((by_name == dt::distribute::Destinations{&devices[3], &devices[0]}));
-  DEVTENSOR_CHECK_THROW_WITH(dt::distribute::Destinations(std::vector<std::string>{"/gpu:2"}),
-                             dt::InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH(dt::distribute::Destinations(std::vector<std::string>{"/gpu:2"}), dt::InvalidArgumentError,
                              "'/gpu:2' (/job:localhost/replica:0/task:0/device:GPU:2) is not a logical device");
 }
 

@@ -50,32 +50,66 @@ BOOST_AUTO_TEST_CASE(default_gpu_memory_limit_table) {
   };
   const std::optional<std::string> none;
   const Row rows[] = {
-      {"free minus the Hopper reserve", {80 * kGiB, 80 * kGiB, 9, 0.0, 0, none}, 80 * kGiB - 1800 * kMiB,
-       "the device's free memory 80.00GiB minus a 1.76GiB reserve", nullptr},
-      {"below 2 GiB: 225 MiB", {1 * kGiB, 1 * kGiB, 9, 0.0, 0, none}, 1 * kGiB - 225 * kMiB, "minus a 225.00MiB reserve",
+      {"free minus the Hopper reserve",
+       {80 * kGiB, 80 * kGiB, 9, 0.0, 0, none},
+       80 * kGiB - 1800 * kMiB,
+       "the device's free memory 80.00GiB minus a 1.76GiB reserve",
        nullptr},
-      {"the reserve never exceeds the free memory", {100 * kMiB, 1 * kGiB, 9, 0.0, 0, none}, 100 * kMiB,
-       "minus a 0B reserve", nullptr},
-      {"a fraction of the total, not the free memory", {10 * kGiB, 16 * kGiB, 9, 0.5, 0, none}, 8 * kGiB,
-       "per_process_gpu_memory_fraction = 0.500000 of 16.00GiB", nullptr},
-      {"a fraction above 1 oversubscribes", {8 * kGiB, 8 * kGiB, 9, 2.0, 0, none}, 16 * kGiB,
-       "per_process_gpu_memory_fraction = 2.000000", nullptr},
-      {"a reserve from the API", {16 * kGiB, 16 * kGiB, 9, 0.0, 1024, none}, 15 * kGiB,
-       "minus the requested 1.00GiB reserve", nullptr},
-      {"the API's reserve replaces a fraction", {16 * kGiB, 16 * kGiB, 9, 0.25, 1024, none}, 15 * kGiB,
-       "minus the requested 1.00GiB reserve", nullptr},
-      {"an API reserve above the free memory is ignored", {16 * kGiB, 16 * kGiB, 9, 0.0, 20000, none},
-       16 * kGiB - 1800 * kMiB, "minus a 1.76GiB reserve",
+      {"below 2 GiB: 225 MiB",
+       {1 * kGiB, 1 * kGiB, 9, 0.0, 0, none},
+       1 * kGiB - 225 * kMiB,
+       "minus a 225.00MiB reserve",
+       nullptr},
+      {"the reserve never exceeds the free memory",
+       {100 * kMiB, 1 * kGiB, 9, 0.0, 0, none},
+       100 * kMiB,
+       "minus a 0B reserve",
+       nullptr},
+      {"a fraction of the total, not the free memory",
+       {10 * kGiB, 16 * kGiB, 9, 0.5, 0, none},
+       8 * kGiB,
+       "per_process_gpu_memory_fraction = 0.500000 of 16.00GiB",
+       nullptr},
+      {"a fraction above 1 oversubscribes",
+       {8 * kGiB, 8 * kGiB, 9, 2.0, 0, none},
+       16 * kGiB,
+       "per_process_gpu_memory_fraction = 2.000000",
+       nullptr},
+      {"a reserve from the API",
+       {16 * kGiB, 16 * kGiB, 9, 0.0, 1024, none},
+       15 * kGiB,
+       "minus the requested 1.00GiB reserve",
+       nullptr},
+      {"the API's reserve replaces a fraction",
+       {16 * kGiB, 16 * kGiB, 9, 0.25, 1024, none},
+       15 * kGiB,
+       "minus the requested 1.00GiB reserve",
+       nullptr},
+      {"an API reserve above the free memory is ignored",
+       {16 * kGiB, 16 * kGiB, 9, 0.0, 20000, none},
+       16 * kGiB - 1800 * kMiB,
+       "minus a 1.76GiB reserve",
        "The requested reserved device memory 20971520000 is larger than the available memory of 17179869184. "
        "The request is ignored."},
-      {"the environment's reserve", {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string("512")}, 16 * kGiB - 512 * kMiB,
-       "minus the requested 512.00MiB reserve", nullptr},
-      {"the environment wins over the API", {16 * kGiB, 16 * kGiB, 9, 0.0, 1024, std::string("512")},
-       16 * kGiB - 512 * kMiB, "minus the requested 512.00MiB reserve", nullptr},
-      {"an empty variable is unset", {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string()}, 16 * kGiB - 1800 * kMiB,
-       "minus a 1.76GiB reserve", nullptr},
-      {"a value that is not digits is ignored", {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string("1e3")},
-       16 * kGiB - 1800 * kMiB, "minus a 1.76GiB reserve",
+      {"the environment's reserve",
+       {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string("512")},
+       16 * kGiB - 512 * kMiB,
+       "minus the requested 512.00MiB reserve",
+       nullptr},
+      {"the environment wins over the API",
+       {16 * kGiB, 16 * kGiB, 9, 0.0, 1024, std::string("512")},
+       16 * kGiB - 512 * kMiB,
+       "minus the requested 512.00MiB reserve",
+       nullptr},
+      {"an empty variable is unset",
+       {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string()},
+       16 * kGiB - 1800 * kMiB,
+       "minus a 1.76GiB reserve",
+       nullptr},
+      {"a value that is not digits is ignored",
+       {16 * kGiB, 16 * kGiB, 9, 0.0, 0, std::string("1e3")},
+       16 * kGiB - 1800 * kMiB,
+       "minus a 1.76GiB reserve",
        "The requested reserved device memory 1e3 is invalid. The request will be ignored."},
   };
   for (const auto& row : rows) {
@@ -235,16 +269,14 @@ BOOST_AUTO_TEST_CASE(growth_ignored_with_virtual_devices_unless_forced) {
   devtensor::testing::reset_context();
   ScopedEnv env("TF_FORCE_GPU_ALLOW_GROWTH", "true");
   cfg::set_simulated_gpus(1);
-  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0],
-                                        {{.memory_limit_mb = 256}});
+  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0], {{.memory_limit_mb = 256}});
   BOOST_TEST(gpu(0).allow_growth);
 }
 
 BOOST_AUTO_TEST_CASE(fraction_with_virtual_devices_is_invalid) {
   cfg::set_simulated_gpus(1);
   cfg::experimental::set_memory_fraction(0.5);
-  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0],
-                                        {{.memory_limit_mb = 256}});
+  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0], {{.memory_limit_mb = 256}});
   DEVTENSOR_CHECK_THROW_WITH((void)cfg::list_logical_devices(), InvalidArgumentError,
                              "It's invalid to set per_process_gpu_memory_fraction when "
                              "virtual_devices is set.");
@@ -267,14 +299,12 @@ BOOST_AUTO_TEST_CASE(priorities) {
   DEVTENSOR_CHECK_THROW_WITH((void)cfg::list_logical_devices(), InvalidArgumentError,
                              "priority must be specified for all virtual devices");
   cfg::set_logical_device_configuration(
-      g, {{.memory_limit_mb = 10, .experimental_priority = -1},
-          {.memory_limit_mb = 10, .experimental_priority = -6}});
+      g, {{.memory_limit_mb = 10, .experimental_priority = -1}, {.memory_limit_mb = 10, .experimental_priority = -6}});
   DEVTENSOR_CHECK_THROW_WITH((void)cfg::list_logical_devices(), InvalidArgumentError,
                              "Priority -6 is outside the range of supported priorities [-5,0] for "
                              "virtual device 1 on GPU# 0");
   cfg::set_logical_device_configuration(
-      g, {{.memory_limit_mb = 10, .experimental_priority = 0},
-          {.memory_limit_mb = 10, .experimental_priority = -5}});
+      g, {{.memory_limit_mb = 10, .experimental_priority = 0}, {.memory_limit_mb = 10, .experimental_priority = -5}});
   BOOST_TEST(*gpu(0).priority == 0);
   BOOST_TEST(*gpu(1).priority == -5);
 }
@@ -282,12 +312,10 @@ BOOST_AUTO_TEST_CASE(priorities) {
 BOOST_AUTO_TEST_CASE(device_ordinals_reorder) {
   cfg::set_simulated_gpus(2, 4 * kGiB);
   auto gpus = cfg::list_physical_devices("GPU");
-  cfg::set_logical_device_configuration(
-      gpus[0], {{.memory_limit_mb = 10, .experimental_device_ordinal = 2},
-                {.memory_limit_mb = 11, .experimental_device_ordinal = 0}});
-  cfg::set_logical_device_configuration(
-      gpus[1], {{.memory_limit_mb = 12, .experimental_device_ordinal = 1},
-                {.memory_limit_mb = 13, .experimental_device_ordinal = 0}});
+  cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 10, .experimental_device_ordinal = 2},
+                                                  {.memory_limit_mb = 11, .experimental_device_ordinal = 0}});
+  cfg::set_logical_device_configuration(gpus[1], {{.memory_limit_mb = 12, .experimental_device_ordinal = 1},
+                                                  {.memory_limit_mb = 13, .experimental_device_ordinal = 0}});
   // Lower ordinal first; ties keep list order: 11 (o0, gpu0), 13 (o0, gpu1), 12 (o1), 10 (o2).
   BOOST_TEST(gpu(0).memory_limit == 11 * kMiB);
   BOOST_TEST(gpu(1).memory_limit == 13 * kMiB);
@@ -302,8 +330,7 @@ BOOST_AUTO_TEST_CASE(device_ordinals_all_or_none) {
       gpus[0], {{.memory_limit_mb = 10, .experimental_device_ordinal = 1}, {.memory_limit_mb = 10}});
   DEVTENSOR_CHECK_THROW_WITH((void)cfg::list_logical_devices(), InvalidArgumentError,
                              "device_ordinal must be specified for all virtual devices");
-  cfg::set_logical_device_configuration(
-      gpus[0], {{.memory_limit_mb = 10, .experimental_device_ordinal = 1}});
+  cfg::set_logical_device_configuration(gpus[0], {{.memory_limit_mb = 10, .experimental_device_ordinal = 1}});
   cfg::set_logical_device_configuration(gpus[1], {{.memory_limit_mb = 10}});
   DEVTENSOR_CHECK_THROW_WITH((void)cfg::list_logical_devices(), InvalidArgumentError,
                              "Device ordinals must be set for all virtual devices or none.");

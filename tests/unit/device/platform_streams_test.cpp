@@ -30,8 +30,10 @@ BOOST_AUTO_TEST_CASE(each_logical_gpu_gets_a_stream_at_its_priority) {
   BOOST_TEST(recorder.created[1].second == 0);
   std::vector<void*> streams;
   for (const auto& d : devices) {
-    if (d.is_gpu) streams.push_back(d.stream);
-    else BOOST_TEST(d.stream == nullptr);
+    if (d.is_gpu)
+      streams.push_back(d.stream);
+    else
+      BOOST_TEST(d.stream == nullptr);
   }
   BOOST_TEST_REQUIRE(streams.size() == 2u);
   BOOST_TEST(streams[0] == recorder.created[0].first);

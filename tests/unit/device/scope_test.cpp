@@ -171,9 +171,8 @@ BOOST_AUTO_TEST_CASE(out_of_order_exit_aborts) {
   if (pid == 0) {
     std::signal(SIGABRT, SIG_DFL);  // Boost.Test's handler would catch the abort in the child
     ::close(pipe_fds[0]);
-    devtensor::set_log_sink([&](devtensor::LogSeverity, std::string_view line) {
-      (void)!::write(pipe_fds[1], line.data(), line.size());
-    });
+    devtensor::set_log_sink(
+        [&](devtensor::LogSeverity, std::string_view line) { (void)!::write(pipe_fds[1], line.data(), line.size()); });
     auto outer = std::make_unique<DeviceScope>("/cpu:0");
     auto inner = std::make_unique<DeviceScope>("/gpu:0");
     outer.reset();  // wrong order

@@ -20,9 +20,8 @@ BOOST_AUTO_TEST_CASE(environment_value_table) {
     std::uint64_t bytes;
   };
   const Case valid[] = {
-      {"0", 0, 16 * kGiB},     {"2", 2, 16 * kGiB},         {"2x16GiB", 2, 16 * kGiB},
-      {"1x512MiB", 1, 512 * kMiB}, {"3x64KiB", 3, 64 * kKiB}, {"4x1GiB", 4, 1 * kGiB},
-      {"02", 2, 16 * kGiB},
+      {"0", 0, 16 * kGiB},       {"2", 2, 16 * kGiB},     {"2x16GiB", 2, 16 * kGiB}, {"1x512MiB", 1, 512 * kMiB},
+      {"3x64KiB", 3, 64 * kKiB}, {"4x1GiB", 4, 1 * kGiB}, {"02", 2, 16 * kGiB},
   };
   for (const auto& c : valid) {
     BOOST_TEST_CONTEXT(c.value) {
@@ -31,8 +30,8 @@ BOOST_AUTO_TEST_CASE(environment_value_table) {
       BOOST_TEST(parsed.memory_bytes == c.bytes);
     }
   }
-  for (const char* bad : {"", "x", "-1", "two", "2x", "2x16", "2x16GB", "2x0GiB", "2X16GiB", "2x16gib",
-                          "2 x16GiB", "2x16GiB ", "2x-1GiB", "1.5", "2x1.5GiB", "99999999999999"}) {
+  for (const char* bad : {"", "x", "-1", "two", "2x", "2x16", "2x16GB", "2x0GiB", "2X16GiB", "2x16gib", "2 x16GiB",
+                          "2x16GiB ", "2x-1GiB", "1.5", "2x1.5GiB", "99999999999999"}) {
     BOOST_TEST_CONTEXT("'" << bad << "'") {
       DEVTENSOR_CHECK_THROW_WITH((void)devtensor::parse_simulated_gpus(bad), InvalidArgumentError,
                                  "DEVTENSOR_SIMULATED_GPUS is set but could not be parsed");

@@ -17,8 +17,8 @@ DeviceSpec p(const char* s) { return DeviceSpec::parse(s); }
 struct MergeCase {
   const char* target;
   const char* other;
-  const char* strict;   // nullptr: strict merge fails with `phrase`
-  const char* soft;     // nullptr: soft merge fails with `phrase`
+  const char* strict;  // nullptr: strict merge fails with `phrase`
+  const char* soft;    // nullptr: soft merge fails with `phrase`
   const char* phrase;
 };
 
@@ -32,21 +32,18 @@ const std::vector<MergeCase> kMergeTable = {
     {"/device:GPU:2", "/gpu:*", "/device:GPU:2", "/device:GPU:2", nullptr},
     {"/job:a", "/job:a", "/job:a", "/job:a", nullptr},
     // Conflicts on job, replica, task fail in both modes.
-    {"/job:a", "/job:b", nullptr, nullptr,
-     "Cannot merge devices with incompatible jobs: '/job:a' and '/job:b'"},
+    {"/job:a", "/job:b", nullptr, nullptr, "Cannot merge devices with incompatible jobs: '/job:a' and '/job:b'"},
     {"/replica:0", "/replica:1", nullptr, nullptr,
      "Cannot merge devices with incompatible replicas: '/replica:0' and '/replica:1'"},
-    {"/task:0", "/task:1", nullptr, nullptr,
-     "Cannot merge devices with incompatible tasks: '/task:0' and '/task:1'"},
+    {"/task:0", "/task:1", nullptr, nullptr, "Cannot merge devices with incompatible tasks: '/task:0' and '/task:1'"},
     // Type conflict: soft placement clears type and id.
-    {"/device:CPU:0", "/device:GPU:1", nullptr, "", 
+    {"/device:CPU:0", "/device:GPU:1", nullptr, "",
      "Cannot merge devices with incompatible types: '/device:CPU:0' and '/device:GPU:1'"},
     {"/job:a/device:CPU:0", "/job:a/task:3/device:GPU:1", nullptr, "/job:a/task:3",
      "Cannot merge devices with incompatible types: '/job:a/task:3/device:CPU:0' and "
      "'/job:a/task:3/device:GPU:1'"},
     // Type case is compared exactly.
-    {"/device:gpu:0", "/device:GPU:0", nullptr, "",
-     "Cannot merge devices with incompatible types"},
+    {"/device:gpu:0", "/device:GPU:0", nullptr, "", "Cannot merge devices with incompatible types"},
     // Id conflict: soft placement clears only the id.
     {"/device:GPU:0", "/device:GPU:1", nullptr, "/device:GPU:*",
      "Cannot merge devices with incompatible ids: '/device:GPU:0' and '/device:GPU:1'"},
@@ -62,14 +59,12 @@ BOOST_AUTO_TEST_CASE(merged_table) {
       if (c.strict) {
         BOOST_TEST(p(c.target).merged(p(c.other)).to_string() == c.strict);
       } else {
-        DEVTENSOR_CHECK_THROW_WITH((void)p(c.target).merged(p(c.other)), InvalidArgumentError,
-                                   c.phrase);
+        DEVTENSOR_CHECK_THROW_WITH((void)p(c.target).merged(p(c.other)), InvalidArgumentError, c.phrase);
       }
       if (c.soft) {
         BOOST_TEST(p(c.target).merged(p(c.other), true).to_string() == c.soft);
       } else {
-        DEVTENSOR_CHECK_THROW_WITH((void)p(c.target).merged(p(c.other), true), InvalidArgumentError,
-                                   c.phrase);
+        DEVTENSOR_CHECK_THROW_WITH((void)p(c.target).merged(p(c.other), true), InvalidArgumentError, c.phrase);
       }
     }
   }
@@ -86,12 +81,11 @@ BOOST_AUTO_TEST_CASE(soft_merge_clears_type_and_id_fields) {
 
 BOOST_AUTO_TEST_CASE(overridden_by) {
   // TensorFlow's DeviceSpec merge example.
-  BOOST_TEST(p("/job:w/device:CPU:0").overridden_by(p("/device:GPU:1")).to_string() ==
-             "/job:w/device:GPU:1");
+  BOOST_TEST(p("/job:w/device:CPU:0").overridden_by(p("/device:GPU:1")).to_string() == "/job:w/device:GPU:1");
   // Every conflict goes to the other side, never an error.
-  BOOST_TEST(p("/job:a/replica:0/task:0/device:CPU:0")
-                 .overridden_by(p("/job:b/replica:1/task:2/device:GPU:3"))
-                 .to_string() == "/job:b/replica:1/task:2/device:GPU:3");
+  BOOST_TEST(
+      p("/job:a/replica:0/task:0/device:CPU:0").overridden_by(p("/job:b/replica:1/task:2/device:GPU:3")).to_string() ==
+      "/job:b/replica:1/task:2/device:GPU:3");
   // Unset fields on the other side keep ours (a type without id keeps our id).
   BOOST_TEST(p("/job:localhost/replica:0/task:0/device:CPU:0").overridden_by(p("/device:GPU:*")).to_string() ==
              "/job:localhost/replica:0/task:0/device:GPU:0");
@@ -122,7 +116,7 @@ BOOST_AUTO_TEST_CASE(is_specification_of) {
 }
 
 BOOST_AUTO_TEST_CASE(is_compatible_with) {
-  BOOST_TEST(p("/job:a").is_compatible_with(p("/task:1")));   // disjoint fields
+  BOOST_TEST(p("/job:a").is_compatible_with(p("/task:1")));  // disjoint fields
   BOOST_TEST(p("/gpu:*").is_compatible_with(p("/gpu:3")));
   BOOST_TEST(!p("/gpu:1").is_compatible_with(p("/gpu:3")));
   BOOST_TEST(!p("/job:a").is_compatible_with(p("/job:b")));
@@ -148,8 +142,7 @@ BOOST_AUTO_TEST_CASE(canonicalize_against_basename) {
   BOOST_TEST(DeviceSpec::canonicalize("/job:x/gpu:1", base) == "/job:x/replica:0/task:1/device:GPU:1");
   BOOST_TEST(DeviceSpec::canonicalize("", base) == base);
   BOOST_TEST(DeviceSpec::canonicalize("/device:GPU:*", base) == "/job:w/replica:0/task:1/device:GPU:0");
-  DEVTENSOR_CHECK_THROW_WITH(DeviceSpec::canonicalize("/gpu:0", "/job:w/device:CPU:0"),
-                             InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH(DeviceSpec::canonicalize("/gpu:0", "/job:w/device:CPU:0"), InvalidArgumentError,
                              "Basename: /job:w/device:CPU:0 should be fully specified.");
   DEVTENSOR_CHECK_THROW_WITH(DeviceSpec::canonicalize("/gpu:0", "not a name"), InvalidArgumentError,
                              "Could not parse basename: not a name into a device specification.");
@@ -160,22 +153,31 @@ BOOST_AUTO_TEST_CASE(canonicalize_against_basename) {
 BOOST_AUTO_TEST_CASE(compare_full_names) {
   using devtensor::DeviceSpec;
   std::vector<std::string> names = {
-      "/job:b/replica:0/task:0/device:CPU:0", "/job:a/replica:0/task:0/device:GPU:1",
-      "/job:a/replica:0/task:0/device:GPU:0", "/job:a/replica:0/task:0/device:CPU:0",
-      "/job:a/replica:1/task:0/device:CPU:0", "/job:a/replica:0/task:1/device:CPU:0",
-      "garbage",                              "/job:a/replica:0/task:0/device:CPU:*",
-      "/replica:0/task:0/device:CPU:0",       "another garbage",
+      "/job:b/replica:0/task:0/device:CPU:0",
+      "/job:a/replica:0/task:0/device:GPU:1",
+      "/job:a/replica:0/task:0/device:GPU:0",
+      "/job:a/replica:0/task:0/device:CPU:0",
+      "/job:a/replica:1/task:0/device:CPU:0",
+      "/job:a/replica:0/task:1/device:CPU:0",
+      "garbage",
+      "/job:a/replica:0/task:0/device:CPU:*",
+      "/replica:0/task:0/device:CPU:0",
+      "another garbage",
   };
   std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
     return DeviceSpec::compare_full_names(std::string_view(a), std::string_view(b));
   });
   const std::vector<std::string> expected = {
-      "another garbage",                      "garbage",  // unparsable first, by text
-      "/replica:0/task:0/device:CPU:0",                   // missing job sorts first
-      "/job:a/replica:0/task:0/device:CPU:*",             // missing id before set ids
-      "/job:a/replica:0/task:0/device:CPU:0", "/job:a/replica:0/task:0/device:GPU:0",
-      "/job:a/replica:0/task:0/device:GPU:1", "/job:a/replica:0/task:1/device:CPU:0",
-      "/job:a/replica:1/task:0/device:CPU:0", "/job:b/replica:0/task:0/device:CPU:0",
+      "another garbage",
+      "garbage",                               // unparsable first, by text
+      "/replica:0/task:0/device:CPU:0",        // missing job sorts first
+      "/job:a/replica:0/task:0/device:CPU:*",  // missing id before set ids
+      "/job:a/replica:0/task:0/device:CPU:0",
+      "/job:a/replica:0/task:0/device:GPU:0",
+      "/job:a/replica:0/task:0/device:GPU:1",
+      "/job:a/replica:0/task:1/device:CPU:0",
+      "/job:a/replica:1/task:0/device:CPU:0",
+      "/job:b/replica:0/task:0/device:CPU:0",
   };
   BOOST_TEST(names == expected, boost::test_tools::per_element());
   // Equal names compare false both ways.
@@ -192,8 +194,7 @@ BOOST_AUTO_TEST_CASE(device_util_canonicalize) {
   BOOST_TEST(du::canonicalize("/job:worker/gpu:0") == "/job:worker/replica:0/task:0/device:GPU:0");
   BOOST_TEST(du::canonicalize("/job:worker/task:3") == "/job:worker/replica:0/task:3/device:CPU:0");
   // The default fills what the name leaves unset.
-  BOOST_TEST(du::canonicalize("/device:GPU:1", "/job:w/task:2") ==
-             "/job:w/replica:0/task:2/device:GPU:1");
+  BOOST_TEST(du::canonicalize("/device:GPU:1", "/job:w/task:2") == "/job:w/replica:0/task:2/device:GPU:1");
   BOOST_CHECK_THROW((void)du::canonicalize("/gpu:x"), InvalidArgumentError);
 }
 

@@ -26,10 +26,8 @@ const std::vector<ParseCase> kParseTable = {
     {"/", "", "exact '/' is all unset"},
     {"", "", "empty string is all unset"},
     // Components, in canonical order and any other order.
-    {"/job:localhost/replica:0/task:0/device:GPU:1", "/job:localhost/replica:0/task:0/device:GPU:1",
-     "full name"},
-    {"/device:GPU:1/task:0/replica:0/job:localhost", "/job:localhost/replica:0/task:0/device:GPU:1",
-     "any order"},
+    {"/job:localhost/replica:0/task:0/device:GPU:1", "/job:localhost/replica:0/task:0/device:GPU:1", "full name"},
+    {"/device:GPU:1/task:0/replica:0/job:localhost", "/job:localhost/replica:0/task:0/device:GPU:1", "any order"},
     {"/device:GPU/job:w", "/job:w/device:GPU:*", "a type without an id"},
     {"/job:worker", "/job:worker", "job only"},
     {"/replica:3", "/replica:3", "replica only"},
@@ -52,8 +50,7 @@ const std::vector<ParseCase> kParseTable = {
     {"/gpu:0", "/device:GPU:0", "legacy /gpu:"},
     {"/GPU:7", "/device:GPU:7", "legacy /GPU:"},
     {"/gpu:*", "/device:GPU:*", "legacy with '*'"},
-    {"/job:localhost/replica:0/task:0/gpu:1", "/job:localhost/replica:0/task:0/device:GPU:1",
-     "legacy after task"},
+    {"/job:localhost/replica:0/task:0/gpu:1", "/job:localhost/replica:0/task:0/device:GPU:1", "legacy after task"},
     // Repeated components overwrite.
     {"/job:a/job:b", "/job:b", "repeated job overwrites"},
     {"/gpu:0/cpu:1", "/device:CPU:1", "repeated type overwrites"},
@@ -166,8 +163,7 @@ BOOST_AUTO_TEST_CASE(local_names) {
   BOOST_TEST_REQUIRE(l.has_value());
   BOOST_TEST(l->to_string() == "/device:GPU:0");
   BOOST_TEST(DeviceSpec::try_parse_local("gpu:3")->to_string() == "/device:gpu:3");
-  for (const char* bad : {"GPU", "GPU:", "GPU:*", "GPU:x", "GPU:0:1", ":0", "0:0", "/gpu:0", "GPU:-1",
-                          "GPU:0/"})
+  for (const char* bad : {"GPU", "GPU:", "GPU:*", "GPU:x", "GPU:0:1", ":0", "0:0", "/gpu:0", "GPU:-1", "GPU:0/"})
     BOOST_TEST(!DeviceSpec::try_parse_local(bad).has_value(), "local '" << bad << "' must fail");
 
   // ParseFullOrLocalName: full first, then local.

@@ -38,7 +38,6 @@ ds::Destinations first(int n) {
 }
 using dt::test::devices_at;
 
-
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(cross_device_ops, dt::test::FreshContext)
@@ -53,13 +52,16 @@ BOOST_AUTO_TEST_CASE(reduction_to_one_device_sums_then_broadcasts) {
       BOOST_TEST_REQUIRE(out.size() == static_cast<std::size_t>(n));
       for (int d = 0; d < n; ++d) {
         BOOST_TEST(out[static_cast<std::size_t>(d)].device_index() == d);
-        BOOST_TEST(out[static_cast<std::size_t>(d)].to_vector() == expected_sum(n, 1, 5, mean), boost::test_tools::per_element());
+        BOOST_TEST(out[static_cast<std::size_t>(d)].to_vector() == expected_sum(n, 1, 5, mean),
+                   boost::test_tools::per_element());
       }
     }
-  BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:0 then broadcast to "
-                       "('/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1').") == 2u);
+  BOOST_TEST(
+      log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:0 then broadcast to "
+                "('/job:localhost/replica:0/task:0/device:CPU:0', '/job:localhost/replica:0/task:0/device:CPU:1').") ==
+      2u);
   auto to_cpu3 = ds::ReductionToOneDevice{.reduce_to_device = "/cpu:3"}.reduce(ds::ReduceOp::SUM, values_on(2, 0, 2),
-                                                                              std::vector<std::string>{"/cpu:1"});
+                                                                               std::vector<std::string>{"/cpu:1"});
   BOOST_TEST(to_cpu3.size() == 1u);
   BOOST_TEST(to_cpu3[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
   BOOST_TEST(log.count("Reduce to /job:localhost/replica:0/task:0/device:CPU:3 then broadcast to "
@@ -71,8 +73,9 @@ BOOST_AUTO_TEST_CASE(distributed_values_print_as_tensorflow) {
   const auto value = values_on(2, 0, 2);
   std::ostringstream os;
   os << value;
-  BOOST_TEST(os.str() == "PerReplica:{\n  0: tf.Tensor([0. 1.], shape=(2,), dtype=float32),\n"
-                         "  1: tf.Tensor([1. 2.], shape=(2,), dtype=float32)\n}");
+  BOOST_TEST(os.str() ==
+             "PerReplica:{\n  0: tf.Tensor([0. 1.], shape=(2,), dtype=float32),\n"
+             "  1: tf.Tensor([1. 2.], shape=(2,), dtype=float32)\n}");
   std::ostringstream mirrored;
   mirrored << ds::Mirrored<dt::Tensor<std::int32_t>>{{dt::scalar<std::int32_t>(3)}};
   BOOST_TEST(mirrored.str() == "Mirrored:{\n  0: tf.Tensor(3, shape=(), dtype=int32)\n}");
@@ -101,7 +104,8 @@ BOOST_AUTO_TEST_CASE(hierarchical_copy_includes_every_device_for_every_count) {
       for (bool mean : {false, true}) {
         BOOST_TEST_CONTEXT("devices " << n << ", num_packs " << packs << (mean ? ", MEAN" : ", SUM")) {
           // Three values of different sizes (7 elements in all: packs split 7 unevenly).
-          std::vector<ds::PerReplica<dt::Tensor<float>>> batch{values_on(n, 0, 3), values_on(n, 1, 1), values_on(n, 2, 3)};
+          std::vector<ds::PerReplica<dt::Tensor<float>>> batch{values_on(n, 0, 3), values_on(n, 1, 1),
+                                                               values_on(n, 2, 3)};
           auto out = ds::HierarchicalCopyAllReduce{.num_packs = packs}.batch_reduce(
               mean ? ds::ReduceOp::MEAN : ds::ReduceOp::SUM, batch, first(n));
           BOOST_TEST_REQUIRE(out.size() == 3u);
@@ -126,8 +130,8 @@ BOOST_AUTO_TEST_CASE(collective_all_reduce_rings_over_every_device_count) {
       for (bool mean : {false, true}) {
         BOOST_TEST_CONTEXT("devices " << n << ", bytes_per_pack " << bytes_per_pack << (mean ? ", MEAN" : ", SUM")) {
           // Sizes 3, 1, 3 and a 2^18-float value (1 MiB: each device's share on its own thread).
-          std::vector<ds::PerReplica<dt::Tensor<float>>> batch{values_on(n, 0, 3), values_on(n, 1, 1), values_on(n, 2, 3),
-                                                               values_on(n, 3, std::int64_t{1} << 18)};
+          std::vector<ds::PerReplica<dt::Tensor<float>>> batch{
+              values_on(n, 0, 3), values_on(n, 1, 1), values_on(n, 2, 3), values_on(n, 3, std::int64_t{1} << 18)};
           const ds::CollectiveAllReduce collective{ds::CommunicationOptions{bytes_per_pack}};
           auto out = collective.batch_reduce(mean ? ds::ReduceOp::MEAN : ds::ReduceOp::SUM, batch, first(n));
           BOOST_TEST_REQUIRE(out.size() == 4u);
@@ -145,10 +149,12 @@ BOOST_AUTO_TEST_CASE(collective_all_reduce_rings_over_every_device_count) {
   // are the two-device ones. The list is reversed, then packed: 8-byte packs hold the 2^18 value,
   // then value 2 (12 bytes), then values 1 and 0 (4 bytes is not over 8, so value 0 joins).
   BOOST_TEST(log.count("num_devices = 1") == 0u);
-  BOOST_TEST(log.count("Collective all_reduce tensors: 4 all_reduces, num_devices = 2, group_size = 2, implementation = "
-                       "CommunicationImplementation.RING, num_packs = 1") >= 1u);
-  BOOST_TEST(log.count("Collective all_reduce tensors: 4 all_reduces, num_devices = 2, group_size = 2, implementation = "
-                       "CommunicationImplementation.RING, num_packs = 3") >= 1u);
+  BOOST_TEST(
+      log.count("Collective all_reduce tensors: 4 all_reduces, num_devices = 2, group_size = 2, implementation = "
+                "CommunicationImplementation.RING, num_packs = 1") >= 1u);
+  BOOST_TEST(
+      log.count("Collective all_reduce tensors: 4 all_reduces, num_devices = 2, group_size = 2, implementation = "
+                "CommunicationImplementation.RING, num_packs = 3") >= 1u);
 }
 
 BOOST_AUTO_TEST_CASE(collective_all_reduce_destinations_int32_and_simulated_gpus) {
@@ -178,7 +184,8 @@ BOOST_AUTO_TEST_CASE(collective_all_reduce_destinations_int32_and_simulated_gpus
   dt::config::set_simulated_gpus(3, std::int64_t{1} << 30);
   ds::MirroredStrategy strategy;
   const auto big = strategy.run([] {
-    return dt::fill<float>({std::int64_t{1} << 19}, static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group));
+    return dt::fill<float>({std::int64_t{1} << 19},
+                           static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group));
   });
   const auto sum = strategy.reduce_to(ds::ReduceOp::SUM, big);
   for (std::size_t r = 0; r < 3; ++r) {
@@ -216,11 +223,12 @@ BOOST_AUTO_TEST_CASE(num_packs_must_not_be_negative_and_nccl_needs_its_engine) {
   DEVTENSOR_CHECK_THROW_WITH((void)ds::HierarchicalCopyAllReduce{.num_packs = -1}.batch_reduce(
                                  ds::ReduceOp::SUM, std::vector{values_on(2, 0, 1)}, first(2)),
                              dt::InvalidArgumentError, "HierarchicalCopy requires num_packs >= 0, but -1 is specified");
-  DEVTENSOR_CHECK_THROW_WITH((ds::MirroredStrategy({"/cpu:0"}, ds::NcclAllReduce{.num_packs = -2})), dt::InvalidArgumentError,
-                             "NCCL all-reduce requires num_packs >= 0, but -2 is specified");
+  DEVTENSOR_CHECK_THROW_WITH((ds::MirroredStrategy({"/cpu:0"}, ds::NcclAllReduce{.num_packs = -2})),
+                             dt::InvalidArgumentError, "NCCL all-reduce requires num_packs >= 0, but -2 is specified");
   BOOST_TEST(!ds::NcclAllReduce::available());
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{values_on(2, 0, 1)}, first(2)),
-                             dt::UnimplementedError, "Nccl kernel is not found");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{values_on(2, 0, 1)}, first(2)),
+      dt::UnimplementedError, "Nccl kernel is not found");
 }
 
 BOOST_AUTO_TEST_CASE(the_all_reduce_family_shares_reduce_and_broadcast) {
@@ -236,7 +244,8 @@ BOOST_AUTO_TEST_CASE(the_all_reduce_family_shares_reduce_and_broadcast) {
   const auto by_name = ds::HierarchicalCopyAllReduce{}.reduce(ds::ReduceOp::SUM, values_on(2, 1, 4),
                                                               std::vector<std::string>{"/cpu:0", "/cpu:1"});
   BOOST_TEST(by_name[1].to_vector() == expected_sum(2, 1, 4, false), boost::test_tools::per_element());
-  const auto spread = ds::NcclAllReduce{}.broadcast(dt::constant<float>({1, 2}), std::vector<std::string>{"/cpu:1", "/cpu:0"});
+  const auto spread =
+      ds::NcclAllReduce{}.broadcast(dt::constant<float>({1, 2}), std::vector<std::string>{"/cpu:1", "/cpu:0"});
   BOOST_TEST_REQUIRE(spread.size() == 2u);
   BOOST_TEST(spread[0].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
   BOOST_TEST(spread[1].to_vector() == (std::vector<float>{1, 2}), boost::test_tools::per_element());
@@ -252,7 +261,8 @@ BOOST_AUTO_TEST_CASE(the_automatic_choice_follows_tensorflow) {
   BOOST_TEST(virtual_gpus.num_replicas_in_sync() == 2);
   // More logical than physical GPUs → CollectiveAllReduce with RING.
   BOOST_TEST(virtual_gpus.cross_device_ops().chosen_name() == "CollectiveAllReduce");
-  BOOST_TEST((virtual_gpus.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::RING));
+  BOOST_TEST((virtual_gpus.cross_device_ops().collective_options()->implementation() ==
+              ds::CommunicationImplementation::RING));
   const auto summed = virtual_gpus.reduce_to(ds::ReduceOp::SUM, virtual_gpus.run([] {
     return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1));
   }));
@@ -325,14 +335,15 @@ BOOST_AUTO_TEST_CASE(communication_options_validate_parse_and_merge) {
   BOOST_TEST(defaults.bytes_per_pack() == 0);
   BOOST_TEST(!defaults.timeout_seconds());
   BOOST_TEST((defaults.implementation() == Impl::AUTO));
-  DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(-4), dt::InvalidArgumentError, "bytes_per_pack must be non-negative");
+  DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(-4), dt::InvalidArgumentError,
+                             "bytes_per_pack must be non-negative");
   BOOST_TEST((ds::CommunicationOptions(0, std::nullopt, "nccl").implementation() == Impl::NCCL));
   BOOST_TEST((ds::CommunicationOptions(0, std::nullopt, "Ring").implementation() == Impl::RING));
   DEVTENSOR_CHECK_THROW_WITH(ds::CommunicationOptions(0, std::nullopt, "tpu"), dt::InvalidArgumentError,
                              "'tpu' is not a valid CommunicationImplementation");
   const ds::CommunicationOptions set(100, 5.0, Impl::RING);
-  BOOST_TEST((set.merge(defaults) == set));      // defaults override nothing
-  BOOST_TEST((defaults.merge(set) == set));      // every non-default field overrides
+  BOOST_TEST((set.merge(defaults) == set));  // defaults override nothing
+  BOOST_TEST((defaults.merge(set) == set));  // every non-default field overrides
   const auto merged = set.merge(ds::CommunicationOptions(0, std::nullopt, Impl::NCCL));
   BOOST_TEST(merged.bytes_per_pack() == 100);
   BOOST_TEST(merged.timeout_seconds().value_or(0) == 5.0);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
-#include "fake_gpu_kernels.hpp"
 #include "distribute_test_support.hpp"
+#include "fake_gpu_kernels.hpp"
 #include "fake_gpu_platform.hpp"
 
 namespace dt = devtensor;
@@ -41,10 +41,14 @@ void sum_into(std::size_t count, std::span<const void* const> send, std::span<vo
 const dt::GpuAllReduceKernel stand_in{
     "stand-in", [](std::string_view dtype, std::size_t count, std::span<const void* const> send,
                    std::span<void* const> recv, std::span<const int> ordinals, std::span<void* const> streams) {
-      kernel_calls.push_back({std::string(dtype), count, {ordinals.begin(), ordinals.end()}, {streams.begin(), streams.end()}});
-      if (dtype == "DT_FLOAT") sum_into<float>(count, send, recv);
-      else if (dtype == "DT_DOUBLE") sum_into<double>(count, send, recv);
-      else throw dt::InvalidArgumentError("stand-in: " + std::string(dtype));
+      kernel_calls.push_back(
+          {std::string(dtype), count, {ordinals.begin(), ordinals.end()}, {streams.begin(), streams.end()}});
+      if (dtype == "DT_FLOAT")
+        sum_into<float>(count, send, recv);
+      else if (dtype == "DT_DOUBLE")
+        sum_into<double>(count, send, recv);
+      else
+        throw dt::InvalidArgumentError("stand-in: " + std::string(dtype));
     }};
 
 /// Two fake GPUs; the stand-in kernel is installed by `install()` and always removed afterwards.
@@ -84,7 +88,8 @@ BOOST_AUTO_TEST_CASE(without_the_kernel_nccl_is_unavailable_and_says_how_to_get_
   // CollectiveAllReduce(AUTO) without NCCL: the ring, here with device ops (split, add, concat).
   BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
   BOOST_TEST(strategy.cross_device_ops().chosen_description() == "CollectiveAllReduce (RING)");
-  BOOST_TEST((strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
+  BOOST_TEST(
+      (strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
   const auto summed = strategy.reduce_to(ds::ReduceOp::SUM, on_gpus<float>({{1, 2, 3}, {10, 20, 30}}));
   for (std::size_t r = 0; r < 2; ++r) {
     BOOST_TEST(summed[r].device() == "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(r));
@@ -101,7 +106,8 @@ BOOST_AUTO_TEST_CASE(with_the_kernel_the_default_on_distinct_real_gpus_is_nccl) 
   ds::MirroredStrategy strategy;  // CollectiveAllReduce(AUTO): NCCL on distinct real GPUs
   BOOST_TEST(strategy.cross_device_ops().chosen_name() == "CollectiveAllReduce");
   BOOST_TEST(strategy.cross_device_ops().chosen_description() == "CollectiveAllReduce (NCCL)");
-  BOOST_TEST((strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
+  BOOST_TEST(
+      (strategy.cross_device_ops().collective_options()->implementation() == ds::CommunicationImplementation::AUTO));
   const auto per_replica = strategy.run([] {
     const auto r = static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group);
     return dt::constant<float>({r, 10 * r + 1});
@@ -133,9 +139,12 @@ BOOST_AUTO_TEST_CASE(one_replica_makes_no_collective_call) {
   const auto one = devices_at({2});
   const auto on_gpu1 = ds::PerReplica<dt::Tensor<float>>{{values.values[0]}};
   BOOST_TEST(ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpu1}, one)[0].primary().to_vector() ==
-             (std::vector<float>{1, 2, 3}), boost::test_tools::per_element());
-  BOOST_TEST(ds::CollectiveAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpu1}, one)[0].primary().to_vector() ==
-             (std::vector<float>{1, 2, 3}), boost::test_tools::per_element());
+                 (std::vector<float>{1, 2, 3}),
+             boost::test_tools::per_element());
+  BOOST_TEST(
+      ds::CollectiveAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_gpu1}, one)[0].primary().to_vector() ==
+          (std::vector<float>{1, 2, 3}),
+      boost::test_tools::per_element());
   BOOST_TEST(kernel_calls.empty());
 }
 
@@ -169,7 +178,8 @@ BOOST_AUTO_TEST_CASE(each_pack_is_one_call_with_every_ranks_ordinal_and_stream) 
   // Doubles go as DT_DOUBLE; num_packs = 0 reduces each tensor on its own.
   kernel_calls.clear();
   const auto doubles = ds::NcclAllReduce{.num_packs = 0}.batch_reduce(
-      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})}, devices_at({1, 2}));
+      ds::ReduceOp::SUM, std::vector{on_gpus<double>({{0.5}, {0.25}}), on_gpus<double>({{1, 2}, {3, 4}})},
+      devices_at({1, 2}));
   BOOST_TEST_REQUIRE(kernel_calls.size() == 2u);
   BOOST_TEST(kernel_calls[0].dtype == "DT_DOUBLE");
   BOOST_TEST(doubles[0][1].item() == 0.75);
@@ -225,7 +235,8 @@ BOOST_AUTO_TEST_CASE(with_gpu_bodies_a_mirrored_fit_stays_on_the_gpus) {
       auto guard = strategy.scope();
       model.emplace(std::vector<dt::nn::Layer>{
           dt::nn::Dense(1, {.input_dim = 1, .kernel_initializer = dt::nn::initializers::Constant{0.5f}})});
-      model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.01, .momentum = 0.9});
+      model->compile(dt::nn::losses::MeanSquaredError{},
+                     dt::nn::optimizers::SGD{.learning_rate = 0.01, .momentum = 0.9});
     }
     std::size_t before = 0;
     {
@@ -277,11 +288,12 @@ BOOST_AUTO_TEST_CASE(a_mirrored_fit_replays_as_one_cuda_graph_over_the_gpus) {
     {
       auto guard = strategy.scope();
       model.emplace(std::vector<dt::nn::Layer>{
-          dt::nn::Dense(4, {.input_dim = 1, .activation = dt::nn::Activation::relu,
+          dt::nn::Dense(4, {.input_dim = 1,
+                            .activation = dt::nn::Activation::relu,
                             .kernel_initializer = dt::nn::initializers::GlorotUniform{.seed = 5}}),
           dt::nn::Dense(1, {.kernel_initializer = dt::nn::initializers::Constant{0.5f}})});
-      model->compile(dt::nn::losses::MeanSquaredError{}, dt::nn::optimizers::SGD{.learning_rate = 0.001, .momentum = 0.5},
-                     {.cuda_graph = cuda_graph});
+      model->compile(dt::nn::losses::MeanSquaredError{},
+                     dt::nn::optimizers::SGD{.learning_rate = 0.001, .momentum = 0.5}, {.cuda_graph = cuda_graph});
     }
     auto losses = model->fit(data_set, {.epochs = 3, .verbose = 0}).loss;
     for (const auto& v : model->trainable_variables())
@@ -312,8 +324,9 @@ BOOST_AUTO_TEST_CASE(distributed_variables_combine_their_components_on_the_gpu) 
   {
     auto guard = strategy.scope();
     mirrored.emplace(dt::constant<float>({1, 2}), dt::VariableOptions{.aggregation = dt::VariableAggregation::MEAN});
-    on_read.emplace(dt::constant<float>({0, 0}), dt::VariableOptions{.synchronization = dt::VariableSynchronization::ON_READ,
-                                                                      .aggregation = dt::VariableAggregation::SUM});
+    on_read.emplace(dt::constant<float>({0, 0}),
+                    dt::VariableOptions{.synchronization = dt::VariableSynchronization::ON_READ,
+                                        .aggregation = dt::VariableAggregation::SUM});
   }
   std::size_t before = 0;
   {
@@ -327,7 +340,7 @@ BOOST_AUTO_TEST_CASE(distributed_variables_combine_their_components_on_the_gpu) 
     on_read->assign(delta);
     return 0;
   });
-  const auto aggregated = on_read->value();  // cross-replica: the SUM of the components
+  const auto aggregated = on_read->value();             // cross-replica: the SUM of the components
   on_read->assign(dt::fill<float>(dt::Shape({2}), 8));  // cross-replica SUM assign: 4 per component
   std::size_t to_host = 0;
   {
@@ -339,7 +352,8 @@ BOOST_AUTO_TEST_CASE(distributed_variables_combine_their_components_on_the_gpu) 
   BOOST_TEST(aggregated.to_vector() == (std::vector<float>{3, 3}), boost::test_tools::per_element());
   BOOST_TEST(!aggregated.device_info().host_memory());
   for (std::size_t c = 0; c < 2; ++c) {
-    BOOST_TEST(mirrored->component(c).to_vector() == (std::vector<float>{2.5f, 3.5f}), boost::test_tools::per_element());
+    BOOST_TEST(mirrored->component(c).to_vector() == (std::vector<float>{2.5f, 3.5f}),
+               boost::test_tools::per_element());
     BOOST_TEST(on_read->component(c).to_vector() == (std::vector<float>{4, 4}), boost::test_tools::per_element());
   }
   BOOST_TEST(on_read->value().to_vector() == (std::vector<float>{8, 8}), boost::test_tools::per_element());
@@ -353,10 +367,13 @@ BOOST_AUTO_TEST_CASE(values_off_the_gpus_are_refused_or_fall_back) {
     on_cpu.values = {dt::constant<float>({1}), dt::constant<float>({2})};
   }
   // Destinations that are the values' devices: NCCL would be asked to reduce host memory.
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, devices_at({0, 0})),
-                             dt::InvalidArgumentError, "NcclAllReduce needs real GPUs, but a value is on /job:localhost/replica:0/task:0/device:CPU:0");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)ds::NcclAllReduce{}.batch_reduce(ds::ReduceOp::SUM, std::vector{on_cpu}, devices_at({0, 0})),
+      dt::InvalidArgumentError,
+      "NcclAllReduce needs real GPUs, but a value is on /job:localhost/replica:0/task:0/device:CPU:0");
   // Destinations that differ from the values' devices: TensorFlow's fallback, no NCCL call.
-  const auto out = ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), std::vector<std::string>{"/cpu:0"});
+  const auto out =
+      ds::NcclAllReduce{}.reduce(ds::ReduceOp::SUM, on_gpus<float>({{1}, {2}}), std::vector<std::string>{"/cpu:0"});
   BOOST_TEST(out[0].item() == 3.0f);
   BOOST_TEST(out[0].device() == "/job:localhost/replica:0/task:0/device:CPU:0");
   BOOST_TEST(kernel_calls.empty());
@@ -369,8 +386,9 @@ BOOST_AUTO_TEST_CASE(all_reduce_across_workers_refuses_what_it_cannot_do) {
   install();  // an in-process kernel only
   const auto values = std::vector{on_gpus<float>({{1, 2}, {3, 4}})};
   const ds::Destinations devices{&values[0].values[0].device_info(), &values[0].values[1].device_info()};
-  DEVTENSOR_CHECK_THROW_WITH((void)ds::CollectiveAllReduce{}.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),
-                             dt::FailedPreconditionError, "has no NCCL clique across workers");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)ds::CollectiveAllReduce{}.all_reduce_across_workers(ds::ReduceOp::SUM, values, devices, "x"),
+      dt::FailedPreconditionError, "has no NCCL clique across workers");
   auto clique = std::make_shared<dt::GpuCliqueAcrossProcesses>();
   clique->num_ranks = 4;
   const ds::CollectiveAllReduce across(ds::CommunicationOptions(), clique);

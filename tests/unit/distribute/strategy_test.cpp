@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(bad_device_lists_are_rejected) {
   virtual_cpus(2);
   DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/cpu:0", "/device:CPU:0"}), dt::InvalidArgumentError,
                              "No duplicates allowed in `devices` argument");
-  DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/job:worker/replica:0/task:0/device:CPU:0"}), dt::InvalidArgumentError,
-                             "Local device should have only 'localhost' in the job field");
+  DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/job:worker/replica:0/task:0/device:CPU:0"}),
+                             dt::InvalidArgumentError, "Local device should have only 'localhost' in the job field");
   DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/cpu:7"}), dt::InvalidArgumentError,
                              "'/cpu:7' (/job:localhost/replica:0/task:0/device:CPU:7) is not a logical device. "
                              "Available: /job:localhost/replica:0/task:0/device:CPU:0");
@@ -73,7 +73,8 @@ BOOST_AUTO_TEST_CASE(bad_device_lists_are_rejected) {
   DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy({"/job:localhost/replica:0/task:0/device:GPU:0"}),
                              dt::InvalidArgumentError,
                              "'/job:localhost/replica:0/task:0/device:GPU:0' is not a logical device. Available:");
-  dt::test::ScopedEnv tf_config("TF_CONFIG", R"({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}})");
+  dt::test::ScopedEnv tf_config("TF_CONFIG",
+                                R"({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}})");
   DEVTENSOR_CHECK_THROW_WITH(ds::MirroredStrategy(), dt::UnimplementedError,
                              "In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
 }
@@ -197,8 +198,10 @@ BOOST_AUTO_TEST_CASE(distributed_datasets_split_each_global_batch) {
   BOOST_TEST_REQUIRE(sizes.size() == 2u);
   BOOST_TEST(sizes[0] == std::vector<std::int64_t>({4, 3, 3}), boost::test_tools::per_element());
   BOOST_TEST(sizes[1] == std::vector<std::int64_t>({4, 1, 0}), boost::test_tools::per_element());  // runs out in order
-  BOOST_TEST(order == dt::test::iota(15).to_vector(), boost::test_tools::per_element());  // every element once, in order
-  BOOST_TEST(ds::batch_sizes_for_worker(10, 2, 2, 1) == std::vector<std::int64_t>({2, 2, 3, 3}), boost::test_tools::per_element());
+  BOOST_TEST(order == dt::test::iota(15).to_vector(),
+             boost::test_tools::per_element());  // every element once, in order
+  BOOST_TEST(ds::batch_sizes_for_worker(10, 2, 2, 1) == std::vector<std::int64_t>({2, 2, 3, 3}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(compute_average_loss_divides_by_the_global_batch) {
@@ -226,7 +229,8 @@ BOOST_AUTO_TEST_CASE(scopes_nest_only_for_the_same_strategy) {
   {
     auto again = a.scope();  // the same strategy: fine
   }
-  DEVTENSOR_CHECK_THROW_WITH((void)b.scope(), dt::InvalidArgumentError, "Mixing different tf.distribute.Strategy objects");
+  DEVTENSOR_CHECK_THROW_WITH((void)b.scope(), dt::InvalidArgumentError,
+                             "Mixing different tf.distribute.Strategy objects");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "../nn/two_heads.hpp"
 #include "distribute_test_support.hpp"
 #include "seed_custom_loop.hpp"
-#include "../nn/two_heads.hpp"
 
 namespace dt = devtensor;
 namespace ds = dt::distribute;
@@ -48,8 +48,9 @@ BOOST_AUTO_TEST_CASE(variables_created_in_scope_are_mirrored_from_component_0) {
   // Reads: the replica's own component inside run.
   auto devices = strategy.run([&] { return v.value().device(); });
   BOOST_TEST(devices.values[2] == "/job:localhost/replica:0/task:0/device:CPU:2");
-  DEVTENSOR_CHECK_THROW_WITH(dt::Variable<float>(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::NONE}),
-                             dt::InvalidArgumentError, "`NONE` variable synchronization mode is not supported");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::Variable<float>(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::NONE}),
+      dt::InvalidArgumentError, "`NONE` variable synchronization mode is not supported");
 }
 
 BOOST_AUTO_TEST_CASE(distributed_variables_are_their_own_type_over_per_device_variables) {
@@ -66,10 +67,12 @@ BOOST_AUTO_TEST_CASE(distributed_variables_are_their_own_type_over_per_device_va
   {
     auto guard = strategy.scope();
     mirrored.emplace(dt::constant<float>({1, 2}), dt::VariableOptions{.name = "w"});
-    counter.emplace(dt::scalar<std::int64_t>(0), dt::VariableOptions{.name = "count",
-                                                                      .synchronization = dt::VariableSynchronization::ON_READ,
-                                                                      .aggregation = dt::VariableAggregation::SUM});
-    flag.emplace(dt::scalar<bool>(false), dt::VariableOptions{.name = "seen", .aggregation = dt::VariableAggregation::ONLY_FIRST_REPLICA});
+    counter.emplace(dt::scalar<std::int64_t>(0),
+                    dt::VariableOptions{.name = "count",
+                                        .synchronization = dt::VariableSynchronization::ON_READ,
+                                        .aggregation = dt::VariableAggregation::SUM});
+    flag.emplace(dt::scalar<bool>(false),
+                 dt::VariableOptions{.name = "seen", .aggregation = dt::VariableAggregation::ONLY_FIRST_REPLICA});
   }
   const dt::Variable<float> after(dt::scalar<float>(1));  // the scope (and its creator) is gone
   BOOST_TEST(!after.distributed());
@@ -92,9 +95,8 @@ BOOST_AUTO_TEST_CASE(distributed_variables_are_their_own_type_over_per_device_va
   }
   // An integer sync-on-read counter: replica writes stay local, the cross-replica read sums them;
   // its device is component 0's, known without aggregating.
-  strategy.run([&] {
-    counter->assign_add(dt::scalar<std::int64_t>(ds::get_replica_context()->replica_id_in_sync_group + 1));
-  });
+  strategy.run(
+      [&] { counter->assign_add(dt::scalar<std::int64_t>(ds::get_replica_context()->replica_id_in_sync_group + 1)); });
   BOOST_TEST(counter->component(0).item() == 1);
   BOOST_TEST(counter->component(1).item() == 2);
   BOOST_TEST(counter->value().item() == 3);
@@ -105,7 +107,8 @@ BOOST_AUTO_TEST_CASE(distributed_variables_are_their_own_type_over_per_device_va
   BOOST_TEST(flag->component(1).item());
   // Optimizer updates of a distributed variable are cross-replica only.
   DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
-    mirrored->apply_update("ResourceApplyGradientDescent", [](std::size_t, const dt::Tensor<float>&, dt::Tensor<float>&) {});
+    mirrored->apply_update("ResourceApplyGradientDescent",
+                           [](std::size_t, const dt::Tensor<float>&, dt::Tensor<float>&) {});
   }),
                              dt::FailedPreconditionError, "ResourceApplyGradientDescent of w:0 in a replica context");
   BOOST_TEST(mirrored->component(1).to_vector() == std::vector<float>({3, 4}), boost::test_tools::per_element());
@@ -126,7 +129,9 @@ BOOST_AUTO_TEST_CASE(replica_writes_to_mirrored_variables_merge_with_the_aggrega
         return dt::Variable<float>(dt::scalar<float>(1), {.aggregation = aggregation});
       };
       // Replica r contributes r + 1.
-      auto contribution = [] { return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1)); };
+      auto contribution = [] {
+        return dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1));
+      };
       const float sum = static_cast<float>(n * (n + 1) / 2);
       auto v_sum = make(dt::VariableAggregation::SUM);
       strategy.run([&] { v_sum.assign_add(contribution()); });
@@ -186,8 +191,9 @@ BOOST_AUTO_TEST_CASE(replica_write_errors_never_deadlock) {
     sum.emplace(dt::scalar<float>(1), dt::VariableOptions{.aggregation = dt::VariableAggregation::SUM});
     int_mean.emplace(dt::scalar<std::int32_t>(1), dt::VariableOptions{.aggregation = dt::VariableAggregation::MEAN});
   }
-  DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] { int_mean->assign(dt::scalar<std::int32_t>(2)); }), dt::InvalidArgumentError,
-                             "Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in replica context");
+  DEVTENSOR_CHECK_THROW_WITH(
+      strategy.run([&] { int_mean->assign(dt::scalar<std::int32_t>(2)); }), dt::InvalidArgumentError,
+      "Cannot update non-float variables with tf.VariableAggregation.MEAN aggregation in replica context");
   // Replica 1 fails before its update while the others wait in merge_call: they are released.
   DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
     if (ds::get_replica_context()->replica_id_in_sync_group == 1) throw dt::InvalidArgumentError("replica 1 failed");
@@ -199,7 +205,7 @@ BOOST_AUTO_TEST_CASE(replica_write_errors_never_deadlock) {
     if (ds::get_replica_context()->replica_id_in_sync_group != 2) sum->assign_add(dt::scalar<float>(1));
   }),
                              dt::FailedPreconditionError, "merge_call abandoned");
-  BOOST_TEST(sum->value().item() == 1.0f);  // no partial update was applied
+  BOOST_TEST(sum->value().item() == 1.0f);                       // no partial update was applied
   strategy.run([&] { sum->assign_add(dt::scalar<float>(1)); });  // and the strategy still works
   BOOST_TEST(sum->value().item() == 4.0f);
 }
@@ -208,13 +214,17 @@ BOOST_AUTO_TEST_CASE(sync_on_read_variables_aggregate_when_read_across_replicas)
   const auto names = virtual_cpus(2);
   ds::MirroredStrategy strategy(names, ds::ReductionToOneDevice{});
   auto guard = strategy.scope();
-  for (auto aggregation : {dt::VariableAggregation::SUM, dt::VariableAggregation::MEAN, dt::VariableAggregation::ONLY_FIRST_REPLICA}) {
-    dt::Variable<float> v(dt::scalar<float>(0), {.synchronization = dt::VariableSynchronization::ON_READ, .aggregation = aggregation});
+  for (auto aggregation :
+       {dt::VariableAggregation::SUM, dt::VariableAggregation::MEAN, dt::VariableAggregation::ONLY_FIRST_REPLICA}) {
+    dt::Variable<float> v(dt::scalar<float>(0),
+                          {.synchronization = dt::VariableSynchronization::ON_READ, .aggregation = aggregation});
     BOOST_TEST(!v.trainable());
     strategy.run([&] {  // local writes: replica r stores r + 1
       v.assign(dt::scalar<float>(static_cast<float>(ds::get_replica_context()->replica_id_in_sync_group + 1)));
     });
-    const float want = aggregation == dt::VariableAggregation::SUM ? 3.0f : aggregation == dt::VariableAggregation::MEAN ? 1.5f : 1.0f;
+    const float want = aggregation == dt::VariableAggregation::SUM    ? 3.0f
+                       : aggregation == dt::VariableAggregation::MEAN ? 1.5f
+                                                                      : 1.0f;
     BOOST_TEST(v.value().item() == want);
     auto local = strategy.run([&] { return v.value().item(); });
     BOOST_TEST(local.values == std::vector<float>({1, 2}), boost::test_tools::per_element());
@@ -235,11 +245,13 @@ BOOST_AUTO_TEST_CASE(gradients_in_replicas_see_their_own_components) {
     w.emplace(dt::constant<float>({2, 3}));
   }
   ds::PerReplica<dt::Tensor<float>> inputs{{dt::constant<float>({1, 1}), dt::constant<float>({10, 20})}};
-  auto grads = strategy.run([&](const dt::Tensor<float>& x) {
-    dt::GradientTape tape;
-    auto loss = dt::reduce_sum(dt::mul(w->value(), x));
-    return tape.gradient(loss, *w);
-  }, inputs);
+  auto grads = strategy.run(
+      [&](const dt::Tensor<float>& x) {
+        dt::GradientTape tape;
+        auto loss = dt::reduce_sum(dt::mul(w->value(), x));
+        return tape.gradient(loss, *w);
+      },
+      inputs);
   BOOST_TEST(grads[0].to_vector() == std::vector<float>({1, 1}), boost::test_tools::per_element());
   BOOST_TEST(grads[1].to_vector() == std::vector<float>({10, 20}), boost::test_tools::per_element());
   BOOST_TEST(grads[1].device() == "/job:localhost/replica:0/task:0/device:CPU:1");
@@ -250,7 +262,8 @@ BOOST_AUTO_TEST_CASE(gradients_in_replicas_see_their_own_components) {
 namespace {
 /// A 2-layer model with seeded weights, compiled; built inside `strategy`'s scope when given.
 nn::Sequential build_model() {
-  nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::tanh,
+  nn::Sequential model({nn::Dense(4, {.input_dim = 2,
+                                      .activation = nn::Activation::tanh,
                                       .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}}),
                         nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 6}})});
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.5});
@@ -357,12 +370,15 @@ BOOST_AUTO_TEST_CASE(accuracy_across_replicas_equals_one_devices) {
     nn::clear_session();
     const auto names = virtual_cpus(3);
     const auto train = [&] {
-      nn::Sequential model({nn::Dense(3, {.input_dim = 1, .activation = nn::Activation::softmax,
-                                          .kernel_initializer = nn::initializers::Zeros{}})});
+      nn::Sequential model({nn::Dense(
+          3,
+          {.input_dim = 1, .activation = nn::Activation::softmax, .kernel_initializer = nn::initializers::Zeros{}})});
       model.compile("sparse_categorical_crossentropy", nn::optimizers::SGD{.learning_rate = 0.5},
                     {.metrics = {"accuracy"}, .run_eagerly = eager});
-      return model.fit(dt::constant<float>(xs, {21, 1}), dt::constant<float>(ys, {21}),
-                       {.epochs = 3, .batch_size = 7, .verbose = 0, .shuffle = false}).metrics.at("accuracy");
+      return model
+          .fit(dt::constant<float>(xs, {21, 1}), dt::constant<float>(ys, {21}),
+               {.epochs = 3, .batch_size = 7, .verbose = 0, .shuffle = false})
+          .metrics.at("accuracy");
     };
     if (!distributed) return train();
     ds::MirroredStrategy strategy(names);
@@ -389,7 +405,9 @@ BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_simulated_gpus) {
     model.emplace(std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1})});
     model->compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.2});
   }
-  auto data_set = dt::data::Dataset<float, float>::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
+  auto data_set = dt::data::Dataset<float, float>::from_tensors(dt::constant<float>({1}), dt::constant<float>({1}))
+                      .repeat(100)
+                      .batch(10);
   auto history = model->fit(data_set, {.epochs = 2, .verbose = 0});
   BOOST_TEST(history.loss[1] < history.loss[0]);
   const auto kernel = model->trainable_variables()[0];
@@ -408,12 +426,11 @@ BOOST_AUTO_TEST_CASE(a_model_built_outside_the_scope_is_refused_by_compile_insid
   BOOST_REQUIRE(model.built());
   {
     auto guard = strategy.scope();
+    DEVTENSOR_CHECK_THROW_WITH(
+        model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}), dt::InvalidArgumentError,
+        "shape (1, 1)) was not created in the distribution strategy scope of (MirroredStrategy(");
     DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}),
-                               dt::InvalidArgumentError,
-                               "shape (1, 1)) was not created in the distribution strategy scope of (MirroredStrategy(");
-    DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}),
-                               dt::InvalidArgumentError,
-                               "being created outside the distribution strategy scope");
+                               dt::InvalidArgumentError, "being created outside the distribution strategy scope");
   }
   BOOST_TEST(!model.compiled());  // refused without a change: it still trains on one device
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
@@ -445,7 +462,8 @@ namespace {
 /// in -> tanh branch and linear branch, added -> Dense(1); every kernel a constant.
 nn::Model branches_model() {
   const auto in = nn::Input({3});
-  const auto h = nn::Dense(4, {.activation = nn::Activation::tanh, .kernel_initializer = nn::initializers::Constant{0.1f}})(in);
+  const auto h =
+      nn::Dense(4, {.activation = nn::Activation::tanh, .kernel_initializer = nn::initializers::Constant{0.1f}})(in);
   const auto s = nn::Dense(4, {.kernel_initializer = nn::initializers::Constant{-0.05f}})(in);
   nn::Model model(in, nn::Dense(1, {.kernel_initializer = nn::initializers::Constant{0.3f}})(nn::Add()({h, s})));
   model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.1});
@@ -470,12 +488,14 @@ BOOST_AUTO_TEST_CASE(a_global_seed_makes_a_mirrored_fit_repeat_bit_for_bit) {
   const auto x = dt::random_uniform<float>({24, 3}, {.seed = 1});
   const auto y = dt::random_uniform<float>({24, 1}, {.seed = 2});
   const auto train = [&](std::optional<std::uint64_t> seed, bool eager) {
-    if (seed) nn::utils::set_random_seed(*seed);
-    else dt::random::set_seed(std::nullopt);
+    if (seed)
+      nn::utils::set_random_seed(*seed);
+    else
+      dt::random::set_seed(std::nullopt);
     ds::MirroredStrategy strategy(names);
     auto guard = strategy.scope();
-    nn::Sequential model({nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.3),
-                          nn::Dense(1)});
+    nn::Sequential model(
+        {nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.3), nn::Dense(1)});
     model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.05}, {.run_eagerly = eager});
     (void)model.fit(x, y, {.epochs = 2, .batch_size = 8, .verbose = 0});  // shuffled every epoch
     std::vector<float> weights;
@@ -508,7 +528,8 @@ BOOST_AUTO_TEST_CASE(early_stopping_restores_the_best_weights_on_every_replica) 
     std::optional<nn::Sequential> model;
     const auto make = [&] {
       nn::clear_session();
-      model.emplace(std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
+      model.emplace(
+          std::vector<nn::Layer>{nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
       model->compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.9});
     };
     if (strategy) {
@@ -520,12 +541,16 @@ BOOST_AUTO_TEST_CASE(early_stopping_restores_the_best_weights_on_every_replica) 
     auto after_first = std::make_shared<std::vector<float>>();
     nn::callbacks::EarlyStopping early{.monitor = "loss", .patience = 2, .restore_best_weights = true};
     const auto history = model->fit(
-        x, y, {.epochs = 10, .batch_size = 4, .verbose = 0, .shuffle = false,
-               .callbacks = {early, nn::callbacks::LambdaCallback{.on_epoch_end_fn = [&, after_first](int epoch, nn::Logs&) {
-                               if (epoch != 0) return;
-                               for (const auto& w : model->get_weights())
-                                 for (const float v : w.to_vector()) after_first->push_back(v);
-                             }}}});
+        x, y,
+        {.epochs = 10,
+         .batch_size = 4,
+         .verbose = 0,
+         .shuffle = false,
+         .callbacks = {early, nn::callbacks::LambdaCallback{.on_epoch_end_fn = [&, after_first](int epoch, nn::Logs&) {
+                         if (epoch != 0) return;
+                         for (const auto& w : model->get_weights())
+                           for (const float v : w.to_vector()) after_first->push_back(v);
+                       }}}});
     BOOST_TEST(history.loss.size() == 3u);  // best at epoch 0, patience 2
     BOOST_TEST(history.loss[2] > history.loss[0]);
     BOOST_TEST(early.best_epoch() == 0);
@@ -542,7 +567,8 @@ BOOST_AUTO_TEST_CASE(early_stopping_restores_the_best_weights_on_every_replica) 
   const auto mirrored = train(&strategy);
   const auto single = train(nullptr);
   BOOST_TEST_REQUIRE(mirrored.size() == single.size());
-  for (std::size_t i = 0; i < single.size(); ++i) BOOST_TEST(mirrored[i] == single[i], boost::test_tools::tolerance(1e-6f));
+  for (std::size_t i = 0; i < single.size(); ++i)
+    BOOST_TEST(mirrored[i] == single[i], boost::test_tools::tolerance(1e-6f));
 }
 
 BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_across_replicas_as_tensorflow) {
@@ -636,7 +662,8 @@ BOOST_AUTO_TEST_CASE(a_model_with_branches_trains_across_replicas_as_on_one_devi
   }
   const auto got = replicated->fit(x, y, {.epochs = 3, .batch_size = 6, .verbose = 0, .shuffle = false});
   BOOST_TEST_REQUIRE(got.loss.size() == expected.loss.size());
-  for (std::size_t i = 0; i < got.loss.size(); ++i) BOOST_TEST(got.loss[i] == expected.loss[i], boost::test_tools::tolerance(1e-6));
+  for (std::size_t i = 0; i < got.loss.size(); ++i)
+    BOOST_TEST(got.loss[i] == expected.loss[i], boost::test_tools::tolerance(1e-6));
   BOOST_TEST(replicated->trainable_variables()[0].num_components() == 3u);
   const auto a = replicated->trainable_variables()[4].value().to_vector();
   const auto b = one_device.trainable_variables()[4].value().to_vector();

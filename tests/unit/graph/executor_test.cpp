@@ -139,10 +139,10 @@ namespace {
 
 /// Eight elementwise ops over x ([rows, cols]) with a scalar and a bias ([cols]) broadcast.
 dt::Tensor<float> eight_ops(const dt::Tensor<float>& x, const dt::Tensor<float>& bias) {
-  auto y = x * 1.5f + bias;                 // Mul, AddV2
-  y = dt::maximum(y - 0.25f, x);            // Sub, Maximum
-  y = dt::square(dt::neg(y)) * x;           // Neg, Square, Mul
-  return dt::relu(y - bias);                // Sub, Relu (the eighth and ninth)
+  auto y = x * 1.5f + bias;        // Mul, AddV2
+  y = dt::maximum(y - 0.25f, x);   // Sub, Maximum
+  y = dt::square(dt::neg(y)) * x;  // Neg, Square, Mul
+  return dt::relu(y - bias);       // Sub, Relu (the eighth and ninth)
 }
 
 std::vector<float> ramp(std::int64_t n, float step) {
@@ -171,7 +171,8 @@ BOOST_AUTO_TEST_CASE(an_elementwise_chain_runs_as_one_fused_node) {
   auto f = dt::function(eight_ops);
   const auto ops = f.get_concrete_function(x, bias)->optimized_ops();
   BOOST_TEST(count(ops, "_FusedElementwise") == 1);
-  for (const char* op : {"Mul", "AddV2", "Sub", "Maximum", "Neg", "Square", "Relu"}) BOOST_TEST(count(ops, op) == 0, op);
+  for (const char* op : {"Mul", "AddV2", "Sub", "Maximum", "Neg", "Square", "Relu"})
+    BOOST_TEST(count(ops, op) == 0, op);
   // Bitwise: the same scalar functions on the same values.
   BOOST_TEST(f(x, bias).to_vector() == eight_ops(x, bias).to_vector(), boost::test_tools::per_element());
   const auto y = dt::constant<float>(ramp(15, -0.7f), {3, 5});
@@ -201,8 +202,8 @@ BOOST_AUTO_TEST_CASE(integers_fuse_too) {
 // A value with two readers, or one the caller fetches, must exist: the chain is cut there.
 BOOST_AUTO_TEST_CASE(values_read_twice_or_returned_are_kept) {
   auto g = [](const dt::Tensor<float>& x) {
-    const auto shared = dt::exp(x * 0.5f);        // read by two ops
-    const auto returned = dt::tanh(x) - 1.0f;     // returned as well as read
+    const auto shared = dt::exp(x * 0.5f);     // read by two ops
+    const auto returned = dt::tanh(x) - 1.0f;  // returned as well as read
     return std::vector{shared * 2.0f + shared * 3.0f, returned * returned + 1.0f, returned};
   };
   auto f = dt::function(g);
@@ -231,10 +232,11 @@ BOOST_AUTO_TEST_CASE(matmul_with_bias_and_relu_is_one_fused_matmul) {
   BOOST_TEST(f(x * 2.0f, w, b).to_vector() == dense(x * 2.0f, w, b).to_vector(), boost::test_tools::per_element());
 
   // A product that is also returned stays a MatMul; its readers still fuse.
-  auto both = dt::function([](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& shift) {
-    const auto z = dt::matmul(in, kernel);
-    return std::vector{z, dt::relu(z + shift) * 2.0f};
-  });
+  auto both =
+      dt::function([](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& shift) {
+        const auto z = dt::matmul(in, kernel);
+        return std::vector{z, dt::relu(z + shift) * 2.0f};
+      });
   const auto kept = both.get_concrete_function(x, w, b)->optimized_ops();
   BOOST_TEST(count(kept, "MatMul") == 1);
   BOOST_TEST(count(kept, "_FusedMatMul") == 0);
@@ -350,8 +352,10 @@ BOOST_AUTO_TEST_CASE(duplicates_are_computed_once_and_identities_bypassed) {
   BOOST_TEST(count(ops, "Identity") == 1);  // the function's output, which is fetched
   BOOST_TEST(f(x).to_vector() == g(x).to_vector(), boost::test_tools::per_element());
 
-  dt::config::optimizer::set_experimental_options(
-      {.constant_folding = false, .arithmetic_optimization = false, .dependency_optimization = false, .remapping = false});
+  dt::config::optimizer::set_experimental_options({.constant_folding = false,
+                                                   .arithmetic_optimization = false,
+                                                   .dependency_optimization = false,
+                                                   .remapping = false});
   auto plain = dt::function(g);
   const auto all = plain.get_concrete_function(x)->optimized_ops();
   BOOST_TEST(count(all, "Exp") == 2);
@@ -387,7 +391,8 @@ BOOST_AUTO_TEST_CASE(arithmetic_that_returns_an_input_is_skipped_where_exact) {
   // A scalar times ones of another shape is those ones' shape: the Mul stays.
   auto broadcast = dt::function([](const dt::Tensor<float>& s) { return s * dt::constant<float>({1, 1, 1}); });
   BOOST_TEST(count(broadcast.get_concrete_function(dt::scalar<float>(2))->optimized_ops(), "Mul") == 1);
-  BOOST_TEST(broadcast(dt::scalar<float>(2)).to_vector() == (std::vector<float>{2, 2, 2}), boost::test_tools::per_element());
+  BOOST_TEST(broadcast(dt::scalar<float>(2)).to_vector() == (std::vector<float>{2, 2, 2}),
+             boost::test_tools::per_element());
   // Integers: x + 0 and 0 + x are x.
   auto ints = dt::function([](const dt::Tensor<std::int32_t>& i) { return (0 + (i + 0)) * 1; });
   const auto i = dt::constant<std::int32_t>({-3, 0, 7});
@@ -459,7 +464,7 @@ BOOST_AUTO_TEST_CASE(a_replay_allocates_only_its_results) {
   OptimizerOptionsGuard guard;
   dt::config::optimizer::set_experimental_options({.remapping = false});  // keep the intermediates
   auto g = [](const dt::Tensor<float>& x) {
-    const auto a = dt::exp(x * 0.01f);                 // 4 values of 64 KiB before the sum
+    const auto a = dt::exp(x * 0.01f);  // 4 values of 64 KiB before the sum
     return dt::reduce_sum(dt::square(a - 1.0f) + a);
   };
   auto f = dt::function(g);
@@ -483,8 +488,8 @@ BOOST_AUTO_TEST_CASE(planned_buffers_something_holds_are_not_reused) {
   dt::config::optimizer::set_experimental_options({.remapping = false});
   dt::Variable<float> kept(dt::zeros<float>(dt::Shape({64, 128})));
   auto f = dt::function([&](const dt::Tensor<float>& x) {
-    const auto doubled = x * 2.0f;  // 32 KiB, planned
-    kept.assign(doubled + 1.0f);    // the variable holds this one
+    const auto doubled = x * 2.0f;             // 32 KiB, planned
+    kept.assign(doubled + 1.0f);               // the variable holds this one
     return dt::reshape(doubled - 3.0f, {-1});  // a view of a planned value, returned
   });
   const auto x1 = dt::constant<float>(ramp(64 * 128, 1), {64, 128});
@@ -512,7 +517,8 @@ using Stage = dt::graph::CudaGraphReplay::Stage;
 struct LinearStep {
   dt::Variable<float> w, b;
   dt::nn::optimizers::SGD sgd{.learning_rate = 0.1, .momentum = 0.9};
-  LinearStep() : w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2})), b(dt::constant<float>({0.1f, -0.2f})) {}
+  LinearStep()
+      : w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2})), b(dt::constant<float>({0.1f, -0.2f})) {}
   dt::Tensor<float> operator()(const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
     dt::GradientTape tape;
     const auto loss = dt::reduce_mean(dt::square(dt::matmul(x, w.value()) + b.value() - y));
@@ -879,7 +885,7 @@ BOOST_AUTO_TEST_CASE(matmul_bias_relu_is_one_gemm_with_its_epilogue) {
   BOOST_TEST(std::count(ops.begin(), ops.end(), "MatMul") == 0);
   BOOST_TEST(std::count(ops.begin(), ops.end(), "Relu") == 0);
   BOOST_TEST(std::count(eager.begin(), eager.end(), 0.0f) > 0);  // the bias makes Relu cut some
-  for (int call = 0; call < 3; ++call)  // captured at the second call, then replayed
+  for (int call = 0; call < 3; ++call)                           // captured at the second call, then replayed
     BOOST_TEST(f(x, w, bias).to_vector() == eager, boost::test_tools::per_element());
   BOOST_TEST((concrete->cuda_graph()->stage() == Stage::replay));
   BOOST_TEST(concrete->cuda_graph()->launches() == 2);
@@ -915,7 +921,10 @@ BOOST_AUTO_TEST_CASE(only_bias_and_relu_chains_become_epilogues) {
   const std::vector<Case> cases{
       {"bias", [&](const T& a, const T& b) { return dt::matmul(a, b) + bias; }, x, w, true},
       {"bias on the left, [1, n]",
-       [&](const T& a, const T& b) { return dt::reshape(bias, {1, 3}) + dt::matmul(a, b); }, x, w, true},
+       [&](const T& a, const T& b) {
+         return dt::reshape(bias, {1, 3}) + dt::matmul(a, b);
+       },
+       x, w, true},
       {"relu", [&](const T& a, const T& b) { return dt::relu(dt::matmul(a, b)); }, x, w, true},
       {"transposed operands, bias, relu",
        [&](const T& a, const T& b) { return dt::relu(dt::matmul(a, b, true, true) + bias); }, dt::transpose(x),
@@ -1069,9 +1078,8 @@ BOOST_AUTO_TEST_CASE(one_graph_spans_the_gpus_a_function_runs_on) {
   // x1's buffer in the graph is on GPU 1, where x1 is: the only copy between the GPUs is of GPU 0's
   // part, once per run (warm-up, capture, replays).
   const auto copies = [&](int from, int to) {
-    return std::count_if(recorder.copies.begin(), recorder.copies.end(), [&](const dt::test::FakeGpuCopy& c) {
-      return c.src_ordinal == from && c.dst_ordinal == to;
-    });
+    return std::count_if(recorder.copies.begin(), recorder.copies.end(),
+                         [&](const dt::test::FakeGpuCopy& c) { return c.src_ordinal == from && c.dst_ordinal == to; });
   };
   BOOST_TEST(copies(0, 1) == 5);
   BOOST_TEST(copies(1, 0) == 0);
@@ -1091,8 +1099,8 @@ BOOST_AUTO_TEST_CASE(a_platform_without_stream_ordering_captures_one_gpu) {
     x0 = dt::constant<float>({1, 2});
     x1 = dt::constant<float>({3, 4});  // copied to GPU 1 by the graph's run
   }
-  for (int i = 0; i < 3; ++i) BOOST_TEST(f(x0, x1)[1].to_vector() == two_gpu_step(x0, x1)[1].to_vector(),
-                                         boost::test_tools::per_element());
+  for (int i = 0; i < 3; ++i)
+    BOOST_TEST(f(x0, x1)[1].to_vector() == two_gpu_step(x0, x1)[1].to_vector(), boost::test_tools::per_element());
   BOOST_TEST(log.count("is not replayed as a CUDA graph: it runs on 2 GPUs, and the GPU platform 'fake' captures "
                        "graphs of one GPU. It runs op by op.") == 1);
   BOOST_TEST(dt::test::fake_gpu_recorder().captures == 0);
@@ -1137,7 +1145,8 @@ BOOST_AUTO_TEST_CASE(a_value_read_on_another_device_is_copied_there_once_per_run
     const std::size_t before = recorder.copies.size();
     call();
     std::map<std::pair<int, int>, int> out;  // (from, to): copies
-    for (std::size_t i = before; i < recorder.copies.size(); ++i) ++out[{recorder.copies[i].src_ordinal, recorder.copies[i].dst_ordinal}];
+    for (std::size_t i = before; i < recorder.copies.size(); ++i)
+      ++out[{recorder.copies[i].src_ordinal, recorder.copies[i].dst_ordinal}];
     return out;
   };
   std::vector<dt::Tensor<float>> results;
@@ -1198,7 +1207,8 @@ BOOST_AUTO_TEST_CASE(host_code_ops_are_recorded_only_when_capturable) {
   BOOST_TEST(log.count("is not replayed as a CUDA graph: node 'Twice' (Twice) runs host code at every call, which a "
                        "graph cannot record. It runs op by op.") == 1);
   BOOST_TEST(log.count("is not replayed as a CUDA graph: the capture failed: it allocated on "
-                       "/job:localhost/replica:0/task:0/device:GPU:1, a GPU outside the graph. It runs op by op.") == 1);
+                       "/job:localhost/replica:0/task:0/device:GPU:1, a GPU outside the graph. It runs op by op.") ==
+             1);
   BOOST_TEST((device_work.get_concrete_function(x)->cuda_graph()->stage() == Stage::replay));
   BOOST_TEST((elsewhere.get_concrete_function(x)->cuda_graph()->stage() == Stage::op_by_op));
   BOOST_TEST(dt::test::fake_gpu_recorder().captures == 2);  // the one that allocated elsewhere, dropped

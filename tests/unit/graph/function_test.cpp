@@ -102,14 +102,16 @@ BOOST_AUTO_TEST_CASE(simulated_gpus_run_the_traced_graph) {
   const auto b = dt::ones<float>({3, 2});
   const auto out = f(a, b);
   BOOST_TEST(out.device() == "/job:localhost/replica:0/task:0/device:GPU:0");  // GPU first, as eager
-  BOOST_TEST(out.to_vector() == dt::add(dt::matmul(a, b), dt::scalar<float>(1)).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(out.to_vector() == dt::add(dt::matmul(a, b), dt::scalar<float>(1)).to_vector(),
+             boost::test_tools::per_element());
 }
 
 // TensorFlow 2.21's TypeError text, as InvalidArgumentError.
 BOOST_AUTO_TEST_CASE(input_signature_fixes_one_signature) {
   auto g = dt::function([](const dt::Tensor<float>& x) { return x * 2.0f; },
                         {.name = "g", .input_signature = std::vector{dt::TensorSpec::of<float>({2})}});
-  BOOST_TEST(g(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{2, 4}), boost::test_tools::per_element());
+  BOOST_TEST(g(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{2, 4}),
+             boost::test_tools::per_element());
   DEVTENSOR_CHECK_THROW_WITH((void)g(dt::constant<float>({1, 2, 3})), InvalidArgumentError,
                              "Binding inputs to tf.function failed due to `Can not cast TensorSpec(shape=(3,), "
                              "dtype=tf.float32, name=None) to TensorSpec(shape=(2,), dtype=tf.float32, name=None)`.");
@@ -126,8 +128,9 @@ BOOST_AUTO_TEST_CASE(frequent_retracing_warns_twice) {
   auto h = dt::function([](const dt::Tensor<float>& x) { return x + 1.0f; }, {.name = "h"});
   for (std::int64_t i = 0; i < 7; ++i) (void)h(dt::ones<float>({i + 1}));
   BOOST_TEST(log.count("triggered tf.function retracing") == 2u);
-  BOOST_TEST(log.count("5 out of the last 5 calls to <function h> triggered tf.function retracing. Tracing is expensive") ==
-             1u);
+  BOOST_TEST(
+      log.count("5 out of the last 5 calls to <function h> triggered tf.function retracing. Tracing is expensive") ==
+      1u);
   BOOST_TEST(log.count("6 out of the last 6 calls to <function h>") == 1u);
   BOOST_TEST(h.experimental_get_tracing_count() == 7);
 }
@@ -151,7 +154,9 @@ BOOST_AUTO_TEST_CASE(variables_are_captured_by_handle) {
 
 BOOST_AUTO_TEST_CASE(a_tape_around_a_call_differentiates_through_it) {
   dt::Variable<float> w(dt::constant<float>({0.5f, -1, 2, 0.25f, 1.5f, -0.5f}, {3, 2}));
-  const auto loss = [&](const dt::Tensor<float>& x) { return dt::reduce_sum(dt::tanh(dt::matmul(x, w.value()) * 2.0f)); };
+  const auto loss = [&](const dt::Tensor<float>& x) {
+    return dt::reduce_sum(dt::tanh(dt::matmul(x, w.value()) * 2.0f));
+  };
   auto traced = dt::function(loss);
   const auto x = dt::constant<float>({-1.5f, 0.25f, 2, 3.5f, -0.75f, 1}, {2, 3});
   const auto gradients = [&](auto& f) {
@@ -182,8 +187,9 @@ BOOST_AUTO_TEST_CASE(nested_arguments_and_results) {
   BOOST_TEST(parts[0].to_vector() == (std::vector<float>{11, 12}), boost::test_tools::per_element());
   BOOST_TEST(parts[1].to_vector() == (std::vector<float>{2, 3}), boost::test_tools::per_element());
   const auto names = f.get_concrete_function(std::tuple{x, y}, extra)->node_names();
-  BOOST_TEST(std::vector<std::string>(names.begin(), names.begin() + 4) == (std::vector<std::string>{"x", "y", "e0", "e1"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      std::vector<std::string>(names.begin(), names.begin() + 4) == (std::vector<std::string>{"x", "y", "e0", "e1"}),
+      boost::test_tools::per_element());
   (void)f(std::tuple{x, y}, std::vector{extra[0], extra[1], extra[0]});  // a longer vector: a new signature
   BOOST_TEST(f.experimental_get_tracing_count() == 2);
 }
@@ -191,15 +197,15 @@ BOOST_AUTO_TEST_CASE(nested_arguments_and_results) {
 BOOST_AUTO_TEST_CASE(reading_values_while_tracing_is_an_error) {
   auto f = dt::function([](const dt::Tensor<float>& x) { return dt::scalar<float>(x.to_vector()[0]); },
                         {.arg_names = {"x"}});
-  DEVTENSOR_CHECK_THROW_WITH((void)f(dt::constant<float>({1})), InvalidArgumentError,
-                             "Tensor 'x:0' is symbolic");
+  DEVTENSOR_CHECK_THROW_WITH((void)f(dt::constant<float>({1})), InvalidArgumentError, "Tensor 'x:0' is symbolic");
   BOOST_TEST(f.experimental_get_tracing_count() == 0);  // a failed trace is not kept
 }
 
 BOOST_AUTO_TEST_CASE(a_function_called_while_tracing_is_inlined) {
   auto inner = dt::function([](const dt::Tensor<float>& x) { return dt::relu(x); });
   auto outer = dt::function([&](const dt::Tensor<float>& x) { return inner(x) * 2.0f; });
-  BOOST_TEST(outer(dt::constant<float>({-1, 3})).to_vector() == (std::vector<float>{0, 6}), boost::test_tools::per_element());
+  BOOST_TEST(outer(dt::constant<float>({-1, 3})).to_vector() == (std::vector<float>{0, 6}),
+             boost::test_tools::per_element());
   BOOST_TEST(inner.experimental_get_tracing_count() == 0);
   const auto concrete = outer.get_concrete_function(dt::constant<float>({-1, 3}));
   const auto names = concrete->node_names();
@@ -233,10 +239,12 @@ BOOST_AUTO_TEST_CASE(variables_created_on_the_first_trace) {
     v->assign_add(x);
     return v->read_value();
   });
-  BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{4, 5}), boost::test_tools::per_element());
+  BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{4, 5}),
+             boost::test_tools::per_element());
   BOOST_TEST(f.experimental_get_tracing_count() == 2);
   BOOST_TEST(!v->value().symbolic());
-  BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{5, 7}), boost::test_tools::per_element());
+  BOOST_TEST(f(dt::constant<float>({1, 2})).to_vector() == (std::vector<float>{5, 7}),
+             boost::test_tools::per_element());
   BOOST_TEST(f.experimental_get_tracing_count() == 2);
   BOOST_TEST(v->to_vector() == (std::vector<float>{5, 7}), boost::test_tools::per_element());
 
@@ -244,9 +252,10 @@ BOOST_AUTO_TEST_CASE(variables_created_on_the_first_trace) {
     dt::Variable<float> w(dt::ones<float>({1}));
     return w.read_value() + x;
   });
-  DEVTENSOR_CHECK_THROW_WITH((void)every_trace(dt::constant<float>({1})), InvalidArgumentError,
-                             "tf.function only supports singleton tf.Variables created on the first call. Make sure the "
-                             "tf.Variable is only created once or created outside tf.function.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)every_trace(dt::constant<float>({1})), InvalidArgumentError,
+      "tf.function only supports singleton tf.Variables created on the first call. Make sure the "
+      "tf.Variable is only created once or created outside tf.function.");
   std::optional<dt::Variable<float>> from_argument;
   auto g = dt::function([&](const dt::Tensor<float>& x) {
     if (!from_argument) from_argument.emplace(x * 2.0f);
@@ -307,7 +316,8 @@ BOOST_AUTO_TEST_CASE(print_formats_as_tensorflow) {
   dt::print({"loss:", dt::scalar<float>(0.25f), dt::constant<std::int32_t>({1, 2, 3, 4}, {2, 2})}, to_out);
   dt::print({dt::range<std::int32_t>(0, 10)}, to_out);
   dt::print({dt::constant<double>({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2})}, to_out);
-  BOOST_TEST(out.str() == "[1 2.5 -3]\nloss: 0.25 [[1 2]\n [3 4]]\n[0 1 2 ... 7 8 9]\n[[[1 2]\n  [3 4]]\n\n [[5 6]\n  [7 8]]]\n");
+  BOOST_TEST(out.str() ==
+             "[1 2.5 -3]\nloss: 0.25 [[1 2]\n [3 4]]\n[0 1 2 ... 7 8 9]\n[[[1 2]\n  [3 4]]\n\n [[5 6]\n  [7 8]]]\n");
   DEVTENSOR_CHECK_THROW_WITH(dt::print(dt::Tensor<float>()), InvalidArgumentError, "undefined tensor");
 }
 

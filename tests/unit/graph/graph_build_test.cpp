@@ -53,9 +53,9 @@ BOOST_AUTO_TEST_CASE(nodes_get_tensorflow_names) {
     }
     (void)dt::identity(a, {.name = "foo"});
   }
-  const std::vector<std::string> expected{"Const",   "Const_1", "mul",     "add",        "Add_1",     "Mul_1",
-                                          "MatMul",  "Relu",    "sub",     "Identity",   "Neg",       "truediv",
-                                          "AddN",    "Const_2", "const_3", "MatMul_1",   "foo/add/y", "foo/add",
+  const std::vector<std::string> expected{"Const",          "Const_1", "mul",     "add",      "Add_1",     "Mul_1",
+                                          "MatMul",         "Relu",    "sub",     "Identity", "Neg",       "truediv",
+                                          "AddN",           "Const_2", "const_3", "MatMul_1", "foo/add/y", "foo/add",
                                           "Foo_1/Identity", "foo_2"};
   BOOST_TEST(g.node_names() == expected, boost::test_tools::per_element());
   std::vector<std::string> ops;

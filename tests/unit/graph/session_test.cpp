@@ -78,7 +78,8 @@ BOOST_AUTO_TEST_CASE(placement_log_is_tensorflows_byte_for_byte) {
   BOOST_TEST(log.count("Device mapping: no known devices.") == 1u);
   dt::Tensor<float> value;
   const auto printed = stdout_of([&] { value = sess.run(c); });
-  const std::string expected = std::string("MatMul: (MatMul): ") + kCpu0 + "\na: (Const): " + kCpu0 + "\nb: (Const): " + kCpu0 + "\n";
+  const std::string expected =
+      std::string("MatMul: (MatMul): ") + kCpu0 + "\na: (Const): " + kCpu0 + "\nb: (Const): " + kCpu0 + "\n";
   BOOST_TEST(printed == expected);
   BOOST_TEST(log.count(std::string("MatMul: (MatMul): ") + kCpu0) == 1u);  // through the log sink too
   BOOST_TEST(value.to_vector() == (std::vector<float>{22, 28, 49, 64}), boost::test_tools::per_element());
@@ -102,17 +103,18 @@ BOOST_AUTO_TEST_CASE(gpus_come_first_and_generators_go_with_their_consumers) {
     copied = dt::identity(on_cpu);  // Identity goes with its input although a GPU would take it
   }
   v1::Session sess(g, {.log_device_placement = true});
-  BOOST_TEST(log.count("Device mapping:\n/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: devtensor "
-                       "simulated GPU, pci bus id: simulated:0, compute capability: 9.0\n/job:localhost/replica:0/task:0/"
-                       "device:GPU:1 -> device: 1,") == 1u);
+  BOOST_TEST(
+      log.count("Device mapping:\n/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: devtensor "
+                "simulated GPU, pci bus id: simulated:0, compute capability: 9.0\n/job:localhost/replica:0/task:0/"
+                "device:GPU:1 -> device: 1,") == 1u);
   dt::Tensor<float> value;
   const auto printed = stdout_of([&] { value = sess.run(copied); });
   BOOST_TEST(value.to_vector() == (std::vector<float>{44, 56, 98, 128}), boost::test_tools::per_element());
-  const std::string expected = std::string("MatMul: (MatMul): ") + kGpu0 + "\nMatMul_1: (MatMul): " + kGpu1 +
-                               "\nAddN: (AddN): " + kCpu0 + "\nMatMul_2: (MatMul): " + kGpu0 + "\nRelu: (Relu): " + kCpu0 +
-                               "\nIdentity: (Identity): " + kCpu0 + "\nConst: (Const): " + kGpu0 +
-                               "\nConst_1: (Const): " + kGpu0 + "\nConst_2: (Const): " + kGpu1 + "\nConst_3: (Const): " +
-                               kGpu1 + "\nConst_4: (Const): " + kGpu0 + "\nConst_5: (Const): " + kGpu0 + "\n";
+  const std::string expected =
+      std::string("MatMul: (MatMul): ") + kGpu0 + "\nMatMul_1: (MatMul): " + kGpu1 + "\nAddN: (AddN): " + kCpu0 +
+      "\nMatMul_2: (MatMul): " + kGpu0 + "\nRelu: (Relu): " + kCpu0 + "\nIdentity: (Identity): " + kCpu0 +
+      "\nConst: (Const): " + kGpu0 + "\nConst_1: (Const): " + kGpu0 + "\nConst_2: (Const): " + kGpu1 +
+      "\nConst_3: (Const): " + kGpu1 + "\nConst_4: (Const): " + kGpu0 + "\nConst_5: (Const): " + kGpu0 + "\n";
   BOOST_TEST(printed == expected);
 }
 
@@ -148,10 +150,11 @@ BOOST_AUTO_TEST_CASE(a_missing_device_fails_at_the_first_run_without_soft_placem
     c = seed_matmul(g);
   }
   v1::Session hard(g);
-  DEVTENSOR_CHECK_THROW_WITH((void)hard.run(c), InvalidArgumentError,
-                             "Cannot assign a device for operation MatMul: {{node MatMul}} was explicitly assigned to "
-                             "/device:GPU:2 but available devices are [ /job:localhost/replica:0/task:0/device:CPU:0 ]. "
-                             "Make sure the device specification refers to a valid device.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)hard.run(c), InvalidArgumentError,
+      "Cannot assign a device for operation MatMul: {{node MatMul}} was explicitly assigned to "
+      "/device:GPU:2 but available devices are [ /job:localhost/replica:0/task:0/device:CPU:0 ]. "
+      "Make sure the device specification refers to a valid device.");
   // This test program has no GPU kernels (no devtensor::cuda): TensorFlow's CPU build says so too.
   DEVTENSOR_CHECK_THROW_WITH((void)hard.run(c), InvalidArgumentError,
                              "The requested device appears to be a GPU, but CUDA is not enabled.");
@@ -159,7 +162,8 @@ BOOST_AUTO_TEST_CASE(a_missing_device_fails_at_the_first_run_without_soft_placem
   dt::Tensor<float> value;
   const auto printed = stdout_of([&] { value = soft.run(c); });
   BOOST_TEST(value.to_vector() == (std::vector<float>{22, 28, 49, 64}), boost::test_tools::per_element());
-  BOOST_TEST(printed == std::string("MatMul: (MatMul): ") + kCpu0 + "\na: (Const): " + kCpu0 + "\nb: (Const): " + kCpu0 + "\n");
+  BOOST_TEST(printed ==
+             std::string("MatMul: (MatMul): ") + kCpu0 + "\na: (Const): " + kCpu0 + "\nb: (Const): " + kCpu0 + "\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_device_without_the_kernel_and_an_op_without_kernels) {
@@ -240,7 +244,8 @@ BOOST_AUTO_TEST_CASE(feeds_and_placeholders) {
     std::ostringstream printed;
     printed << sums << "|" << rows_sess.run(total, {{rows, {{1, 2, 3, 4, 5, 6}, {2, 3}}}});
     BOOST_TEST(printed.str() == "[ 6. 15.]|21.0");
-    DEVTENSOR_CHECK_THROW_WITH((void)rows_sess.run(row_sums, {{rows, {{1, 2, 3, 4, 5, 6}, {3, 2}}}}), InvalidArgumentError,
+    DEVTENSOR_CHECK_THROW_WITH((void)rows_sess.run(row_sums, {{rows, {{1, 2, 3, 4, 5, 6}, {3, 2}}}}),
+                               InvalidArgumentError,
                                "Cannot feed value of shape (3, 2) for Tensor x:0, which has shape (None, 3)");
   }
   // Any tensor of the graph may be fed: its producers (and the unfed placeholder) are not run.
@@ -255,14 +260,15 @@ BOOST_AUTO_TEST_CASE(a_run_computes_only_what_the_fetches_need) {
     auto scope = g.as_default();
     auto unfed = v1::placeholder<std::int32_t>({2}, {.name = "unfed"});
     auto zero = dt::constant<std::int32_t>({0, 0});
-    bad = dt::div(unfed + 1, zero);                         // would need a feed, and divides by zero
+    bad = dt::div(unfed + 1, zero);                                   // would need a feed, and divides by zero
     auto broken = dt::div(dt::constant<std::int32_t>({1, 2}), zero);  // fails when run
     (void)broken;
     good = dt::constant<std::int32_t>({4, 6}) / 2;
   }
   v1::Session sess(g);
   BOOST_TEST(sess.run(good).to_vector() == (std::vector<std::int32_t>{2, 3}), boost::test_tools::per_element());
-  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(bad), InvalidArgumentError, "You must feed a value for placeholder tensor 'unfed'");
+  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(bad), InvalidArgumentError,
+                             "You must feed a value for placeholder tensor 'unfed'");
 }
 
 BOOST_AUTO_TEST_CASE(results_equal_eager_execution) {
@@ -378,7 +384,8 @@ BOOST_AUTO_TEST_CASE(disable_eager_execution_builds_the_process_default_graph) {
   BOOST_TEST(!other_thread_eager);
   v1::enable_eager_execution();
   BOOST_TEST(v1::executing_eagerly());
-  BOOST_TEST(dt::relu(dt::constant<float>({-1, 1})).to_vector() == (std::vector<float>{0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(dt::relu(dt::constant<float>({-1, 1})).to_vector() == (std::vector<float>{0, 1}),
+             boost::test_tools::per_element());
 }
 
 // TensorFlow 1's FULL_TRACE on the seed's towers over two (simulated) GPUs: RunMetadata's step
@@ -407,7 +414,8 @@ BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) 
   BOOST_TEST(untraced.step_stats.dev_stats.empty());
   v1::RunMetadata metadata;
   const auto values = sess.run({dt::AnyTensor(sum)}, feeds, {}, {.trace_level = v1::RunOptions::FULL_TRACE}, &metadata);
-  BOOST_TEST(values.front().as<float>().to_vector() == (std::vector<float>{44, 56, 98, 128}), boost::test_tools::per_element());
+  BOOST_TEST(values.front().as<float>().to_vector() == (std::vector<float>{44, 56, 98, 128}),
+             boost::test_tools::per_element());
   std::set<std::string> devices;
   std::size_t nodes = 0;
   const dt::NodeExecStats* add_n = nullptr;
@@ -434,7 +442,7 @@ BOOST_AUTO_TEST_CASE(a_full_trace_run_records_step_stats_and_a_chrome_timeline) 
     }
   }
   BOOST_TEST((devices == std::set<std::string>{kCpu0, "/job:localhost/replica:0/task:0/device:GPU:0",
-                                                "/job:localhost/replica:0/task:0/device:GPU:1"}));
+                                               "/job:localhost/replica:0/task:0/device:GPU:1"}));
   BOOST_TEST_REQUIRE(add_n != nullptr);
   BOOST_TEST((add_n->inputs == std::vector<std::string>{"MatMul", "MatMul_1"}));
   BOOST_TEST(add_n->timeline_label == "AddN = AddN(MatMul, MatMul_1)");
@@ -522,11 +530,16 @@ BOOST_AUTO_TEST_CASE(a_timeline_of_repeated_runs_pairs_each_reader_with_its_own_
   const std::string gpu = "/job:localhost/replica:0/task:0/device:GPU:0";
   dt::StepStats stats{.dev_stats = {{.device = gpu}, {.device = kCpu0}}};
   for (const std::int64_t t : {1000, 2000}) {
-    stats.dev_stats[0].node_stats.push_back(
-        {.node_name = "A", .op = "MatMul", .all_start_micros = t, .all_end_rel_micros = 10,
-         .output_shapes = {dt::Shape({2, 2})},
-         .output = {{.slot = 0, .dtype = "DT_FLOAT", .shape = dt::Shape({2, 2}), .requested_bytes = 16,
-                     .allocator_name = "GPU_0_bfc"}}});
+    stats.dev_stats[0].node_stats.push_back({.node_name = "A",
+                                             .op = "MatMul",
+                                             .all_start_micros = t,
+                                             .all_end_rel_micros = 10,
+                                             .output_shapes = {dt::Shape({2, 2})},
+                                             .output = {{.slot = 0,
+                                                         .dtype = "DT_FLOAT",
+                                                         .shape = dt::Shape({2, 2}),
+                                                         .requested_bytes = 16,
+                                                         .allocator_name = "GPU_0_bfc"}}});
     stats.dev_stats[1].node_stats.push_back(
         {.node_name = "B", .op = "Relu", .all_start_micros = t + 10, .all_end_rel_micros = 10, .inputs = {"A"}});
   }
@@ -549,7 +562,8 @@ BOOST_AUTO_TEST_CASE(a_timeline_of_repeated_runs_pairs_each_reader_with_its_own_
 // and the sessions' runs between start and stop, as one Chrome trace; TensorFlow's errors for a
 // second start and for a stop without one; nothing recorded before start or after stop.
 BOOST_AUTO_TEST_CASE(the_profiler_records_traced_functions_and_sessions_between_start_and_stop) {
-  const auto path = (std::filesystem::temp_directory_path() / ("devtensor_profile_" + std::to_string(::getpid()) + ".json")).string();
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("devtensor_profile_" + std::to_string(::getpid()) + ".json")).string();
   DEVTENSOR_CHECK_THROW_WITH(dt::profiler::stop(path), dt::UnavailableError,
                              "Cannot export profiling results. No profiler is running.");
   auto f = dt::function([](const dt::Tensor<float>& x) { return dt::relu(dt::matmul(x, x)); });
@@ -586,7 +600,7 @@ BOOST_AUTO_TEST_CASE(the_profiler_records_traced_functions_and_sessions_between_
       BOOST_TEST(event.get<std::string>("cat") == "Op");
     }
   for (const auto& op : ops) BOOST_TEST(by_op[op] >= 2, op << " ran " << by_op[op] << " times in the profile");
-  BOOST_TEST(by_op["Neg"] == 1);  // the session's run
+  BOOST_TEST(by_op["Neg"] == 1);                           // the session's run
   BOOST_TEST(by_op["ResourceApplyGradientDescent"] >= 2);  // fit's two traced steps, each updating
   std::filesystem::remove(path);
   dt::profiler::start();

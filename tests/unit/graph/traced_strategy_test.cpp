@@ -9,11 +9,10 @@
 #include <cstddef>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
-#include <span>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,8 +33,10 @@ void check_traced_equals_eager(auto ops) {
   const auto traced = dt::test::run_seed_loop(strategy, true);
   BOOST_TEST(traced.traces == 1);  // once for the whole loop
   BOOST_TEST_REQUIRE(traced.losses.size() == eager.losses.size());
-  for (std::size_t i = 0; i < eager.losses.size(); ++i) BOOST_TEST(traced.losses[i] == eager.losses[i], boost::test_tools::tolerance(1e-6f));
-  for (std::size_t i = 0; i < eager.weights.size(); ++i) BOOST_TEST(traced.weights[i] == eager.weights[i], boost::test_tools::tolerance(1e-6f));
+  for (std::size_t i = 0; i < eager.losses.size(); ++i)
+    BOOST_TEST(traced.losses[i] == eager.losses[i], boost::test_tools::tolerance(1e-6f));
+  for (std::size_t i = 0; i < eager.weights.size(); ++i)
+    BOOST_TEST(traced.weights[i] == eager.weights[i], boost::test_tools::tolerance(1e-6f));
   BOOST_TEST(traced.losses.back() < traced.losses.front());
 }
 
@@ -83,13 +84,14 @@ BOOST_AUTO_TEST_CASE(parts_on_two_cpus_give_the_bits_of_one_thread) {
     dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
     const auto w = dt::random_uniform<float>({4, 4}, {.minval = -0.6, .maxval = 0.6, .seed = 2});
     auto f = dt::function(two_devices, {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 4}),
-                                                                        dt::TensorSpec::of<float>({4, 4})}});
+                                                                       dt::TensorSpec::of<float>({4, 4})}});
     const auto x = dt::random_uniform<float>({6, 4}, {.seed = 1});
     std::vector<float> results;
     for (int call = 0; call < 20; ++call) results.push_back(f(x, w).item());
     // A failure on CPU:1's part (5 rows: 20 elements do not reshape to [3, -1]) fails the call,
     // and the next call runs as before.
-    DEVTENSOR_CHECK_THROW_WITH(f(dt::random_uniform<float>({5, 4}, {.seed = 3}), w), dt::InvalidArgumentError, "reshape");
+    DEVTENSOR_CHECK_THROW_WITH(f(dt::random_uniform<float>({5, 4}, {.seed = 3}), w), dt::InvalidArgumentError,
+                               "reshape");
     results.push_back(f(x, w).item());
     return std::pair{f.get_concrete_function(x, w)->parts(), results};
   };
@@ -152,7 +154,9 @@ BOOST_AUTO_TEST_CASE(a_run_nested_in_a_part_runs_on_its_thread) {
   auto outer = dt::function([&](const dt::Tensor<float>& x) {
     const std::vector<dt::AnyTensor> in{dt::AnyTensor(x)};
     const auto nested = dt::run_op<dt::ops::HostFunction<Nested>>(
-        {[&](std::span<const dt::AnyTensor> v) { return std::vector<dt::AnyTensor>{dt::AnyTensor(inner(v[0].as<float>(), w))}; },
+        {[&](std::span<const dt::AnyTensor> v) {
+           return std::vector<dt::AnyTensor>{dt::AnyTensor(inner(v[0].as<float>(), w))};
+         },
          {{dt::DType::DT_FLOAT, dt::Shape{}}}},
         in);
     return dt::add(nested.front().as<float>(), two_devices(x, w));
@@ -193,9 +197,9 @@ BOOST_AUTO_TEST_CASE(the_seeds_custom_loop_traced_gives_tensorflows_numbers) {
     for (const int replicas : {2, 3, 4}) {
       BOOST_TEST_CONTEXT((which == SeedOptimizer::sgd ? "SGD, " : "Adam, ") << replicas << " replicas") {
         dt::testing::reset_context();
-        dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0],
-                                                      std::vector<dt::config::LogicalDeviceConfiguration>(
-                                                          static_cast<std::size_t>(replicas)));
+        dt::config::set_logical_device_configuration(
+            dt::config::list_physical_devices("CPU")[0],
+            std::vector<dt::config::LogicalDeviceConfiguration>(static_cast<std::size_t>(replicas)));
         ds::MirroredStrategy strategy;
         const auto traced = dt::test::run_seed_custom_loop(strategy, which, true);
         BOOST_TEST(dt::test::matches(traced, dt::test::tensorflow_custom_loop(which, replicas)));
@@ -235,16 +239,18 @@ RandomRun run_random_case(const RandomCase& c, std::uint64_t seed, bool traced) 
       dt::config::list_physical_devices("CPU")[0],
       std::vector<dt::config::LogicalDeviceConfiguration>(static_cast<std::size_t>(c.replicas)));
   ds::MirroredStrategy strategy;
-  const dt::nn::Optimizer optimizer = c.optimizer == 0   ? dt::nn::Optimizer(dt::nn::optimizers::SGD{.learning_rate = 0.1})
-                                      : c.optimizer == 1 ? dt::nn::Optimizer(dt::nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9})
-                                                         : dt::nn::Optimizer(dt::nn::optimizers::Adam{.learning_rate = 0.05});
+  const dt::nn::Optimizer optimizer =
+      c.optimizer == 0   ? dt::nn::Optimizer(dt::nn::optimizers::SGD{.learning_rate = 0.1})
+      : c.optimizer == 1 ? dt::nn::Optimizer(dt::nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9})
+                         : dt::nn::Optimizer(dt::nn::optimizers::Adam{.learning_rate = 0.05});
   std::optional<dt::nn::Sequential> model;
   {
     auto guard = strategy.scope();
     std::vector<dt::nn::Layer> layers;
     const auto init = [&](std::uint64_t k) { return dt::nn::initializers::GlorotUniform{.seed = seed * 10 + k}; };
     if (c.two_layers)
-      layers.push_back(dt::nn::Dense(c.hidden, {.input_dim = 3, .activation = c.activation, .kernel_initializer = init(1)}));
+      layers.push_back(
+          dt::nn::Dense(c.hidden, {.input_dim = 3, .activation = c.activation, .kernel_initializer = init(1)}));
     layers.push_back(c.two_layers ? dt::nn::Dense(1, {.kernel_initializer = init(2)})
                                   : dt::nn::Dense(1, {.input_dim = 3, .kernel_initializer = init(2)}));
     model.emplace(std::move(layers));
@@ -252,8 +258,9 @@ RandomRun run_random_case(const RandomCase& c, std::uint64_t seed, bool traced) 
   const auto variables = model->trainable_variables();
   const std::int64_t global_batch = 4 * c.replicas + 1;  // uneven replica batches
   const auto per_example = [&](const dt::Tensor<float>& y, const dt::Tensor<float>& p) {
-    return c.loss == 0 ? dt::nn::losses::MeanSquaredError{.reduction = dt::nn::Reduction::NONE}(y, p)
-                       : dt::nn::losses::BinaryCrossentropy{.from_logits = true, .reduction = dt::nn::Reduction::NONE}(y, p);
+    return c.loss == 0
+               ? dt::nn::losses::MeanSquaredError{.reduction = dt::nn::Reduction::NONE}(y, p)
+               : dt::nn::losses::BinaryCrossentropy{.from_logits = true, .reduction = dt::nn::Reduction::NONE}(y, p);
   };
   const auto replica_step = [&](const std::tuple<dt::Tensor<float>, dt::Tensor<float>>& batch) {
     const auto& [x, y] = batch;
@@ -296,18 +303,25 @@ RandomRun run_random_case(const RandomCase& c, std::uint64_t seed, bool traced) 
 BOOST_AUTO_TEST_CASE(random_models_traced_with_parts_at_once_equal_eager) {
   std::mt19937 rng(2026);
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-    const RandomCase c{2 + static_cast<int>(rng() % 3), 2 + static_cast<int>(rng() % 4), static_cast<int>(rng() % 3),
-                       static_cast<int>(rng() % 2), rng() % 2 == 0, rng() % 2 == 0,
-                       std::array{dt::nn::Activation::relu, dt::nn::Activation::tanh, dt::nn::Activation::linear}[rng() % 3]};
-    BOOST_TEST_CONTEXT("case " << seed << ": " << c.replicas << " replicas, optimizer " << c.optimizer << ", loss " << c.loss
-                               << (c.two_layers ? ", two layers" : ", one layer")
+    const RandomCase c{
+        2 + static_cast<int>(rng() % 3),
+        2 + static_cast<int>(rng() % 4),
+        static_cast<int>(rng() % 3),
+        static_cast<int>(rng() % 2),
+        rng() % 2 == 0,
+        rng() % 2 == 0,
+        std::array{dt::nn::Activation::relu, dt::nn::Activation::tanh, dt::nn::Activation::linear}[rng() % 3]};
+    BOOST_TEST_CONTEXT("case " << seed << ": " << c.replicas << " replicas, optimizer " << c.optimizer << ", loss "
+                               << c.loss << (c.two_layers ? ", two layers" : ", one layer")
                                << (c.apply_inside ? ", update inside strategy.run" : ", update after it")) {
       const auto eager = run_random_case(c, seed, false);
       const auto traced = run_random_case(c, seed, true);
       BOOST_TEST_REQUIRE(traced.losses.size() == eager.losses.size());
       BOOST_TEST_REQUIRE(traced.weights.size() == eager.weights.size());
-      for (std::size_t i = 0; i < eager.losses.size(); ++i) BOOST_TEST(std::abs(traced.losses[i] - eager.losses[i]) <= 1e-6);
-      for (std::size_t i = 0; i < eager.weights.size(); ++i) BOOST_TEST(std::abs(traced.weights[i] - eager.weights[i]) <= 1e-6);
+      for (std::size_t i = 0; i < eager.losses.size(); ++i)
+        BOOST_TEST(std::abs(traced.losses[i] - eager.losses[i]) <= 1e-6);
+      for (std::size_t i = 0; i < eager.weights.size(); ++i)
+        BOOST_TEST(std::abs(traced.weights[i] - eager.weights[i]) <= 1e-6);
     }
   }
 }

@@ -80,7 +80,8 @@ BOOST_AUTO_TEST_CASE(shape_inference_keeps_what_is_known) {
   // What is known is still checked.
   DEVTENSOR_CHECK_THROW_WITH((void)dt::matmul(p, dt::ones<float>({4, 2})), InvalidArgumentError,
                              "Matrix size-incompatible: In[0]: [?,3], In[1]: [4,2]");
-  DEVTENSOR_CHECK_THROW_WITH((void)(p + dt::ones<float>({2, 4})), InvalidArgumentError, "Incompatible shapes: [?,3] vs. [2,4]");
+  DEVTENSOR_CHECK_THROW_WITH((void)(p + dt::ones<float>({2, 4})), InvalidArgumentError,
+                             "Incompatible shapes: [?,3] vs. [2,4]");
   // Ops whose shape functions need every dimension say so when the graph is built.
   BOOST_TEST(shape_of(dt::slice(p, {0, 0}, {1, 3})) == "(1, 3)");  // checked against the batch when it runs
   DEVTENSOR_CHECK_THROW_WITH((void)dt::zeros<float>(p.shape()), InvalidArgumentError,
@@ -103,8 +104,9 @@ BOOST_AUTO_TEST_CASE(a_placeholder_with_none_takes_any_batch) {
   BOOST_TEST(sess.run(m, {{p, dt::ones<float>({5, 3})}}).shape() == dt::Shape({5, 4}));
   DEVTENSOR_CHECK_THROW_WITH((void)sess.run(m, {{p, std::vector<float>{1, 2}, dt::Shape{1, 2}}}), InvalidArgumentError,
                              "Cannot feed value of shape (1, 2) for Tensor Placeholder:0, which has shape (None, 3)");
-  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(m), InvalidArgumentError,
-                             "You must feed a value for placeholder tensor 'Placeholder' with dtype float and shape [?,3]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)sess.run(m), InvalidArgumentError,
+      "You must feed a value for placeholder tensor 'Placeholder' with dtype float and shape [?,3]");
 }
 
 // TensorFlow 2.21: input_signature=[TensorSpec([None, 3])] traces once, inside the trace x has
@@ -126,9 +128,10 @@ BOOST_AUTO_TEST_CASE(an_input_signature_with_none_traces_once) {
   BOOST_TEST(g.experimental_get_tracing_count() == 1);
   BOOST_TEST_REQUIRE(traced_shapes.size() == 1u);
   BOOST_TEST(traced_shapes[0] == "(None, 3) Tensor(\"MatMul:0\", shape=(None, 2), dtype=float32)");
-  DEVTENSOR_CHECK_THROW_WITH((void)g(dt::ones<float>({2, 4})), InvalidArgumentError,
-                             "Binding inputs to tf.function failed due to `Can not cast TensorSpec(shape=(2, 4), "
-                             "dtype=tf.float32, name=None) to TensorSpec(shape=(None, 3), dtype=tf.float32, name=None)`");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)g(dt::ones<float>({2, 4})), InvalidArgumentError,
+      "Binding inputs to tf.function failed due to `Can not cast TensorSpec(shape=(2, 4), "
+      "dtype=tf.float32, name=None) to TensorSpec(shape=(None, 3), dtype=tf.float32, name=None)`");
 }
 
 // TensorFlow 2.21 with reduce_retracing=True: batches of 2, 3, 4, 5 rows trace (2, 3), then
@@ -170,9 +173,9 @@ BOOST_AUTO_TEST_CASE(gradients_over_an_unknown_batch_equal_eager_ones) {
       sgd.apply_gradients(grads, {w1, b1, w2, b2});
       return loss;
     };
-    auto traced_step = dt::function(step, {.name = "train_step", .input_signature = std::vector{
-                                                                     dt::TensorSpec::of<float>({-1, 3}),
-                                                                     dt::TensorSpec::of<float>({-1, 1})}});
+    auto traced_step = dt::function(
+        step, {.name = "train_step",
+               .input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3}), dt::TensorSpec::of<float>({-1, 1})}});
     std::vector<float> losses;
     for (std::int64_t n : {4, 7, 4, 7}) {
       const auto x = ramp({n, 3}), y = dt::reduce_sum(ramp({n, 3}), std::vector<std::int64_t>{1}, true);
@@ -189,7 +192,8 @@ BOOST_AUTO_TEST_CASE(gradients_over_an_unknown_batch_equal_eager_ones) {
   BOOST_TEST_REQUIRE(traced.first.size() == eager.first.size());
   for (std::size_t i = 0; i < eager.first.size(); ++i) BOOST_TEST(std::abs(traced.first[i] - eager.first[i]) <= 1e-6f);
   BOOST_TEST_REQUIRE(traced.second.size() == eager.second.size());
-  for (std::size_t i = 0; i < eager.second.size(); ++i) BOOST_TEST(std::abs(traced.second[i] - eager.second[i]) <= 1e-6f);
+  for (std::size_t i = 0; i < eager.second.size(); ++i)
+    BOOST_TEST(std::abs(traced.second[i] - eager.second[i]) <= 1e-6f);
 }
 
 // (None, 3) * (None, 3) may broadcast when the graph runs ([1, 3] against [5, 3]): the gradients'
@@ -227,7 +231,8 @@ BOOST_AUTO_TEST_CASE(reduction_gradients_over_unknown_dimensions) {
   };
   const auto loss = [](const dt::Tensor<float>& x) {
     return dt::reduce_mean(x * x) + dt::reduce_sum(dt::reduce_mean(x, std::vector<std::int64_t>{0}) * 3.0f) +
-           dt::reduce_sum(dt::reduce_sum(x, std::vector<std::int64_t>{1}) * dt::reduce_sum(x, std::vector<std::int64_t>{1}));
+           dt::reduce_sum(dt::reduce_sum(x, std::vector<std::int64_t>{1}) *
+                          dt::reduce_sum(x, std::vector<std::int64_t>{1}));
   };
   auto traced = dt::function([&](const dt::Tensor<float>& x) { return grads(loss, x); },
                              {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, -1})}});

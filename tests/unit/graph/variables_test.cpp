@@ -33,8 +33,15 @@ BOOST_AUTO_TEST_CASE(variables_get_tensorflows_nodes) {
     (void)v1::global_variables_initializer();
     BOOST_TEST(v.name() == "v:0");
   }
-  const std::vector<std::string> expected{"v/Initializer/initial_value", "v", "v/IsInitialized/VarIsInitializedOp",
-                                          "v/Assign", "v/Read/ReadVariableOp", "ReadVariableOp", "mul/y", "mul", "init"};
+  const std::vector<std::string> expected{"v/Initializer/initial_value",
+                                          "v",
+                                          "v/IsInitialized/VarIsInitializedOp",
+                                          "v/Assign",
+                                          "v/Read/ReadVariableOp",
+                                          "ReadVariableOp",
+                                          "mul/y",
+                                          "mul",
+                                          "init"};
   BOOST_TEST(g.node_names() == expected, boost::test_tools::per_element());
   std::vector<std::string> ops;
   for (const auto& n : g.nodes()) ops.emplace_back(n->type());
@@ -54,9 +61,10 @@ BOOST_AUTO_TEST_CASE(reading_before_the_initializer_is_tensorflows_error) {
     init = v1::global_variables_initializer();
   }
   v1::Session sess(g);
-  DEVTENSOR_CHECK_THROW_WITH((void)sess.run(r), dt::FailedPreconditionError,
-                             "Could not find variable v. This could mean that the variable has been deleted. In TF1, it "
-                             "can also mean the variable is uninitialized.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)sess.run(r), dt::FailedPreconditionError,
+      "Could not find variable v. This could mean that the variable has been deleted. In TF1, it "
+      "can also mean the variable is uninitialized.");
   sess.run(init);
   BOOST_TEST(sess.run(r).to_vector() == (std::vector<float>{3, 6}), boost::test_tools::per_element());
   // Values belong to the session: a second session starts uninitialised.
@@ -107,7 +115,8 @@ BOOST_AUTO_TEST_CASE(a_variable_and_its_readers_share_its_device) {
   BOOST_TEST(d.device() == kCpu0);
   BOOST_TEST(d.to_vector() == (std::vector<float>{2, 4, 6}), boost::test_tools::per_element());
   const auto lines = log.lines();
-  for (const std::string line : {"w: (VarHandleOp): ", "w/Read/ReadVariableOp: (ReadVariableOp): ", "ReadVariableOp: (ReadVariableOp): "})
+  for (const std::string line :
+       {"w: (VarHandleOp): ", "w/Read/ReadVariableOp: (ReadVariableOp): ", "ReadVariableOp: (ReadVariableOp): "})
     BOOST_TEST(std::count(lines.begin(), lines.end(), line + kGpu1) == 1, line);
 }
 
@@ -142,7 +151,8 @@ BOOST_AUTO_TEST_CASE(a_reader_requesting_another_device_than_its_variable) {
 
 BOOST_AUTO_TEST_CASE(variables_need_a_graph_and_matching_shapes) {
   DEVTENSOR_CHECK_THROW_WITH(v1::Variable<float>({1}, {1}), dt::FailedPreconditionError, "builds graph nodes");
-  DEVTENSOR_CHECK_THROW_WITH((void)v1::global_variables_initializer(), dt::FailedPreconditionError, "builds graph nodes");
+  DEVTENSOR_CHECK_THROW_WITH((void)v1::global_variables_initializer(), dt::FailedPreconditionError,
+                             "builds graph nodes");
   v1::Graph g;
   auto scope = g.as_default();
   v1::Variable<float> v({1, 2}, {2});

@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(growth_sequence_of_regions) {
   Fixture<Growth> f(64 * MiB);
   void* p1 = f.bfc.allocate(1 * KiB);  // first region: 2 MiB; next: 4 MiB
   BOOST_TEST(f.bfc.current_region_allocation_bytes() == 4 * MiB);
-  void* p2 = f.bfc.allocate(3 * MiB);  // 3 MiB fits in 4 MiB; next: 8 MiB
+  void* p2 = f.bfc.allocate(3 * MiB);   // 3 MiB fits in 4 MiB; next: 8 MiB
   void* p3 = f.bfc.allocate(10 * MiB);  // 10 MiB > 8 MiB: doubled to 16 MiB, not doubled again
   BOOST_TEST(f.bfc.current_region_allocation_bytes() == 16 * MiB);
   BOOST_TEST(f.sub->successes == (std::vector<std::size_t>{2 * MiB, 4 * MiB, 16 * MiB}),
@@ -253,7 +253,7 @@ BOOST_AUTO_TEST_CASE(alignment) {
 
 BOOST_AUTO_TEST_CASE(stats_and_clear_stats) {
   Fixture<> f(8 * MiB);
-  void* a = f.bfc.allocate(1000);    // 1 KiB chunk
+  void* a = f.bfc.allocate(1000);  // 1 KiB chunk
   void* b = f.bfc.allocate(5 * KiB);
   auto s = f.bfc.stats();
   BOOST_TEST(s.num_allocs == 2);
@@ -293,9 +293,9 @@ BOOST_AUTO_TEST_CASE(fragmentation_metric) {
 
 BOOST_AUTO_TEST_CASE(release_of_fully_free_regions) {
   Fixture<Growth> f(64 * MiB);
-  void* a = f.bfc.allocate(1 * MiB);   // region 2 MiB
-  void* b = f.bfc.allocate(3 * MiB);   // region 4 MiB
-  void* c = f.bfc.allocate(6 * MiB);   // region 8 MiB
+  void* a = f.bfc.allocate(1 * MiB);  // region 2 MiB
+  void* b = f.bfc.allocate(3 * MiB);  // region 4 MiB
+  void* c = f.bfc.allocate(6 * MiB);  // region 8 MiB
   BOOST_TEST(f.bfc.region_count() == 3u);
   const auto peak = f.bfc.stats().peak_bytes_in_use;
   f.bfc.deallocate(a);
@@ -325,9 +325,9 @@ BOOST_AUTO_TEST_CASE(release_of_fully_free_regions) {
 // free regions and growing again can.
 BOOST_AUTO_TEST_CASE(growth_fragmentation_release_and_regrow) {
   Fixture<Growth> f(16 * MiB);
-  void* a = f.bfc.allocate(1 * KiB);   // 2 MiB
-  void* b = f.bfc.allocate(3 * MiB);   // 4 MiB
-  void* c = f.bfc.allocate(7 * MiB);   // 8 MiB; pool 14 MiB of 16
+  void* a = f.bfc.allocate(1 * KiB);  // 2 MiB
+  void* b = f.bfc.allocate(3 * MiB);  // 4 MiB
+  void* c = f.bfc.allocate(7 * MiB);  // 8 MiB; pool 14 MiB of 16
   for (void* p : {a, b, c}) f.bfc.deallocate(p);
   BOOST_TEST(f.bfc.try_allocate(12 * MiB) == nullptr);  // 14 MiB free, but at most 8 MiB in one piece
   BOOST_TEST(f.bfc.release_free_regions() == 14 * MiB);
@@ -510,7 +510,8 @@ BOOST_AUTO_TEST_CASE(a_request_beyond_the_whole_limit_fails_at_once) {
     const auto start = std::chrono::steady_clock::now();
     DEVTENSOR_CHECK_THROW_WITH(bfc.allocate(bytes, 256, {.retry_on_failure = true, .op_name = "Fill"}),
                                devtensor::ResourceExhaustedError, "The request alone exceeds the limit of 4.00MiB");
-    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count() < 2000);
+    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count() <
+               2000);
   }
   BOOST_TEST(bfc.check_invariants() == "");
   bfc.deallocate(held);
@@ -522,12 +523,14 @@ BOOST_AUTO_TEST_CASE(memory_dump_format) {
   void* b = f.bfc.allocate(100);
   const std::string dump = f.bfc.memory_dump(300);
   BOOST_TEST(devtensor::test::contains(dump, "BFCAllocator dump for test_bfc\n"));
-  BOOST_TEST(devtensor::test::contains(dump, "Bin (256): \tTotal Chunks: 1, Chunks in use: 1. 256B "
-                                             "allocated for chunks. 256B in use in bin. 100B "
-                                             "client-requested in use in bin.\n"));
+  BOOST_TEST(devtensor::test::contains(dump,
+                                       "Bin (256): \tTotal Chunks: 1, Chunks in use: 1. 256B "
+                                       "allocated for chunks. 256B in use in bin. 100B "
+                                       "client-requested in use in bin.\n"));
   BOOST_TEST(devtensor::test::contains(dump, "Bin (262144): \tTotal Chunks: 1, Chunks in use: 0."));
-  BOOST_TEST(devtensor::test::contains(dump, "Bin (524288): \tTotal Chunks: 1, Chunks in use: 1. "
-                                             "512.0KiB allocated for chunks."));
+  BOOST_TEST(devtensor::test::contains(dump,
+                                       "Bin (524288): \tTotal Chunks: 1, Chunks in use: 1. "
+                                       "512.0KiB allocated for chunks."));
   BOOST_TEST(devtensor::test::contains(dump, "Bin for 512B was 512B, Chunk State: \n"));
   BOOST_TEST(devtensor::test::contains(dump, "Next region of size 1048576\n"));
   BOOST_TEST(devtensor::test::contains(dump, "InUse at "));
@@ -536,8 +539,9 @@ BOOST_AUTO_TEST_CASE(memory_dump_format) {
   BOOST_TEST(devtensor::test::contains(dump, "1 Chunks of size 256 totalling 256B\n"));
   BOOST_TEST(devtensor::test::contains(dump, "1 Chunks of size 524288 totalling 512.0KiB\n"));
   BOOST_TEST(devtensor::test::contains(dump, "Sum Total of in-use chunks: 512.2KiB\n"));
-  BOOST_TEST(devtensor::test::contains(dump, "total_region_allocated_bytes_: 1048576 memory_limit_: "
-                                             "1048576 available bytes: 0 curr_region_allocation_bytes_: 2097152\n"));
+  BOOST_TEST(devtensor::test::contains(dump,
+                                       "total_region_allocated_bytes_: 1048576 memory_limit_: "
+                                       "1048576 available bytes: 0 curr_region_allocation_bytes_: 2097152\n"));
   BOOST_TEST(devtensor::test::contains(dump, "Stats: \nLimit: "));
   BOOST_TEST(devtensor::test::contains(dump, " 1048576\nInUse: "));
   const std::string map = f.bfc.occupancy_map();

@@ -71,8 +71,7 @@ BOOST_AUTO_TEST_CASE(memory_info_reset_and_usage) {
 BOOST_AUTO_TEST_CASE(get_memory_info_initialises_with_its_name) {
   cfg::set_simulated_gpus(1);
   (void)mem::get_memory_info("GPU:0");
-  BOOST_TEST(devtensor::test::contains(Context::global().initialization_trigger(),
-                                       "get_memory_info(\"GPU:0\")"));
+  BOOST_TEST(devtensor::test::contains(Context::global().initialization_trigger(), "get_memory_info(\"GPU:0\")"));
 }
 
 BOOST_AUTO_TEST_CASE(device_string_errors) {
@@ -81,18 +80,16 @@ BOOST_AUTO_TEST_CASE(device_string_errors) {
       "Note a valid device string should at least contain a device type and a device index, like "
       "\"GPU:0\".";
   for (const char* bad : {"GPU", "GPU:x", "/device:GPU:*", "", "gpu 0"})
-    DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info(bad), devtensor::InvalidArgumentError,
-                               parse_phrase);
+    DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info(bad), devtensor::InvalidArgumentError, parse_phrase);
   DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info("GPU:0x"), devtensor::InvalidArgumentError,
                              "Failed parsing device name: 'GPU:0x'");
   DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info("GPU:3"), devtensor::NotFoundError,
                              "No matching devices found for 'GPU:3'");
-  DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info("/job:worker/device:GPU:0"),
-                             devtensor::NotFoundError, "No matching devices found");
+  DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info("/job:worker/device:GPU:0"), devtensor::NotFoundError,
+                             "No matching devices found");
   DEVTENSOR_CHECK_THROW_WITH((void)mem::get_memory_info("CPU:0"), devtensor::InvalidArgumentError,
                              "CPU does not support");
-  DEVTENSOR_CHECK_THROW_WITH(mem::reset_memory_stats("CPU:0"), devtensor::InvalidArgumentError,
-                             "CPU does not support");
+  DEVTENSOR_CHECK_THROW_WITH(mem::reset_memory_stats("CPU:0"), devtensor::InvalidArgumentError, "CPU does not support");
   DEVTENSOR_CHECK_THROW_WITH(mem::reset_memory_stats("GPU:1"), devtensor::NotFoundError,
                              "No matching devices found for 'GPU:1'");
 }
@@ -135,8 +132,7 @@ BOOST_AUTO_TEST_CASE(virtual_devices_share_the_physical_capacity) {
 
 BOOST_AUTO_TEST_CASE(oom_error_names_the_limit_source) {
   cfg::set_simulated_gpus(1, 1 * kGiB);
-  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0],
-                                        {{.memory_limit_mb = 64}});
+  cfg::set_logical_device_configuration(cfg::list_physical_devices("GPU")[0], {{.memory_limit_mb = 64}});
   DEVTENSOR_CHECK_THROW_WITH(
       (void)gpu_allocator(0).allocate(100 * kMiB, 256, {.retry_on_failure = false, .op_name = "Fill"}),
       devtensor::ResourceExhaustedError, "memory_limit_mb = 64 of the virtual device");

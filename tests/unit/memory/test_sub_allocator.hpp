@@ -38,8 +38,7 @@ class TestSubAllocator {
       --log_->fail_next;
       return nullptr;
     }
-    if (log_->fail_probability > 0 &&
-        std::uniform_real_distribution<double>(0, 1)(log_->rng) < log_->fail_probability)
+    if (log_->fail_probability > 0 && std::uniform_real_distribution<double>(0, 1)(log_->rng) < log_->fail_probability)
       return nullptr;
     if (bytes > log_->capacity - log_->outstanding) return nullptr;
     void* p = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);

@@ -74,15 +74,16 @@ BOOST_AUTO_TEST_CASE(softmax_errors) {
 
 BOOST_AUTO_TEST_CASE(categorical_crossentropy_matches_keras) {
   using nn::losses::CategoricalCrossentropy;
-  BOOST_TEST(CategoricalCrossentropy{}(one_hot, probabilities).item() == 1.1769392f, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(CategoricalCrossentropy{}(one_hot, probabilities).item() == 1.1769392f,
+             boost::test_tools::tolerance(1e-6f));
   BOOST_TEST(CategoricalCrossentropy{.label_smoothing = 0.1}(one_hot, probabilities).item() == 1.4591359f,
              boost::test_tools::tolerance(1e-6f));
   BOOST_TEST(CategoricalCrossentropy{.from_logits = true}(one_hot, logits).item() == 1.6436652f,
              boost::test_tools::tolerance(1e-6f));
   const CategoricalCrossentropy smoothed{.from_logits = true, .label_smoothing = 0.2};
   BOOST_TEST(smoothed(one_hot, logits).item() == 1.7436652f, boost::test_tools::tolerance(1e-6f));
-  check_values(CategoricalCrossentropy{.reduction = nn::Reduction::NONE}(one_hot, probabilities), {0.051293306, 2.3025851},
-               1e-6);
+  check_values(CategoricalCrossentropy{.reduction = nn::Reduction::NONE}(one_hot, probabilities),
+               {0.051293306, 2.3025851}, 1e-6);
   // Probabilities that do not sum to 1 are scaled first: doubling them changes nothing.
   BOOST_TEST(CategoricalCrossentropy{}(one_hot, dt::mul(probabilities, dt::scalar<float>(2))).item() ==
                  CategoricalCrossentropy{}(one_hot, probabilities).item(),
@@ -92,7 +93,8 @@ BOOST_AUTO_TEST_CASE(categorical_crossentropy_matches_keras) {
   dt::GradientTape tape;
   const auto loss = CategoricalCrossentropy{.from_logits = true}(dt::cast<double>(one_hot), v.value());
   const auto grad = tape.gradient(loss, std::vector{v})[0];
-  check_values(grad, dt::div(dt::sub(dt::softmax(v.value()), dt::cast<double>(one_hot)), dt::scalar<double>(2)).to_vector(),
+  check_values(grad,
+               dt::div(dt::sub(dt::softmax(v.value()), dt::cast<double>(one_hot)), dt::scalar<double>(2)).to_vector(),
                1e-12);
 }
 
@@ -128,9 +130,10 @@ BOOST_AUTO_TEST_CASE(sparse_categorical_crossentropy_matches_keras) {
 BOOST_AUTO_TEST_CASE(sparse_labels_outside_the_classes) {
   using nn::losses::SparseCategoricalCrossentropy;
   // Eagerly on the CPU: TensorFlow's CPU kernel's error.
-  DEVTENSOR_CHECK_THROW_WITH((void)SparseCategoricalCrossentropy{.from_logits = true}(dt::constant<float>({1, 5}, {2}), logits),
-                             dt::InvalidArgumentError,
-                             "Received a label value of 5 which is outside the valid range of [0, 3).  Label values: 1 5");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)SparseCategoricalCrossentropy{.from_logits = true}(dt::constant<float>({1, 5}, {2}), logits),
+      dt::InvalidArgumentError,
+      "Received a label value of 5 which is outside the valid range of [0, 3).  Label values: 1 5");
   DEVTENSOR_CHECK_THROW_WITH((void)SparseCategoricalCrossentropy{}(dt::constant<float>({-1, 0}, {2}), probabilities),
                              dt::InvalidArgumentError, "label value of -1");
   DEVTENSOR_CHECK_THROW_WITH((void)SparseCategoricalCrossentropy{}(dt::constant<float>({0.5f, 0}, {2}), probabilities),
@@ -142,7 +145,8 @@ BOOST_AUTO_TEST_CASE(sparse_labels_outside_the_classes) {
   });
   const auto traced = per_example(dt::constant<float>({1, 5}, {2}), logits).to_vector();
   const auto eager = SparseCategoricalCrossentropy{.from_logits = true, .reduction = nn::Reduction::NONE}(
-                         dt::constant<float>({1, 0}, {2}), logits).to_vector();
+                         dt::constant<float>({1, 0}, {2}), logits)
+                         .to_vector();
   BOOST_TEST(traced[0] == eager[0]);
   BOOST_TEST(std::isnan(traced[1]));
   // Shapes that do not pair a label with a row of scores.
@@ -166,7 +170,8 @@ BOOST_AUTO_TEST_CASE(a_softmax_classifier_trains_traced_and_eager_alike) {
   std::vector<std::vector<float>> predictions;
   for (bool eager : {false, true}) {
     nn::clear_session();
-    nn::Sequential model({nn::Dense(8, {.input_dim = 1, .activation = nn::Activation::tanh,
+    nn::Sequential model({nn::Dense(8, {.input_dim = 1,
+                                        .activation = nn::Activation::tanh,
                                         .kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}}),
                           nn::Dense(3, {.activation = nn::Activation::softmax,
                                         .kernel_initializer = nn::initializers::GlorotUniform{.seed = 5}})});
@@ -188,9 +193,12 @@ BOOST_AUTO_TEST_CASE(losses_and_optimizers_by_keras_names) {
   std::vector<std::vector<double>> histories;
   for (bool by_name : {true, false}) {
     nn::clear_session();
-    nn::Sequential model({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})});
-    if (by_name) model.compile("mse", "sgd");
-    else model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});  // Keras's defaults: lr 0.01
+    nn::Sequential model(
+        {nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})});
+    if (by_name)
+      model.compile("mse", "sgd");
+    else
+      model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});  // Keras's defaults: lr 0.01
     histories.push_back(model.fit(x, y, {.epochs = 3, .verbose = 0, .shuffle = false}).loss);
   }
   BOOST_TEST(histories[0] == histories[1], boost::test_tools::per_element());
@@ -238,8 +246,8 @@ struct TinyClassification {
   dt::Tensor<float> binary = dt::constant<float>({0, 1, 1, 0}, {4, 1});
 };
 nn::Sequential zero_softmax_model() {
-  return nn::Sequential({nn::Dense(3, {.input_dim = 1, .activation = nn::Activation::softmax,
-                                       .kernel_initializer = nn::initializers::Zeros{}})});
+  return nn::Sequential({nn::Dense(
+      3, {.input_dim = 1, .activation = nn::Activation::softmax, .kernel_initializer = nn::initializers::Zeros{}})});
 }
 }  // namespace
 
@@ -269,8 +277,8 @@ BOOST_AUTO_TEST_CASE(accuracy_in_fit_and_evaluate_matches_keras) {
       // One sigmoid output: "accuracy" is binary accuracy. Keras: {accuracy: [0.75, 0.75],
       // loss: [1.0461209, 1.0378387]}.
       nn::clear_session();
-      nn::Sequential model({nn::Dense(1, {.input_dim = 1, .activation = nn::Activation::sigmoid,
-                                          .kernel_initializer = nn::initializers::Ones{}})});
+      nn::Sequential model({nn::Dense(
+          1, {.input_dim = 1, .activation = nn::Activation::sigmoid, .kernel_initializer = nn::initializers::Ones{}})});
       model.compile("binary_crossentropy", "sgd", {.metrics = {"accuracy"}, .run_eagerly = eager});
       const auto history = model.fit(data.x, data.binary, two_epochs);
       BOOST_TEST(history.loss[0] == 1.0461209, boost::test_tools::tolerance(1e-6));
@@ -286,14 +294,19 @@ BOOST_AUTO_TEST_CASE(metrics_are_printed_in_the_order_of_their_names) {
   model.compile("sparse_categorical_crossentropy", "sgd", {.metrics = {"sparse_categorical_accuracy", "acc"}});
   std::ostringstream out;
   const auto history = model.fit(data.x, data.classes, {.batch_size = 2, .verbose = 2, .shuffle = false, .out = &out});
-  BOOST_TEST(std::regex_search(out.str(), std::regex(R"(2/2 - \d+s - \d+(us|ms|s)/step - acc: 0\.5000 - loss: 1\.0974 - sparse_categorical_accuracy: 0\.5000\n)")),
-             "output was: " << out.str());
+  BOOST_TEST(
+      std::regex_search(
+          out.str(),
+          std::regex(
+              R"(2/2 - \d+s - \d+(us|ms|s)/step - acc: 0\.5000 - loss: 1\.0974 - sparse_categorical_accuracy: 0\.5000\n)")),
+      "output was: " << out.str());
   BOOST_TEST(history.metrics.size() == 2u);
   std::ostringstream evaluated;
   const nn::Evaluation e = model.evaluate(data.x, data.classes, {.verbose = 0});
   evaluated << e;
-  BOOST_TEST(std::regex_match(evaluated.str(), std::regex(R"(loss: 1\.0\d+ - acc: 0\.5 - sparse_categorical_accuracy: 0\.5)")),
-             "printed: " << evaluated.str());
+  BOOST_TEST(
+      std::regex_match(evaluated.str(), std::regex(R"(loss: 1\.0\d+ - acc: 0\.5 - sparse_categorical_accuracy: 0\.5)")),
+      "printed: " << evaluated.str());
 }
 
 BOOST_AUTO_TEST_CASE(accuracy_metrics_on_fixed_inputs) {
@@ -303,21 +316,24 @@ BOOST_AUTO_TEST_CASE(accuracy_metrics_on_fixed_inputs) {
     return dt::reduce_mean(nn::metric_matches(metric, t, p)).item();
   };
   BOOST_TEST(mean_of(nn::metric_by_name("categorical_accuracy"), one_hot, probabilities) == 0.5f);
-  BOOST_TEST(mean_of(nn::metric_by_name("SparseCategoricalAccuracy"), dt::constant<float>({1, 0}, {2}), probabilities) == 0.5f);
+  BOOST_TEST(mean_of(nn::metric_by_name("SparseCategoricalAccuracy"), dt::constant<float>({1, 0}, {2}),
+                     probabilities) == 0.5f);
   BOOST_TEST(mean_of(nn::metric_by_name("binary_accuracy"), dt::constant<float>({1, 0, 1}, {3, 1}),
                      dt::constant<float>({0.7f, 0.6f, 0.2f}, {3, 1})) == 1.0f / 3.0f);
   // Ties pick the first class, as argmax does: a row of equal scores predicts class 0.
   const auto ties = dt::constant<float>({0.25f, 0.25f, 0.25f, 0.25f, 0.1f, 0.4f, 0.4f, 0.1f}, {2, 4});
-  check_values(nn::metric_matches(nn::metric_by_name("sparse_categorical_accuracy"), dt::constant<float>({0, 2}, {2}), ties),
-               {1, 0}, 0);
+  check_values(
+      nn::metric_matches(nn::metric_by_name("sparse_categorical_accuracy"), dt::constant<float>({0, 2}, {2}), ties),
+      {1, 0}, 0);
   // "accuracy" by the shapes, as Keras picks it.
   using Kind = nn::Metric::Kind;
   BOOST_TEST((nn::resolve_accuracy(dt::Shape({8, 1}), dt::Shape({8, 1})) == Kind::binary_accuracy));
   BOOST_TEST((nn::resolve_accuracy(dt::Shape({8}), dt::Shape({8, 3})) == Kind::sparse_categorical_accuracy));
   BOOST_TEST((nn::resolve_accuracy(dt::Shape({8, 1}), dt::Shape({8, 3})) == Kind::sparse_categorical_accuracy));
   BOOST_TEST((nn::resolve_accuracy(dt::Shape({8, 3}), dt::Shape({8, 3})) == Kind::categorical_accuracy));
-  DEVTENSOR_CHECK_THROW_WITH((void)nn::metric_matches(nn::metric_by_name("categorical_accuracy"), class_indices, probabilities),
-                             dt::InvalidArgumentError, "metric categorical_accuracy: labels of shape [2] and predictions of shape [2,3]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)nn::metric_matches(nn::metric_by_name("categorical_accuracy"), class_indices, probabilities),
+      dt::InvalidArgumentError, "metric categorical_accuracy: labels of shape [2] and predictions of shape [2,3]");
   DEVTENSOR_CHECK_THROW_WITH((void)nn::metric_by_name("f1_score"), dt::InvalidArgumentError,
                              "Could not interpret metric identifier: f1_score");
 }
@@ -332,11 +348,13 @@ BOOST_AUTO_TEST_CASE(error_metrics_on_fixed_inputs) {
   const auto p = dt::constant<float>({0.5f, 0.25f, 1.5f, 1}, {2, 2});
   BOOST_TEST(mean_of("mae", t, p) == 0.4375f);
   BOOST_TEST(mean_of("MeanSquaredError", t, p) == 0.265625f);
-  BOOST_TEST(mean_of("mean_absolute_error", dt::constant<float>({1, 2}, {2}), dt::constant<float>({1.5f, 1}, {2, 1})) == 0.75f);
+  BOOST_TEST(mean_of("mean_absolute_error", dt::constant<float>({1, 2}, {2}), dt::constant<float>({1.5f, 1}, {2, 1})) ==
+             0.75f);
   BOOST_TEST(nn::metric_by_name("mae").name == "mae");
   BOOST_TEST(nn::metric_by_name("MeanAbsoluteError").name == "mean_absolute_error");
-  DEVTENSOR_CHECK_THROW_WITH((void)nn::metric_matches(nn::metric_by_name("mse"), dt::constant<float>({1, 2, 3}, {3}), p),
-                             dt::InvalidArgumentError, "metric mse: labels of shape [3] and predictions of shape [2,2]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)nn::metric_matches(nn::metric_by_name("mse"), dt::constant<float>({1, 2, 3}, {3}), p),
+      dt::InvalidArgumentError, "metric mse: labels of shape [3] and predictions of shape [2,2]");
 }
 
 BOOST_AUTO_TEST_CASE(a_refused_metric_leaves_the_model_as_it_was) {
@@ -363,8 +381,8 @@ BOOST_AUTO_TEST_CASE(validation_split_and_validation_data_match_keras) {
   };
   const auto model = [] {
     nn::clear_session();
-    nn::Sequential m({nn::Dense(1, {.input_dim = 1, .activation = nn::Activation::sigmoid,
-                                    .kernel_initializer = nn::initializers::Ones{}})});
+    nn::Sequential m({nn::Dense(
+        1, {.input_dim = 1, .activation = nn::Activation::sigmoid, .kernel_initializer = nn::initializers::Ones{}})});
     m.compile("binary_crossentropy", "sgd", {.metrics = {"accuracy"}});
     return m;
   };
@@ -386,8 +404,8 @@ BOOST_AUTO_TEST_CASE(validation_split_and_validation_data_match_keras) {
   {
     auto dataset = options;
     dataset.validation_data = nn::Sequential::Dataset::from_tensor_slices(rows(x, 7, 3), rows(y, 7, 3)).batch(2);
-    histories.push_back(model().fit(nn::Sequential::Dataset::from_tensor_slices(rows(x, 0, 7), rows(y, 0, 7)).batch(4),
-                                    dataset));
+    histories.push_back(
+        model().fit(nn::Sequential::Dataset::from_tensor_slices(rows(x, 0, 7), rows(y, 0, 7)).batch(4), dataset));
   }
   for (const auto& h : histories) {
     BOOST_TEST(h.loss[0] == 0.7022116, boost::test_tools::tolerance(1e-6));
@@ -397,8 +415,12 @@ BOOST_AUTO_TEST_CASE(validation_split_and_validation_data_match_keras) {
     BOOST_TEST(h.metrics.at("val_loss")[1] == 0.3750094, boost::test_tools::tolerance(1e-6));
     BOOST_TEST(h.metrics.at("val_accuracy") == std::vector<double>({1.0, 1.0}), boost::test_tools::per_element());
   }
-  BOOST_TEST(std::regex_search(out.str(), std::regex(R"(2/2 - \d+s - \d+(us|ms|s)/step - accuracy: 0\.4286 - loss: 0\.7022 - val_accuracy: 1\.0000 - val_loss: 0\.3734\n)")),
-             "output was: " << out.str());
+  BOOST_TEST(
+      std::regex_search(
+          out.str(),
+          std::regex(
+              R"(2/2 - \d+s - \d+(us|ms|s)/step - accuracy: 0\.4286 - loss: 0\.7022 - val_accuracy: 1\.0000 - val_loss: 0\.3734\n)")),
+      "output was: " << out.str());
 }
 
 BOOST_AUTO_TEST_CASE(validation_errors) {
@@ -409,15 +431,16 @@ BOOST_AUTO_TEST_CASE(validation_errors) {
                              dt::InvalidArgumentError, "validation_split must be in [0, 1), got 1");
   DEVTENSOR_CHECK_THROW_WITH((void)model.fit(data.x, data.classes, {.verbose = 0, .validation_split = -0.1}),
                              dt::InvalidArgumentError, "validation_split must be in [0, 1)");
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(data.x, data.classes, {.verbose = 0, .validation_split = 0.9}),
-                             dt::InvalidArgumentError,
-                             "Training data contains 4 samples, which is not sufficient to split it into a validation and "
-                             "training set as specified by `validation_split=0.9");
-  const auto batches = nn::Sequential::Dataset::from_tensor_slices(data.x, data.classes).batch(2);
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(batches, {.verbose = 0, .validation_split = 0.5}), dt::InvalidArgumentError,
-                             "Argument `validation_split` is only supported for tensors");
   DEVTENSOR_CHECK_THROW_WITH(
-      (void)model.fit(data.x, data.classes, {.verbose = 0, .validation_data = {data.x, dt::zeros<float>(dt::Shape{3})}}),
+      (void)model.fit(data.x, data.classes, {.verbose = 0, .validation_split = 0.9}), dt::InvalidArgumentError,
+      "Training data contains 4 samples, which is not sufficient to split it into a validation and "
+      "training set as specified by `validation_split=0.9");
+  const auto batches = nn::Sequential::Dataset::from_tensor_slices(data.x, data.classes).batch(2);
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(batches, {.verbose = 0, .validation_split = 0.5}),
+                             dt::InvalidArgumentError, "Argument `validation_split` is only supported for tensors");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit(data.x, data.classes,
+                      {.verbose = 0, .validation_data = {data.x, dt::zeros<float>(dt::Shape{3})}}),
       dt::InvalidArgumentError, "Data cardinality is ambiguous");
 }
 

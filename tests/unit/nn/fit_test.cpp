@@ -40,7 +40,8 @@ Dataset seeds_dataset() {
   return Dataset::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
 }
 nn::Sequential seeds_model(std::uint64_t seed = 1) {
-  nn::Sequential model({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::GlorotUniform{.seed = seed}})});
+  nn::Sequential model(
+      {nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::GlorotUniform{.seed = seed}})});
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.2});
   return model;
 }
@@ -89,7 +90,7 @@ BOOST_AUTO_TEST_CASE(fit_on_tensors_with_a_seed_is_reproducible) {
   BOOST_TEST(ha.loss == hb.loss, boost::test_tools::per_element());
   BOOST_TEST(ha.loss.back() < ha.loss.front());
   const auto w = a.trainable_variables()[0].to_vector();
-  BOOST_TEST(w[0] > 1.0f);  // heading for 2
+  BOOST_TEST(w[0] > 1.0f);                              // heading for 2
   auto predictions = a.predict(x, {.batch_size = 10});  // 7 batches, concatenated
   BOOST_TEST(predictions.shape() == dt::Shape({64, 1}));
   BOOST_TEST(predictions.to_vector() == a(x).to_vector(), boost::test_tools::per_element());
@@ -136,7 +137,8 @@ std::string on_a_terminal(Body body) {
   std::string received;
   std::thread reader([&] {  // drains the terminal so that a long output cannot block the writer
     char buffer[4096];
-    for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;) received.append(buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;)
+      received.append(buffer, static_cast<std::size_t>(n));
   });
   std::cout.flush();
   const int saved = ::dup(STDOUT_FILENO);
@@ -160,7 +162,8 @@ BOOST_AUTO_TEST_CASE(progress_through_a_pseudo_terminal) {
   std::size_t finals = 0;
   for (auto at = text.find("10/10 ["); at != std::string::npos; at = text.find("10/10 [", at + 1)) ++finals;
   BOOST_TEST(finals == 2u, "output was: " << text);
-  BOOST_TEST(std::regex_search(text, std::regex(R"(\r10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \S+ *\nEpoch 2/2\n\r 1/10)")),
+  BOOST_TEST(std::regex_search(
+                 text, std::regex(R"(\r10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \S+ *\nEpoch 2/2\n\r 1/10)")),
              "output was: " << text);
   BOOST_TEST(std::regex_search(text, std::regex(R"(\r10/10 \[={30}\] - \d+s \d+(us|ms|s)/step - loss: \S+ *\n$)")),
              "output was: " << text);
@@ -202,7 +205,8 @@ BOOST_AUTO_TEST_CASE(steps_per_epoch_over_an_infinite_dataset) {
                              "please specify a `steps_per_epoch` value");
   auto history = model.fit(forever, {.epochs = 3, .verbose = 0, .steps_per_epoch = 5});
   BOOST_TEST(history.loss.size() == 3u);
-  DEVTENSOR_CHECK_THROW_WITH((void)model.evaluate(forever, {.verbose = 0}), dt::InvalidArgumentError, "repeats forever");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.evaluate(forever, {.verbose = 0}), dt::InvalidArgumentError,
+                             "repeats forever");
   // A finite dataset that runs out stops training with Keras's warning.
   auto short_history = model.fit(seeds_dataset(), {.epochs = 3, .verbose = 0, .steps_per_epoch = 6});
   BOOST_TEST(short_history.loss.size() == 2u);  // 6 steps, then 4, then out of data
@@ -215,15 +219,21 @@ BOOST_AUTO_TEST_CASE(misuse_is_reported) {
                              "You must call `compile()` before using the model.");
   DEVTENSOR_CHECK_THROW_WITH((void)model.evaluate(seeds_dataset()), dt::FailedPreconditionError, "compile()");
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({10, 1})), dt::zeros<float>(dt::Shape({9, 1})), {.verbose = 0}),
-                             dt::InvalidArgumentError, "Data cardinality is ambiguous:\n  x sizes: 10\n  y sizes: 9");
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({10, 3})), dt::zeros<float>(dt::Shape({10, 1})), {.verbose = 0}),
-                             dt::InvalidArgumentError, "expected axis -1 of input shape to have value 1, but received input with shape (10, 3)");
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({10, 1})), dt::zeros<float>(dt::Shape({10, 2})), {.verbose = 0}),
-                             dt::InvalidArgumentError, "incompatible shapes");
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(seeds_dataset(), {.epochs = -1}), dt::InvalidArgumentError, "epochs must be >= 0");
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(dt::zeros<float>(dt::Shape({4, 1})), dt::zeros<float>(dt::Shape({4, 1})), {.batch_size = 0}),
-                             dt::InvalidArgumentError, "batch_size must be >= 1");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit(dt::zeros<float>(dt::Shape({10, 1})), dt::zeros<float>(dt::Shape({9, 1})), {.verbose = 0}),
+      dt::InvalidArgumentError, "Data cardinality is ambiguous:\n  x sizes: 10\n  y sizes: 9");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit(dt::zeros<float>(dt::Shape({10, 3})), dt::zeros<float>(dt::Shape({10, 1})), {.verbose = 0}),
+      dt::InvalidArgumentError,
+      "expected axis -1 of input shape to have value 1, but received input with shape (10, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit(dt::zeros<float>(dt::Shape({10, 1})), dt::zeros<float>(dt::Shape({10, 2})), {.verbose = 0}),
+      dt::InvalidArgumentError, "incompatible shapes");
+  DEVTENSOR_CHECK_THROW_WITH((void)model.fit(seeds_dataset(), {.epochs = -1}), dt::InvalidArgumentError,
+                             "epochs must be >= 0");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit(dt::zeros<float>(dt::Shape({4, 1})), dt::zeros<float>(dt::Shape({4, 1})), {.batch_size = 0}),
+      dt::InvalidArgumentError, "batch_size must be >= 1");
   DEVTENSOR_CHECK_THROW_WITH((void)model.predict(dt::scalar<float>(1)), dt::InvalidArgumentError, "rank >= 1");
   // An unbuilt model has no variables for the optimizer.
   nn::Sequential lazy({nn::Dense(1)});
@@ -250,10 +260,12 @@ struct Trained {
   std::vector<float> predicted;
 };
 Trained train_mlp(bool run_eagerly) {
-  nn::Sequential model({nn::Dense(8, {.input_dim = 1, .activation = nn::Activation::relu,
+  nn::Sequential model({nn::Dense(8, {.input_dim = 1,
+                                      .activation = nn::Activation::relu,
                                       .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}}),
                         nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}})});
-  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.05}, {.run_eagerly = run_eagerly});
+  model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.05},
+                {.run_eagerly = run_eagerly});
   auto [x, y] = line_data();
   Trained out;
   // Batches of 10 and a last one of 4: two traces of the train step.
@@ -313,7 +325,8 @@ BOOST_AUTO_TEST_CASE(steps_are_traced_once_per_batch_shape_unless_run_eagerly) {
   (void)model.fit(x, y, {.epochs = 1, .batch_size = 32, .verbose = 0});
   lines = log.lines();
   BOOST_TEST(functions_called(lines, "train_function").empty());
-  BOOST_TEST(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("Executing op MatMul"); }));
+  BOOST_TEST(std::any_of(lines.begin(), lines.end(),
+                         [](const std::string& l) { return l.starts_with("Executing op MatMul"); }));
   // compile() starts again, with its own run_eagerly.
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{});
   BOOST_TEST(!model.run_eagerly());
@@ -327,7 +340,8 @@ BOOST_AUTO_TEST_CASE(cuda_graph_steps_give_the_traced_steps_bits) {
   const auto train = [](bool cuda_graph) {
     nn::clear_session();
     dt::DeviceScope gpu("/GPU:0");
-    nn::Sequential model({nn::Dense(8, {.input_dim = 1, .activation = nn::Activation::relu,
+    nn::Sequential model({nn::Dense(8, {.input_dim = 1,
+                                        .activation = nn::Activation::relu,
                                         .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}}),
                           nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}})});
     model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.9},
@@ -374,8 +388,9 @@ BOOST_AUTO_TEST_CASE(a_host_batch_is_copied_to_the_gpu_once_per_step) {
   dt::test::FakeGpuKernels kernels;
   const auto& recorder = dt::test::fake_gpu_recorder();
   const auto uploads_of = [&](std::size_t from, std::size_t bytes) {
-    return std::count_if(recorder.copies.begin() + static_cast<std::ptrdiff_t>(from), recorder.copies.end(),
-                         [&](const dt::test::FakeGpuCopy& c) { return c.src_ordinal < 0 && c.dst_ordinal >= 0 && c.bytes == bytes; });
+    return std::count_if(
+        recorder.copies.begin() + static_cast<std::ptrdiff_t>(from), recorder.copies.end(),
+        [&](const dt::test::FakeGpuCopy& c) { return c.src_ordinal < 0 && c.dst_ordinal >= 0 && c.bytes == bytes; });
   };
   dt::Tensor<float> x, y;
   {
@@ -412,7 +427,8 @@ BOOST_AUTO_TEST_CASE(a_host_batch_is_copied_to_the_gpu_once_per_step) {
   const auto fit = [&](bool eagerly, bool dropout) {
     nn::clear_session();
     dt::DeviceScope gpu("/GPU:0");
-    std::vector<nn::Layer> layers{nn::Dense(4, {.input_dim = 5, .activation = nn::Activation::relu,
+    std::vector<nn::Layer> layers{nn::Dense(4, {.input_dim = 5,
+                                                .activation = nn::Activation::relu,
                                                 .kernel_initializer = nn::initializers::GlorotUniform{.seed = 3}})};
     if (dropout) layers.push_back(nn::Dropout(0.5, {.seed = 5}));
     layers.push_back(nn::Dense(1, {.kernel_initializer = nn::initializers::GlorotUniform{.seed = 4}}));
@@ -472,21 +488,27 @@ std::vector<double> weights_of(const nn::Model& model) {
 void check_near(const std::vector<double>& got, const std::vector<double>& want, double tolerance = 1e-5) {
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])), "element " << i << ": " << got[i]
-                                                                                          << " vs " << want[i]);
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])),
+               "element " << i << ": " << got[i] << " vs " << want[i]);
 }
 /// fit with the reference's settings, its messages in `out`.
 nn::History fit_with(nn::Sequential& model, std::ostringstream& out, std::vector<nn::Callback> callbacks, int epochs,
                      nn::ValidationData validation = {}) {
   auto [x, y] = eight_points();
-  return model.fit(x, y, {.epochs = epochs, .batch_size = 4, .verbose = 0, .shuffle = false, .out = &out,
-                          .validation_data = std::move(validation), .callbacks = std::move(callbacks)});
+  return model.fit(x, y,
+                   {.epochs = epochs,
+                    .batch_size = 4,
+                    .verbose = 0,
+                    .shuffle = false,
+                    .out = &out,
+                    .validation_data = std::move(validation),
+                    .callbacks = std::move(callbacks)});
 }
-const std::vector<double> kLossesSgd005{2.704125165939331,   2.078704833984375,   1.6199984550476074,  1.278014898300171,
-                                        1.0189510583877563,  0.8197245597839355,  0.664389967918396,   0.5417863726615906,
-                                        0.44398602843284607, 0.3652684688568115,  0.30143681168556213, 0.24936066567897797,
-                                        0.2066669911146164,  0.17152920365333557, 0.14252161979675293, 0.11851780861616135,
-                                        0.09861811250448227, 0.08209754526615143};
+const std::vector<double> kLossesSgd005{
+    2.704125165939331,   2.078704833984375,   1.6199984550476074, 1.278014898300171,   1.0189510583877563,
+    0.8197245597839355,  0.664389967918396,   0.5417863726615906, 0.44398602843284607, 0.3652684688568115,
+    0.30143681168556213, 0.24936066567897797, 0.2066669911146164, 0.17152920365333557, 0.14252161979675293,
+    0.11851780861616135, 0.09861811250448227, 0.08209754526615143};
 
 /// Records the hooks it sees, by name.
 struct Recorder {
@@ -504,16 +526,22 @@ struct Recorder {
     calls->push_back("epoch_end " + std::to_string(epoch) + " " + nn::log_names(logs));
     nn::set_log_value(logs, "mine", epoch);  // later callbacks (History) see it
   }
-  void on_train_batch_begin(std::int64_t batch, const nn::Logs&) { calls->push_back("batch_begin " + std::to_string(batch)); }
+  void on_train_batch_begin(std::int64_t batch, const nn::Logs&) {
+    calls->push_back("batch_begin " + std::to_string(batch));
+  }
   void on_train_batch_end(std::int64_t batch, const nn::Logs& logs) {
     calls->push_back("batch_end " + std::to_string(batch) + " " + nn::log_names(logs));
     if (batch == stop_at_batch) model->set_stop_training(true);
   }
   void on_test_begin(const nn::Logs&) { calls->push_back("test_begin"); }
-  void on_test_batch_end(std::int64_t batch, const nn::Logs&) { calls->push_back("test_batch_end " + std::to_string(batch)); }
+  void on_test_batch_end(std::int64_t batch, const nn::Logs&) {
+    calls->push_back("test_batch_end " + std::to_string(batch));
+  }
   void on_test_end(const nn::Logs& logs) { calls->push_back("test_end " + nn::log_names(logs)); }
   void on_predict_begin(const nn::Logs&) { calls->push_back("predict_begin"); }
-  void on_predict_batch_begin(std::int64_t batch, const nn::Logs&) { calls->push_back("predict_batch_begin " + std::to_string(batch)); }
+  void on_predict_batch_begin(std::int64_t batch, const nn::Logs&) {
+    calls->push_back("predict_batch_begin " + std::to_string(batch));
+  }
   void on_predict_end(const nn::Logs&) { calls->push_back("predict_end"); }
 };
 }  // namespace
@@ -523,11 +551,27 @@ BOOST_AUTO_TEST_CASE(fit_evaluate_and_predict_call_the_hooks_in_keras_order) {
   std::ostringstream out;
   Recorder recorder;
   const auto history = fit_with(model, out, {recorder}, 2, two_points());
-  const std::vector<std::string> expected{
-      "params 2 2", "train_begin", "epoch_begin 0", "batch_begin 0", "batch_end 0 loss", "batch_begin 1",
-      "batch_end 1 loss", "test_begin", "test_batch_end 0", "test_end loss", "epoch_end 0 loss,val_loss",
-      "epoch_begin 1", "batch_begin 0", "batch_end 0 loss", "batch_begin 1", "batch_end 1 loss", "test_begin",
-      "test_batch_end 0", "test_end loss", "epoch_end 1 loss,val_loss", "train_end 3"};
+  const std::vector<std::string> expected{"params 2 2",
+                                          "train_begin",
+                                          "epoch_begin 0",
+                                          "batch_begin 0",
+                                          "batch_end 0 loss",
+                                          "batch_begin 1",
+                                          "batch_end 1 loss",
+                                          "test_begin",
+                                          "test_batch_end 0",
+                                          "test_end loss",
+                                          "epoch_end 0 loss,val_loss",
+                                          "epoch_begin 1",
+                                          "batch_begin 0",
+                                          "batch_end 0 loss",
+                                          "batch_begin 1",
+                                          "batch_end 1 loss",
+                                          "test_begin",
+                                          "test_batch_end 0",
+                                          "test_end loss",
+                                          "epoch_end 1 loss,val_loss",
+                                          "train_end 3"};
   BOOST_TEST(*recorder.calls == expected, boost::test_tools::per_element());
   // What a callback adds to the epoch's logs reaches the History after it (Keras adds it last).
   BOOST_TEST(history.metrics.at("mine") == std::vector<double>({0, 1}), boost::test_tools::per_element());
@@ -564,7 +608,8 @@ BOOST_AUTO_TEST_CASE(a_callback_stops_training_and_initial_epoch_resumes) {
   DEVTENSOR_CHECK_THROW_WITH(model.fit(x, y, {.epochs = 2, .verbose = 0, .initial_epoch = 3}), dt::InvalidArgumentError,
                              "initial_epoch must be in [0, epochs] (2), got 3");
   // A callback's exception leaves fit (what the step or a hook throws is not swallowed).
-  nn::callbacks::LambdaCallback failing{.on_epoch_end_fn = [](int, nn::Logs&) { throw dt::CancelledError("stop here"); }};
+  nn::callbacks::LambdaCallback failing{
+      .on_epoch_end_fn = [](int, nn::Logs&) { throw dt::CancelledError("stop here"); }};
   DEVTENSOR_CHECK_THROW_WITH(model.fit(x, y, {.epochs = 2, .verbose = 0, .callbacks = {failing}}), dt::CancelledError,
                              "stop here");
 }
@@ -572,7 +617,8 @@ BOOST_AUTO_TEST_CASE(a_callback_stops_training_and_initial_epoch_resumes) {
 BOOST_AUTO_TEST_CASE(early_stopping_stops_and_restores_as_keras) {
   auto model = zeros_model();
   std::ostringstream out;
-  cb::EarlyStopping early{.monitor = "loss", .min_delta = 0.05, .patience = 2, .verbose = 1, .restore_best_weights = true};
+  cb::EarlyStopping early{
+      .monitor = "loss", .min_delta = 0.05, .patience = 2, .verbose = 1, .restore_best_weights = true};
   const auto history = fit_with(model, out, {early}, 30);
   check_near(history.loss, kLossesSgd005);
   BOOST_TEST(early.stopped_epoch() == 17);
@@ -632,17 +678,19 @@ BOOST_AUTO_TEST_CASE(monitored_values_warn_when_missing_and_refuse_unknown_direc
 BOOST_AUTO_TEST_CASE(reduce_lr_on_plateau_and_the_scheduler_change_the_rate_as_keras) {
   auto model = zeros_model();
   std::ostringstream out;
-  cb::ReduceLROnPlateau reduce{.monitor = "loss", .factor = 0.5, .patience = 1, .verbose = 1, .min_delta = 0.2,
-                               .cooldown = 1, .min_lr = 0.01};
+  cb::ReduceLROnPlateau reduce{
+      .monitor = "loss", .factor = 0.5, .patience = 1, .verbose = 1, .min_delta = 0.2, .cooldown = 1, .min_lr = 0.01};
   auto history = fit_with(model, out, {reduce}, 8);
   check_near(history.loss, {2.704125165939331, 2.078704833984375, 1.6199984550476074, 1.278014898300171,
                             1.0189510583877563, 0.8197245597839355, 0.6566849946975708, 0.5944064855575562});
-  BOOST_TEST(history.metrics.at("learning_rate") ==
-                 std::vector<double>({0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
-                                      0.05000000074505806, 0.05000000074505806, 0.02500000037252903, 0.02500000037252903}),
-             boost::test_tools::per_element());
-  BOOST_TEST(out.str() == "\nEpoch 6: ReduceLROnPlateau reducing learning rate to 0.02500000037252903.\n"
-                          "\nEpoch 8: ReduceLROnPlateau reducing learning rate to 0.012500000186264515.\n");
+  BOOST_TEST(
+      history.metrics.at("learning_rate") ==
+          std::vector<double>({0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+                               0.05000000074505806, 0.05000000074505806, 0.02500000037252903, 0.02500000037252903}),
+      boost::test_tools::per_element());
+  BOOST_TEST(out.str() ==
+             "\nEpoch 6: ReduceLROnPlateau reducing learning rate to 0.02500000037252903.\n"
+             "\nEpoch 8: ReduceLROnPlateau reducing learning rate to 0.012500000186264515.\n");
   check_near(weights_of(model), {0.9318117499351501, 0.7928676605224609});
   DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::ReduceLROnPlateau{.factor = 1.0}}, 1), dt::InvalidArgumentError,
                              "ReduceLROnPlateau does not support a factor >= 1.0. Received factor=1.0");
@@ -653,13 +701,14 @@ BOOST_AUTO_TEST_CASE(reduce_lr_on_plateau_and_the_scheduler_change_the_rate_as_k
                                       .verbose = 1};
   history = fit_with(model, scheduled, {scheduler}, 4);
   check_near(history.loss, {2.6940524578094482, 1.570854902267456, 0.9524168968200684, 0.7623892426490784});
-  BOOST_TEST(history.metrics.at("learning_rate") ==
-                 std::vector<double>({0.10000000149011612, 0.10000000149011612, 0.05000000074505806, 0.02500000037252903}),
+  BOOST_TEST(history.metrics.at("learning_rate") == std::vector<double>({0.10000000149011612, 0.10000000149011612,
+                                                                         0.05000000074505806, 0.02500000037252903}),
              boost::test_tools::per_element());
-  BOOST_TEST(scheduled.str() == "\nEpoch 1: LearningRateScheduler setting learning rate to 0.10000000149011612.\n"
-                                "\nEpoch 2: LearningRateScheduler setting learning rate to 0.10000000149011612.\n"
-                                "\nEpoch 3: LearningRateScheduler setting learning rate to 0.05000000074505806.\n"
-                                "\nEpoch 4: LearningRateScheduler setting learning rate to 0.02500000037252903.\n");
+  BOOST_TEST(scheduled.str() ==
+             "\nEpoch 1: LearningRateScheduler setting learning rate to 0.10000000149011612.\n"
+             "\nEpoch 2: LearningRateScheduler setting learning rate to 0.10000000149011612.\n"
+             "\nEpoch 3: LearningRateScheduler setting learning rate to 0.05000000074505806.\n"
+             "\nEpoch 4: LearningRateScheduler setting learning rate to 0.02500000037252903.\n");
   check_near(weights_of(model), {0.7996604442596436, 0.746825098991394});
   DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::LearningRateScheduler{}}, 1), dt::InvalidArgumentError,
                              "LearningRateScheduler: no schedule given");
@@ -669,9 +718,8 @@ BOOST_AUTO_TEST_CASE(reduce_lr_on_plateau_and_the_scheduler_change_the_rate_as_k
   // An optimizer whose rate is a schedule refuses both (Keras's TypeError).
   model = zeros_model();
   model.compile(nn::losses::MeanSquaredError{},
-                nn::optimizers::SGD{.learning_rate = nn::schedules::InverseTimeDecay{.initial_learning_rate = 0.1,
-                                                                                     .decay_steps = 1,
-                                                                                     .decay_rate = 1}});
+                nn::optimizers::SGD{.learning_rate = nn::schedules::InverseTimeDecay{
+                                        .initial_learning_rate = 0.1, .decay_steps = 1, .decay_rate = 1}});
   DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {scheduler}, 1), dt::InvalidArgumentError, "is not settable");
 }
 
@@ -681,17 +729,24 @@ BOOST_AUTO_TEST_CASE(the_progress_lines_come_after_the_callbacks_messages_as_ker
   auto model = zeros_model();
   std::ostringstream out;
   auto [x, y] = eight_points();
-  (void)model.fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 2, .shuffle = false, .out = &out,
-                         .callbacks = {cb::LearningRateScheduler{.schedule = [](int, double lr) { return lr * 0.5; },
-                                                                 .verbose = 1},
-                                       cb::EarlyStopping{.monitor = "loss", .min_delta = 10, .verbose = 1}}});
+  (void)model.fit(
+      x, y,
+      {.epochs = 2,
+       .batch_size = 4,
+       .verbose = 2,
+       .shuffle = false,
+       .out = &out,
+       .callbacks = {cb::LearningRateScheduler{.schedule = [](int, double lr) { return lr * 0.5; }, .verbose = 1},
+                     cb::EarlyStopping{.monitor = "loss", .min_delta = 10, .verbose = 1}}});
   const std::string text = out.str();
-  BOOST_TEST(std::regex_match(text, std::regex(R"(\nEpoch 1: LearningRateScheduler setting learning rate to 0\.02500000037252903\.\n)"
-                                               R"(Epoch 1/2\n2/2 - \d+s - \d+(us|ms|s)/step - learning_rate: 0\.0250 - loss: 2\.7092\n)"
-                                               R"(\nEpoch 2: LearningRateScheduler setting learning rate to 0\.012500000186264515\.\n)"
-                                               R"(Epoch 2/2\n2/2 - \d+s - \d+(us|ms|s)/step - learning_rate: 0\.0125 - loss: 2\.3802\n)"
-                                               R"(Epoch 2: early stopping\n)")),
-             "output was: " << text);
+  BOOST_TEST(
+      std::regex_match(
+          text, std::regex(R"(\nEpoch 1: LearningRateScheduler setting learning rate to 0\.02500000037252903\.\n)"
+                           R"(Epoch 1/2\n2/2 - \d+s - \d+(us|ms|s)/step - learning_rate: 0\.0250 - loss: 2\.7092\n)"
+                           R"(\nEpoch 2: LearningRateScheduler setting learning rate to 0\.012500000186264515\.\n)"
+                           R"(Epoch 2/2\n2/2 - \d+s - \d+(us|ms|s)/step - learning_rate: 0\.0125 - loss: 2\.3802\n)"
+                           R"(Epoch 2: early stopping\n)")),
+      "output was: " << text);
   // A ProgbarLogger in the list is used in its place (no second bar).
   std::ostringstream once;
   (void)model.fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 2, .out = &once, .callbacks = {cb::ProgbarLogger{}}});
@@ -700,7 +755,8 @@ BOOST_AUTO_TEST_CASE(the_progress_lines_come_after_the_callbacks_messages_as_ker
 }
 
 BOOST_AUTO_TEST_CASE(csv_logger_writes_keras_files) {
-  const auto path = (std::filesystem::temp_directory_path() / ("devtensor_csv_" + std::to_string(::getpid()) + ".csv")).string();
+  const auto path =
+      (std::filesystem::temp_directory_path() / ("devtensor_csv_" + std::to_string(::getpid()) + ".csv")).string();
   const auto read = [&] {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -720,7 +776,8 @@ BOOST_AUTO_TEST_CASE(csv_logger_writes_keras_files) {
   BOOST_TEST(std::regex_match(read(), std::regex(two_epochs + "0;2\\.70412\\d*;NA\r\n")), "file was: " << read());
   model = zeros_model();
   (void)fit_with(model, out, {cb::CSVLogger{.filename = path}}, 1);
-  BOOST_TEST(std::regex_match(read(), std::regex("epoch,loss,val_loss\r\n0,2\\.70412\\d*,NA\r\n")), "file was: " << read());
+  BOOST_TEST(std::regex_match(read(), std::regex("epoch,loss,val_loss\r\n0,2\\.70412\\d*,NA\r\n")),
+             "file was: " << read());
   std::filesystem::remove(path);
   DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::CSVLogger{.filename = "/nonexistent-dir/x.csv"}}, 1),
                              dt::InvalidArgumentError, "CSVLogger: cannot open /nonexistent-dir/x.csv");
@@ -736,21 +793,24 @@ BOOST_AUTO_TEST_CASE(terminate_on_nan_stops_at_the_first_invalid_loss) {
   BOOST_TEST(std::isinf(history.loss[1]));
   BOOST_TEST(out.str() == "Batch 0: Invalid loss, terminating training\n");
   model = zeros_model(1e18);
-  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::TerminateOnNaN{.raise_error = true}}, 3), dt::InvalidArgumentError,
-                             "NaN or Inf loss encountered at batch 0. Loss value: inf. Terminating training immediately.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      fit_with(model, out, {cb::TerminateOnNaN{.raise_error = true}}, 3), dt::InvalidArgumentError,
+      "NaN or Inf loss encountered at batch 0. Loss value: inf. Terminating training immediately.");
 }
 
 BOOST_AUTO_TEST_CASE(model_checkpoint_refuses_paths_before_training) {
   auto model = zeros_model();
   std::ostringstream out;
-  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.h5", .save_weights_only = true}}, 1),
-                             dt::InvalidArgumentError,
-                             "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must end "
-                             "in `.weights.h5` (Keras weights format). Received: filepath=x.h5");
-  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.txt"}}, 1), dt::InvalidArgumentError,
-                             "The filepath provided must end in `.keras` (Keras model format). Received: filepath=x.txt");
-  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.keras"}}, 1), dt::UnimplementedError,
-                             "whole models (.keras files) are not written yet");
+  DEVTENSOR_CHECK_THROW_WITH(
+      fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.h5", .save_weights_only = true}}, 1),
+      dt::InvalidArgumentError,
+      "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided must end "
+      "in `.weights.h5` (Keras weights format). Received: filepath=x.h5");
+  DEVTENSOR_CHECK_THROW_WITH(
+      fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.txt"}}, 1), dt::InvalidArgumentError,
+      "The filepath provided must end in `.keras` (Keras model format). Received: filepath=x.txt");
+  DEVTENSOR_CHECK_THROW_WITH(fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.keras"}}, 1),
+                             dt::UnimplementedError, "whole models (.keras files) are not written yet");
   // This program does not link the hdf5 component.
   DEVTENSOR_CHECK_THROW_WITH(
       fit_with(model, out, {cb::ModelCheckpoint{.filepath = "x.weights.h5", .save_weights_only = true}}, 1),
@@ -758,8 +818,8 @@ BOOST_AUTO_TEST_CASE(model_checkpoint_refuses_paths_before_training) {
   DEVTENSOR_CHECK_THROW_WITH((cb::ModelCheckpoint{.filepath = "x.weights.h5", .save_freq = "batch"}),
                              dt::InvalidArgumentError,
                              "Unrecognized save_freq: batch. Expected save_freq are 'epoch' or integer values");
-  DEVTENSOR_CHECK_THROW_WITH((cb::ModelCheckpoint{.filepath = "x.weights.h5", .save_freq = 0}), dt::InvalidArgumentError,
-                             "Unrecognized save_freq: 0");
+  DEVTENSOR_CHECK_THROW_WITH((cb::ModelCheckpoint{.filepath = "x.weights.h5", .save_freq = 0}),
+                             dt::InvalidArgumentError, "Unrecognized save_freq: 0");
   BOOST_TEST(model.variables()[0].to_vector() == std::vector<float>({0.0f}), boost::test_tools::per_element());
 }
 
@@ -777,7 +837,8 @@ BOOST_AUTO_TEST_CASE(cuda_graph_steps_follow_a_changed_rate_and_fall_back_for_a_
     const nn::LearningRate rate = schedule ? nn::LearningRate(nn::schedules::ExponentialDecay{
                                                  .initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = 0.5})
                                            : nn::LearningRate(0.05);
-    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = rate}, {.cuda_graph = cuda_graph});
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = rate},
+                  {.cuda_graph = cuda_graph});
     auto losses = model.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false}).loss;
     if (!schedule) {
       model.optimizer().set_learning_rate(0.5);
@@ -795,8 +856,9 @@ BOOST_AUTO_TEST_CASE(cuda_graph_steps_follow_a_changed_rate_and_fall_back_for_a_
   const auto scheduled = train(false, true);
   check_near(scheduled, {2.6940524578094482, 1.8356554508209229, 1.537296175956726});
   BOOST_TEST(train(true, true) == scheduled, boost::test_tools::per_element());
-  BOOST_TEST(platform.log.count("is not replayed as a CUDA graph: the capture failed: a learning-rate schedule gives every step "
-                       "its own rate") == 1u);
+  BOOST_TEST(platform.log.count(
+                 "is not replayed as a CUDA graph: the capture failed: a learning-rate schedule gives every step "
+                 "its own rate") == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(numbers_and_paths_print_as_python_does) {
@@ -817,8 +879,9 @@ BOOST_AUTO_TEST_CASE(numbers_and_paths_print_as_python_does) {
   BOOST_TEST(format_path("b{epoch}-{batch}.weights.h5", 1, 0, logs) == "b2-1.weights.h5");
   BOOST_TEST(format_path("{val_loss:.2f}_{val_loss}_{{x}}_{epoch:3d}_{loss:.1%}_{loss:.2e}", 9, std::nullopt, logs) ==
              "0.55_0.5542570948600769_{x}_ 10_270.4%_2.70e+00");
-  DEVTENSOR_CHECK_THROW_WITH(format_path("e{val_acc:.2f}.weights.h5", 0, std::nullopt, logs), dt::InvalidArgumentError,
-                             "Failed to format this callback filepath: \"e{val_acc:.2f}.weights.h5\". Reason: 'val_acc'");
+  DEVTENSOR_CHECK_THROW_WITH(
+      format_path("e{val_acc:.2f}.weights.h5", 0, std::nullopt, logs), dt::InvalidArgumentError,
+      "Failed to format this callback filepath: \"e{val_acc:.2f}.weights.h5\". Reason: 'val_acc'");
   DEVTENSOR_CHECK_THROW_WITH(format_path("e{loss:d}", 0, std::nullopt, logs), dt::InvalidArgumentError,
                              "Unknown format code 'd'");
   DEVTENSOR_CHECK_THROW_WITH(format_path("e{loss", 0, std::nullopt, logs), dt::InvalidArgumentError, "Single '{'");
@@ -905,7 +968,8 @@ std::string python_number(double v) { return nn::callbacks::callbacks_detail::py
 BOOST_AUTO_TEST_CASE(event_files_are_tfrecords_that_tensorboard_reads) {
   // CRC-32C test vectors: RFC 3720's 32 zero bytes; a masked CRC from a TensorBoard writer's tests.
   BOOST_TEST(summary::crc32c(std::string(32, '\0')) == 0x8a9136aaU);
-  BOOST_TEST(summary::masked_crc32c(std::string_view("\x1a\x11" "CRC test, one two")) == 0x5794d08aU);
+  BOOST_TEST(summary::masked_crc32c(std::string_view("\x1a\x11"
+                                                     "CRC test, one two")) == 0x5794d08aU);
   TempFolder dir;
   summary::FileWriter writer((dir.path / "run").string());
   const std::string name = fs::path(writer.path()).filename().string();
@@ -935,8 +999,8 @@ BOOST_AUTO_TEST_CASE(event_files_are_tfrecords_that_tensorboard_reads) {
       ours.push_back(line);
     }
   }
-  BOOST_TEST(events[1].values.at(0).dtype == 1);   // DT_FLOAT
-  BOOST_TEST(events[4].values.at(0).dtype == 2);   // DT_DOUBLE
+  BOOST_TEST(events[1].values.at(0).dtype == 1);  // DT_FLOAT
+  BOOST_TEST(events[4].values.at(0).dtype == 2);  // DT_DOUBLE
   BOOST_TEST((events[4].values.at(0).shape == std::vector<std::int64_t>{3, 3}));
   BOOST_TEST(events[5].has_graph);
   BOOST_TEST(ours == lines_of(kReference / "devtensor_read_by_tensorboard.txt"), boost::test_tools::per_element());
@@ -950,9 +1014,11 @@ BOOST_AUTO_TEST_CASE(event_files_are_tfrecords_that_tensorboard_reads) {
   bytes[60] = static_cast<char>(bytes[60] ^ 0x40);  // whole again, then cut short
   std::ofstream(damaged, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 3);
   DEVTENSOR_CHECK_THROW_WITH((void)summary::read_events(damaged), dt::DataLossError, "truncated record at");
-  DEVTENSOR_CHECK_THROW_WITH((void)summary::read_events((dir.path / "none").string()), dt::NotFoundError, "Could not open");
+  DEVTENSOR_CHECK_THROW_WITH((void)summary::read_events((dir.path / "none").string()), dt::NotFoundError,
+                             "Could not open");
   // Refreshes the fixture (then run tests/reference/tensorboard_events.py on it).
-  if (const char* refresh = std::getenv("DEVTENSOR_TENSORBOARD_FIXTURE")) fs::copy_file(writer.path(), refresh, fs::copy_options::overwrite_existing);
+  if (const char* refresh = std::getenv("DEVTENSOR_TENSORBOARD_FIXTURE"))
+    fs::copy_file(writer.path(), refresh, fs::copy_options::overwrite_existing);
 }
 
 BOOST_AUTO_TEST_CASE(tensorflows_own_event_file_reads) {
@@ -1005,10 +1071,14 @@ BOOST_AUTO_TEST_CASE(the_callback_writes_kerass_runs_tags_and_steps_and_the_plac
     nn::clear_session();
     nn::Sequential model({nn::Dense(4, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dense(1)});
     model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.05}, {.run_eagerly = eagerly});
-    const auto history = model.fit(
-        x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false,
-               .validation_data = {dt::slice(x, {0, 0}, {8, 3}), dt::slice(y, {0, 0}, {8, 1})},
-               .callbacks = {nn::callbacks::TensorBoard{.log_dir = log_dir.string(), .histogram_freq = 1, .update_freq = 2}}});
+    const auto history = model.fit(x, y,
+                                   {.epochs = 2,
+                                    .batch_size = 4,
+                                    .verbose = 0,
+                                    .shuffle = false,
+                                    .validation_data = {dt::slice(x, {0, 0}, {8, 3}), dt::slice(y, {0, 0}, {8, 1})},
+                                    .callbacks = {nn::callbacks::TensorBoard{
+                                        .log_dir = log_dir.string(), .histogram_freq = 1, .update_freq = 2}}});
     return history;
   };
   TempFolder dir;
@@ -1032,9 +1102,8 @@ BOOST_AUTO_TEST_CASE(the_callback_writes_kerass_runs_tags_and_steps_and_the_plac
       graph = true;
       BOOST_TEST(event.graph.size() > 10u);
       for (const auto& node : event.graph) BOOST_TEST(node.device == "/job:localhost/replica:0/task:0/device:CPU:0");
-      BOOST_TEST(std::any_of(event.graph.begin(), event.graph.end(), [](const auto& n) {
-        return n.op == "MatMul" && n.inputs.size() == 2u;
-      }));
+      BOOST_TEST(std::any_of(event.graph.begin(), event.graph.end(),
+                             [](const auto& n) { return n.op == "MatMul" && n.inputs.size() == 2u; }));
     }
   }
   for (const auto& event : summary::read_events(validation))

@@ -58,8 +58,9 @@ BOOST_AUTO_TEST_CASE(summaries_and_layer_orders_match_keras) {
   const auto x = nn::Input({4}, {.name = "x"});
   Branches branches(x);
   BOOST_TEST(branches.model.name() == "functional");
-  BOOST_TEST(layer_names(branches.model) == std::vector<std::string>({"x", "hidden", "skip", "add", "concatenate", "dense"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      layer_names(branches.model) == std::vector<std::string>({"x", "hidden", "skip", "add", "concatenate", "dense"}),
+      boost::test_tools::per_element());
   BOOST_TEST(summary_of(branches.model, 108) == std::string(R"(Model: "functional"
 ┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓
 ┃ Layer (type)                  ┃ Output Shape              ┃         Param # ┃ Connected to               ┃
@@ -216,7 +217,8 @@ BOOST_AUTO_TEST_CASE(sequential_and_other_layers_summarise_as_keras) {
     m.summary(out);
     BOOST_TEST(out.str() == summary_of(m, 76));
   }
-  DEVTENSOR_CHECK_THROW_WITH(summary_of(m, 10), dt::InvalidArgumentError, "Insufficient console width to print summary.");
+  DEVTENSOR_CHECK_THROW_WITH(summary_of(m, 10), dt::InvalidArgumentError,
+                             "Insufficient console width to print summary.");
 }
 
 BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
@@ -226,7 +228,8 @@ BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
   // By hand, with the layers' variables.
   const auto h = dt::relu(dt::matmul(x, branches.hidden.kernel().value()) + branches.hidden.bias().value());
   const auto s = dt::matmul(x, branches.skip.kernel().value()) + branches.skip.bias().value();
-  const auto want = dt::matmul(dt::concat<float>({h + s, x}, 1), branches.head.kernel().value()) + branches.head.bias().value();
+  const auto want =
+      dt::matmul(dt::concat<float>({h + s, x}, 1), branches.head.kernel().value()) + branches.head.bias().value();
   check_close(branches.model(x), want);
   check_close(branches.model.predict(x, {.batch_size = 1}), want);
   BOOST_TEST(branches.model.trainable_variables().size() == 6u);
@@ -247,9 +250,10 @@ BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
   const auto predicted = two.predict({xa, xb}, {.batch_size = 1});
   check_close(predicted[1], outs[1]);
   DEVTENSOR_CHECK_THROW_WITH(two(xa), dt::InvalidArgumentError, "has 2 inputs and 2 outputs");
-  DEVTENSOR_CHECK_THROW_WITH(two({xa, dt::ones<float>(dt::Shape({2, 4}))}), dt::InvalidArgumentError,
-                             "Input 1 with name 'input_layer_1' of layer 'functional_1' is incompatible with the layer: "
-                             "expected shape=(None, 3), found shape=(2, 4)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      two({xa, dt::ones<float>(dt::Shape({2, 4}))}), dt::InvalidArgumentError,
+      "Input 1 with name 'input_layer_1' of layer 'functional_1' is incompatible with the layer: "
+      "expected shape=(None, 3), found shape=(2, 4)");
   DEVTENSOR_CHECK_THROW_WITH(two(std::vector{xa}), dt::InvalidArgumentError, "expects 2 input(s), but it received 1");
 
   // A model inside a model, and a Sequential inside a functional model.
@@ -269,7 +273,8 @@ BOOST_AUTO_TEST_CASE(a_functional_model_trains_as_a_sequential_does) {
   const auto y = dt::constant<float>({1, -1, 0.5f, 2}, {4, 1});
   const auto make = [] {
     const auto in = nn::Input({4});
-    const auto h = nn::Dense(3, {.activation = nn::Activation::tanh, .kernel_initializer = nn::initializers::Constant{0.1f}})(in);
+    const auto h =
+        nn::Dense(3, {.activation = nn::Activation::tanh, .kernel_initializer = nn::initializers::Constant{0.1f}})(in);
     const auto s = nn::Dense(3, {.kernel_initializer = nn::initializers::Constant{-0.2f}})(in);
     nn::Model model(in, nn::Dense(1, {.kernel_initializer = nn::initializers::Constant{0.3f}})(nn::Add()({h, s})));
     model.compile(nn::Loss("mse"), nn::optimizers::SGD{.learning_rate = 0.1});
@@ -286,15 +291,14 @@ BOOST_AUTO_TEST_CASE(a_functional_model_trains_as_a_sequential_does) {
     BOOST_TEST(traced.variables()[i].value().to_vector() == eager.variables()[i].value().to_vector(),
                boost::test_tools::per_element());
   BOOST_TEST(traced.evaluate(x, y, {.verbose = 0}).loss == eager.evaluate(x, y, {.verbose = 0}).loss);
-
 }
 
 BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_as_keras) {
   const dt::test::TwoHeadsData data;
   auto model = dt::test::two_heads_model();
   std::ostringstream progress;
-  const auto history = model.fit(data.xs, data.ys,
-                                 {.epochs = 2, .batch_size = 4, .verbose = 2, .shuffle = false, .out = &progress});
+  const auto history =
+      model.fit(data.xs, data.ys, {.epochs = 2, .batch_size = 4, .verbose = 2, .shuffle = false, .out = &progress});
   // TensorFlow 2.21 (tests/reference/functional.py, "two inputs, two outputs"): the trained loss is
   // reg_loss + 0.5 · cls_loss; the per-output losses are reported unweighted.
   const auto tol = boost::test_tools::tolerance(2e-6);
@@ -304,7 +308,8 @@ BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_as_keras) {
   dt::test::check_values(history.metrics.at("cls_accuracy"), {0.25, 0.3333333}, 2e-6);
   BOOST_TEST(history.metrics.size() == 3u);
   BOOST_TEST(progress.str().find("cls_accuracy: 0.3333 - cls_loss: 1.1003 - loss: 1.7612 - reg_loss: 1.2110") !=
-             std::string::npos, progress.str());
+                 std::string::npos,
+             progress.str());
   const auto evaluation = model.evaluate(data.xs, data.ys, {.verbose = 0});
   BOOST_TEST(evaluation.loss == 1.4246711, tol);
   BOOST_TEST(evaluation.metrics.at("reg_loss") == 0.8789642, tol);
@@ -314,15 +319,17 @@ BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_as_keras) {
   const auto predicted = model.predict({two_rows(data.xs[0]), two_rows(data.xs[1])});
   BOOST_TEST_REQUIRE(predicted.size() == 2u);
   check_close(predicted[0], dt::constant<float>({-1.5345171689987183f, 0.8050618171691895f}, {2, 1}), 2e-6f);
-  check_close(predicted[1], dt::constant<float>({0.33591359853744507f, 0.33160415291786194f, 0.332482248544693f,
-                                                 0.33572909235954285f, 0.3345111906528473f, 0.32975971698760986f},
-                                                {2, 3}), 2e-6f);
+  check_close(predicted[1],
+              dt::constant<float>({0.33591359853744507f, 0.33160415291786194f, 0.332482248544693f, 0.33572909235954285f,
+                                   0.3345111906528473f, 0.32975971698760986f},
+                                  {2, 3}),
+              2e-6f);
 
   // Eagerly, and from a dataset whose components are the inputs, then the targets: the same bits.
   auto eager = dt::test::two_heads_model(/*run_eagerly=*/true);
-  const auto batches = dt::data::Dataset<float, float, float, float>::from_tensor_slices(data.xs[0], data.xs[1],
-                                                                                          data.ys[0], data.ys[1])
-                           .batch(4);
+  const auto batches =
+      dt::data::Dataset<float, float, float, float>::from_tensor_slices(data.xs[0], data.xs[1], data.ys[0], data.ys[1])
+          .batch(4);
   const auto from_dataset = eager.fit(batches, {.epochs = 2, .verbose = 0});
   BOOST_TEST(from_dataset.loss == history.loss, boost::test_tools::per_element());
   BOOST_TEST(from_dataset.metrics == history.metrics);
@@ -341,7 +348,8 @@ BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_as_keras) {
 
   // validation_split holds out the last rows of every input and target.
   auto validated = dt::test::two_heads_model();
-  const auto split = validated.fit(data.xs, data.ys, {.epochs = 1, .batch_size = 4, .verbose = 0, .validation_split = 0.25});
+  const auto split =
+      validated.fit(data.xs, data.ys, {.epochs = 1, .batch_size = 4, .verbose = 0, .validation_split = 0.25});
   for (const auto* key : {"val_loss", "val_reg_loss", "val_cls_loss", "val_cls_accuracy"})
     BOOST_TEST(split.metrics.count(key) == 1u, key);
   const auto last_rows = [](const dt::Tensor<float>& t) { return dt::slice(t, {9, 0}, {3, -1}); };
@@ -359,9 +367,10 @@ BOOST_AUTO_TEST_CASE(several_outputs_refuse_what_does_not_match_them) {
                              dt::InvalidArgumentError, "compile: 3 losses for a model of 2 outputs ['reg', 'cls']");
   DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::Loss("mse"), sgd, {.loss_weights = {1.0}}), dt::InvalidArgumentError,
                              "`loss_weights` must match the number of losses, got 2 losses and 1 weights.");
-  DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::Loss("mse"), sgd, {.metrics = {"accuracy"}}), dt::InvalidArgumentError,
-                             "Invalid `metrics`. `metrics` should contain metrics objects and either be a dict or a list "
-                             "matching the output names of the functional model ['reg', 'cls']");
+  DEVTENSOR_CHECK_THROW_WITH(
+      model.compile(nn::Loss("mse"), sgd, {.metrics = {"accuracy"}}), dt::InvalidArgumentError,
+      "Invalid `metrics`. `metrics` should contain metrics objects and either be a dict or a list "
+      "matching the output names of the functional model ['reg', 'cls']");
   DEVTENSOR_CHECK_THROW_WITH(model.compile(nn::Loss("mse"), sgd, {.output_metrics = {{"accuracy"}}}),
                              dt::InvalidArgumentError, "1 lists in output_metrics for a model of 2 outputs");
   // A refused compile changes nothing: the model keeps what two_heads_model compiled.
@@ -371,8 +380,9 @@ BOOST_AUTO_TEST_CASE(several_outputs_refuse_what_does_not_match_them) {
                              "has 2 inputs and 2 outputs, but a batch of 1 input and 2 target tensors came");
   DEVTENSOR_CHECK_THROW_WITH((void)model.train_step(data.xs, {data.ys[0]}), dt::InvalidArgumentError,
                              "but a batch of 2 input and 1 target tensors came");
-  DEVTENSOR_CHECK_THROW_WITH((void)model.fit({data.xs[0], dt::slice(data.xs[1], {0, 0}, {5, -1})}, data.ys, {.verbose = 0}),
-                             dt::InvalidArgumentError, "Data cardinality is ambiguous:\n  x sizes: 12, 5\n  y sizes: 12, 12");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)model.fit({data.xs[0], dt::slice(data.xs[1], {0, 0}, {5, -1})}, data.ys, {.verbose = 0}),
+      dt::InvalidArgumentError, "Data cardinality is ambiguous:\n  x sizes: 12, 5\n  y sizes: 12, 12");
   // One loss for every output: each output's loss, summed (Keras applies it to each).
   auto shared = dt::test::two_heads_model();
   shared.compile(nn::Loss("mse"), sgd);
@@ -423,19 +433,25 @@ BOOST_AUTO_TEST_CASE(bad_graphs_and_merges_raise_keras_errors) {
   DEVTENSOR_CHECK_THROW_WITH(nn::Concatenate()({nn::Input({3, 2}), nn::Input({4, 3})}), dt::InvalidArgumentError,
                              "A `Concatenate` layer requires inputs with matching shapes except for the concatenation "
                              "axis. Received: input_shape=[(None, 3, 2), (None, 4, 3)]");
-  DEVTENSOR_CHECK_THROW_WITH(nn::Add()(std::vector{ya}), dt::InvalidArgumentError, "should be called on a list of at least 2 inputs. Received: 1");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Add()(std::vector{ya}), dt::InvalidArgumentError,
+                             "should be called on a list of at least 2 inputs. Received: 1");
   // An output that needs an input the model was not given.
-  DEVTENSOR_CHECK_THROW_WITH(nn::Model(a, nn::Add(nn::MergeOptions{.name = "sum"})({ya, dense(b)})), dt::InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH(nn::Model(a, nn::Add(nn::MergeOptions{.name = "sum"})({ya, dense(b)})),
+                             dt::InvalidArgumentError,
                              "Graph disconnected: the output sum[0][0] of model \"functional\" depends on the Input "
                              "\"input_layer_1\"");
-  DEVTENSOR_CHECK_THROW_WITH(nn::Model(ya, ya), dt::InvalidArgumentError, "its inputs must be tensors that nn::Input returned");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Model(ya, ya), dt::InvalidArgumentError,
+                             "its inputs must be tensors that nn::Input returned");
   DEVTENSOR_CHECK_THROW_WITH(nn::Input({-2}), dt::InvalidArgumentError, "must be >= 0 (or -1: unknown)");
-  DEVTENSOR_CHECK_THROW_WITH(nn::Input({2}, {.batch_size = 0}), dt::InvalidArgumentError, "batch_size must be positive");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Input({2}, {.batch_size = 0}), dt::InvalidArgumentError,
+                             "batch_size must be positive");
   // A layer that cannot take the input it is called on.
-  DEVTENSOR_CHECK_THROW_WITH(nn::Dense(1)(nn::Input({2, 3})), dt::InvalidArgumentError, "expected ndim=2, found ndim=3");
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dense(1)(nn::Input({2, 3})), dt::InvalidArgumentError,
+                             "expected ndim=2, found ndim=3");
   // Eager merges check their tensors too.
   DEVTENSOR_CHECK_THROW_WITH(nn::Add()({dt::ones<float>(dt::Shape({1, 2})), dt::ones<float>(dt::Shape({1, 3}))}),
-                             dt::InvalidArgumentError, "Inputs have incompatible shapes. Received shapes (2,) and (3,)");
+                             dt::InvalidArgumentError,
+                             "Inputs have incompatible shapes. Received shapes (2,) and (3,)");
   nn::Sequential empty;
   DEVTENSOR_CHECK_THROW_WITH((void)empty(a), dt::InvalidArgumentError, "has no layers");
   // Weights files need the hdf5 component (tests/unit/nn/weights_test.cpp): this program has not it,

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iomanip>
 #include <optional>
-#include <string>
 #include <sstream>
+#include <string>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
@@ -26,7 +26,8 @@ void check_values(const dt::Tensor<float>& t, const std::vector<float>& want, fl
   const auto got = t.to_vector();
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    BOOST_TEST(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])), "element " << i << ": " << got[i] << " vs " << want[i]);
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])),
+               "element " << i << ": " << got[i] << " vs " << want[i]);
 }
 }  // namespace
 
@@ -44,9 +45,10 @@ BOOST_AUTO_TEST_CASE(dense_computes_activation_of_x_w_plus_b) {
   BOOST_TEST(layer.kernel().name() == "dense/kernel:0");
   BOOST_TEST(layer.bias().name() == "dense/bias:0");
   BOOST_TEST(layer.trainable_variables().size() == 2u);
-  DEVTENSOR_CHECK_THROW_WITH(layer(dt::constant<float>({1, 2, 3}, {1, 3})), dt::InvalidArgumentError,
-                             "Input 0 of layer \"dense\" is incompatible with the layer: expected axis -1 of input shape "
-                             "to have value 2, but received input with shape (1, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      layer(dt::constant<float>({1, 2, 3}, {1, 3})), dt::InvalidArgumentError,
+      "Input 0 of layer \"dense\" is incompatible with the layer: expected axis -1 of input shape "
+      "to have value 2, but received input with shape (1, 3)");
 }
 
 BOOST_AUTO_TEST_CASE(dense_names_options_and_errors) {
@@ -122,7 +124,8 @@ BOOST_AUTO_TEST_CASE(mean_squared_error_and_its_reductions) {
   check_values(nn::losses::MeanSquaredError{.reduction = nn::Reduction::NONE}(y_true, y_pred), {0.5f, 0.5f});
   check_values(nn::losses::MeanSquaredError{.reduction = nn::Reduction::SUM_OVER_BATCH_SIZE}(y_true, y_pred), {0.5f});
   // Labels without the trailing axis of size 1 get it.
-  check_values(nn::losses::MeanSquaredError{}(dt::constant<float>({1, 3}), dt::constant<float>({2, 1}, {2, 1})), {2.5f});
+  check_values(nn::losses::MeanSquaredError{}(dt::constant<float>({1, 3}), dt::constant<float>({2, 1}, {2, 1})),
+               {2.5f});
   DEVTENSOR_CHECK_THROW_WITH((void)nn::losses::MeanSquaredError{}(dt::constant<float>({1, 2}, {1, 2}), y_pred),
                              dt::InvalidArgumentError, "incompatible shapes [1,2] and [2,2]");
   // The same in double precision.
@@ -133,7 +136,8 @@ BOOST_AUTO_TEST_CASE(binary_crossentropy_with_and_without_logits) {
   auto z = dt::constant<float>({1, 0}, {1, 2});
   // logits 0 and 2: log 2 and 2 + log(1 + e^-2), averaged over the last axis.
   const float logit_loss = (std::log(2.0f) + 2.0f + std::log1p(std::exp(-2.0f))) / 2;
-  check_values(nn::losses::BinaryCrossentropy{.from_logits = true}(z, dt::constant<float>({0, 2}, {1, 2})), {logit_loss});
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true}(z, dt::constant<float>({0, 2}, {1, 2})),
+               {logit_loss});
   // probabilities 0.5 and 0.8: -log 0.5 and -log 0.2.
   check_values(nn::losses::BinaryCrossentropy{}(z, dt::constant<float>({0.5f, 0.8f}, {1, 2})),
                {(std::log(2.0f) + std::log(5.0f)) / 2}, 1e-5f);
@@ -149,7 +153,8 @@ BOOST_AUTO_TEST_CASE(binary_crossentropy_with_and_without_logits) {
                    dt::constant<float>({1, 0}, {2, 1}), dt::constant<float>({0, 2}, {2, 1})),
                {std::log(2.0f), 2.0f + std::log1p(std::exp(-2.0f))});
   // Label smoothing 0.2 turns labels 1/0 into 0.9/0.1.
-  check_values(nn::losses::BinaryCrossentropy{.from_logits = true, .label_smoothing = 0.2}(z, dt::constant<float>({0, 0}, {1, 2})),
+  check_values(nn::losses::BinaryCrossentropy{.from_logits = true, .label_smoothing = 0.2}(
+                   z, dt::constant<float>({0, 0}, {1, 2})),
                {std::log(2.0f)});
   DEVTENSOR_CHECK_THROW_WITH((void)nn::losses::BinaryCrossentropy{.label_smoothing = 2}(z, z), dt::InvalidArgumentError,
                              "label_smoothing must be in [0, 1]");
@@ -226,17 +231,21 @@ BOOST_AUTO_TEST_CASE(conv_layers_summarise_name_and_refuse_as_keras) {
  Non-trainable params: 0 (0.00 B)
 )"));
   // The layers compute what the ops do: relu(conv2d + bias), the pools, the global reductions.
-  nn::Conv2D conv(2, 3, {.strides = {1, 2}, .padding = "same", .activation = nn::Activation::relu,
-                         .bias_initializer = constant_init({0.5f, -0.25f})});
+  nn::Conv2D conv(2, 3,
+                  {.strides = {1, 2},
+                   .padding = "same",
+                   .activation = nn::Activation::relu,
+                   .bias_initializer = constant_init({0.5f, -0.25f})});
   const auto x = dt::random_normal<float>({2, 5, 6, 3}, {.seed = 7});
   const auto y = conv(x);
   BOOST_TEST(conv.kernel().shape() == dt::Shape({3, 3, 3, 2}));
   BOOST_TEST(conv.kernel().name() == "conv2d_2/kernel:0");
-  check_values(y, dt::relu(dt::bias_add(dt::conv2d(x, conv.kernel().value(), {1, 2}, "SAME"), conv.bias().value()))
-                      .to_vector());
+  check_values(
+      y, dt::relu(dt::bias_add(dt::conv2d(x, conv.kernel().value(), {1, 2}, "SAME"), conv.bias().value())).to_vector());
   // Glorot over the receptive field: limit sqrt(6 / (3·3·3 + 3·3·2)) = 0.365.
   const auto k = conv.kernel().value().to_vector();
-  BOOST_TEST(*std::max_element(k.begin(), k.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }) <= 0.3652f);
+  BOOST_TEST(*std::max_element(k.begin(), k.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }) <=
+             0.3652f);
   const auto chw = dt::transpose(x, {0, 3, 1, 2});
   nn::Conv2D first(2, 3, {.data_format = "channels_first"});
   BOOST_TEST(first(chw).shape() == dt::Shape({2, 2, 3, 4}));
@@ -245,19 +254,23 @@ BOOST_AUTO_TEST_CASE(conv_layers_summarise_name_and_refuse_as_keras) {
   check_values(nn::GlobalAveragePooling2D()(x), dt::reduce_mean(x, std::vector<std::int64_t>{1, 2}).to_vector());
   BOOST_TEST(nn::GlobalMaxPooling2D({.keepdims = true})(x).shape() == dt::Shape({2, 1, 1, 3}));
   // Keras's texts.
-  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(0, 3), dt::InvalidArgumentError,
-                             "Invalid value for argument `filters`. Expected a strictly positive value. Received filters=0.");
-  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, 0), dt::InvalidArgumentError,
-                             "The `kernel_size` argument must be a tuple of 2 integers. Received kernel_size=0, including "
-                             "values {0} that do not satisfy `value > 0`");
-  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, {1, 2, 3}), dt::InvalidArgumentError,
-                             "The `kernel_size` argument must be a tuple of 2 integers. Received kernel_size=(1, 2, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      nn::Conv2D(0, 3), dt::InvalidArgumentError,
+      "Invalid value for argument `filters`. Expected a strictly positive value. Received filters=0.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      nn::Conv2D(2, 0), dt::InvalidArgumentError,
+      "The `kernel_size` argument must be a tuple of 2 integers. Received kernel_size=0, including "
+      "values {0} that do not satisfy `value > 0`");
+  DEVTENSOR_CHECK_THROW_WITH(
+      nn::Conv2D(2, {1, 2, 3}), dt::InvalidArgumentError,
+      "The `kernel_size` argument must be a tuple of 2 integers. Received kernel_size=(1, 2, 3)");
   DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, 3, {.padding = "full"}), dt::InvalidArgumentError,
                              "The `padding` argument must be a list/tuple or one of {'same', 'valid'}. Received: full");
   DEVTENSOR_CHECK_THROW_WITH(nn::MaxPooling2D(2, {.data_format = "NHWC"}), dt::InvalidArgumentError,
                              "The `data_format` argument must be one of {'channels_first', 'channels_last'}");
-  DEVTENSOR_CHECK_THROW_WITH(nn::Conv2D(2, 3)(dt::zeros<float>({2, 5})), dt::InvalidArgumentError,
-                             "is incompatible with the layer: expected min_ndim=4, found ndim=2. Full shape received: (2, 5)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      nn::Conv2D(2, 3)(dt::zeros<float>({2, 5})), dt::InvalidArgumentError,
+      "is incompatible with the layer: expected min_ndim=4, found ndim=2. Full shape received: (2, 5)");
   DEVTENSOR_CHECK_THROW_WITH(conv(dt::zeros<float>({1, 5, 5, 4})), dt::InvalidArgumentError,
                              "Input 0 of layer \"conv2d_2\" is incompatible with the layer: expected axis -1 of input "
                              "shape to have value 3, but received input with shape (1, 5, 5, 4)");
@@ -268,10 +281,11 @@ BOOST_AUTO_TEST_CASE(conv_layers_summarise_name_and_refuse_as_keras) {
 // Reshape, ZeroPadding2D, Rescaling (nn/reshaping_layers.hpp): Keras 3's summary and prediction
 // from the same weights (tests/reference/reshaping_layers.py), eagerly and traced; Keras's texts.
 BOOST_AUTO_TEST_CASE(reshaping_layers_predict_as_keras_and_refuse_as_keras) {
-  nn::Sequential model({nn::Rescaling(1.0 / 16, {.offset = -0.5, .input_shape = nn::PartialShape{8, 8, 1}, .name = "scale"}),
-                        nn::ZeroPadding2D({{1, 0}, {0, 2}}, {.name = "pad"}), nn::Conv2D(2, 3, {.name = "conv"}),
-                        nn::Reshape({-1}, {.name = "flat"}), nn::Reshape({7, 16}, {.name = "rows"})},
-                       "reshaping");
+  nn::Sequential model(
+      {nn::Rescaling(1.0 / 16, {.offset = -0.5, .input_shape = nn::PartialShape{8, 8, 1}, .name = "scale"}),
+       nn::ZeroPadding2D({{1, 0}, {0, 2}}, {.name = "pad"}), nn::Conv2D(2, 3, {.name = "conv"}),
+       nn::Reshape({-1}, {.name = "flat"}), nn::Reshape({7, 16}, {.name = "rows"})},
+      "reshaping");
   std::ostringstream out;
   model.summary(out);
   BOOST_TEST(out.str() == std::string(R"(Model: "reshaping"
@@ -295,8 +309,9 @@ BOOST_AUTO_TEST_CASE(reshaping_layers_predict_as_keras_and_refuse_as_keras) {
   for (auto& v : model.trainable_variables()) {
     std::vector<float> values(static_cast<std::size_t>(v.shape().num_elements()));
     for (std::size_t i = 0; i < values.size(); ++i)
-      values[i] = v.shape().rank() > 1 ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
-                                       : static_cast<float>(0.01 * static_cast<double>(i % 3));
+      values[i] = v.shape().rank() > 1
+                      ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
+                      : static_cast<float>(0.01 * static_cast<double>(i % 3));
     v.assign(dt::constant<float>(values, v.shape()));
   }
   std::vector<float> pixels(128);
@@ -320,7 +335,8 @@ BOOST_AUTO_TEST_CASE(reshaping_layers_predict_as_keras_and_refuse_as_keras) {
   for (const auto& v : model.trainable_variables()) initial.push_back(v.value().to_vector());
   for (const bool eager : {false, true}) {
     auto variables = model.trainable_variables();
-    for (std::size_t i = 0; i < variables.size(); ++i) variables[i].assign(dt::constant<float>(initial[i], variables[i].shape()));
+    for (std::size_t i = 0; i < variables.size(); ++i)
+      variables[i].assign(dt::constant<float>(initial[i], variables[i].shape()));
     model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1}, {.run_eagerly = eager});
     const auto history = model.fit(x, target, {.epochs = 3, .batch_size = 2, .verbose = 0, .shuffle = false});
     for (std::size_t e = 0; e < 3; ++e)
@@ -328,7 +344,8 @@ BOOST_AUTO_TEST_CASE(reshaping_layers_predict_as_keras_and_refuse_as_keras) {
                  (eager ? "eager" : "traced") << " epoch " << e << ": " << std::setprecision(9) << history.loss[e]);
   }
   // The layers compute what the ops do.
-  check_values(nn::ZeroPadding2D(1, {.data_format = "channels_first"})(x), dt::pad(x, {{0, 0}, {0, 0}, {1, 1}, {1, 1}}).to_vector());
+  check_values(nn::ZeroPadding2D(1, {.data_format = "channels_first"})(x),
+               dt::pad(x, {{0, 0}, {0, 0}, {1, 1}, {1, 1}}).to_vector());
   BOOST_TEST(nn::ZeroPadding2D({2, 1})(x).shape() == dt::Shape({2, 12, 10, 1}));
   check_values(nn::Rescaling(0.5)(x), dt::mul(x, dt::scalar<float>(0.5f)).to_vector());
   BOOST_TEST(nn::Reshape({4, -1})(x).shape() == dt::Shape({2, 4, 16}));
@@ -353,7 +370,8 @@ BOOST_AUTO_TEST_CASE(reshaping_layers_predict_as_keras_and_refuse_as_keras) {
   DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D({{1, -2}, {3, 1}}), dt::InvalidArgumentError,
                              "The `1st entry of padding` argument must be a tuple of 2 integers. Received 1st entry of "
                              "padding=(1, -2), including values {-2} that do not satisfy `value >= 0`");
-  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D(-1), dt::InvalidArgumentError, "Received padding=-1, including values {-1}");
+  DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D(-1), dt::InvalidArgumentError,
+                             "Received padding=-1, including values {-1}");
   DEVTENSOR_CHECK_THROW_WITH(nn::ZeroPadding2D(1)(dt::zeros<float>({2, 3, 4})), dt::InvalidArgumentError,
                              "expected ndim=4, found ndim=3. Full shape received: (2, 3, 4)");
 }
@@ -380,18 +398,20 @@ void assign_ramps(nn::Sequential& model, std::string_view skip = {}) {
     if (!skip.empty() && v.name().find(skip) != std::string::npos) continue;
     std::vector<float> values(static_cast<std::size_t>(v.shape().num_elements()));
     for (std::size_t i = 0; i < values.size(); ++i)
-      values[i] = v.shape().rank() > 1 ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
-                                       : static_cast<float>(0.01 * static_cast<double>(i % 3));
+      values[i] = v.shape().rank() > 1
+                      ? static_cast<float>(static_cast<double>(static_cast<int>((i * 7) % 19) - 9) / 45.0)
+                      : static_cast<float>(0.01 * static_cast<double>(i % 3));
     v.assign(dt::constant<float>(values, v.shape()));
   }
 }
 /// conv_training.py's model and weights.
 nn::Sequential conv_classifier(bool run_eagerly = false) {
-  nn::Sequential model({nn::Conv2D(4, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{8, 8, 1}}),
-                        nn::MaxPooling2D(), nn::Flatten(), nn::Dense(10)});
+  nn::Sequential model(
+      {nn::Conv2D(4, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{8, 8, 1}}),
+       nn::MaxPooling2D(), nn::Flatten(), nn::Dense(10)});
   assign_ramps(model);
-  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::SGD{.learning_rate = 0.1},
-                {.run_eagerly = run_eagerly});
+  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true},
+                nn::optimizers::SGD{.learning_rate = 0.1}, {.run_eagerly = run_eagerly});
   return model;
 }
 }  // namespace
@@ -435,10 +455,11 @@ std::vector<float> floats(std::initializer_list<double> values) { return {values
 /// last-bit difference).
 nn::Sequential batch_normalized_classifier(bool run_eagerly = false) {
   nn::Sequential model({nn::Conv2D(4, 3, {.input_shape = nn::PartialShape{8, 8, 1}}), nn::BatchNormalization(),
-                        nn::ActivationLayer(nn::Activation::relu), nn::AveragePooling2D(), nn::Flatten(), nn::Dense(10)});
+                        nn::ActivationLayer(nn::Activation::relu), nn::AveragePooling2D(), nn::Flatten(),
+                        nn::Dense(10)});
   assign_ramps(model, "batch_normalization");  // gamma, beta: Keras's initial values
-  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::SGD{.learning_rate = 0.1},
-                {.run_eagerly = run_eagerly});
+  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true},
+                nn::optimizers::SGD{.learning_rate = 0.1}, {.run_eagerly = run_eagerly});
   return model;
 }
 }  // namespace
@@ -462,11 +483,12 @@ BOOST_AUTO_TEST_CASE(batch_normalization_normalises_and_differentiates_as_tensor
   tape.watch(x);
   const auto out = layer(x, true);
   const auto loss = dt::reduce_sum(dt::mul(out, dt::constant<float>(weights, {4, 3})));
-  const auto grads = tape.gradient(loss, std::vector<dt::Tensor<float>>{x, layer.gamma().value(), layer.beta().value()});
+  const auto grads =
+      tape.gradient(loss, std::vector<dt::Tensor<float>>{x, layer.gamma().value(), layer.beta().value()});
   check_values(out, floats({-1.46498573, -0.299872249, 2.92468095, 0.461150646, 0.499105722, -0.749872386, 2.38728714,
                             -0.899105787, 1.34987235, -0.983451724, -0.100127757, -2.32468104}));
-  check_values(grads[0], floats({-1.35703945, -0.558876514, 2.3155632, 2.53562808, -0.0827541351, -1.55614877, -1.27625036,
-                                 0.0827541351, -2.64334083, 0.0976616144, 0.558876514, 1.88392639}));
+  check_values(grads[0], floats({-1.35703945, -0.558876514, 2.3155632, 2.53562808, -0.0827541351, -1.55614877,
+                                 -1.27625036, 0.0827541351, -2.64334083, 0.0976616144, 0.558876514, 1.88392639}));
   check_values(layer.moving_mean().value(), floats({-0.0437499993, 0.0125000002, 0}));
   check_values(layer.moving_variance().value(), floats({0.960546851, 0.939062476, 0.990624964}));
   check_values(layer(x), floats({-1.74519968, -0.206446171, 2.81053519, -0.215500459, 0.309247315, -0.704214036,
@@ -516,13 +538,15 @@ BOOST_AUTO_TEST_CASE(a_batch_normalized_classifier_trains_as_tensorflows_on_one_
     std::vector<float> moving_mean, moving_variance;
   };
   // batch_norm.py: under the strategy each replica normalises its 16 examples by their statistics.
-  const Reference one{{2.20309687, 1.9055872, 1.63910866}, 2.1705246,
+  const Reference one{{2.20309687, 1.9055872, 1.63910866},
+                      2.1705246,
                       floats({0.00877169147, 0.00922409166, -0.0306644496, -0.0421735309}),
                       floats({0.788631499, 0.788884521, 0.788958788, 0.790827692})};
   // devtensor's evaluate under a strategy runs each batch on the first replica with its variables
   // (TensorFlow's splits it: 2.16885424, each replica with its own moving statistics): the figure
   // is TensorFlow's with the first replica's statistics on both.
-  const Reference mirrored{{2.20274878, 1.90574419, 1.63993406}, 2.16896415,
+  const Reference mirrored{{2.20274878, 1.90574419, 1.63993406},
+                           2.16896415,
                            floats({0.00837678183, 0.00934047718, -0.030217981, -0.0416800939}),
                            floats({0.788628399, 0.788885355, 0.788905978, 0.790872872})};
   const auto [x, y] = first_digits();
@@ -534,7 +558,8 @@ BOOST_AUTO_TEST_CASE(a_batch_normalized_classifier_trains_as_tensorflows_on_one_
         BOOST_TEST(std::abs(history.loss[e] - want.losses[e]) <= 2e-6 * want.losses[e],
                    "epoch " << e << ": " << std::setprecision(9) << history.loss[e] << " vs " << want.losses[e]);
       const double evaluate = model.evaluate(x, y, {.batch_size = 32, .verbose = 0}).loss;
-      BOOST_TEST(std::abs(evaluate - want.evaluate) <= 2e-6 * want.evaluate, "evaluate: " << std::setprecision(9) << evaluate);
+      BOOST_TEST(std::abs(evaluate - want.evaluate) <= 2e-6 * want.evaluate,
+                 "evaluate: " << std::setprecision(9) << evaluate);
       const auto variables = model.variables();  // conv kernel, bias; gamma, beta, moving mean, variance; dense
       check_values(variables[4].value(), want.moving_mean, 2e-5f);
       check_values(variables[5].value(), want.moving_variance, 2e-5f);

@@ -79,7 +79,8 @@ std::vector<float> run_steps(const Optimizer& optimizer, const std::string& devi
   dt::DeviceScope scope(device);
   dt::Variable<float> w(dt::constant<float>(to_float(initial_values()), {static_cast<std::int64_t>(kSize)}));
   BOOST_TEST(dt::test::contains(w.device(), device == "/cpu:0" ? "CPU:0" : "GPU:0"));
-  for (int t = 1; t <= kSteps; ++t) optimizer.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {w});
+  for (int t = 1; t <= kSteps; ++t)
+    optimizer.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {w});
   BOOST_TEST(optimizer.iterations() == kSteps);
   return w.to_vector();
 }
@@ -87,8 +88,8 @@ std::vector<float> run_steps(const Optimizer& optimizer, const std::string& devi
 void check_close(const std::vector<float>& got, const std::vector<double>& want, double tolerance) {
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])), "element " << i << ": " << got[i]
-                                                                                          << " vs " << want[i]);
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])),
+               "element " << i << ": " << got[i] << " vs " << want[i]);
 }
 
 }  // namespace
@@ -101,8 +102,8 @@ BOOST_AUTO_TEST_CASE(adam_matches_kerass_formulas_on_cpu_and_simulated_gpu) {
     for (const bool amsgrad : {false, true}) {
       BOOST_TEST_CONTEXT(device << (amsgrad ? " amsgrad" : "")) {
         // A large learning rate and beta_2 = 0.9 so that every term moves the result visibly.
-        const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3,
-                                        .amsgrad = amsgrad};
+        const nn::optimizers::Adam adam{
+            .learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3, .amsgrad = amsgrad};
         check_close(run_steps(adam, device), adam_reference(0.05, 0.8, 0.9, 1e-3, amsgrad), 1e-5);
       }
     }
@@ -122,7 +123,8 @@ BOOST_AUTO_TEST_CASE(the_cpu_loops_simd_packs_compute_exactly_what_the_functors_
       BOOST_TEST_CONTEXT(dt::dtype_name<T>() << " n = " << n) {
         const auto values = [&](double scale, double offset) {
           std::vector<T> out(static_cast<std::size_t>(n));
-          for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(std::sin(static_cast<double>(i) * scale) + offset);
+          for (std::size_t i = 0; i < out.size(); ++i)
+            out[i] = static_cast<T>(std::sin(static_cast<double>(i) * scale) + offset);
           return out;
         };
         const auto var = values(0.7, 0.1), grad = values(1.3, -0.2);
@@ -135,9 +137,11 @@ BOOST_AUTO_TEST_CASE(the_cpu_loops_simd_packs_compute_exactly_what_the_functors_
         // Momentum and Nesterov
         for (const bool nesterov : {false, true}) {
           auto vel_a = values(0.4, 0.0), vel_b = vel_a;
-          dt::kernels::cpu_update(
-              dt::ops::KerasMomentumUpdate<T>{var.data(), grad.data(), vel_a.data(), out_a.data(), T(0.1), T(0.9), nesterov}, 0, n);
-          const dt::ops::KerasMomentumUpdate<T> momentum{var.data(), grad.data(), vel_b.data(), out_b.data(), T(0.1), T(0.9), nesterov};
+          dt::kernels::cpu_update(dt::ops::KerasMomentumUpdate<T>{var.data(), grad.data(), vel_a.data(), out_a.data(),
+                                                                  T(0.1), T(0.9), nesterov},
+                                  0, n);
+          const dt::ops::KerasMomentumUpdate<T> momentum{var.data(), grad.data(), vel_b.data(), out_b.data(),
+                                                         T(0.1),     T(0.9),      nesterov};
           for (std::int64_t i = 0; i < n; ++i) momentum(i);
           BOOST_TEST(out_a == out_b, boost::test_tools::per_element());
           BOOST_TEST(vel_a == vel_b, boost::test_tools::per_element());
@@ -146,11 +150,11 @@ BOOST_AUTO_TEST_CASE(the_cpu_loops_simd_packs_compute_exactly_what_the_functors_
         auto w_a = var, w_b = var;
         auto m_a = values(0.2, 0.05), m_b = m_a;
         auto v_a = values(0.5, 1.5), v_b = v_a;
-        dt::kernels::cpu_update(dt::ops::AdamUpdate<T>{w_a.data(), grad.data(), m_a.data(), v_a.data(), nullptr, w_a.data(),
-                                                         T(0.01), T(0.1), T(0.001), T(1e-7)},
-                                  0, n);
-        const dt::ops::AdamUpdate<T> adam{w_b.data(), grad.data(), m_b.data(), v_b.data(), nullptr, w_b.data(),
-                                          T(0.01), T(0.1), T(0.001), T(1e-7)};
+        dt::kernels::cpu_update(dt::ops::AdamUpdate<T>{w_a.data(), grad.data(), m_a.data(), v_a.data(), nullptr,
+                                                       w_a.data(), T(0.01), T(0.1), T(0.001), T(1e-7)},
+                                0, n);
+        const dt::ops::AdamUpdate<T> adam{w_b.data(), grad.data(), m_b.data(), v_b.data(), nullptr,
+                                          w_b.data(), T(0.01),     T(0.1),     T(0.001),   T(1e-7)};
         for (std::int64_t i = 0; i < n; ++i) adam(i);
         BOOST_TEST(w_a == w_b, boost::test_tools::per_element());
         BOOST_TEST(m_a == m_b, boost::test_tools::per_element());
@@ -194,7 +198,8 @@ BOOST_AUTO_TEST_CASE(adam_rejects_bad_hyperparameters_and_leaves_variables_uncha
   dt::Variable<float> b(dt::constant<float>({3}), {.name = "b"});
   const nn::optimizers::Adam adam{.learning_rate = 0.1};
   DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({dt::constant<float>({1, 1}), dt::constant<float>({1, 1})}, {a, b}),
-                             dt::InvalidArgumentError, "the gradient for b:0 has shape [2] but the variable has shape [1]");
+                             dt::InvalidArgumentError,
+                             "the gradient for b:0 has shape [2] but the variable has shape [1]");
   const nn::optimizers::Adam bad{.beta_1 = 2};
   DEVTENSOR_CHECK_THROW_WITH(bad.apply_gradients({dt::constant<float>({1, 1})}, {a}), dt::InvalidArgumentError,
                              "`beta_1` must be between [0, 1)");
@@ -242,7 +247,8 @@ BOOST_AUTO_TEST_CASE(mirrored_components_get_the_same_update_on_their_own_device
   dt::distribute::MirroredStrategy strategy({"/gpu:0", "/gpu:1"});
   const auto w = mirrored_initial_values(strategy);
   const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3};
-  for (int t = 1; t <= kSteps; ++t) adam.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {w});
+  for (int t = 1; t <= kSteps; ++t)
+    adam.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {w});
   check_components_follow_adam(w);
 }
 
@@ -270,7 +276,8 @@ BOOST_AUTO_TEST_CASE(inside_strategy_run_the_replicas_gradients_are_summed_then_
   dt::Variable<float> plain(dt::constant<float>({1, 2}));
   const nn::optimizers::SGD sgd;
   DEVTENSOR_CHECK_THROW_WITH(strategy.run([&] {
-    sgd.apply_gradients({dt::constant<float>({1, 1}), dt::constant<float>(to_float(gradient_at(1)), {static_cast<std::int64_t>(kSize)})},
+    sgd.apply_gradients({dt::constant<float>({1, 1}),
+                         dt::constant<float>(to_float(gradient_at(1)), {static_cast<std::int64_t>(kSize)})},
                         {plain, w});
     return 0;
   }),
@@ -295,9 +302,10 @@ BOOST_AUTO_TEST_CASE(a_gradient_on_another_device_is_copied_or_refused_by_the_de
   const nn::optimizers::Adam adam{.learning_rate = 0.5};
   dt::Variable<float> first(dt::constant<float>({5}));  // on CPU:0 with its gradient: fine alone
   dt::config::experimental::set_device_policy(dt::DevicePolicy::EXPLICIT);
-  DEVTENSOR_CHECK_THROW_WITH(adam.apply_gradients({dt::constant<float>({1}), grad}, {first, *w}), dt::InvalidArgumentError,
-                             "Tensors on conflicting devices: cannot compute ResourceApplyAdam as input #1 was expected "
-                             "to be on /job:localhost/replica:0/task:0/device:CPU:1");
+  DEVTENSOR_CHECK_THROW_WITH(
+      adam.apply_gradients({dt::constant<float>({1}), grad}, {first, *w}), dt::InvalidArgumentError,
+      "Tensors on conflicting devices: cannot compute ResourceApplyAdam as input #1 was expected "
+      "to be on /job:localhost/replica:0/task:0/device:CPU:1");
   BOOST_TEST(first.to_vector() == (std::vector<float>{5}), boost::test_tools::per_element());  // nothing updated
   BOOST_TEST(w->to_vector() == (std::vector<float>{1, 2}), boost::test_tools::per_element());
   BOOST_TEST(adam.iterations() == 0);
@@ -312,8 +320,7 @@ BOOST_AUTO_TEST_CASE(a_gradient_on_another_device_is_copied_or_refused_by_the_de
 
 BOOST_AUTO_TEST_CASE(training_on_a_gpu_reports_memory_and_an_oom_says_which_knob_to_turn) {
   dt::config::set_simulated_gpus(1, std::int64_t{1} << 30);
-  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0],
-                                               {{.memory_limit_mb = 2}});
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0], {{.memory_limit_mb = 2}});
   dt::DeviceScope gpu("/gpu:0");
   nn::Sequential model({nn::Dense(64, {.input_dim = 64, .activation = nn::Activation::relu}), nn::Dense(1)});
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{});
@@ -347,8 +354,9 @@ BOOST_AUTO_TEST_CASE(fused_updates_are_logged_on_the_variables_device) {
   nn::optimizers::Adam{}.apply_gradients({dt::constant<float>({1})}, {w});
   nn::optimizers::SGD{.momentum = 0.5}.apply_gradients({dt::constant<float>({1})}, {w});
   BOOST_TEST(log.count("Executing op ResourceApplyAdam in device /job:localhost/replica:0/task:0/device:CPU:0") == 1u);
-  BOOST_TEST(log.count("Executing op ResourceApplyKerasMomentum in device /job:localhost/replica:0/task:0/device:CPU:0") ==
-             1u);
+  BOOST_TEST(
+      log.count("Executing op ResourceApplyKerasMomentum in device /job:localhost/replica:0/task:0/device:CPU:0") ==
+      1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_program_without_gpu_bodies_stages_updates_of_gpu_variables_through_the_host) {
@@ -361,7 +369,8 @@ BOOST_AUTO_TEST_CASE(a_program_without_gpu_bodies_stages_updates_of_gpu_variable
     w.emplace(dt::constant<float>(to_float(initial_values()), {static_cast<std::int64_t>(kSize)}));
   }
   BOOST_TEST_REQUIRE(!w->component(0).host_memory());
-  const nn::optimizers::Adam adam{.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3, .amsgrad = true};
+  const nn::optimizers::Adam adam{
+      .learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.9, .epsilon = 1e-3, .amsgrad = true};
   for (int t = 1; t <= kSteps; ++t)
     adam.apply_gradients({dt::constant<float>(to_float(gradient_at(t)), {static_cast<std::int64_t>(kSize)})}, {*w});
   check_close(w->to_vector(), adam_reference(0.05, 0.8, 0.9, 1e-3, true), 1e-5);
@@ -455,12 +464,12 @@ BOOST_AUTO_TEST_CASE(a_training_step_keeps_variables_and_updates_on_the_gpu) {
   };
   for (const bool adam : {false, true}) {
     BOOST_TEST_CONTEXT((adam ? "Adam" : "SGD with Nesterov momentum")) {
-      const auto on_cpu = adam ? train(nn::optimizers::Adam{.learning_rate = 0.01}, "/cpu:0")
-                               : train(nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true},
-                                       "/cpu:0");
-      const auto on_gpu = adam ? train(nn::optimizers::Adam{.learning_rate = 0.01}, "/gpu:0")
-                               : train(nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true},
-                                       "/gpu:0");
+      const auto on_cpu =
+          adam ? train(nn::optimizers::Adam{.learning_rate = 0.01}, "/cpu:0")
+               : train(nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true}, "/cpu:0");
+      const auto on_gpu =
+          adam ? train(nn::optimizers::Adam{.learning_rate = 0.01}, "/gpu:0")
+               : train(nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true}, "/gpu:0");
       BOOST_TEST_REQUIRE(on_cpu.size() == on_gpu.size());
       for (std::size_t i = 0; i < on_cpu.size(); ++i)
         BOOST_TEST(std::abs(on_cpu[i] - on_gpu[i]) <= 1e-5f * (1 + std::abs(on_cpu[i])), "value " << i);
@@ -481,7 +490,8 @@ BOOST_AUTO_TEST_CASE(fit_and_evaluate_read_the_loss_once_per_epoch_not_once_per_
   const auto fit = [&](const std::string& device) {
     dt::DeviceScope scope(device);
     nn::clear_session();
-    nn::Sequential model({nn::Dense(4, {.input_dim = 2, .activation = nn::Activation::relu,
+    nn::Sequential model({nn::Dense(4, {.input_dim = 2,
+                                        .activation = nn::Activation::relu,
                                         .kernel_initializer = nn::initializers::Constant{0.3f}}),
                           nn::Dense(1, {.kernel_initializer = nn::initializers::Constant{-0.2f}})});
     model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
@@ -568,8 +578,8 @@ std::pair<dt::Tensor<float>, dt::Tensor<float>> line_points() {
 void check_near(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])), "element " << i << ": " << got[i]
-                                                                                          << " vs " << want[i]);
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])),
+               "element " << i << ": " << got[i] << " vs " << want[i]);
 }
 std::vector<double> weights_of(const nn::Model& model) {
   std::vector<double> out;
@@ -594,82 +604,115 @@ BOOST_AUTO_TEST_CASE(each_schedule_gives_keras_values_at_steps_0_to_25) {
        s::InverseTimeDecay{.initial_learning_rate = 0.1, .decay_steps = 5, .decay_rate = 0.5, .staircase = true}},
       {"polynomial",
        s::PolynomialDecay{.initial_learning_rate = 0.1, .decay_steps = 10, .end_learning_rate = 0.01, .power = 2.0}},
-      {"polynomial_cycle", s::PolynomialDecay{.initial_learning_rate = 0.1, .decay_steps = 10,
-                                              .end_learning_rate = 0.01, .power = 2.0, .cycle = true}},
+      {"polynomial_cycle",
+       s::PolynomialDecay{
+           .initial_learning_rate = 0.1, .decay_steps = 10, .end_learning_rate = 0.01, .power = 2.0, .cycle = true}},
   };
   const std::vector<std::pair<std::string, std::vector<double>>> keras{
       {"exponential",
-          {
-           0.10000000149011612, 0.09330330044031143, 0.08705505728721619, 0.08122523874044418, 0.07578583061695099,
-           0.0707106813788414, 0.06597539037466049, 0.06155722215771675, 0.057434916496276855, 0.05358867719769478,
-           0.05000000074505806, 0.046651650220155716, 0.043527524918317795, 0.04061261937022209, 0.037892915308475494,
-           0.0353553406894207, 0.032987695187330246, 0.030778611078858376, 0.028717461973428726, 0.02679433859884739,
-           0.02500000037252903, 0.023325826972723007, 0.021763762459158897, 0.020306309685111046, 0.018946455791592598,
-           0.01767767034471035}},
+       {0.10000000149011612, 0.09330330044031143,  0.08705505728721619,  0.08122523874044418,  0.07578583061695099,
+        0.0707106813788414,  0.06597539037466049,  0.06155722215771675,  0.057434916496276855, 0.05358867719769478,
+        0.05000000074505806, 0.046651650220155716, 0.043527524918317795, 0.04061261937022209,  0.037892915308475494,
+        0.0353553406894207,  0.032987695187330246, 0.030778611078858376, 0.028717461973428726, 0.02679433859884739,
+        0.02500000037252903, 0.023325826972723007, 0.021763762459158897, 0.020306309685111046, 0.018946455791592598,
+        0.01767767034471035}},
       {"exponential_staircase",
-          {
-           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
-           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
-           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
-           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
-           0.02500000037252903, 0.02500000037252903, 0.02500000037252903, 0.02500000037252903, 0.02500000037252903,
-           0.02500000037252903}},
+       {0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+        0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+        0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+        0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+        0.02500000037252903, 0.02500000037252903, 0.02500000037252903, 0.02500000037252903, 0.02500000037252903,
+        0.02500000037252903}},
       {"piecewise",
-          {
-           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
-           0.10000000149011612, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
-           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
-           0.05000000074505806, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
-           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
-           0.009999999776482582}},
+       {0.10000000149011612,  0.10000000149011612,  0.10000000149011612,  0.10000000149011612,  0.10000000149011612,
+        0.10000000149011612,  0.05000000074505806,  0.05000000074505806,  0.05000000074505806,  0.05000000074505806,
+        0.05000000074505806,  0.05000000074505806,  0.05000000074505806,  0.05000000074505806,  0.05000000074505806,
+        0.05000000074505806,  0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+        0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+        0.009999999776482582}},
       {"cosine",
-          {
-           0.10000000149011612, 0.09944597631692886, 0.09779754281044006, 0.09509529173374176, 0.09140576422214508,
-           0.08681981265544891, 0.08145033568143845, 0.07542957365512848, 0.06890576332807541, 0.06203955411911011,
-           0.05499999597668648, 0.047960445284843445, 0.04109422490000725, 0.03457043319940567, 0.028549665585160255,
-           0.023180196061730385, 0.018594233319163322, 0.014904703013598919, 0.012202458456158638, 0.010554024018347263,
-           0.010000000707805157, 0.010000000707805157, 0.010000000707805157, 0.010000000707805157, 0.010000000707805157,
-           0.010000000707805157}},
+       {0.10000000149011612,  0.09944597631692886,  0.09779754281044006,  0.09509529173374176,  0.09140576422214508,
+        0.08681981265544891,  0.08145033568143845,  0.07542957365512848,  0.06890576332807541,  0.06203955411911011,
+        0.05499999597668648,  0.047960445284843445, 0.04109422490000725,  0.03457043319940567,  0.028549665585160255,
+        0.023180196061730385, 0.018594233319163322, 0.014904703013598919, 0.012202458456158638, 0.010554024018347263,
+        0.010000000707805157, 0.010000000707805157, 0.010000000707805157, 0.010000000707805157, 0.010000000707805157,
+        0.010000000707805157}},
       {"cosine_warmup",
-          {
-           0.0, 0.04000000283122063, 0.08000000566244125, 0.12000000476837158, 0.1600000113248825,
-           0.20000000298023224, 0.19781476259231567, 0.19135454297065735, 0.1809016913175583, 0.16691306233406067,
-           0.15000000596046448, 0.13090169429779053, 0.11045284569263458, 0.08954714238643646, 0.06909828633069992,
-           0.04999999329447746, 0.03308693319559097, 0.019098294898867607, 0.008645451627671719, 0.0021852373611181974,
-           0.0, 0.0, 0.0, 0.0, 0.0,
-           0.0}},
+       {0.0,
+        0.04000000283122063,
+        0.08000000566244125,
+        0.12000000476837158,
+        0.1600000113248825,
+        0.20000000298023224,
+        0.19781476259231567,
+        0.19135454297065735,
+        0.1809016913175583,
+        0.16691306233406067,
+        0.15000000596046448,
+        0.13090169429779053,
+        0.11045284569263458,
+        0.08954714238643646,
+        0.06909828633069992,
+        0.04999999329447746,
+        0.03308693319559097,
+        0.019098294898867607,
+        0.008645451627671719,
+        0.0021852373611181974,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0}},
       {"inverse_time",
-          {
-           0.10000000149011612, 0.09090909361839294, 0.0833333283662796, 0.07692307978868484, 0.0714285746216774,
-           0.06666667014360428, 0.0625, 0.05882352963089943, 0.055555559694767, 0.05263157933950424,
-           0.05000000074505806, 0.0476190522313118, 0.04545454680919647, 0.043478261679410934, 0.0416666641831398,
-           0.03999999910593033, 0.03846153989434242, 0.03703703731298447, 0.0357142873108387, 0.03448275849223137,
-           0.03333333507180214, 0.03225806728005409, 0.03125, 0.03030303120613098, 0.029411764815449715,
-           0.02857142873108387}},
+       {0.10000000149011612,
+        0.09090909361839294,
+        0.0833333283662796,
+        0.07692307978868484,
+        0.0714285746216774,
+        0.06666667014360428,
+        0.0625,
+        0.05882352963089943,
+        0.055555559694767,
+        0.05263157933950424,
+        0.05000000074505806,
+        0.0476190522313118,
+        0.04545454680919647,
+        0.043478261679410934,
+        0.0416666641831398,
+        0.03999999910593033,
+        0.03846153989434242,
+        0.03703703731298447,
+        0.0357142873108387,
+        0.03448275849223137,
+        0.03333333507180214,
+        0.03225806728005409,
+        0.03125,
+        0.03030303120613098,
+        0.029411764815449715,
+        0.02857142873108387}},
       {"inverse_time_staircase",
-          {
-           0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
-           0.06666667014360428, 0.06666667014360428, 0.06666667014360428, 0.06666667014360428, 0.06666667014360428,
-           0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
-           0.03999999910593033, 0.03999999910593033, 0.03999999910593033, 0.03999999910593033, 0.03999999910593033,
-           0.03333333507180214, 0.03333333507180214, 0.03333333507180214, 0.03333333507180214, 0.03333333507180214,
-           0.02857142873108387}},
+       {0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612, 0.10000000149011612,
+        0.06666667014360428, 0.06666667014360428, 0.06666667014360428, 0.06666667014360428, 0.06666667014360428,
+        0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806, 0.05000000074505806,
+        0.03999999910593033, 0.03999999910593033, 0.03999999910593033, 0.03999999910593033, 0.03999999910593033,
+        0.03333333507180214, 0.03333333507180214, 0.03333333507180214, 0.03333333507180214, 0.03333333507180214,
+        0.02857142873108387}},
       {"polynomial",
-          {
-           0.10000000149011612, 0.08289999514818192, 0.06760000437498093, 0.054099999368190765, 0.04240000247955322,
-           0.032499998807907104, 0.024399999529123306, 0.01810000091791153, 0.013599999248981476, 0.010900000110268593,
-           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
-           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
-           0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
-           0.009999999776482582}},
-      {"polynomial_cycle",
-          {
-           0.10000000149011612, 0.08289999514818192, 0.06760000437498093, 0.054099999368190765, 0.04240000247955322,
-           0.032499998807907104, 0.024399999529123306, 0.01810000091791153, 0.013599999248981476, 0.010900000110268593,
-           0.009999999776482582, 0.028224999085068703, 0.024399999529123306, 0.021025002002716064, 0.01810000091791153,
-           0.015625, 0.013599999248981476, 0.012024999596178532, 0.010900000110268593, 0.010224999859929085,
-           0.009999999776482582, 0.01810000091791153, 0.01640000008046627, 0.014900000765919685, 0.013599999248981476,
-           0.012500000186264515}},  };
+       {0.10000000149011612,  0.08289999514818192,  0.06760000437498093,  0.054099999368190765, 0.04240000247955322,
+        0.032499998807907104, 0.024399999529123306, 0.01810000091791153,  0.013599999248981476, 0.010900000110268593,
+        0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+        0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+        0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582, 0.009999999776482582,
+        0.009999999776482582}},
+      {"polynomial_cycle", {0.10000000149011612,  0.08289999514818192,  0.06760000437498093,  0.054099999368190765,
+                            0.04240000247955322,  0.032499998807907104, 0.024399999529123306, 0.01810000091791153,
+                            0.013599999248981476, 0.010900000110268593, 0.009999999776482582, 0.028224999085068703,
+                            0.024399999529123306, 0.021025002002716064, 0.01810000091791153,  0.015625,
+                            0.013599999248981476, 0.012024999596178532, 0.010900000110268593, 0.010224999859929085,
+                            0.009999999776482582, 0.01810000091791153,  0.01640000008046627,  0.014900000765919685,
+                            0.013599999248981476, 0.012500000186264515}},
+  };
   BOOST_REQUIRE(keras.size() == schedules.size());
   for (std::size_t k = 0; k < keras.size(); ++k) {
     BOOST_TEST_CONTEXT(keras[k].first) {
@@ -690,22 +733,25 @@ BOOST_AUTO_TEST_CASE(each_schedule_gives_keras_values_at_steps_0_to_25) {
 BOOST_AUTO_TEST_CASE(schedules_refuse_what_keras_refuses) {
   namespace s = nn::schedules;
   const auto make = [](auto schedule) { return nn::LearningRate(schedule); };
-  DEVTENSOR_CHECK_THROW_WITH(make(s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 0, .decay_rate = 0.5}),
+  DEVTENSOR_CHECK_THROW_WITH(
+      make(s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 0, .decay_rate = 0.5}),
+      dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=0");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::CosineDecay{.initial_learning_rate = 0.1, .decay_steps = 0}),
                              dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=0");
-  DEVTENSOR_CHECK_THROW_WITH(make(s::CosineDecay{.initial_learning_rate = 0.1, .decay_steps = 0}), dt::InvalidArgumentError,
-                             "Argument `decay_steps` must be > 0. Received: decay_steps=0");
   DEVTENSOR_CHECK_THROW_WITH(make(s::PolynomialDecay{.initial_learning_rate = 0.1, .decay_steps = -1}),
                              dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=-1");
-  DEVTENSOR_CHECK_THROW_WITH(make(s::InverseTimeDecay{.initial_learning_rate = 0.1, .decay_steps = 0, .decay_rate = 0.5}),
-                             dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=0");
-  DEVTENSOR_CHECK_THROW_WITH(make(s::PiecewiseConstantDecay{.boundaries = {5}, .values = {0.1}}), dt::InvalidArgumentError,
+  DEVTENSOR_CHECK_THROW_WITH(
+      make(s::InverseTimeDecay{.initial_learning_rate = 0.1, .decay_steps = 0, .decay_rate = 0.5}),
+      dt::InvalidArgumentError, "Argument `decay_steps` must be > 0. Received: decay_steps=0");
+  DEVTENSOR_CHECK_THROW_WITH(make(s::PiecewiseConstantDecay{.boundaries = {5}, .values = {0.1}}),
+                             dt::InvalidArgumentError,
                              "The length of boundaries should be 1 less than the length of values. Received: "
                              "boundaries=[5] of length 1, and values=[0.1] of length 1.");
   DEVTENSOR_CHECK_THROW_WITH(make(s::PiecewiseConstantDecay{.boundaries = {5, 5}, .values = {0.1, 0.2, 0.3}}),
                              dt::InvalidArgumentError, "boundaries must increase");
   // A schedule is not settable (Keras's TypeError); a number is, shared by every copy.
-  const nn::optimizers::SGD scheduled{.learning_rate = s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 10,
-                                                                           .decay_rate = 0.5}};
+  const nn::optimizers::SGD scheduled{
+      .learning_rate = s::ExponentialDecay{.initial_learning_rate = 0.1, .decay_steps = 10, .decay_rate = 0.5}};
   DEVTENSOR_CHECK_THROW_WITH(scheduled.learning_rate.set(0.2), dt::InvalidArgumentError,
                              "hence its learning rate is not settable");
   const nn::Optimizer erased = scheduled;
@@ -716,7 +762,8 @@ BOOST_AUTO_TEST_CASE(schedules_refuse_what_keras_refuses) {
   adam_erased.set_learning_rate(0.5);
   BOOST_TEST(adam.learning_rate.at(0) == 0.5);
   BOOST_TEST(adam_erased.learning_rate() == 0.5);
-  DEVTENSOR_CHECK_THROW_WITH(adam_erased.set_learning_rate(-1), dt::InvalidArgumentError, "non-negative number, got -1");
+  DEVTENSOR_CHECK_THROW_WITH(adam_erased.set_learning_rate(-1), dt::InvalidArgumentError,
+                             "non-negative number, got -1");
   DEVTENSOR_CHECK_THROW_WITH(adam_erased.set_learning_rate(std::nan("")), dt::InvalidArgumentError, "non-negative");
   BOOST_TEST(adam_erased.learning_rate() == 0.5);
   // An optimizer type whose learning rate is a plain number is read, never set from outside.
@@ -733,17 +780,21 @@ BOOST_AUTO_TEST_CASE(fit_with_a_schedule_gives_keras_losses_traced_and_eager) {
   auto [x, y] = line_points();
   for (const bool eager : {false, true}) {
     BOOST_TEST_CONTEXT((eager ? "eager" : "traced")) {
-      auto sgd = line_model(nn::optimizers::SGD{.learning_rate = nn::schedules::ExponentialDecay{
-                                                    .initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = 0.5}},
-                            {.run_eagerly = eager});
+      auto sgd =
+          line_model(nn::optimizers::SGD{.learning_rate =
+                                             nn::schedules::ExponentialDecay{
+                                                 .initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = 0.5}},
+                     {.run_eagerly = eager});
       auto history = sgd.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
       check_near(history.loss, {2.6940524578094482, 1.8356554508209229, 1.537296175956726}, 1e-6);
       check_near(weights_of(sgd), {0.4276667833328247, 0.4096728563308716}, 1e-6);
       BOOST_TEST(sgd.optimizer().learning_rate() == 0.1 * std::pow(0.5, 3), boost::test_tools::tolerance(1e-7));
-      auto adam = line_model(nn::optimizers::Adam{.learning_rate = nn::schedules::CosineDecay{
-                                                      .initial_learning_rate = 0.0, .decay_steps = 4,
-                                                      .warmup_target = 0.1, .warmup_steps = 2}},
-                             {.run_eagerly = eager});
+      auto adam =
+          line_model(nn::optimizers::Adam{.learning_rate = nn::schedules::CosineDecay{.initial_learning_rate = 0.0,
+                                                                                      .decay_steps = 4,
+                                                                                      .warmup_target = 0.1,
+                                                                                      .warmup_steps = 2}},
+                     {.run_eagerly = eager});
       history = adam.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
       // Adam's step size in double here, in float32 in Keras (as the optimizers suite's 1e-5).
       check_near(history.loss, {2.7142856121063232, 2.3667867183685303, 2.030623435974121}, 1e-5);

@@ -4,13 +4,13 @@
 // nothing. The fixtures and the expected predictions come from tests/reference/weights.py.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -98,9 +98,9 @@ BOOST_AUTO_TEST_CASE(saved_files_have_keras_layout_and_load_back) {
   BOOST_TEST(shape == std::vector<std::int64_t>({4, 5}), boost::test_tools::per_element());
   BOOST_TEST(values == model.variables()[0].value().to_vector(), boost::test_tools::per_element());
   BOOST_TEST(hidden.read_floats("1").first == std::vector<std::int64_t>({5}), boost::test_tools::per_element());
-  BOOST_TEST(root.group("layers").group("dense_1").group("vars").read_floats("0").first ==
-                 std::vector<std::int64_t>({9, 3}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      root.group("layers").group("dense_1").group("vars").read_floats("0").first == std::vector<std::int64_t>({9, 3}),
+      boost::test_tools::per_element());
   // A fresh model (other initial values) loads them exactly.
   auto other = branches();
   BOOST_TEST(values_of(other) != values_of(model));
@@ -137,8 +137,8 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_training_bit_for_bit) {
   // Weights, the optimizer's step count and slots in one file (Keras's /optimizer group): a run
   // resumed from it equals the uninterrupted run exactly, Dropout's masks included (they follow
   // the step count).
-  const auto x = dt::constant<float>({0.5f, -1, 2, 0.25f, -0.5f, 1, 0, 3, 1, 1, -2, 0.5f, 0, 0, 1, -1,
-                                      2, 0, 1, 1, -1, -1, 0.5f, 2, 0.25f, 3, -2, 1, 1, 2, 3, 4},
+  const auto x = dt::constant<float>({0.5f, -1, 2, 0.25f, -0.5f, 1,  0,    3, 1,     1, -2, 0.5f, 0, 0, 1, -1,
+                                      2,    0,  1, 1,     -1,    -1, 0.5f, 2, 0.25f, 3, -2, 1,    1, 2, 3, 4},
                                      {8, 4});
   const auto y = dt::constant<float>({1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0}, {8, 3});
   for (const bool adam : {true, false}) {
@@ -149,8 +149,10 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_training_bit_for_bit) {
       nn::Model model(in, nn::Dense(3, {.activation = nn::Activation::softmax,
                                         .kernel_initializer = nn::initializers::GlorotUniform{.seed = 2}})(
                               nn::Dropout(0.25, {.seed = 7})(hidden)));
-      if (adam) model.compile("categorical_crossentropy", nn::optimizers::Adam{.learning_rate = 0.05, .amsgrad = true});
-      else model.compile("categorical_crossentropy", nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.9});
+      if (adam)
+        model.compile("categorical_crossentropy", nn::optimizers::Adam{.learning_rate = 0.05, .amsgrad = true});
+      else
+        model.compile("categorical_crossentropy", nn::optimizers::SGD{.learning_rate = 0.1, .momentum = 0.9});
       return model;
     };
     const dt::nn::FitOptions two_epochs{.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false};
@@ -171,14 +173,16 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_resumes_training_bit_for_bit) {
     const auto vars = dt::hdf5::open_file(checkpoint).group("optimizer").group("vars");
     BOOST_TEST(vars.string_attribute("name") == (adam ? "adam" : "sgd"));
     BOOST_TEST(vars.read_int64("0") == 4);
-    BOOST_TEST(vars.read_floats("1").second == std::vector<float>({adam ? 0.05f : 0.1f}), boost::test_tools::per_element());
+    BOOST_TEST(vars.read_floats("1").second == std::vector<float>({adam ? 0.05f : 0.1f}),
+               boost::test_tools::per_element());
     BOOST_TEST(vars.children().size() == (adam ? 2u + 3u * 4u : 2u + 4u));  // m, v and v_hat; or the velocities
     BOOST_TEST(vars.read_floats("2").first == std::vector<std::int64_t>({4, 6}), boost::test_tools::per_element());
     // A model compiled with another optimizer refuses the state, and changes nothing.
     auto other = make();
     other.compile("categorical_crossentropy", nn::optimizers::SGD{.learning_rate = 0.1});
     const auto before = values_of(other);
-    DEVTENSOR_CHECK_THROW_WITH(other.load_weights(checkpoint.string()), dt::InvalidArgumentError, "/optimizer/vars holds");
+    DEVTENSOR_CHECK_THROW_WITH(other.load_weights(checkpoint.string()), dt::InvalidArgumentError,
+                               "/optimizer/vars holds");
     BOOST_TEST(values_of(other) == before);
     // An uncompiled model takes the weights and skips the optimizer's state, as Keras.
     const auto in = nn::Input({4});
@@ -212,7 +216,8 @@ BOOST_AUTO_TEST_CASE(mismatched_models_and_bad_files_load_nothing) {
   fs::copy_file(tf_file, truncated);
   fs::resize_file(truncated, fs::file_size(truncated) / 2);
   BOOST_CHECK_THROW(model.load_weights(truncated.string()), dt::InvalidArgumentError);
-  DEVTENSOR_CHECK_THROW_WITH(model.load_weights((dir / "missing.weights.h5").string()), dt::NotFoundError, "no such file");
+  DEVTENSOR_CHECK_THROW_WITH(model.load_weights((dir / "missing.weights.h5").string()), dt::NotFoundError,
+                             "no such file");
   {
     const fs::path doubles = dir / "doubles.weights.h5";
     model.save_weights(doubles.string());
@@ -221,7 +226,8 @@ BOOST_AUTO_TEST_CASE(mismatched_models_and_bad_files_load_nothing) {
     H5Ldelete(file, "/layers/dense/vars/1", H5P_DEFAULT);
     const hsize_t dims[1] = {5};
     const hid_t space = H5Screate_simple(1, dims, nullptr);
-    const hid_t data = H5Dcreate2(file, "/layers/dense/vars/1", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t data =
+        H5Dcreate2(file, "/layers/dense/vars/1", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Dclose(data);
     H5Sclose(space);
     H5Fclose(file);
@@ -240,13 +246,15 @@ BOOST_AUTO_TEST_CASE(mismatched_models_and_bad_files_load_nothing) {
 BOOST_AUTO_TEST_CASE(convolutional_models_read_and_write_keras_files) {
   // tests/reference/conv_weights.py's model, its Keras file, and TensorFlow's predictions with it.
   const auto conv_model = [] {
-    return nn::Sequential({nn::Conv2D(3, 2, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{5, 5, 2}}),
-                           nn::MaxPooling2D(2, {.strides = 1, .padding = "same"}), nn::Conv2D(2, {2, 1}, {.strides = 2}),
-                           nn::GlobalAveragePooling2D(), nn::Dense(2)},
-                          "conv");
+    return nn::Sequential(
+        {nn::Conv2D(3, 2, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{5, 5, 2}}),
+         nn::MaxPooling2D(2, {.strides = 1, .padding = "same"}), nn::Conv2D(2, {2, 1}, {.strides = 2}),
+         nn::GlobalAveragePooling2D(), nn::Dense(2)},
+        "conv");
   };
   std::vector<float> input(2 * 5 * 5 * 2);
-  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+  for (std::size_t i = 0; i < input.size(); ++i)
+    input[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
   const auto x = dt::constant<float>(input, {2, 5, 5, 2});
   auto model = conv_model();
   model.load_weights((kFixtures / "conv.weights.h5").string());
@@ -257,8 +265,8 @@ BOOST_AUTO_TEST_CASE(convolutional_models_read_and_write_keras_files) {
   const fs::path file = dir / "conv.weights.h5";
   model.save_weights(file.string());
   const auto root = dt::hdf5::open_file(file);
-  BOOST_TEST(root.group("layers").children() == std::vector<std::string>({"conv2d", "conv2d_1", "dense",
-                                                                          "global_average_pooling2d", "max_pooling2d"}),
+  BOOST_TEST(root.group("layers").children() ==
+                 std::vector<std::string>({"conv2d", "conv2d_1", "dense", "global_average_pooling2d", "max_pooling2d"}),
              boost::test_tools::per_element());
   BOOST_TEST(root.group("layers").group("conv2d").group("vars").read_floats("0").first ==
                  std::vector<std::int64_t>({2, 2, 2, 3}),
@@ -273,7 +281,8 @@ BOOST_AUTO_TEST_CASE(batch_normalization_reads_and_writes_keras_files) {
   // values), its Keras file, and TensorFlow's predictions on the first 4 digits.
   const auto bn_model = [] {
     return nn::Sequential({nn::Conv2D(4, 3, {.input_shape = nn::PartialShape{8, 8, 1}}), nn::BatchNormalization(),
-                           nn::ActivationLayer(nn::Activation::relu), nn::AveragePooling2D(), nn::Flatten(), nn::Dense(10)});
+                           nn::ActivationLayer(nn::Activation::relu), nn::AveragePooling2D(), nn::Flatten(),
+                           nn::Dense(10)});
   };
   std::ifstream in(DEVTENSOR_DIGITS_CSV);
   BOOST_TEST_REQUIRE(static_cast<bool>(in));
@@ -282,16 +291,17 @@ BOOST_AUTO_TEST_CASE(batch_normalization_reads_and_writes_keras_files) {
   for (int row = 0; row < 4 && std::getline(in, line); ++row) {
     std::istringstream fields(line);
     std::string field;
-    for (int column = 0; column < 64 && std::getline(fields, field, ','); ++column) pixels.push_back(std::stof(field) / 16.0f);
+    for (int column = 0; column < 64 && std::getline(fields, field, ','); ++column)
+      pixels.push_back(std::stof(field) / 16.0f);
   }
   const auto x = dt::constant<float>(pixels, {4, 8, 8, 1});
   const std::vector<double> tensorflow{
-      0.196142882, -0.0752608404, 0.0521874279, -0.0495807044, -0.00300946273, 0.0114998799, -0.0175711066,
-      -0.0159076899, 0.0745779499, -0.0522920936, 0.0610028952, 0.042595122, 0.0281171575, -0.0193183795,
-      0.0846364051, -0.0394378528, 0.0855379701, -0.114829518, 0.0173422918, 0.0388229936, 0.14721863, -0.0368872955,
-      0.153988838, -0.105072498, -0.0760108232, -0.0326382443, 0.0637126639, -0.0928008482, 0.134972826,
-      0.0225783531, 0.0842881575, 0.00807384402, 0.0372339264, 0.0410882384, 0.0209460147, 0.0188591853,
-      0.0174777359, -0.0711824, 0.0602103546, 0.0483163223};
+      0.196142882,   -0.0752608404, 0.0521874279,  -0.0495807044, -0.00300946273, 0.0114998799, -0.0175711066,
+      -0.0159076899, 0.0745779499,  -0.0522920936, 0.0610028952,  0.042595122,    0.0281171575, -0.0193183795,
+      0.0846364051,  -0.0394378528, 0.0855379701,  -0.114829518,  0.0173422918,   0.0388229936, 0.14721863,
+      -0.0368872955, 0.153988838,   -0.105072498,  -0.0760108232, -0.0326382443,  0.0637126639, -0.0928008482,
+      0.134972826,   0.0225783531,  0.0842881575,  0.00807384402, 0.0372339264,   0.0410882384, 0.0209460147,
+      0.0188591853,  0.0174777359,  -0.0711824,    0.0602103546,  0.0483163223};
   auto model = bn_model();
   model.load_weights((kFixtures / "batch_norm.weights.h5").string());
   check_close(model.predict(x).to_vector(), tensorflow, 1e-5);
@@ -312,14 +322,18 @@ BOOST_AUTO_TEST_CASE(batch_normalization_reads_and_writes_keras_files) {
 BOOST_AUTO_TEST_CASE(depthwise_convolution_reads_and_writes_keras_files) {
   // tests/reference/depthwise.py's model, its Keras file, and TensorFlow's predictions with it.
   const auto depthwise_model = [] {
-    return nn::Sequential({nn::DepthwiseConv2D(3, {.padding = "same", .depth_multiplier = 2, .activation = nn::Activation::relu,
+    return nn::Sequential({nn::DepthwiseConv2D(3, {.padding = "same",
+                                                   .depth_multiplier = 2,
+                                                   .activation = nn::Activation::relu,
                                                    .input_shape = nn::PartialShape{6, 6, 2}}),
                            nn::GlobalAveragePooling2D(), nn::Dense(3)});
   };
   std::vector<float> input(2 * 6 * 6 * 2);
-  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
+  for (std::size_t i = 0; i < input.size(); ++i)
+    input[i] = static_cast<float>(static_cast<int>((i * 5) % 11) - 5) / 4.0f;
   const auto x = dt::constant<float>(input, {2, 6, 6, 2});
-  const std::vector<double> tensorflow{0.0275085382, -0.0318845473, 0.0642696172, 0.0276044142, -0.0309886076, 0.064798519};
+  const std::vector<double> tensorflow{0.0275085382, -0.0318845473, 0.0642696172,
+                                       0.0276044142, -0.0309886076, 0.064798519};
   auto model = depthwise_model();
   std::ostringstream summary;
   model.summary(summary);
@@ -337,9 +351,10 @@ BOOST_AUTO_TEST_CASE(depthwise_convolution_reads_and_writes_keras_files) {
   auto fresh = depthwise_model();
   fresh.load_weights(file.string());
   check_close(fresh.predict(x).to_vector(), tensorflow, 1e-5);
-  DEVTENSOR_CHECK_THROW_WITH(nn::DepthwiseConv2D(3, {.depth_multiplier = 0}), dt::InvalidArgumentError,
-                             "Invalid value for argument `depth_multiplier`. Expected a strictly positive value. Received "
-                             "depth_multiplier=0.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      nn::DepthwiseConv2D(3, {.depth_multiplier = 0}), dt::InvalidArgumentError,
+      "Invalid value for argument `depth_multiplier`. Expected a strictly positive value. Received "
+      "depth_multiplier=0.");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -365,10 +380,16 @@ nn::History fit_with(nn::Sequential& model, std::ostringstream& out, std::vector
   }
   nn::ValidationData two_points;
   if (validation)
-    two_points = {dt::constant<float>({0.3f, -0.6f}, {2, 1}), dt::constant<float>({2 * 0.3f + 1, 2 * -0.6f + 1}, {2, 1})};
+    two_points = {dt::constant<float>({0.3f, -0.6f}, {2, 1}),
+                  dt::constant<float>({2 * 0.3f + 1, 2 * -0.6f + 1}, {2, 1})};
   return model.fit(dt::constant<float>(x, {8, 1}), dt::constant<float>(y, {8, 1}),
-                   {.epochs = epochs, .batch_size = 4, .verbose = 0, .shuffle = false, .out = &out,
-                    .validation_data = std::move(two_points), .callbacks = std::move(callbacks)});
+                   {.epochs = epochs,
+                    .batch_size = 4,
+                    .verbose = 0,
+                    .shuffle = false,
+                    .out = &out,
+                    .validation_data = std::move(two_points),
+                    .callbacks = std::move(callbacks)});
 }
 std::vector<std::string> files_in(const fs::path& folder) {
   std::vector<std::string> out;
@@ -382,19 +403,21 @@ BOOST_AUTO_TEST_CASE(every_epoch_and_every_n_batches_as_keras_names_them) {
   auto model = zeros_model(0.05);
   std::ostringstream out;
   const fs::path folder = dir / "ck";  // made by the callback
-  cb::ModelCheckpoint every{.filepath = (folder / "e{epoch:02d}-{loss:.3f}.weights.h5").string(), .monitor = "loss",
-                            .verbose = 1, .save_weights_only = true};
+  cb::ModelCheckpoint every{.filepath = (folder / "e{epoch:02d}-{loss:.3f}.weights.h5").string(),
+                            .monitor = "loss",
+                            .verbose = 1,
+                            .save_weights_only = true};
   (void)fit_with(model, out, {every}, 3);
-  BOOST_TEST(files_in(folder) == std::vector<std::string>({"e01-2.704.weights.h5", "e02-2.079.weights.h5",
-                                                           "e03-1.620.weights.h5"}),
+  BOOST_TEST(files_in(folder) ==
+                 std::vector<std::string>({"e01-2.704.weights.h5", "e02-2.079.weights.h5", "e03-1.620.weights.h5"}),
              boost::test_tools::per_element());  // and no temporary file left
   std::string expected;
-  for (const auto* name : {"1: saving model to ck/e01-2.704", "2: saving model to ck/e02-2.079",
-                           "3: saving model to ck/e03-1.620"}) {
+  for (const auto* name :
+       {"1: saving model to ck/e01-2.704", "2: saving model to ck/e02-2.079", "3: saving model to ck/e03-1.620"}) {
     const std::string text(name);
     const std::string epoch = text.substr(0, 1), path = (dir / text.substr(text.find("ck/"))).string() + ".weights.h5";
-    expected += "\nEpoch " + epoch + ": saving model to " + path + "\n\nEpoch " + epoch + ": finished saving model to " +
-                path + "\n";
+    expected += "\nEpoch " + epoch + ": saving model to " + path + "\n\nEpoch " + epoch +
+                ": finished saving model to " + path + "\n";
   }
   BOOST_TEST(out.str() == expected);
   BOOST_TEST(every.files_written().size() == 3u);
@@ -409,11 +432,14 @@ BOOST_AUTO_TEST_CASE(every_epoch_and_every_n_batches_as_keras_names_them) {
   model = zeros_model(0.05);
   std::ostringstream batches;
   (void)fit_with(model, batches,
-                 {cb::ModelCheckpoint{.filepath = (dir / "b{epoch}-{batch}.weights.h5").string(), .verbose = 1,
-                                      .save_weights_only = true, .save_freq = 3}},
+                 {cb::ModelCheckpoint{.filepath = (dir / "b{epoch}-{batch}.weights.h5").string(),
+                                      .verbose = 1,
+                                      .save_weights_only = true,
+                                      .save_freq = 3}},
                  2);
   const std::string b21 = (dir / "b2-1.weights.h5").string();
-  BOOST_TEST(batches.str() == "\nEpoch 2: saving model to " + b21 + "\n\nEpoch 2: finished saving model to " + b21 + "\n");
+  BOOST_TEST(batches.str() ==
+             "\nEpoch 2: saving model to " + b21 + "\n\nEpoch 2: finished saving model to " + b21 + "\n");
   BOOST_TEST(fs::exists(b21));
 }
 
@@ -424,11 +450,13 @@ BOOST_AUTO_TEST_CASE(save_best_only_keeps_the_best_epoch) {
   cb::ModelCheckpoint checkpoint{.filepath = best, .verbose = 1, .save_best_only = true, .save_weights_only = true};
   (void)fit_with(model, out, {checkpoint}, 5, true);
   const auto saved = [&](int epoch, const char* from, const char* to) {
-    return "\nEpoch " + std::to_string(epoch) + ": val_loss improved from " + from + " to " + to + ", saving model to " +
-           best + "\n\nEpoch " + std::to_string(epoch) + ": finished saving model to " + best + "\n";
+    return "\nEpoch " + std::to_string(epoch) + ": val_loss improved from " + from + " to " + to +
+           ", saving model to " + best + "\n\nEpoch " + std::to_string(epoch) + ": finished saving model to " + best +
+           "\n";
   };
-  BOOST_TEST(out.str() == saved(1, "None", "1.87925") + saved(2, "1.87925", "0.55426") + saved(3, "0.55426", "0.03729") +
-                              "\nEpoch 4: val_loss did not improve from 0.03729\n" + saved(5, "0.03729", "0.02253"));
+  BOOST_TEST(out.str() == saved(1, "None", "1.87925") + saved(2, "1.87925", "0.55426") +
+                              saved(3, "0.55426", "0.03729") + "\nEpoch 4: val_loss did not improve from 0.03729\n" +
+                              saved(5, "0.03729", "0.02253"));
   BOOST_TEST(*checkpoint.best() == 0.022526845335960388, boost::test_tools::tolerance(1e-5));
   auto reloaded = zeros_model(0.6);
   reloaded.load_weights(best);
@@ -438,13 +466,15 @@ BOOST_AUTO_TEST_CASE(save_best_only_keeps_the_best_epoch) {
   model = zeros_model(0.6);
   std::ostringstream quiet;
   const std::string unmonitored = (dir / "m.weights.h5").string();
-  (void)fit_with(model, quiet, {cb::ModelCheckpoint{.filepath = unmonitored, .save_best_only = true, .save_weights_only = true}}, 1);
+  (void)fit_with(model, quiet,
+                 {cb::ModelCheckpoint{.filepath = unmonitored, .save_best_only = true, .save_weights_only = true}}, 1);
   BOOST_TEST(log.count("Can save best model only with val_loss available.") == 1u);
   BOOST_TEST(fs::exists(unmonitored));
   // A folder where the file should be: Keras's error, and nothing left behind.
   fs::create_directories(dir / "taken.weights.h5");
   DEVTENSOR_CHECK_THROW_WITH(
-      fit_with(model, quiet, {cb::ModelCheckpoint{.filepath = (dir / "taken.weights.h5").string(), .save_weights_only = true}}, 1),
+      fit_with(model, quiet,
+               {cb::ModelCheckpoint{.filepath = (dir / "taken.weights.h5").string(), .save_weights_only = true}}, 1),
       dt::InvalidArgumentError, "Please specify a non-directory filepath for ModelCheckpoint");
   BOOST_TEST(files_in(dir) == std::vector<std::string>({"best.weights.h5", "m.weights.h5", "taken.weights.h5"}),
              boost::test_tools::per_element());
@@ -467,8 +497,9 @@ BOOST_AUTO_TEST_CASE(the_learning_rate_is_saved_as_keras_saves_it) {
   const auto make = [] {
     nn::Sequential m({nn::Dense(1, {.input_dim = 1, .kernel_initializer = nn::initializers::Zeros{}})});
     m.compile(nn::losses::MeanSquaredError{},
-              nn::optimizers::SGD{.learning_rate = nn::schedules::ExponentialDecay{.initial_learning_rate = 0.1,
-                                                                                   .decay_steps = 2, .decay_rate = 0.5},
+              nn::optimizers::SGD{.learning_rate =
+                                      nn::schedules::ExponentialDecay{
+                                          .initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = 0.5},
                                   .momentum = 0.9});
     return m;
   };
@@ -528,8 +559,8 @@ struct Run {
 Run train(const std::vector<nn::Callback>& extra, bool repeat = false) {
   nn::clear_session();
   nn::utils::set_random_seed(11);
-  nn::Sequential model({nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.25),
-                        nn::Dense(1)});
+  nn::Sequential model(
+      {nn::Dense(8, {.input_dim = 3, .activation = nn::Activation::relu}), nn::Dropout(0.25), nn::Dense(1)});
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::Adam{.learning_rate = 0.01});
   std::vector<float> x, y;
   for (int i = 0; i < 16; ++i) {
@@ -547,7 +578,9 @@ Run train(const std::vector<nn::Callback>& extra, bool repeat = false) {
     run.draws.push_back(dt::random_uniform<float>(dt::Shape{1}).item());
   }}};
   callbacks.insert(callbacks.end(), extra.begin(), extra.end());
-  run.history = model.fit(data, {.epochs = 4, .verbose = 0, .steps_per_epoch = repeat ? std::optional<std::int64_t>(4) : std::nullopt,
+  run.history = model.fit(data, {.epochs = 4,
+                                 .verbose = 0,
+                                 .steps_per_epoch = repeat ? std::optional<std::int64_t>(4) : std::nullopt,
                                  .callbacks = callbacks});
   run.weights = values_of(model);
   run.rng = dt::random::global_state();
@@ -560,8 +593,8 @@ void check_same_end(const Run& resumed, const Run& reference, std::size_t epochs
   BOOST_TEST_REQUIRE(resumed.history.loss.size() == epochs_resumed);
   for (std::size_t i = epochs_resumed - exact_losses; i < epochs_resumed; ++i)
     BOOST_TEST(resumed.history.loss[i] == reference.history.loss[4 - epochs_resumed + i]);
-  BOOST_TEST(std::vector<float>(reference.draws.end() - static_cast<std::ptrdiff_t>(epochs_resumed), reference.draws.end()) ==
-             resumed.draws);
+  BOOST_TEST(std::vector<float>(reference.draws.end() - static_cast<std::ptrdiff_t>(epochs_resumed),
+                                reference.draws.end()) == resumed.draws);
 }
 }  // namespace
 
@@ -574,9 +607,9 @@ BOOST_AUTO_TEST_CASE(an_interrupted_fit_resumes_at_its_last_epoch_bit_for_bit) {
   BOOST_TEST(!backup.restored());
   const auto saved = cb::BackupAndRestore::read_metadata((dir / "backup" / "training_metadata.json").string());
   BOOST_TEST((saved.point == nn::ResumePoint{2, 0}));
-  BOOST_TEST(files_in(dir / "backup") ==
-                 std::vector<std::string>({"epoch-2-step-0.weights.h5", "training_metadata.json"}),
-             boost::test_tools::per_element());  // epoch 1's weights gone, no temporary file left
+  BOOST_TEST(
+      files_in(dir / "backup") == std::vector<std::string>({"epoch-2-step-0.weights.h5", "training_metadata.json"}),
+      boost::test_tools::per_element());  // epoch 1's weights gone, no temporary file left
 
   cb::BackupAndRestore relaunched{.backup_dir = backup_dir};
   const Run resumed = train({relaunched});
@@ -590,7 +623,8 @@ BOOST_AUTO_TEST_CASE(an_interrupted_fit_resumes_at_its_last_epoch_bit_for_bit) {
   cb::BackupAndRestore kept{.backup_dir = backup_dir, .delete_checkpoint = false};
   const Run finished = train({kept});
   BOOST_TEST((finished.weights == reference.weights));
-  BOOST_TEST((cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{4, 0}));
+  BOOST_TEST(
+      (cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{4, 0}));
   const Run again = train({kept});
   BOOST_TEST(again.history.loss.empty());
   BOOST_TEST((again.weights == reference.weights));
@@ -604,8 +638,8 @@ BOOST_AUTO_TEST_CASE(a_backup_every_n_batches_resumes_at_its_batch) {
       // Every 3 batches of 4 per epoch: at epoch 0's third batch, then epoch 1's second.
       cb::BackupAndRestore backup{.backup_dir = backup_dir, .save_freq = 3};
       BOOST_CHECK_THROW(train({backup, Interrupt{.at_epoch = 1, .at_batch = 2}}, repeat), std::runtime_error);
-      BOOST_TEST((cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point ==
-                  nn::ResumePoint{1, 2}));
+      BOOST_TEST(
+          (cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{1, 2}));
       cb::BackupAndRestore relaunched{.backup_dir = backup_dir, .save_freq = 3};
       const Run resumed = train({relaunched}, repeat);
       BOOST_TEST((relaunched.restored() == nn::ResumePoint{1, 2}));
@@ -618,7 +652,8 @@ BOOST_AUTO_TEST_CASE(a_backup_every_n_batches_resumes_at_its_batch) {
   const std::string backup_dir = (dir / "last").string();
   cb::BackupAndRestore every_epoch_of_4{.backup_dir = backup_dir, .save_freq = 4};
   BOOST_CHECK_THROW(train({every_epoch_of_4, Interrupt{.at_epoch = 1, .at_batch = 1}}), std::runtime_error);
-  BOOST_TEST((cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{1, 0}));
+  BOOST_TEST(
+      (cb::BackupAndRestore::read_metadata(backup_dir + "/training_metadata.json").point == nn::ResumePoint{1, 0}));
 }
 
 BOOST_AUTO_TEST_CASE(double_checkpoint_restores_the_backup_before_a_damaged_one) {
@@ -633,7 +668,8 @@ BOOST_AUTO_TEST_CASE(double_checkpoint_restores_the_backup_before_a_damaged_one)
   cb::BackupAndRestore relaunched{.backup_dir = folder.string(), .double_checkpoint = true};
   const Run resumed = train({relaunched});
   BOOST_TEST((relaunched.restored() == nn::ResumePoint{2, 0}));
-  BOOST_TEST(log.count("the latest backup in " + folder.string() + " could not be read; restored the one before it") == 1u);
+  BOOST_TEST(log.count("the latest backup in " + folder.string() + " could not be read; restored the one before it") ==
+             1u);
   check_same_end(resumed, reference, 2, 2);
   BOOST_TEST(!fs::exists(folder));
 }
@@ -668,9 +704,11 @@ BOOST_AUTO_TEST_CASE(bad_backups_and_bad_arguments_are_typed_errors) {
   };
   for (const auto& [text, reason] : std::vector<std::pair<std::string, std::string>>{
            {"{\"epoch\": 1, \"step\": 0", "expected '}'"},
-           {"{\"epoch\": -1, \"step\": 0, \"weights\": \"w.weights.h5\", \"global_seed\": null, \"global_sequence\": 0}",
+           {"{\"epoch\": -1, \"step\": 0, \"weights\": \"w.weights.h5\", \"global_seed\": null, \"global_sequence\": "
+            "0}",
             "no value for \"epoch\""},
-           {"{\"epoch\": 1, \"step\": 0, \"weights\": \"../w.weights.h5\", \"global_seed\": null, \"global_sequence\": 0}",
+           {"{\"epoch\": 1, \"step\": 0, \"weights\": \"../w.weights.h5\", \"global_seed\": null, \"global_sequence\": "
+            "0}",
             "\"weights\" is \"../w.weights.h5\", not a file name"},
            {"{\"epoch\": 1, \"step\": 0, \"global_seed\": null, \"global_sequence\": 0}", "no \"weights\""},
            {"{\"epoch\": 1e9, \"step\": 0}", "\"epoch\" is 1e9, not an integer"}}) {

@@ -72,13 +72,12 @@ BOOST_AUTO_TEST_CASE(shapes_whose_element_count_overflows_are_rejected_in_any_or
   BOOST_TEST((dt::Shape{kMax}).num_elements() == kMax);
   BOOST_TEST((dt::Shape{0, kMax}).num_elements() == 0);
   BOOST_TEST((dt::Shape{2, kMax / 2}).strides()[0] == kMax / 2);
-  DEVTENSOR_CHECK_THROW_WITH((dt::Shape{2, kMin}), InvalidArgumentError,
-                             "Dimension -9223372036854775808 must be >= 0");
+  DEVTENSOR_CHECK_THROW_WITH((dt::Shape{2, kMin}), InvalidArgumentError, "Dimension -9223372036854775808 must be >= 0");
   DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({k2p40, k2p40}), InvalidArgumentError, "would have more than 2**63 - 1");
   // Broadcast output shapes name the op.
-  DEVTENSOR_CHECK_THROW_WITH(dt::broadcast_shapes(dt::Shape{k2p40, 1, 0}, dt::Shape{1, k2p40, 1}, "AddV2"),
-                             InvalidArgumentError,
-                             "Shape [1099511627776,1099511627776,0] would have more than 2**63 - 1 elements [Op:AddV2]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::broadcast_shapes(dt::Shape{k2p40, 1, 0}, dt::Shape{1, k2p40, 1}, "AddV2"), InvalidArgumentError,
+      "Shape [1099511627776,1099511627776,0] would have more than 2**63 - 1 elements [Op:AddV2]");
 }
 
 BOOST_AUTO_TEST_CASE(byte_counts_that_overflow_are_invalid_before_any_allocation) {
@@ -102,7 +101,8 @@ BOOST_AUTO_TEST_CASE(slice_bounds_are_checked_without_overflowing) {
     DEVTENSOR_CHECK_THROW_WITH(dt::slice(t, {0, 0}, {kMin, 1}), InvalidArgumentError, "Expected size[0] in [0, 2]");
     // The edges that are valid still work: an empty slice at the end, -1 to the end.
     BOOST_TEST(dt::slice(t, {2, 3}, {0, 0}).num_elements() == 0);
-    BOOST_TEST(dt::slice(t, {1, 1}, {-1, -1}).to_vector() == (std::vector<float>{5, 6}), boost::test_tools::per_element());
+    BOOST_TEST(dt::slice(t, {1, 1}, {-1, -1}).to_vector() == (std::vector<float>{5, 6}),
+               boost::test_tools::per_element());
   });
 }
 
@@ -121,14 +121,16 @@ BOOST_AUTO_TEST_CASE(pad_reshape_split_concat_check_their_sizes) {
     DEVTENSOR_CHECK_THROW_WITH(dt::reshape(dt::zeros<float>({0}), {k2p32, -1, k2p32}), InvalidArgumentError,
                                "[Op:Reshape]");
     BOOST_TEST(dt::reshape(dt::zeros<float>({0}), {kMax, 0}).shape() == (dt::Shape{kMax, 0}));
-    DEVTENSOR_CHECK_THROW_WITH(dt::split(t, std::vector<std::int64_t>{kMax, kMax, -1}, 1), InvalidArgumentError,
-                               "Encountered overflow when adding 9223372036854775807 and 9223372036854775807 "
-                               "computing the sum of the split sizes: the result does not fit in int64 (max 9223372036854775807) [Op:SplitV]");
+    DEVTENSOR_CHECK_THROW_WITH(
+        dt::split(t, std::vector<std::int64_t>{kMax, kMax, -1}, 1), InvalidArgumentError,
+        "Encountered overflow when adding 9223372036854775807 and 9223372036854775807 "
+        "computing the sum of the split sizes: the result does not fit in int64 (max 9223372036854775807) [Op:SplitV]");
     BOOST_CHECK_THROW(dt::split(t, std::vector<std::int64_t>{kMax, 1}, 1), InvalidArgumentError);
     // concat of empty tensors whose joined dimension overflows.
     const auto wide = dt::zeros<float>({0, std::int64_t{1} << 62});
     DEVTENSOR_CHECK_THROW_WITH(dt::concat(std::vector{wide, wide}, 1), InvalidArgumentError,
-                               "computing the size of the concatenated dimension: the result does not fit in int64 (max 9223372036854775807) [Op:ConcatV2]");
+                               "computing the size of the concatenated dimension: the result does not fit in int64 "
+                               "(max 9223372036854775807) [Op:ConcatV2]");
     BOOST_TEST(dt::concat(std::vector{wide, wide}, 0).shape() == (dt::Shape{0, std::int64_t{1} << 62}));
     // Empty outputs whose leading dimensions are huge return at once (the op fuzzer found concat
     // counting 2^62 empty rows).
@@ -142,8 +144,10 @@ BOOST_AUTO_TEST_CASE(pad_reshape_split_concat_check_their_sizes) {
     // Reductions over an empty axis with more kept columns than one accumulator block (512):
     // the input buffer is null (found by the op fuzzer: pointer arithmetic on it).
     const auto no_rows = dt::zeros<float>({2, 0, 600});
-    BOOST_TEST(dt::reduce_sum(no_rows, 1).to_vector() == std::vector<float>(1200, 0.0f), boost::test_tools::per_element());
-    BOOST_TEST(dt::reduce_max(no_rows, 1).to_vector() == std::vector<float>(1200, -kInf), boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_sum(no_rows, 1).to_vector() == std::vector<float>(1200, 0.0f),
+               boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_max(no_rows, 1).to_vector() == std::vector<float>(1200, -kInf),
+               boost::test_tools::per_element());
     BOOST_TEST(dt::reduce_max(dt::zeros<std::int32_t>({0, 3}), 0).to_vector() == std::vector<std::int32_t>(3, kMin32),
                boost::test_tools::per_element());
   });
@@ -160,8 +164,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_mean_of_nothing_is_nan_for_floats_and_zero_for
       const auto expect_empty_means = [](const dt::Tensor<T>& mean, const dt::Shape& shape) {
         BOOST_TEST(mean.shape() == shape);
         for (T v : mean.to_vector()) {
-          if constexpr (dt::Floating<T>) BOOST_TEST(std::isnan(v));
-          else BOOST_TEST(v == T{0});
+          if constexpr (dt::Floating<T>)
+            BOOST_TEST(std::isnan(v));
+          else
+            BOOST_TEST(v == T{0});
         }
       };
       expect_empty_means(dt::reduce_mean(dt::zeros<T>({0})), dt::Shape{});
@@ -172,7 +178,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(the_mean_of_nothing_is_nan_for_floats_and_zero_for
       // An empty kept axis: no outputs at all; and non-empty means are unchanged.
       BOOST_TEST(dt::reduce_mean(dt::zeros<T>({0, 3}), 1).shape() == (dt::Shape{0}));
       BOOST_TEST(dt::reduce_mean(dt::constant<T>({1, 2, 3, 5}, {2, 2}), 1).to_vector() ==
-                 (std::is_floating_point_v<T> ? std::vector<T>{T(1.5), 4} : std::vector<T>{1, 4}),
+                     (std::is_floating_point_v<T> ? std::vector<T>{T(1.5), 4} : std::vector<T>{1, 4}),
                  boost::test_tools::per_element());
     }
   });
@@ -198,20 +204,25 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(integer_arithmetic_wraps_modulo_two_to_the_n, T, I
     constexpr T lo = std::numeric_limits<T>::lowest();
     constexpr T hi = std::numeric_limits<T>::max();
     const auto x = dt::constant<T>({hi, lo, lo});
-    BOOST_TEST((x + dt::constant<T>({1, -1, lo})).to_vector() == (std::vector<T>{lo, hi, 0}), boost::test_tools::per_element());
-    BOOST_TEST((x - dt::constant<T>({-1, 1, hi})).to_vector() == (std::vector<T>{lo, hi, 1}), boost::test_tools::per_element());
-    BOOST_TEST((x * dt::constant<T>({2, 2, -1})).to_vector() == (std::vector<T>{-2, 0, lo}), boost::test_tools::per_element());
+    BOOST_TEST((x + dt::constant<T>({1, -1, lo})).to_vector() == (std::vector<T>{lo, hi, 0}),
+               boost::test_tools::per_element());
+    BOOST_TEST((x - dt::constant<T>({-1, 1, hi})).to_vector() == (std::vector<T>{lo, hi, 1}),
+               boost::test_tools::per_element());
+    BOOST_TEST((x * dt::constant<T>({2, 2, -1})).to_vector() == (std::vector<T>{-2, 0, lo}),
+               boost::test_tools::per_element());
     BOOST_TEST(dt::neg(x).to_vector() == (std::vector<T>{-hi, lo, lo}), boost::test_tools::per_element());
     BOOST_TEST(dt::abs(x).to_vector() == (std::vector<T>{hi, lo, lo}), boost::test_tools::per_element());
-    BOOST_TEST(dt::square(dt::constant<T>({lo, hi})).to_vector() == (std::vector<T>{0, 1}), boost::test_tools::per_element());
+    BOOST_TEST(dt::square(dt::constant<T>({lo, hi})).to_vector() == (std::vector<T>{0, 1}),
+               boost::test_tools::per_element());
     // Sums (reductions over every layout path, add_n, integer matmul) wrap the same way.
     const auto m = dt::constant<T>({hi, hi, 2, 1, hi, hi}, {3, 2});
     BOOST_TEST(dt::reduce_sum(m).item() == T{-1});  // 4*hi + 3 = 2^(N+1) - 1 mod 2^N
     BOOST_TEST(dt::reduce_sum(m, 0).to_vector() == (std::vector<T>{0, -1}), boost::test_tools::per_element());
     BOOST_TEST(dt::reduce_sum(m, 1).to_vector() == (std::vector<T>{-2, 3, -2}), boost::test_tools::per_element());
     BOOST_TEST(dt::reduce_mean(dt::constant<T>({hi, hi, 2})).item() == T{0});  // (2*hi + 2) wraps to 0
-    BOOST_TEST(dt::reduce_mean(dt::constant<T>({-7, 0})).item() == T{-3});  // truncation toward zero
-    BOOST_TEST(dt::add_n(std::vector{x, x}).to_vector() == (std::vector<T>{-2, 0, 0}), boost::test_tools::per_element());
+    BOOST_TEST(dt::reduce_mean(dt::constant<T>({-7, 0})).item() == T{-3});     // truncation toward zero
+    BOOST_TEST(dt::add_n(std::vector{x, x}).to_vector() == (std::vector<T>{-2, 0, 0}),
+               boost::test_tools::per_element());
     const auto row = dt::constant<T>({hi, 2}, {1, 2});
     BOOST_TEST(dt::matmul(row, dt::constant<T>({2, hi}, {2, 1})).item() == static_cast<T>(-4));
   });
@@ -219,7 +230,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(integer_arithmetic_wraps_modulo_two_to_the_n, T, I
 
 BOOST_AUTO_TEST_CASE(float_to_integer_casts_truncate_and_saturate) {
   on_cpu_and_simulated_gpu([](const char*) {
-    const auto x = dt::constant<float>({kNaN, kInf, -kInf, 1e20f, -1e20f, 3.9f, -3.9f, 2147483648.f, -2147483648.f, -0.5f});
+    const auto x =
+        dt::constant<float>({kNaN, kInf, -kInf, 1e20f, -1e20f, 3.9f, -3.9f, 2147483648.f, -2147483648.f, -0.5f});
     BOOST_TEST(dt::cast<std::int32_t>(x).to_vector() ==
                    (std::vector<std::int32_t>{0, kMax32, kMin32, kMax32, kMin32, 3, -3, kMax32, kMin32, 0}),
                boost::test_tools::per_element());
@@ -227,13 +239,16 @@ BOOST_AUTO_TEST_CASE(float_to_integer_casts_truncate_and_saturate) {
                    (std::vector<std::int64_t>{0, kMax, kMin, kMax, kMin, 3, -3, 2147483648, -2147483648, 0}),
                boost::test_tools::per_element());
     const auto d = dt::constant<double>({9223372036854775807.0, -9223372036854775808.0, 9.2233720368547748e18, 1e300});
-    BOOST_TEST(dt::cast<std::int64_t>(d).to_vector() == (std::vector<std::int64_t>{kMax, kMin, 9223372036854774784, kMax}),
-               boost::test_tools::per_element());
-    BOOST_TEST(dt::cast<bool>(x).to_vector() == (std::vector<bool>{true, true, true, true, true, true, true, true, true, true}),
+    BOOST_TEST(
+        dt::cast<std::int64_t>(d).to_vector() == (std::vector<std::int64_t>{kMax, kMin, 9223372036854774784, kMax}),
+        boost::test_tools::per_element());
+    BOOST_TEST(dt::cast<bool>(x).to_vector() ==
+                   (std::vector<bool>{true, true, true, true, true, true, true, true, true, true}),
                boost::test_tools::per_element());
     // Integer narrowing wraps (two's complement), as TensorFlow's Cast.
     BOOST_TEST(dt::cast<std::int32_t>(dt::constant<std::int64_t>({k2p32 + 5, -1})).to_vector() ==
-                   (std::vector<std::int32_t>{5, -1}), boost::test_tools::per_element());
+                   (std::vector<std::int32_t>{5, -1}),
+               boost::test_tools::per_element());
   });
   static_assert(dt::arith::convert<std::int32_t>(2147483520.f) == 2147483520);  // largest float below 2^31
   static_assert(dt::arith::convert<std::int32_t>(-2147483904.f) == kMin32);
@@ -256,9 +271,12 @@ BOOST_AUTO_TEST_CASE(negation_and_absolute_value_of_signed_zeros) {
 
 BOOST_AUTO_TEST_CASE(range_rejects_non_finite_arguments_by_name) {
   on_cpu_and_simulated_gpu([](const char*) {
-    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(kNaN, 1, 1), InvalidArgumentError, "Requires start to be finite, got nan [Op:Range]");
-    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(0, kNaN, 1), InvalidArgumentError, "Requires limit to be finite, got nan");
-    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(0, kInf, 1), InvalidArgumentError, "Requires limit to be finite, got inf");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(kNaN, 1, 1), InvalidArgumentError,
+                               "Requires start to be finite, got nan [Op:Range]");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(0, kNaN, 1), InvalidArgumentError,
+                               "Requires limit to be finite, got nan");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(0, kInf, 1), InvalidArgumentError,
+                               "Requires limit to be finite, got inf");
     DEVTENSOR_CHECK_THROW_WITH(dt::range<double>(0, 1, -std::numeric_limits<double>::infinity()), InvalidArgumentError,
                                "Requires delta to be finite, got -inf");
     DEVTENSOR_CHECK_THROW_WITH(dt::range<double>(0, 1e300, 1e-300), InvalidArgumentError,
@@ -266,10 +284,12 @@ BOOST_AUTO_TEST_CASE(range_rejects_non_finite_arguments_by_name) {
                                "delta 1e-300 [Op:Range]");
     DEVTENSOR_CHECK_THROW_WITH(dt::range<std::int64_t>(kMin, kMax, 1), InvalidArgumentError,
                                "Requires ((limit - start) / delta) <= 9223372036854775807");
-    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(1, 0, 0.5f), InvalidArgumentError, "Requires start <= limit when delta > 0 (or start >= limit when delta < 0): 1/0");
+    DEVTENSOR_CHECK_THROW_WITH(dt::range<float>(1, 0, 0.5f), InvalidArgumentError,
+                               "Requires start <= limit when delta > 0 (or start >= limit when delta < 0): 1/0");
     // Steps across the whole integer range are exact.
     BOOST_TEST(dt::range<std::int32_t>(kMin32, kMax32, kMax32).to_vector() ==
-                   (std::vector<std::int32_t>{kMin32, -1, kMax32 - 1}), boost::test_tools::per_element());
+                   (std::vector<std::int32_t>{kMin32, -1, kMax32 - 1}),
+               boost::test_tools::per_element());
     BOOST_TEST(dt::range<std::int64_t>(kMax, kMin, kMin).to_vector() == (std::vector<std::int64_t>{kMax, -1}),
                boost::test_tools::per_element());
     BOOST_TEST(dt::range<std::int64_t>(kMin, kMin + 3, kMax).to_vector() == (std::vector<std::int64_t>{kMin}),
@@ -322,15 +342,15 @@ BOOST_AUTO_TEST_CASE(undefined_tensors_are_named_as_such_by_every_op) {
 BOOST_AUTO_TEST_CASE(a_tensor_larger_than_the_whole_limit_fails_without_waiting) {
   dt::config::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(10000));
   dt::config::set_simulated_gpus(1, dt::kGiB);
-  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0],
-                                               {{.memory_limit_mb = 64}});
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0], {{.memory_limit_mb = 64}});
   for (const char* device : {"/cpu:0", "/gpu:0"}) {
     dt::DeviceScope scope(device);
     const auto start = std::chrono::steady_clock::now();
     DEVTENSOR_CHECK_THROW_WITH(dt::zeros<float>({k2p40}), dt::ResourceExhaustedError,
                                "OOM when allocating tensor with shape[1099511627776] and type float");
-    BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count() < 2000,
-               device);
+    BOOST_TEST(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count() < 2000,
+        device);
   }
   {
     dt::DeviceScope scope("/gpu:0");
@@ -354,7 +374,8 @@ BOOST_AUTO_TEST_CASE(dataset_cardinalities_are_checked) {
   const auto x = dt::constant<float>({1, 2, 3});
   using Dataset = dt::data::Dataset<float>;
   DEVTENSOR_CHECK_THROW_WITH(Dataset::from_tensor_slices(x).repeat(kMax), InvalidArgumentError,
-                             "computing the cardinality of the repeated dataset: the result does not fit in int64 (max 9223372036854775807) [Op:RepeatDataset]");
+                             "computing the cardinality of the repeated dataset: the result does not fit in int64 (max "
+                             "9223372036854775807) [Op:RepeatDataset]");
   const auto many = Dataset::from_tensor_slices(x).repeat(kMax / 3);
   BOOST_TEST(many.cardinality() == kMax / 3 * 3);
   BOOST_TEST(many.batch(kMax).cardinality() == 1);

@@ -37,10 +37,9 @@ ChainOp chain_op() {
 }
 std::vector<ChainOp> chain_ops() {
   namespace o = dt::ops;
-  return {chain_op<o::Add>(),     chain_op<o::Sub>(),     chain_op<o::Mul>(),
-          chain_op<o::Maximum>(), chain_op<o::Minimum>(), chain_op<o::Neg>(),
-          chain_op<o::Square>(),  chain_op<o::Tanh>(),    chain_op<o::Relu>(),
-          chain_op<o::Abs>(),     chain_op<o::Sigmoid>(), chain_op<o::ReluGrad>()};
+  return {chain_op<o::Add>(),     chain_op<o::Sub>(), chain_op<o::Mul>(),     chain_op<o::Maximum>(),
+          chain_op<o::Minimum>(), chain_op<o::Neg>(), chain_op<o::Square>(),  chain_op<o::Tanh>(),
+          chain_op<o::Relu>(),    chain_op<o::Abs>(), chain_op<o::Sigmoid>(), chain_op<o::ReluGrad>()};
 }
 
 struct Input {
@@ -57,16 +56,14 @@ float read(const Input& input, std::int64_t i) {
 }
 
 /// The chain evaluated plainly: a register per input and per step, for each element.
-std::vector<float> reference(const std::vector<Input>& inputs,
-                             const std::vector<chain::ChainStep>& steps,
+std::vector<float> reference(const std::vector<Input>& inputs, const std::vector<chain::ChainStep>& steps,
                              const std::vector<ChainOp>& ops, std::int64_t n) {
   std::vector<float> out(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     std::vector<float> r;
     for (const auto& input : inputs) r.push_back(read(input, i));
     for (const auto& s : steps) {
-      const auto op =
-          std::find_if(ops.begin(), ops.end(), [&](const ChainOp& o) { return o.code == s.code; });
+      const auto op = std::find_if(ops.begin(), ops.end(), [&](const ChainOp& o) { return o.code == s.code; });
       r.push_back(op->apply(r[static_cast<std::size_t>(s.a)], r[static_cast<std::size_t>(s.b)]));
     }
     out[static_cast<std::size_t>(i)] = r.back();
@@ -96,8 +93,7 @@ BOOST_AUTO_TEST_CASE(a_straight_chain_reads_its_previous_step_from_registers) {
   const auto ops = chain_ops();
   Program p;
   p.inputs = 2;  // x and a bias
-  const std::vector<chain::ChainStep> steps{
-      {ops[0].code, 0, 1}, {ops[8].code, 2, 2}, {ops[2].code, 3, 1}};
+  const std::vector<chain::ChainStep> steps{{ops[0].code, 0, 1}, {ops[8].code, 2, 2}, {ops[2].code, 3, 1}};
   chain::set_steps(p, steps);
   BOOST_TEST(p.steps == 3);
   BOOST_TEST(p.step[0].a == 0);
@@ -106,8 +102,7 @@ BOOST_AUTO_TEST_CASE(a_straight_chain_reads_its_previous_step_from_registers) {
   BOOST_TEST(p.step[1].b == Program::kPrevious);
   BOOST_TEST(p.step[2].a == Program::kPrevious);
   BOOST_TEST(p.step[2].b == 1);
-  for (int j = 0; j < 3; ++j)
-    BOOST_TEST(p.step[static_cast<std::size_t>(j)].keep == Program::kNoSlot);
+  for (int j = 0; j < 3; ++j) BOOST_TEST(p.step[static_cast<std::size_t>(j)].keep == Program::kNoSlot);
 }
 
 // A result read two steps later is kept in a slot, the slot of an input whose last reader is gone.
@@ -135,13 +130,10 @@ BOOST_AUTO_TEST_CASE(programs_the_kernel_cannot_hold_are_refused) {
   std::vector<chain::ChainStep> too_many(Program::kMaxRegisters, {add, 0, 0});
   for (std::size_t j = 1; j < too_many.size(); ++j) too_many[j].a = static_cast<int>(j);
   BOOST_CHECK_THROW(chain::set_steps(p, too_many), dt::InternalError);
-  const std::vector<chain::ChainStep> reads_ahead{
-      {add, 0, 1}};  // register 1 is this step's own result
-  BOOST_CHECK_EXCEPTION(
-      chain::set_steps(p, reads_ahead), dt::InternalError, [](const dt::InternalError& e) {
-        return std::string(e.what()).find("reads register 1, which is not an earlier one") !=
-               std::string::npos;
-      });
+  const std::vector<chain::ChainStep> reads_ahead{{add, 0, 1}};  // register 1 is this step's own result
+  BOOST_CHECK_EXCEPTION(chain::set_steps(p, reads_ahead), dt::InternalError, [](const dt::InternalError& e) {
+    return std::string(e.what()).find("reads register 1, which is not an earlier one") != std::string::npos;
+  });
 }
 
 // Random programs (1–4 inputs of every kind, up to 27 steps reading any earlier register) run by
@@ -150,9 +142,7 @@ BOOST_AUTO_TEST_CASE(programs_the_kernel_cannot_hold_are_refused) {
 BOOST_AUTO_TEST_CASE(random_chains_equal_the_plain_evaluation) {
   const auto ops = chain_ops();
   std::mt19937 rng(2026);
-  const auto uniform = [&](int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
-  };
+  const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   std::uniform_real_distribution<float> value(-2, 2);
   for (int trial = 0; trial < 200; ++trial) {
     const std::int64_t period = uniform(1, 13);
@@ -160,12 +150,9 @@ BOOST_AUTO_TEST_CASE(random_chains_equal_the_plain_evaluation) {
     std::vector<Input> inputs(static_cast<std::size_t>(uniform(1, 4)));
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       auto& input = inputs[k];
-      input.kind =
-          static_cast<std::uint8_t>(k == 0 ? 0 : uniform(0, 2));  // input 0 is full (in place)
+      input.kind = static_cast<std::uint8_t>(k == 0 ? 0 : uniform(0, 2));  // input 0 is full (in place)
       input.period = input.kind == Program::suffix ? period : 0;
-      const std::int64_t size = input.kind == Program::full     ? n
-                                : input.kind == Program::scalar ? 1
-                                                                : period;
+      const std::int64_t size = input.kind == Program::full ? n : input.kind == Program::scalar ? 1 : period;
       for (std::int64_t i = 0; i < size; ++i) input.values.push_back(value(rng));
     }
     std::vector<chain::ChainStep> steps(static_cast<std::size_t>(uniform(1, 27)));
@@ -173,9 +160,7 @@ BOOST_AUTO_TEST_CASE(random_chains_equal_the_plain_evaluation) {
       const auto& op = ops[static_cast<std::size_t>(uniform(0, static_cast<int>(ops.size()) - 1))];
       const int registers = static_cast<int>(inputs.size() + j);
       // Mostly the previous step, as in real chains, but any earlier register too.
-      const auto pick = [&] {
-        return j > 0 && uniform(0, 1) ? registers - 1 : uniform(0, registers - 1);
-      };
+      const auto pick = [&] { return j > 0 && uniform(0, 1) ? registers - 1 : uniform(0, registers - 1); };
       steps[j].code = op.code;
       steps[j].a = pick();
       steps[j].b = op.arity == 1 ? steps[j].a : pick();
@@ -194,18 +179,13 @@ BOOST_AUTO_TEST_CASE(random_chains_equal_the_plain_evaluation) {
     const std::int64_t tile32 = chain::blocks_for<float>(n, 32, n + 1);
     // The GPU's launch, one tile per block, the grid-stride loop, blocks of odd widths.
     const std::vector<std::pair<std::int64_t, std::int64_t>> launches{
-        {256, chain::blocks_for<float>(n, 256, 1024)},
-        {32, tile32},
-        {32, (tile32 + 1) / 2},
-        {7, 1},
-        {1, 3}};
+        {256, chain::blocks_for<float>(n, 256, 1024)}, {32, tile32}, {32, (tile32 + 1) / 2}, {7, 1}, {1, 3}};
     for (const auto& [threads, blocks] : launches) {
       std::vector<float> out(static_cast<std::size_t>(n), -99.0f);
       p.output = out.data();
       run_kernel(p, threads, blocks);
-      BOOST_TEST_REQUIRE(same_bits(out, expected),
-                         "trial " << trial << ", " << steps.size() << " steps, n " << n << ", "
-                                  << threads << " threads × " << blocks << " blocks");
+      BOOST_TEST_REQUIRE(same_bits(out, expected), "trial " << trial << ", " << steps.size() << " steps, n " << n
+                                                            << ", " << threads << " threads × " << blocks << " blocks");
     }
     std::vector<float> in_place = inputs[0].values;  // the output is input 0
     p.sources[0] = in_place.data();
@@ -236,9 +216,9 @@ BOOST_AUTO_TEST_CASE(a_bias_longer_than_a_block_and_one_shorter_line_up) {
     p.output = out.data();
     run_kernel(p, 32, 2);
     for (std::int64_t i = 0; i < n; ++i)
-      BOOST_TEST_REQUIRE(out[static_cast<std::size_t>(i)] ==
-                             static_cast<float>(i) + 1000.0f * static_cast<float>(i % period + 1),
-                         "period " << period << ", element " << i);
+      BOOST_TEST_REQUIRE(
+          out[static_cast<std::size_t>(i)] == static_cast<float>(i) + 1000.0f * static_cast<float>(i % period + 1),
+          "period " << period << ", element " << i);
   }
 }
 

@@ -41,7 +41,6 @@ std::string row() {
          gpu_body<Op>() + " | " + (dt::autodiff_detail::has_gradient_v<Op> ? "yes" : "–") + " |\n";
 }
 
-
 std::string generate() {
   std::string out =
       "# Op support\n\n"
@@ -74,8 +73,8 @@ int main(int argc, char** argv) {
     std::stringstream current;
     current << in.rdbuf();
     if (current.str() == doc) return 0;
-    std::cerr << argv[2] << " is out of date. Regenerate it with:\n  build/<preset>/tests/op_support_doc > "
-              << argv[2] << "\n";
+    std::cerr << argv[2] << " is out of date. Regenerate it with:\n  build/<preset>/tests/op_support_doc > " << argv[2]
+              << "\n";
     return 1;
   }
   std::cout << doc;

@@ -33,7 +33,8 @@ void check_close(const std::vector<T>& got, const std::vector<double>& want, dou
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = static_cast<double>(got[i]);
-    BOOST_TEST(std::abs(g - want[i]) <= rtol * (1.0 + std::abs(want[i])), "element " << i << ": " << g << " vs " << want[i]);
+    BOOST_TEST(std::abs(g - want[i]) <= rtol * (1.0 + std::abs(want[i])),
+               "element " << i << ": " << g << " vs " << want[i]);
   }
 }
 
@@ -93,10 +94,9 @@ BOOST_AUTO_TEST_CASE(matmul_batched_and_errors) {
                              "Matrix size-incompatible: In[0]: [2,3], In[1]: [2,3] [Op:MatMul]");
   DEVTENSOR_CHECK_THROW_WITH(dt::matmul(dt::zeros<float>({3}), dt::zeros<float>({3, 1})), InvalidArgumentError,
                              "must be matrices of the same rank >= 2");
-  DEVTENSOR_CHECK_THROW_WITH(dt::matmul(dt::zeros<float>({2, 2, 2}), dt::zeros<float>({3, 2, 2})),
-                             InvalidArgumentError, "same batch dimensions");
-  BOOST_TEST(dt::matmul(dt::zeros<float>({2, 0}), dt::zeros<float>({0, 3})).to_vector() ==
-                 std::vector<float>(6, 0.0f),
+  DEVTENSOR_CHECK_THROW_WITH(dt::matmul(dt::zeros<float>({2, 2, 2}), dt::zeros<float>({3, 2, 2})), InvalidArgumentError,
+                             "same batch dimensions");
+  BOOST_TEST(dt::matmul(dt::zeros<float>({2, 0}), dt::zeros<float>({0, 3})).to_vector() == std::vector<float>(6, 0.0f),
              boost::test_tools::per_element());
 }
 
@@ -104,8 +104,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(binary_ops_with_broadcasting, T, NumericTypes) {
   struct Case {
     dt::Shape a, b, out;
   };
-  const Case cases[] = {{{2, 3}, {2, 3}, {2, 3}}, {{2, 3}, {3}, {2, 3}}, {{2, 1}, {1, 3}, {2, 3}},
-                        {{4, 1, 3}, {2, 1}, {4, 2, 3}}, {{}, {2, 2}, {2, 2}}, {{3}, {}, {3}},
+  const Case cases[] = {{{2, 3}, {2, 3}, {2, 3}},          {{2, 3}, {3}, {2, 3}}, {{2, 1}, {1, 3}, {2, 3}},
+                        {{4, 1, 3}, {2, 1}, {4, 2, 3}},    {{}, {2, 2}, {2, 2}},  {{3}, {}, {3}},
                         {{2, 3, 4}, {2, 1, 4}, {2, 3, 4}}, {{0, 3}, {3}, {0, 3}}};
   for (const auto& c : cases) {
     const auto av = random_values<T>(static_cast<std::size_t>(c.a.num_elements()), 5, 1.0, 3.0);
@@ -218,21 +218,71 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(softplus_matches_tensorflow, T, FloatTypes) {
   const std::vector<T> x{-100, -40, -20, -14, -13, -1, T(-1e-3), 0, T(1e-3), T(0.5), 1, 13, 14, 20, 40, 100};
   std::vector<double> want, want_gradient;
   if constexpr (std::is_same_v<T, float>) {
-    want = {0.0, 4.24835413113866e-18, 2.06115369216775e-09, 8.315287232107949e-07, 2.260326937175705e-06,
-            0.3132616877555847, 0.6926472783088684, 0.6931471824645996, 0.6936473250389099, 0.9740769267082214,
-            1.31326162815094, 13.000001907348633, 14.0, 20.0, 40.0, 100.0};
-    want_gradient = {0.0, 4.248354544728966e-18, 2.0611541362569596e-09, 8.315280410897685e-07,
-                     2.2603244360652752e-06, 0.26894140243530273, 0.4997499883174896, 0.5, 0.500249981880188,
-                     0.622459352016449, 0.7310585379600525, 0.9999977350234985, 0.9999991655349731, 1.0, 1.0, 1.0};
+    want = {0.0,
+            4.24835413113866e-18,
+            2.06115369216775e-09,
+            8.315287232107949e-07,
+            2.260326937175705e-06,
+            0.3132616877555847,
+            0.6926472783088684,
+            0.6931471824645996,
+            0.6936473250389099,
+            0.9740769267082214,
+            1.31326162815094,
+            13.000001907348633,
+            14.0,
+            20.0,
+            40.0,
+            100.0};
+    want_gradient = {0.0,
+                     4.248354544728966e-18,
+                     2.0611541362569596e-09,
+                     8.315280410897685e-07,
+                     2.2603244360652752e-06,
+                     0.26894140243530273,
+                     0.4997499883174896,
+                     0.5,
+                     0.500249981880188,
+                     0.622459352016449,
+                     0.7310585379600525,
+                     0.9999977350234985,
+                     0.9999991655349731,
+                     1.0,
+                     1.0,
+                     1.0};
   } else {
-    want = {3.7200759760208356e-44, 4.248354255291589e-18, 2.061153620314381e-09, 8.315283733837541e-07,
-            2.2603268524403896e-06, 0.3132616875182228, 0.6926473055599401, 0.6931471805599453,
-            0.6936473055599401, 0.9740769841801067, 1.3132616875182228, 13.000002260326852, 14.000000831528373,
-            20.000000002061153, 40.0, 100.0};
-    want_gradient = {3.7200759760208356e-44, 4.248354255291589e-18, 2.0611536181902033e-09, 8.315280276641321e-07,
-                     2.2603242979035742e-06, 0.2689414213699951, 0.49975000002083336, 0.5, 0.5002499999791666,
-                     0.6224593312018546, 0.7310585786300049, 0.999997739675702, 0.9999991684719723,
-                     0.9999999979388464, 1.0, 1.0};
+    want = {3.7200759760208356e-44,
+            4.248354255291589e-18,
+            2.061153620314381e-09,
+            8.315283733837541e-07,
+            2.2603268524403896e-06,
+            0.3132616875182228,
+            0.6926473055599401,
+            0.6931471805599453,
+            0.6936473055599401,
+            0.9740769841801067,
+            1.3132616875182228,
+            13.000002260326852,
+            14.000000831528373,
+            20.000000002061153,
+            40.0,
+            100.0};
+    want_gradient = {3.7200759760208356e-44,
+                     4.248354255291589e-18,
+                     2.0611536181902033e-09,
+                     8.315280276641321e-07,
+                     2.2603242979035742e-06,
+                     0.2689414213699951,
+                     0.49975000002083336,
+                     0.5,
+                     0.5002499999791666,
+                     0.6224593312018546,
+                     0.7310585786300049,
+                     0.999997739675702,
+                     0.9999991684719723,
+                     0.9999999979388464,
+                     1.0,
+                     1.0};
   }
   const auto in = dt::constant<T>(x, dt::Shape{static_cast<std::int64_t>(x.size())});
   dt::GradientTape tape;
@@ -250,10 +300,10 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(softplus_matches_tensorflow, T, FloatTypes) {
     BOOST_TEST(close(gradient[i], want_gradient[i]),
                "softplus'(" << x[i] << ") = " << gradient[i] << ", TensorFlow " << want_gradient[i]);
   }
-  const auto special = dt::softplus(dt::constant<T>({std::numeric_limits<T>::quiet_NaN(),
-                                                     std::numeric_limits<T>::infinity(),
-                                                     -std::numeric_limits<T>::infinity()}))
-                           .to_vector();
+  const auto special =
+      dt::softplus(dt::constant<T>({std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                                    -std::numeric_limits<T>::infinity()}))
+          .to_vector();
   BOOST_TEST(std::isnan(special[0]));
   BOOST_TEST(special[1] == std::numeric_limits<T>::infinity());
   BOOST_TEST(special[2] == T{0});
@@ -345,10 +395,12 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
   auto a = dt::reshape(dt::range<std::int32_t>(0, 6), {2, 3});
   auto b = dt::reshape(dt::range<std::int32_t>(6, 10), {2, 2});
   auto c = dt::concat(std::vector{a, b}, 1);
-  BOOST_TEST(c.to_vector() == (std::vector<std::int32_t>{0, 1, 2, 6, 7, 3, 4, 5, 8, 9}), boost::test_tools::per_element());
+  BOOST_TEST(c.to_vector() == (std::vector<std::int32_t>{0, 1, 2, 6, 7, 3, 4, 5, 8, 9}),
+             boost::test_tools::per_element());
   BOOST_TEST(dt::concat(std::vector{a, a}, 0).shape() == (dt::Shape{4, 3}));
-  DEVTENSOR_CHECK_THROW_WITH(dt::concat(std::vector{a, b}, 0), InvalidArgumentError,
-                             "ConcatOp : Dimension 1 in both shapes must be equal: shape[0] = [2,3] vs. shape[1] = [2,2]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::concat(std::vector{a, b}, 0), InvalidArgumentError,
+      "ConcatOp : Dimension 1 in both shapes must be equal: shape[0] = [2,3] vs. shape[1] = [2,2]");
 
   auto parts = dt::split(c, std::vector<std::int64_t>{3, -1}, 1);
   BOOST_TEST_REQUIRE(parts.size() == 2u);
@@ -372,13 +424,16 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
 
 BOOST_AUTO_TEST_CASE(cast_and_creation) {
   auto f = dt::constant<float>({-1.7f, 0.0f, 2.9f});
-  BOOST_TEST(f.cast<std::int32_t>().to_vector() == (std::vector<std::int32_t>{-1, 0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(f.cast<std::int32_t>().to_vector() == (std::vector<std::int32_t>{-1, 0, 2}),
+             boost::test_tools::per_element());
   BOOST_TEST(dt::cast<bool>(f).to_vector() == (std::vector<bool>{true, false, true}), boost::test_tools::per_element());
   BOOST_TEST(dt::cast<double>(dt::constant<bool>({true, false})).to_vector() == (std::vector<double>{1, 0}),
              boost::test_tools::per_element());
-  BOOST_TEST(dt::fill<std::int64_t>({2, 2}, 7).to_vector() == std::vector<std::int64_t>(4, 7), boost::test_tools::per_element());
+  BOOST_TEST(dt::fill<std::int64_t>({2, 2}, 7).to_vector() == std::vector<std::int64_t>(4, 7),
+             boost::test_tools::per_element());
   BOOST_TEST(dt::ones<double>({3}).to_vector() == std::vector<double>(3, 1.0), boost::test_tools::per_element());
-  BOOST_TEST(dt::constant<float>({5}, {2, 2}).to_vector() == std::vector<float>(4, 5.0f), boost::test_tools::per_element());
+  BOOST_TEST(dt::constant<float>({5}, {2, 2}).to_vector() == std::vector<float>(4, 5.0f),
+             boost::test_tools::per_element());
   BOOST_TEST(dt::range<double>(0, 1, 0.25).to_vector() == (std::vector<double>{0, 0.25, 0.5, 0.75}),
              boost::test_tools::per_element());
   BOOST_TEST(dt::range<std::int64_t>(10, 0, -3).to_vector() == (std::vector<std::int64_t>{10, 7, 4, 1}),
@@ -451,7 +506,8 @@ BOOST_AUTO_TEST_CASE(the_global_seed_follows_tensorflows_rule) {
   const auto glorot = nn::initializers::GlorotUniform{}(dt::Shape({3, 2})).to_vector();
   const auto dense = nn::Dense(2, {.input_dim = 3}).trainable_variables()[0].value().to_vector();
   nn::utils::set_random_seed(9);
-  BOOST_TEST(nn::initializers::GlorotUniform{}(dt::Shape({3, 2})).to_vector() == glorot, boost::test_tools::per_element());
+  BOOST_TEST(nn::initializers::GlorotUniform{}(dt::Shape({3, 2})).to_vector() == glorot,
+             boost::test_tools::per_element());
   BOOST_TEST(nn::Dense(2, {.input_dim = 3}).trainable_variables()[0].value().to_vector() == dense,
              boost::test_tools::per_element());
   // A shuffle without a seed of its own repeats its order under the same global seed.
@@ -473,7 +529,8 @@ BOOST_AUTO_TEST_CASE(stateless_random_uniform_is_a_function_of_its_seeds) {
   // The seed tensor and the attribute seed determine the values; either changes them.
   const auto seven = dt::scalar<std::int64_t>(7);
   const auto a = dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 1).to_vector();
-  BOOST_TEST(a == dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 1).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(a == dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 1).to_vector(),
+             boost::test_tools::per_element());
   BOOST_TEST(a != dt::stateless_random_uniform<float>(dt::Shape({4000}), dt::scalar<std::int64_t>(8), 1).to_vector());
   BOOST_TEST(a != dt::stateless_random_uniform<float>(dt::Shape({4000}), seven, 2).to_vector());
   BOOST_TEST(*std::min_element(a.begin(), a.end()) >= 0.0f);
@@ -577,9 +634,10 @@ std::vector<dt::Tensor<double>> grads_of_square(F f, std::vector<dt::Tensor<doub
 }
 
 /// Conv2D by its definition, NHWC/HWIO, with the padding before given.
-std::vector<double> direct_conv(const std::vector<double>& x, std::array<std::int64_t, 4> xs, const std::vector<double>& w,
-                                std::array<std::int64_t, 4> ws, std::array<std::int64_t, 4> ys, std::int64_t stride,
-                                std::int64_t dilation, std::int64_t pad_top, std::int64_t pad_left) {
+std::vector<double> direct_conv(const std::vector<double>& x, std::array<std::int64_t, 4> xs,
+                                const std::vector<double>& w, std::array<std::int64_t, 4> ws,
+                                std::array<std::int64_t, 4> ys, std::int64_t stride, std::int64_t dilation,
+                                std::int64_t pad_top, std::int64_t pad_left) {
   std::vector<double> y(static_cast<std::size_t>(ys[0] * ys[1] * ys[2] * ys[3]), 0.0);
   for (std::int64_t n = 0; n < ys[0]; ++n)
     for (std::int64_t r = 0; r < ys[1]; ++r)
@@ -603,29 +661,29 @@ std::vector<double> direct_conv(const std::vector<double>& x, std::array<std::in
 
 BOOST_AUTO_TEST_CASE(values_and_gradients_are_tensorflows) {
   const std::vector<Figure> figures{
-    {"conv SAME s1", {2, 5, 5, 4}, 357.4532, 1416.7092},
-    {"conv VALID s2", {2, 2, 2, 4}, 111.8736, 434.4264},
-    {"conv SAME s2", {2, 3, 3, 4}, 61.9556, 259.7742},
-    {"conv SAME d2", {2, 5, 5, 4}, 335.4692, 1375.2036},
-    {"conv explicit", {2, 6, 4, 4}, 66.5288, 302.8744},
-    {"conv strides 1,2", {2, 5, 3, 4}, 187.6364, 747.7752},
-    {"conv 1x1", {2, 5, 5, 4}, 31.61, 126.2444},
-    {"conv NCHW", {2, 4, 3, 3}, 61.9556, 251.342},
-    {"max_pool 3 s2 SAME", {2, 3, 3, 3}, 93.42, 369.28},
-    {"max_pool 2 VALID", {2, 2, 2, 3}, 35.76, 137.38},
-    {"avg_pool 3 s2 SAME", {2, 3, 3, 3}, 80.46, 318.85},
-    {"avg_pool 2x3 s1 VALID", {2, 4, 3, 3}, 107.28, 425.19},
-    {"max_pool NCHW", {2, 3, 3, 3}, 93.42, 364.88},
-    {"bias_add NHWC", {2, 5, 5, 3}, 223.5, 888.24},
-    {"bias_add NCHW", {2, 3, 5, 5}, 223.5, 886.62},
-    {"grad conv SAME s2 input", {2, 5, 5, 3}, 1095.491832, 4570.456776},
-    {"grad conv SAME s2 filter", {3, 3, 3, 4}, 2549.671152, 10091.185544},
-    {"grad conv VALID d2 input", {2, 5, 5, 3}, 345.474708124, 1410.66498492},
-    {"grad conv VALID d2 filter", {2, 3, 3, 4}, -4924.04810333, -19431.9673538},
-    {"grad max_pool 3 s2 SAME", {2, 5, 5, 3}, 186.84, 782.84},
-    {"grad avg_pool 3 s2 SAME", {2, 5, 5, 3}, 160.92, 658.793333333},
-    {"grad bias_add value", {2, 5, 5, 3}, 447, 1776.48},
-    {"grad bias_add bias", {3}, 447, 918},
+      {"conv SAME s1", {2, 5, 5, 4}, 357.4532, 1416.7092},
+      {"conv VALID s2", {2, 2, 2, 4}, 111.8736, 434.4264},
+      {"conv SAME s2", {2, 3, 3, 4}, 61.9556, 259.7742},
+      {"conv SAME d2", {2, 5, 5, 4}, 335.4692, 1375.2036},
+      {"conv explicit", {2, 6, 4, 4}, 66.5288, 302.8744},
+      {"conv strides 1,2", {2, 5, 3, 4}, 187.6364, 747.7752},
+      {"conv 1x1", {2, 5, 5, 4}, 31.61, 126.2444},
+      {"conv NCHW", {2, 4, 3, 3}, 61.9556, 251.342},
+      {"max_pool 3 s2 SAME", {2, 3, 3, 3}, 93.42, 369.28},
+      {"max_pool 2 VALID", {2, 2, 2, 3}, 35.76, 137.38},
+      {"avg_pool 3 s2 SAME", {2, 3, 3, 3}, 80.46, 318.85},
+      {"avg_pool 2x3 s1 VALID", {2, 4, 3, 3}, 107.28, 425.19},
+      {"max_pool NCHW", {2, 3, 3, 3}, 93.42, 364.88},
+      {"bias_add NHWC", {2, 5, 5, 3}, 223.5, 888.24},
+      {"bias_add NCHW", {2, 3, 5, 5}, 223.5, 886.62},
+      {"grad conv SAME s2 input", {2, 5, 5, 3}, 1095.491832, 4570.456776},
+      {"grad conv SAME s2 filter", {3, 3, 3, 4}, 2549.671152, 10091.185544},
+      {"grad conv VALID d2 input", {2, 5, 5, 3}, 345.474708124, 1410.66498492},
+      {"grad conv VALID d2 filter", {2, 3, 3, 4}, -4924.04810333, -19431.9673538},
+      {"grad max_pool 3 s2 SAME", {2, 5, 5, 3}, 186.84, 782.84},
+      {"grad avg_pool 3 s2 SAME", {2, 5, 5, 3}, 160.92, 658.793333333},
+      {"grad bias_add value", {2, 5, 5, 3}, 447, 1776.48},
+      {"grad bias_add bias", {3}, 447, 918},
   };
   const auto at = [&](std::string_view name) -> const Figure& {
     for (const auto& f : figures)
@@ -695,8 +753,8 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition_across_slices_strides_and_pad
       const std::int64_t needed = (out - 1) * c.stride + (k - 1) * c.dilation + 1 - in;
       return std::string_view(c.padding) == "SAME" ? std::max<std::int64_t>(0, needed) / 2 : 0;
     };
-    const auto want = direct_conv(xv, c.x, wv, c.w, ys, c.stride, c.dilation, pad(c.x[1], c.w[0], ys[1]),
-                                  pad(c.x[2], c.w[1], ys[2]));
+    const auto want =
+        direct_conv(xv, c.x, wv, c.w, ys, c.stride, c.dilation, pad(c.x[1], c.w[0], ys[1]), pad(c.x[2], c.w[1], ys[2]));
     BOOST_TEST_CONTEXT("input " << dt::Shape(c.x).to_string() << " filter " << dt::Shape(c.w).to_string()) {
       check_close(y.to_vector(), want, 1e-12);
       check_close(yf.to_vector(), want, 1e-4);
@@ -751,18 +809,21 @@ BOOST_AUTO_TEST_CASE(bad_arguments_get_tensorflows_errors) {
   BOOST_TEST(dt::avg_pool2d(x, 6, 1, "VALID").shape() == dt::Shape({2, 0, 0, 3}));
   DEVTENSOR_CHECK_THROW_WITH(dt::max_pool2d(x, 2, 1, {{0, 0}, {1, 1}, {1, 1}, {0, 0}}), InvalidArgumentError,
                              "is not in the list of allowed values: \"SAME\", \"VALID\" [Op:MaxPool]");
-  DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(x, dt::zeros<float>({4})), InvalidArgumentError,
-                             "Must provide as many biases as the last dimension of the input tensor: [4] vs. [2,5,5,3]");
-  DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(x, dt::zeros<float>({3, 1})), InvalidArgumentError, "Biases must be 1D: [3,1]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::bias_add(x, dt::zeros<float>({4})), InvalidArgumentError,
+      "Must provide as many biases as the last dimension of the input tensor: [4] vs. [2,5,5,3]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(x, dt::zeros<float>({3, 1})), InvalidArgumentError,
+                             "Biases must be 1D: [3,1]");
   DEVTENSOR_CHECK_THROW_WITH(dt::bias_add(dt::zeros<float>({3}), dt::zeros<float>({3})), InvalidArgumentError,
                              "Input tensor must be at least 2D: [3]");
-  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d_backprop_input(dt::Shape({2, 5, 5, 3}), w, dt::zeros<float>({2, 4, 5, 4}), 1,
-                                                       "SAME"),
-                             InvalidArgumentError, "out_backprop of shape [2,4,5,4] does not match the computed output "
-                                                   "[2,5,5,4]");
-  DEVTENSOR_CHECK_THROW_WITH(dt::conv2d_backprop_filter(x, dt::Shape({3, 3, 4}), dt::zeros<float>({2, 5, 5, 4}), 1,
-                                                        "SAME"),
-                             InvalidArgumentError, "filter_sizes must be 4-dimensional: [3,3,4]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::conv2d_backprop_input(dt::Shape({2, 5, 5, 3}), w, dt::zeros<float>({2, 4, 5, 4}), 1, "SAME"),
+      InvalidArgumentError,
+      "out_backprop of shape [2,4,5,4] does not match the computed output "
+      "[2,5,5,4]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::conv2d_backprop_filter(x, dt::Shape({3, 3, 4}), dt::zeros<float>({2, 5, 5, 4}), 1, "SAME"),
+      InvalidArgumentError, "filter_sizes must be 4-dimensional: [3,3,4]");
 }
 
 BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with_eager) {
@@ -783,9 +844,9 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
   check_close(dt::conv2d_backprop_input(dt::Shape({2, 3, 7, 6}), w, to_nchw(dy), 2, "SAME", {.data_format = "NCHW"})
                   .to_vector(),
               to_nchw(g[0]).to_vector(), 1e-12);
-  check_close(dt::conv2d_backprop_filter(to_nchw(x), w.shape(), to_nchw(dy), 2, "SAME", {.data_format = "NCHW"})
-                  .to_vector(),
-              g[1].to_vector(), 1e-12);
+  check_close(
+      dt::conv2d_backprop_filter(to_nchw(x), w.shape(), to_nchw(dy), 2, "SAME", {.data_format = "NCHW"}).to_vector(),
+      g[1].to_vector(), 1e-12);
   // The adjoint identities <conv2d(x, w), dy> = <x, backprop_input(w, dy)> = <w, backprop_filter(x,
   // dy)>, where the input's gradient is a convolution with the turned filter (stride 1, 16
   // channels or more): SAME with dilations, and explicit padding past the window (pad' < 0).
@@ -796,8 +857,8 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
     dt::Padding padding;
     std::int64_t dilation;
   };
-  for (const auto& [padding, dilation] : {Adjoint{"SAME", 2}, Adjoint{"VALID", 1},
-                                          Adjoint{dt::Padding({{0, 0}, {3, 0}, {0, 2}, {0, 0}}), 1}}) {
+  for (const auto& [padding, dilation] :
+       {Adjoint{"SAME", 2}, Adjoint{"VALID", 1}, Adjoint{dt::Padding({{0, 0}, {3, 0}, {0, 2}, {0, 0}}), 1}}) {
     const auto xs = dt::random_normal<double>({2, 6, 5, 17}, {.seed = 11});
     const auto ws = dt::random_normal<double>({2, 3, 17, 4}, {.seed = 12});
     const auto ys = dt::conv2d(xs, ws, 1, padding, {.dilations = dilation});
@@ -816,10 +877,13 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
   });
   const auto xf = x.cast<float>();
   const auto wf = w.cast<float>();
-  check_close(f(xf, wf).to_vector(), [&] {
-    const auto e = dt::max_pool2d(dt::relu(dt::conv2d(xf, wf, 1, "SAME")), 2, 2, "VALID").to_vector();
-    return std::vector<double>(e.begin(), e.end());
-  }(), 1e-6);
+  check_close(
+      f(xf, wf).to_vector(),
+      [&] {
+        const auto e = dt::max_pool2d(dt::relu(dt::conv2d(xf, wf, 1, "SAME")), 2, 2, "VALID").to_vector();
+        return std::vector<double>(e.begin(), e.end());
+      }(),
+      1e-6);
   // A TF1 graph with an unknown batch: the shape functions keep it unknown, TensorFlow's static
   // shape, and any batch runs.
   namespace v1 = dt::compat::v1;
@@ -843,19 +907,16 @@ BOOST_AUTO_TEST_CASE(the_backprops_are_the_gradients_and_traced_steps_agree_with
 // and the gradients of sum(y * v), v_i = i % 5 - 2. Multiples of 1/32: the figures are exact.
 BOOST_AUTO_TEST_CASE(depthwise_values_and_gradients_are_tensorflows) {
   const std::vector<Figure> figures{
-    {"depthwise same y", {2, 5, 5, 6}, -0.28125, -0.25},
-    {"depthwise same dx", {2, 5, 5, 3}, -13.0, -16.5},
-    {"depthwise same dw", {3, 3, 3, 2}, -10.25, -32.5},
-    {"depthwise valid2 y", {2, 2, 2, 6}, -1.0625, 13.09375},
-    {"depthwise valid2 dx", {2, 5, 5, 3}, -3.125, 2.125},
-    {"depthwise valid2 dw", {3, 3, 3, 2}, 8.5, 76.0},
-    {"depthwise explicit y", {2, 6, 4, 6}, 1.125, 30.3125},
-    {"depthwise explicit dx", {2, 5, 5, 3}, -3.75, 3.375},
-    {"depthwise explicit dw", {3, 3, 3, 2}, 20.75, 99.5},
+      {"depthwise same y", {2, 5, 5, 6}, -0.28125, -0.25},    {"depthwise same dx", {2, 5, 5, 3}, -13.0, -16.5},
+      {"depthwise same dw", {3, 3, 3, 2}, -10.25, -32.5},     {"depthwise valid2 y", {2, 2, 2, 6}, -1.0625, 13.09375},
+      {"depthwise valid2 dx", {2, 5, 5, 3}, -3.125, 2.125},   {"depthwise valid2 dw", {3, 3, 3, 2}, 8.5, 76.0},
+      {"depthwise explicit y", {2, 6, 4, 6}, 1.125, 30.3125}, {"depthwise explicit dx", {2, 5, 5, 3}, -3.75, 3.375},
+      {"depthwise explicit dw", {3, 3, 3, 2}, 20.75, 99.5},
   };
   const auto modular = [](const dt::Shape& shape, std::size_t a, int b, int c, double d) {
     std::vector<double> v(static_cast<std::size_t>(shape.num_elements()));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(static_cast<int>((i * a) % static_cast<std::size_t>(b)) - c) / d;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<double>(static_cast<int>((i * a) % static_cast<std::size_t>(b)) - c) / d;
     return dt::constant<double>(v, shape);
   };
   const auto x = modular(dt::Shape({2, 5, 5, 3}), 5, 11, 5, 4.0);
@@ -865,7 +926,8 @@ BOOST_AUTO_TEST_CASE(depthwise_values_and_gradients_are_tensorflows) {
     dt::SpatialInts strides;
     dt::Padding padding;
   };
-  const std::vector<Case> cases{{"same", 1, "SAME"}, {"valid2", 2, "VALID"}, {"explicit", 1, {{0, 0}, {1, 2}, {0, 1}, {0, 0}}}};
+  const std::vector<Case> cases{
+      {"same", 1, "SAME"}, {"valid2", 2, "VALID"}, {"explicit", 1, {{0, 0}, {1, 2}, {0, 1}, {0, 0}}}};
   std::size_t figure = 0;
   for (const auto& c : cases) {
     dt::GradientTape tape;
@@ -904,26 +966,29 @@ BOOST_AUTO_TEST_CASE(depthwise_values_and_gradients_are_tensorflows) {
                              "input and filter must have the same depth: 3 vs 4 [Op:DepthwiseConv2dNative]");
   DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(dt::zeros<double>({5, 5, 3}), w, 1, "SAME"),
                              dt::InvalidArgumentError, "input must be 4-dimensional[5,5,3]");
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, w, {1, 2, 1, 1}, "SAME"), dt::InvalidArgumentError,
-                             "Current implementation only supports equal length strides in the row and column dimensions.");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)dt::depthwise_conv2d(x, w, {1, 2, 1, 1}, "SAME"), dt::InvalidArgumentError,
+      "Current implementation only supports equal length strides in the row and column dimensions.");
   DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, w, {2, 1, 1, 1}, "SAME"), dt::UnimplementedError,
                              "Current implementation does not yet support strides in the batch and depth dimensions.");
-  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d(x, dt::zeros<double>({7, 3, 3, 2}), 1, "VALID"),
-                             dt::InvalidArgumentError,
-                             "Computed output size would be negative: -1 [input_size: 5, effective_filter_size: 7, stride: 1]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)dt::depthwise_conv2d(x, dt::zeros<double>({7, 3, 3, 2}), 1, "VALID"), dt::InvalidArgumentError,
+      "Computed output size would be negative: -1 [input_size: 5, effective_filter_size: 7, stride: 1]");
   DEVTENSOR_CHECK_THROW_WITH(
       (void)dt::depthwise_conv2d_backprop_input(dt::Shape({2, 5, 5, 3}), w, dt::zeros<double>({2, 5, 5, 5}), 1, "SAME"),
       dt::InvalidArgumentError, "DepthwiseConv2DBackpropInput: depth_multiplier * in_depth not equal to out_depth");
-  DEVTENSOR_CHECK_THROW_WITH(
-      (void)dt::depthwise_conv2d_backprop_filter(x, dt::Shape({3, 3, 3, 2}), dt::zeros<double>({2, 5, 5, 5}), 1, "SAME"),
-      dt::InvalidArgumentError, "DepthwiseConv2DBackpropFilter: depth_multiplier * in_depth not equal to out_depth");
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::depthwise_conv2d_backprop_filter(x, dt::Shape({3, 3, 3, 2}),
+                                                                        dt::zeros<double>({2, 5, 5, 5}), 1, "SAME"),
+                             dt::InvalidArgumentError,
+                             "DepthwiseConv2DBackpropFilter: depth_multiplier * in_depth not equal to out_depth");
   // Empty filters and inputs: empty results, no window visited.
   BOOST_TEST(dt::depthwise_conv2d(x, dt::zeros<double>({3, 3, 3, 0}), 1, "SAME").shape() == dt::Shape({2, 5, 5, 0}));
   BOOST_TEST(dt::depthwise_conv2d(dt::zeros<double>({0, 5, 5, 3}), w, 1, "SAME").shape() == dt::Shape({0, 5, 5, 6}));
   // Traced with an unknown batch: the shape function keeps it, the values are eager's.
   auto traced = dt::function([&](const dt::Tensor<double>& t) { return dt::depthwise_conv2d(t, w, 2, "SAME"); },
                              {.input_signature = std::vector{dt::TensorSpec::of<double>({-1, 5, 5, 3})}});
-  BOOST_TEST(traced(x).to_vector() == dt::depthwise_conv2d(x, w, 2, "SAME").to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(traced(x).to_vector() == dt::depthwise_conv2d(x, w, 2, "SAME").to_vector(),
+             boost::test_tools::per_element());
 }
 
 // tests/reference/lrn.py: tf.nn.lrn and its gradient (LRNGrad) on value i of [2, 2, 1, 7],
@@ -942,39 +1007,138 @@ BOOST_AUTO_TEST_CASE(lrn_and_its_gradient_are_tensorflows) {
     std::vector<float> lrn, grad;
   };
   const std::vector<Case> cases{
-    {"defaults", {},
-     {
-      -0.53605628, 0, 0.510310411, -0.102062076, 0.408248305, -0.204124153, 0.356034487, -0.356034487,
-      0.204124153, -0.408248305, 0.102062076, -0.510310411, 0, 0.53605628, -0.130188912, 0.461880207,
-      -0.230940104, 0.346410155, -0.346410155, 0.230940104, -0.464990556, 0.109108947, -0.533001781, 0,
-      0.533001781, -0.106600359, 0.426401436, -0.214422509},
-     {
-      -0.220561981, 0, 0.30025667, -0.386649966, -0.0863933265, 0.451444983, -0.46556887, 0.0127577558,
-      0.39974314, -0.391237974, -0.00425258465, 0.429511249, -0.408248305, -0.0212629363, 0.524246097,
-      -0.375303447, -0.0432883687, 0.526812792, -0.526812792, 0.0432883687, 0.413719296, -0.426394641,
-      -0.000913154334, 0.426401436, -0.425488263, -0.000182628632, 0.427131951, -0.418818951}},
-    {"cifar10", {.depth_radius = 4, .bias = 1.0f, .alpha = static_cast<float>(0.001 / 9.0), .beta = 0.75f},
-     {
-      -1.24956393, 0, 1.24947941, -0.249895886, 0.999583542, -0.49985683, 0.749785244, -0.749785244,
-      0.49985683, -0.999583542, 0.249895886, -1.24947941, 0, 1.24956393, -0.249949217, 0.999776065,
-      -0.499846429, 0.749769628, -0.749769628, 0.499849021, -0.999781251, 0.249932319, -1.2495575, 0,
-      1.24953151, -0.249906301, 0.999630392, -0.499880224},
-     {
-      -0.999078751, 0, 0.999271333, -0.999521077, -0.000249726756, 0.999734402, -0.999744833, 3.1238611e-05,
-      0.999692798, -0.999541938, -1.0412863e-05, 0.999635577, -0.999630392, 5.20327303e-05, 0.999807298,
-      -0.999817669, -6.24936511e-05, 0.999786496, -0.999786496, 4.16701878e-05, 0.999864459, -0.99966681,
-      -0.000104085702, 0.999625206, -0.999625266, 4.54565452e-09, 0.999588728, -0.999739587}},
-    {"beta1", {.depth_radius = 2, .bias = 2.0f, .alpha = 0.5f, .beta = 1.0f},
-     {
-      -0.350877166, 0, 0.305343509, -0.0727272704, 0.268907577, -0.170212761, 0.258064508, -0.258064508,
-      0.170212761, -0.268907577, 0.0727272704, -0.305343509, 0, 0.350877166, -0.0941176489, 0.340425521,
-      -0.155339807, 0.226415098, -0.226415098, 0.156862751, -0.344086021, 0.088888891, -0.347826064, 0,
-      0.305343509, -0.0727272704, 0.290909082, -0.188235298},
-     {
-      -0.0643523037, 0, 0.00147907808, -0.281459093, 0.0509964116, 0.277633458, -0.234030157, 0.0976920426,
-      0.275297493, -0.213239253, -0.0139170829, 0.241429254, -0.278260857, 0.0932346582, 0.338640064,
-      -0.25745517, -0.00730930269, 0.28627634, -0.288155586, -0.00915413722, 0.294042587, -0.347654343,
-      -0.132740825, 0.275862068, -0.256825268, 0.0202263556, 0.210003659, -0.298724025}},
+      {"defaults",
+       {},
+       {-0.53605628,
+        0,
+        0.510310411,
+        -0.102062076,
+        0.408248305,
+        -0.204124153,
+        0.356034487,
+        -0.356034487,
+        0.204124153,
+        -0.408248305,
+        0.102062076,
+        -0.510310411,
+        0,
+        0.53605628,
+        -0.130188912,
+        0.461880207,
+        -0.230940104,
+        0.346410155,
+        -0.346410155,
+        0.230940104,
+        -0.464990556,
+        0.109108947,
+        -0.533001781,
+        0,
+        0.533001781,
+        -0.106600359,
+        0.426401436,
+        -0.214422509},
+       {-0.220561981,    0,
+        0.30025667,      -0.386649966,
+        -0.0863933265,   0.451444983,
+        -0.46556887,     0.0127577558,
+        0.39974314,      -0.391237974,
+        -0.00425258465,  0.429511249,
+        -0.408248305,    -0.0212629363,
+        0.524246097,     -0.375303447,
+        -0.0432883687,   0.526812792,
+        -0.526812792,    0.0432883687,
+        0.413719296,     -0.426394641,
+        -0.000913154334, 0.426401436,
+        -0.425488263,    -0.000182628632,
+        0.427131951,     -0.418818951}},
+      {"cifar10",
+       {.depth_radius = 4, .bias = 1.0f, .alpha = static_cast<float>(0.001 / 9.0), .beta = 0.75f},
+       {-1.24956393,
+        0,
+        1.24947941,
+        -0.249895886,
+        0.999583542,
+        -0.49985683,
+        0.749785244,
+        -0.749785244,
+        0.49985683,
+        -0.999583542,
+        0.249895886,
+        -1.24947941,
+        0,
+        1.24956393,
+        -0.249949217,
+        0.999776065,
+        -0.499846429,
+        0.749769628,
+        -0.749769628,
+        0.499849021,
+        -0.999781251,
+        0.249932319,
+        -1.2495575,
+        0,
+        1.24953151,
+        -0.249906301,
+        0.999630392,
+        -0.499880224},
+       {-0.999078751,    0,
+        0.999271333,     -0.999521077,
+        -0.000249726756, 0.999734402,
+        -0.999744833,    3.1238611e-05,
+        0.999692798,     -0.999541938,
+        -1.0412863e-05,  0.999635577,
+        -0.999630392,    5.20327303e-05,
+        0.999807298,     -0.999817669,
+        -6.24936511e-05, 0.999786496,
+        -0.999786496,    4.16701878e-05,
+        0.999864459,     -0.99966681,
+        -0.000104085702, 0.999625206,
+        -0.999625266,    4.54565452e-09,
+        0.999588728,     -0.999739587}},
+      {"beta1",
+       {.depth_radius = 2, .bias = 2.0f, .alpha = 0.5f, .beta = 1.0f},
+       {-0.350877166,
+        0,
+        0.305343509,
+        -0.0727272704,
+        0.268907577,
+        -0.170212761,
+        0.258064508,
+        -0.258064508,
+        0.170212761,
+        -0.268907577,
+        0.0727272704,
+        -0.305343509,
+        0,
+        0.350877166,
+        -0.0941176489,
+        0.340425521,
+        -0.155339807,
+        0.226415098,
+        -0.226415098,
+        0.156862751,
+        -0.344086021,
+        0.088888891,
+        -0.347826064,
+        0,
+        0.305343509,
+        -0.0727272704,
+        0.290909082,
+        -0.188235298},
+       {-0.0643523037,  0,
+        0.00147907808,  -0.281459093,
+        0.0509964116,   0.277633458,
+        -0.234030157,   0.0976920426,
+        0.275297493,    -0.213239253,
+        -0.0139170829,  0.241429254,
+        -0.278260857,   0.0932346582,
+        0.338640064,    -0.25745517,
+        -0.00730930269, 0.28627634,
+        -0.288155586,   -0.00915413722,
+        0.294042587,    -0.347654343,
+        -0.132740825,   0.275862068,
+        -0.256825268,   0.0202263556,
+        0.210003659,    -0.298724025}},
   };
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.name) {
@@ -989,7 +1153,8 @@ BOOST_AUTO_TEST_CASE(lrn_and_its_gradient_are_tensorflows) {
       }
     }
   }
-  BOOST_TEST(dt::lrn(x).to_vector() == dt::local_response_normalization(x).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(dt::lrn(x).to_vector() == dt::local_response_normalization(x).to_vector(),
+             boost::test_tools::per_element());
   DEVTENSOR_CHECK_THROW_WITH((void)dt::lrn(dt::zeros<float>({2, 3, 4})), dt::InvalidArgumentError,
                              "in must be 4-dimensional [Op:LRN]");
   DEVTENSOR_CHECK_THROW_WITH((void)dt::lrn(x, {.depth_radius = -1}), dt::InvalidArgumentError,
@@ -1054,15 +1219,23 @@ const std::vector<Expected<std::int64_t>> kIndices = {
     {"one_hot int32", {3, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 0}},
 };
 const std::vector<Expected<double>> kValues = {
-    {"one_hot -1", {2, 3, 4}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5}},
-    {"one_hot 0", {4, 2, 3}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, 2.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5}},
-    {"one_hot 1", {2, 4, 3}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, 2.5, -0.5, -0.5, -0.5, -0.5}},
-    {"one_hot 2", {2, 3, 4}, {2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, 2.5, -0.5, -0.5, -0.5, -0.5, -0.5}},
-    {"where", {2, 4, 3}, {1.5, 20, 1.5, -2, 20, -2, 3.25, 20, 3.25, 4, 20, 4, 10, 20, 1.5, 10, 20, -2, 10, 20, 3.25, 10, 20, 4}},
+    {"one_hot -1", {2, 3, 4}, {2.5,  -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, -0.5,
+                               -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, -0.5, -0.5}},
+    {"one_hot 0", {4, 2, 3}, {2.5,  -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5,
+                              -0.5, -0.5, -0.5, 2.5,  2.5,  -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, -0.5}},
+    {"one_hot 1", {2, 4, 3}, {2.5,  -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5,  -0.5,
+                              -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5,  2.5,  -0.5, -0.5, -0.5, -0.5}},
+    {"one_hot 2", {2, 3, 4}, {2.5,  -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, -0.5,
+                              -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, 2.5,  -0.5, -0.5, -0.5, -0.5, -0.5}},
+    {"where", {2, 4, 3}, {1.5, 20, 1.5, -2, 20, -2, 3.25, 20, 3.25, 4,  20, 4,
+                          10,  20, 1.5, 10, 20, -2, 10,   20, 3.25, 10, 20, 4}},
     {"where dx", {4, 1}, {-1, 0.125, 1.25, 2.375}},
     {"where dy", {3}, {4.25, 3.5, 0}},
     {"l2_loss", {}, {1.9489795918367347}},
-    {"l2_loss dx", {3, 4}, {-0.5, -0.35714285714285715, -0.2142857142857143, -0.071428571428571452, 0.071428571428571397, 0.2142857142857143, 0.3571428571428571, 0.5, 0.64285714285714279, 0.78571428571428581, 0.9285714285714286, 1.0714285714285714}},
+    {"l2_loss dx",
+     {3, 4},
+     {-0.5, -0.35714285714285715, -0.2142857142857143, -0.071428571428571452, 0.071428571428571397, 0.2142857142857143,
+      0.3571428571428571, 0.5, 0.64285714285714279, 0.78571428571428581, 0.9285714285714286, 1.0714285714285714}},
 };
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -1070,25 +1243,46 @@ constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kLowest = std::numeric_limits<float>::lowest();
 // selection.py's X and N.
 dt::Tensor<float> x_input() {
-  return dt::constant<float>({1, 5, 5, 2, kNan, 2, 9, 9, -1, -1, -3, kNan, kNan, kNan, kNan, kNan, -kInf, kLowest, kLowest,
-                              -kInf, kInf, 0, kInf, -2},
+  return dt::constant<float>({1,    5,    5,    2,    kNan,  2,       9,       9,     -1,   -1, -3,   kNan,
+                              kNan, kNan, kNan, kNan, -kInf, kLowest, kLowest, -kInf, kInf, 0,  kInf, -2},
                              dt::Shape{2, 3, 4});
 }
 
 // index_ops.py's output, pasted.
 const std::vector<Expected<double>> kGather = {
     {"axis 0", {2, 2, 4}, {1, 1.25, 1.5, 1.75, -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 0, 0.25, 0.5, 0.75}},
-    {"axis 0 grad", {3, 4}, {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, 3, 3.4000000000000004, 3.7999999999999998, 4.2000000000000002, -0.5, -0.29999999999999999, -0.099999999999999978, 0.099999999999999978}},
+    {"axis 0 grad",
+     {3, 4},
+     {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, 3, 3.4000000000000004, 3.7999999999999998,
+      4.2000000000000002, -0.5, -0.29999999999999999, -0.099999999999999978, 0.099999999999999978}},
     {"axis 1", {3, 3}, {-0.25, -1, -0.25, 0.75, 0, 0.75, 1.75, 1, 1.75}},
-    {"axis 1 grad", {3, 4}, {-0.29999999999999999, 0, 0, -0.59999999999999998, 0.30000000000000004, 0, 0, 0.59999999999999998, 0.89999999999999991, 0, 0, 1.8}},
+    {"axis 1 grad",
+     {3, 4},
+     {-0.29999999999999999, 0, 0, -0.59999999999999998, 0.30000000000000004, 0, 0, 0.59999999999999998,
+      0.89999999999999991, 0, 0, 1.8}},
     {"axis -1 scalar index", {3}, {-0.5, 0.5, 1.5}},
-    {"axis -1 scalar index grad", {3, 4}, {0, 0, -0.5, 0, 0, 0, -0.29999999999999999, 0, 0, 0, -0.099999999999999978, 0}},
-    {"3d axis 1", {2, 2, 2, 2}, {1.3333333333333333, 1.6666666666666667, 1.3333333333333333, 1.6666666666666667, 0, 0.33333333333333331, 0.66666666666666663, 1, 3.3333333333333335, 3.6666666666666665, 3.3333333333333335, 3.6666666666666665, 2, 2.3333333333333335, 2.6666666666666665, 3}},
-    {"3d axis 1 grad", {2, 3, 2}, {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, -0.59999999999999998, -0.20000000000000001, 1.8999999999999999, 2.1000000000000001, 2.2999999999999998, 2.5, 2.6000000000000001, 3}},
+    {"axis -1 scalar index grad",
+     {3, 4},
+     {0, 0, -0.5, 0, 0, 0, -0.29999999999999999, 0, 0, 0, -0.099999999999999978, 0}},
+    {"3d axis 1",
+     {2, 2, 2, 2},
+     {1.3333333333333333, 1.6666666666666667, 1.3333333333333333, 1.6666666666666667, 0, 0.33333333333333331,
+      0.66666666666666663, 1, 3.3333333333333335, 3.6666666666666665, 3.3333333333333335, 3.6666666666666665, 2,
+      2.3333333333333335, 2.6666666666666665, 3}},
+    {"3d axis 1 grad",
+     {2, 3, 2},
+     {0.30000000000000004, 0.5, 0.69999999999999996, 0.89999999999999991, -0.59999999999999998, -0.20000000000000001,
+      1.8999999999999999, 2.1000000000000001, 2.2999999999999998, 2.5, 2.6000000000000001, 3}},
     {"segment sum", {3, 2}, {3, 4, 0, 0, 1, 1.5}},
-    {"segment sum grad", {4, 2}, {-0.5, -0.29999999999999999, 0.30000000000000004, 0.5, 0, 0, -0.5, -0.29999999999999999}},
+    {"segment sum grad",
+     {4, 2},
+     {-0.5, -0.29999999999999999, 0.30000000000000004, 0.5, 0, 0, -0.5, -0.29999999999999999}},
     {"sparse ce", {4}, {1.3119014326242004, 0.91190143262420043, 1.1119014326242005, 0.9119014326242002}},
-    {"sparse ce grad", {4, 3}, {0.36534625041113111, -0.16446646114445335, -0.20087978926667771, -0.080792249753321346, -0.098679876686672011, 0.17947212643999336, -0.026930749917773781, 0.067106707771109317, -0.040175957853335539, 0.026930749917773781, 0.032893292228890661, -0.059824042146664445}},
+    {"sparse ce grad",
+     {4, 3},
+     {0.36534625041113111, -0.16446646114445335, -0.20087978926667771, -0.080792249753321346, -0.098679876686672011,
+      0.17947212643999336, -0.026930749917773781, 0.067106707771109317, -0.040175957853335539, 0.026930749917773781,
+      0.032893292228890661, -0.059824042146664445}},
     {"sparse ce 3d", {1, 2}, {2.3493893831100858, 1.3493893831100858}},
 };
 
@@ -1104,7 +1298,8 @@ BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
   const auto p = ramp({3, 4}, 4.0, 1.0);
   const auto q = ramp({2, 3, 2}, 3.0);
   // index_ops.py's cases: values, and the gradient of Σ gather(p) · ramp.
-  const auto check = [](const std::string& name, const dt::Tensor<double>& params, const auto& indices, std::int64_t axis) {
+  const auto check = [](const std::string& name, const dt::Tensor<double>& params, const auto& indices,
+                        std::int64_t axis) {
     dt::GradientTape tape;
     tape.watch(params);
     const auto y = dt::gather(params, indices, axis);
@@ -1129,11 +1324,11 @@ BOOST_AUTO_TEST_CASE(gather_and_its_gradient_match_tensorflow_on_every_axis) {
   check_expected(expected(kGather, "segment sum grad"), tape.gradient(loss, data));
   // Empty slices: nothing to copy, the indices still checked (UBSan saw a null memcpy here).
   BOOST_TEST(dt::gather(dt::zeros<double>({3, 0}), dt::constant<std::int64_t>({1, 2})).shape() == dt::Shape({2, 0}));
-  DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::zeros<double>({3, 0}), dt::constant<std::int64_t>({3})), InvalidArgumentError,
-                             "indices[0] = 3 is not in [0, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(dt::zeros<double>({3, 0}), dt::constant<std::int64_t>({3})),
+                             InvalidArgumentError, "indices[0] = 3 is not in [0, 3)");
   // TensorFlow's texts.
-  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int64_t>({2, 0, 1, 5}, dt::Shape{2, 2})), InvalidArgumentError,
-                             "indices[1,1] = 5 is not in [0, 3) [Op:GatherV2]");
+  DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int64_t>({2, 0, 1, 5}, dt::Shape{2, 2})),
+                             InvalidArgumentError, "indices[1,1] = 5 is not in [0, 3) [Op:GatherV2]");
   DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({-1})), InvalidArgumentError,
                              "indices[0] = -1 is not in [0, 3) [Op:GatherV2]");
   DEVTENSOR_CHECK_THROW_WITH(dt::gather(p, dt::constant<std::int32_t>({1}), 2), InvalidArgumentError,
@@ -1166,32 +1361,35 @@ BOOST_AUTO_TEST_CASE(sparse_softmax_cross_entropy_and_its_gradient_match_tensorf
                  dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int64_t>({0, 5}, dt::Shape{1, 2}),
                                                               dt::reshape(ramp({12}, 5.0, 1.0), {1, 2, 6})));
   // Large logits stay finite (shifted by the row's maximum); a NaN makes its row NaN.
-  const auto big = dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int64_t>({1, 1}),
-                                                                dt::constant<float>({1000, 0, 7, 0, 1000, 7}, dt::Shape{2, 3}));
+  const auto big = dt::sparse_softmax_cross_entropy_with_logits(
+      dt::constant<std::int64_t>({1, 1}), dt::constant<float>({1000, 0, 7, 0, 1000, 7}, dt::Shape{2, 3}));
   BOOST_TEST(big.to_vector()[0] == 1000.0f);
   BOOST_TEST(big.to_vector()[1] == 0.0f);
   const auto nan = dt::sparse_softmax_cross_entropy_with_logits(
-      dt::constant<std::int64_t>({1}), dt::constant<float>({1000, 0, std::numeric_limits<float>::quiet_NaN()}, dt::Shape{1, 3}));
+      dt::constant<std::int64_t>({1}),
+      dt::constant<float>({1000, 0, std::numeric_limits<float>::quiet_NaN()}, dt::Shape{1, 3}));
   BOOST_TEST(std::isnan(nan.item()));
   // TensorFlow's texts.
-  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 5, 1, 2}), logits),
-                             InvalidArgumentError,
-                             "Received a label value of 5 which is outside the valid range of [0, 3).  Label values: "
-                             "0 5 1 2 [Op:SparseSoftmaxCrossEntropyWithLogits]");
-  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, -1, 1, 2}), logits),
-                             InvalidArgumentError, "Received a label value of -1 which is outside the valid range of [0, 3)");
-  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 1, 2}), logits),
-                             InvalidArgumentError,
-                             "`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
-                             "labels.shape=(3,) and logits.shape=(4, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 5, 1, 2}), logits),
+      InvalidArgumentError,
+      "Received a label value of 5 which is outside the valid range of [0, 3).  Label values: "
+      "0 5 1 2 [Op:SparseSoftmaxCrossEntropyWithLogits]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, -1, 1, 2}), logits),
+      InvalidArgumentError, "Received a label value of -1 which is outside the valid range of [0, 3)");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 1, 2}), logits), InvalidArgumentError,
+      "`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
+      "labels.shape=(3,) and logits.shape=(4, 3)");
   DEVTENSOR_CHECK_THROW_WITH(
       dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0, 1, 2, 0}, dt::Shape{4, 1}), logits),
       InvalidArgumentError,
       "`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape=(4, 1) of rank 2 and "
       "logits.shape=(4, 3) of rank 2");
-  DEVTENSOR_CHECK_THROW_WITH(dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0}),
-                                                                          dt::zeros<double>({1, 0})),
-                             InvalidArgumentError, "Must have at least one class, but got logits shape [1,0]");
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::sparse_softmax_cross_entropy_with_logits(dt::constant<std::int32_t>({0}), dt::zeros<double>({1, 0})),
+      InvalidArgumentError, "Must have at least one class, but got logits shape [1,0]");
   // In a TF1 graph with an unknown batch, and traced with its gradient: the eager values.
   namespace v1 = dt::compat::v1;
   v1::Graph graph;
@@ -1230,7 +1428,8 @@ BOOST_AUTO_TEST_CASE(gather_in_graphs_keeps_unknown_batches_and_differentiates) 
   BOOST_TEST(rows.shape().to_python() == "(None, 2)");
   v1::Session session(graph);
   BOOST_TEST(session.run(rows, {{ids, dt::constant<std::int64_t>({3, 0, 3})}}).to_vector() ==
-                 (std::vector<float>{30, 31, 0, 1, 30, 31}), boost::test_tools::per_element());
+                 (std::vector<float>{30, 31, 0, 1, 30, 31}),
+             boost::test_tools::per_element());
   DEVTENSOR_CHECK_THROW_WITH((void)session.run(rows, {{ids, dt::constant<std::int64_t>({4})}}), InvalidArgumentError,
                              "indices[0] = 4 is not in [0, 4)");
   // A traced step: the gradient with respect to the table (rows gathered twice add up), as eager.
@@ -1243,7 +1442,8 @@ BOOST_AUTO_TEST_CASE(gather_in_graphs_keeps_unknown_batches_and_differentiates) 
   auto traced = dt::function(step);
   const auto i = dt::constant<std::int32_t>({1, 3, 1});
   BOOST_TEST(traced(table, i).to_vector() == step(table, i).to_vector(), boost::test_tools::per_element());
-  BOOST_TEST(step(table, i).to_vector() == (std::vector<float>{0, 0, 40, 44, 0, 0, 60, 62}), boost::test_tools::per_element());
+  BOOST_TEST(step(table, i).to_vector() == (std::vector<float>{0, 0, 40, 44, 0, 0, 60, 62}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(argmax_and_argmin_match_tensorflow_with_ties_nan_and_infinities) {
@@ -1273,7 +1473,8 @@ BOOST_AUTO_TEST_CASE(argmax_and_argmin_match_tensorflow_with_ties_nan_and_infini
   wide[1700] = wide[2900] = 2.0f;
   BOOST_TEST(dt::argmax(dt::constant<float>(wide)).item() == 1700);
   BOOST_TEST(dt::argmax(dt::constant<float>(wide, dt::Shape{1000, 3}), 0).to_vector() ==
-                 (std::vector<std::int64_t>{0, 0, 566}), boost::test_tools::per_element());
+                 (std::vector<std::int64_t>{0, 0, 566}),
+             boost::test_tools::per_element());
   // An empty output needs no values; an empty reduced axis has no answer.
   BOOST_TEST(dt::argmax(dt::zeros<float>({0, 3}), 1).shape() == dt::Shape({0}));
   DEVTENSOR_CHECK_THROW_WITH(dt::argmax(dt::zeros<float>({0, 3}), 0), InvalidArgumentError,
@@ -1322,13 +1523,14 @@ BOOST_AUTO_TEST_CASE(where_broadcasts_three_ways_and_its_gradient_matches_tensor
   check_expected(expected(kValues, "where dy"), tape.gradient(out, y));
   // Every element type; a scalar condition picks a whole tensor.
   BOOST_TEST(dt::where(dt::scalar<bool>(false), dt::constant<std::int32_t>({1, 2}), dt::constant<std::int32_t>({3, 4}))
-                 .to_vector() == (std::vector<std::int32_t>{3, 4}), boost::test_tools::per_element());
+                     .to_vector() == (std::vector<std::int32_t>{3, 4}),
+             boost::test_tools::per_element());
   BOOST_TEST(dt::where(condition, dt::scalar<bool>(false), dt::scalar<bool>(true)).to_vector() ==
-                 (std::vector<bool>{false, true, false, true, true, false}), boost::test_tools::per_element());
-  DEVTENSOR_CHECK_THROW_WITH(dt::where(dt::constant<bool>({true, false}), dt::constant<float>({1, 2, 3}),
-                                       dt::constant<float>({4, 5, 6})),
-                             InvalidArgumentError,
-                             "condition [2], then [3], and else [3] must be broadcastable [Op:SelectV2]");
+                 (std::vector<bool>{false, true, false, true, true, false}),
+             boost::test_tools::per_element());
+  DEVTENSOR_CHECK_THROW_WITH(
+      dt::where(dt::constant<bool>({true, false}), dt::constant<float>({1, 2, 3}), dt::constant<float>({4, 5, 6})),
+      InvalidArgumentError, "condition [2], then [3], and else [3] must be broadcastable [Op:SelectV2]");
   DEVTENSOR_CHECK_THROW_WITH(dt::where(dt::Tensor<bool>(), x, y), InvalidArgumentError, "SelectV2");
 }
 
@@ -1364,12 +1566,13 @@ BOOST_AUTO_TEST_CASE(selection_ops_in_graphs_keep_unknown_batches_and_equal_eage
   const auto feed = dt::constant<float>({1, 7, 3, 2, 9, 0, 9, -1, 4, 4, 5, 5}, dt::Shape{3, 4});
   BOOST_TEST(session.run(best, {{p, feed}}).to_vector() == (std::vector<std::int64_t>{1, 0, 2}),
              boost::test_tools::per_element());
-  BOOST_TEST(session.run(chosen, {{p, feed}}).to_vector() == dt::where(dt::constant<bool>({true, false, false, true}), feed,
-                                                                       dt::scalar<float>(0)).to_vector(),
+  BOOST_TEST(session.run(chosen, {{p, feed}}).to_vector() ==
+                 dt::where(dt::constant<bool>({true, false, false, true}), feed, dt::scalar<float>(0)).to_vector(),
              boost::test_tools::per_element());
   BOOST_TEST(session.run(picked, {{p, feed}}).item() == (49.0f + 81.0f + 25.0f) / 2);
   // Traced: the same values as eager.
-  auto f = dt::function([](const dt::Tensor<float>& in) { return dt::one_hot<float>(dt::argmin(in, 1), 4, {.on_value = 3}); });
+  auto f = dt::function(
+      [](const dt::Tensor<float>& in) { return dt::one_hot<float>(dt::argmin(in, 1), 4, {.on_value = 3}); });
   BOOST_TEST(f(feed).to_vector() == dt::one_hot<float>(dt::argmin(feed, 1), 4, {.on_value = 3}).to_vector(),
              boost::test_tools::per_element());
 }

@@ -22,7 +22,7 @@ constexpr const char* kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
 struct CpuOnlyScale {
   static constexpr std::string_view name = "CpuOnlyScale";
   template <dt::DeviceTag Tag, class T>
-  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t> && std::is_floating_point_v<T>;
+  static constexpr bool has_kernel = std::same_as<Tag, dt::cpu_t>&& std::is_floating_point_v<T>;
 };
 template <class T>
 dt::Tensor<T> cpu_only_scale(const dt::Tensor<T>& x, T factor) {
@@ -44,9 +44,8 @@ BOOST_AUTO_TEST_CASE(cpu_only_machine) {
   auto a = dt::constant<float>({1, 2, 3, 4}, {2, 2});
   auto c = dt::matmul(a, a);
   BOOST_TEST(c.device() == kCpu0);
-  BOOST_TEST(log.lines() == (std::vector<std::string>{
-                                "Executing op _EagerConst in device " + std::string(kCpu0),
-                                "Executing op MatMul in device " + std::string(kCpu0)}),
+  BOOST_TEST(log.lines() == (std::vector<std::string>{"Executing op _EagerConst in device " + std::string(kCpu0),
+                                                      "Executing op MatMul in device " + std::string(kCpu0)}),
              boost::test_tools::per_element());
   BOOST_TEST(devtensor::test::contains(dt::Context::global().initialization_trigger(), "_EagerConst"));
 }
@@ -161,8 +160,7 @@ BOOST_AUTO_TEST_CASE(soft_placement_off_fails_with_tensorflows_text) {
   }
   {
     dt::DeviceScope s("/gpu:0");  // exists, but the op has no GPU kernel
-    DEVTENSOR_CHECK_THROW_WITH(cpu_only_scale(a, 2.0f), InvalidArgumentError,
-                               "Supported device types [CPU]");
+    DEVTENSOR_CHECK_THROW_WITH(cpu_only_scale(a, 2.0f), InvalidArgumentError, "Supported device types [CPU]");
     DEVTENSOR_CHECK_THROW_WITH(cpu_only_scale(a, 2.0f), InvalidArgumentError,
                                "because no supported kernel for GPU devices is available");
   }
@@ -214,7 +212,8 @@ BOOST_AUTO_TEST_CASE(two_towers_run_without_gpus) {
   const std::string on_cpu = std::string(" in device ") + kCpu0;
   std::vector<std::string> expected;
   for (int tower = 0; tower < 2; ++tower)
-    for (const char* op : {"_EagerConst", "_EagerConst", "MatMul"}) expected.push_back("Executing op " + std::string(op) + on_cpu);
+    for (const char* op : {"_EagerConst", "_EagerConst", "MatMul"})
+      expected.push_back("Executing op " + std::string(op) + on_cpu);
   expected.push_back("Executing op AddN" + on_cpu);
   BOOST_TEST(log.lines() == expected, boost::test_tools::per_element());
 }
@@ -375,15 +374,16 @@ BOOST_AUTO_TEST_CASE(threads_with_different_scopes) {
 BOOST_AUTO_TEST_CASE(oom_error_for_a_tensor) {
   dt::config::set_simulated_gpus(1, dt::kGiB);
   dt::config::experimental::set_allocation_retry_timeout(std::chrono::milliseconds(0));
-  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0],
-                                               {{.memory_limit_mb = 16}});
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("GPU")[0], {{.memory_limit_mb = 16}});
   try {
     (void)dt::zeros<float>({1024, 1024, 8});  // 32 MiB
     BOOST_FAIL("expected ResourceExhaustedError");
   } catch (const dt::ResourceExhaustedError& e) {
     const std::string m = e.what();
-    BOOST_TEST(devtensor::test::contains(m, "OOM when allocating tensor with shape[1024,1024,8] and type float on "
-                                            "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:Fill]"));
+    BOOST_TEST(
+        devtensor::test::contains(m,
+                                  "OOM when allocating tensor with shape[1024,1024,8] and type float on "
+                                  "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:Fill]"));
     BOOST_TEST(devtensor::test::contains(m, "ran out of memory trying to allocate 32.00MiB"));
     BOOST_TEST(devtensor::test::contains(m, "memory_limit_mb = 16 of the virtual device"));
   }
@@ -421,8 +421,7 @@ BOOST_AUTO_TEST_CASE(the_first_op_is_named_with_the_users_line) {
   const std::string trigger = dt::Context::global().initialization_trigger();
   BOOST_TEST(trigger == "the first op (Fill) at " + std::string(__FILE__) + ":" + std::to_string(line));
   const auto cpu = dt::config::list_physical_devices("CPU")[0];
-  DEVTENSOR_CHECK_THROW_WITH(dt::config::set_logical_device_configuration(cpu, {{}, {}}),
-                             dt::FailedPreconditionError,
+  DEVTENSOR_CHECK_THROW_WITH(dt::config::set_logical_device_configuration(cpu, {{}, {}}), dt::FailedPreconditionError,
                              "devtensor was initialized by the first op (Fill) at " + std::string(__FILE__));
 }
 

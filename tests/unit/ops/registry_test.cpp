@@ -64,7 +64,7 @@ dt::Tensor<float> triple(const dt::Tensor<float>& x) {
   const auto in = dt::to_device(x, device, TripleOp::name);
   auto out = dt::Tensor<float>::empty(in.shape(), device, TripleOp::name);
   dt::kernel_for<TripleOp, float>(out.device_info())(out.device_info(), in.data(), out.mutable_data(),
-                                                      in.num_elements());
+                                                     in.num_elements());
   return out;
 }
 
@@ -82,7 +82,7 @@ struct UnregisteredOp {
 struct GpuOnlyScaleOp {
   static constexpr std::string_view name = "GpuOnlyScale";
   template <dt::DeviceTag Tag, class T>
-  static constexpr bool has_kernel = std::same_as<Tag, dt::gpu_t> && std::same_as<T, float>;
+  static constexpr bool has_kernel = std::same_as<Tag, dt::gpu_t>&& std::same_as<T, float>;
   template <class T>
   using body = void(const dt::Device&, const T* in, T* out, std::int64_t n, T factor);
 };
@@ -112,7 +112,7 @@ dt::Tensor<float> gpu_only_scale(const dt::Tensor<float>& x, float factor) {
   const auto in = dt::to_device(x, device, GpuOnlyScaleOp::name);
   auto out = dt::Tensor<float>::empty(in.shape(), device, GpuOnlyScaleOp::name);
   dt::kernel_for<GpuOnlyScaleOp, float>(out.device_info())(out.device_info(), in.data(), out.mutable_data(),
-                                                            in.num_elements(), factor);
+                                                           in.num_elements(), factor);
   return out;
 }
 /// The same op with its own inline body for host memory (simulated GPUs).
@@ -145,7 +145,7 @@ const dt::KernelSupport& support() {
 BOOST_AUTO_TEST_CASE(this_program_has_no_gpu_body_until_one_is_registered) {
   BOOST_TEST(!dt::KernelRegistry::global().contains({"AddV2", "GPU", "DT_FLOAT"}));
   BOOST_TEST((!support<dt::ops::Add, float>().gpu_present()));
-  BOOST_TEST((support<dt::ops::Add, float>().gpu));  // declared all the same
+  BOOST_TEST((support<dt::ops::Add, float>().gpu));                 // declared all the same
   BOOST_TEST((support<dt::ops::Identity, float>().gpu_present()));  // copies need no body
   RegisteredFakeAdd fake;
   BOOST_TEST((support<dt::ops::Add, float>().gpu_present()));
@@ -244,7 +244,8 @@ BOOST_FIXTURE_TEST_CASE(a_gpu_only_op_is_placed_on_simulated_gpus_as_on_real_one
                                  "DEVTENSOR_REGISTER_KERNEL(<op type>, devtensor::cpu_t, float, body)");
   {
     RegisteredScale<dt::gpu_t> cuda(&scale_cuda_stand_in);
-    DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::UnimplementedError, "but has only a CUDA body in this program");
+    DEVTENSOR_CHECK_THROW_WITH(gpu_only_scale(x, 2), dt::UnimplementedError,
+                               "but has only a CUDA body in this program");
     RegisteredScale<dt::cpu_t> host(&scale_host);
     const auto y = gpu_only_scale(x, 2);
     BOOST_TEST(y.device() == kGpu0);
@@ -302,8 +303,7 @@ BOOST_AUTO_TEST_CASE(an_op_without_any_registered_body_is_refused) {
   DEVTENSOR_CHECK_THROW_WITH(dt::place_op(support<UnregisteredOp, float>()), dt::InvalidArgumentError,
                              "No supported device found in available devices");
   const auto unregistered_body = [] { return dt::kernel_for<UnregisteredOp, float>(dt::host_buffer_device()); };
-  DEVTENSOR_CHECK_THROW_WITH(unregistered_body(),
-                             dt::InternalError, "register one with DEVTENSOR_REGISTER_KERNEL");
+  DEVTENSOR_CHECK_THROW_WITH(unregistered_body(), dt::InternalError, "register one with DEVTENSOR_REGISTER_KERNEL");
 }
 
 BOOST_AUTO_TEST_CASE(the_listing_is_ordered_and_names_providers) {

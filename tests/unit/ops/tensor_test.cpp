@@ -31,7 +31,8 @@ BOOST_AUTO_TEST_CASE(dtype_names) {
 }
 
 BOOST_AUTO_TEST_CASE(printing_like_tensorflow) {
-  BOOST_TEST(print(dt::matmul(dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3}), dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2}))) ==
+  BOOST_TEST(print(dt::matmul(dt::constant<float>({1, 2, 3, 4, 5, 6}, {2, 3}),
+                              dt::constant<float>({1, 2, 3, 4, 5, 6}, {3, 2}))) ==
              "tf.Tensor(\n[[22. 28.]\n [49. 64.]], shape=(2, 2), dtype=float32)");
   // TensorFlow starts a new line only when NumPy's text has more than one.
   BOOST_TEST(print(dt::constant<float>({1, 2}, {1, 2})) == "tf.Tensor([[1. 2.]], shape=(1, 2), dtype=float32)");
@@ -64,12 +65,12 @@ BOOST_AUTO_TEST_CASE(numpy_shortest_round_trip) {
 
 BOOST_AUTO_TEST_CASE(numpy_scientific_notation) {
   using dt::format_values;
-  BOOST_TEST(format_values(dt::constant<float>({1e-5f, 1})) == "[1.e-05 1.e+00]");        // smallest < 1e-4
-  BOOST_TEST(format_values(dt::constant<float>({1.5e-5f, 1})) == "[1.5e-05 1.0e+00]");    // same digits for all
-  BOOST_TEST(format_values(dt::constant<float>({1, 1001})) == "[1.000e+00 1.001e+03]");   // ratio > 1000
-  BOOST_TEST(format_values(dt::constant<float>({1e8f})) == "[1.e+08]");                   // largest >= 1e8
-  BOOST_TEST(format_values(dt::constant<double>({1e-100, 1})) == "[1.e-100 1.e+000]");    // exponents one width
-  BOOST_TEST(format_values(dt::constant<float>({0, 1e-5f})) == "[0.e+00 1.e-05]");        // zero does not count
+  BOOST_TEST(format_values(dt::constant<float>({1e-5f, 1})) == "[1.e-05 1.e+00]");       // smallest < 1e-4
+  BOOST_TEST(format_values(dt::constant<float>({1.5e-5f, 1})) == "[1.5e-05 1.0e+00]");   // same digits for all
+  BOOST_TEST(format_values(dt::constant<float>({1, 1001})) == "[1.000e+00 1.001e+03]");  // ratio > 1000
+  BOOST_TEST(format_values(dt::constant<float>({1e8f})) == "[1.e+08]");                  // largest >= 1e8
+  BOOST_TEST(format_values(dt::constant<double>({1e-100, 1})) == "[1.e-100 1.e+000]");   // exponents one width
+  BOOST_TEST(format_values(dt::constant<float>({0, 1e-5f})) == "[0.e+00 1.e-05]");       // zero does not count
 }
 
 BOOST_AUTO_TEST_CASE(numpy_nan_and_inf) {
@@ -96,7 +97,8 @@ BOOST_AUTO_TEST_CASE(numpy_scalars) {
   BOOST_TEST(format_values(dt::scalar<double>(std::numeric_limits<double>::quiet_NaN())) == "nan");
   BOOST_TEST(format_values(dt::scalar<double>(-std::numeric_limits<double>::infinity())) == "-inf");
   BOOST_TEST(format_values(dt::scalar<std::int32_t>(-7)) == "-7");
-  BOOST_TEST(format_values(dt::scalar<std::int64_t>(std::numeric_limits<std::int64_t>::min())) == "-9223372036854775808");
+  BOOST_TEST(format_values(dt::scalar<std::int64_t>(std::numeric_limits<std::int64_t>::min())) ==
+             "-9223372036854775808");
   BOOST_TEST(format_values(dt::scalar<bool>(true)) == "True");
 }
 
@@ -165,7 +167,8 @@ BOOST_AUTO_TEST_CASE(element_access) {
   DEVTENSOR_CHECK_THROW_WITH((void)t.at({2, 0}), dt::InvalidArgumentError, "index 2 is out of range for axis 0");
   DEVTENSOR_CHECK_THROW_WITH((void)t.at({1}), dt::InvalidArgumentError, "got 1 indices for a tensor of shape [2,3]");
   DEVTENSOR_CHECK_THROW_WITH((void)t.item(), dt::InvalidArgumentError, "item() needs a tensor with one element");
-  BOOST_TEST(dt::constant<bool>({false, true}).to_vector() == (std::vector<bool>{false, true}), boost::test_tools::per_element());
+  BOOST_TEST(dt::constant<bool>({false, true}).to_vector() == (std::vector<bool>{false, true}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(empty_handles_fail_clearly) {
@@ -181,7 +184,7 @@ BOOST_AUTO_TEST_CASE(handles_share_buffers_and_free_them_once) {
   const auto base = dt::config::experimental::get_memory_info("GPU:0").current;
   {
     auto a = dt::zeros<float>({256, 256});  // 256 KiB
-    auto b = a;                              // a handle, not a copy
+    auto b = a;                             // a handle, not a copy
     BOOST_TEST(b.data() == a.data());
     BOOST_TEST(dt::config::experimental::get_memory_info("GPU:0").current - base == 256 * 1024);
     a = dt::Tensor<float>();

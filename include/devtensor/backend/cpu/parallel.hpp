@@ -41,8 +41,7 @@ class ThreadPool {
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
   /// Calls body(begin, end) over [0, n) in pieces of at least `grain`; returns when all are done.
-  void parallel_for(std::int64_t n, std::int64_t grain,
-                    const std::function<void(std::int64_t, std::int64_t)>& body) {
+  void parallel_for(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& body) {
     const std::int64_t max_pieces = static_cast<std::int64_t>(threads_.size()) + 1;
     const std::int64_t pieces = std::min(max_pieces, grain > 0 ? n / grain : 1);
     std::unique_lock busy(busy_, std::try_to_lock);

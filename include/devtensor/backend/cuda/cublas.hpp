@@ -35,8 +35,8 @@ namespace devtensor::backend::cuda {
 /// Throws when a cuBLAS call failed: "cuBLAS call <what> failed: CUBLAS_STATUS_... (<text>)".
 inline void check_cublas(cublasStatus_t status, std::string_view what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  const std::string message = "cuBLAS call " + std::string(what) + " failed: " +
-                              cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")";
+  const std::string message = "cuBLAS call " + std::string(what) + " failed: " + cublasGetStatusName(status) + " (" +
+                              cublasGetStatusString(status) + ")";
   switch (status) {
     case CUBLAS_STATUS_ALLOC_FAILED: throw ResourceExhaustedError(message);
     case CUBLAS_STATUS_INVALID_VALUE: throw InvalidArgumentError(message);

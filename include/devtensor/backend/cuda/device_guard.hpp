@@ -35,8 +35,8 @@ class [[nodiscard]] DeviceGuard {
     if (!switched_) return;
     if (cudaError_t status = cudaSetDevice(previous_); status != cudaSuccess) {
       (void)cudaGetLastError();
-      log(LogSeverity::error, "DeviceGuard could not restore CUDA device " +
-                                  std::to_string(previous_) + ": " + describe(status));
+      log(LogSeverity::error,
+          "DeviceGuard could not restore CUDA device " + std::to_string(previous_) + ": " + describe(status));
     }
   }
 

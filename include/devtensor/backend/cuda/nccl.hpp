@@ -73,8 +73,7 @@ class NcclClique {
   }
   NcclClique(const NcclClique&) = delete;
   NcclClique& operator=(const NcclClique&) = delete;
-  NcclClique(NcclClique&& other) noexcept
-      : ordinals_(std::move(other.ordinals_)), comms_(std::move(other.comms_)) {}
+  NcclClique(NcclClique&& other) noexcept : ordinals_(std::move(other.ordinals_)), comms_(std::move(other.comms_)) {}
   NcclClique& operator=(NcclClique&&) = delete;
   ~NcclClique() {
     for (ncclComm_t comm : comms_)
@@ -164,7 +163,8 @@ class NcclProcessComms {
     for (std::size_t i = 0; i < ordinals_.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)
         if (ordinals_[i] == ordinals_[j])
-          throw InvalidArgumentError("GPU " + std::to_string(ordinals_[i]) + " appears twice among this worker's NCCL ranks");
+          throw InvalidArgumentError("GPU " + std::to_string(ordinals_[i]) +
+                                     " appears twice among this worker's NCCL ranks");
     ncclUniqueId id;
     static_assert(sizeof(id.internal) == ::devtensor::GpuCliqueAcrossProcesses::unique_id_bytes);
     std::memcpy(id.internal, clique.unique_id.data(), sizeof(id.internal));
@@ -176,7 +176,8 @@ class NcclProcessComms {
     ncclResult_t result = ncclSuccess;
     for (std::size_t i = 0; i < ordinals_.size() && in_flight(result); ++i) {
       DeviceGuard guard(ordinals_[i]);  // a communicator belongs to the current device
-      result = ncclCommInitRankConfig(&comms_[i], clique.num_ranks, id, clique.first_rank + static_cast<int>(i), &config);
+      result =
+          ncclCommInitRankConfig(&comms_[i], clique.num_ranks, id, clique.first_rank + static_cast<int>(i), &config);
     }
     const ncclResult_t end = ncclGroupEnd();
     if (!in_flight(result) || !in_flight(end)) {
@@ -194,11 +195,14 @@ class NcclProcessComms {
   void all_reduce(std::span<const void* const> send, std::span<void* const> recv, std::size_t count,
                   ncclDataType_t type, std::span<const cudaStream_t> streams, std::string_view what) {
     if (aborted_)
-      throw FailedPreconditionError("NCCL all-reduce of " + std::string(what) + " cannot run: this worker's NCCL "
-                                    "communicator was aborted after " + *aborted_ + ". Restart the workers.");
+      throw FailedPreconditionError("NCCL all-reduce of " + std::string(what) +
+                                    " cannot run: this worker's NCCL "
+                                    "communicator was aborted after " +
+                                    *aborted_ + ". Restart the workers.");
     if (send.size() != comms_.size() || recv.size() != comms_.size() || streams.size() != comms_.size())
-      throw InvalidArgumentError("An NCCL all-reduce across workers needs one buffer pair and one stream per local GPU (" +
-                                 std::to_string(comms_.size()) + ")");
+      throw InvalidArgumentError(
+          "An NCCL all-reduce across workers needs one buffer pair and one stream per local GPU (" +
+          std::to_string(comms_.size()) + ")");
     const auto deadline = deadline_after(clique_.timeout_seconds);
     const std::string name = "the all-reduce of " + std::string(what);
     DEVTENSOR_NCCL_CHECK(ncclGroupStart());
@@ -283,7 +287,8 @@ class NcclProcessComms {
     throw DeadlineExceededError(
         "NCCL: " + name + " did not complete within " + std::to_string(*clique_.timeout_seconds) +
         " s on this worker's GPU ranks " + std::to_string(clique_.first_rank) + ".." + std::to_string(last) + " of " +
-        std::to_string(clique_.num_ranks) + "; the communicator was aborted. Every worker must make the same "
+        std::to_string(clique_.num_ranks) +
+        "; the communicator was aborted. Every worker must make the same "
         "collective calls in the same order; raise CommunicationOptions timeout_seconds if a worker is only slow.");
   }
 };
@@ -320,8 +325,10 @@ inline void nccl_all_reduce_sum_across_processes(const ::devtensor::GpuCliqueAcr
   }
   std::lock_guard lock(entry->mutex);
   if (entry->failed)
-    throw FailedPreconditionError("NCCL all-reduce of " + std::string(what) + " cannot run: creating this worker's "
-                                  "NCCL communicator failed earlier (" + *entry->failed + "). Restart the workers.");
+    throw FailedPreconditionError("NCCL all-reduce of " + std::string(what) +
+                                  " cannot run: creating this worker's "
+                                  "NCCL communicator failed earlier (" +
+                                  *entry->failed + "). Restart the workers.");
   if (!entry->comms) {
     try {
       entry->comms = std::make_unique<NcclProcessComms>(clique, std::vector<int>(ordinals.begin(), ordinals.end()));
@@ -336,7 +343,7 @@ inline void nccl_all_reduce_sum_across_processes(const ::devtensor::GpuCliqueAcr
 }
 
 inline constexpr ::devtensor::GpuAllReduceKernel nccl_kernel{"NCCL", &nccl_all_reduce_sum, &nccl_new_unique_id,
-                                                                    &nccl_all_reduce_sum_across_processes};
+                                                             &nccl_all_reduce_sum_across_processes};
 
 /// Registers the NCCL kernel once per program, from whichever NCCL TU initialises first.
 inline const bool nccl_kernel_registered = [] {

@@ -53,8 +53,7 @@ inline bool platform_describe(int ordinal, ::devtensor::GpuPlatformDevice* out, 
     std::size_t total_bytes = 0;
     DEVTENSOR_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     out->free_memory = free_bytes;
-    DEVTENSOR_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&out->least_stream_priority,
-                                                          &out->greatest_stream_priority));
+    DEVTENSOR_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&out->least_stream_priority, &out->greatest_stream_priority));
     return true;
   } catch (const Error& e) {
     if (error) *error = e.what();
@@ -142,9 +141,8 @@ inline bool platform_synchronize(int ordinal, void* stream, std::string* error) 
 }
 
 /// Stream-ordered copies between host (ordinal -1) and device buffers; see GpuPlatform::copy.
-inline bool platform_copy(void* dst, int dst_ordinal, void* dst_stream_ptr, const void* src,
-                          int src_ordinal, void* src_stream_ptr, std::size_t bytes,
-                          std::string* error) noexcept {
+inline bool platform_copy(void* dst, int dst_ordinal, void* dst_stream_ptr, const void* src, int src_ordinal,
+                          void* src_stream_ptr, std::size_t bytes, std::string* error) noexcept {
   const auto dst_stream = static_cast<cudaStream_t>(dst_stream_ptr);
   const auto src_stream = static_cast<cudaStream_t>(src_stream_ptr);
   try {
@@ -280,12 +278,23 @@ inline void platform_range_push(std::string_view name) noexcept {
 }
 inline void platform_range_pop() noexcept { nvtxRangePop(); }
 
-inline constexpr ::devtensor::GpuPlatform platform{
-    "CUDA",           &platform_device_count,  &platform_describe,        &platform_allocate,
-    &platform_deallocate, &platform_free_memory, &platform_create_stream, &platform_destroy_stream,
-    &platform_synchronize, &platform_copy, &platform_begin_capture, &platform_end_capture,
-    &platform_launch_graph, &platform_destroy_graph, &platform_wait_for, &platform_range_push,
-    &platform_range_pop};
+inline constexpr ::devtensor::GpuPlatform platform{"CUDA",
+                                                   &platform_device_count,
+                                                   &platform_describe,
+                                                   &platform_allocate,
+                                                   &platform_deallocate,
+                                                   &platform_free_memory,
+                                                   &platform_create_stream,
+                                                   &platform_destroy_stream,
+                                                   &platform_synchronize,
+                                                   &platform_copy,
+                                                   &platform_begin_capture,
+                                                   &platform_end_capture,
+                                                   &platform_launch_graph,
+                                                   &platform_destroy_graph,
+                                                   &platform_wait_for,
+                                                   &platform_range_push,
+                                                   &platform_range_pop};
 
 /// Registers the CUDA platform once per program, from src/devtensor_cuda.cu (the kernel TU).
 inline const bool platform_registered = [] {

@@ -21,9 +21,7 @@
 namespace devtensor::backend::cuda {
 
 /// The stream of a logical device: its own for a real GPU; nullptr (never used) otherwise.
-inline cudaStream_t stream_of(const Device& device) noexcept {
-  return static_cast<cudaStream_t>(device.stream);
-}
+inline cudaStream_t stream_of(const Device& device) noexcept { return static_cast<cudaStream_t>(device.stream); }
 
 /// A stream of its own on one device (benchmarks, tests, NCCL). Non-blocking: it does not
 /// synchronise with the legacy default stream.
@@ -36,8 +34,7 @@ class Stream {
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  Stream(Stream&& other) noexcept
-      : ordinal_(other.ordinal_), stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream(Stream&& other) noexcept : ordinal_(other.ordinal_), stream_(std::exchange(other.stream_, nullptr)) {}
   Stream& operator=(Stream&& other) noexcept {
     if (this != &other) {
       reset();

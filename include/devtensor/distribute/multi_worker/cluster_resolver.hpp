@@ -58,7 +58,9 @@ class ClusterSpec {
     for (const auto& [job, tasks] : jobs) {
       require_job_name(job);
       for (const auto& [index, address] : tasks)
-        if (index < 0) throw InvalidArgumentError("ClusterSpec: job '" + job + "' has a negative task index " + std::to_string(index));
+        if (index < 0)
+          throw InvalidArgumentError("ClusterSpec: job '" + job + "' has a negative task index " +
+                                     std::to_string(index));
     }
     spec.jobs_ = std::move(jobs);
     return spec;
@@ -105,7 +107,8 @@ class ClusterSpec {
     for (const auto& [job, tasks] : jobs_) {
       s += (first_job ? "'" : ", '") + job + "': ";
       first_job = false;
-      const bool dense = tasks.empty() || (tasks.begin()->first == 0 && tasks.rbegin()->first + 1 == static_cast<int>(tasks.size()));
+      const bool dense =
+          tasks.empty() || (tasks.begin()->first == 0 && tasks.rbegin()->first + 1 == static_cast<int>(tasks.size()));
       s += dense ? "[" : "{";
       bool first = true;
       for (const auto& [index, address] : tasks) {
@@ -162,10 +165,11 @@ inline void validate_cluster_spec(const ClusterSpec& cluster, const std::optiona
   for (const auto& job : cluster.jobs())
     if (!is_allowed_task_type(job))
       throw InvalidArgumentError("Disallowed task type found in cluster spec. Allowed types are " +
-                                 std::string(kAllowedTaskTypes) + " and the cluster spec is " + cluster.to_string() + ".");
+                                 std::string(kAllowedTaskTypes) + " and the cluster spec is " + cluster.to_string() +
+                                 ".");
   if (task_type && !is_allowed_task_type(*task_type))
-    throw InvalidArgumentError("Unrecognized task_type: " + *task_type + ", valid task types are: " +
-                               std::string(kAllowedTaskTypes));
+    throw InvalidArgumentError("Unrecognized task_type: " + *task_type +
+                               ", valid task types are: " + std::string(kAllowedTaskTypes));
   if (task_type && !cluster.has_job(*task_type) && *task_type != "evaluator")
     throw InvalidArgumentError("`task_type` " + repr(task_type) + " not found in cluster_spec.");
   if (cluster.num_tasks("chief") > 1) throw InvalidArgumentError("There must be at most one 'chief' job.");
@@ -211,7 +215,8 @@ inline void validate_cluster_spec(const ClusterSpec& cluster, const std::optiona
 
 /// "/job:chief/replica:0/task:0" with a chief, else "/job:worker/replica:0/task:0"; "" for an
 /// evaluator or an empty cluster.
-[[nodiscard]] inline std::string collective_leader(const ClusterSpec& cluster, const std::optional<std::string>& task_type,
+[[nodiscard]] inline std::string collective_leader(const ClusterSpec& cluster,
+                                                   const std::optional<std::string>& task_type,
                                                    std::optional<int> task_id) {
   if (cluster.empty()) return "";
   validate_cluster_spec(cluster, task_type, task_id);
@@ -219,7 +224,8 @@ inline void validate_cluster_spec(const ClusterSpec& cluster, const std::optiona
   return cluster.has_job("chief") ? "/job:chief/replica:0/task:0" : "/job:worker/replica:0/task:0";
 }
 /// The coordination service's leader: the same rule as collective_leader.
-[[nodiscard]] inline std::string coordination_leader(const ClusterSpec& cluster, const std::optional<std::string>& task_type,
+[[nodiscard]] inline std::string coordination_leader(const ClusterSpec& cluster,
+                                                     const std::optional<std::string>& task_type,
                                                      std::optional<int> task_id) {
   return collective_leader(cluster, task_type, task_id);
 }
@@ -265,7 +271,8 @@ class TFConfigClusterResolver {
   /// The session master: TF_CONFIG's session_master; "" for an empty or one-task cluster; else
   /// the address of the (given or own) task, with "<rpc_layer>://" when a layer is known.
   /// @throws InvalidArgumentError when the task is not in the cluster.
-  [[nodiscard]] std::string master(std::optional<std::string> task_type = std::nullopt, std::optional<int> task_id = std::nullopt,
+  [[nodiscard]] std::string master(std::optional<std::string> task_type = std::nullopt,
+                                   std::optional<int> task_id = std::nullopt,
                                    std::optional<std::string> rpc_layer = std::nullopt) const {
     if (session_master_) return *session_master_;
     const auto jobs = cluster_spec_.jobs();
@@ -273,7 +280,8 @@ class TFConfigClusterResolver {
     const auto type = task_type ? task_type : task_type_;
     const auto id = task_id ? task_id : task_id_;
     if (!type || !id)
-      throw InvalidArgumentError("master(): the task is unknown; set TF_CONFIG's \"task\" or pass task_type and task_id");
+      throw InvalidArgumentError(
+          "master(): the task is unknown; set TF_CONFIG's \"task\" or pass task_type and task_id");
     const std::string& address = cluster_spec_.task_address(*type, *id);
     const auto layer = rpc_layer ? rpc_layer : rpc_layer_;
     return layer && !layer->empty() ? *layer + "://" + address : address;
@@ -357,8 +365,9 @@ inline void require_consistent_with_mpi(const ClusterDescription& tf_config, con
     throw FailedPreconditionError(
         "TF_CONFIG describes task " + *tf_config.task_type + ":" + std::to_string(*tf_config.task_id) + " (worker " +
         std::to_string(id) + " of " + std::to_string(workers) + "), but MPI launched this process as rank " +
-        std::to_string(mpi.rank) + " of " + std::to_string(mpi.size) + ". Launch one process per worker with `mpiexec -n " +
-        std::to_string(workers) + " ./app` and give rank r the TF_CONFIG whose task has id_in_cluster r (chief first), or "
+        std::to_string(mpi.rank) + " of " + std::to_string(mpi.size) +
+        ". Launch one process per worker with `mpiexec -n " + std::to_string(workers) +
+        " ./app` and give rank r the TF_CONFIG whose task has id_in_cluster r (chief first), or "
         "unset TF_CONFIG and let the MPI launch define the cluster.");
 }
 
@@ -371,19 +380,23 @@ inline void require_consistent_with_mpi(const ClusterDescription& tf_config, con
 DEVTENSOR_MPI_DEFINITION ClusterSpec ClusterSpec::from_json(const nlohmann::json& cluster) {
   if (cluster.is_null()) return {};
   if (!cluster.is_object())
-    throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec` or a `tf.train.ClusterDef` "
-                               "object, got the JSON " + cluster.dump());
+    throw InvalidArgumentError(
+        "`cluster_spec' should be dict or a `tf.train.ClusterSpec` or a `tf.train.ClusterDef` "
+        "object, got the JSON " +
+        cluster.dump());
   std::map<std::string, Tasks> jobs;
   for (const auto& [job, tasks] : cluster.items()) {
     auto& out = jobs[job];
     if (tasks.is_array()) {
       for (std::size_t i = 0; i < tasks.size(); ++i) out[static_cast<int>(i)] = address_of(job, tasks[i]);
     } else if (tasks.is_object()) {
-      for (const auto& [index, address] : tasks.items()) out[parse_index(index, "task index of job '" + job + "'")] = address_of(job, address);
+      for (const auto& [index, address] : tasks.items())
+        out[parse_index(index, "task index of job '" + job + "'")] = address_of(job, address);
     } else {
       throw InvalidArgumentError("`cluster_spec' should be dict or a `tf.train.ClusterSpec`: job '" + job +
                                  "' must map to a list of \"host:port\" strings or to an {index: \"host:port\"} "
-                                 "object, got " + tasks.dump());
+                                 "object, got " +
+                                 tasks.dump());
     }
   }
   return sparse(std::move(jobs));
@@ -406,7 +419,8 @@ DEVTENSOR_MPI_DEFINITION std::string ClusterSpec::address_of(const std::string& 
   return value.get<std::string>();
 }
 
-DEVTENSOR_MPI_DEFINITION cluster_resolver::TFConfigClusterResolver::TFConfigClusterResolver(TFConfigOverrides overrides) {
+DEVTENSOR_MPI_DEFINITION cluster_resolver::TFConfigClusterResolver::TFConfigClusterResolver(
+    TFConfigOverrides overrides) {
   std::string text = "{}";
   if (overrides.tf_config) {
     text = *overrides.tf_config;
@@ -421,14 +435,14 @@ DEVTENSOR_MPI_DEFINITION cluster_resolver::TFConfigClusterResolver::TFConfigClus
                                "). Set it to an object such as {\"cluster\": {\"worker\": [\"hostA:2222\", "
                                "\"hostB:2222\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}.");
   }
-  if (!config.is_object())
-    throw InvalidArgumentError("TF_CONFIG must hold a JSON object, got " + config.dump());
+  if (!config.is_object()) throw InvalidArgumentError("TF_CONFIG must hold a JSON object, got " + config.dump());
   if (config.contains("cluster")) cluster_spec_ = ClusterSpec::from_json(config["cluster"]);
   if (config.contains("task")) {
     const auto& task = config["task"];
     if (!task.is_object()) throw InvalidArgumentError("TF_CONFIG: \"task\" must be an object, got " + task.dump());
     if (task.contains("type")) task_type_ = scalar_string(task["type"], "task type");
-    if (task.contains("index")) task_id_ = ClusterSpec::parse_index(scalar_string(task["index"], "task index"), "task index");
+    if (task.contains("index"))
+      task_id_ = ClusterSpec::parse_index(scalar_string(task["index"], "task index"), "task index");
   }
   if (config.contains("rpc_layer")) rpc_layer_ = scalar_string(config["rpc_layer"], "rpc_layer");
   if (config.contains("session_master")) session_master_ = scalar_string(config["session_master"], "session_master");
@@ -438,10 +452,12 @@ DEVTENSOR_MPI_DEFINITION cluster_resolver::TFConfigClusterResolver::TFConfigClus
   if (overrides.rpc_layer) rpc_layer_ = overrides.rpc_layer;
 }
 
-DEVTENSOR_MPI_DEFINITION std::string cluster_resolver::TFConfigClusterResolver::scalar_string(const nlohmann::json& value, std::string_view what) {
+DEVTENSOR_MPI_DEFINITION std::string cluster_resolver::TFConfigClusterResolver::scalar_string(
+    const nlohmann::json& value, std::string_view what) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
-  throw InvalidArgumentError("TF_CONFIG: the " + std::string(what) + " must be a string or an integer, got " + value.dump());
+  throw InvalidArgumentError("TF_CONFIG: the " + std::string(what) + " must be a string or an integer, got " +
+                             value.dump());
 }
 
 #endif  // DEVTENSOR_MPI_DEFINITIONS

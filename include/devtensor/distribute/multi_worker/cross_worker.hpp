@@ -47,7 +47,8 @@ class CrossWorker {
   /// `values` (this worker's replicas on `devices`) reduced over every replica of every worker;
   /// MEAN divides by `replicas_in_sync`. Each result is on every one of `devices`.
   template <class Ops, Numeric T>
-  std::vector<Mirrored<Tensor<T>>> batch_reduce(const Ops& ops, ReduceOp op, const std::vector<PerReplica<Tensor<T>>>& values,
+  std::vector<Mirrored<Tensor<T>>> batch_reduce(const Ops& ops, ReduceOp op,
+                                                const std::vector<PerReplica<Tensor<T>>>& values,
                                                 const Destinations& devices, std::int64_t replicas_in_sync) {
     if constexpr (multi_worker_detail::ReducesAcrossWorkers<Ops, T> && !std::is_same_v<T, std::int32_t>) {
       bool one_per_replica = ops.spans_workers();
@@ -86,8 +87,9 @@ class CrossWorker {
     const auto packs = group_by_size(reversed, options_.bytes_per_pack());
     if (log_enabled(LogSource::python_logger, LogSeverity::info))
       cdo_detail::log_first_10<CrossWorker>([&] {
-        return "Collective all_reduce tensors: " + std::to_string(values.size()) + " all_reduces, num_devices = " +
-               std::to_string(local_replicas) + ", group_size = " + std::to_string(replicas_in_sync) +
+        return "Collective all_reduce tensors: " + std::to_string(values.size()) +
+               " all_reduces, num_devices = " + std::to_string(local_replicas) +
+               ", group_size = " + std::to_string(replicas_in_sync) +
                ", implementation = CommunicationImplementation.RING, num_packs = " + std::to_string(packs.size());
       });
     std::vector<Tensor<T>> out;
@@ -117,7 +119,7 @@ class CrossWorker {
         auto result = Tensor<T>::empty(t.shape(), t.device_info(), "CollectiveReduceV2");
         const auto count = static_cast<std::size_t>(t.num_elements());
         copy_bytes(result.mutable_data(), result.device_info(), host.get() + at, host_buffer_device(),
-                           count * sizeof(T));
+                   count * sizeof(T));
         at += count;
         out.push_back(std::move(result));
       }

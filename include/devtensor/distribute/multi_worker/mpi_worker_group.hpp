@@ -160,8 +160,10 @@ class Runtime {
     try {
       std::thread([seconds, status] {
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        std::fprintf(stderr, "[devtensor] W MPI_Finalize has waited %g s for the other processes of the job (one of "
-                             "them has probably died); this process ends without it, with status %d\n", seconds, status);
+        std::fprintf(stderr,
+                     "[devtensor] W MPI_Finalize has waited %g s for the other processes of the job (one of "
+                     "them has probably died); this process ends without it, with status %d\n",
+                     seconds, status);
         std::fflush(nullptr);
         std::_Exit(status);
       }).detach();
@@ -196,11 +198,14 @@ class Runtime {
 class Receives {
  public:
   Receives(MPI_Comm comm, int tag, std::span<const int> sources, int count)
-      : count_(count), values_(sources.size() * static_cast<std::size_t>(count), 0),
-        requests_(sources.size(), MPI_REQUEST_NULL), received_(sources.size(), false) {
+      : count_(count),
+        values_(sources.size() * static_cast<std::size_t>(count), 0),
+        requests_(sources.size(), MPI_REQUEST_NULL),
+        received_(sources.size(), false) {
     try {
       for (std::size_t i = 0; i < sources.size(); ++i)
-        check(MPI_Irecv(values_.data() + i * static_cast<std::size_t>(count), count, MPI_INT, sources[i], tag, comm, &requests_[i]),
+        check(MPI_Irecv(values_.data() + i * static_cast<std::size_t>(count), count, MPI_INT, sources[i], tag, comm,
+                        &requests_[i]),
               "MPI_Irecv");
     } catch (...) {
       cancel_pending();  // the destructor does not run for a half-built object
@@ -395,24 +400,28 @@ class MpiWorkerGroup final : public WorkerGroup {
     std::lock_guard lock(mutex_);
     if (aborted_by_)
       throw FailedPreconditionError("Collective " + name() + " cannot run: this worker group was aborted after " +
-                                    *aborted_by_ + " timed out. Restart the workers (every worker's collectives "
+                                    *aborted_by_ +
+                                    " timed out. Restart the workers (every worker's collectives "
                                     "must complete in the same order).");
     if (size_ == 1) {
       if (bytes && input != output) std::memcpy(output, input, bytes);
       return;
     }
     if (timeout_) {
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*timeout_));
+      const auto deadline =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(*timeout_));
       const int tag = static_cast<int>(sequence_++ % 32000u);  // MPI guarantees tags up to 32767
       mpi_detail::reap(sends_);
-      const std::vector<int> verdict = rank_ == kChief ? lead_admission(tag, deadline) : follow_admission(tag, deadline);
+      const std::vector<int> verdict =
+          rank_ == kChief ? lead_admission(tag, deadline) : follow_admission(tag, deadline);
       if (std::any_of(verdict.begin(), verdict.end(), [](int state) { return state != kOnTime; })) {
         aborted_by_ = "the " + name();
         throw timed_out(name(), verdict);
       }
     }
-    if (const int code = collective(input, output); code != MPI_SUCCESS) mpi_detail::check(code, "MPI collective (" + name() + ")");
+    if (const int code = collective(input, output); code != MPI_SUCCESS)
+      mpi_detail::check(code, "MPI collective (" + name() + ")");
   }
 
   /// Polls as MPI's blocking calls do (a receive progresses only inside MPI: sleeping between
@@ -447,7 +456,9 @@ class MpiWorkerGroup final : public WorkerGroup {
     answers.cancel_pending();
     auto verdict = std::make_shared<std::vector<int>>(static_cast<std::size_t>(size_), kOnTime);
     for (std::size_t i = 0; i < peers.size(); ++i)
-      (*verdict)[static_cast<std::size_t>(peers[i])] = !answers.received(i) ? kLate : answers.value(i)[0] == kGaveUp ? kGaveUp : kOnTime;
+      (*verdict)[static_cast<std::size_t>(peers[i])] = !answers.received(i)             ? kLate
+                                                       : answers.value(i)[0] == kGaveUp ? kGaveUp
+                                                                                        : kOnTime;
     for (int peer : peers)
       if ((*verdict)[static_cast<std::size_t>(peer)] != kGaveUp) send(verdict->data(), size_, peer, tag, verdict);
     return *verdict;
@@ -485,13 +496,14 @@ class MpiWorkerGroup final : public WorkerGroup {
     };
     const std::string gave_up = ranks_in(kGaveUp);
     const std::string late = gave_up.empty() ? ranks_in(kLate) : std::to_string(kChief);
-    const bool this_one_late = verdict[static_cast<std::size_t>(rank_)] == kLate || (!gave_up.empty() && rank_ == kChief);
+    const bool this_one_late =
+        verdict[static_cast<std::size_t>(rank_)] == kLate || (!gave_up.empty() && rank_ == kChief);
     std::string why;
     if (!gave_up.empty()) why = " (worker(s) " + gave_up + " gave up waiting for the chief)";
     if (this_one_late) why += "; this worker arrived after the others had given up on it";
-    return DeadlineExceededError("Collective " + name + " timed out after " + std::to_string(*timeout_) + " s on worker " +
-                                 std::to_string(rank_) + " of " + std::to_string(size_) + "; worker(s) " + late +
-                                 " did not join it" + why +
+    return DeadlineExceededError("Collective " + name + " timed out after " + std::to_string(*timeout_) +
+                                 " s on worker " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                                 "; worker(s) " + late + " did not join it" + why +
                                  ". Every worker must make the same collective calls in the same order; raise "
                                  "CommunicationOptions timeout_seconds if a worker is only slow.");
   }

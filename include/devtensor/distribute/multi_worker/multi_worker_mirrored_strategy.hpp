@@ -52,11 +52,13 @@ inline void validate(const cluster_resolver::ClusterDescription& cluster) {
   if (!cluster.task_type || !cluster.task_id)
     throw InvalidArgumentError("When `cluster_spec` is given, you must also specify `task_type` and `task_id`.");
   if (!spec.has_job("worker") && !spec.has_job("chief") && !spec.has_job("evaluator"))
-    throw InvalidArgumentError("No `worker`, `chief` or `evaluator` tasks can be found in `cluster_spec`: " + spec.to_string());
+    throw InvalidArgumentError("No `worker`, `chief` or `evaluator` tasks can be found in `cluster_spec`: " +
+                               spec.to_string());
   multi_worker_util::validate_cluster_spec(spec, cluster.task_type, cluster.task_id);
   if (cluster.task_type == "ps")
-    throw InvalidArgumentError("Unexpected `task_type` 'ps': MultiWorkerMirroredStrategy runs on 'chief' and 'worker' "
-                               "tasks (parameter servers belong to ParameterServerStrategy)");
+    throw InvalidArgumentError(
+        "Unexpected `task_type` 'ps': MultiWorkerMirroredStrategy runs on 'chief' and 'worker' "
+        "tasks (parameter servers belong to ParameterServerStrategy)");
 }
 
 /// The cluster this process belongs to: TF_CONFIG when it names one, else the MPI launch, else
@@ -103,7 +105,7 @@ struct GpuSurvey {
 /// same options and decides alike from the same survey.
 /// @throws InvalidArgumentError when NCCL is asked for but two ranks would share a GPU.
 inline std::shared_ptr<const GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup& group, const Destinations& replicas,
-                                                                          const CommunicationOptions& options) {
+                                                                  const CommunicationOptions& options) {
   const auto requested = options.implementation();
   if (requested == CommunicationImplementation::RING) return nullptr;
   GpuSurvey mine;
@@ -135,17 +137,22 @@ inline std::shared_ptr<const GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup
     for (const auto& gpu : workers[w].gpus) {
       for (const auto& [seen, by] : owners) {
         if (seen != gpu) continue;
-        const std::string where = "the GPU at PCI bus id " + gpu.substr(gpu.rfind(' ') + 1) + " on host " + gpu.substr(0, gpu.rfind(' '));
-        const std::string who = by == static_cast<int>(w) ? "worker " + std::to_string(w) + " has two replicas on " + where
-                                                           : "workers " + std::to_string(by) + " and " + std::to_string(w) + " both use " + where;
+        const std::string where =
+            "the GPU at PCI bus id " + gpu.substr(gpu.rfind(' ') + 1) + " on host " + gpu.substr(0, gpu.rfind(' '));
+        const std::string who =
+            by == static_cast<int>(w)
+                ? "worker " + std::to_string(w) + " has two replicas on " + where
+                : "workers " + std::to_string(by) + " and " + std::to_string(w) + " both use " + where;
         if (requested == CommunicationImplementation::NCCL)
           throw InvalidArgumentError(
-              "NCCL cannot all-reduce between these workers: " + who + ", and NCCL allows one rank per GPU. Give each "
+              "NCCL cannot all-reduce between these workers: " + who +
+              ", and NCCL allows one rank per GPU. Give each "
               "worker its own GPU (for example CUDA_VISIBLE_DEVICES=<local rank> for each process on a host) or use "
               "CommunicationImplementation.RING, which sums through host memory and MPI.");
         log(LogSource::python_logger, LogSeverity::info,
-            "Not using NCCL between workers: " + who + " (NCCL allows one rank per GPU); the workers' sums cross "
-            "processes through host memory and MPI.");
+            "Not using NCCL between workers: " + who +
+                " (NCCL allows one rank per GPU); the workers' sums cross "
+                "processes through host memory and MPI.");
         return nullptr;
       }
       owners.emplace_back(gpu, static_cast<int>(w));
@@ -169,7 +176,8 @@ inline std::shared_ptr<const GpuCliqueAcrossProcesses> gpu_clique(MpiWorkerGroup
   }
   group.broadcast(message.data(), message.size(), "the NCCL unique id of MultiWorkerMirroredStrategy");
   if (message.back() != std::byte{1})
-    throw InternalError("The chief could not create the NCCL communicator id" + (chief_error.empty() ? std::string() : ": " + chief_error) +
+    throw InternalError("The chief could not create the NCCL communicator id" +
+                        (chief_error.empty() ? std::string() : ": " + chief_error) +
                         ". Use CommunicationImplementation.RING to sum through host memory and MPI.");
   std::copy_n(message.begin(), clique->unique_id.size(), clique->unique_id.begin());
   return clique;
@@ -185,9 +193,11 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
   /// @throws InvalidArgumentError for an invalid cluster (TensorFlow's multi_worker_util texts);
   ///         FailedPreconditionError when TF_CONFIG and the MPI launch disagree, or when several
   ///         workers are described but the process was not started by an MPI launcher.
-  explicit MultiWorkerMirroredStrategy(const cluster_resolver::TFConfigClusterResolver& resolver = cluster_resolver::TFConfigClusterResolver(),
-                                       CommunicationOptions communication_options = CommunicationOptions())
-      : MultiWorkerMirroredStrategy(Setup::make(multi_worker_detail::resolve(resolver.describe()), communication_options)) {}
+  explicit MultiWorkerMirroredStrategy(
+      const cluster_resolver::TFConfigClusterResolver& resolver = cluster_resolver::TFConfigClusterResolver(),
+      CommunicationOptions communication_options = CommunicationOptions())
+      : MultiWorkerMirroredStrategy(
+            Setup::make(multi_worker_detail::resolve(resolver.describe()), communication_options)) {}
   MultiWorkerMirroredStrategy(const cluster_resolver::MpiClusterResolver& resolver,
                               CommunicationOptions communication_options = CommunicationOptions())
       : MultiWorkerMirroredStrategy(Setup::make(resolver.describe(), communication_options)) {}
@@ -238,10 +248,12 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
         if (d.is_gpu) s->local_devices.push_back(d.full_name);
       const bool gpus = !s->local_devices.empty();
       if (!gpus) s->local_devices = {all.host_cpu().full_name};
-      const std::string prefix = single ? std::string() : "/job:" + *cluster.task_type + "/replica:0/task:" + std::to_string(*cluster.task_id);
+      const std::string prefix =
+          single ? std::string() : "/job:" + *cluster.task_type + "/replica:0/task:" + std::to_string(*cluster.task_id);
       for (const auto& d : s->local_devices) s->worker_devices.push_back(prefix + d.substr(d.find("/device:")));
       if (options.implementation() == CommunicationImplementation::NCCL && !gpus)
-        log(LogSource::python_logger, LogSeverity::warning, "Enabled NCCL communication but no GPUs detected/specified.");
+        log(LogSource::python_logger, LogSeverity::warning,
+            "Enabled NCCL communication but no GPUs detected/specified.");
 
       const std::string devices = cdo_detail::python_tuple(s->worker_devices);
       const std::string impl = multi_worker_detail::implementation_name(options.implementation());
@@ -265,16 +277,17 @@ class MultiWorkerMirroredStrategy : public MirroredStrategy<CollectiveAllReduce>
                                       ". Give rank r the TF_CONFIG task whose id_in_cluster is r (chief first).");
       log(LogSource::python_logger, LogSeverity::info,
           "Enabled multi-worker collective ops with available devices: [" + list(s->worker_devices) + "]");
-      log(LogSource::python_logger, LogSeverity::info, "Waiting for the cluster, timeout = " +
-          (options.timeout_seconds() ? std::to_string(*options.timeout_seconds()) : std::string("inf")));
+      log(LogSource::python_logger, LogSeverity::info,
+          "Waiting for the cluster, timeout = " +
+              (options.timeout_seconds() ? std::to_string(*options.timeout_seconds()) : std::string("inf")));
       group->barrier("the start-up of MultiWorkerMirroredStrategy");
       log(LogSource::python_logger, LogSeverity::info, "Cluster is ready.");
       s->clique = multi_worker_detail::gpu_clique(*group, Destinations(s->local_devices), options);
       log(LogSource::python_logger, LogSeverity::info,
-          "MultiWorkerMirroredStrategy with cluster_spec = " + spec.to_string() + ", task_type = " +
-              multi_worker_util::repr(cluster.task_type) + ", task_id = " + std::to_string(*cluster.task_id) +
-              ", num_workers = " + std::to_string(s->num_workers) + ", local_devices = " + devices +
-              ", communication = " + impl);
+          "MultiWorkerMirroredStrategy with cluster_spec = " + spec.to_string() +
+              ", task_type = " + multi_worker_util::repr(cluster.task_type) +
+              ", task_id = " + std::to_string(*cluster.task_id) + ", num_workers = " + std::to_string(s->num_workers) +
+              ", local_devices = " + devices + ", communication = " + impl);
       s->group = std::move(group);
       s->cluster = std::move(cluster);
       return s;

@@ -70,7 +70,8 @@ class Channel {
     if (runtime.thread_level() < MPI_THREAD_MULTIPLE)
       throw FailedPreconditionError(
           "ParameterServerStrategy needs MPI_THREAD_MULTIPLE (a worker's heartbeat and a chief's dispatcher run on "
-          "their own threads), but MPI was initialised with thread level " + std::to_string(runtime.thread_level()) +
+          "their own threads), but MPI was initialised with thread level " +
+          std::to_string(runtime.thread_level()) +
           ". Let devtensor initialise MPI, or call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...).");
     mpi_detail::check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);  // a dead peer is an error code, not the job's end
@@ -113,8 +114,8 @@ class Channel {
                        const std::shared_ptr<const void>& keep) {
     for (std::size_t offset = 0; offset < size; offset += kChunkBytes) {
       MPI_Request request = MPI_REQUEST_NULL;
-      mpi_detail::check(MPI_Irecv(destination + offset, static_cast<int>(std::min(kChunkBytes, size - offset)), MPI_BYTE,
-                                  source, tag + kPayloadTagOffset, comm_, &request),
+      mpi_detail::check(MPI_Irecv(destination + offset, static_cast<int>(std::min(kChunkBytes, size - offset)),
+                                  MPI_BYTE, source, tag + kPayloadTagOffset, comm_, &request),
                         "MPI_Irecv");
       // It was sent right after its message: spin as MPI_Wait would (a yield can hand the core
       // to another process for a whole time slice), then poll with sleeps up to the deadline.
@@ -122,11 +123,12 @@ class Channel {
       for (const auto spin_until = Clock::now() + std::chrono::milliseconds(5); !done && Clock::now() < spin_until;)
         if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
       const bool arrived = done || poll_until(
-          [&] {
-            if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return true;  // a dead sender: done == 0
-            return done != 0;
-          },
-          deadline);
+                                       [&] {
+                                         if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                                           return true;  // a dead sender: done == 0
+                                         return done != 0;
+                                       },
+                                       deadline);
       if (arrived && done) continue;
       if (!done) {
         MPI_Cancel(&request);
@@ -164,7 +166,8 @@ class Channel {
   }
   /// Waits up to `seconds` for the sends in flight (a clean shutdown's last messages).
   void flush(double seconds) {
-    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    const auto until =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     poll_until(
         [&] {
           std::lock_guard lock(sends_mutex_);
@@ -208,7 +211,8 @@ inline void Payloads::drain(std::size_t end) {
 }
 
 inline void Payloads::receive(std::size_t index, std::byte* destination, std::shared_ptr<const void> keep) {
-  if (index < received_ || index >= sizes_.size()) throw InternalError("parameter-server message: a payload read twice");
+  if (index < received_ || index >= sizes_.size())
+    throw InternalError("parameter-server message: a payload read twice");
   drain(index);  // those before it that nobody took
   channel_.receive_payload(source_, tag_, destination, sizes_[index], deadline_, keep);
   ++received_;

@@ -93,8 +93,7 @@ struct Payload {
 class Writer {
  public:
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  Writer& put(const T& value) {
+  requires std::is_trivially_copyable_v<T> Writer& put(const T& value) {
     const auto* p = reinterpret_cast<const std::byte*>(&value);
     bytes_.insert(bytes_.end(), p, p + sizeof(T));
     return *this;
@@ -151,10 +150,8 @@ class Writer {
   }
   /// Overwrites `value`'s bytes at `offset` (a field reserved earlier).
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  void patch(std::size_t offset, const T& value) {
-    std::memcpy(bytes_.data() + offset, &value, sizeof(T));
-  }
+  requires std::is_trivially_copyable_v<T>
+  void patch(std::size_t offset, const T& value) { std::memcpy(bytes_.data() + offset, &value, sizeof(T)); }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_.size(); }
   [[nodiscard]] const Bytes& bytes() const noexcept { return bytes_; }
   [[nodiscard]] const std::vector<Payload>& payloads() const noexcept { return payloads_; }
@@ -204,8 +201,8 @@ class Payloads {
 struct WireTensor {
   DType dtype = DType::DT_FLOAT;
   std::vector<std::int64_t> dims;
-  std::span<const std::byte> bytes;          // in the message
-  std::shared_ptr<Payloads> payloads;        // or a payload of it: the index-th
+  std::span<const std::byte> bytes;    // in the message
+  std::shared_ptr<Payloads> payloads;  // or a payload of it: the index-th
   std::size_t payload_index = 0;
   std::size_t payload_size = 0;
 
@@ -213,8 +210,7 @@ struct WireTensor {
 
   /// The values into `out`, a host tensor of this dtype and shape (a payload straight into its storage).
   template <Element T>
-    requires(!std::is_same_v<T, bool>)
-  void copy_into(Tensor<T>& out) const {
+  requires(!std::is_same_v<T, bool>) void copy_into(Tensor<T>& out) const {
     auto* destination = reinterpret_cast<std::byte*>(out.mutable_data());
     if (payloads) return payloads->receive(payload_index, destination, std::make_shared<const Tensor<T>>(out));
     if (!bytes.empty()) std::memcpy(destination, bytes.data(), bytes.size());
@@ -225,7 +221,8 @@ struct WireTensor {
   template <Element T>
   [[nodiscard]] Tensor<T> to_tensor(const Device& host, std::string_view what) const {
     if (dtype != dtype_enum<T>())
-      throw InvalidArgumentError(std::string(what) + ": a tensor of another dtype where a " + std::string(dtype_name<T>()) +
+      throw InvalidArgumentError(std::string(what) + ": a tensor of another dtype where a " +
+                                 std::string(dtype_name<T>()) +
                                  " one was expected (every task must create the same variables and functions)");
     const Shape shape{std::span<const std::int64_t>(dims)};
     const auto count = static_cast<std::size_t>(shape.num_elements());
@@ -259,8 +256,7 @@ class Reader {
   Reader(Message message, Channel& channel);
 
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  T get() {
+  requires std::is_trivially_copyable_v<T> T get() {
     need(sizeof(T));
     T value;
     std::memcpy(&value, bytes_.data() + at_, sizeof(T));
@@ -283,13 +279,15 @@ class Reader {
   WireTensor get_tensor() {
     WireTensor t;
     const auto dtype = get<std::uint8_t>();
-    if (dtype > static_cast<std::uint8_t>(DType::DT_BOOL)) throw InternalError("parameter-server message: unknown dtype");
+    if (dtype > static_cast<std::uint8_t>(DType::DT_BOOL))
+      throw InternalError("parameter-server message: unknown dtype");
     t.dtype = static_cast<DType>(dtype);
     const auto rank = get<std::uint8_t>();
     for (std::uint8_t i = 0; i < rank; ++i) t.dims.push_back(get<std::int64_t>());
     const auto size = get<std::uint64_t>();
     if (size & kOutOfBandBit) {
-      if (!channel_ || t.dtype == DType::DT_BOOL) throw InternalError("parameter-server message: an unexpected payload");
+      if (!channel_ || t.dtype == DType::DT_BOOL)
+        throw InternalError("parameter-server message: an unexpected payload");
       if (!payloads_) payloads_ = make_payloads();  // most messages announce none: made on the first
       t.payloads = payloads_;
       t.payload_size = static_cast<std::size_t>(size & ~kOutOfBandBit);
@@ -331,6 +329,8 @@ inline void get_status(Reader& r) {
 }
 
 inline std::chrono::duration<double> seconds(double s) { return std::chrono::duration<double>(s); }
-inline Clock::time_point after(double s) { return Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds(s)); }
+inline Clock::time_point after(double s) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds(s));
+}
 
 }  // namespace devtensor::distribute::ps_wire

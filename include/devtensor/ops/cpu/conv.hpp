@@ -38,8 +38,8 @@ std::unique_ptr<T[]> scratch(std::int64_t n) {
 /// Rows of the patch matrix per slice: about 1 MiB of patches, at least one row.
 template <class T>
 std::int64_t im2col_slice_rows(std::int64_t patch_size) {
-  return std::max<std::int64_t>(1, (std::int64_t{1} << 20) / static_cast<std::int64_t>(sizeof(T)) /
-                                       std::max<std::int64_t>(1, patch_size));
+  return std::max<std::int64_t>(
+      1, (std::int64_t{1} << 20) / static_cast<std::int64_t>(sizeof(T)) / std::max<std::int64_t>(1, patch_size));
 }
 
 /// True when the window is the identity on positions: the input is the patch matrix.
@@ -167,8 +167,10 @@ void im2col(const WindowGeometry& g, const T* input, std::int64_t first, std::in
       for (std::int64_t kc = 0; kc < g.k_cols; ++kc) {
         const std::int64_t ic = c0 + kc * g.dil_cols;
         T* dst = out + kc * depth;
-        if (ic < 0 || ic >= g.in_cols) std::fill(dst, dst + depth, T{0});
-        else copy_channels(dst, in_row + ic * depth, depth);
+        if (ic < 0 || ic >= g.in_cols)
+          std::fill(dst, dst + depth, T{0});
+        else
+          copy_channels(dst, in_row + ic * depth, depth);
       }
     }
   }
@@ -314,8 +316,8 @@ void for_each_output(const WindowGeometry& g, T* out, F&& f) {
   backend::cpu::parallel_for(g.batch * g.out_rows * g.out_cols,
                              std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, depth)),
                              [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) f(row, out + row * depth);
-  });
+                               for (std::int64_t row = begin; row < end; ++row) f(row, out + row * depth);
+                             });
 }
 
 /// A pool's gradient: f(first, last) for ranges of whole images' output positions, each range's
@@ -354,8 +356,8 @@ void max_pool(const WindowGeometry& g, const T* input, T* out) {
 /// best[d] = in[d] and where[d] = at + d where in[d] is larger: branch-free over restrict
 /// pointers, so that it vectorises.
 template <class T>
-DEVTENSOR_VECTORIZE inline void take_larger(const T* __restrict in, std::int64_t at, T* __restrict best, std::int64_t* __restrict where,
-                        std::int64_t depth) {
+DEVTENSOR_VECTORIZE inline void take_larger(const T* __restrict in, std::int64_t at, T* __restrict best,
+                                            std::int64_t* __restrict where, std::int64_t depth) {
   for (std::int64_t d = 0; d < depth; ++d) {
     const bool better = best[d] < in[d];
     best[d] = better ? in[d] : best[d];

@@ -29,23 +29,25 @@ void depthwise_conv(const WindowGeometry& g, std::int64_t multiplier, const T* i
   const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
   if (out_depth == 0) return;  // an empty output: its windows need no visit
   const std::int64_t taps = std::max<std::int64_t>(1, g.k_rows * g.k_cols * out_depth);
-  backend::cpu::parallel_for(positions, std::max<std::int64_t>(1, 8192 / taps), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) {
-      T* o = out + row * out_depth;
-      std::fill(o, o + out_depth, T{0});
-      for_each_tap(g, row, [&](std::int64_t kr, std::int64_t kc, std::int64_t at) {
-        if (at < 0) return;
-        const T* x = input + at;
-        const T* f = filter + (kr * g.k_cols + kc) * out_depth;
-        if (multiplier == 1) {
-          multiply_add_into(o, x, f, depth);
-          return;
-        }
-        for (std::int64_t k = 0; k < depth; ++k)
-          for (std::int64_t q = 0; q < multiplier; ++q) o[k * multiplier + q] += x[k] * f[k * multiplier + q];
-      });
-    }
-  });
+  backend::cpu::parallel_for(positions, std::max<std::int64_t>(1, 8192 / taps),
+                             [&](std::int64_t begin, std::int64_t end) {
+                               for (std::int64_t row = begin; row < end; ++row) {
+                                 T* o = out + row * out_depth;
+                                 std::fill(o, o + out_depth, T{0});
+                                 for_each_tap(g, row, [&](std::int64_t kr, std::int64_t kc, std::int64_t at) {
+                                   if (at < 0) return;
+                                   const T* x = input + at;
+                                   const T* f = filter + (kr * g.k_cols + kc) * out_depth;
+                                   if (multiplier == 1) {
+                                     multiply_add_into(o, x, f, depth);
+                                     return;
+                                   }
+                                   for (std::int64_t k = 0; k < depth; ++k)
+                                     for (std::int64_t q = 0; q < multiplier; ++q)
+                                       o[k * multiplier + q] += x[k] * f[k * multiplier + q];
+                                 });
+                               }
+                             });
 }
 
 /// The input's gradient: each output position's dy sent back through its taps (images apart, in

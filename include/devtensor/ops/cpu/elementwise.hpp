@@ -41,8 +41,7 @@ inline std::vector<std::int64_t> broadcast_strides(const Shape& shape, std::size
 
 /// out = f(a, b) with NumPy broadcasting; `out_shape` is the broadcast shape.
 template <class T, class F>
-void binary(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out,
-            const Shape& out_shape, F f) {
+void binary(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, T* out, const Shape& out_shape, F f) {
   const std::int64_t n = out_shape.num_elements();
   if (n == 0) return;
   const std::int64_t na = a_shape.num_elements();
@@ -77,31 +76,31 @@ void binary(const T* a, const Shape& a_shape, const T* b, const Shape& b_shape, 
   const std::int64_t rows = n / inner;
   backend::cpu::parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / inner),
                              [&](std::int64_t row_begin, std::int64_t row_end) {
-    std::vector<std::int64_t> index(rank, 0);
-    std::int64_t oa = 0;
-    std::int64_t ob = 0;
-    // Position the odometer at row_begin.
-    std::int64_t r = row_begin;
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      index[d] = r % out_shape[d];
-      r /= out_shape[d];
-      oa += index[d] * sa[d];
-      ob += index[d] * sb[d];
-    }
-    for (std::int64_t row = row_begin; row < row_end; ++row) {
-      T* o = out + row * inner;
-      for (std::int64_t j = 0; j < inner; ++j) o[j] = f(a[oa + j * ia], b[ob + j * ib]);
-      for (std::size_t d = rank - 1; d-- > 0;) {  // advance the odometer
-        ++index[d];
-        oa += sa[d];
-        ob += sb[d];
-        if (index[d] < out_shape[d]) break;
-        oa -= sa[d] * index[d];
-        ob -= sb[d] * index[d];
-        index[d] = 0;
-      }
-    }
-  });
+                               std::vector<std::int64_t> index(rank, 0);
+                               std::int64_t oa = 0;
+                               std::int64_t ob = 0;
+                               // Position the odometer at row_begin.
+                               std::int64_t r = row_begin;
+                               for (std::size_t d = rank - 1; d-- > 0;) {
+                                 index[d] = r % out_shape[d];
+                                 r /= out_shape[d];
+                                 oa += index[d] * sa[d];
+                                 ob += index[d] * sb[d];
+                               }
+                               for (std::int64_t row = row_begin; row < row_end; ++row) {
+                                 T* o = out + row * inner;
+                                 for (std::int64_t j = 0; j < inner; ++j) o[j] = f(a[oa + j * ia], b[ob + j * ib]);
+                                 for (std::size_t d = rank - 1; d-- > 0;) {  // advance the odometer
+                                   ++index[d];
+                                   oa += sa[d];
+                                   ob += sb[d];
+                                   if (index[d] < out_shape[d]) break;
+                                   oa -= sa[d] * index[d];
+                                   ob -= sb[d] * index[d];
+                                   index[d] = 0;
+                                 }
+                               }
+                             });
 }
 
 }  // namespace devtensor::ops::cpu

@@ -25,33 +25,35 @@ void gemm_portable_nn(std::int64_t m, std::int64_t n, std::int64_t k, const T* a
   constexpr std::int64_t kBlockK = 64;
   constexpr std::int64_t kBlockN = 256;
   std::fill(c, c + m * n, T{0});
-  backend::cpu::parallel_for(m, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, n * k / 64)),
+  backend::cpu::parallel_for(m,
+                             std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, n * k / 64)),
                              [&](std::int64_t row_begin, std::int64_t row_end) {
-    for (std::int64_t j0 = 0; j0 < n; j0 += kBlockN) {
-      const std::int64_t j1 = std::min(n, j0 + kBlockN);
-      for (std::int64_t p0 = 0; p0 < k; p0 += kBlockK) {
-        const std::int64_t p1 = std::min(k, p0 + kBlockK);
-        for (std::int64_t i = row_begin; i < row_end; ++i) {
-          T* __restrict ci = c + i * n;
-          for (std::int64_t p = p0; p < p1; ++p) {
-            const T aip = a[i * k + p];
-            const T* __restrict bp = b + p * n;
-            if constexpr (arith::signed_integer_v<T>)  // integer products and sums wrap
-              for (std::int64_t j = j0; j < j1; ++j) ci[j] = arith::add(ci[j], arith::mul(aip, bp[j]));
-            else
-              for (std::int64_t j = j0; j < j1; ++j) ci[j] += aip * bp[j];
-          }
-        }
-      }
-    }
-  });
+                               for (std::int64_t j0 = 0; j0 < n; j0 += kBlockN) {
+                                 const std::int64_t j1 = std::min(n, j0 + kBlockN);
+                                 for (std::int64_t p0 = 0; p0 < k; p0 += kBlockK) {
+                                   const std::int64_t p1 = std::min(k, p0 + kBlockK);
+                                   for (std::int64_t i = row_begin; i < row_end; ++i) {
+                                     T* __restrict ci = c + i * n;
+                                     for (std::int64_t p = p0; p < p1; ++p) {
+                                       const T aip = a[i * k + p];
+                                       const T* __restrict bp = b + p * n;
+                                       if constexpr (arith::signed_integer_v<T>)  // integer products and sums wrap
+                                         for (std::int64_t j = j0; j < j1; ++j)
+                                           ci[j] = arith::add(ci[j], arith::mul(aip, bp[j]));
+                                       else
+                                         for (std::int64_t j = j0; j < j1; ++j) ci[j] += aip * bp[j];
+                                     }
+                                   }
+                                 }
+                               }
+                             });
 }
 
 /// C[m,n] = op(A) · op(B); op transposes when asked. A is [m,k] ([k,m] when transposed), B is
 /// [k,n] ([n,k] when transposed), all row-major.
 template <class T>
-void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
-          const T* a, const T* b, T* c) {
+void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b,
+          T* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     std::fill(c, c + m * n, T{0});
@@ -65,11 +67,11 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
       const int lda = static_cast<int>(transpose_a ? m : k);
       const int ldb = static_cast<int>(transpose_b ? k : n);
       if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0f, a, lda, b, ldb, 0.0f, c, static_cast<int>(n));
+        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a, lda,
+                    b, ldb, 0.0f, c, static_cast<int>(n));
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0, a, lda, b, ldb, 0.0, c, static_cast<int>(n));
+        cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a, lda,
+                    b, ldb, 0.0, c, static_cast<int>(n));
       return;
     }
   }

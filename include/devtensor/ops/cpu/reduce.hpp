@@ -81,10 +81,12 @@ void columns(const T* in, std::int64_t reduced, std::int64_t after, std::int64_t
 /// accumulators in registers (reduce_detail::columns): an accumulator array updated in memory for
 /// every element was 2x slower, and its speed varied with the stack's address.
 template <class T>
-void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std::int64_t after, ReduceKind kind, T* out) {
+void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std::int64_t after, ReduceKind kind,
+                    T* out) {
   constexpr std::int64_t kBlock = 512;  // columns per task: 4 KiB of double accumulators, on the stack
   const std::int64_t blocks = (after + kBlock - 1) / kBlock;
-  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, reduced * kBlock));
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, reduced * kBlock));
   backend::cpu::parallel_for(before * blocks, grain, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t task = begin; task < end; ++task) {
       const std::int64_t a = task / blocks;
@@ -95,7 +97,8 @@ void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std:
       if (kind == ReduceKind::max) {
         T best[kBlock];
         for (std::int64_t b = 0; b < width; ++b)
-          best[b] = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+          best[b] =
+              std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
         reduce_detail::columns(base, reduced, after, width, best, [](T m, T x) { return std::max(m, x); });
         for (std::int64_t b = 0; b < width; ++b) o[b] = best[b];
       } else {
@@ -174,23 +177,26 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
     src = moved.data();
   }
 
-  backend::cpu::parallel_for(outer, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, inner)),
+  backend::cpu::parallel_for(outer,
+                             std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, inner)),
                              [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t o = begin; o < end; ++o) {
-      const T* row = src + o * inner;
-      if (kind == ReduceKind::max) {
-        T best = std::numeric_limits<T>::lowest();
-        if constexpr (std::is_floating_point_v<T>) best = -std::numeric_limits<T>::infinity();
-        for (std::int64_t i = 0; i < inner; ++i) best = std::max(best, row[i]);
-        out[o] = best;
-      } else {
-        accumulator_t<T> acc{0};
-        for (std::int64_t i = 0; i < inner; ++i) acc = arith::add(acc, static_cast<accumulator_t<T>>(row[i]));
-        if (kind == ReduceKind::mean) acc = arith::divide_by_count(acc, inner);
-        out[o] = static_cast<T>(acc);
-      }
-    }
-  });
+                               for (std::int64_t o = begin; o < end; ++o) {
+                                 const T* row = src + o * inner;
+                                 if (kind == ReduceKind::max) {
+                                   T best = std::numeric_limits<T>::lowest();
+                                   if constexpr (std::is_floating_point_v<T>)
+                                     best = -std::numeric_limits<T>::infinity();
+                                   for (std::int64_t i = 0; i < inner; ++i) best = std::max(best, row[i]);
+                                   out[o] = best;
+                                 } else {
+                                   accumulator_t<T> acc{0};
+                                   for (std::int64_t i = 0; i < inner; ++i)
+                                     acc = arith::add(acc, static_cast<accumulator_t<T>>(row[i]));
+                                   if (kind == ReduceKind::mean) acc = arith::divide_by_count(acc, inner);
+                                   out[o] = static_cast<T>(acc);
+                                 }
+                               }
+                             });
 }
 
 /// Σ x² over n elements, accumulated in double in four partial sums (one chain of dependent adds

@@ -21,9 +21,12 @@ struct AxisSplit {
 inline AxisSplit split_at_axis(const Shape& shape, std::size_t axis) {
   AxisSplit s;
   for (std::size_t d = 0; d < shape.rank(); ++d) {
-    if (d < axis) s.outer *= shape[d];
-    else if (d == axis) s.length = shape[d];
-    else s.inner *= shape[d];
+    if (d < axis)
+      s.outer *= shape[d];
+    else if (d == axis)
+      s.length = shape[d];
+    else
+      s.inner *= shape[d];
   }
   return s;
 }
@@ -87,8 +90,8 @@ void one_hot(const I* indices, std::int64_t before, std::int64_t depth, std::int
 
 /// out = condition ? x : y elementwise (nonzero is true), NumPy broadcasting over the three.
 template <class T>
-void select(const T* condition, const Shape& c_shape, const T* x, const Shape& x_shape, const T* y, const Shape& y_shape,
-            T* out, const Shape& out_shape) {
+void select(const T* condition, const Shape& c_shape, const T* x, const Shape& x_shape, const T* y,
+            const Shape& y_shape, T* out, const Shape& out_shape) {
   const std::int64_t n = out_shape.num_elements();
   if (n == 0) return;
   if (c_shape.num_elements() == n && x_shape.num_elements() == n && y_shape.num_elements() == n) {
@@ -104,30 +107,30 @@ void select(const T* condition, const Shape& c_shape, const T* x, const Shape& x
                                                          detail::broadcast_strides(y_shape, rank)};
   const std::int64_t inner = out_shape[rank - 1];
   const std::int64_t rows = n / inner;
-  backend::cpu::parallel_for(rows, std::max<std::int64_t>(1, kParallelGrain / inner),
-                             [&](std::int64_t row_begin, std::int64_t row_end) {
-    std::vector<std::int64_t> index(rank, 0);
-    std::array<std::int64_t, 3> offset{0, 0, 0};
-    std::int64_t r = row_begin;
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      index[d] = r % out_shape[d];
-      r /= out_shape[d];
-      for (std::size_t k = 0; k < 3; ++k) offset[k] += index[d] * strides[k][d];
-    }
-    const std::int64_t sc = strides[0][rank - 1], sx = strides[1][rank - 1], sy = strides[2][rank - 1];
-    for (std::int64_t row = row_begin; row < row_end; ++row) {
-      T* o = out + row * inner;
-      for (std::int64_t j = 0; j < inner; ++j)
-        o[j] = condition[offset[0] + j * sc] != T{0} ? x[offset[1] + j * sx] : y[offset[2] + j * sy];
-      for (std::size_t d = rank - 1; d-- > 0;) {  // advance the odometer
-        ++index[d];
-        for (std::size_t k = 0; k < 3; ++k) offset[k] += strides[k][d];
-        if (index[d] < out_shape[d]) break;
-        for (std::size_t k = 0; k < 3; ++k) offset[k] -= strides[k][d] * index[d];
-        index[d] = 0;
-      }
-    }
-  });
+  backend::cpu::parallel_for(
+      rows, std::max<std::int64_t>(1, kParallelGrain / inner), [&](std::int64_t row_begin, std::int64_t row_end) {
+        std::vector<std::int64_t> index(rank, 0);
+        std::array<std::int64_t, 3> offset{0, 0, 0};
+        std::int64_t r = row_begin;
+        for (std::size_t d = rank - 1; d-- > 0;) {
+          index[d] = r % out_shape[d];
+          r /= out_shape[d];
+          for (std::size_t k = 0; k < 3; ++k) offset[k] += index[d] * strides[k][d];
+        }
+        const std::int64_t sc = strides[0][rank - 1], sx = strides[1][rank - 1], sy = strides[2][rank - 1];
+        for (std::int64_t row = row_begin; row < row_end; ++row) {
+          T* o = out + row * inner;
+          for (std::int64_t j = 0; j < inner; ++j)
+            o[j] = condition[offset[0] + j * sc] != T{0} ? x[offset[1] + j * sx] : y[offset[2] + j * sy];
+          for (std::size_t d = rank - 1; d-- > 0;) {  // advance the odometer
+            ++index[d];
+            for (std::size_t k = 0; k < 3; ++k) offset[k] += strides[k][d];
+            if (index[d] < out_shape[d]) break;
+            for (std::size_t k = 0; k < 3; ++k) offset[k] -= strides[k][d] * index[d];
+            index[d] = 0;
+          }
+        }
+      });
 }
 
 }  // namespace devtensor::ops::cpu

@@ -16,7 +16,8 @@ namespace shape_detail {
 /// advancing by `strides` per output dimension (0 for a broadcast dimension): transpose and
 /// broadcast_to.
 template <class T>
-void strided_gather(const T* src, const std::vector<std::int64_t>& strides, std::span<const std::int64_t> dims, T* dst) {
+void strided_gather(const T* src, const std::vector<std::int64_t>& strides, std::span<const std::int64_t> dims,
+                    T* dst) {
   const std::size_t rank = dims.size();
   std::int64_t n = 1;
   for (auto d : dims) n *= d;
@@ -37,8 +38,8 @@ void strided_gather(const T* src, const std::vector<std::int64_t>& strides, std:
 /// Copies an n-dimensional box: `dst` (shape `box`, contiguous) from `src` (shape `src_shape`)
 /// starting at `begin`.
 template <class T>
-void copy_box(const T* src, const Shape& src_shape, const std::vector<std::int64_t>& begin, std::span<const std::int64_t> box,
-              T* dst) {
+void copy_box(const T* src, const Shape& src_shape, const std::vector<std::int64_t>& begin,
+              std::span<const std::int64_t> box, T* dst) {
   const std::size_t rank = box.size();
   if (rank == 0) {
     dst[0] = src[0];
@@ -82,7 +83,8 @@ void ConcatV2::cpu(const KernelContext& ctx) {
   for (std::size_t i = 0; i < ctx.inputs.size(); ++i) {
     const T* x = ctx.input<T>(i);
     const std::int64_t width = ctx.input_shape(i)[ax] * inner;
-    for (std::int64_t r = 0; r < outer; ++r) std::copy(x + r * width, x + (r + 1) * width, o + r * out[ax] * inner + column);
+    for (std::int64_t r = 0; r < outer; ++r)
+      std::copy(x + r * width, x + (r + 1) * width, o + r * out[ax] * inner + column);
     column += width;
   }
 }
@@ -110,8 +112,11 @@ void BroadcastTo::cpu(const KernelContext& ctx) {
   const std::int64_t n = shape.num_elements();
   const T* src = ctx.input<T>(0);
   T* dst = ctx.output<T>();
-  if (ctx.input_shape(0).num_elements() == 1) std::fill(dst, dst + n, src[0]);
-  else shape_detail::strided_gather(src, cpu::detail::broadcast_strides(ctx.input_shape(0), shape.rank()), shape.dims(), dst);
+  if (ctx.input_shape(0).num_elements() == 1)
+    std::fill(dst, dst + n, src[0]);
+  else
+    shape_detail::strided_gather(src, cpu::detail::broadcast_strides(ctx.input_shape(0), shape.rank()), shape.dims(),
+                                 dst);
 }
 
 template <class T>

@@ -54,8 +54,8 @@ void launch_fused_reduction(const FusedChainProgram& program, cudaStream_t strea
   fused_reduction_kernel<T><<<static_cast<unsigned>(rows * program.chunks), kThreads, 0, stream>>>(program);
   if (program.chunks > 1)  // each row's partials added as the GPU reduction's second pass adds them
     reduce_rows_kernel<double, double, T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const double*>(program.partials), static_cast<T*>(program.output), program.chunks,
-        program.chunks, 1, 0.0, program.mean ? program.row : -1, SumOp{});
+        static_cast<const double*>(program.partials), static_cast<T*>(program.output), program.chunks, program.chunks,
+        1, 0.0, program.mean ? program.row : -1, SumOp{});
 }
 
 inline void run_fused_chain(const FusedChainProgram& program, int ordinal, void* stream) {

@@ -87,8 +87,8 @@ inline void make_plan(Plan& plan, const PlanKey& key, const backend::cuda::BlasL
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(key.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N));
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<std::int32_t>(key.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N));
   const cublasLtEpilogue_t epilogue = key.bias && key.relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                      : key.bias          ? CUBLASLT_EPILOGUE_BIAS
-                                                          : CUBLASLT_EPILOGUE_RELU;
+                                      : key.bias           ? CUBLASLT_EPILOGUE_BIAS
+                                                           : CUBLASLT_EPILOGUE_RELU;
   set(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
   // As stored: b is [k, n] row-major (column-major [n, k]), or [n, k] when transposed; a likewise.
   DEVTENSOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, type, key.transpose_b ? k : n, key.transpose_b ? n : k,
@@ -140,8 +140,8 @@ inline Plan& plan_for(const PlanKey& key, const backend::cuda::BlasLease& lease)
 /// nothing queued) when cuBLASLt has no algorithm for it or the bias is not 16-byte aligned.
 inline bool run_gemm_epilogue(const FusedGemm& gemm, int ordinal, void* stream) {
   namespace detail = gemm_epilogue_detail;
-  if ((gemm.dtype != DType::DT_FLOAT && gemm.dtype != DType::DT_DOUBLE) || (!gemm.bias && !gemm.relu) ||
-      gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0)
+  if ((gemm.dtype != DType::DT_FLOAT && gemm.dtype != DType::DT_DOUBLE) || (!gemm.bias && !gemm.relu) || gemm.m <= 0 ||
+      gemm.n <= 0 || gemm.k <= 0)
     return false;
   if (gemm.bias && detail::alignment_of(gemm.bias) < 16) return false;
   const backend::cuda::DeviceGuard guard(ordinal);

@@ -45,15 +45,13 @@ struct Launch {
   cudaStream_t stream;
 
   explicit Launch(const Device& on)
-      : device(on),
-        guard(device.platform_ordinal),
-        stream(backend::cuda::stream_of(device)) {}
+      : device(on), guard(device.platform_ordinal), stream(backend::cuda::stream_of(device)) {}
 
   /// Reports a failed launch (bad configuration, no kernel image for this GPU).
   void check(const char* kernel) const {
     if (cudaError_t status = cudaGetLastError(); status != cudaSuccess)
-      throw InternalError(std::string("CUDA kernel ") + kernel + " failed to launch on " + device.full_name +
-                          ": " + backend::cuda::describe(status) +
+      throw InternalError(std::string("CUDA kernel ") + kernel + " failed to launch on " + device.full_name + ": " +
+                          backend::cuda::describe(status) +
                           (status == cudaErrorNoKernelImageForDevice
                                ? ". Rebuild with CMAKE_CUDA_ARCHITECTURES including this GPU's compute capability."
                                : ""));
@@ -82,8 +80,8 @@ struct StridedIndex {
 
 inline void require_rank(std::size_t rank, std::string_view op) {
   if (rank > static_cast<std::size_t>(kMaxRank))
-    throw UnimplementedError(std::string(op) + " on a GPU supports tensors of rank up to " +
-                             std::to_string(kMaxRank) + ", got rank " + std::to_string(rank) +
+    throw UnimplementedError(std::string(op) + " on a GPU supports tensors of rank up to " + std::to_string(kMaxRank) +
+                             ", got rank " + std::to_string(rank) +
                              "; run it on the CPU (DeviceScope(\"/cpu:0\")) or reshape first");
 }
 
@@ -119,8 +117,8 @@ __global__ void map_kernel(const T* __restrict__ in, U* __restrict__ out, std::i
 
 /// out = f(a, b) where a and b are either n elements or one (step 0).
 template <class T, class F>
-__global__ void zip_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                           std::int64_t n, std::int64_t step_a, std::int64_t step_b, F f) {
+__global__ void zip_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, std::int64_t n,
+                           std::int64_t step_a, std::int64_t step_b, F f) {
   const std::int64_t tile = std::int64_t{blockDim.x} * kUnroll;
   for (std::int64_t first = blockIdx.x * tile + threadIdx.x; first < n; first += std::int64_t{gridDim.x} * tile) {
     T x[kUnroll];
@@ -212,7 +210,8 @@ void zip(const Device& device, const T* a, const Shape& a_shape, const T* b, con
   const std::int64_t na = a_shape.num_elements();
   const std::int64_t nb = b_shape.num_elements();
   if ((na == n || na == 1) && (nb == n || nb == 1)) {  // same shape, or a scalar operand
-    zip_kernel<<<blocks_for(n, kUnroll), kThreads, 0, launch.stream>>>(a, b, out, n, na == 1 ? 0 : 1, nb == 1 ? 0 : 1, f);
+    zip_kernel<<<blocks_for(n, kUnroll), kThreads, 0, launch.stream>>>(a, b, out, n, na == 1 ? 0 : 1, nb == 1 ? 0 : 1,
+                                                                       f);
   } else {
     const std::size_t rank = out_shape.rank();
     require_rank(rank, op);
@@ -229,8 +228,8 @@ void zip(const Device& device, const T* a, const Shape& a_shape, const T* b, con
 /// Copies the box `dims` from src (strides `src_strides`, starting at `src_offset`) to dst
 /// (strides `dst_strides`, starting at `dst_offset`).
 template <class T>
-void strided_copy(const Device& device, const T* src, std::span<const std::int64_t> src_strides, std::int64_t src_offset,
-                  T* dst, std::span<const std::int64_t> dst_strides, std::int64_t dst_offset,
+void strided_copy(const Device& device, const T* src, std::span<const std::int64_t> src_strides,
+                  std::int64_t src_offset, T* dst, std::span<const std::int64_t> dst_strides, std::int64_t dst_offset,
                   std::span<const std::int64_t> dims, std::string_view op) {
   std::int64_t n = 1;
   for (auto d : dims) n *= d;
@@ -279,8 +278,8 @@ template <class T>
 void copy(const Device& device, T* dst, const T* src, std::int64_t n) {
   if (n == 0 || dst == src) return;
   Launch launch(device);
-  DEVTENSOR_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice,
-                                       launch.stream));
+  DEVTENSOR_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice, launch.stream));
 }
 
 /// out = inputs[0] + inputs[1] + ... (add_n): one copy, then one accumulation per input.

@@ -24,7 +24,7 @@ namespace devtensor::ops::cuda {
 
 /// C[batch][m, n] = op(A[batch]) · op(B[batch]) on real GPU `device` (row-major, contiguous).
 template <class T>
-  requires std::is_same_v<T, float> || std::is_same_v<T, double>
+requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n,
           std::int64_t k, const T* a, const T* b, T* c) {
   if (batches == 0 || m == 0 || n == 0) return;

@@ -20,27 +20,31 @@
 #include <vector>
 
 #include "devtensor/ops/cpu/reduce.hpp"
-#include "devtensor/ops/row_chunks.hpp"
 #include "devtensor/ops/cuda/kernels.cuh"
+#include "devtensor/ops/row_chunks.hpp"
 #include "devtensor/tensor/tensor.hpp"
 
 namespace devtensor::ops::cuda {
 
 struct SumOp {  // integer sums wrap, as on the CPU (core/arith.hpp)
   template <class A>
-  __device__ A operator()(A x, A y) const { return arith::add(x, y); }
+  __device__ A operator()(A x, A y) const {
+    return arith::add(x, y);
+  }
 };
 struct MaxOp {
   template <class A>
-  __device__ A operator()(A x, A y) const { return x > y ? x : y; }
+  __device__ A operator()(A x, A y) const {
+    return x > y ? x : y;
+  }
 };
 
 /// Block b reduces chunk (b % chunks) of row (b / chunks) and writes out[b]; `divisor` >= 0 divides
 /// the result (mean's finish; 0 for an empty row gives NaN, or 0 for integers, as on the CPU).
 template <class In, class Acc, class Out, class Op>
 __global__ void __launch_bounds__(kThreads)
-reduce_rows_kernel(const In* __restrict__ in, Out* __restrict__ out, std::int64_t row_length,
-                   std::int64_t chunk, std::int64_t chunks, Acc identity, std::int64_t divisor, Op op) {
+    reduce_rows_kernel(const In* __restrict__ in, Out* __restrict__ out, std::int64_t row_length, std::int64_t chunk,
+                       std::int64_t chunks, Acc identity, std::int64_t divisor, Op op) {
   using BlockReduce = cub::BlockReduce<Acc, kThreads>;
   __shared__ typename BlockReduce::TempStorage temp;
   const std::int64_t row = blockIdx.x / chunks;
@@ -73,8 +77,7 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
   std::shared_ptr<TensorStorage> moved;
   const T* src = in;
   if (layout.needs_move) {
-    moved = allocate_storage(device, checked_byte_count(outer * inner, sizeof(T), op), shape,
-                                     dtype_string<T>(), op);
+    moved = allocate_storage(device, checked_byte_count(outer * inner, sizeof(T), op), shape, dtype_string<T>(), op);
     const auto strides = shape.strides();
     std::vector<std::int64_t> dims(rank);
     std::vector<std::int64_t> src_strides(rank);
@@ -109,8 +112,8 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
       return;
     }
     const std::int64_t chunk = (inner + chunks - 1) / chunks;
-    auto partials = allocate_storage(device, checked_byte_count(outer * chunks, sizeof(Acc), op),
-                                             Shape{outer, chunks}, dtype_string<T>(), op);
+    auto partials = allocate_storage(device, checked_byte_count(outer * chunks, sizeof(Acc), op), Shape{outer, chunks},
+                                     dtype_string<T>(), op);
     auto* partial = static_cast<Acc*>(partials->data);
     reduce_rows_kernel<T, Acc, Acc><<<static_cast<unsigned>(outer * chunks), kThreads, 0, launch.stream>>>(
         src, partial, inner, chunk, chunks, identity, -1, reduce_op);
@@ -119,8 +122,10 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
         partial, out, chunks, chunks, 1, identity, divisor, reduce_op);
     launch.check("reduce_rows (finish)");
   };
-  if (kind == cpu::ReduceKind::max) run(MaxOp{});
-  else run(SumOp{});
+  if (kind == cpu::ReduceKind::max)
+    run(MaxOp{});
+  else
+    run(SumOp{});
 }
 
 }  // namespace devtensor::ops::cuda

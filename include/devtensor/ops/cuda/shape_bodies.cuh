@@ -14,8 +14,8 @@ namespace devtensor::ops {
 template <class T>
 void Transpose::cuda(const KernelContext& ctx) {
   const Shape& out = ctx.output_shape();
-  cuda::strided_copy(ctx.device, ctx.input<T>(0), source_strides(ctx.attr<Attrs>(), ctx.input_shape(0)), 0, ctx.output<T>(),
-                     out.strides(), 0, out.dims(), name);
+  cuda::strided_copy(ctx.device, ctx.input<T>(0), source_strides(ctx.attr<Attrs>(), ctx.input_shape(0)), 0,
+                     ctx.output<T>(), out.strides(), 0, out.dims(), name);
 }
 
 template <class T>
@@ -26,8 +26,8 @@ void ConcatV2::cuda(const KernelContext& ctx) {
   std::int64_t along = 0;
   for (std::size_t i = 0; i < ctx.inputs.size(); ++i) {
     const Shape& s = ctx.input_shape(i);
-    cuda::strided_copy(ctx.device, ctx.input<T>(i), s.strides(), 0, ctx.output<T>(), out_strides, along * out_strides[ax],
-                       s.dims(), name);
+    cuda::strided_copy(ctx.device, ctx.input<T>(i), s.strides(), 0, ctx.output<T>(), out_strides,
+                       along * out_strides[ax], s.dims(), name);
     along += s[ax];
   }
 }
@@ -78,7 +78,9 @@ void Pad::cuda(const KernelContext& ctx) {
 template <class U>
 struct ConvertTo {
   template <class T>
-  __device__ U operator()(T v) const { return arith::convert<U>(v); }
+  __device__ U operator()(T v) const {
+    return arith::convert<U>(v);
+  }
 };
 template <class T>
 void Cast::cuda(const KernelContext& ctx) {

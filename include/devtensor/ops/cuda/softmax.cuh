@@ -19,12 +19,14 @@ namespace devtensor::ops::cuda {
 
 struct SoftmaxMax {
   template <class A>
-  __device__ A operator()(A x, A y) const { return x > y ? x : y; }
+  __device__ A operator()(A x, A y) const {
+    return x > y ? x : y;
+  }
 };
 
 template <class T, class Acc>
 __global__ void __launch_bounds__(kThreads)
-softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t classes, bool log) {
+    softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t classes, bool log) {
   using MaxReduce = cub::BlockReduce<T, kThreads>;
   using SumReduce = cub::BlockReduce<Acc, kThreads>;
   __shared__ union {
@@ -67,8 +69,8 @@ void softmax_rows(const Device& device, const T* in, std::int64_t rows, std::int
     throw UnimplementedError(std::string(op) + " on a GPU handles up to 2^31 - 1 rows, got " + std::to_string(rows) +
                              "; run it on the CPU or in slices");
   Launch launch(device);
-  softmax_rows_kernel<T, cpu::accumulator_t<T>><<<static_cast<unsigned>(rows), kThreads, 0, launch.stream>>>(
-      in, out, classes, log);
+  softmax_rows_kernel<T, cpu::accumulator_t<T>>
+      <<<static_cast<unsigned>(rows), kThreads, 0, launch.stream>>>(in, out, classes, log);
   launch.check("softmax_rows");
 }
 
