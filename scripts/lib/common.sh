@@ -11,6 +11,7 @@ DEVTENSOR_PACKAGES=(
   libbenchmark-dev       # Google Benchmark
   libopenblas-dev        # CBLAS for CPU matmul and the benchmark baselines
   clang libclang-rt-14-dev  # libFuzzer for the parser fuzz target
+  clang-format-14        # the format check (test format.check; its output differs between versions)
   nlohmann-json3-dev     # TF_CONFIG parsing (the cluster_resolver component)
   python3                # the header checks that need more than CMake (tests/detail_privacy.py)
   openmpi-bin libopenmpi-dev  # multi-process training (the mpi component) and its mpiexec tests
