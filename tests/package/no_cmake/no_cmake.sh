@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README's "Without CMake" one-liners, run: a program built header-only, then in compiled mode
 # (src/devtensor.cpp compiled to devtensor.o, the program with -DDEVTENSOR_COMPILED), both with
-# OpenBLAS when the machine has it, and the hdf5 component's line where Debian's HDF5 is installed.
+# OpenBLAS when the machine has it, the hdf5 component's line where Debian's HDF5 is installed, and
+# the mpi component's lines (its runtime compiled once) where Open MPI's mpicxx is.
 # Usage: no_cmake.sh <c++ compiler> <source dir> <work dir>
 # -O0 where the README says -O2: the test checks that the lines build and run, and src/devtensor.cpp
 # compiles in 44 s instead of 66 s at -O1.
@@ -36,4 +37,14 @@ if [[ -f /usr/include/hdf5/serial/hdf5.h ]]; then
       "$work/keras_archive.o" -o "$work/archive" -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lzip "${blas_lib[@]}" -pthread
     "$work/archive" "$work"
   fi
+fi
+# The mpi component without CMake: its runtime compiled once with mpicxx (the same compiler), then
+# the program with -DDEVTENSOR_MPI_COMPILED and that object (package.mpi_consumer's program).
+if command -v mpicxx >/dev/null && [[ -f /usr/include/nlohmann/json.hpp ]]; then
+  OMPI_CXX="$cxx" mpicxx -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DOMPI_SKIP_MPICXX -I"$src/include" \
+    -c "$src/src/devtensor_mpi.cpp" -o "$work/devtensor_mpi.o"
+  OMPI_CXX="$cxx" mpicxx -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DDEVTENSOR_MPI_COMPILED -DOMPI_SKIP_MPICXX \
+    -I"$src/include" "$src/tests/package/mpi_consumer/main.cpp" "$work/devtensor.o" "$work/devtensor_mpi.o" \
+    -o "$work/mpi_consumer" "${blas_lib[@]}" -pthread
+  "$work/mpi_consumer"
 fi
