@@ -39,12 +39,12 @@ if [[ -f /usr/include/hdf5/serial/hdf5.h ]]; then
   fi
 fi
 # The mpi component without CMake: its runtime compiled once with mpicxx (the same compiler), then
-# the program with -DDEVTENSOR_MPI_COMPILED and that object (package.mpi_consumer's program).
+# the program with -DDEVTENSOR_MPI_COMPILED and that object (package.cpu_consumer's mpi program).
 if command -v mpicxx >/dev/null && [[ -f /usr/include/nlohmann/json.hpp ]]; then
   OMPI_CXX="$cxx" mpicxx -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DOMPI_SKIP_MPICXX -I"$src/include" \
     -c "$src/src/devtensor_mpi.cpp" -o "$work/devtensor_mpi.o"
   OMPI_CXX="$cxx" mpicxx -std=c++20 -O0 "${blas_define[@]}" -DDEVTENSOR_COMPILED -DDEVTENSOR_MPI_COMPILED -DOMPI_SKIP_MPICXX \
-    -I"$src/include" "$src/tests/package/mpi_consumer/main.cpp" "$work/devtensor.o" "$work/devtensor_mpi.o" \
+    -I"$src/include" "$src/tests/package/cpu_consumer/mpi_consumer.cpp" "$work/devtensor.o" "$work/devtensor_mpi.o" \
     -o "$work/mpi_consumer" "${blas_lib[@]}" -pthread
   "$work/mpi_consumer"
 fi

@@ -1,7 +1,8 @@
-// The installed package's devtensor::mpi (test package.mpi_consumer): this file sees only the
-// declarations of the mpi component's runtime (DEVTENSOR_MPI_COMPILED), and the object compiled
-// in this build tree from <prefix>/share/devtensor/src/devtensor_mpi.cpp defines it: TF_CONFIG's
-// JSON parsing and the parameter-server roles below link and run without mpiexec.
+// The installed package's devtensor::mpi, built and run by package.cpu_consumer where the mpi
+// component is found: this file sees only the declarations of the mpi component's runtime
+// (DEVTENSOR_MPI_COMPILED), and the object compiled in that tree from
+// <prefix>/share/devtensor/src/devtensor_mpi.cpp defines them: TF_CONFIG's JSON parsing and the
+// parameter-server roles below link and run without mpiexec. package.no_cmake builds it by hand.
 #include <devtensor/coordinator.hpp>
 
 #include <cstdio>
