@@ -44,17 +44,13 @@ class GradientTape {
 
   /// Starts recording on the calling thread.
   GradientTape() : GradientTape(Options{}) {}
-  explicit GradientTape(Options options) {
-    state_.persistent = options.persistent;
-    state_.watch_accessed_variables = options.watch_accessed_variables;
-    tapes_->push_back(&state_);
-  }
+  explicit GradientTape(Options options);
   GradientTape(const GradientTape&) = delete;
   GradientTape& operator=(const GradientTape&) = delete;
   GradientTape(GradientTape&&) = delete;
   GradientTape& operator=(GradientTape&&) = delete;
   /// Stops recording. Destroy a tape on the thread that created it.
-  ~GradientTape() { tapes_->erase(std::remove(tapes_->begin(), tapes_->end(), &state_), tapes_->end()); }
+  ~GradientTape();
 
   /// Ops that use `t` from now on are recorded. Integer and bool tensors have no gradient and are
   /// ignored, as in TensorFlow.
@@ -176,31 +172,14 @@ class GradientTape {
     return out;
   }
 
+  // The backward pass's helpers (compiled once in compiled mode: their bodies instantiate ops for
+  // both floating types, which a program that never differentiates would otherwise pay for).
   /// Adds two gradients of the same tensor.
-  static autodiff::TapeTensor accumulate(const autodiff::TapeTensor& a, const autodiff::TapeTensor& b) {
-    if (a.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(add(a.as<double>(), b.as<double>()));
-    return autodiff::tape_tensor(add(a.as<float>(), b.as<float>()));
-  }
-  static autodiff::TapeTensor zeros_like(const autodiff::TapeTensor& t) {
-    if (!t.shape.is_fully_defined()) [[unlikely]]  // a graph's unknown dimension: shaped when it runs
-      return filled_like(t, 0.0);
-    DeviceScope scope(t.storage->device->spec);
-    if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(zeros<double>(t.shape));
-    return autodiff::tape_tensor(zeros<float>(t.shape));
-  }
-  static autodiff::TapeTensor ones_like(const autodiff::TapeTensor& t) {
-    if (!t.shape.is_fully_defined()) [[unlikely]]
-      return filled_like(t, 1.0);
-    DeviceScope scope(t.storage->device->spec);
-    if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(ones<double>(t.shape));
-    return autodiff::tape_tensor(ones<float>(t.shape));
-  }
+  static autodiff::TapeTensor accumulate(const autodiff::TapeTensor& a, const autodiff::TapeTensor& b);
+  static autodiff::TapeTensor zeros_like(const autodiff::TapeTensor& t);
+  static autodiff::TapeTensor ones_like(const autodiff::TapeTensor& t);
   /// `value` in the shape symbolic tensor `t` has when its graph runs.
-  static autodiff::TapeTensor filled_like(const autodiff::TapeTensor& t, double value) {
-    if (t.dtype == DType::DT_DOUBLE)
-      return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<double>()), scalar<double>(value)));
-    return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<float>()), scalar<float>(static_cast<float>(value))));
-  }
+  static autodiff::TapeTensor filled_like(const autodiff::TapeTensor& t, double value);
 
   template <Floating T>
   std::vector<autodiff::TapeTensor> compute(const Tensor<T>& target, const std::vector<autodiff::TapeTensor>& sources,
@@ -217,6 +196,40 @@ class GradientTape {
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION GradientTape::GradientTape(Options options) {
+  state_.persistent = options.persistent;
+  state_.watch_accessed_variables = options.watch_accessed_variables;
+  tapes_->push_back(&state_);
+}
+DEVTENSOR_DEFINITION GradientTape::~GradientTape() {
+  tapes_->erase(std::remove(tapes_->begin(), tapes_->end(), &state_), tapes_->end());
+}
+
+DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::accumulate(const autodiff::TapeTensor& a,
+                                                                   const autodiff::TapeTensor& b) {
+  if (a.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(add(a.as<double>(), b.as<double>()));
+  return autodiff::tape_tensor(add(a.as<float>(), b.as<float>()));
+}
+DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::zeros_like(const autodiff::TapeTensor& t) {
+  if (!t.shape.is_fully_defined()) [[unlikely]]  // a graph's unknown dimension: shaped when it runs
+    return filled_like(t, 0.0);
+  DeviceScope scope(t.storage->device->spec);
+  if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(zeros<double>(t.shape));
+  return autodiff::tape_tensor(zeros<float>(t.shape));
+}
+DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::ones_like(const autodiff::TapeTensor& t) {
+  if (!t.shape.is_fully_defined()) [[unlikely]]
+    return filled_like(t, 1.0);
+  DeviceScope scope(t.storage->device->spec);
+  if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(ones<double>(t.shape));
+  return autodiff::tape_tensor(ones<float>(t.shape));
+}
+DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::filled_like(const autodiff::TapeTensor& t, double value) {
+  if (t.dtype == DType::DT_DOUBLE)
+    return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<double>()), scalar<double>(value)));
+  return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<float>()), scalar<float>(static_cast<float>(value))));
+}
+
 DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::compute_erased(
     const autodiff::TapeTensor& target, const std::vector<autodiff::TapeTensor>& sources,
     const std::optional<autodiff::TapeTensor>& output_gradient) {

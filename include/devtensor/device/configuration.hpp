@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/source_location.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/physical.hpp"
@@ -24,22 +25,12 @@ namespace config {
 
 /// The physical devices of `device_type` ("CPU", "GPU"; "" for all): CPU first, then GPUs.
 /// Does not initialise; fixes the simulated-GPU setting.
-inline std::vector<PhysicalDevice> list_physical_devices(std::string_view device_type = "",
-                                                         SourceLocation where = SourceLocation::current()) {
-  std::vector<PhysicalDevice> out;
-  for (const auto& p : Context::global().physical_devices("list_physical_devices()", where))
-    if (device_type.empty() || p.device.device_type == device_type) out.push_back(p.device);
-  return out;
-}
+std::vector<PhysicalDevice> list_physical_devices(std::string_view device_type = "",
+                                                  SourceLocation where = SourceLocation::current());
 
 /// The logical devices of `device_type` ("" for all); initialises the Context.
-inline std::vector<LogicalDevice> list_logical_devices(std::string_view device_type = "",
-                                                       SourceLocation where = SourceLocation::current()) {
-  std::vector<LogicalDevice> out;
-  for (const auto& d : Context::global().devices("list_logical_devices()", where))
-    if (device_type.empty() || d.device_type == device_type) out.push_back(d.device);
-  return out;
-}
+std::vector<LogicalDevice> list_logical_devices(std::string_view device_type = "",
+                                                SourceLocation where = SourceLocation::current());
 
 /// Makes only `devices` visible among those of `device_type` ("" replaces the whole list).
 /// Hidden devices get no logical devices. The CPU cannot be hidden.
@@ -143,4 +134,24 @@ inline void set_log_device_placement(bool enabled) noexcept { Context::global().
 inline bool get_log_device_placement() noexcept { return Context::global().log_device_placement(); }
 
 }  // namespace debugging
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION std::vector<config::PhysicalDevice> config::list_physical_devices(std::string_view device_type,
+                                                                                       SourceLocation where) {
+  std::vector<PhysicalDevice> out;
+  for (const auto& p : Context::global().physical_devices("list_physical_devices()", where))
+    if (device_type.empty() || p.device.device_type == device_type) out.push_back(p.device);
+  return out;
+}
+
+DEVTENSOR_DEFINITION std::vector<config::LogicalDevice> config::list_logical_devices(std::string_view device_type,
+                                                                                     SourceLocation where) {
+  std::vector<LogicalDevice> out;
+  for (const auto& d : Context::global().devices("list_logical_devices()", where))
+    if (device_type.empty() || d.device_type == device_type) out.push_back(d.device);
+  return out;
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 }  // namespace devtensor

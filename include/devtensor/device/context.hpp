@@ -61,14 +61,8 @@ class Context {
   /// Discovers physical devices once (never initialises). Fixes the simulated-GPU setting.
   const std::vector<PhysicalDeviceInfo>& physical_devices(std::string_view trigger = "list_physical_devices()",
                                                           SourceLocation where = SourceLocation::current()) {
-    if (discovered_.load(std::memory_order_acquire)) return physical_;
-    std::vector<std::pair<LogSeverity, std::string>> lines;
-    {
-      std::lock_guard lock(mutex_);
-      discover_locked(trigger, CallSite::of(where));
-      lines.swap(pending_logs_);
-    }
-    for (auto& [severity, line] : lines) log(severity, line);
+    if (!discovered_.load(std::memory_order_acquire)) [[unlikely]]
+      discover(trigger, CallSite::of(where));
     return physical_;
   }
 
@@ -86,147 +80,46 @@ class Context {
     gpu_driver_probe_.store(probe, std::memory_order_release);
   }
   /// Why the platform reported no GPUs (e.g. "CUDA driver version is insufficient ..."), or "".
-  [[nodiscard]] std::string gpu_platform_status() {
-    std::lock_guard lock(mutex_);
-    return gpu_platform_status_;
-  }
+  [[nodiscard]] std::string gpu_platform_status();
 
   // --- configuration ---------------------------------------------------------
 
-  void set_simulated_gpus(SimulatedGpus value) {
-    detail::check_simulated_gpus(value);
-    std::lock_guard lock(mutex_);
-    if (discovered_.load()) {
-      if (discovered_simulated_ == value) return;
-      throw FailedPreconditionError(
-          "Simulated GPUs cannot be modified after physical devices were discovered. "
-          "devtensor discovered them in " +
-          discovery_trigger_ + ". Call set_simulated_gpus before list_physical_devices and before any other use.");
-    }
-    configuration_.simulated_gpus = value;
-  }
+  void set_simulated_gpus(SimulatedGpus value);
 
-  void set_visible_devices(const std::vector<config::PhysicalDevice>& devices, std::string_view device_type) {
-    const auto& physical = physical_devices();
-    std::lock_guard lock(mutex_);
-    auto next = detail::visible_devices_after(physical, visible_locked(), devices, device_type);
-    if (next == visible_locked()) return;
-    require_uninitialized_locked("Visible devices cannot be modified after being initialized");
-    configuration_.visible_devices = std::move(next);
-  }
+  void set_visible_devices(const std::vector<config::PhysicalDevice>& devices, std::string_view device_type);
 
-  std::vector<config::PhysicalDevice> visible_devices(std::string_view device_type) {
-    physical_devices();
-    std::lock_guard lock(mutex_);
-    std::vector<config::PhysicalDevice> out;
-    for (const auto& d : visible_locked())
-      if (device_type.empty() || d.device_type == device_type) out.push_back(d);
-    return out;
-  }
+  std::vector<config::PhysicalDevice> visible_devices(std::string_view device_type);
 
   void set_logical_device_configuration(const config::PhysicalDevice& device,
-                                        const std::vector<config::LogicalDeviceConfiguration>& configs) {
-    require_known(device);
-    detail::check_virtual_devices(device, configs);
-    std::lock_guard lock(mutex_);
-    auto it = configuration_.virtual_devices.find(device.name);
-    if (it != configuration_.virtual_devices.end() && it->second == configs) return;
-    require_uninitialized_locked("Virtual devices cannot be modified after being initialized");
-    configuration_.virtual_devices[device.name] = configs;
-  }
+                                        const std::vector<config::LogicalDeviceConfiguration>& configs);
 
   std::optional<std::vector<config::LogicalDeviceConfiguration>> logical_device_configuration(
-      const config::PhysicalDevice& device) {
-    require_known(device);
-    std::lock_guard lock(mutex_);
-    auto it = configuration_.virtual_devices.find(device.name);
-    if (it == configuration_.virtual_devices.end()) return std::nullopt;
-    return it->second;
-  }
+      const config::PhysicalDevice& device);
 
-  void set_memory_growth(const config::PhysicalDevice& device, bool enable) {
-    require_known(device);
-    std::lock_guard lock(mutex_);
-    if (configuration_.virtual_devices.count(device.name))
-      throw InvalidArgumentError("Cannot set memory growth on device when virtual devices configured");
-    if (device.device_type != gpu_device_type)
-      throw InvalidArgumentError("Cannot set memory growth on non-GPU and non-Pluggable devices");
-    auto it = configuration_.memory_growth.find(device.name);
-    if (it != configuration_.memory_growth.end() && it->second == enable) return;
-    require_uninitialized_locked("Physical devices cannot be modified after being initialized");
-    configuration_.memory_growth[device.name] = enable;
-  }
+  void set_memory_growth(const config::PhysicalDevice& device, bool enable);
 
-  std::optional<bool> memory_growth(const config::PhysicalDevice& device) {
-    require_known(device);
-    std::lock_guard lock(mutex_);
-    auto it = configuration_.memory_growth.find(device.name);
-    if (it == configuration_.memory_growth.end()) return std::nullopt;
-    return it->second;
-  }
+  std::optional<bool> memory_growth(const config::PhysicalDevice& device);
 
-  void set_memory_fraction(double fraction) {
-    detail::check_memory_fraction(fraction);
-    std::lock_guard lock(mutex_);
-    if (configuration_.memory_fraction == fraction) return;
-    require_uninitialized_locked("GPU memory fraction cannot be modified after being initialized");
-    configuration_.memory_fraction = fraction;
-  }
-  double memory_fraction() {
-    std::lock_guard lock(mutex_);
-    return configuration_.memory_fraction;
-  }
+  void set_memory_fraction(double fraction);
+  double memory_fraction();
 
-  void set_use_unified_memory(bool enable) {
-    std::lock_guard lock(mutex_);
-    if (configuration_.use_unified_memory == enable) return;
-    require_uninitialized_locked("Unified memory cannot be modified after being initialized");
-    configuration_.use_unified_memory = enable;
-  }
+  void set_use_unified_memory(bool enable);
 
-  void set_gpu_system_memory_size_in_mb(std::int64_t mb) {
-    detail::check_gpu_system_memory_size_in_mb(mb);
-    std::lock_guard lock(mutex_);
-    if (configuration_.gpu_system_memory_size_in_mb == mb) return;
-    require_uninitialized_locked("GPU system memory size cannot be modified after being initialized");
-    configuration_.gpu_system_memory_size_in_mb = mb;
-  }
+  void set_gpu_system_memory_size_in_mb(std::int64_t mb);
 
   /// How long an allocation that may wait (a tensor's) waits for other threads to free memory
   /// before it reports OOM (TensorFlow: 10 s). Beyond TensorFlow: configurable.
-  void set_allocation_retry_timeout(std::chrono::milliseconds timeout) {
-    detail::check_retry_timeout(timeout);
-    std::lock_guard lock(mutex_);
-    if (configuration_.retry_timeout == timeout) return;
-    require_uninitialized_locked("The allocation retry timeout cannot be modified after being initialized");
-    configuration_.retry_timeout = timeout;
-  }
+  void set_allocation_retry_timeout(std::chrono::milliseconds timeout);
 
   /// The limit of the CPUs' shared allocator, cpu_bfc (default 0: the host's physical memory).
   /// Beyond TensorFlow, which has none: a cap for containers whose memory limit is below what
   /// the host reports, and for tests and fuzzers that must fail fast rather than page.
-  void set_host_memory_limit(std::uint64_t bytes) {
-    std::lock_guard lock(mutex_);
-    if (configuration_.host_memory_limit == bytes) return;
-    require_uninitialized_locked("The host memory limit cannot be modified after being initialized");
-    configuration_.host_memory_limit = bytes;
-  }
+  void set_host_memory_limit(std::uint64_t bytes);
 
   /// config::threading's settings (TensorFlow's intra_op/inter_op_parallelism_threads), frozen at
   /// initialisation like the devices' (0: the system picks).
-  void set_parallelism_threads(Parallelism which, int threads) {
-    std::lock_guard lock(mutex_);
-    int& current = which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
-    if (current == threads) return;
-    require_uninitialized_locked(which == Parallelism::intra_op
-                                     ? "Intra op parallelism cannot be modified after initialization"
-                                     : "Inter op parallelism cannot be modified after initialization");
-    current = threads;
-  }
-  [[nodiscard]] int parallelism_threads(Parallelism which) {
-    std::lock_guard lock(mutex_);
-    return which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
-  }
+  void set_parallelism_threads(Parallelism which, int threads);
+  [[nodiscard]] int parallelism_threads(Parallelism which);
 
   // Soft placement and placement logging may change at any time, as in TensorFlow.
   void set_soft_device_placement(bool enable) noexcept { soft_placement_.store(enable); }
@@ -267,49 +160,16 @@ class Context {
   [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
 
   /// What initialised the Context ("" before initialisation).
-  std::string initialization_trigger() {
-    std::lock_guard lock(mutex_);
-    return init_trigger_;
-  }
+  std::string initialization_trigger();
 
   /// The allocator of a logical device (initialises). CPUs share one host allocator.
   /// @throws InvalidArgumentError for a Device that is not one of devices().
-  memory::Allocator& allocator(const Device& device) {
-    ensure_initialized("the first tensor allocation");
-    for (const auto& d : devices_)
-      if (&d == &device) return *d.allocator;
-    throw InvalidArgumentError("allocator(): " + device.full_name +
-                               " is not a logical device of this Context (pass an element of "
-                               "Context::devices(), not a copy)");
-  }
-  memory::Allocator& allocator(std::size_t logical_index) {
-    ensure_initialized("the first tensor allocation");
-    if (logical_index >= devices_.size())
-      throw InvalidArgumentError("allocator(): there is no logical device " + std::to_string(logical_index) +
-                                 " (this Context has " + std::to_string(devices_.size()) + ")");
-    return *devices_[logical_index].allocator;
-  }
+  memory::Allocator& allocator(const Device& device);
+  memory::Allocator& allocator(std::size_t logical_index);
 
   /// Test support: forgets configuration, discovery and initialisation, as in a fresh process.
   /// Only for tests that hold no tensors or other objects tied to the devices.
-  void reset_for_testing() {
-    std::lock_guard lock(mutex_);
-    configuration_ = {};
-    destroy_streams_locked();
-    devices_ = {};  // the allocators go with their devices: every region is returned
-    simulated_memory_.clear();
-    physical_.clear();
-    discovered_simulated_ = {};
-    discovery_trigger_.clear();
-    init_trigger_.clear();
-    gpu_platform_status_.clear();
-    gpu_driver_probe_.store(&detail::count_nvidia_driver_gpus);
-    soft_placement_.store(true);
-    log_placement_.store(false);
-    epoch_.fetch_add(1);
-    discovered_.store(false);
-    initialized_.store(false);
-  }
+  void reset_for_testing();
 
  private:
   std::mutex mutex_;
@@ -342,21 +202,14 @@ class Context {
 
   static std::string describe_trigger(std::string_view trigger, const CallSite& where);
 
-  void require_known(const config::PhysicalDevice& device) {
-    const auto& physical = physical_devices();
-    if (std::none_of(physical.begin(), physical.end(), [&](const auto& p) { return p.device == device; }))
-      throw InvalidArgumentError("Unrecognized device: " + device.repr());
-  }
+  void require_known(const config::PhysicalDevice& device);
 
-  void require_uninitialized_locked(std::string_view key_phrase) const {
-    if (initialized_.load())
-      throw FailedPreconditionError(std::string(key_phrase) + ". devtensor was initialized by " + init_trigger_ +
-                                    ". Configure devices before the first op, tensor, "
-                                    "list_logical_devices() or strategy.");
-  }
+  void require_uninitialized_locked(std::string_view key_phrase) const;
 
   std::vector<config::PhysicalDevice> visible_locked() const;
 
+  /// physical_devices' first call: discovers under mutex_, logs once it is released.
+  void discover(std::string_view trigger, const CallSite& where);
   void discover_locked(std::string_view trigger, const CallSite& where);
 
   /// One stream per logical real GPU, at the virtual device's priority (CUDA's default, 0, when
@@ -379,6 +232,206 @@ inline const DeviceSet& device_set(std::string_view trigger, SourceLocation wher
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION std::string Context::gpu_platform_status() {
+  std::lock_guard lock(mutex_);
+  return gpu_platform_status_;
+}
+
+DEVTENSOR_DEFINITION void Context::set_simulated_gpus(SimulatedGpus value) {
+  detail::check_simulated_gpus(value);
+  std::lock_guard lock(mutex_);
+  if (discovered_.load()) {
+    if (discovered_simulated_ == value) return;
+    throw FailedPreconditionError(
+        "Simulated GPUs cannot be modified after physical devices were discovered. "
+        "devtensor discovered them in " +
+        discovery_trigger_ + ". Call set_simulated_gpus before list_physical_devices and before any other use.");
+  }
+  configuration_.simulated_gpus = value;
+}
+
+DEVTENSOR_DEFINITION void Context::set_visible_devices(const std::vector<config::PhysicalDevice>& devices,
+                                                       std::string_view device_type) {
+  const auto& physical = physical_devices();
+  std::lock_guard lock(mutex_);
+  auto next = detail::visible_devices_after(physical, visible_locked(), devices, device_type);
+  if (next == visible_locked()) return;
+  require_uninitialized_locked("Visible devices cannot be modified after being initialized");
+  configuration_.visible_devices = std::move(next);
+}
+
+DEVTENSOR_DEFINITION std::vector<config::PhysicalDevice> Context::visible_devices(std::string_view device_type) {
+  physical_devices();
+  std::lock_guard lock(mutex_);
+  std::vector<config::PhysicalDevice> out;
+  for (const auto& d : visible_locked())
+    if (device_type.empty() || d.device_type == device_type) out.push_back(d);
+  return out;
+}
+
+DEVTENSOR_DEFINITION void Context::set_logical_device_configuration(
+    const config::PhysicalDevice& device, const std::vector<config::LogicalDeviceConfiguration>& configs) {
+  require_known(device);
+  detail::check_virtual_devices(device, configs);
+  std::lock_guard lock(mutex_);
+  auto it = configuration_.virtual_devices.find(device.name);
+  if (it != configuration_.virtual_devices.end() && it->second == configs) return;
+  require_uninitialized_locked("Virtual devices cannot be modified after being initialized");
+  configuration_.virtual_devices[device.name] = configs;
+}
+
+DEVTENSOR_DEFINITION std::optional<std::vector<config::LogicalDeviceConfiguration>>
+Context::logical_device_configuration(const config::PhysicalDevice& device) {
+  require_known(device);
+  std::lock_guard lock(mutex_);
+  auto it = configuration_.virtual_devices.find(device.name);
+  if (it == configuration_.virtual_devices.end()) return std::nullopt;
+  return it->second;
+}
+
+DEVTENSOR_DEFINITION void Context::set_memory_growth(const config::PhysicalDevice& device, bool enable) {
+  require_known(device);
+  std::lock_guard lock(mutex_);
+  if (configuration_.virtual_devices.count(device.name))
+    throw InvalidArgumentError("Cannot set memory growth on device when virtual devices configured");
+  if (device.device_type != gpu_device_type)
+    throw InvalidArgumentError("Cannot set memory growth on non-GPU and non-Pluggable devices");
+  auto it = configuration_.memory_growth.find(device.name);
+  if (it != configuration_.memory_growth.end() && it->second == enable) return;
+  require_uninitialized_locked("Physical devices cannot be modified after being initialized");
+  configuration_.memory_growth[device.name] = enable;
+}
+
+DEVTENSOR_DEFINITION std::optional<bool> Context::memory_growth(const config::PhysicalDevice& device) {
+  require_known(device);
+  std::lock_guard lock(mutex_);
+  auto it = configuration_.memory_growth.find(device.name);
+  if (it == configuration_.memory_growth.end()) return std::nullopt;
+  return it->second;
+}
+
+DEVTENSOR_DEFINITION void Context::set_memory_fraction(double fraction) {
+  detail::check_memory_fraction(fraction);
+  std::lock_guard lock(mutex_);
+  if (configuration_.memory_fraction == fraction) return;
+  require_uninitialized_locked("GPU memory fraction cannot be modified after being initialized");
+  configuration_.memory_fraction = fraction;
+}
+
+DEVTENSOR_DEFINITION double Context::memory_fraction() {
+  std::lock_guard lock(mutex_);
+  return configuration_.memory_fraction;
+}
+
+DEVTENSOR_DEFINITION void Context::set_use_unified_memory(bool enable) {
+  std::lock_guard lock(mutex_);
+  if (configuration_.use_unified_memory == enable) return;
+  require_uninitialized_locked("Unified memory cannot be modified after being initialized");
+  configuration_.use_unified_memory = enable;
+}
+
+DEVTENSOR_DEFINITION void Context::set_gpu_system_memory_size_in_mb(std::int64_t mb) {
+  detail::check_gpu_system_memory_size_in_mb(mb);
+  std::lock_guard lock(mutex_);
+  if (configuration_.gpu_system_memory_size_in_mb == mb) return;
+  require_uninitialized_locked("GPU system memory size cannot be modified after being initialized");
+  configuration_.gpu_system_memory_size_in_mb = mb;
+}
+
+DEVTENSOR_DEFINITION void Context::set_allocation_retry_timeout(std::chrono::milliseconds timeout) {
+  detail::check_retry_timeout(timeout);
+  std::lock_guard lock(mutex_);
+  if (configuration_.retry_timeout == timeout) return;
+  require_uninitialized_locked("The allocation retry timeout cannot be modified after being initialized");
+  configuration_.retry_timeout = timeout;
+}
+
+DEVTENSOR_DEFINITION void Context::set_host_memory_limit(std::uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (configuration_.host_memory_limit == bytes) return;
+  require_uninitialized_locked("The host memory limit cannot be modified after being initialized");
+  configuration_.host_memory_limit = bytes;
+}
+
+DEVTENSOR_DEFINITION void Context::set_parallelism_threads(Parallelism which, int threads) {
+  std::lock_guard lock(mutex_);
+  int& current = which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
+  if (current == threads) return;
+  require_uninitialized_locked(which == Parallelism::intra_op
+                                   ? "Intra op parallelism cannot be modified after initialization"
+                                   : "Inter op parallelism cannot be modified after initialization");
+  current = threads;
+}
+
+DEVTENSOR_DEFINITION int Context::parallelism_threads(Parallelism which) {
+  std::lock_guard lock(mutex_);
+  return which == Parallelism::intra_op ? configuration_.intra_op_threads : configuration_.inter_op_threads;
+}
+
+DEVTENSOR_DEFINITION std::string Context::initialization_trigger() {
+  std::lock_guard lock(mutex_);
+  return init_trigger_;
+}
+
+DEVTENSOR_DEFINITION memory::Allocator& Context::allocator(const Device& device) {
+  ensure_initialized("the first tensor allocation");
+  for (const auto& d : devices_)
+    if (&d == &device) return *d.allocator;
+  throw InvalidArgumentError("allocator(): " + device.full_name +
+                             " is not a logical device of this Context (pass an element of "
+                             "Context::devices(), not a copy)");
+}
+
+DEVTENSOR_DEFINITION memory::Allocator& Context::allocator(std::size_t logical_index) {
+  ensure_initialized("the first tensor allocation");
+  if (logical_index >= devices_.size())
+    throw InvalidArgumentError("allocator(): there is no logical device " + std::to_string(logical_index) +
+                               " (this Context has " + std::to_string(devices_.size()) + ")");
+  return *devices_[logical_index].allocator;
+}
+
+DEVTENSOR_DEFINITION void Context::reset_for_testing() {
+  std::lock_guard lock(mutex_);
+  configuration_ = {};
+  destroy_streams_locked();
+  devices_ = {};  // the allocators go with their devices: every region is returned
+  simulated_memory_.clear();
+  physical_.clear();
+  discovered_simulated_ = {};
+  discovery_trigger_.clear();
+  init_trigger_.clear();
+  gpu_platform_status_.clear();
+  gpu_driver_probe_.store(&detail::count_nvidia_driver_gpus);
+  soft_placement_.store(true);
+  log_placement_.store(false);
+  epoch_.fetch_add(1);
+  discovered_.store(false);
+  initialized_.store(false);
+}
+
+DEVTENSOR_DEFINITION void Context::require_known(const config::PhysicalDevice& device) {
+  const auto& physical = physical_devices();
+  if (std::none_of(physical.begin(), physical.end(), [&](const auto& p) { return p.device == device; }))
+    throw InvalidArgumentError("Unrecognized device: " + device.repr());
+}
+
+DEVTENSOR_DEFINITION void Context::require_uninitialized_locked(std::string_view key_phrase) const {
+  if (initialized_.load())
+    throw FailedPreconditionError(std::string(key_phrase) + ". devtensor was initialized by " + init_trigger_ +
+                                  ". Configure devices before the first op, tensor, "
+                                  "list_logical_devices() or strategy.");
+}
+
+DEVTENSOR_DEFINITION void Context::discover(std::string_view trigger, const CallSite& where) {
+  std::vector<std::pair<LogSeverity, std::string>> lines;
+  {
+    std::lock_guard lock(mutex_);
+    discover_locked(trigger, where);
+    lines.swap(pending_logs_);
+  }
+  for (auto& [severity, line] : lines) log(severity, line);
+}
 
 DEVTENSOR_DEFINITION Context& Context::global() {
   static Context context;

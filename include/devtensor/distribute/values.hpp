@@ -79,7 +79,24 @@ struct Mirrored {
 
 /// Per-replica batch sizes for a global batch of G over W workers of R replicas each, for worker
 /// `worker` (TensorFlow's batch_sizes_for_worker): sums to G, sizes differ by at most one.
-[[nodiscard]] inline std::vector<std::int64_t> batch_sizes_for_worker(std::int64_t global, std::int64_t workers,
+[[nodiscard]] std::vector<std::int64_t> batch_sizes_for_worker(std::int64_t global, std::int64_t workers,
+                                                               std::int64_t replicas_per_worker, std::int64_t worker);
+
+/// This worker's part of a global batch: where its replicas start and how many examples each
+/// takes. Worker k's replicas take entries [kR, kR + R) of worker 0's size list, at the offset
+/// of the entries before them, so that every global batch is consumed once, in order (what
+/// TensorFlow's distributed datasets guarantee). `global` unknown: the legacy rebatch, ceil(rows / N) per replica.
+struct LocalBatch {
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> sizes;
+};
+[[nodiscard]] LocalBatch local_batch(std::optional<std::int64_t> global, std::int64_t rows, std::int64_t workers,
+                                     std::int64_t replicas_per_worker, std::int64_t worker);
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+// Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION std::vector<std::int64_t> batch_sizes_for_worker(std::int64_t global, std::int64_t workers,
                                                                       std::int64_t replicas_per_worker,
                                                                       std::int64_t worker) {
   const std::int64_t n = workers * replicas_per_worker;
@@ -94,15 +111,7 @@ struct Mirrored {
   return out;
 }
 
-/// This worker's part of a global batch: where its replicas start and how many examples each
-/// takes. Worker k's replicas take entries [kR, kR + R) of worker 0's size list, at the offset
-/// of the entries before them, so that every global batch is consumed once, in order (what
-/// TensorFlow's distributed datasets guarantee). `global` unknown: the legacy rebatch, ceil(rows / N) per replica.
-struct LocalBatch {
-  std::int64_t offset = 0;
-  std::vector<std::int64_t> sizes;
-};
-[[nodiscard]] inline LocalBatch local_batch(std::optional<std::int64_t> global, std::int64_t rows, std::int64_t workers,
+DEVTENSOR_DEFINITION LocalBatch local_batch(std::optional<std::int64_t> global, std::int64_t rows, std::int64_t workers,
                                             std::int64_t replicas_per_worker, std::int64_t worker) {
   const std::int64_t n = workers * replicas_per_worker;
   std::vector<std::int64_t> all =
@@ -115,6 +124,8 @@ struct LocalBatch {
     out.sizes.push_back(all[static_cast<std::size_t>(worker * replicas_per_worker + i)]);
   return out;
 }
+
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 }  // namespace distribute
 }  // namespace devtensor

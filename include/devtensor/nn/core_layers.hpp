@@ -74,7 +74,7 @@ class ActivationLayer final : public LayerBase {
     name_ = options.name.empty() ? unique_name("activation") : std::move(options.name);
   }
   void build(const Shape&) override {}
-  Tensor<float> call(const Tensor<float>& x, bool) override { return activate(activation_, x); }
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
   PartialShape output_shape(const PartialShape& input_shape) const override { return input_shape; }
   std::string type_name() const override { return "Activation"; }
   std::vector<Variable<float>> variables() const override { return {}; }
@@ -115,6 +115,10 @@ class Dropout : public LayerHandle<layer_detail::DropoutLayer> {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::ActivationLayer::call(const Tensor<float>& x, bool /*training*/) {
+  return activate(activation_, x);
+}
 
 DEVTENSOR_DEFINITION layer_detail::DropoutLayer::DropoutLayer(double rate, DropoutOptions options)
     : rate_(rate), seed_(options.seed ? *options.seed : next_seed()) {

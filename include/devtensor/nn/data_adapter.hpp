@@ -75,15 +75,17 @@ void split_validation(std::vector<Tensor<float>>& xs, std::vector<Tensor<float>>
 
 namespace detail {
 /// Rows [begin, begin + count) of t.
-inline Tensor<float> rows(const Tensor<float>& t, std::int64_t begin, std::int64_t count) {
+Tensor<float> rows(const Tensor<float>& t, std::int64_t begin, std::int64_t count);
+}  // namespace detail
+
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION Tensor<float> detail::rows(const Tensor<float>& t, std::int64_t begin, std::int64_t count) {
   std::vector<std::int64_t> start(t.rank(), 0), size(t.rank(), -1);
   start[0] = begin;
   size[0] = count;
   return slice(t, start, size);
 }
-}  // namespace detail
 
-#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
 DEVTENSOR_DEFINITION Batches Batches::from_dataset(const data::AnyDataset& dataset, std::size_t inputs) {
   return Batches(
       [dataset, inputs]() -> Next {

@@ -37,12 +37,10 @@ class FunctionalGraph final : public LayerBase {
 
   void build(const Shape&) override {}  // built: its layers were, when they were called
   void build_inputs(const std::vector<Shape>&) override {}
-  Tensor<float> call(const Tensor<float>& x, bool training) override { return only_output(call_inputs({x}, training)); }
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
   DEVTENSOR_HEADER_INLINE std::vector<Tensor<float>> call_inputs(const std::vector<Tensor<float>>& xs,
                                                                  bool training) override;
-  PartialShape output_shape(const PartialShape& input_shape) const override {
-    return only_output(output_shapes({input_shape}));
-  }
+  DEVTENSOR_HEADER_INLINE PartialShape output_shape(const PartialShape& input_shape) const override;
   DEVTENSOR_HEADER_INLINE std::vector<PartialShape> output_shapes(
       const std::vector<PartialShape>& input_shapes) const override;
   std::string type_name() const override { return type_; }
@@ -98,6 +96,14 @@ class FunctionalGraph final : public LayerBase {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::FunctionalGraph::call(const Tensor<float>& x, bool training) {
+  return only_output(call_inputs({x}, training));
+}
+
+DEVTENSOR_DEFINITION PartialShape layer_detail::FunctionalGraph::output_shape(const PartialShape& input_shape) const {
+  return only_output(output_shapes({input_shape}));
+}
 
 DEVTENSOR_DEFINITION layer_detail::FunctionalGraph::FunctionalGraph(std::vector<KerasTensor> inputs,
                                                                     std::vector<KerasTensor> outputs, std::string name,

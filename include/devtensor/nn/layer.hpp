@@ -46,16 +46,7 @@ void clear_session();
 /// A layer's activation (Keras's `activation=`); softmax is over the last axis.
 enum class Activation { linear, relu, sigmoid, tanh, softmax };
 
-[[nodiscard]] inline Tensor<float> activate(Activation a, const Tensor<float>& x) {
-  switch (a) {
-    case Activation::relu: return relu(x);
-    case Activation::sigmoid: return sigmoid(x);
-    case Activation::tanh: return tanh(x);
-    case Activation::softmax: return softmax(x);
-    case Activation::linear: break;
-  }
-  return x;
-}
+[[nodiscard]] Tensor<float> activate(Activation a, const Tensor<float>& x);
 
 /// What random layers (Dropout) draw from during a model's training step (a part of the thread's
 /// state: devtensor::StepSeed, ops/thread_state.hpp).
@@ -109,13 +100,11 @@ class LayerBase {
   [[nodiscard]] virtual std::optional<PartialShape> declared_input_shape() const { return std::nullopt; }
 
   /// Several inputs and outputs; by default exactly one of each, through the forms above.
-  virtual void build_inputs(const std::vector<Shape>& input_shapes) { build(only_input(input_shapes)); }
-  [[nodiscard]] virtual std::vector<Tensor<float>> call_inputs(const std::vector<Tensor<float>>& xs, bool training) {
-    return {call(only_input(xs), training)};
-  }
-  [[nodiscard]] virtual std::vector<PartialShape> output_shapes(const std::vector<PartialShape>& input_shapes) const {
-    return {output_shape(only_input(input_shapes))};
-  }
+  DEVTENSOR_HEADER_INLINE virtual void build_inputs(const std::vector<Shape>& input_shapes);
+  [[nodiscard]] DEVTENSOR_HEADER_INLINE virtual std::vector<Tensor<float>> call_inputs(
+      const std::vector<Tensor<float>>& xs, bool training);
+  [[nodiscard]] DEVTENSOR_HEADER_INLINE virtual std::vector<PartialShape> output_shapes(
+      const std::vector<PartialShape>& input_shapes) const;
 
   /// The variables fit trains: none for a frozen layer, else those marked trainable (not
   /// BatchNormalization's moving statistics).
@@ -207,6 +196,28 @@ class Layer {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+DEVTENSOR_DEFINITION void LayerBase::build_inputs(const std::vector<Shape>& input_shapes) {
+  build(only_input(input_shapes));
+}
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> LayerBase::call_inputs(const std::vector<Tensor<float>>& xs,
+                                                                       bool training) {
+  return {call(only_input(xs), training)};
+}
+DEVTENSOR_DEFINITION std::vector<PartialShape> LayerBase::output_shapes(
+    const std::vector<PartialShape>& input_shapes) const {
+  return {output_shape(only_input(input_shapes))};
+}
+
+DEVTENSOR_DEFINITION Tensor<float> activate(Activation a, const Tensor<float>& x) {
+  switch (a) {
+    case Activation::relu: return relu(x);
+    case Activation::sigmoid: return sigmoid(x);
+    case Activation::tanh: return tanh(x);
+    case Activation::softmax: return softmax(x);
+    case Activation::linear: break;
+  }
+  return x;
+}
 
 DEVTENSOR_DEFINITION std::string unique_name(const std::string& base) {
   std::lock_guard lock(layer_detail::names_mutex());

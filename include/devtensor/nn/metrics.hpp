@@ -103,21 +103,22 @@ Metric::Kind resolve_accuracy(const Shape& y_true, const Shape& y_pred);
 /// @throws InvalidArgumentError for shapes the metric cannot pair.
 Tensor<float> metric_matches(const Metric& metric, const Tensor<float>& y_true, const Tensor<float>& y_pred);
 
+#if DEVTENSOR_HEADER_DEFINITIONS
 namespace metrics_detail {
 /// The index of each row's largest value (the first when several are equal), as floats.
-inline Tensor<float> argmax_last(const Tensor<float>& x) {
+DEVTENSOR_DEFINITION Tensor<float> argmax_last(const Tensor<float>& x) {
   const auto classes = static_cast<float>(x.shape()[x.rank() - 1]);
   const auto is_max = grad_ops::equal(x, reduce_max(x, -1, /*keepdims=*/true));
   // classes − i for class i: the first maximum gives the largest product.
   const auto first_is_largest = sub(scalar<float>(classes), range<float>(0, classes, 1));
   return sub(scalar<float>(classes), reduce_max(mul(is_max, first_is_largest), -1));
 }
-inline Tensor<float> with_trailing_one(const Tensor<float>& labels) {
+DEVTENSOR_DEFINITION Tensor<float> with_trailing_one(const Tensor<float>& labels) {
   auto dims = labels.shape().dims_vector();
   dims.push_back(1);
   return reshape(labels, dims);
 }
-inline Tensor<float> without_trailing_one(const Tensor<float>& labels, std::size_t rank) {
+DEVTENSOR_DEFINITION Tensor<float> without_trailing_one(const Tensor<float>& labels, std::size_t rank) {
   if (labels.rank() != rank || rank == 0 || labels.shape()[rank - 1] != 1) return labels;
   auto dims = labels.shape().dims_vector();
   dims.pop_back();
@@ -125,7 +126,6 @@ inline Tensor<float> without_trailing_one(const Tensor<float>& labels, std::size
 }
 }  // namespace metrics_detail
 
-#if DEVTENSOR_HEADER_DEFINITIONS
 DEVTENSOR_DEFINITION Metric metric_by_name(std::string_view id) {
   if (id == "accuracy" || id == "acc") return {std::string(id), Metric::Kind::accuracy};
   if (id == "binary_accuracy" || id == "BinaryAccuracy") return {"binary_accuracy", Metric::Kind::binary_accuracy};

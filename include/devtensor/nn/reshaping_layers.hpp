@@ -105,10 +105,7 @@ class RescalingLayer final : public LayerBase {
     name_ = options_.name.empty() ? unique_name("rescaling") : options_.name;
   }
   void build(const Shape&) override {}
-  Tensor<float> call(const Tensor<float>& x, bool) override {
-    const auto scaled = mul(x, scalar<float>(static_cast<float>(scale_)));
-    return options_.offset == 0.0 ? scaled : add(scaled, scalar<float>(static_cast<float>(options_.offset)));
-  }
+  DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
   PartialShape output_shape(const PartialShape& input_shape) const override { return input_shape; }
   std::string type_name() const override { return "Rescaling"; }
   std::vector<Variable<float>> variables() const override { return {}; }
@@ -148,6 +145,11 @@ class Rescaling : public LayerHandle<layer_detail::RescalingLayer> {
 
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
+
+DEVTENSOR_DEFINITION Tensor<float> layer_detail::RescalingLayer::call(const Tensor<float>& x, bool /*training*/) {
+  const auto scaled = mul(x, scalar<float>(static_cast<float>(scale_)));
+  return options_.offset == 0.0 ? scaled : add(scaled, scalar<float>(static_cast<float>(options_.offset)));
+}
 
 namespace layer_detail {
 /// "(a, b)" or "a": how Python prints an int or a tuple of ints.

@@ -501,8 +501,9 @@ Tensor<U> Tensor<T>::cast() const {
   return devtensor::cast<U>(*this);
 }
 
-inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodiff::OpRecord& r,
-                                                                    const std::vector<autodiff::TapeTensor>& dy) {
+#if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(
+    const autodiff::OpRecord& r, const std::vector<autodiff::TapeTensor>& dy) {
   const auto& g = dy.at(0);
   if (g.dtype == r.inputs.at(0).dtype) return {g};
   // run_op, not cast(): the cast that recorded r installed its input type's gradients already, and
@@ -511,6 +512,7 @@ inline std::vector<autodiff::TapeTensor> ops::Cast::erased_gradient(const autodi
     return {autodiff::tape_tensor(run_op<Cast, double>({DType::DT_DOUBLE}, g.as<float>()))};
   return {autodiff::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
 }
+#endif
 
 // (lists of macro calls, one instance per line: clang-format would run them together)
 // clang-format off
