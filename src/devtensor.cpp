@@ -84,6 +84,12 @@ template Tensor<float> nn::losses::SparseCategoricalCrossentropy::per_example<fl
 template Tensor<double> nn::losses::SparseCategoricalCrossentropy::per_example<double>(const Tensor<double>&,
                                                                                        const Tensor<double>&) const;
 
+// The distributed losses' helpers.
+template Tensor<float> nn::compute_average_loss<float>(const Tensor<float>&, std::optional<std::int64_t>);
+template Tensor<double> nn::compute_average_loss<double>(const Tensor<double>&, std::optional<std::int64_t>);
+template Tensor<float> nn::scale_regularization_loss<float>(const Tensor<float>&);
+template Tensor<double> nn::scale_regularization_loss<double>(const Tensor<double>&);
+
 // The gradient tables, installed by the first GradientTape::gradient of each type.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, double>();

@@ -68,9 +68,13 @@
 /// translation unit at -O0. The eager path stays in the user's translation unit, inline: it is
 /// the 1-element op's hot path (instantiating the public functions themselves in the library made
 /// the 1-element add 126 instructions longer, 2 735 instead of 2 609). Each op family lists its
-/// instances at the end of its header; distribute/ lists the distributed variables' constructor
-/// (make_distributed_variable) and MirroredStrategy over its cross-device ops. The library pays:
-/// src/devtensor.cpp compiles ~30 % longer, once per build tree (benchmarks/RESULTS.md).
+/// instances at the end of its header; variables/ lists Variable's constructor (it makes the local
+/// variable, whose virtual functions bring its updates' kernels); distribute/ lists the distributed
+/// variables' constructor (make_distributed_variable), MirroredStrategy over its cross-device ops
+/// and DistributedDataset<float, float>. A member that should stay in the library is defined out
+/// of its class and not `inline`: GCC instantiates and optimizes an inline member (one defined in
+/// its class) despite `extern template`, in case it inlines it. The library pays: src/devtensor.cpp
+/// compiles ~30 % longer, once per build tree (benchmarks/RESULTS.md).
 /// DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users,
 /// `template` in the library, and undefined header-only (every translation unit instantiates
 /// what it uses).

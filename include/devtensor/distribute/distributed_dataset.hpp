@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/distribute/values.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -89,16 +90,33 @@ class DistributedDataset {
   int workers_ = 1;
   int worker_ = 0;
 
-  value_type split(const std::tuple<Tensor<Ts>...>& element) const {
-    const std::int64_t rows = std::get<0>(element).rank() > 0 ? std::get<0>(element).shape()[0] : 1;
-    const auto parts =
-        std::apply([&](const auto&... c) { return std::tuple{split_rows(c, split_for(rows), devices_)...}; }, element);
-    value_type out;
-    for (std::size_t r = 0; r < devices_.size(); ++r)
-      out.values.push_back(std::apply([r](const auto&... p) { return std::tuple{p[r]...}; }, parts));
-    return out;
-  }
+  value_type split(const std::tuple<Tensor<Ts>...>& element) const;
 };
+
+// Out of the class and not inline, so that in compiled mode the explicit instantiation
+// declarations below keep it out of the caller's translation unit.
+template <Element... Ts>
+typename DistributedDataset<Ts...>::value_type DistributedDataset<Ts...>::split(
+    const std::tuple<Tensor<Ts>...>& element) const {
+  const std::int64_t rows = std::get<0>(element).rank() > 0 ? std::get<0>(element).shape()[0] : 1;
+  const auto parts =
+      std::apply([&](const auto&... c) { return std::tuple{split_rows(c, split_for(rows), devices_)...}; }, element);
+  value_type out;
+  for (std::size_t r = 0; r < devices_.size(); ++r)
+    out.values.push_back(std::apply([r](const auto&... p) { return std::tuple{p[r]...}; }, parts));
+  return out;
+}
+
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // the usual (features, labels) of floats (Note [Explicit instantiations])
+DEVTENSOR_EXTERN_TEMPLATE class DistributedDataset<float, float>;
+#define DEVTENSOR_ALL(T) \
+  DEVTENSOR_EXTERN_TEMPLATE std::vector<Tensor<T>> split_rows<T>(const Tensor<T>&, const LocalBatch&, const std::vector<const Device*>&);
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
+#undef DEVTENSOR_ALL
+#endif
+// clang-format on
 
 }  // namespace distribute
 }  // namespace devtensor

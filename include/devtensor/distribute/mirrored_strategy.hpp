@@ -94,8 +94,7 @@ class MirroredStrategy {
   /// Replicas on `devices` (any spelling; default: every logical GPU, else every logical CPU).
   /// @throws InvalidArgumentError for duplicates, unknown devices or non-local jobs;
   ///         UnimplementedError when TF_CONFIG describes a cluster and no devices are given.
-  explicit MirroredStrategy(const std::vector<std::string>& devices = {}, Ops cross_device_ops = {})
-      : impl_(std::make_shared<Impl>(devices, std::move(cross_device_ops), nullptr)) {}
+  explicit MirroredStrategy(const std::vector<std::string>& devices = {}, Ops cross_device_ops = {});
 
   /// Replicas on every device of every worker: local devices × workers.
   [[nodiscard]] int num_replicas_in_sync() const noexcept { return impl_->num_replicas_in_sync(); }
@@ -106,20 +105,15 @@ class MirroredStrategy {
   /// RAII: variables created on this thread while the guard lives are distributed.
   class [[nodiscard]] Scope {
    public:
-    explicit Scope(std::shared_ptr<Impl> impl) : scope_(check(std::move(impl))) {}
+    explicit Scope(std::shared_ptr<Impl> impl);
+    ~Scope();
 
    private:
     StrategyScope<Impl> scope_;
 
-    static std::shared_ptr<Impl> check(std::shared_ptr<Impl> impl) {
-      const auto* current = current_distribution_scope();
-      if (current && current->strategy.get() != impl.get())
-        throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + impl->description() +
-                                   " is not " + current->strategy->description());
-      return impl;
-    }
+    static std::shared_ptr<Impl> check(std::shared_ptr<Impl> impl);
   };
-  [[nodiscard]] Scope scope() const { return Scope(impl_); }
+  [[nodiscard]] Scope scope() const;
 
   /// Calls fn once per replica, concurrently, in a replica context with that replica's device as
   /// the device scope. PerReplica and Mirrored arguments are unwrapped to the replica's value.
@@ -279,49 +273,11 @@ class MirroredStrategy {
   }
   class Impl final : public StrategyInterface, public std::enable_shared_from_this<Impl> {
    public:
-    Impl(const std::vector<std::string>& requested, Ops cross_device_ops, std::shared_ptr<CrossWorker> processes)
-        : ops(std::move(cross_device_ops)), across(std::move(processes)) {
-      const DeviceSet& all = device_set("constructing MirroredStrategy");
-      if (requested.empty() && !across) {
-        const char* tf_config = std::getenv("TF_CONFIG");
-        if (tf_config && std::string_view(tf_config).find("cluster") != std::string_view::npos)
-          throw UnimplementedError(
-              "In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
-      }
-      std::vector<std::string> wanted = requested;
-      if (wanted.empty()) {
-        for (const auto& d : all)
-          if (d.is_gpu) wanted.push_back(d.full_name);
-        if (wanted.empty())
-          for (const auto& d : all) wanted.push_back(d.full_name);
-      }
-      for (const auto& name : wanted) {
-        const std::string full = device_util::canonicalize(name);
-        const auto spec = DeviceSpec::parse(full);
-        if (spec.job() && *spec.job() != "localhost")
-          throw InvalidArgumentError(
-              "Local device should have only 'localhost' in the job field in device string. E.g. "
-              "'job:localhost' in /job:localhost/replica:0/task:0/device:CPU:0 Devices: " +
-              full);
-        for (const auto& seen : names)
-          if (seen == full) throw InvalidArgumentError("No duplicates allowed in `devices` argument: " + full);
-        names.push_back(full);
-      }
-      std::vector<const Device*> found;
-      for (const auto& name : wanted) found.push_back(&all.find(name));  // the user's spelling, for its error
-      devices = std::move(found);
-      host = &all.host_cpu();
-      if (!across && log_enabled(LogSource::python_logger, LogSeverity::info))
-        log(LogSource::python_logger, LogSeverity::info,
-            "Using MirroredStrategy with devices " + cdo_detail::python_tuple(names));
-      ops.prepare(devices, all);
-      workers = std::make_unique<strategy_detail::ReplicaWorkers>(static_cast<int>(names.size()));
-    }
+    Impl(const std::vector<std::string>& requested, Ops cross_device_ops, std::shared_ptr<CrossWorker> processes);
+    ~Impl() override;
 
     int num_replicas() const override { return static_cast<int>(names.size()); }
-    std::unique_ptr<StrategyScopeGuard> enter_scope() override {
-      return std::make_unique<StrategyScope<Impl>>(this->shared_from_this());
-    }
+    std::unique_ptr<StrategyScopeGuard> enter_scope() override;
     int num_replicas_in_sync() const override { return num_replicas() * num_workers(); }
     int num_workers() const { return across ? across->num_workers() : 1; }
     /// Whether combining values only queues device work (within this process): a CUDA graph may
@@ -331,85 +287,17 @@ class MirroredStrategy {
     WorkerGroup* worker_group() const override { return across ? &across->group() : nullptr; }
     const std::vector<const Device*>& replica_devices() const override { return devices.devices(); }
     const Device& host_device() const override { return *host; }
-    void run_replicas(const std::function<void(int)>& fn) override {
-      const int n = num_replicas();
-      merge_point.reset(n);
-      // While tracing, every replica builds the caller's graph (replica r > 0 under the name scope
-      // `replica_<r>`, as TensorFlow's MirroredStrategy names them), one at a time (TurnOrder).
-      const auto graph = graph::current_graph();
-      tracing = graph != nullptr;
-      if (tracing) turns.reset(n);
-      // Each replica starts in the caller's context (Note [One thread state]), then its own replica
-      // context and device.
-      const ThreadState caller = ThreadState::snapshot();
-      workers->run([&](int r) {
-        const ThreadStateGuard as_caller(caller);
-        const ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
-        const ScopedSet in_replica(current_replica_context(), &state);
-        DeviceScope scope(devices[static_cast<std::size_t>(r)].spec);
-        std::optional<graph::NameScope> replica_names;
-        if (graph && r > 0) replica_names.emplace("replica_" + std::to_string(r));
-        try {
-          if (graph) turns.wait(r);
-          fn(r);
-        } catch (...) {
-          merge_point.abort();  // replicas waiting in merge_call must not wait for this one
-          if (graph) turns.abort();
-          throw;
-        }
-        merge_point.finished();
-        if (graph) turns.finish(r);
-      });
-    }
-    void merge_call(
-        int replica_id, std::shared_ptr<const void> contribution,
-        const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const override {
-      if (!tracing) {
-        merge_point.arrive(replica_id, std::move(contribution), combine);
-        return;
-      }
-      const int replica = replica_id;  // this process's replica (ReplicaContextState::local_replica_id)
-      turns.pause(replica);
-      merge_point.arrive(replica_id, std::move(contribution), [&](const std::vector<std::shared_ptr<const void>>& all) {
-        combine(all);
-        turns.merged();
-      });
-      turns.wait(replica);
-    }
+    void run_replicas(const std::function<void(int)>& fn) override;
+    void merge_call(int replica_id, std::shared_ptr<const void> contribution,
+                    const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const override;
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum(
-        const std::vector<std::vector<Tensor<float>>>& values) override {
-      return cross_replica_op<ops::BatchAllReduce>(
-          values, values.empty() ? 0 : values[0].size(),
-          [](Impl& self, const auto& v) { return self.batch_all_reduce_sum_now(v); });
-    }
+        const std::vector<std::vector<Tensor<float>>>& values) override;
     /// batch_all_reduce_sum's computation, now (ops::BatchAllReduce runs it).
     std::vector<std::vector<Tensor<float>>> batch_all_reduce_sum_now(
-        const std::vector<std::vector<Tensor<float>>>& values) {
-      const std::size_t replicas = values.size();
-      const std::size_t count = replicas ? values[0].size() : 0;
-      std::vector<PerReplica<Tensor<float>>> items(count);
-      // Replica r's values on replica r's device: a program without GPU bodies computes them on
-      // the CPU, and the all-reduce algorithms need them where the replicas are.
-      for (std::size_t k = 0; k < count; ++k)
-        for (std::size_t r = 0; r < replicas; ++r)
-          items[k].values.push_back(cdo_detail::copy_to(values[r][k], devices[r]));
-      const auto reduced = batch_reduce_all_workers(ReduceOp::SUM, items);
-      std::vector<std::vector<Tensor<float>>> out(replicas);
-      for (std::size_t r = 0; r < replicas; ++r)
-        for (std::size_t k = 0; k < count; ++k) out[r].push_back(reduced[k].values[r]);
-      return out;
-    }
-    LocalBatch local_batch(std::int64_t global) const override {
-      return distribute::local_batch(global, global, num_workers(), num_replicas(), worker_index());
-    }
+        const std::vector<std::vector<Tensor<float>>>& values);
+    LocalBatch local_batch(std::int64_t global) const override;
     Tensor<float> reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica,
-                                              std::string_view what) override {
-      const std::vector<std::vector<Tensor<float>>> values{per_replica};
-      return cross_replica_op<ops::StrategyReduce>(values, 1, [what = std::string(what)](Impl& self, const auto& v) {
-        return std::vector<std::vector<Tensor<float>>>{
-            {self.across_workers(cdo_detail::sum_on(v[0], self.devices[0]), what)}};
-      })[0][0];
-    }
+                                              std::string_view what) override;
     /// A cross-replica step of fit's step as an op (now, or a node of the traced step) that runs
     /// `eager(self, values)` (values[r][k] in, `outputs_per_row` results per row of values out).
     template <class Op, class Eager>
@@ -455,11 +343,7 @@ class MirroredStrategy {
     Tensor<T> across_workers(const Tensor<T>& value, std::string_view what) {
       return across ? across->sum(std::vector{value}, what, num_replicas(), num_replicas_in_sync()).front() : value;
     }
-    std::string description() const override {
-      std::string s = "MirroredStrategy(";
-      for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
-      return s + ")";
-    }
+    std::string description() const override;
 
     Ops ops;
     std::shared_ptr<CrossWorker> across;  // the other processes; none in one process
@@ -472,6 +356,178 @@ class MirroredStrategy {
     bool tracing = false;                      // whether the run under way is traced
   };
 };
+
+// The replicas' machinery, out of the class and not inline, for the reason the reductions below
+// are: in compiled mode the explicit instantiation declarations keep it out of the caller's
+// translation unit (GCC instantiates and optimizes an inline member despite them, in case it inlines it).
+template <CrossDeviceOps Ops>
+MirroredStrategy<Ops>::Impl::Impl(const std::vector<std::string>& requested, Ops cross_device_ops,
+                                  std::shared_ptr<CrossWorker> processes)
+    : ops(std::move(cross_device_ops)), across(std::move(processes)) {
+  const DeviceSet& all = device_set("constructing MirroredStrategy");
+  if (requested.empty() && !across) {
+    const char* tf_config = std::getenv("TF_CONFIG");
+    if (tf_config && std::string_view(tf_config).find("cluster") != std::string_view::npos)
+      throw UnimplementedError(
+          "In-graph multi-worker training with `MirroredStrategy` is not supported in eager mode.");
+  }
+  std::vector<std::string> wanted = requested;
+  if (wanted.empty()) {
+    for (const auto& d : all)
+      if (d.is_gpu) wanted.push_back(d.full_name);
+    if (wanted.empty())
+      for (const auto& d : all) wanted.push_back(d.full_name);
+  }
+  for (const auto& name : wanted) {
+    const std::string full = device_util::canonicalize(name);
+    const auto spec = DeviceSpec::parse(full);
+    if (spec.job() && *spec.job() != "localhost")
+      throw InvalidArgumentError(
+          "Local device should have only 'localhost' in the job field in device string. E.g. "
+          "'job:localhost' in /job:localhost/replica:0/task:0/device:CPU:0 Devices: " +
+          full);
+    for (const auto& seen : names)
+      if (seen == full) throw InvalidArgumentError("No duplicates allowed in `devices` argument: " + full);
+    names.push_back(full);
+  }
+  std::vector<const Device*> found;
+  for (const auto& name : wanted) found.push_back(&all.find(name));  // the user's spelling, for its error
+  devices = std::move(found);
+  host = &all.host_cpu();
+  if (!across && log_enabled(LogSource::python_logger, LogSeverity::info))
+    log(LogSource::python_logger, LogSeverity::info,
+        "Using MirroredStrategy with devices " + cdo_detail::python_tuple(names));
+  ops.prepare(devices, all);
+  workers = std::make_unique<strategy_detail::ReplicaWorkers>(static_cast<int>(names.size()));
+}
+
+template <CrossDeviceOps Ops>
+MirroredStrategy<Ops>::Impl::~Impl() = default;
+
+template <CrossDeviceOps Ops>
+MirroredStrategy<Ops>::MirroredStrategy(const std::vector<std::string>& devices, Ops cross_device_ops)
+    : impl_(std::make_shared<Impl>(devices, std::move(cross_device_ops), nullptr)) {}
+
+template <CrossDeviceOps Ops>
+MirroredStrategy<Ops>::Scope::Scope(std::shared_ptr<Impl> impl) : scope_(check(std::move(impl))) {}
+
+template <CrossDeviceOps Ops>
+MirroredStrategy<Ops>::Scope::~Scope() = default;
+
+template <CrossDeviceOps Ops>
+std::shared_ptr<typename MirroredStrategy<Ops>::Impl> MirroredStrategy<Ops>::Scope::check(std::shared_ptr<Impl> impl) {
+  const auto* current = current_distribution_scope();
+  if (current && current->strategy.get() != impl.get())
+    throw InvalidArgumentError("Mixing different tf.distribute.Strategy objects: " + impl->description() + " is not " +
+                               current->strategy->description());
+  return impl;
+}
+
+template <CrossDeviceOps Ops>
+typename MirroredStrategy<Ops>::Scope MirroredStrategy<Ops>::scope() const {
+  return Scope(impl_);
+}
+
+template <CrossDeviceOps Ops>
+std::unique_ptr<StrategyScopeGuard> MirroredStrategy<Ops>::Impl::enter_scope() {
+  return std::make_unique<StrategyScope<Impl>>(this->shared_from_this());
+}
+
+template <CrossDeviceOps Ops>
+void MirroredStrategy<Ops>::Impl::run_replicas(const std::function<void(int)>& fn) {
+  const int n = num_replicas();
+  merge_point.reset(n);
+  // While tracing, every replica builds the caller's graph (replica r > 0 under the name scope
+  // `replica_<r>`, as TensorFlow's MirroredStrategy names them), one at a time (TurnOrder).
+  const auto graph = graph::current_graph();
+  tracing = graph != nullptr;
+  if (tracing) turns.reset(n);
+  // Each replica starts in the caller's context (Note [One thread state]), then its own replica
+  // context and device.
+  const ThreadState caller = ThreadState::snapshot();
+  workers->run([&](int r) {
+    const ThreadStateGuard as_caller(caller);
+    const ReplicaContextState state{this, worker_index() * n + r, num_replicas_in_sync(), r};
+    const ScopedSet in_replica(current_replica_context(), &state);
+    DeviceScope scope(devices[static_cast<std::size_t>(r)].spec);
+    std::optional<graph::NameScope> replica_names;
+    if (graph && r > 0) replica_names.emplace("replica_" + std::to_string(r));
+    try {
+      if (graph) turns.wait(r);
+      fn(r);
+    } catch (...) {
+      merge_point.abort();  // replicas waiting in merge_call must not wait for this one
+      if (graph) turns.abort();
+      throw;
+    }
+    merge_point.finished();
+    if (graph) turns.finish(r);
+  });
+}
+
+template <CrossDeviceOps Ops>
+void MirroredStrategy<Ops>::Impl::merge_call(
+    int replica_id, std::shared_ptr<const void> contribution,
+    const std::function<void(const std::vector<std::shared_ptr<const void>>&)>& combine) const {
+  if (!tracing) {
+    merge_point.arrive(replica_id, std::move(contribution), combine);
+    return;
+  }
+  const int replica = replica_id;  // this process's replica (ReplicaContextState::local_replica_id)
+  turns.pause(replica);
+  merge_point.arrive(replica_id, std::move(contribution), [&](const std::vector<std::shared_ptr<const void>>& all) {
+    combine(all);
+    turns.merged();
+  });
+  turns.wait(replica);
+}
+
+template <CrossDeviceOps Ops>
+std::vector<std::vector<Tensor<float>>> MirroredStrategy<Ops>::Impl::batch_all_reduce_sum(
+    const std::vector<std::vector<Tensor<float>>>& values) {
+  return cross_replica_op<ops::BatchAllReduce>(
+      values, values.empty() ? 0 : values[0].size(),
+      [](Impl& self, const auto& v) { return self.batch_all_reduce_sum_now(v); });
+}
+
+template <CrossDeviceOps Ops>
+std::vector<std::vector<Tensor<float>>> MirroredStrategy<Ops>::Impl::batch_all_reduce_sum_now(
+    const std::vector<std::vector<Tensor<float>>>& values) {
+  const std::size_t replicas = values.size();
+  const std::size_t count = replicas ? values[0].size() : 0;
+  std::vector<PerReplica<Tensor<float>>> items(count);
+  // Replica r's values on replica r's device: a program without GPU bodies computes them on
+  // the CPU, and the all-reduce algorithms need them where the replicas are.
+  for (std::size_t k = 0; k < count; ++k)
+    for (std::size_t r = 0; r < replicas; ++r) items[k].values.push_back(cdo_detail::copy_to(values[r][k], devices[r]));
+  const auto reduced = batch_reduce_all_workers(ReduceOp::SUM, items);
+  std::vector<std::vector<Tensor<float>>> out(replicas);
+  for (std::size_t r = 0; r < replicas; ++r)
+    for (std::size_t k = 0; k < count; ++k) out[r].push_back(reduced[k].values[r]);
+  return out;
+}
+
+template <CrossDeviceOps Ops>
+LocalBatch MirroredStrategy<Ops>::Impl::local_batch(std::int64_t global) const {
+  return distribute::local_batch(global, global, num_workers(), num_replicas(), worker_index());
+}
+
+template <CrossDeviceOps Ops>
+Tensor<float> MirroredStrategy<Ops>::Impl::reduce_sum_to_first_replica(const std::vector<Tensor<float>>& per_replica,
+                                                                       std::string_view what) {
+  const std::vector<std::vector<Tensor<float>>> values{per_replica};
+  return cross_replica_op<ops::StrategyReduce>(values, 1, [what = std::string(what)](Impl& self, const auto& v) {
+    return std::vector<std::vector<Tensor<float>>>{
+        {self.across_workers(cdo_detail::sum_on(v[0], self.devices[0]), what)}};
+  })[0][0];
+}
+
+template <CrossDeviceOps Ops>
+std::string MirroredStrategy<Ops>::Impl::description() const {
+  std::string s = "MirroredStrategy(";
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s + ")";
+}
 
 // (lists of macro calls, one instance per line: clang-format would run them together)
 // The cross-replica reductions, out of the class and not inline, so that in compiled mode the

@@ -274,7 +274,17 @@ Tensor<T> SparseCategoricalCrossentropy::per_example(const Tensor<T>& y_true, co
 /// size in cross-replica context.
 template <Floating T>
 [[nodiscard]] Tensor<T> compute_average_loss(const Tensor<T>& per_example_loss,
-                                             std::optional<std::int64_t> global_batch_size = std::nullopt) {
+                                             std::optional<std::int64_t> global_batch_size = std::nullopt);
+
+/// sum(loss) / num_replicas_in_sync (1 outside a strategy).
+template <Floating T>
+[[nodiscard]] Tensor<T> scale_regularization_loss(const Tensor<T>& loss);
+
+// Their bodies: header-only here, else compiled for float and double in src/devtensor.cpp (the
+// only floating types), so that a custom training loop does not compile the ops they run.
+#if DEVTENSOR_HEADER_DEFINITIONS
+template <Floating T>
+Tensor<T> compute_average_loss(const Tensor<T>& per_example_loss, std::optional<std::int64_t> global_batch_size) {
   if (!per_example_loss.defined() || per_example_loss.rank() == 0)
     throw InvalidArgumentError(
         "Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, "
@@ -302,13 +312,13 @@ template <Floating T>
   return div(total, scalar<T>(static_cast<T>(global)));
 }
 
-/// sum(loss) / num_replicas_in_sync (1 outside a strategy).
 template <Floating T>
-[[nodiscard]] Tensor<T> scale_regularization_loss(const Tensor<T>& loss) {
+Tensor<T> scale_regularization_loss(const Tensor<T>& loss) {
   const auto* replica = distribute::current_replica_context();
   const int replicas = replica ? replica->num_replicas : 1;
   return div(reduce_sum(loss), scalar<T>(static_cast<T>(replicas)));
 }
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
 
 /// Any loss with `per_example(y_true, y_pred)`, a `reduction` and a `name` (float32).
 class Loss {

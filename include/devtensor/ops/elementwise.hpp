@@ -549,6 +549,12 @@ DEVTENSOR_GRAPH_OP(FloorDiv, std::int32_t, 2) DEVTENSOR_GRAPH_OP(FloorDiv, std::
 #undef DEVTENSOR_FLOATING
 #undef DEVTENSOR_NUMERIC
 }  // namespace devtensor::op_detail
+// add_n whole: a list op, not the 1-element hot path that keeps the other ops' eager half inline
+namespace devtensor {
+#define DEVTENSOR_ADD_N(T) DEVTENSOR_EXTERN_TEMPLATE Tensor<T> add_n<T>(const std::vector<Tensor<T>>&, const OpOptions&);
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ADD_N)
+#undef DEVTENSOR_ADD_N
+}  // namespace devtensor
 #endif
 // clang-format on
 

@@ -53,31 +53,7 @@ class Variable {
   /// the creator's errors (a strategy refuses synchronization NONE).
   /// Created while a function is traced (TensorFlow: on its first trace only), the variable is
   /// made eagerly, from its initial value's nodes run once (tf.init_scope).
-  explicit Variable(const Tensor<T>& initial_value, VariableOptions options = {}) {
-    if (!initial_value.defined())
-      throw InvalidArgumentError("Variable '" + options.name +
-                                 "': the initial value is an undefined tensor (default-constructed or moved from)");
-    if (const auto lifted = graph::lifted_initial_value(initial_value)) [[unlikely]] {  // created in a trace
-      graph::InitScope eagerly;
-      *this = Variable(lifted->template as<T>(), std::move(options));
-      return;
-    }
-    if (options.synchronization == VariableSynchronization::ON_READ && options.trainable.value_or(false))
-      throw InvalidArgumentError(
-          "Synchronization value can be set to VariableSynchronization.ON_READ only for non-trainable "
-          "variables. You have specified trainable=True and synchronization=VariableSynchronization.ON_READ.");
-    VariableInfo info{options.name + ":0",
-                      options.name,
-                      options.trainable.value_or(options.synchronization != VariableSynchronization::ON_READ),
-                      options.synchronization,
-                      options.aggregation,
-                      next_tensor_id()};
-    if (const auto* creator = current_variable_creator())
-      impl_ = creator->create(std::move(info), initial_value, options);
-    else
-      impl_ =
-          std::make_shared<LocalVariable<T>>(std::move(info), initial_value, place_op(detail::var_handle_support<T>));
-  }
+  explicit Variable(const Tensor<T>& initial_value, VariableOptions options = {});
   /// Internal (variable creators): a handle over `implementation`.
   explicit Variable(std::shared_ptr<VariableImpl<T>> implementation) : impl_(std::move(implementation)) {}
 
@@ -174,14 +150,57 @@ class Variable {
     return impl_;
   }
 
-  void check_shape(const Tensor<T>& value, std::string_view op) const {
-    if (!value.defined()) throw InvalidArgumentError("Cannot assign an undefined tensor to variable " + name());
-    const Shape current = shape();
-    if (value.shape() != current)
-      throw InvalidArgumentError("Cannot update variable with shape " + current.to_string() +
-                                 " using a Tensor with shape " + value.shape().to_string() +
-                                 ", shapes must be equal. [Op:" + std::string(op) + "] (variable " + name() + ")");
-  }
+  void check_shape(const Tensor<T>& value, std::string_view op) const;
 };
+
+// Out of the class and not inline, so that in compiled mode the explicit instantiation
+// declarations below keep them out of the caller's translation unit: the constructor makes the
+// local variable, whose virtual functions (its updates' kernels among them) come with it.
+template <Element T>
+Variable<T>::Variable(const Tensor<T>& initial_value, VariableOptions options) {
+  if (!initial_value.defined())
+    throw InvalidArgumentError("Variable '" + options.name +
+                               "': the initial value is an undefined tensor (default-constructed or moved from)");
+  if (const auto lifted = graph::lifted_initial_value(initial_value)) [[unlikely]] {  // created in a trace
+    graph::InitScope eagerly;
+    *this = Variable(lifted->template as<T>(), std::move(options));
+    return;
+  }
+  if (options.synchronization == VariableSynchronization::ON_READ && options.trainable.value_or(false))
+    throw InvalidArgumentError(
+        "Synchronization value can be set to VariableSynchronization.ON_READ only for non-trainable "
+        "variables. You have specified trainable=True and synchronization=VariableSynchronization.ON_READ.");
+  VariableInfo info{options.name + ":0",
+                    options.name,
+                    options.trainable.value_or(options.synchronization != VariableSynchronization::ON_READ),
+                    options.synchronization,
+                    options.aggregation,
+                    next_tensor_id()};
+  if (const auto* creator = current_variable_creator())
+    impl_ = creator->create(std::move(info), initial_value, options);
+  else
+    impl_ = std::make_shared<LocalVariable<T>>(std::move(info), initial_value, place_op(detail::var_handle_support<T>));
+}
+
+template <Element T>
+void Variable<T>::check_shape(const Tensor<T>& value, std::string_view op) const {
+  if (!value.defined()) throw InvalidArgumentError("Cannot assign an undefined tensor to variable " + name());
+  const Shape current = shape();
+  if (value.shape() != current)
+    throw InvalidArgumentError("Cannot update variable with shape " + current.to_string() +
+                               " using a Tensor with shape " + value.shape().to_string() +
+                               ", shapes must be equal. [Op:" + std::string(op) + "] (variable " + name() + ")");
+}
+
+// (lists of macro calls, one instance per line: clang-format would run them together)
+// clang-format off
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // Note [Explicit instantiations]
+#define DEVTENSOR_ALL(T) \
+  DEVTENSOR_EXTERN_TEMPLATE Variable<T>::Variable(const Tensor<T>&, VariableOptions); \
+  DEVTENSOR_EXTERN_TEMPLATE void Variable<T>::check_shape(const Tensor<T>&, std::string_view) const;
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_ALL)
+#undef DEVTENSOR_ALL
+#endif
+// clang-format on
 
 }  // namespace devtensor
