@@ -1,7 +1,7 @@
 // Walkthrough 10: a custom training loop. Logistic regression on two separable clusters, written
 // with the pieces fit() uses: a Dataset, a GradientTape around the forward pass, a loss
 // (BinaryCrossentropy on logits), gradients for the trainable variables and an SGD step.
-#include <devtensor/keras.hpp>
+#include <devtensor/layers.hpp>
 
 #include <cstdio>
 #include <iostream>

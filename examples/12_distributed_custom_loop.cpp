@@ -4,7 +4,7 @@
 // (compute_average_loss), so summing gradients and losses across replicas gives global means.
 // On three virtual CPUs here, or on whatever GPUs exist (DEVTENSOR_SIMULATED_GPUS=2: two).
 #include <devtensor/distribute.hpp>
-#include <devtensor/keras.hpp>
+#include <devtensor/layers.hpp>
 
 #include <cstdio>
 

@@ -7,7 +7,7 @@
 # Strategies plug their variables in through a variable creator, a device's memory statistics
 # live with the devices, the TF32 switch is configuration (core). Keras's models sit above the
 # traced functions their fit runs, as keras sits above tf.function. The umbrella devtensor.hpp and
-# the topic headers beside it (tensors, graph, distribute, keras, coordinator) are the top.
+# the topic headers beside it (tensors, graph, distribute, layers, keras, coordinator) are the top.
 # Usage: cmake -DINCLUDE_DIR=<repo>/include -P layering.cmake
 if(NOT INCLUDE_DIR)
   message(FATAL_ERROR "layering.cmake: pass -DINCLUDE_DIR=<repository>/include")
@@ -45,7 +45,7 @@ set(_violations "")
 file(GLOB_RECURSE _headers "${INCLUDE_DIR}/devtensor/*.hpp" "${INCLUDE_DIR}/devtensor/*.cuh")
 foreach(_header IN LISTS _headers)
   file(RELATIVE_PATH _relative "${INCLUDE_DIR}/devtensor" "${_header}")
-  if(_relative MATCHES "^(devtensor|tensors|graph|distribute|keras|coordinator)\\.hpp$")
+  if(_relative MATCHES "^(devtensor|tensors|graph|distribute|layers|keras|coordinator)\\.hpp$")
     continue()  # the umbrella and the topic headers: the top
   endif()
   _layer_of("${_relative}" _own)
