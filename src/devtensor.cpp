@@ -96,4 +96,18 @@ template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, d
 template void autodiff_detail::install_builtin_gradients<float>();
 template void autodiff_detail::install_builtin_gradients<double>();
 
+// GradientTape::gradient over both floating types (the target's and the sources').
+#define DEVTENSOR_GRADIENT(T, U)                                                                                  \
+  template std::vector<Tensor<U>> GradientTape::gradient<T, U>(const Tensor<T>&, const std::vector<Tensor<U>>&,   \
+                                                               GradientOptions);                                  \
+  template std::vector<Tensor<U>> GradientTape::gradient<T, U>(const Tensor<T>&, const std::vector<Variable<U>>&, \
+                                                               GradientOptions);                                  \
+  template std::vector<Tensor<U>> GradientTape::gradient<T, U>(const Tensor<T>&, const std::vector<Tensor<U>>&,   \
+                                                               const Tensor<T>&, GradientOptions);
+DEVTENSOR_GRADIENT(float, float)
+DEVTENSOR_GRADIENT(float, double)
+DEVTENSOR_GRADIENT(double, float)
+DEVTENSOR_GRADIENT(double, double)
+#undef DEVTENSOR_GRADIENT
+
 }  // namespace devtensor

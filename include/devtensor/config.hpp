@@ -71,11 +71,14 @@
 /// instances at the end of its header; variables/ lists Variable's constructor (it makes the local
 /// variable, whose virtual functions bring its updates' kernels); distribute/ lists the distributed
 /// variables' constructor (make_distributed_variable), MirroredStrategy over its cross-device ops
-/// and DistributedDataset<float, float>. A member that should stay in the library is defined out
-/// of its class and not `inline`: GCC instantiates and optimizes an inline member (one defined in
-/// its class) despite `extern template`, in case it inlines it. The library pays: src/devtensor.cpp
-/// compiles ~30 % longer, once per build tree (benchmarks/RESULTS.md).
-/// DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users,
+/// and DistributedDataset<float, float>; data/ Dataset<float, float> and <float, int32>.
+/// Templates over a closed set of types are defined for the library only and instantiated there
+/// for every member of the set: GradientTape::gradient (float and double, src/devtensor.cpp), the
+/// parameter-server wire's tensors (every element type, src/devtensor_mpi.cpp). A member that
+/// should stay in the library is defined out of its class and not `inline`: GCC instantiates and
+/// optimizes an inline member (one defined in its class) despite `extern template`, in case it
+/// inlines it. The library pays: src/devtensor.cpp compiles ~30 % longer, once per build tree
+/// (benchmarks/RESULTS.md). DEVTENSOR_EXTERN_TEMPLATE is `extern template` for users,
 /// `template` in the library, and undefined header-only (every translation unit instantiates
 /// what it uses).
 #if defined(DEVTENSOR_COMPILING_LIBRARY)

@@ -98,23 +98,13 @@ class GradientTape {
   /// @throws FailedPreconditionError for a second call on a non-persistent tape;
   ///         InvalidArgumentError when the target was not recorded by this tape or is empty;
   ///         UnimplementedError naming an op on the path that has no gradient.
+  /// (Compiled once in compiled mode for float and double: Note [Explicit instantiations].)
   template <Floating T, Floating U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
-                                                GradientOptions options = {}) {
-    std::vector<autodiff::TapeTensor> ids;
-    for (const auto& s : sources) {
-      require_defined(s.defined(), "gradient (a source)");
-      ids.push_back(autodiff::tape_tensor(s));
-    }
-    return typed<U>(compute(target, ids, std::nullopt), ids, options);
-  }
+                                                GradientOptions options = {});
   template <Floating T, Floating U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Variable<U>>& sources,
-                                                GradientOptions options = {}) {
-    std::vector<autodiff::TapeTensor> ids;
-    for (const auto& v : sources) ids.push_back(variable_source(v));
-    return typed<U>(compute(target, ids, std::nullopt), ids, options);
-  }
+                                                GradientOptions options = {});
   template <Floating T, Floating U>
   [[nodiscard]] Tensor<U> gradient(const Tensor<T>& target, const Tensor<U>& source, GradientOptions options = {}) {
     return gradient(target, std::vector<Tensor<U>>{source}, options).front();
@@ -127,15 +117,7 @@ class GradientTape {
   /// @throws InvalidArgumentError when `output_gradient`'s shape differs from the target's.
   template <Floating T, Floating U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
-                                                const Tensor<T>& output_gradient, GradientOptions options = {}) {
-    require_defined(output_gradient.defined(), "gradient (output_gradient)");
-    if (output_gradient.shape() != target.shape())
-      throw InvalidArgumentError("Mismatch between the target's shape " + target.shape().to_string() +
-                                 " and output_gradient's shape " + output_gradient.shape().to_string());
-    std::vector<autodiff::TapeTensor> ids;
-    for (const auto& s : sources) ids.push_back(autodiff::tape_tensor(s));
-    return typed<U>(compute(target, ids, autodiff::tape_tensor(output_gradient)), ids, options);
-  }
+                                                const Tensor<T>& output_gradient, GradientOptions options = {});
 
  private:
   autodiff::TapeState state_;
@@ -157,18 +139,12 @@ class GradientTape {
     return t;
   }
 
+  /// The gradients as U's handles (an unconnected source's stays undefined).
   template <Floating U>
-  static std::vector<Tensor<U>> typed(const std::vector<autodiff::TapeTensor>& grads,
-                                      const std::vector<autodiff::TapeTensor>& sources, GradientOptions options) {
+  static std::vector<Tensor<U>> typed(const std::vector<autodiff::TapeTensor>& grads) {
     std::vector<Tensor<U>> out;
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      if (grads[i].defined())
-        out.push_back(grads[i].as<U>());
-      else if (options.unconnected_gradients == UnconnectedGradients::ZERO)
-        out.push_back(zeros<U>(sources[i].shape));
-      else
-        out.push_back(Tensor<U>());
-    }
+    out.reserve(grads.size());
+    for (const auto& g : grads) out.push_back(g.defined() ? g.as<U>() : Tensor<U>());
     return out;
   }
 
@@ -180,6 +156,11 @@ class GradientTape {
   static autodiff::TapeTensor ones_like(const autodiff::TapeTensor& t);
   /// `value` in the shape symbolic tensor `t` has when its graph runs.
   static autodiff::TapeTensor filled_like(const autodiff::TapeTensor& t, double value);
+  /// `grads` with the unconnected sources' gradients as `options` asks: zeros of the source's
+  /// shape and dtype (on the current device), or left undefined.
+  static std::vector<autodiff::TapeTensor> unconnected(std::vector<autodiff::TapeTensor> grads,
+                                                       const std::vector<autodiff::TapeTensor>& sources,
+                                                       GradientOptions options);
 
   template <Floating T>
   std::vector<autodiff::TapeTensor> compute(const Tensor<T>& target, const std::vector<autodiff::TapeTensor>& sources,
@@ -196,6 +177,36 @@ class GradientTape {
 };
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
+// Not inline: the library's explicit instantiations are the only copies (Note [Explicit instantiations]).
+template <Floating T, Floating U>
+std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
+                                              GradientOptions options) {
+  std::vector<autodiff::TapeTensor> ids;
+  for (const auto& s : sources) {
+    require_defined(s.defined(), "gradient (a source)");
+    ids.push_back(autodiff::tape_tensor(s));
+  }
+  return typed<U>(unconnected(compute(target, ids, std::nullopt), ids, options));
+}
+template <Floating T, Floating U>
+std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Variable<U>>& sources,
+                                              GradientOptions options) {
+  std::vector<autodiff::TapeTensor> ids;
+  for (const auto& v : sources) ids.push_back(variable_source(v));
+  return typed<U>(unconnected(compute(target, ids, std::nullopt), ids, options));
+}
+template <Floating T, Floating U>
+std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
+                                              const Tensor<T>& output_gradient, GradientOptions options) {
+  require_defined(output_gradient.defined(), "gradient (output_gradient)");
+  if (output_gradient.shape() != target.shape())
+    throw InvalidArgumentError("Mismatch between the target's shape " + target.shape().to_string() +
+                               " and output_gradient's shape " + output_gradient.shape().to_string());
+  std::vector<autodiff::TapeTensor> ids;
+  for (const auto& s : sources) ids.push_back(autodiff::tape_tensor(s));
+  return typed<U>(unconnected(compute(target, ids, autodiff::tape_tensor(output_gradient)), ids, options));
+}
+
 DEVTENSOR_DEFINITION GradientTape::GradientTape(Options options) {
   state_.persistent = options.persistent;
   state_.watch_accessed_variables = options.watch_accessed_variables;
@@ -228,6 +239,19 @@ DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::filled_like(const autodi
   if (t.dtype == DType::DT_DOUBLE)
     return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<double>()), scalar<double>(value)));
   return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<float>()), scalar<float>(static_cast<float>(value))));
+}
+
+DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::unconnected(
+    std::vector<autodiff::TapeTensor> grads, const std::vector<autodiff::TapeTensor>& sources,
+    GradientOptions options) {
+  if (options.unconnected_gradients != UnconnectedGradients::ZERO) return grads;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined()) continue;
+    const Shape& shape = sources[i].shape;
+    grads[i] = sources[i].dtype == DType::DT_DOUBLE ? autodiff::tape_tensor(zeros<double>(shape))
+                                                    : autodiff::tape_tensor(zeros<float>(shape));
+  }
+  return grads;
 }
 
 DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::compute_erased(

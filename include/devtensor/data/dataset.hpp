@@ -83,16 +83,12 @@ class Dataset {
 
   /// A dataset with one element: the given tensors.
   /// @throws InvalidArgumentError for an undefined tensor.
-  static Dataset from_tensors(Tensor<Ts>... components) {
-    return Dataset(AnyDataset::from_tensors({AnyTensor(components)...}));
-  }
+  static Dataset from_tensors(Tensor<Ts>... components);
 
   /// One element per index along the first dimension of every component.
   /// @throws InvalidArgumentError for a rank-0, undefined or symbolic component, or first
   /// dimensions that differ.
-  static Dataset from_tensor_slices(Tensor<Ts>... components) {
-    return Dataset(AnyDataset::from_tensor_slices({AnyTensor(components)...}));
-  }
+  static Dataset from_tensor_slices(Tensor<Ts>... components);
 
   /// The dataset `count` times over; forever when `count` is -1 (the default).
   /// @throws InvalidArgumentError for a count below -1.
@@ -161,20 +157,10 @@ class Dataset {
     using difference_type = std::ptrdiff_t;
 
     Iterator() = default;
-    explicit Iterator(pipeline::Next<pipeline::Columns> pass)
-        : pass_(std::make_shared<pipeline::Next<pipeline::Columns>>(std::move(pass))) {
-      ++*this;
-    }
+    explicit Iterator(pipeline::Next<pipeline::Columns> pass);
     const value_type& operator*() const { return *current_; }
     const value_type* operator->() const { return &*current_; }
-    Iterator& operator++() {
-      auto element = (*pass_)();
-      if (element)
-        current_.emplace(typed(*element, std::index_sequence_for<Ts...>{}));
-      else
-        current_.reset();
-      return *this;
-    }
+    Iterator& operator++();
     void operator++(int) { ++*this; }
     friend bool operator==(const Iterator& it, std::default_sentinel_t) noexcept { return !it.current_; }
 
@@ -189,7 +175,7 @@ class Dataset {
     }
   };
 
-  [[nodiscard]] Iterator begin() const { return Iterator(any_.open()); }
+  [[nodiscard]] Iterator begin() const;
   [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
 
  private:
@@ -199,5 +185,39 @@ class Dataset {
 
   AnyDataset any_;
 };
+
+// Out of the class and not inline, so that the explicit instances below are the only copies
+// (Note [Explicit instantiations]).
+template <Element... Ts>
+Dataset<Ts...> Dataset<Ts...>::from_tensors(Tensor<Ts>... components) {
+  return Dataset(AnyDataset::from_tensors({AnyTensor(components)...}));
+}
+template <Element... Ts>
+Dataset<Ts...> Dataset<Ts...>::from_tensor_slices(Tensor<Ts>... components) {
+  return Dataset(AnyDataset::from_tensor_slices({AnyTensor(components)...}));
+}
+template <Element... Ts>
+typename Dataset<Ts...>::Iterator Dataset<Ts...>::begin() const {
+  return Iterator(any_.open());
+}
+template <Element... Ts>
+Dataset<Ts...>::Iterator::Iterator(pipeline::Next<pipeline::Columns> pass)
+    : pass_(std::make_shared<pipeline::Next<pipeline::Columns>>(std::move(pass))) {
+  ++*this;
+}
+template <Element... Ts>
+typename Dataset<Ts...>::Iterator& Dataset<Ts...>::Iterator::operator++() {
+  auto element = (*pass_)();
+  if (element)
+    current_.emplace(typed(*element, std::index_sequence_for<Ts...>{}));
+  else
+    current_.reset();
+  return *this;
+}
+
+#ifdef DEVTENSOR_EXTERN_TEMPLATE  // the usual (features, labels) (Note [Explicit instantiations])
+DEVTENSOR_EXTERN_TEMPLATE class Dataset<float, float>;
+DEVTENSOR_EXTERN_TEMPLATE class Dataset<float, std::int32_t>;
+#endif
 
 }  // namespace devtensor::data

@@ -88,6 +88,21 @@ BOOST_AUTO_TEST_CASE(unconnected_sources_get_none_or_zeros) {
   BOOST_TEST(tape.gradient(x, x).to_vector() == std::vector<float>({1, 1}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(unconnected_variables_get_zeros_of_their_own_dtype_and_shape) {
+  // A float target and double variables: GradientTape::gradient<float, double>, compiled once.
+  dt::Variable<double> w(dt::constant<double>({1, 2, 3}, {3, 1}));
+  auto x = dt::constant<float>({1, 2});
+  dt::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  auto y = dt::reduce_sum(dt::square(x));
+  const auto zero = tape.gradient(y, std::vector{w}, {.unconnected_gradients = dt::UnconnectedGradients::ZERO});
+  BOOST_TEST(zero[0].shape() == dt::Shape({3, 1}));
+  BOOST_TEST(zero[0].to_vector() == std::vector<double>({0, 0, 0}), boost::test_tools::per_element());
+  BOOST_TEST(!tape.gradient(y, std::vector{w})[0].defined());
+  const auto seeded = tape.gradient(y, std::vector{x}, dt::scalar<float>(0.5f));  // dy/dx * 0.5
+  BOOST_TEST(seeded[0].to_vector() == std::vector<float>({1, 2}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(the_target_must_have_been_recorded) {
   auto x = dt::constant<float>({1, 2});
   auto before = dt::square(x);
