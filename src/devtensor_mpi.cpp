@@ -13,3 +13,17 @@
 #include "devtensor/coordinator/cluster_coordinator.hpp"
 #include "devtensor/coordinator/parameter_server_strategy.hpp"
 #include "devtensor/distribute/multi_worker/cluster_resolver.hpp"
+
+namespace devtensor::distribute::ps_wire {
+
+// A tensor onto the wire and off it, for every element type (ps_wire.hpp declares them to every program).
+#define DEVTENSOR_WIRE_TENSOR(T)                                                      \
+  template Tensor<T> WireTensor::to_tensor<T>(const Device&, std::string_view) const; \
+  template void WireTensor::copy_into<T>(Tensor<T>&) const;                           \
+  template Writer& Writer::put_tensor<T>(const Tensor<T>&);
+DEVTENSOR_FOR_INSTANCE_TYPES(DEVTENSOR_WIRE_TENSOR)
+#undef DEVTENSOR_WIRE_TENSOR
+template Tensor<bool> WireTensor::to_tensor<bool>(const Device&, std::string_view) const;
+template Writer& Writer::put_tensor<bool>(const Tensor<bool>&);
+
+}  // namespace devtensor::distribute::ps_wire

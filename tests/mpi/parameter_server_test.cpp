@@ -387,6 +387,54 @@ int errors(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordi
   return 0;
 }
 
+/// The wire's tensors (compiled once in the mpi component, for every element type) and statuses,
+/// through a message without a channel.
+void wire_round_trips() {
+  namespace wire = ds::ps_wire;
+  const dt::Device& host = dt::device_set("wire_round_trips").host_cpu();
+  const auto round_trip = [&]<class T>(const dt::Tensor<T>& t) {
+    wire::Writer w;
+    w.put_tensor(t);
+    wire::Reader r(w.bytes());
+    const auto back = r.get_tensor().to_tensor<T>(host, "test");
+    expect(r.done() && back.shape() == t.shape() && back.to_vector() == t.to_vector(),
+           std::string("a ") + std::string(dt::dtype_name<T>()) + " tensor crosses the wire");
+  };
+  round_trip(dt::constant<float>({1.5f, -2, 3, 4, 5, 6}, {2, 3}));
+  round_trip(dt::constant<double>({1e300, -0.25}));
+  round_trip(dt::constant<std::int32_t>({7, -8, 9}));
+  round_trip(dt::scalar<std::int64_t>(std::int64_t{1} << 40));
+  round_trip(dt::constant<bool>({true, false, true}));
+  {
+    wire::Writer w;
+    w.put_tensor(dt::constant<std::int32_t>({1, 2}));
+    wire::Reader r(w.bytes());
+    expect_error<dt::InvalidArgumentError>([&] { (void)r.get_tensor().to_tensor<float>(host, "read"); },
+                                           "read: a tensor of another dtype where a float32 one was expected",
+                                           "a tensor read as another dtype");
+  }
+  {
+    wire::Writer w;
+    w.put_tensor(dt::zeros<float>(dt::Shape{wire::kOutOfBandBytes / sizeof(float)}));  // a payload's size
+    expect(w.payloads().size() == 1, "a 64 KiB tensor travels as a payload");
+    wire::Reader r(w.bytes());
+    expect_error<dt::InternalError>([&] { (void)r.get_tensor(); }, "an unexpected payload",
+                                    "a payload in a message without a channel");
+  }
+  {
+    wire::Writer w;
+    const dt::OutOfRangeError error("End of sequence");
+    wire::put_status(w, &error);
+    wire::put_status(w, nullptr);
+    wire::Reader r(w.bytes());
+    expect_error<dt::OutOfRangeError>([&] { wire::get_status(r); }, "End of sequence", "a status keeps its type");
+    wire::get_status(r);  // ok: no error
+    expect(r.done(), "two statuses read");
+    wire::Reader truncated(wire::Bytes(w.bytes().begin(), w.bytes().begin() + 3));
+    expect_error<dt::InternalError>([&] { wire::get_status(truncated); }, "truncated", "a truncated message");
+  }
+}
+
 int validation() {
   const auto resolve = [](const std::string& json) {
     (void)ds::ps_detail::Roles::resolve(ds::cluster_resolver::TFConfigClusterResolver({.tf_config = json}).describe());
@@ -457,6 +505,7 @@ int validation() {
       [] { MinSizePartitioner(0); }, "Argument `min_shard_bytes` must be positive. Received: 0", "min_shard_bytes 0");
   expect_error<dt::InvalidArgumentError>([] { MinSizePartitioner(64, 0); },
                                          "Argument `max_shards` must be positive. Received: 0", "max_shards 0");
+  wire_round_trips();
   return 0;
 }
 

@@ -128,6 +128,8 @@ class ClusterCoordinator {
   void enqueue(std::shared_ptr<Closure> closure);
   template <Element... Ts>
   PerWorkerIterator<Ts...> make_iterator(const PerWorkerDataset<Ts...>& dataset);
+  /// Files a new iterator (`local`: its position on this worker, if any) under the next id.
+  std::size_t add_iterator(std::shared_ptr<void> local, std::size_t type);
   void begin_serving() {
     serving_ = true;
     if (!strategy_.is_chief()) serve();
@@ -270,13 +272,8 @@ PerWorkerIterator<Ts...> ClusterCoordinator::make_iterator(const PerWorkerDatase
         "PerWorkerDataset::iterator() after the first schedule, join or fetch: the workers "
         "have started serving. Make every per-worker iterator first.");
   PerWorkerIterator<Ts...> it;
-  it.id_ = num_iterators_++;
-  if (dataset.local_) {
-    it.local_ = std::make_shared<typename PerWorkerIterator<Ts...>::Local>();
-    it.local_->position = dataset.local_->begin();
-  }
-  iterators_.push_back(it.local_);
-  iterator_types_.push_back(typeid(PerWorkerIterator<Ts...>).hash_code());
+  if (dataset.local_) it.local_ = std::make_shared<typename PerWorkerIterator<Ts...>::Local>(dataset.local_->begin());
+  it.id_ = add_iterator(it.local_, typeid(PerWorkerIterator<Ts...>).hash_code());
   return it;
 }
 
@@ -302,6 +299,12 @@ DEVTENSOR_MPI_DEFINITION ClusterCoordinator::~ClusterCoordinator() {
     c->fail(
         std::make_exception_ptr(CancelledError("The ClusterCoordinator was destroyed before this function ran; "
                                                "call join() before it goes")));
+}
+
+DEVTENSOR_MPI_DEFINITION std::size_t ClusterCoordinator::add_iterator(std::shared_ptr<void> local, std::size_t type) {
+  iterators_.push_back(std::move(local));
+  iterator_types_.push_back(type);
+  return num_iterators_++;
 }
 
 DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::join() {
@@ -521,7 +524,7 @@ DEVTENSOR_MPI_DEFINITION void ClusterCoordinator::serve() {
   stop = true;
   heartbeat.join();
   channel.flush(1.0);
-  std::exit(0);  // finalises MPI (mpi_worker_group.hpp's Runtime)
+  std::exit(0);  // finalises MPI (mpi_runtime.hpp)
 }
 
 #endif  // DEVTENSOR_MPI_DEFINITIONS

@@ -116,7 +116,7 @@ DEVTENSOR_MPI_DEFINITION ParameterServerStrategy::ParameterServerStrategy(
   if (state_->roles.task_type == "ps") {
     ps_detail::ParameterServer(state_->channel, 0, state_->host).serve();
     state_->channel.flush(1.0);
-    std::exit(0);  // finalises MPI (mpi_worker_group.hpp's Runtime)
+    std::exit(0);  // finalises MPI (mpi_runtime.hpp)
   }
 }
 

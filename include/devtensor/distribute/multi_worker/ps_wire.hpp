@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/tensor/dtype.hpp"
 #include "devtensor/tensor/tensor.hpp"
@@ -108,46 +109,16 @@ class Writer {
   /// dtype, rank, dimensions, then the values: in the message when small, else as a payload sent
   /// from the tensor's own storage (a GPU tensor's from a host copy).
   template <Element T>
-  Writer& put_tensor(const Tensor<T>& t) {
-    put(static_cast<std::uint8_t>(dtype_enum<T>()));
-    put(static_cast<std::uint8_t>(t.rank()));
-    for (auto d : t.shape().dims()) put<std::int64_t>(d);
-    if constexpr (std::is_same_v<T, bool>) {
-      const auto values = t.to_vector();
-      std::vector<unsigned char> b(values.begin(), values.end());
-      return put_bytes(b.data(), b.size());
-    } else {
-      const auto size = static_cast<std::size_t>(t.num_elements()) * sizeof(T);
-      const bool on_host = !t.device_info().real_gpu();
-      if (size >= kOutOfBandBytes) {
-        if (on_host) return put_payload(t.data(), size, std::make_shared<const Tensor<T>>(t));
-        auto values = std::make_shared<const std::vector<T>>(t.to_vector());
-        return put_payload(values->data(), size, values);
-      }
-      if (on_host) return put_bytes(t.data(), size);
-      const auto values = t.to_vector();
-      return put_bytes(values.data(), size);
-    }
-  }
+  Writer& put_tensor(const Tensor<T>& t);  // compiled once with the mpi component, for every element type
   /// Announces `size` bytes at `data` as the next payload; `keep` holds them until they are sent.
   Writer& put_payload(const void* data, std::size_t size, std::shared_ptr<const void> keep) {
     payloads_.push_back({static_cast<const std::byte*>(data), size, bytes_.size(), std::move(keep)});
     return put<std::uint64_t>(size | kOutOfBandBit);
   }
   /// Appends `other`'s fields and payloads after this message's.
-  Writer& append(Writer other) {
-    for (auto& p : other.payloads_) {
-      p.announced_at += bytes_.size();
-      payloads_.push_back(std::move(p));
-    }
-    bytes_.insert(bytes_.end(), other.bytes_.begin(), other.bytes_.end());
-    return *this;
-  }
+  Writer& append(Writer other);
   /// Drops everything from byte `size` on (fields and the payloads they announced).
-  void truncate(std::size_t size) {
-    bytes_.resize(size);
-    std::erase_if(payloads_, [&](const Payload& p) { return p.announced_at >= size; });
-  }
+  void truncate(std::size_t size);
   /// Overwrites `value`'s bytes at `offset` (a field reserved earlier).
   template <class T>
   requires std::is_trivially_copyable_v<T>
@@ -210,34 +181,13 @@ struct WireTensor {
 
   /// The values into `out`, a host tensor of this dtype and shape (a payload straight into its storage).
   template <Element T>
-  requires(!std::is_same_v<T, bool>) void copy_into(Tensor<T>& out) const {
-    auto* destination = reinterpret_cast<std::byte*>(out.mutable_data());
-    if (payloads) return payloads->receive(payload_index, destination, std::make_shared<const Tensor<T>>(out));
-    if (!bytes.empty()) std::memcpy(destination, bytes.data(), bytes.size());
-  }
+  requires(!std::is_same_v<T, bool>) void copy_into(Tensor<T>& out) const;
 
   /// The values, in a new tensor of T on `host` (a host CPU device).
   /// @throws InvalidArgumentError for another dtype.
+  /// (Both compiled once with the mpi component, for every element type.)
   template <Element T>
-  [[nodiscard]] Tensor<T> to_tensor(const Device& host, std::string_view what) const {
-    if (dtype != dtype_enum<T>())
-      throw InvalidArgumentError(std::string(what) + ": a tensor of another dtype where a " +
-                                 std::string(dtype_name<T>()) +
-                                 " one was expected (every task must create the same variables and functions)");
-    const Shape shape{std::span<const std::int64_t>(dims)};
-    const auto count = static_cast<std::size_t>(shape.num_elements());
-    if (size_bytes() != count * (std::is_same_v<T, bool> ? 1 : sizeof(T)))
-      throw InternalError(std::string(what) + ": a tensor's bytes do not match its shape");
-    if constexpr (std::is_same_v<T, bool>) {
-      std::vector<T> values(count);
-      for (std::size_t i = 0; i < count; ++i) values[i] = bytes[i] != std::byte{0};
-      return tensor_from_host(values, shape, host, "Recv");
-    } else {
-      auto out = Tensor<T>::empty(shape, host, "Recv");
-      copy_into(out);
-      return out;
-    }
-  }
+  [[nodiscard]] Tensor<T> to_tensor(const Device& host, std::string_view what) const;
 };
 
 struct Message {
@@ -276,29 +226,7 @@ class Reader {
     const auto b = get_bytes();
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
-  WireTensor get_tensor() {
-    WireTensor t;
-    const auto dtype = get<std::uint8_t>();
-    if (dtype > static_cast<std::uint8_t>(DType::DT_BOOL))
-      throw InternalError("parameter-server message: unknown dtype");
-    t.dtype = static_cast<DType>(dtype);
-    const auto rank = get<std::uint8_t>();
-    for (std::uint8_t i = 0; i < rank; ++i) t.dims.push_back(get<std::int64_t>());
-    const auto size = get<std::uint64_t>();
-    if (size & kOutOfBandBit) {
-      if (!channel_ || t.dtype == DType::DT_BOOL)
-        throw InternalError("parameter-server message: an unexpected payload");
-      if (!payloads_) payloads_ = make_payloads();  // most messages announce none: made on the first
-      t.payloads = payloads_;
-      t.payload_size = static_cast<std::size_t>(size & ~kOutOfBandBit);
-      t.payload_index = payloads_->announce(t.payload_size);
-    } else {
-      need(static_cast<std::size_t>(size));
-      t.bytes = std::span<const std::byte>(bytes_.data() + at_, static_cast<std::size_t>(size));
-      at_ += static_cast<std::size_t>(size);
-    }
-    return t;
-  }
+  WireTensor get_tensor();
   [[nodiscard]] bool done() const noexcept { return at_ == bytes_.size(); }
 
  private:
@@ -317,20 +245,115 @@ class Reader {
 };
 
 /// A status as it crosses the wire: ok, or an error's code and text.
-inline void put_status(Writer& w, const Error* error) {
-  w.put<std::uint8_t>(error ? 1 : 0);
-  if (error) w.put(static_cast<std::int32_t>(error->code())).put_string(error->what());
-}
+void put_status(Writer& w, const Error* error);
 /// Reads a status; raises the error it carries with its own type.
-inline void get_status(Reader& r) {
-  if (r.get<std::uint8_t>() == 0) return;
-  const auto code = static_cast<ErrorCode>(r.get<std::int32_t>());
-  throw_error(code, r.get_string());
-}
+void get_status(Reader& r);
 
 inline std::chrono::duration<double> seconds(double s) { return std::chrono::duration<double>(s); }
 inline Clock::time_point after(double s) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(seconds(s));
 }
+
+#if DEVTENSOR_MPI_DEFINITIONS  // Note [The mpi component's compiled part]
+
+DEVTENSOR_MPI_DEFINITION Writer& Writer::append(Writer other) {
+  for (auto& p : other.payloads_) {
+    p.announced_at += bytes_.size();
+    payloads_.push_back(std::move(p));
+  }
+  bytes_.insert(bytes_.end(), other.bytes_.begin(), other.bytes_.end());
+  return *this;
+}
+
+DEVTENSOR_MPI_DEFINITION void Writer::truncate(std::size_t size) {
+  bytes_.resize(size);
+  std::erase_if(payloads_, [&](const Payload& p) { return p.announced_at >= size; });
+}
+
+// Not inline: src/devtensor_mpi.cpp instantiates them for every element type.
+template <Element T>
+Writer& Writer::put_tensor(const Tensor<T>& t) {
+  put(static_cast<std::uint8_t>(dtype_enum<T>()));
+  put(static_cast<std::uint8_t>(t.rank()));
+  for (auto d : t.shape().dims()) put<std::int64_t>(d);
+  if constexpr (std::is_same_v<T, bool>) {
+    const auto values = t.to_vector();
+    std::vector<unsigned char> b(values.begin(), values.end());
+    return put_bytes(b.data(), b.size());
+  } else {
+    const auto size = static_cast<std::size_t>(t.num_elements()) * sizeof(T);
+    const bool on_host = !t.device_info().real_gpu();
+    if (size >= kOutOfBandBytes) {
+      if (on_host) return put_payload(t.data(), size, std::make_shared<const Tensor<T>>(t));
+      auto values = std::make_shared<const std::vector<T>>(t.to_vector());
+      return put_payload(values->data(), size, values);
+    }
+    if (on_host) return put_bytes(t.data(), size);
+    const auto values = t.to_vector();
+    return put_bytes(values.data(), size);
+  }
+}
+template <Element T>
+requires(!std::is_same_v<T, bool>) void WireTensor::copy_into(Tensor<T>& out) const {
+  auto* destination = reinterpret_cast<std::byte*>(out.mutable_data());
+  if (payloads) return payloads->receive(payload_index, destination, std::make_shared<const Tensor<T>>(out));
+  if (!bytes.empty()) std::memcpy(destination, bytes.data(), bytes.size());
+}
+
+template <Element T>
+Tensor<T> WireTensor::to_tensor(const Device& host, std::string_view what) const {
+  if (dtype != dtype_enum<T>())
+    throw InvalidArgumentError(std::string(what) + ": a tensor of another dtype where a " +
+                               std::string(dtype_name<T>()) +
+                               " one was expected (every task must create the same variables and functions)");
+  const Shape shape{std::span<const std::int64_t>(dims)};
+  const auto count = static_cast<std::size_t>(shape.num_elements());
+  if (size_bytes() != count * (std::is_same_v<T, bool> ? 1 : sizeof(T)))
+    throw InternalError(std::string(what) + ": a tensor's bytes do not match its shape");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<T> values(count);
+    for (std::size_t i = 0; i < count; ++i) values[i] = bytes[i] != std::byte{0};
+    return tensor_from_host(values, shape, host, "Recv");
+  } else {
+    auto out = Tensor<T>::empty(shape, host, "Recv");
+    copy_into(out);
+    return out;
+  }
+}
+
+DEVTENSOR_MPI_DEFINITION WireTensor Reader::get_tensor() {
+  WireTensor t;
+  const auto dtype = get<std::uint8_t>();
+  if (dtype > static_cast<std::uint8_t>(DType::DT_BOOL)) throw InternalError("parameter-server message: unknown dtype");
+  t.dtype = static_cast<DType>(dtype);
+  const auto rank = get<std::uint8_t>();
+  for (std::uint8_t i = 0; i < rank; ++i) t.dims.push_back(get<std::int64_t>());
+  const auto size = get<std::uint64_t>();
+  if (size & kOutOfBandBit) {
+    if (!channel_ || t.dtype == DType::DT_BOOL) throw InternalError("parameter-server message: an unexpected payload");
+    if (!payloads_) payloads_ = make_payloads();  // most messages announce none: made on the first
+    t.payloads = payloads_;
+    t.payload_size = static_cast<std::size_t>(size & ~kOutOfBandBit);
+    t.payload_index = payloads_->announce(t.payload_size);
+  } else {
+    need(static_cast<std::size_t>(size));
+    t.bytes = std::span<const std::byte>(bytes_.data() + at_, static_cast<std::size_t>(size));
+    at_ += static_cast<std::size_t>(size);
+  }
+  return t;
+}
+
+DEVTENSOR_MPI_DEFINITION void put_status(Writer& w, const Error* error) {
+  w.put<std::uint8_t>(error ? 1 : 0);
+  if (error) w.put(static_cast<std::int32_t>(error->code())).put_string(error->what());
+}
+
+DEVTENSOR_MPI_DEFINITION void get_status(Reader& r) {
+  if (r.get<std::uint8_t>() == 0) return;
+  const auto code = static_cast<ErrorCode>(r.get<std::int32_t>());
+  throw_error(code, r.get_string());
+}
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace devtensor::distribute::ps_wire
