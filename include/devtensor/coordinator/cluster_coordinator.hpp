@@ -214,19 +214,14 @@ auto ClusterCoordinator::schedule(const ScheduledFunction<F>& fn, const Args&...
   (std::index_sequence_for<Args...>{});
   closure->args = std::move(w);
   closure->deliver = [state = result.state_, &host = state_.host](ps_wire::Reader& r) {
-    std::lock_guard lock(state->mutex);
     if constexpr (std::is_void_v<R>)
       state->value = true;
     else
-      state->value = coordinator_detail::get_value<R>(r, host);
-    state->done = true;
-    state->ready.notify_all();
+      state->value = coordinator_detail::get_value<R>(r, host);  // nobody reads it before finish()
+    state->finish();
   };
-  closure->fail = [state = result.state_](std::exception_ptr e) {
-    std::lock_guard lock(state->mutex);
-    state->error = std::move(e);
-    state->done = true;
-    state->ready.notify_all();
+  closure->fail = [state = std::shared_ptr<coordinator_detail::Completion>(result.state_)](std::exception_ptr e) {
+    state->finish(std::move(e));
   };
   enqueue(std::move(closure));
   return result;
@@ -235,10 +230,8 @@ auto ClusterCoordinator::schedule(const ScheduledFunction<F>& fn, const Args&...
 template <class R>
 R RemoteValue<R>::fetch() const {
   if (coordinator_) coordinator_->begin_serving();
-  std::unique_lock lock(state_->mutex);
-  state_->ready.wait(lock, [&] { return state_->done; });
-  if (state_->error) std::rethrow_exception(state_->error);
-  if constexpr (!std::is_void_v<R>) return *state_->value;
+  state_->wait();
+  if constexpr (!std::is_void_v<R>) return *state_->value;  // written before the wait ended
 }
 
 template <class DatasetFn>
@@ -272,7 +265,8 @@ PerWorkerIterator<Ts...> ClusterCoordinator::make_iterator(const PerWorkerDatase
         "PerWorkerDataset::iterator() after the first schedule, join or fetch: the workers "
         "have started serving. Make every per-worker iterator first.");
   PerWorkerIterator<Ts...> it;
-  if (dataset.local_) it.local_ = std::make_shared<typename PerWorkerIterator<Ts...>::Local>(dataset.local_->begin());
+  using Local = typename PerWorkerIterator<Ts...>::Local;
+  if (dataset.local_) it.local_ = std::make_shared<Local>(Local{dataset.local_->begin()});
   it.id_ = add_iterator(it.local_, typeid(PerWorkerIterator<Ts...>).hash_code());
   return it;
 }

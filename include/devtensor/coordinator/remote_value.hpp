@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/data/dataset.hpp"
 #include "devtensor/distribute/multi_worker/ps_wire.hpp"
@@ -21,6 +22,24 @@
 namespace devtensor::distribute::coordinator {
 
 class ClusterCoordinator;
+
+namespace coordinator_detail {
+
+/// A scheduled function's completion, which fetch waits for: done, with an error or not. Its
+/// members are compiled once (the mpi component), not per result type.
+struct Completion {
+  std::mutex mutex;
+  std::condition_variable ready;
+  bool done = false;
+  std::exception_ptr error;
+
+  /// Marks it done (after the result was stored), with `e` if the function failed; wakes fetch.
+  void finish(std::exception_ptr e = nullptr);
+  /// Waits until done. @throws the function's error.
+  void wait();
+};
+
+}  // namespace coordinator_detail
 
 /// The result of a scheduled function, available once it has run (TensorFlow's RemoteValue).
 template <class R>
@@ -34,12 +53,8 @@ class RemoteValue {
 
  private:
   friend class ClusterCoordinator;
-  struct State {
-    std::mutex mutex;
-    std::condition_variable ready;
-    bool done = false;
-    std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> value;
-    std::exception_ptr error;
+  struct State : coordinator_detail::Completion {
+    std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> value;  // set before finish()
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
   ClusterCoordinator* coordinator_ = nullptr;
@@ -138,5 +153,22 @@ template <class V>
 inline constexpr bool transferable = std::is_arithmetic_v<V> || IsTensor<V>::value;
 
 }  // namespace coordinator_detail
+
+#if DEVTENSOR_MPI_DEFINITIONS  // Note [The mpi component's compiled part]
+
+DEVTENSOR_MPI_DEFINITION void coordinator_detail::Completion::finish(std::exception_ptr e) {
+  std::lock_guard lock(mutex);
+  error = std::move(e);
+  done = true;
+  ready.notify_all();
+}
+
+DEVTENSOR_MPI_DEFINITION void coordinator_detail::Completion::wait() {
+  std::unique_lock lock(mutex);
+  ready.wait(lock, [&] { return done; });
+  if (error) std::rethrow_exception(error);
+}
+
+#endif  // DEVTENSOR_MPI_DEFINITIONS
 
 }  // namespace devtensor::distribute::coordinator

@@ -94,27 +94,15 @@ struct Payload {
 class Writer {
  public:
   template <class T>
-  requires std::is_trivially_copyable_v<T> Writer& put(const T& value) {
-    const auto* p = reinterpret_cast<const std::byte*>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
-    return *this;
-  }
-  Writer& put_bytes(const void* data, std::size_t size) {
-    put<std::uint64_t>(size);
-    const auto* p = static_cast<const std::byte*>(data);
-    bytes_.insert(bytes_.end(), p, p + size);
-    return *this;
-  }
+  requires std::is_trivially_copyable_v<T> Writer& put(const T& value) { return put_raw(&value, sizeof(T)); }
+  Writer& put_bytes(const void* data, std::size_t size) { return put<std::uint64_t>(size).put_raw(data, size); }
   Writer& put_string(std::string_view text) { return put_bytes(text.data(), text.size()); }
   /// dtype, rank, dimensions, then the values: in the message when small, else as a payload sent
   /// from the tensor's own storage (a GPU tensor's from a host copy).
   template <Element T>
   Writer& put_tensor(const Tensor<T>& t);  // compiled once with the mpi component, for every element type
   /// Announces `size` bytes at `data` as the next payload; `keep` holds them until they are sent.
-  Writer& put_payload(const void* data, std::size_t size, std::shared_ptr<const void> keep) {
-    payloads_.push_back({static_cast<const std::byte*>(data), size, bytes_.size(), std::move(keep)});
-    return put<std::uint64_t>(size | kOutOfBandBit);
-  }
+  Writer& put_payload(const void* data, std::size_t size, std::shared_ptr<const void> keep);
   /// Appends `other`'s fields and payloads after this message's.
   Writer& append(Writer other);
   /// Drops everything from byte `size` on (fields and the payloads they announced).
@@ -129,6 +117,9 @@ class Writer {
 
  private:
   Bytes bytes_;
+
+  /// `size` raw bytes at `data` after the fields so far (compiled once: every field comes here).
+  Writer& put_raw(const void* data, std::size_t size);
   std::vector<Payload> payloads_;
 };
 
@@ -207,21 +198,12 @@ class Reader {
 
   template <class T>
   requires std::is_trivially_copyable_v<T> T get() {
-    need(sizeof(T));
     T value;
-    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
+    std::memcpy(&value, take(sizeof(T)), sizeof(T));
     return value;
   }
   /// A view of the next length-prefixed field (valid while this Reader lives).
-  std::span<const std::byte> get_bytes() {
-    const auto size = static_cast<std::size_t>(get<std::uint64_t>());
-    if (size & kOutOfBandBit) throw InternalError("parameter-server message: a payload where bytes were expected");
-    need(size);
-    const std::span<const std::byte> out(bytes_.data() + at_, size);
-    at_ += size;
-    return out;
-  }
+  std::span<const std::byte> get_bytes();
   std::string get_string() {
     const auto b = get_bytes();
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
@@ -239,9 +221,8 @@ class Reader {
 
   std::shared_ptr<Payloads> make_payloads() const;
 
-  void need(std::size_t n) const {
-    if (bytes_.size() - at_ < n) throw InternalError("parameter-server message: truncated");
-  }
+  /// The next `n` bytes, read past. @throws InternalError when fewer are left.
+  const std::byte* take(std::size_t n);
 };
 
 /// A status as it crosses the wire: ok, or an error's code and text.
@@ -255,6 +236,31 @@ inline Clock::time_point after(double s) {
 }
 
 #if DEVTENSOR_MPI_DEFINITIONS  // Note [The mpi component's compiled part]
+
+DEVTENSOR_MPI_DEFINITION Writer& Writer::put_raw(const void* data, std::size_t size) {
+  const auto* p = static_cast<const std::byte*>(data);
+  bytes_.insert(bytes_.end(), p, p + size);
+  return *this;
+}
+
+DEVTENSOR_MPI_DEFINITION Writer& Writer::put_payload(const void* data, std::size_t size,
+                                                     std::shared_ptr<const void> keep) {
+  payloads_.push_back({static_cast<const std::byte*>(data), size, bytes_.size(), std::move(keep)});
+  return put<std::uint64_t>(size | kOutOfBandBit);
+}
+
+DEVTENSOR_MPI_DEFINITION const std::byte* Reader::take(std::size_t n) {
+  if (bytes_.size() - at_ < n) throw InternalError("parameter-server message: truncated");
+  const std::byte* p = bytes_.data() + at_;
+  at_ += n;
+  return p;
+}
+
+DEVTENSOR_MPI_DEFINITION std::span<const std::byte> Reader::get_bytes() {
+  const auto size = static_cast<std::size_t>(get<std::uint64_t>());
+  if (size & kOutOfBandBit) throw InternalError("parameter-server message: a payload where bytes were expected");
+  return {take(size), size};
+}
 
 DEVTENSOR_MPI_DEFINITION Writer& Writer::append(Writer other) {
   for (auto& p : other.payloads_) {
@@ -336,9 +342,7 @@ DEVTENSOR_MPI_DEFINITION WireTensor Reader::get_tensor() {
     t.payload_size = static_cast<std::size_t>(size & ~kOutOfBandBit);
     t.payload_index = payloads_->announce(t.payload_size);
   } else {
-    need(static_cast<std::size_t>(size));
-    t.bytes = std::span<const std::byte>(bytes_.data() + at_, static_cast<std::size_t>(size));
-    at_ += static_cast<std::size_t>(size);
+    t.bytes = std::span<const std::byte>(take(static_cast<std::size_t>(size)), static_cast<std::size_t>(size));
   }
   return t;
 }
