@@ -372,6 +372,25 @@ static void BM_LRN(benchmark::State& state) {  // 0: LRN, 1: LRNGrad
   }
 }
 BENCHMARK(BM_LRN)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+// FusedBatchNormV3 (training) and FusedBatchNormGradV3 at the Conv2D case's activations
+// ([32, 32, 32, 64], NHWC, float32); TensorFlow's figures: benchmarks/tf_conv_bench.py.
+static void BM_FusedBatchNorm(benchmark::State& state) {  // 0: FusedBatchNormV3, 1: FusedBatchNormGradV3
+  const auto x = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 1});
+  const auto dy = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 3});
+  const auto scale = dt::random_normal<float>({64}, {.seed = 4});
+  const auto offset = dt::random_normal<float>({64}, {.seed = 5});
+  const auto empty = dt::constant<float>(std::vector<float>{});
+  const dt::ops::FusedBatchNormV3::Attrs attrs{.epsilon = 0.001f};
+  const auto out = dt::run_op<dt::ops::FusedBatchNormV3>(attrs, x, scale, offset, empty, empty);
+  for (auto _ : state) {
+    if (state.range(0) == 0)
+      benchmark::DoNotOptimize(dt::run_op<dt::ops::FusedBatchNormV3>(attrs, x, scale, offset, empty, empty));
+    else
+      benchmark::DoNotOptimize(
+          dt::run_op<dt::ops::FusedBatchNormGradV3>({.epsilon = 0.001f}, dy, x, scale, out[3], out[4], out[5]));
+  }
+}
+BENCHMARK(BM_FusedBatchNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
 static void BM_Conv2DGemmFloor(benchmark::State& state) {
   std::vector<float> patches(32768 * 576, 0.5f), filter(576 * 64, 0.25f), out(32768 * 64);

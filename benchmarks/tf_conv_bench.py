@@ -3,7 +3,8 @@
 Run: python3 benchmarks/tf_conv_bench.py (tensorflow-cpu==2.21.0). Times Conv2D and its two
 backprops at batch 32, 32x32x64 -> 64 filters 3x3 SAME (float32, NHWC, oneDNN as shipped), and
 DepthwiseConv2dNative and its backprops (batch 32, 32x32x64, 3x3, multiplier 1, SAME), LRN and
-LRNGrad at the CIFAR-10 tutorial's norm1 ([32, 12, 12, 64], radius 4), and
+LRNGrad at the CIFAR-10 tutorial's norm1 ([32, 12, 12, 64], radius 4), FusedBatchNormV3 (training)
+and FusedBatchNormGradV3 at [32, 32, 32, 64], and
 the "Distributed training with Keras" model's training step at batch 64 of 28x28x1 as
 model.fit runs it (tf.function of train_on_batch), each the median of 15 calls after 3 warm-ups;
 prints milliseconds.
@@ -56,6 +57,16 @@ yl = tf.nn.lrn(xl, **lrn_args)
 lrn = median_ms(lambda: tf.nn.lrn(xl, **lrn_args).numpy())
 lrn_grad = median_ms(lambda: tf.raw_ops.LRNGrad(input_grads=dyl, input_image=xl, output_image=yl, **lrn_args).numpy())
 print(f"lrn [32, 12, 12, 64] radius 4: LRN {lrn:.3f} ms, LRNGrad {lrn_grad:.3f} ms")
+empty = tf.constant([], tf.float32)
+bn_scale = tf.random.normal([64], seed=4)
+bn_offset = tf.random.normal([64], seed=5)
+bn = tf.raw_ops.FusedBatchNormV3(x=x, scale=bn_scale, offset=bn_offset, mean=empty, variance=empty, epsilon=0.001)
+bn_fwd = median_ms(lambda: tf.raw_ops.FusedBatchNormV3(x=x, scale=bn_scale, offset=bn_offset, mean=empty,
+                                                       variance=empty, epsilon=0.001)[0].numpy())
+bn_bwd = median_ms(lambda: tf.raw_ops.FusedBatchNormGradV3(y_backprop=dy, x=x, scale=bn_scale, reserve_space_1=bn[3],
+                                                           reserve_space_2=bn[4], reserve_space_3=bn[5],
+                                                           epsilon=0.001)[0].numpy())
+print(f"fused batch norm [32, 32, 32, 64]: FusedBatchNormV3 {bn_fwd:.3f} ms, FusedBatchNormGradV3 {bn_bwd:.3f} ms")
 
 import keras
 import numpy as np

@@ -110,4 +110,15 @@ DEVTENSOR_GRADIENT(double, float)
 DEVTENSOR_GRADIENT(double, double)
 #undef DEVTENSOR_GRADIENT
 
+// FusedBatchNormV3's and FusedBatchNormGradV3's loops (ops/batch_norm_ops.hpp).
+#define DEVTENSOR_BATCH_NORM(T)                                                                                      \
+  template void ops::batch_norm_detail::forward<T>(const T*, const T*, const T*, const T*, const T*,                 \
+                                                   ops::batch_norm_detail::Layout, double, double, bool, T*, T*, T*, \
+                                                   T*, T*);                                                          \
+  template void ops::batch_norm_detail::backward<T>(const T*, const T*, const T*, const T*, const T*,                \
+                                                    ops::batch_norm_detail::Layout, double, bool, T*, T*, T*);
+DEVTENSOR_BATCH_NORM(float)
+DEVTENSOR_BATCH_NORM(double)
+#undef DEVTENSOR_BATCH_NORM
+
 }  // namespace devtensor

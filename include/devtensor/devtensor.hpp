@@ -55,6 +55,7 @@
 #include "devtensor/nn/sequential.hpp"
 #include "devtensor/nn/summary.hpp"
 #include "devtensor/nn/tensorboard.hpp"
+#include "devtensor/ops/batch_norm_ops.hpp"
 #include "devtensor/ops/conv.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/dispatch.hpp"

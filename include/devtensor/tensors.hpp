@@ -20,6 +20,7 @@
 #include "devtensor/device/tags.hpp"
 #include "devtensor/memory/allocator.hpp"
 #include "devtensor/memory/stats.hpp"
+#include "devtensor/ops/batch_norm_ops.hpp"
 #include "devtensor/ops/conv.hpp"
 #include "devtensor/ops/creation.hpp"
 #include "devtensor/ops/index_ops.hpp"

@@ -539,8 +539,9 @@ std::optional<dt::Tensor<T>> fuzz_op(Reader& in, const dt::Tensor<T>& a, const d
 }
 
 /// Actions besides the ops of the op list: host reads, input pipelines, a traced op, gather (and
-/// its gradient's op: ops whose indices are integers beside values of any type).
-constexpr std::size_t kExtraActions = 4;
+/// its gradient's op: ops whose indices are integers beside values of any type), batch
+/// normalisation (five inputs, six outputs).
+constexpr std::size_t kExtraActions = 5;
 
 /// gather and unsorted_segment_sum with drawn indices (edge values included) and axes.
 template <class T>
@@ -554,6 +555,27 @@ void fuzz_gather(Reader& in, const dt::Tensor<T>& a) {
     // A work budget: the output has num_segments slices of a row each.
     const std::int64_t segments = in.size_like_minus(1);
     read_back(dt::unsorted_segment_sum(a, indices, segments > 64 ? segments % 64 : segments), "UnsortedSegmentSum");
+  }
+}
+
+/// fused_batch_norm (FusedBatchNormV3, and its gradient's op under a tape) on drawn operands of any
+/// shape (most are refused), with drawn flags and epsilons.
+template <class T>
+void fuzz_batch_norm(Reader& in, const dt::Tensor<T>& a, const dt::Tensor<T>& b) {
+  if constexpr (dt::Floating<T>) {
+    const auto empty = dt::constant<T>(std::vector<T>{});
+    const auto statistics = in.flip() ? b : empty;
+    const dt::FusedBatchNormOptions options{.epsilon = in.flip() ? 0.001f : in.value<float>(),
+                                            .data_format = in.flip() ? "NHWC" : "NCHW",
+                                            .is_training = in.flip(),
+                                            .exponential_avg_factor = in.flip() ? 1.0f : in.value<float>()};
+    dt::GradientTape tape;
+    tape.watch(a);
+    const auto out = dt::fused_batch_norm(a, b, b, statistics, statistics, options);
+    read_back(out.y, "FusedBatchNormV3");
+    read_back(out.mean, "FusedBatchNormV3");
+    read_back(out.variance, "FusedBatchNormV3");
+    read_back(tape.gradient(dt::reduce_sum(out.y), a), "FusedBatchNormGradV3");
   }
 }
 
@@ -672,6 +694,9 @@ void run_op(Reader& in, Pool<T>& pool) {
         default: (void)a.at({index[0], index[1], index[2]}); break;
       }
     }
+  } else if (pick == Ops::size + 4) {
+    name = "batch norm";
+    fuzz_batch_norm(in, a, b);
   } else if (pick == Ops::size + 3) {
     name = "gather";
     fuzz_gather(in, a);

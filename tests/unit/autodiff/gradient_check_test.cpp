@@ -288,6 +288,26 @@ BOOST_AUTO_TEST_CASE(selection_and_l2_loss) {
       "SparseSoftmaxCrossEntropyWithLogits: rank 3",
       [labels](const std::vector<Tensor>& in) { return dt::sparse_softmax_cross_entropy_with_logits(labels, in[0]); },
       {random_tensor(dt::Shape({2, 3, 4}), 85)});
+  // FusedBatchNormV3 (five inputs, six outputs: not in the op list) through y, by x, scale and
+  // offset: the batch's statistics (NHWC and NCHW), and given ones (inference).
+  check_gradient("FusedBatchNormV3, FusedBatchNormGradV3: training",
+                 [](const std::vector<Tensor>& in) { return dt::fused_batch_norm(in[0], in[1], in[2]).y; },
+                 {random_tensor(dt::Shape({2, 3, 2, 3}), 86), random_tensor(dt::Shape({3}), 87),
+                  random_tensor(dt::Shape({3}), 88)});
+  check_gradient("FusedBatchNormV3: training, NCHW",
+                 [](const std::vector<Tensor>& in) {
+                   return dt::fused_batch_norm(in[0], in[1], in[2], {}, {}, {.data_format = "NCHW"}).y;
+                 },
+                 {random_tensor(dt::Shape({2, 3, 2, 2}), 89), random_tensor(dt::Shape({3}), 90),
+                  random_tensor(dt::Shape({3}), 91)});
+  const auto mean = random_tensor(dt::Shape({3}), 92);
+  const auto variance = random_tensor(dt::Shape({3}), 93, 0.5, 1.5);
+  check_gradient("FusedBatchNormV3: inference",
+                 [mean, variance](const std::vector<Tensor>& in) {
+                   return dt::fused_batch_norm(in[0], in[1], in[2], mean, variance, {.is_training = false}).y;
+                 },
+                 {random_tensor(dt::Shape({2, 2, 2, 3}), 94), random_tensor(dt::Shape({3}), 95),
+                  random_tensor(dt::Shape({3}), 96)});
 }
 
 BOOST_AUTO_TEST_CASE(convolution_and_pooling) {

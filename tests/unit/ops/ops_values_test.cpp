@@ -3,9 +3,12 @@
 
 #include <array>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -1166,6 +1169,125 @@ BOOST_AUTO_TEST_CASE(lrn_and_its_gradient_are_tensorflows) {
   auto traced = dt::function([](const dt::Tensor<float>& t) { return dt::lrn(t, {.depth_radius = 2}); },
                              {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 2, 1, 7})}});
   BOOST_TEST(traced(x).to_vector() == dt::lrn(x, {.depth_radius = 2}).to_vector(), boost::test_tools::per_element());
+}
+
+namespace {
+
+/// tests/reference/fused_batch_norm.txt: a line per output, "<case> <what> v, v, ..." or
+/// "<what> <ErrorType> <TensorFlow's text>" (tests/reference/fused_batch_norm.py wrote it).
+std::map<std::string, std::string> fused_batch_norm_reference() {
+  std::ifstream in(DEVTENSOR_REFERENCE_DIR "/fused_batch_norm.txt");
+  BOOST_TEST_REQUIRE(in.good(), "cannot read " DEVTENSOR_REFERENCE_DIR "/fused_batch_norm.txt");
+  std::map<std::string, std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    const auto values = line.find(": ");
+    if (values != std::string::npos) lines[line.substr(0, values)] = line.substr(values + 2);
+  }
+  return lines;
+}
+std::vector<double> numbers(const std::string& text) {
+  std::vector<double> out;
+  std::istringstream in(text);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(std::stod(field));
+  return out;
+}
+
+}  // namespace
+
+// FusedBatchNormV3 and its gradient against TensorFlow 2.21: x is value i of [2, 3, 2, 4],
+// ((i * 7) % 13 - 6) / 4; scale, offset, mean and variance per channel; the loss sum(y * w).
+BOOST_AUTO_TEST_CASE(fused_batch_norm_and_its_gradient_are_tensorflows) {
+  const auto reference = fused_batch_norm_reference();
+  const auto want = [&](const std::string& key) {
+    BOOST_TEST_REQUIRE(reference.count(key) == 1, "no reference line " << key);
+    return numbers(reference.at(key));
+  };
+  std::vector<float> xs(48), ws(48);
+  for (std::size_t i = 0; i < 48; ++i) {
+    xs[i] = static_cast<float>(static_cast<int>((i * 7) % 13) - 6) / 4.0f;
+    ws[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+  }
+  const auto x_nhwc = dt::constant<float>(xs, {2, 3, 2, 4});
+  const auto w_nhwc = dt::constant<float>(ws, {2, 3, 2, 4});
+  const auto scale = dt::constant<float>({1, 1.25f, 1.5f, 1.75f});
+  const auto offset = dt::constant<float>({-1, -0.5f, 0, 0.5f});
+  const auto mean = dt::constant<float>({-0.25f, -0.125f, 0, 0.125f});
+  const auto variance = dt::constant<float>({0.5f, 0.75f, 1, 1.25f});
+  const auto empty = dt::constant<float>(std::vector<float>{});
+  struct Case {
+    std::string name;
+    dt::ops::FusedBatchNormV3::Attrs attrs;
+    bool with_statistics;
+  };
+  const std::vector<Case> cases{{"train", {.epsilon = 0.001f}, false},
+                                {"train_avg", {.epsilon = 0.001f, .exponential_avg_factor = 0.3f}, true},
+                                {"inference", {.epsilon = 0.001f, .is_training = false}, true},
+                                {"train_nchw", {.epsilon = 0.001f, .channels_first = true}, false}};
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const auto x = c.attrs.channels_first ? dt::transpose(x_nhwc, {0, 3, 1, 2}) : x_nhwc;
+      const auto w = c.attrs.channels_first ? dt::transpose(w_nhwc, {0, 3, 1, 2}) : w_nhwc;
+      dt::GradientTape tape;
+      tape.watch(x);
+      tape.watch(scale);
+      tape.watch(offset);
+      const auto out = dt::run_op<dt::ops::FusedBatchNormV3>(
+          c.attrs, x, scale, offset, c.with_statistics ? mean : empty, c.with_statistics ? variance : empty);
+      const auto grads = tape.gradient(dt::reduce_sum(dt::mul(out[0], w)), std::vector{x, scale, offset});
+      const char* outputs[] = {"y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"};
+      for (std::size_t k = 0; k < 5; ++k) check_close(out[k].to_vector(), want(c.name + " " + outputs[k]), 2e-6);
+      BOOST_TEST(out[0].shape() == x.shape());
+      BOOST_TEST(out[5].shape() == dt::Shape({0}));  // reserve_space_3: empty on CPUs
+      check_close(grads[0].to_vector(), want(c.name + " dx"), 2e-6);
+      check_close(grads[1].to_vector(), want(c.name + " dscale"), 2e-6);
+      check_close(grads[2].to_vector(), want(c.name + " doffset"), 2e-6);
+    }
+  }
+  // tf.compat.v1.nn.fused_batch_norm: (y, mean, variance), no mean or variance given when training.
+  const auto [y, running_mean, running_variance] = dt::fused_batch_norm(x_nhwc, scale, offset);
+  check_close(y.to_vector(), want("train y"), 2e-6);
+  check_close(running_mean.to_vector(), want("train batch_mean"), 2e-6);
+  check_close(running_variance.to_vector(), want("train batch_variance"), 2e-6);
+  const auto inferred = dt::fused_batch_norm(x_nhwc, scale, offset, mean, variance, {.is_training = false});
+  check_close(inferred.y.to_vector(), want("inference y"), 2e-6);
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::fused_batch_norm(x_nhwc, scale, offset, {}, {}, {.data_format = "NCDHW"}),
+                             dt::InvalidArgumentError, "NCDHW");
+  // TensorFlow's texts for shapes that do not pair (the lines after "<what> InvalidArgumentError").
+  using Op = dt::ops::FusedBatchNormV3;
+  const auto error_of = [&](const std::string& what) {
+    std::string text = reference.at(what);
+    text = text.substr(text.find("}} ") + 3);                    // after TensorFlow's function-node prefix
+    if (text.ends_with(" name:")) text.resize(text.size() - 6);  // and before its empty node name
+    return text;
+  };
+  const auto vector3 = dt::constant<float>({1, 2, 3});
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<Op>({}, dt::zeros<float>({3, 2, 4}), scale, offset, empty, empty),
+                             dt::InvalidArgumentError, error_of("rank 3"));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<Op>({}, x_nhwc, vector3, offset, empty, empty), dt::InvalidArgumentError,
+                             error_of("scale"));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<Op>({}, x_nhwc, scale, dt::constant<float>({1, 2}), empty, empty),
+                             dt::InvalidArgumentError, error_of("offset"));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<Op>({.is_training = false}, x_nhwc, scale, offset, empty, variance),
+                             dt::InvalidArgumentError, error_of("inference mean"));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<Op>({.is_training = false}, x_nhwc, scale, offset, mean, empty),
+                             dt::InvalidArgumentError, error_of("inference variance"));
+  DEVTENSOR_CHECK_THROW_WITH(
+      (void)dt::run_op<Op>({.exponential_avg_factor = 0.5f}, x_nhwc, scale, offset, empty, empty),
+      dt::InvalidArgumentError, error_of("avg without mean"));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<Op>({}, x_nhwc, dt::zeros<float>({2, 2}), offset, empty, empty),
+                             dt::InvalidArgumentError, error_of("scale rank"));
+  DEVTENSOR_CHECK_THROW_WITH((void)dt::run_op<dt::ops::FusedBatchNormGradV3>({}, x_nhwc, dt::zeros<float>({2, 3, 2, 5}),
+                                                                             scale, mean, variance, empty),
+                             dt::InvalidArgumentError, error_of("grad shapes"));
+  // Traced with an unknown batch, its gradient taken in the trace: the eager values.
+  const auto step = [&](const dt::Tensor<float>& t) {
+    dt::GradientTape inner;
+    inner.watch(t);
+    const auto normalised = dt::fused_batch_norm(t, scale, offset);
+    return inner.gradient(dt::reduce_sum(dt::mul(normalised.y, w_nhwc)), t);
+  };
+  auto traced = dt::function(step, {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3, 2, 4})}});
+  BOOST_TEST(traced(x_nhwc).to_vector() == step(x_nhwc).to_vector(), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
