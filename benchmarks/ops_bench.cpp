@@ -15,7 +15,8 @@
 #include <vector>
 
 #include <devtensor/devtensor.hpp>
-#include <devtensor/ops/cpu/matmul.hpp>  // gemm_backend(): which GEMM the CPU matmul uses
+#include <devtensor/ops/cpu/convolution_engine.hpp>  // which engine runs Conv2D (the label)
+#include <devtensor/ops/cpu/matmul.hpp>              // gemm_backend(): which GEMM the CPU matmul uses
 
 #include "eight_ops.hpp"
 
@@ -324,9 +325,14 @@ BENCHMARK(BM_ExpLoop)->Args({32, 10})->Args({512, 1000})->Unit(benchmark::kMicro
 
 // Conv2D and its two backprops at batch 32, 32x32x64 -> 64 filters 3x3 SAME (float32), beside the
 // one GEMM of the same size im2col turns the forward into: [32·32·32, 576] · [576, 64] on
-// preallocated buffers (the floor of an im2col body). TensorFlow's figures for the same shapes:
-// benchmarks/tf_conv_bench.py, in the same session (RESULTS.md).
+// preallocated buffers (the floor of an im2col body). The second argument: 1 through oneDNN where
+// this program links devtensor::onednn (the label names the engine), 0 the im2col bodies.
+// TensorFlow's figures for the same shapes: benchmarks/tf_conv_bench.py, in the same session
+// (RESULTS.md).
 static void BM_Conv2D(benchmark::State& state) {  // 0: forward, 1: backprop input, 2: backprop filter
+  dt::config::experimental::enable_onednn_opts(state.range(1) != 0);
+  const auto* engine = dt::ops::cpu::convolution_engine();
+  state.SetLabel(engine != nullptr ? std::string(engine->name) : "im2col");
   const auto x = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 1});
   const auto w = dt::random_normal<float>({3, 3, 64, 64}, {.seed = 2});
   const auto dy = dt::random_normal<float>({32, 32, 32, 64}, {.seed = 3});
@@ -338,8 +344,9 @@ static void BM_Conv2D(benchmark::State& state) {  // 0: forward, 1: backprop inp
     else
       benchmark::DoNotOptimize(dt::conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME"));
   }
+  dt::config::experimental::enable_onednn_opts(true);
 }
-BENCHMARK(BM_Conv2D)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Conv2D)->ArgsProduct({{0, 1, 2}, {1, 0}})->Unit(benchmark::kMillisecond);
 
 // DepthwiseConv2dNative and its backprops at a MobileNet-like layer: batch 32, 32x32x64, 3x3,
 // multiplier 1, SAME (float32); and LRN with its gradient at the CIFAR-10 tutorial's norm1

@@ -25,9 +25,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <devtensor/devtensor.hpp>
+#include <devtensor/ops/cpu/convolution_engine.hpp>  // which engine runs Conv2D (the label)
 
 namespace dt = devtensor;
 
@@ -274,9 +276,13 @@ void BM_AdamUpdate_Composed(benchmark::State& state) {
 }  // namespace
 
 // TensorFlow's tutorial model (Conv2D(32, 3, relu), MaxPooling2D, Flatten, Dense(64, relu),
-// Dense(10)), SparseCategoricalCrossentropy from logits, Adam, "accuracy": one traced step.
+// Dense(10)), SparseCategoricalCrossentropy from logits, Adam, "accuracy": one traced step. The
+// argument: 1 with oneDNN's convolutions where the program links devtensor::onednn, 0 without.
 void BM_TrainStep_ConvTutorial(benchmark::State& state) {
   namespace nn = dt::nn;
+  dt::config::experimental::enable_onednn_opts(state.range(0) != 0);
+  const auto* engine = dt::ops::cpu::convolution_engine();
+  state.SetLabel(engine != nullptr ? std::string(engine->name) : "im2col");
   dt::DeviceScope cpu("/cpu:0");
   nn::Sequential model(
       {nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{28, 28, 1}}),
@@ -289,6 +295,7 @@ void BM_TrainStep_ConvTutorial(benchmark::State& state) {
   const auto labels = dt::constant<float>(classes, dt::Shape({64}));
   benchmark::DoNotOptimize(model.train_on_batch(x, labels));  // traced before the timing
   for (auto _ : state) benchmark::DoNotOptimize(model.train_on_batch(x, labels));
+  dt::config::experimental::enable_onednn_opts(true);
 }
 
 BENCHMARK(BM_AdamUpdate_Loop)->Arg(1 << 16)->Arg(1 << 22);
@@ -303,4 +310,4 @@ BENCHMARK(BM_DatasetPass)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
 BENCHMARK(BM_DatasetPass_Memcpy);
 BENCHMARK(BM_TrainStep_Traced)->Arg(8)->Arg(64)->Arg(512);
 BENCHMARK(BM_TrainStep_Classifier)->ArgsProduct({{8, 64, 512}, {0, 1}});
-BENCHMARK(BM_TrainStep_ConvTutorial)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainStep_ConvTutorial)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);

@@ -14,7 +14,8 @@ export(EXPORT devtensorTargets NAMESPACE devtensor:: FILE "${PROJECT_BINARY_DIR}
 # file that compiles them in the consumer's tree (cmake/devtensorCudaComponent.cmake).
 set(DEVTENSOR_INSTALL_SOURCEDIR "${CMAKE_INSTALL_DATADIR}/devtensor/src" CACHE STRING
     "Where devtensor's sources (devtensor.cpp, devtensor_cuda.cu, devtensor_nccl.cpp) are installed")
-install(FILES src/devtensor.cpp src/devtensor_cuda.cu src/devtensor_nccl.cpp src/devtensor_keras_archive.cpp src/devtensor_mpi.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
+install(FILES src/devtensor.cpp src/devtensor_cuda.cu src/devtensor_nccl.cpp src/devtensor_keras_archive.cpp src/devtensor_mpi.cpp
+        src/devtensor_onednn.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
 
 configure_package_config_file(cmake/devtensorConfig.cmake.in
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
@@ -28,6 +29,7 @@ install(FILES
   cmake/FindNCCL.cmake
   cmake/devtensorCompiledComponent.cmake
   cmake/devtensorCudaComponent.cmake
+  cmake/devtensorOnednnComponent.cmake
   cmake/devtensorMultiWorkerComponent.cmake
   cmake/devtensorHdf5Component.cmake
   cmake/devtensorKerasArchiveComponent.cmake

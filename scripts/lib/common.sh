@@ -17,6 +17,7 @@ DEVTENSOR_PACKAGES=(
   openmpi-bin libopenmpi-dev  # multi-process training (the mpi component) and its mpiexec tests
   libhdf5-dev            # Keras weights files (the hdf5 component)
   libzip-dev             # Keras .keras archives (the keras_archive component, with HDF5 and nlohmann_json)
+  libdnnl-dev            # oneDNN 2.6: float32 convolutions on CPUs (the onednn component)
 )
 
 log() { printf '\n==> %s\n' "$*"; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/onednn_options.hpp"  // config::experimental::enable_onednn_opts
 #include "devtensor/core/source_location.hpp"
 #include "devtensor/device/context.hpp"
 #include "devtensor/device/physical.hpp"

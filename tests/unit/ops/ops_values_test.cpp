@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/cpu/convolution_engine.hpp"
 #include "devtensor_test.hpp"
 
 namespace dt = devtensor;
@@ -763,6 +765,86 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition_across_slices_strides_and_pad
       check_close(yf.to_vector(), want, 1e-4);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(float_convolutions_through_onednn_and_im2col_agree_with_double) {
+  // Float32 Conv2D and its backprops run through the convolution engine when the program links
+  // devtensor::onednn (this one does where oneDNN was found: DEVTENSOR_WITH_ONEDNN), through
+  // im2col otherwise or when switched off. Both against the double body, on geometries that take
+  // each of the engine's roads: padding after the window that a stride leaves unread, asymmetric
+  // and large explicit padding (its turned backprop input would need negative padding), dilation,
+  // a 1x1 window, a first layer's single channel.
+  struct Case {
+    std::array<std::int64_t, 4> x, w;
+    dt::SpatialInts strides;
+    std::int64_t dilation;
+    dt::Padding padding;
+  };
+  using Pads = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  const std::vector<Case> cases{
+      {{2, 9, 11, 16}, {3, 3, 16, 8}, {1, 1}, 1, "SAME"},
+      {{2, 10, 10, 8}, {3, 3, 8, 12}, {2, 2}, 1, "SAME"},
+      {{1, 13, 12, 5}, {5, 2, 5, 3}, {3, 3}, 1, "VALID"},
+      {{2, 12, 12, 9}, {3, 3, 9, 4}, {1, 1}, 3, "SAME"},
+      {{2, 6, 6, 16}, {1, 1, 16, 8}, {1, 1}, 1, "VALID"},
+      {{3, 8, 7, 1}, {3, 3, 1, 32}, {1, 1}, 1, "VALID"},
+      {{2, 7, 6, 4}, {3, 2, 4, 6}, {1, 1}, 1, Pads{{0, 0}, {2, 0}, {1, 3}, {0, 0}}},
+      {{1, 5, 5, 3}, {3, 3, 3, 2}, {1, 1}, 1, Pads{{0, 0}, {3, 3}, {1, 1}, {0, 0}}},
+      {{2, 9, 9, 6}, {3, 3, 6, 4}, {1, 2}, 1, "SAME"},
+  };
+  const dt::ops::cpu::ConvolutionEngine* engine = dt::ops::cpu::linked_convolution_engine();
+#if DEVTENSOR_WITH_ONEDNN
+  BOOST_TEST_REQUIRE(engine != nullptr);  // linking the component installs it
+  BOOST_TEST(std::string(engine->name).starts_with("oneDNN 2."), engine->name);
+#else
+  BOOST_TEST(engine == nullptr);
+#endif
+  struct RestoreSwitch {
+    ~RestoreSwitch() { dt::config::experimental::enable_onednn_opts(true); }
+  } restore;
+  unsigned seed = 31;
+  for (const auto& c : cases) {
+    const auto xv = random_values<double>(static_cast<std::size_t>(c.x[0] * c.x[1] * c.x[2] * c.x[3]), seed++);
+    const auto wv = random_values<double>(static_cast<std::size_t>(c.w[0] * c.w[1] * c.w[2] * c.w[3]), seed++);
+    const auto x = dt::constant<double>(xv, dt::Shape(c.x));
+    const auto w = dt::constant<double>(wv, dt::Shape(c.w));
+    const dt::Conv2DOptions options{.dilations = c.dilation};
+    const auto y = dt::conv2d(x, w, c.strides, c.padding, options);
+    const auto dy =
+        dt::constant<double>(random_values<double>(static_cast<std::size_t>(y.num_elements()), seed++), y.shape());
+    const auto dx = dt::conv2d_backprop_input(x.shape(), w, dy, c.strides, c.padding, options);
+    const auto dw = dt::conv2d_backprop_filter(x, w.shape(), dy, c.strides, c.padding, options);
+    for (const bool onednn : {true, false}) {
+      BOOST_TEST_CONTEXT("input " << x.shape().to_string() << " filter " << w.shape().to_string()
+                                  << (onednn ? " (oneDNN switched on)" : " (switched off)")) {
+        dt::config::experimental::enable_onednn_opts(onednn);
+        BOOST_TEST((dt::ops::cpu::convolution_engine() != nullptr) == (onednn && engine != nullptr));
+        const std::int64_t runs_before = engine != nullptr ? engine->runs() : 0;
+        const auto xf = x.cast<float>();
+        const auto wf = w.cast<float>();
+        const auto dyf = dy.cast<float>();
+        check_close(dt::conv2d(xf, wf, c.strides, c.padding, options).to_vector(), y.to_vector(), 1e-4);
+        check_close(dt::conv2d_backprop_input(x.shape(), wf, dyf, c.strides, c.padding, options).to_vector(),
+                    dx.to_vector(), 1e-4);
+        check_close(dt::conv2d_backprop_filter(xf, w.shape(), dyf, c.strides, c.padding, options).to_vector(),
+                    dw.to_vector(), 1e-4);
+        // Each of the three ran through oneDNN when switched on (none declined), none when off.
+        if (engine != nullptr) BOOST_TEST(engine->runs() - runs_before == (onednn ? 3 : 0));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(onednn_switch_reads_tensorflows_environment_values) {
+  using dt::config::experimental::onednn_detail::parse_bool;
+  BOOST_TEST((parse_bool("0") == std::optional<bool>(false)));
+  BOOST_TEST((parse_bool("false") == std::optional<bool>(false)));
+  BOOST_TEST((parse_bool("FALSE") == std::optional<bool>(false)));
+  BOOST_TEST((parse_bool("1") == std::optional<bool>(true)));
+  BOOST_TEST((parse_bool("True") == std::optional<bool>(true)));
+  BOOST_TEST(!parse_bool("off").has_value());  // not TensorFlow's boolean: the default (on) stays
+  BOOST_TEST(!parse_bool("").has_value());
+  BOOST_TEST(!parse_bool(nullptr).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_get_tensorflows_errors) {

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "devtensor/backend/cpu/parallel.hpp"
 #include "devtensor/ops/conv_ops.hpp"
+#include "devtensor/ops/cpu/convolution_engine.hpp"
 #include "devtensor/ops/cpu/matmul.hpp"
 #include "devtensor/tensor/shape.hpp"
 
@@ -190,9 +192,12 @@ void col2im_add(const WindowGeometry& g, const T* dpatches, std::int64_t first, 
   }
 }
 
-/// Conv2D: out [positions, out_depth] = patches · filter, a slice at a time.
+/// The threads a convolution engine runs on: the intra-op setting (as the kernels' pool).
+inline int engine_threads() { return static_cast<int>(backend::cpu::ThreadPool::configured_threads()); }
+
+/// Conv2D's own body: im2col and CBLAS.
 template <class T>
-void conv2d(const WindowGeometry& g, const T* input, const T* filter, std::int64_t out_depth, T* out) {
+void conv2d_im2col(const WindowGeometry& g, const T* input, const T* filter, std::int64_t out_depth, T* out) {
   const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(false, false, positions, out_depth, patch, input, filter, out);
@@ -205,6 +210,17 @@ void conv2d(const WindowGeometry& g, const T* input, const T* filter, std::int64
   }
 }
 
+/// Conv2D: out [positions, out_depth] = patches · filter, a slice at a time (float32 through the
+/// convolution engine when one is linked and takes it: Note [A convolution engine]).
+template <class T>
+void conv2d(const WindowGeometry& g, const T* input, const T* filter, std::int64_t out_depth, T* out) {
+  if constexpr (std::is_same_v<T, float>)
+    if (const ConvolutionEngine* engine = convolution_engine();
+        engine && engine->forward(g, input, filter, out_depth, out, engine_threads()))
+      return;
+  conv2d_im2col(g, input, filter, out_depth, out);
+}
+
 /// Conv2DBackpropInput. With strides of 1 it is a convolution of dy with the filter turned by
 /// 180° and its depths swapped (dx[y] = Σ dy[y + pad' − k·d] · W[K−1−k], pad' = (K−1)·d − pad):
 /// a product of the forward's shape, whose inner dimension is the long patch (batch 32 of
@@ -214,6 +230,10 @@ void conv2d(const WindowGeometry& g, const T* input, const T* filter, std::int64
 /// out_depth), added back into the windows.
 template <class T>
 void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy, std::int64_t out_depth, T* dx) {
+  if constexpr (std::is_same_v<T, float>)
+    if (const ConvolutionEngine* engine = convolution_engine();
+        engine && engine->backprop_input(g, filter, dy, out_depth, dx, engine_threads()))
+      return;
   const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(false, true, positions, patch, out_depth, dy, filter, dx);
@@ -234,7 +254,7 @@ void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy
     t.out_cols = g.in_cols;
     t.pad_top = (g.k_rows - 1) * g.dil_rows - g.pad_top;
     t.pad_left = (g.k_cols - 1) * g.dil_cols - g.pad_left;
-    return conv2d(t, dy, turned, g.channels, dx);
+    return conv2d_im2col(t, dy, turned, g.channels, dx);
   }
   std::fill(dx, dx + g.batch * g.in_rows * g.in_cols * g.channels, T{0});
   const std::int64_t slice = im2col_slice_rows<T>(patch);
@@ -249,6 +269,10 @@ void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy
 /// Conv2DBackpropFilter: dfilter = Σ patchesᵀ · dy over the slices.
 template <class T>
 void conv2d_backprop_filter(const WindowGeometry& g, const T* input, const T* dy, std::int64_t out_depth, T* dfilter) {
+  if constexpr (std::is_same_v<T, float>)
+    if (const ConvolutionEngine* engine = convolution_engine();
+        engine && engine->backprop_filter(g, input, dy, out_depth, dfilter, engine_threads()))
+      return;
   const std::int64_t positions = g.batch * g.out_rows * g.out_cols;
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(true, false, patch, out_depth, positions, input, dy, dfilter);
