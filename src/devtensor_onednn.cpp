@@ -233,8 +233,10 @@ void use_threads(int threads) {
 /// The plan for (direction, g), made on first use (Note [Plans]). Null when oneDNN declines.
 std::shared_ptr<const Plan> plan_for(Direction direction, const WindowGeometry& g, std::int64_t out_depth,
                                      int threads) {
+  static const dnnl::engine& engine = cpu_engine();  // made first, so destroyed after the plans at exit
   static std::mutex mutex;
   static std::unordered_map<Key, std::shared_ptr<const Plan>, KeyHash> plans;
+  (void)engine;
   constexpr std::size_t kMaxPlans = 256;  // a program's geometries; beyond, start over
   const Key key = key_of(direction, g, out_depth, threads);
   std::lock_guard lock(mutex);
