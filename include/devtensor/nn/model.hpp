@@ -442,9 +442,27 @@ class Model {
 
   void capture_strategy();
 
+  /// This process's share of the batch split across its replicas, each part on its replica's
+  /// device (TensorFlow's split; DATA auto-shard across processes).
+  std::vector<data_adapter::Batch> split_across_replicas(const data_adapter::Batch& batch) const;
   /// Splits the batch across the replicas and runs replicated_train_step, traced when
   /// `may_trace` and the model does not run eagerly.
   training_loop::StepResult distributed_train_step(const data_adapter::Batch& batch, bool may_trace);
+  /// evaluate's step under a strategy: the batch split as fit's, replicated_test_step, traced
+  /// unless the model runs eagerly.
+  training_loop::StepResult distributed_test_step(const data_adapter::Batch& batch);
+  /// Each replica's forward pass and its shares of the loss and metrics, summed over every replica.
+  std::vector<Tensor<float>> replicated_test_step(const std::vector<data_adapter::Batch>& replicas,
+                                                  std::int64_t global);
+  /// predict's inputs under a strategy: every row split across this process's replicas, flat
+  /// (replica after replica, its inputs in order), each part on its replica's device.
+  std::vector<Tensor<float>> split_inputs_across_replicas(const std::vector<Tensor<float>>& xs) const;
+  /// predict's forward pass under a strategy: replicas[r] the inputs of replica r; the outputs
+  /// concatenated in replica order, which is the batch's row order.
+  std::vector<Tensor<float>> replicated_predict_step(const std::vector<std::vector<Tensor<float>>>& replicas);
+  /// strategy.reduce(SUM) of each replica's values (values[replica][k]) over every replica of every
+  /// process: the step's loss, then its reported values.
+  std::vector<Tensor<float>> sum_over_replicas(std::vector<std::vector<Tensor<float>>> values);
 
   /// Each replica's forward and backward pass on its rows, the gradients summed across the
   /// replicas, the update; returns the global loss, then the reported values over the global

@@ -37,6 +37,21 @@ inline data_adapter::Batch unflatten(const std::vector<Tensor<float>>& flat, std
   const auto at = [&](std::size_t i) { return flat.begin() + static_cast<std::ptrdiff_t>(begin + i); };
   return {{at(0), at(inputs)}, {at(inputs), at(inputs + targets)}};
 }
+/// The replicas' batches in a traced step's order: replica after replica, each flattened.
+inline std::vector<Tensor<float>> flatten(const std::vector<data_adapter::Batch>& replicas) {
+  std::vector<Tensor<float>> flat;
+  for (const auto& replica : replicas)
+    for (auto& t : flatten(replica)) flat.push_back(std::move(t));
+  return flat;
+}
+/// The replicas' batches of `inputs` inputs and `targets` targets each, from `flat`.
+inline std::vector<data_adapter::Batch> unflatten_replicas(const std::vector<Tensor<float>>& flat, std::size_t inputs,
+                                                           std::size_t targets) {
+  std::vector<data_adapter::Batch> replicas;
+  for (std::size_t begin = 0; begin < flat.size(); begin += inputs + targets)
+    replicas.push_back(unflatten(flat, begin, inputs, targets));
+  return replicas;
+}
 }  // namespace model_detail
 
 #if DEVTENSOR_HEADER_DEFINITIONS
@@ -141,6 +156,7 @@ DEVTENSOR_DEFINITION Evaluation Model::evaluate(const data_adapter::Batches& bat
 DEVTENSOR_DEFINITION training_loop::StepResult Model::test_step(const data_adapter::Batch& batch) {
   require_matching_batch(batch);
   build_for(batch.xs[0]);
+  if (strategy_) return distributed_test_step(batch);
   const std::size_t inputs = batch.xs.size();
   const auto step = [this, inputs](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>&, std::int64_t) {
     const auto b = model_detail::unflatten(flat, 0, inputs, flat.size() - inputs);
@@ -183,10 +199,18 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
   const std::int64_t n = xs[0].shape()[0];
   build_for(xs[0]);
   require_built();
+  // Under a strategy the traced step takes each replica's rows, split before it (as fit's).
+  const std::size_t input_count = xs.size();
+  const auto per_replica = [input_count](const std::vector<Tensor<float>>& flat) {
+    std::vector<std::vector<Tensor<float>>> replicas;
+    for (auto at = flat.begin(); at != flat.end(); at += static_cast<std::ptrdiff_t>(input_count))
+      replicas.emplace_back(at, at + static_cast<std::ptrdiff_t>(input_count));
+    return replicas;
+  };
   const auto* traced_step = traced(
       traced_.predict,
-      [this](const std::vector<Tensor<float>>& in, const Tensor<std::int64_t>&, std::int64_t) {
-        return forward(in, false);
+      [this, per_replica](const std::vector<Tensor<float>>& in, const Tensor<std::int64_t>&, std::int64_t) {
+        return strategy_ ? replicated_predict_step(per_replica(in)) : forward(in, false);
       },
       "predict_function");
   const training_loop::CallbackList callbacks(
@@ -195,7 +219,13 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
   std::int64_t step = 0;
   const auto predict_step = [&](const std::vector<Tensor<float>>& batch) {
     callbacks.each(&Callback::on_predict_batch_begin, step, Logs{});
-    auto outputs = traced_step ? (*traced_step)(batch, scalar<std::int64_t>(0), 0) : forward(batch, false);
+    std::vector<Tensor<float>> outputs;
+    if (!strategy_)
+      outputs = traced_step ? (*traced_step)(batch, scalar<std::int64_t>(0), 0) : forward(batch, false);
+    else if (traced_step)
+      outputs = (*traced_step)(split_inputs_across_replicas(batch), scalar<std::int64_t>(0), 0);
+    else
+      outputs = replicated_predict_step(per_replica(split_inputs_across_replicas(batch)));
     callbacks.each(&Callback::on_predict_batch_end, step, Logs{});  // Keras passes the outputs; they come at the end
     ++step;
     return outputs;
@@ -268,14 +298,10 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const dat
   return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
 }
 
-DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(const data_adapter::Batch& batch,
-                                                                             bool may_trace) {
-  const std::int64_t global = batch.examples();
-  build_for(batch.xs[0]);
-  // Each replica's share of the batch on its device (this process's share: DATA auto-shard),
-  // split before the traced step as Keras distributes its dataset.
+DEVTENSOR_DEFINITION std::vector<data_adapter::Batch> Model::split_across_replicas(
+    const data_adapter::Batch& batch) const {
   const auto& devices = strategy_->replica_devices();
-  const auto shares = strategy_->local_batch(global);
+  const auto shares = strategy_->local_batch(batch.examples());
   std::vector<data_adapter::Batch> replicas(devices.size());
   for (const auto* part : {&batch.xs, &batch.ys})
     for (const auto& t : *part) {
@@ -283,26 +309,82 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(con
       for (std::size_t r = 0; r < devices.size(); ++r)
         (part == &batch.xs ? replicas[r].xs : replicas[r].ys).push_back(std::move(rows[r]));
     }
-  const std::size_t inputs = batch.xs.size();
-  const std::size_t per_replica = inputs + batch.ys.size();
-  const auto replicated = [this, inputs, per_replica](const std::vector<Tensor<float>>& flat,
-                                                      const Tensor<std::int64_t>& seed, std::int64_t examples) {
-    std::vector<data_adapter::Batch> parts;
-    for (std::size_t begin = 0; begin < flat.size(); begin += per_replica)
-      parts.push_back(model_detail::unflatten(flat, begin, inputs, per_replica - inputs));
-    return replicated_train_step(parts, seed, examples);
+  return replicas;
+}
+
+DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(const data_adapter::Batch& batch,
+                                                                             bool may_trace) {
+  const std::int64_t global = batch.examples();
+  build_for(batch.xs[0]);
+  // Each replica's share of the batch on its device (this process's share: DATA auto-shard),
+  // split before the traced step as Keras distributes its dataset.
+  const auto replicas = split_across_replicas(batch);
+  const std::size_t inputs = batch.xs.size(), targets = batch.ys.size();
+  const auto replicated = [this, inputs, targets](const std::vector<Tensor<float>>& flat,
+                                                  const Tensor<std::int64_t>& seed, std::int64_t examples) {
+    return replicated_train_step(model_detail::unflatten_replicas(flat, inputs, targets), seed, examples);
   };
   const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function", cuda_graph_) : nullptr;
-  std::vector<Tensor<float>> values;
-  if (traced_step) {
-    std::vector<Tensor<float>> flat;
-    for (const auto& replica : replicas)
-      for (auto& t : model_detail::flatten(replica)) flat.push_back(std::move(t));
-    values = (*traced_step)(flat, host_step_seed(), global);
-  } else {
-    values = replicated_train_step(replicas, step_seed(), global);
-  }
+  const auto values = traced_step ? (*traced_step)(model_detail::flatten(replicas), host_step_seed(), global)
+                                  : replicated_train_step(replicas, step_seed(), global);
   return {values[0], global, {values.begin() + 1, values.end()}};
+}
+
+DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_test_step(const data_adapter::Batch& batch) {
+  const std::int64_t global = batch.examples();
+  const auto replicas = split_across_replicas(batch);
+  const std::size_t inputs = batch.xs.size(), targets = batch.ys.size();
+  const auto replicated = [this, inputs, targets](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>&,
+                                                  std::int64_t examples) {
+    return replicated_test_step(model_detail::unflatten_replicas(flat, inputs, targets), examples);
+  };
+  const auto* traced_step = traced(traced_.test, replicated, "test_function", cuda_graph_);
+  const auto values = traced_step ? (*traced_step)(model_detail::flatten(replicas), scalar<std::int64_t>(0), global)
+                                  : replicated_test_step(replicas, global);
+  return {values[0], global, {values.begin() + 1, values.end()}};
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_test_step(
+    const std::vector<data_adapter::Batch>& replicas, std::int64_t global) {
+  // strategy.run of each replica's forward pass on its rows (its own BatchNormalization
+  // statistics, as TensorFlow reads them in a replica context), then the values summed.
+  std::vector<std::vector<Tensor<float>>> values(replicas.size());
+  strategy_->run_replicas([&](int r) {
+    const auto i = static_cast<std::size_t>(r);
+    values[i] = compiled_loss_->replica_share(replicas[i].ys, forward(replicas[i].xs, false), global);
+  });
+  return sum_over_replicas(std::move(values));
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::split_inputs_across_replicas(
+    const std::vector<Tensor<float>>& xs) const {
+  // Every row of the batch, split across this process's replicas only: predict returns each
+  // input's outputs, whichever worker calls it. Replica after replica, as a traced step takes them.
+  const auto& devices = strategy_->replica_devices();
+  const auto replicas = static_cast<std::int64_t>(devices.size());
+  const distribute::LocalBatch shares{0, distribute::batch_sizes_for_worker(xs[0].shape()[0], 1, replicas, 0)};
+  std::vector<Tensor<float>> flat(xs.size() * devices.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    auto parts = distribute::split_rows(xs[i], shares, devices);
+    for (std::size_t r = 0; r < devices.size(); ++r) flat[r * xs.size() + i] = std::move(parts[r]);
+  }
+  return flat;
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_predict_step(
+    const std::vector<std::vector<Tensor<float>>>& replicas) {
+  std::vector<std::vector<Tensor<float>>> outputs(replicas.size());  // [replica][output]
+  strategy_->run_replicas([&](int r) {
+    const auto i = static_cast<std::size_t>(r);
+    outputs[i] = forward(replicas[i], false);
+  });
+  std::vector<Tensor<float>> out;  // each output's rows in replica order: the batch's order
+  for (std::size_t o = 0; o < outputs.front().size(); ++o) {
+    std::vector<Tensor<float>> parts;
+    for (auto& replica : outputs) parts.push_back(std::move(replica[o]));
+    out.push_back(concat(parts, 0));
+  }
+  return out;
 }
 
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
@@ -327,6 +409,11 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
   // batch_reduce_to(SUM), then the update in cross-replica context: every component gets it.
   const auto summed = strategy_->batch_all_reduce_sum(grads);
   optimizer_->apply_gradients(summed[0], vars);
+  return sum_over_replicas(std::move(values));
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::sum_over_replicas(
+    std::vector<std::vector<Tensor<float>>> values) {
   // strategy.reduce(SUM) of each value over the replicas, on the first replica's device: every
   // process gets the global values.
   const auto& names = compiled_loss_->reported_names();

@@ -396,6 +396,52 @@ BOOST_AUTO_TEST_CASE(accuracy_across_replicas_equals_one_devices) {
   }
 }
 
+// evaluate and predict under a strategy split each batch across the replicas as fit does
+// (TensorFlow's distributed test and predict steps), each replica computing its rows with its own
+// components. Made visible by giving replica r's bias the value r: a batch of 7 rows over 3
+// replicas is shares of 3, 2 and 2, one of 4 is 2, 1 and 1, one of 3 is 1, 1 and 1.
+BOOST_AUTO_TEST_CASE(evaluate_and_predict_split_each_batch_across_the_replicas) {
+  for (const bool eager : {true, false}) {
+    BOOST_TEST_CONTEXT((eager ? "eager" : "traced")) {
+      dt::test::FreshContext fresh;
+      nn::clear_session();
+      ds::MirroredStrategy strategy(virtual_cpus(3));
+      const auto build = [&] {
+        const auto scope = strategy.scope();
+        nn::Sequential built({nn::Dense(1, {.input_dim = 2, .kernel_initializer = nn::initializers::Zeros{}})});
+        built.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{},
+                      {.metrics = {"mean_absolute_error"}, .run_eagerly = eager});
+        return built;
+      };
+      auto built = build();
+      auto* model = &built;
+      const auto* bias = ds::as_distributed(model->trainable_variables()[1]);
+      BOOST_TEST_REQUIRE(bias != nullptr);
+      BOOST_TEST_REQUIRE(bias->values().size() == 3u);
+      for (std::size_t r = 0; r < 3; ++r) bias->values()[r].assign(dt::constant<float>({static_cast<float>(r)}, {1}));
+      const auto x = dt::ones<float>({7, 2});
+      const auto y = dt::zeros<float>({7, 1});
+      BOOST_TEST(model->predict(x, {.batch_size = 7}).to_vector() == std::vector<float>({0, 0, 0, 1, 1, 2, 2}),
+                 boost::test_tools::per_element());
+      const auto in_two_batches = model->predict(x, {.batch_size = 4});
+      BOOST_TEST(in_two_batches.shape() == dt::Shape({7, 1}));
+      BOOST_TEST(in_two_batches.to_vector() == std::vector<float>({0, 0, 1, 2, 0, 1, 2}),
+                 boost::test_tools::per_element());
+      // The loss and the metric summed over the replicas: mean squared error 10/7, absolute 6/7.
+      for (const std::int64_t batch_size : {7, 4}) {
+        const auto evaluation = model->evaluate(x, y, {.batch_size = batch_size, .verbose = 0});
+        BOOST_TEST(evaluation.loss == 10.0 / 7.0, boost::test_tools::tolerance(1e-6));
+        BOOST_TEST(evaluation.metrics.at("mean_absolute_error") == 6.0 / 7.0, boost::test_tools::tolerance(1e-6));
+      }
+      // Fewer rows than replicas: the last replica's share is empty and it still runs.
+      BOOST_TEST(model->predict(dt::ones<float>({2, 2})).to_vector() == std::vector<float>({0, 1}),
+                 boost::test_tools::per_element());
+      BOOST_TEST(model->evaluate(dt::ones<float>({2, 2}), dt::zeros<float>({2, 1}), {.verbose = 0}).loss == 0.5,
+                 boost::test_tools::tolerance(1e-6));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(the_seeds_model_trains_on_two_simulated_gpus) {
   dt::config::set_simulated_gpus(2);
   ds::MirroredStrategy strategy;
