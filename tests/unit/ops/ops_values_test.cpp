@@ -767,6 +767,70 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition_across_slices_strides_and_pad
   }
 }
 
+BOOST_AUTO_TEST_CASE(max_pool_gradients_go_to_each_windows_first_maximum) {
+  // MaxPoolGrad against its definition, with many ties (values of 0, 1, 2): disjoint windows that
+  // tile the input (2x2 stride 2), leave padding (SAME on odd sizes), leave rows and columns
+  // unread (3x3 stride 3 over 10, a stride beyond the window), and overlapping ones (3x3 stride 2).
+  struct Case {
+    std::array<std::int64_t, 4> x;
+    std::array<std::int64_t, 2> ksize, strides;
+    const char* padding;
+  };
+  const std::vector<Case> cases{{{2, 6, 6, 5}, {2, 2}, {2, 2}, "VALID"},
+                                {{2, 7, 5, 3}, {2, 2}, {2, 2}, "SAME"},
+                                {{1, 10, 10, 4}, {3, 3}, {3, 3}, "VALID"},
+                                {{1, 5, 6, 2}, {1, 3}, {2, 3}, "VALID"},
+                                {{2, 7, 7, 3}, {3, 3}, {2, 2}, "SAME"}};
+  unsigned seed = 77;
+  for (const auto& c : cases) {
+    const auto n = static_cast<std::size_t>(c.x[0] * c.x[1] * c.x[2] * c.x[3]);
+    std::vector<double> xv(n);
+    for (std::size_t i = 0; i < n; ++i) xv[i] = static_cast<double>((i * 7 + i / 5) % 3);
+    const auto x = dt::constant<double>(xv, dt::Shape(c.x));
+    const dt::SpatialInts ksize{c.ksize[0], c.ksize[1]}, strides{c.strides[0], c.strides[1]};
+    const auto y_shape = dt::max_pool2d(x, ksize, strides, c.padding).shape();
+    const auto upstream = random_values<double>(static_cast<std::size_t>(y_shape.num_elements()), seed++);
+    // The definition: each output's gradient to the first maximum of its window, row-major.
+    const auto pad = [&](std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t out) {
+      const std::int64_t needed = (out - 1) * s + k - in;
+      return std::string_view(c.padding) == "SAME" ? std::max<std::int64_t>(0, needed) / 2 : 0;
+    };
+    const std::int64_t pad_top = pad(c.x[1], c.ksize[0], c.strides[0], y_shape[1]);
+    const std::int64_t pad_left = pad(c.x[2], c.ksize[1], c.strides[1], y_shape[2]);
+    std::vector<double> want(n, 0.0);
+    const auto at = [&](std::int64_t b, std::int64_t r, std::int64_t col, std::int64_t d) {
+      return static_cast<std::size_t>(((b * c.x[1] + r) * c.x[2] + col) * c.x[3] + d);
+    };
+    for (std::int64_t b = 0; b < c.x[0]; ++b)
+      for (std::int64_t r = 0; r < y_shape[1]; ++r)
+        for (std::int64_t col = 0; col < y_shape[2]; ++col)
+          for (std::int64_t d = 0; d < c.x[3]; ++d) {
+            std::optional<std::size_t> best;
+            for (std::int64_t i = 0; i < c.ksize[0]; ++i)
+              for (std::int64_t j = 0; j < c.ksize[1]; ++j) {
+                const std::int64_t ir = r * c.strides[0] - pad_top + i, ic = col * c.strides[1] - pad_left + j;
+                if (ir < 0 || ir >= c.x[1] || ic < 0 || ic >= c.x[2]) continue;
+                if (!best || xv[*best] < xv[at(b, ir, ic, d)]) best = at(b, ir, ic, d);
+              }
+            want[*best] += upstream[static_cast<std::size_t>(((b * y_shape[1] + r) * y_shape[2] + col) * c.x[3] + d)];
+          }
+    BOOST_TEST_CONTEXT("input " << x.shape().to_string() << " ksize " << c.ksize[0] << "x" << c.ksize[1] << " strides "
+                                << c.strides[0] << "x" << c.strides[1] << " " << c.padding) {
+      dt::GradientTape tape;
+      tape.watch(x);
+      const auto loss = dt::reduce_sum(
+          dt::mul(dt::max_pool2d(x, ksize, strides, c.padding), dt::constant<double>(upstream, y_shape)));
+      check_close(tape.gradient(loss, std::vector{x})[0].to_vector(), want, 1e-12);
+      const auto xf = x.cast<float>();
+      dt::GradientTape float_tape;
+      float_tape.watch(xf);
+      const auto float_loss = dt::reduce_sum(dt::mul(dt::max_pool2d(xf, ksize, strides, c.padding),
+                                                     dt::constant<double>(upstream, y_shape).cast<float>()));
+      check_close(float_tape.gradient(float_loss, std::vector{xf})[0].to_vector(), want, 1e-6);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(float_convolutions_through_onednn_and_im2col_agree_with_double) {
   // Float32 Conv2D and its backprops run through the convolution engine when the program links
   // devtensor::onednn (this one does where oneDNN was found: DEVTENSOR_WITH_ONEDNN), through
