@@ -36,6 +36,7 @@ struct FusedInput {
 namespace fused_ops {
 inline constexpr ops::OpInfo Elementwise{"_FusedElementwise", {}};
 inline constexpr ops::OpInfo MatMul{"_FusedMatMul", {.gemm = true}};
+inline constexpr ops::OpInfo Conv2D{"_FusedConv2D", {}};  // on CPUs: the convolution, then its chain
 inline constexpr ops::OpInfo Reduction{"_FusedReduction", {}};
 }  // namespace fused_ops
 
@@ -55,7 +56,7 @@ class FusedKernel {
   static constexpr std::size_t kMaxRegisters = 32;  // inputs and steps of one group
   static constexpr std::size_t kLine = 64;          // a cache line
 
-  NodeKernel producer;             // a MatMul's kernel (its inputs are the node's first two), or empty
+  NodeKernel producer;             // a MatMul's or Conv2D's kernel (its inputs are the node's first two), or empty
   std::vector<FusedInput> inputs;  // registers 0..: with a producer, register 0 is its product
   std::vector<FusedStep> steps;    // step j's result is register inputs.size() + j; the last is the output
   DType dtype = DType::DT_FLOAT;

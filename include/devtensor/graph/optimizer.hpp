@@ -3,8 +3,8 @@
 /// @brief Rewrites of a placed graph before it runs (TensorFlow's grappler), in this
 /// order: constant folding, common subexpressions, arithmetic that returns an input and Identity
 /// bypasses (graph/rewrites.hpp), then fusion of chains of elementwise ops into one pass over
-/// memory and of a MatMul with the elementwise ops that read its product (its epilogue: bias,
-/// activation), on devices whose buffers are host memory. The options are TensorFlow's names
+/// memory and of a MatMul or (on CPUs) a Conv2D with the elementwise ops that read its product
+/// (its epilogue: bias, activation), on devices whose buffers are host memory. The options are TensorFlow's names
 /// (tf.config.optimizer.set_experimental_options).
 ///
 /// Note [Fused elementwise chains]
@@ -15,7 +15,8 @@
 /// stay in cache-sized registers between the ops, so the chain reads its inputs and writes its
 /// result once instead of once per op. A MatMul whose only reader is the group joins it: the
 /// product is written to the fused node's output and the chain runs over it there, block by
-/// block (TensorFlow's _FusedMatMul with BiasAdd and Relu). A Sum or Mean over trailing axes
+/// block (TensorFlow's _FusedMatMul with BiasAdd and Relu); a Conv2D on a CPU the same way
+/// (_FusedConv2D: BiasAdd over channels last is an add of a row). A Sum or Mean over trailing axes
 /// whose input is the group's result joins it at the end (`_FusedReduction`): on a CPU each
 /// block's results are added to their rows' sums as the CPU reduction kernel adds them (one double
 /// per row, element by element), so the chain's result is never written to memory. Every op
@@ -74,7 +75,7 @@ inline std::atomic<bool> remapping{true};
 
 /// `nodes` rewritten as `options` allows: folded nodes become `Const` nodes, readers of duplicates
 /// and of bypassed Identity nodes read the kept node, and each fused group's root is replaced by
-/// the fused node (Note [Fused elementwise chains]; `_FusedElementwise`, `_FusedMatMul`,
+/// the fused node (Note [Fused elementwise chains]; `_FusedElementwise`, `_FusedMatMul`, `_FusedConv2D`,
 /// `_FusedReduction`, which replaces the reduction instead).
 /// A rewritten node keeps its position, name and device; nodes nothing reads any more are left in
 /// place (the executor does not run them). Empty when nothing changed.
@@ -234,10 +235,13 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
       for (const auto& e : nodes[m]->inputs) {
         if (is_member(e.node) || std::find(outside.begin(), outside.end(), e) != outside.end()) continue;
         const Node& q = *nodes[e.node];
-        if (!producer && (placement[root]->host_memory() || gpu_chain) && q.type() == "MatMul" &&
-            q.kind == NodeKind::op && q.run && !grouped[e.node] && !pinned[e.node] && readers[e.node] == 1 &&
-            placement[e.node] == placement[root] && q.control_inputs.empty() && q.inputs.size() == 2 &&
-            q.outputs.size() == 1 && q.outputs[0].shape == s && q.outputs[0].dtype == dtype) {
+        // A Conv2D joins on host memory only (no GPU chain kernel runs after a convolution).
+        const bool gemm_producer = q.type() == "MatMul" && (placement[root]->host_memory() || gpu_chain);
+        const bool conv_producer = q.type() == "Conv2D" && placement[root]->host_memory();
+        if (!producer && (gemm_producer || conv_producer) && q.kind == NodeKind::op && q.run && !grouped[e.node] &&
+            !pinned[e.node] && readers[e.node] == 1 && placement[e.node] == placement[root] &&
+            q.control_inputs.empty() && q.inputs.size() == 2 && q.outputs.size() == 1 && q.outputs[0].shape == s &&
+            q.outputs[0].dtype == dtype) {
           producer = e.node;
           outside.insert(outside.begin(), e);
         } else {
@@ -253,7 +257,8 @@ inline bool optimizer_detail::fuse(std::vector<std::shared_ptr<const Node>>& nod
     FusedKernel kernel;
     kernel.dtype = dtype;
     kernel.shape = s;
-    const ops::OpInfo& fused_op = producer  ? fused_ops::MatMul
+    const ops::OpInfo& fused_op = producer
+                                      ? (nodes[*producer]->type() == "Conv2D" ? fused_ops::Conv2D : fused_ops::MatMul)
                                   : reducer ? fused_ops::Reduction
                                             : fused_ops::Elementwise;
     kernel.op = std::string(fused_op.name);

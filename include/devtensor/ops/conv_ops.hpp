@@ -114,6 +114,9 @@ struct BiasAdd : OpTable<FloatTypes, NoTypes>, Builtin {
   struct Attrs {
     bool channels_first = false;  // data_format NCHW
   };
+  /// Channels last, it adds the bias to every row: the graph's fusion pass runs it as an add in a
+  /// chain (after a Conv2D or MatMul whose product it reads: TensorFlow's _FusedConv2D).
+  static constexpr bool adds_a_row(const Attrs& attrs) noexcept { return !attrs.channels_first; }
   /// @throws InvalidArgumentError "Biases must be 1D", "Input tensor must be at least 2D", "Must
   /// provide as many biases as the last dimension of the input tensor" (TensorFlow's texts).
   static Shape output_shape(const Attrs& attrs, const Shape& value, const Shape& bias);

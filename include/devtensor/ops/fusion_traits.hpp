@@ -40,6 +40,30 @@ constexpr graph::Pointwise pointwise_of() noexcept {
     return {};
 }
 
+/// out = a + b over n elements: an op that adds a row under some attributes (BiasAdd over the last
+/// axis) fuses as this.
+template <class T>
+DEVTENSOR_VECTORIZE void add_block(const void* const* inputs, void* output, std::size_t n) {
+  T* __restrict out = static_cast<T*>(output);
+  const T* __restrict a = static_cast<const T*>(inputs[0]);
+  const T* __restrict b = static_cast<const T*>(inputs[1]);
+  for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+/// The same with the node's attributes: an op elementwise only under some of them says when
+/// (`Op::adds_a_row(attrs)`: its second input is added to every row of its first, as the fused
+/// chain broadcasts a suffix).
+template <class Op, class O, class T>
+graph::Pointwise pointwise_of([[maybe_unused]] const typename Op::Attrs& attrs) {
+  if constexpr (requires {
+                  { Op::adds_a_row(attrs) } -> std::convertible_to<bool>;
+                } &&
+                std::is_same_v<O, T> && std::is_floating_point_v<T>)
+    return Op::adds_a_row(attrs) ? graph::Pointwise{&add_block<T>, 2} : graph::Pointwise{};
+  else
+    return pointwise_of<Op, O, T>();
+}
+
 /// What a fusion pass knows of a reduction's node: its rows, when it sums or averages the trailing
 /// axes of a fully defined float or double input (graph::RowReduction).
 template <class Op, class O, class T>

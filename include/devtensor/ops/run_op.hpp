@@ -303,7 +303,7 @@ DEVTENSOR_COLD Tensor<O> graph_op(graph::Graph& graph, std::string_view name, co
     out[0] = AnyTensor(execute_one<Op, O, T, N>(attrs, context.device, pointers, shape_of<Op, T, N>(attrs, pointers)));
   };
   graph::NodeSpec spec{&ops::info_of<Op>, {{dtype_enum<O>(), shape}}, std::move(run), &kernel_support<Op, T>};
-  spec.fusion = {pointwise_of<Op, O, T>(), row_reduction, gemm_of<Op>(attrs)};
+  spec.fusion = {pointwise_of<Op, O, T>(attrs), row_reduction, gemm_of<Op>(attrs)};
   const Tensor<O> out =
       graph::add_op(graph, name.empty() ? ops::default_node_name<Op>() : name, erased, std::move(spec))
           .front()

@@ -243,6 +243,36 @@ BOOST_AUTO_TEST_CASE(matmul_with_bias_and_relu_is_one_fused_matmul) {
   BOOST_TEST(both(x, w, b)[1].to_vector() == (dense(x, w, b) * 2.0f).to_vector(), boost::test_tools::per_element());
 }
 
+// A convolution with its bias (channels last) and Relu is one _FusedConv2D on a CPU (TensorFlow's
+// remapper): the convolution writes the output, the add and the Relu run over it in blocks, bit for
+// bit the unfused ops. Channels first, BiasAdd adds along axis 1 and stays unfused.
+BOOST_AUTO_TEST_CASE(conv2d_with_bias_and_relu_is_one_fused_conv2d) {
+  const auto x = dt::constant<float>(ramp(2 * 5 * 5 * 3, 0.1f), {2, 5, 5, 3});
+  const auto w = dt::constant<float>(ramp(3 * 3 * 3 * 4, -0.2f), {3, 3, 3, 4});
+  const auto b = dt::constant<float>({0.1f, -0.4f, 2, -30});
+  auto layer = [](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& shift) {
+    return dt::relu(dt::bias_add(dt::conv2d(in, kernel, 1, "SAME"), shift));
+  };
+  auto f = dt::function(layer);
+  const auto ops = f.get_concrete_function(x, w, b)->optimized_ops();
+  BOOST_TEST(count(ops, "_FusedConv2D") == 1);
+  BOOST_TEST(count(ops, "Conv2D") + count(ops, "BiasAdd") + count(ops, "Relu") == 0);
+  BOOST_TEST(f(x, w, b).to_vector() == layer(x, w, b).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(f(x * 2.0f, w, b).to_vector() == layer(x * 2.0f, w, b).to_vector(), boost::test_tools::per_element());
+
+  auto nchw =
+      dt::function([](const dt::Tensor<float>& in, const dt::Tensor<float>& kernel, const dt::Tensor<float>& shift) {
+        return dt::relu(
+            dt::bias_add(dt::conv2d(in, kernel, 1, "SAME", {.data_format = "NCHW"}), shift, {.data_format = "NCHW"}));
+      });
+  const auto x_nchw = dt::transpose(x, {0, 3, 1, 2});
+  const auto unfused = nchw.get_concrete_function(x_nchw, w, b)->optimized_ops();
+  BOOST_TEST(count(unfused, "_FusedConv2D") == 0);
+  BOOST_TEST(count(unfused, "BiasAdd") == 1);
+  BOOST_TEST(nchw(x_nchw, w, b).to_vector() == dt::transpose(layer(x, w, b), {0, 3, 1, 2}).to_vector(),
+             boost::test_tools::per_element());
+}
+
 // A tape records ops: a call under one runs the unfused graph, and gradients are eager's.
 BOOST_AUTO_TEST_CASE(a_tape_around_a_call_differentiates_the_unfused_graph) {
   const auto x = dt::constant<float>(ramp(4 * 6, 0.1f), {4, 6});
