@@ -6,8 +6,9 @@
 // examples/data/digits.csv) in place of MNIST's 28x28x1, which cannot be downloaded: a 3x3
 // convolution is as legal on 8x8. The last 20 % are held out; the accuracy on them is reported,
 // 12 epochs as the tutorial trains.
-// Two replicas: two logical CPUs here, two GPUs with DEVTENSOR_SIMULATED_GPUS=2 (the convolutions
-// have no GPU body yet, so soft placement runs them on the CPU, as TensorFlow's log would say).
+// Two replicas: two logical CPUs here, two GPUs with DEVTENSOR_SIMULATED_GPUS=2 (or real ones: the
+// convolutions and pools run there through cuDNN when the program links devtensor::cudnn, else
+// through devtensor::cuda's patches + cuBLAS bodies).
 #include <devtensor/distribute.hpp>
 #include <devtensor/keras.hpp>
 

@@ -139,20 +139,6 @@ memory::desc hwio(const WindowGeometry& g, std::int64_t out_depth) {
   return {{out_depth, g.channels, g.k_rows, g.k_cols}, memory::data_type::f32, Tag::hwio};
 }
 
-/// The geometry of backprop_input as a forward convolution: over dy, making dx, the filter turned
-/// by 180° and its depths swapped (ops/cpu/conv.hpp's conv2d_backprop_input says why it is one).
-WindowGeometry turned_geometry(const WindowGeometry& g, std::int64_t out_depth) {
-  WindowGeometry t = g;
-  t.in_rows = g.out_rows;
-  t.in_cols = g.out_cols;
-  t.channels = out_depth;
-  t.out_rows = g.in_rows;
-  t.out_cols = g.in_cols;
-  t.pad_top = (g.k_rows - 1) * g.dil_rows - g.pad_top;
-  t.pad_left = (g.k_cols - 1) * g.dil_cols - g.pad_left;
-  return t;
-}
-
 /// The reorder between the caller's filter layout and the primitive's; none when they agree.
 std::optional<dnnl::reorder> reorder_between(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
@@ -266,19 +252,6 @@ memory wrap(const memory::desc& desc, const float* data) {
   return {desc, cpu_engine(), const_cast<float*>(data)};  // NOLINT(cppcoreguidelines-pro-type-const-cast): read only
 }
 
-/// The filter gradient's turned copy for backprop_input: turned[kr][kc][o][i] =
-/// filter[K−1−kr][K−1−kc][i][o] (HWIO of the turned convolution).
-std::vector<float> turned_filter(const WindowGeometry& g, const float* filter, std::int64_t out_depth) {
-  std::vector<float> turned(static_cast<std::size_t>(g.k_rows * g.k_cols * g.channels * out_depth));
-  for (std::int64_t kr = 0; kr < g.k_rows; ++kr)
-    for (std::int64_t kc = 0; kc < g.k_cols; ++kc)
-      for (std::int64_t i = 0; i < g.channels; ++i)
-        for (std::int64_t o = 0; o < out_depth; ++o)
-          turned[static_cast<std::size_t>(((kr * g.k_cols + kc) * out_depth + o) * g.channels + i)] =
-              filter[(((g.k_rows - 1 - kr) * g.k_cols + (g.k_cols - 1 - kc)) * g.channels + i) * out_depth + o];
-  return turned;
-}
-
 /// Runs a forward or backprop_input plan: activations_in and the filter to activations_out.
 bool run_with_filter(const Plan& plan, const float* in, const float* user_filter, float* out, int threads) {
   use_threads(threads);
@@ -328,7 +301,8 @@ bool run_backprop_input(const WindowGeometry& g, const float* filter, const floa
   const auto plan = plan_for(Direction::backprop_input, g, out_depth, threads);
   if (!plan->usable) return false;
   if (plan->turned) {
-    const std::vector<float> turned = turned_filter(g, filter, out_depth);
+    std::vector<float> turned(static_cast<std::size_t>(g.k_rows * g.k_cols * g.channels * out_depth));
+    turn_filter(g, filter, out_depth, turned.data());  // Note [The turned convolution]
     return run_with_filter(*plan, dy, turned.data(), dx, threads);
   }
   use_threads(threads);

@@ -346,3 +346,57 @@ void AvgPoolGrad::cpu(const KernelContext& ctx) {
 }
 }  // namespace devtensor::ops
 #endif
+
+#if defined(DEVTENSOR_CUDA_KERNEL_BODIES)
+#include "devtensor/ops/cuda/conv.cuh"
+
+namespace devtensor::ops {
+template <class T>
+void Conv2D::cuda(const KernelContext& ctx) {
+  const WindowGeometry g = conv_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), ctx.input_shape(1), name);
+  cuda::conv2d(ctx.device, g, ctx.input<T>(0), ctx.input<T>(1), ctx.input_shape(1)[3], ctx.output<T>());
+}
+template <class T>
+void Conv2DBackpropInput::cuda(const KernelContext& ctx) {
+  const auto& attrs = ctx.attr<Attrs>();
+  const WindowGeometry g = conv_geometry(attrs.window, ctx.output_shape(), ctx.input_shape(0), name);
+  cuda::conv2d_backprop_input(ctx.device, g, ctx.input<T>(0), ctx.input<T>(1), ctx.input_shape(0)[3], ctx.output<T>());
+}
+template <class T>
+void Conv2DBackpropFilter::cuda(const KernelContext& ctx) {
+  const auto& attrs = ctx.attr<Attrs>();
+  const WindowGeometry g = conv_geometry(attrs.window, ctx.input_shape(0), ctx.output_shape(), name);
+  cuda::conv2d_backprop_filter(ctx.device, g, ctx.input<T>(0), ctx.input<T>(1), ctx.output_shape()[3], ctx.output<T>());
+}
+template <class T>
+void BiasAdd::cuda(const KernelContext& ctx) {
+  const auto [outer, channels, inner] = window::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
+  cuda::bias_add(ctx.device, ctx.input<T>(0), ctx.input<T>(1), outer, channels, inner, ctx.output<T>());
+}
+template <class T>
+void BiasAddGrad::cuda(const KernelContext& ctx) {
+  cuda::bias_add_grad(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.attr<Attrs>().channels_first,
+                      ctx.output<T>());
+}
+template <class T>
+void MaxPool::cuda(const KernelContext& ctx) {
+  cuda::max_pool(ctx.device, pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name), ctx.input<T>(0),
+                 ctx.output<T>());
+}
+template <class T>
+void MaxPoolGrad::cuda(const KernelContext& ctx) {
+  cuda::max_pool_grad(ctx.device, pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name), ctx.input<T>(0),
+                      ctx.input<T>(2), ctx.output<T>());
+}
+template <class T>
+void AvgPool::cuda(const KernelContext& ctx) {
+  cuda::avg_pool(ctx.device, pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name), ctx.input<T>(0),
+                 ctx.output<T>());
+}
+template <class T>
+void AvgPoolGrad::cuda(const KernelContext& ctx) {
+  cuda::avg_pool_grad(ctx.device, pool_geometry(ctx.attr<Attrs>().pool, ctx.output_shape(), name), ctx.input<T>(0),
+                      ctx.output<T>());
+}
+}  // namespace devtensor::ops
+#endif

@@ -4,7 +4,8 @@
 /// Conv2D and its two backprops, BiasAdd/BiasAddGrad, MaxPool/MaxPoolGrad, AvgPool/AvgPoolGrad.
 /// The ops work on NHWC tensors and HWIO filters, as TensorFlow's CPU kernels; the public
 /// functions (ops/conv.hpp) take NCHW too, by transposing around them. CPU bodies: im2col + GEMM
-/// (ops/cpu/conv.hpp). No GPU body yet: on a GPU they run on the CPU under soft placement.
+/// (ops/cpu/conv.hpp), oneDNN through the onednn component; GPU bodies: cuDNN through the cudnn
+/// component, else patches + cuBLAS (ops/cuda/conv.cuh).
 
 #include <algorithm>
 #include <array>
@@ -60,7 +61,7 @@ WindowGeometry window_geometry(const Window2D& w, const Shape& input, std::int64
 WindowGeometry conv_geometry(const Window2D& w, const Shape& input, const Shape& filter, std::string_view op);
 
 /// Conv2D: out[n, r, c, o] = Σ in[n, r·s + i·d − pad, c·s + j·d − pad, k] · filter[i, j, k, o].
-struct Conv2D : OpTable<FloatTypes, NoTypes>, Builtin {
+struct Conv2D : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Conv2D";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = Window2D;
@@ -70,13 +71,15 @@ struct Conv2D : OpTable<FloatTypes, NoTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& input, const Shape& filter);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The gradient of Conv2D with respect to its input, of shape `input_sizes` (TensorFlow's first
 /// input, an attribute here): inputs filter and out_backprop.
-struct Conv2DBackpropInput : OpTable<FloatTypes, NoTypes>, Builtin {
+struct Conv2DBackpropInput : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Conv2DBackpropInput";
   struct Attrs {
     Window2D window;
@@ -87,13 +90,15 @@ struct Conv2DBackpropInput : OpTable<FloatTypes, NoTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& filter, const Shape& out_backprop);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The gradient of Conv2D with respect to its filter, of shape `filter_sizes`: inputs input and
 /// out_backprop.
-struct Conv2DBackpropFilter : OpTable<FloatTypes, NoTypes>, Builtin {
+struct Conv2DBackpropFilter : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "Conv2DBackpropFilter";
   struct Attrs {
     Window2D window;
@@ -103,12 +108,14 @@ struct Conv2DBackpropFilter : OpTable<FloatTypes, NoTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& input, const Shape& out_backprop);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// value + bias along the channel axis: the last (NHWC, and any rank >= 2), or axis 1 (NCHW).
-struct BiasAdd : OpTable<FloatTypes, NoTypes>, Builtin {
+struct BiasAdd : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "BiasAdd";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
@@ -122,12 +129,14 @@ struct BiasAdd : OpTable<FloatTypes, NoTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& value, const Shape& bias);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The sum of out_backprop over every axis but the channel axis: BiasAdd's bias gradient.
-struct BiasAddGrad : OpTable<FloatTypes, NoTypes>, Builtin {
+struct BiasAddGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "BiasAddGrad";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = BiasAdd::Attrs;
@@ -135,6 +144,8 @@ struct BiasAddGrad : OpTable<FloatTypes, NoTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& out_backprop);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
@@ -153,13 +164,15 @@ WindowGeometry pool_geometry(const PoolAttrs& attrs, const Shape& input, std::st
 Shape pool_output_shape(const PoolAttrs& attrs, const Shape& input, std::string_view op);
 
 /// The maximum of each window (padding never wins: it is not part of any window's values).
-struct MaxPool : OpTable<FloatTypes, NoTypes>, Builtin {
+struct MaxPool : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "MaxPool";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = PoolAttrs;
   static Shape output_shape(const Attrs& attrs, const Shape& input) { return pool_output_shape(attrs, input, name); }
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
@@ -167,31 +180,35 @@ struct MaxPool : OpTable<FloatTypes, NoTypes>, Builtin {
 /// MaxPool's gradient: each window's gradient goes to its maximum, the first in row-major order
 /// when several tie (TensorFlow's CPU kernel). Inputs orig_input, orig_output, grad. No gradient
 /// of its own yet (TensorFlow's MaxPoolGradGrad).
-struct MaxPoolGrad : OpTable<FloatTypes, NoTypes>, Builtin {
+struct MaxPoolGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "MaxPoolGrad";
   using Attrs = PoolAttrs;
   /// @throws InvalidArgumentError when orig_output or grad is not the pooled shape of orig_input.
   static Shape output_shape(const Attrs& attrs, const Shape& orig_input, const Shape& orig_output, const Shape& grad);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
 };
 
 /// The mean of each window over its positions inside the input (SAME's padding is not counted,
 /// as TensorFlow's).
-struct AvgPool : OpTable<FloatTypes, NoTypes>, Builtin {
+struct AvgPool : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "AvgPool";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = PoolAttrs;
   static Shape output_shape(const Attrs& attrs, const Shape& input) { return pool_output_shape(attrs, input, name); }
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// AvgPool's gradient: each window's gradient shared equally among its positions. Input grad;
 /// the original input's shape is an attribute (TensorFlow's first input).
-struct AvgPoolGrad : OpTable<FloatTypes, NoTypes>, Builtin {
+struct AvgPoolGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
   static constexpr std::string_view name = "AvgPoolGrad";
   struct Attrs {
     PoolAttrs pool;
@@ -201,6 +218,8 @@ struct AvgPoolGrad : OpTable<FloatTypes, NoTypes>, Builtin {
   static Shape output_shape(const Attrs& attrs, const Shape& grad);
   template <class T>
   static void cpu(const KernelContext& ctx);
+  template <class T>
+  static void cuda(const KernelContext& ctx);
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };

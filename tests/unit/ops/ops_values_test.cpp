@@ -16,6 +16,7 @@
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor/ops/cpu/convolution_engine.hpp"
+#include "devtensor/ops/window_elements.hpp"
 #include "devtensor_test.hpp"
 
 namespace dt = devtensor;
@@ -895,6 +896,113 @@ BOOST_AUTO_TEST_CASE(float_convolutions_through_onednn_and_im2col_agree_with_dou
         // Each of the three ran through oneDNN when switched on (none declined), none when off.
         if (engine != nullptr) BOOST_TEST(engine->runs() - runs_before == (onednn ? 3 : 0));
       }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_gpu_bodies_element_functions_agree_with_the_cpu_bodies) {
+  // The CUDA bodies run one thread per element of ops/window_elements.hpp's functions; here the
+  // host runs the same functions over every element (no GPU needed) and multiplies in double:
+  // patches · filter is Conv2D, the gathered patch gradients of dy · filterᵀ are its input's
+  // gradient, patchesᵀ · dy its filter's; the pools and their gradients element by element. The
+  // CPU bodies' results are the reference, on geometries with padding before and after, strides,
+  // dilation, a 1x1 window, windows larger than the input and overlapping windows.
+  namespace window = dt::ops::window;
+  struct Conv {
+    std::array<std::int64_t, 4> x, w;
+    dt::SpatialInts strides;
+    std::int64_t dilation;
+    dt::Padding padding;
+  };
+  using Pads = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  const std::vector<Conv> convs{{{2, 9, 11, 3}, {3, 3, 3, 4}, {1, 1}, 1, "SAME"},
+                                {{2, 10, 9, 2}, {3, 2, 2, 3}, {2, 3}, 1, "SAME"},
+                                {{1, 12, 12, 2}, {3, 3, 2, 2}, {1, 1}, 3, "SAME"},
+                                {{2, 5, 6, 4}, {1, 1, 4, 3}, {1, 1}, 1, "VALID"},
+                                {{1, 7, 6, 2}, {3, 2, 2, 3}, {1, 1}, 1, Pads{{0, 0}, {2, 0}, {1, 3}, {0, 0}}}};
+  unsigned seed = 91;
+  for (const auto& c : convs) {
+    const auto x = dt::constant<double>(
+        random_values<double>(static_cast<std::size_t>(c.x[0] * c.x[1] * c.x[2] * c.x[3]), seed++), dt::Shape(c.x));
+    const auto w = dt::constant<double>(
+        random_values<double>(static_cast<std::size_t>(c.w[0] * c.w[1] * c.w[2] * c.w[3]), seed++), dt::Shape(c.w));
+    const dt::Conv2DOptions options{.dilations = c.dilation};
+    const auto y = dt::conv2d(x, w, c.strides, c.padding, options);
+    const auto dy =
+        dt::constant<double>(random_values<double>(static_cast<std::size_t>(y.num_elements()), seed++), y.shape());
+    const dt::ops::Window2D attrs = dt::conv_detail::window(c.strides, c.padding, c.dilation, false, "Conv2D", true);
+    const dt::ops::WindowGeometry g = dt::ops::conv_geometry(attrs, x.shape(), w.shape(), "Conv2D");
+    const std::int64_t positions = g.batch * g.out_rows * g.out_cols, k = window::patch_size(g), o = c.w[3];
+    const auto xv = x.to_vector(), wv = w.to_vector(), dyv = dy.to_vector();
+    std::vector<double> patches(static_cast<std::size_t>(positions * k));
+    for (std::int64_t e = 0; e < positions * k; ++e)
+      patches[static_cast<std::size_t>(e)] = window::patch_value(g, xv.data(), e);
+    const auto product = [](const std::vector<double>& a, const std::vector<double>& b, std::int64_t m, std::int64_t n,
+                            std::int64_t inner, bool ta, bool tb) {
+      std::vector<double> out(static_cast<std::size_t>(m * n), 0.0);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+          for (std::int64_t q = 0; q < inner; ++q)
+            out[static_cast<std::size_t>(i * n + j)] += a[static_cast<std::size_t>(ta ? q * m + i : i * inner + q)] *
+                                                        b[static_cast<std::size_t>(tb ? j * inner + q : q * n + j)];
+      return out;
+    };
+    BOOST_TEST_CONTEXT("input " << x.shape().to_string() << " filter " << w.shape().to_string()) {
+      check_close(product(patches, wv, positions, o, k, false, false), y.to_vector(), 1e-12);
+      const auto dpatches = product(dyv, wv, positions, k, o, false, true);
+      std::vector<double> dx(static_cast<std::size_t>(x.num_elements()));
+      for (std::int64_t e = 0; e < x.num_elements(); ++e)
+        dx[static_cast<std::size_t>(e)] = window::gathered_patch_gradient(g, dpatches.data(), e);
+      check_close(dx, dt::conv2d_backprop_input(x.shape(), w, dy, c.strides, c.padding, options).to_vector(), 1e-12);
+      check_close(product(patches, dyv, k, o, positions, true, false),
+                  dt::conv2d_backprop_filter(x, w.shape(), dy, c.strides, c.padding, options).to_vector(), 1e-12);
+      BOOST_TEST(window::is_pointwise(g) == (c.w[0] == 1 && c.w[1] == 1));
+    }
+  }
+  // The pools, with ties (values 0, 1, 2) for the maxima; bit for bit: the same comparisons and the
+  // same order of addition as the CPU bodies.
+  struct Pool {
+    std::array<std::int64_t, 4> x;
+    std::array<std::int64_t, 2> ksize, strides;
+    const char* padding;
+  };
+  const std::vector<Pool> pools{{{2, 6, 6, 3}, {2, 2}, {2, 2}, "VALID"},
+                                {{2, 7, 5, 2}, {3, 3}, {2, 2}, "SAME"},
+                                {{1, 4, 5, 2}, {6, 7}, {1, 2}, "SAME"},
+                                {{1, 10, 9, 2}, {3, 2}, {3, 4}, "VALID"},
+                                {{2, 5, 5, 1}, {3, 3}, {1, 1}, "SAME"}};
+  for (const auto& c : pools) {
+    const auto n = static_cast<std::size_t>(c.x[0] * c.x[1] * c.x[2] * c.x[3]);
+    std::vector<double> xv(n);
+    for (std::size_t i = 0; i < n; ++i) xv[i] = static_cast<double>((i * 7 + i / 5) % 3);
+    const auto x = dt::constant<double>(xv, dt::Shape(c.x));
+    const dt::SpatialInts ksize{c.ksize[0], c.ksize[1]}, strides{c.strides[0], c.strides[1]};
+    dt::ops::PoolAttrs attrs{{c.ksize[0], c.ksize[1]},
+                             dt::conv_detail::window(strides, c.padding, 1, false, "MaxPool", false)};
+    const dt::ops::WindowGeometry g = dt::ops::pool_geometry(attrs, x.shape(), "MaxPool");
+    const auto y = dt::max_pool2d(x, ksize, strides, c.padding);
+    const auto mean = dt::avg_pool2d(x, ksize, strides, c.padding);
+    const auto dyv = random_values<double>(static_cast<std::size_t>(y.num_elements()), seed++);
+    const auto dy = dt::constant<double>(dyv, y.shape());
+    BOOST_TEST_CONTEXT("pool over " << x.shape().to_string() << " ksize " << c.ksize[0] << "x" << c.ksize[1]
+                                    << " strides " << c.strides[0] << "x" << c.strides[1] << " " << c.padding) {
+      std::vector<double> maxima(static_cast<std::size_t>(y.num_elements())), means(maxima.size());
+      for (std::int64_t e = 0; e < y.num_elements(); ++e) {
+        maxima[static_cast<std::size_t>(e)] = window::pooled_max(g, xv.data(), e);
+        means[static_cast<std::size_t>(e)] = window::pooled_mean(g, xv.data(), e);
+      }
+      BOOST_TEST(maxima == y.to_vector(), boost::test_tools::per_element());
+      BOOST_TEST(means == mean.to_vector(), boost::test_tools::per_element());
+      dt::GradientTape tape;
+      tape.watch(x);
+      const auto loss = dt::add(dt::reduce_sum(dt::mul(dt::max_pool2d(x, ksize, strides, c.padding), dy)),
+                                dt::reduce_sum(dt::mul(dt::avg_pool2d(x, ksize, strides, c.padding), dy)));
+      const auto want = tape.gradient(loss, std::vector{x})[0].to_vector();
+      std::vector<double> got(n);
+      for (std::int64_t e = 0; e < static_cast<std::int64_t>(n); ++e)
+        got[static_cast<std::size_t>(e)] = window::gathered_max_gradient(g, xv.data(), dyv.data(), e) +
+                                           window::gathered_mean_gradient(g, dyv.data(), e);
+      check_close(got, want, 1e-12);
     }
   }
 }

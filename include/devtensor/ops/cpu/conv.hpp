@@ -16,6 +16,7 @@
 #include "devtensor/ops/conv_ops.hpp"
 #include "devtensor/ops/cpu/convolution_engine.hpp"
 #include "devtensor/ops/cpu/matmul.hpp"
+#include "devtensor/ops/window_elements.hpp"
 #include "devtensor/tensor/shape.hpp"
 
 namespace devtensor::ops::cpu {
@@ -44,11 +45,7 @@ std::int64_t im2col_slice_rows(std::int64_t patch_size) {
       1, (std::int64_t{1} << 20) / static_cast<std::int64_t>(sizeof(T)) / std::max<std::int64_t>(1, patch_size));
 }
 
-/// True when the window is the identity on positions: the input is the patch matrix.
-inline bool is_pointwise(const WindowGeometry& g) {
-  return g.k_rows == 1 && g.k_cols == 1 && g.stride_rows == 1 && g.stride_cols == 1 && g.pad_top == 0 &&
-         g.pad_left == 0 && g.out_rows == g.in_rows && g.out_cols == g.in_cols;
-}
+using window::is_pointwise;  // the input is the patch matrix
 
 // The inner loops over a position's channels, vectorised (DEVTENSOR_VECTORIZE: GCC at -O2 does
 // not vectorise loops of a runtime length otherwise; each ran 3-5x slower).
@@ -221,13 +218,11 @@ void conv2d(const WindowGeometry& g, const T* input, const T* filter, std::int64
   conv2d_im2col(g, input, filter, out_depth, out);
 }
 
-/// Conv2DBackpropInput. With strides of 1 it is a convolution of dy with the filter turned by
-/// 180° and its depths swapped (dx[y] = Σ dy[y + pad' − k·d] · W[K−1−k], pad' = (K−1)·d − pad):
-/// a product of the forward's shape, whose inner dimension is the long patch (batch 32 of
-/// 32x32x64, 3x3 to 64: 27.7 ms against 33 ms). Otherwise, and for inputs of few channels, whose
-/// turned product has a column or so (a first layer's 1 channel: 2.4 ms against 2.1 ms; the
-/// crossing between 1 and 64 channels was not measured), dpatches = dy · filterᵀ (inner dimension
-/// out_depth), added back into the windows.
+/// Conv2DBackpropInput. With strides of 1 it is the turned forward convolution (Note [The turned
+/// convolution] in ops/cpu/convolution_engine.hpp): batch 32 of 32x32x64, 3x3 to 64, 27.7 ms
+/// against 33 ms. Otherwise, and for inputs of few channels, whose turned product has a column or
+/// so (a first layer's 1 channel: 2.4 ms against 2.1 ms; the crossing between 1 and 64 channels was
+/// not measured), dpatches = dy · filterᵀ (inner dimension out_depth), added back into the windows.
 template <class T>
 void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy, std::int64_t out_depth, T* dx) {
   if constexpr (std::is_same_v<T, float>)
@@ -238,23 +233,9 @@ void conv2d_backprop_input(const WindowGeometry& g, const T* filter, const T* dy
   const std::int64_t patch = g.k_rows * g.k_cols * g.channels;
   if (is_pointwise(g)) return gemm(false, true, positions, patch, out_depth, dy, filter, dx);
   if (g.stride_rows == 1 && g.stride_cols == 1 && g.channels >= 16) {
-    const auto turned_buffer = scratch<T>(patch * out_depth);
-    T* turned = turned_buffer.get();
-    for (std::int64_t kr = 0; kr < g.k_rows; ++kr)
-      for (std::int64_t kc = 0; kc < g.k_cols; ++kc)
-        for (std::int64_t i = 0; i < g.channels; ++i)
-          for (std::int64_t o = 0; o < out_depth; ++o)
-            turned[((kr * g.k_cols + kc) * out_depth + o) * g.channels + i] =
-                filter[((((g.k_rows - 1 - kr) * g.k_cols) + (g.k_cols - 1 - kc)) * g.channels + i) * out_depth + o];
-    WindowGeometry t = g;  // over dy, making dx
-    t.in_rows = g.out_rows;
-    t.in_cols = g.out_cols;
-    t.channels = out_depth;
-    t.out_rows = g.in_rows;
-    t.out_cols = g.in_cols;
-    t.pad_top = (g.k_rows - 1) * g.dil_rows - g.pad_top;
-    t.pad_left = (g.k_cols - 1) * g.dil_cols - g.pad_left;
-    return conv2d_im2col(t, dy, turned, g.channels, dx);
+    const auto turned = scratch<T>(patch * out_depth);
+    turn_filter(g, filter, out_depth, turned.get());
+    return conv2d_im2col(turned_geometry(g, out_depth), dy, turned.get(), g.channels, dx);
   }
   std::fill(dx, dx + g.batch * g.in_rows * g.in_cols * g.channels, T{0});
   const std::int64_t slice = im2col_slice_rows<T>(patch);
@@ -288,14 +269,7 @@ void conv2d_backprop_filter(const WindowGeometry& g, const T* input, const T* dy
   }
 }
 
-/// A value's (outer, channels, inner) around its channel axis (the last, or 1).
-inline std::array<std::int64_t, 3> around_channels(const Shape& s, bool channels_first) {
-  const std::size_t axis = channels_first ? 1 : s.rank() - 1;
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < axis; ++d) outer *= s[d];
-  for (std::size_t d = axis + 1; d < s.rank(); ++d) inner *= s[d];
-  return {outer, s[axis], inner};
-}
+using window::around_channels;
 
 /// out[outer, channel, inner] = value + bias[channel].
 template <class T>

@@ -38,6 +38,37 @@ struct ConvolutionEngine {
   std::int64_t (*runs)();
 };
 
+// Note [The turned convolution]
+// With strides of 1, Conv2DBackpropInput is a forward convolution of dy with the filter turned by
+// 180° and its depths swapped: dx[y] = Σ dy[y + pad' − k·d] · W[K−1−k], pad' = (K−1)·d − pad. A
+// product of the forward's shape, whose inner dimension is the long patch; both the im2col body
+// and the oneDNN engine run it so.
+
+/// The turned convolution's geometry: over dy (out_depth channels), making dx.
+inline WindowGeometry turned_geometry(const WindowGeometry& g, std::int64_t out_depth) {
+  WindowGeometry t = g;
+  t.in_rows = g.out_rows;
+  t.in_cols = g.out_cols;
+  t.channels = out_depth;
+  t.out_rows = g.in_rows;
+  t.out_cols = g.in_cols;
+  t.pad_top = (g.k_rows - 1) * g.dil_rows - g.pad_top;
+  t.pad_left = (g.k_cols - 1) * g.dil_cols - g.pad_left;
+  return t;
+}
+
+/// The turned filter (HWIO of the turned convolution): turned[kr][kc][o][i] =
+/// filter[K−1−kr][K−1−kc][i][o], k_rows · k_cols · channels · out_depth elements.
+template <class T>
+void turn_filter(const WindowGeometry& g, const T* filter, std::int64_t out_depth, T* turned) {
+  for (std::int64_t kr = 0; kr < g.k_rows; ++kr)
+    for (std::int64_t kc = 0; kc < g.k_cols; ++kc)
+      for (std::int64_t i = 0; i < g.channels; ++i)
+        for (std::int64_t o = 0; o < out_depth; ++o)
+          turned[((kr * g.k_cols + kc) * out_depth + o) * g.channels + i] =
+              filter[(((g.k_rows - 1 - kr) * g.k_cols + (g.k_cols - 1 - kc)) * g.channels + i) * out_depth + o];
+}
+
 namespace engine_detail {
 DEVTENSOR_EXPORT inline std::atomic<const ConvolutionEngine*>& slot() noexcept {
   static std::atomic<const ConvolutionEngine*> installed{nullptr};

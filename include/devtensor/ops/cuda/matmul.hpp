@@ -22,15 +22,17 @@
 
 namespace devtensor::ops::cuda {
 
-/// C[batch][m, n] = op(A[batch]) · op(B[batch]) on real GPU `device` (row-major, contiguous).
+/// C[batch][m, n] = op(A[batch]) · op(B[batch]) on real GPU `device` (row-major, contiguous);
+/// with `accumulate`, C += op(A) · op(B) (the convolutions' filter gradient over slices of images).
 template <class T>
 requires std::is_same_v<T, float> || std::is_same_v<T, double>
 void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n,
-          std::int64_t k, const T* a, const T* b, T* c) {
+          std::int64_t k, const T* a, const T* b, T* c, bool accumulate = false) {
   if (batches == 0 || m == 0 || n == 0) return;
   backend::cuda::DeviceGuard guard(info.platform_ordinal);
   const cudaStream_t stream = backend::cuda::stream_of(info);
   if (k == 0) {  // an empty sum: zeros (cuBLAS would only scale C by beta)
+    if (accumulate) return;
     DEVTENSOR_CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(batches * m * n) * sizeof(T), stream));
     return;
   }
@@ -46,13 +48,13 @@ void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t b
   const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const T one = 1;
-  const T zero = 0;
+  const T beta = accumulate ? 1 : 0;
   auto lease = backend::cuda::BlasHandles::global().acquire(info.platform_ordinal, stream);
   if (batches == 1) {
     if constexpr (std::is_same_v<T, float>)
-      DEVTENSOR_CUBLAS_CHECK(cublasSgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &zero, c, in));
+      DEVTENSOR_CUBLAS_CHECK(cublasSgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &beta, c, in));
     else
-      DEVTENSOR_CUBLAS_CHECK(cublasDgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &zero, c, in));
+      DEVTENSOR_CUBLAS_CHECK(cublasDgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &beta, c, in));
     return;
   }
   const long long stride_a = m * k;
@@ -60,10 +62,10 @@ void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t b
   const long long stride_c = m * n;
   if constexpr (std::is_same_v<T, float>)
     DEVTENSOR_CUBLAS_CHECK(cublasSgemmStridedBatched(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, stride_b, a,
-                                                     lda, stride_a, &zero, c, in, stride_c, static_cast<int>(batches)));
+                                                     lda, stride_a, &beta, c, in, stride_c, static_cast<int>(batches)));
   else
     DEVTENSOR_CUBLAS_CHECK(cublasDgemmStridedBatched(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, stride_b, a,
-                                                     lda, stride_a, &zero, c, in, stride_c, static_cast<int>(batches)));
+                                                     lda, stride_a, &beta, c, in, stride_c, static_cast<int>(batches)));
 }
 
 }  // namespace devtensor::ops::cuda
