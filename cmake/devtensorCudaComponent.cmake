@@ -1,4 +1,4 @@
-# The devtensor::cuda and devtensor::nccl components, defined in the project that uses them: by
+# The devtensor::cuda, devtensor::nccl and devtensor::cudnn components, defined in the project that uses them: by
 # devtensor's own CMakeLists (add_subdirectory, FetchContent) and by the installed package config
 # (find_package). Nothing prebuilt is installed: the kernel translation units ship as sources and
 # are compiled here, once per build tree, into object libraries whose objects the components'
@@ -6,7 +6,8 @@
 # them, also through a consumer's static library (an object on the link line is never dropped,
 # unlike an archive member that only registers kernels).
 #
-# Inputs: _devtensor_source_dir (where devtensor_cuda.cu and devtensor_nccl.cpp are) and
+# Inputs: _devtensor_source_dir (where devtensor_cuda.cu, devtensor_nccl.cpp and
+# devtensor_cudnn.cpp are) and
 # _devtensor_core_target (devtensor or devtensor::devtensor). Include at file scope:
 # enable_language() refuses to run inside a function.
 include("${CMAKE_CURRENT_LIST_DIR}/devtensorOptimizeWithoutBuildType.cmake")
@@ -60,6 +61,21 @@ if(NOT TARGET devtensor_cuda)
       target_link_libraries(devtensor_nccl INTERFACE devtensor_cuda NCCL::NCCL
                             $<TARGET_OBJECTS:devtensor_nccl_engine>)
       target_compile_definitions(devtensor_nccl INTERFACE DEVTENSOR_WITH_NCCL=1)
+    endif()
+
+    # cuDNN's convolutions (ops/cuda/convolution_engine.hpp): host code, compiled once by the host
+    # compiler; without it the CUDA bodies convolve with patches and cuBLAS. cuDNN 9's API.
+    find_package(CUDNN 9 QUIET)
+    if(CUDNN_FOUND)
+      add_library(devtensor_cudnn_engine OBJECT "${_devtensor_source_dir}/devtensor_cudnn.cpp")
+      target_link_libraries(devtensor_cudnn_engine PRIVATE devtensor_cuda_toolkit CUDNN::cudnn)
+      target_compile_features(devtensor_cudnn_engine PRIVATE cxx_std_20)
+      set_target_properties(devtensor_cudnn_engine PROPERTIES POSITION_INDEPENDENT_CODE ON)
+      add_library(devtensor_cudnn INTERFACE)
+      add_library(devtensor::cudnn ALIAS devtensor_cudnn)
+      target_link_libraries(devtensor_cudnn INTERFACE devtensor_cuda CUDNN::cudnn
+                            $<TARGET_OBJECTS:devtensor_cudnn_engine>)
+      target_compile_definitions(devtensor_cudnn INTERFACE DEVTENSOR_WITH_CUDNN=1)
     endif()
   endif()
 endif()

@@ -15,7 +15,7 @@ export(EXPORT devtensorTargets NAMESPACE devtensor:: FILE "${PROJECT_BINARY_DIR}
 set(DEVTENSOR_INSTALL_SOURCEDIR "${CMAKE_INSTALL_DATADIR}/devtensor/src" CACHE STRING
     "Where devtensor's sources (devtensor.cpp, devtensor_cuda.cu, devtensor_nccl.cpp) are installed")
 install(FILES src/devtensor.cpp src/devtensor_cuda.cu src/devtensor_nccl.cpp src/devtensor_keras_archive.cpp src/devtensor_mpi.cpp
-        src/devtensor_onednn.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
+        src/devtensor_onednn.cpp src/devtensor_cudnn.cpp DESTINATION "${DEVTENSOR_INSTALL_SOURCEDIR}")
 
 configure_package_config_file(cmake/devtensorConfig.cmake.in
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
@@ -27,6 +27,7 @@ install(FILES
   "${PROJECT_BINARY_DIR}/devtensorConfig.cmake"
   "${PROJECT_BINARY_DIR}/devtensorConfigVersion.cmake"
   cmake/FindNCCL.cmake
+  cmake/FindCUDNN.cmake
   cmake/devtensorCompiledComponent.cmake
   cmake/devtensorCudaComponent.cmake
   cmake/devtensorOnednnComponent.cmake

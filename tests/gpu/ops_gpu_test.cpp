@@ -9,9 +9,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/cuda/convolution_engine.hpp"
 #include "devtensor/ops/fused_chain.hpp"  // ops::FusedGemm
 #include "devtensor_test.hpp"
 
@@ -287,6 +289,95 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
   expect_gpu_matches_cpu([&] { return dt::identity(a); }, 0);
   const auto flags = dt::cast<bool>(random_input<std::int32_t>({3, 4}, 21));
   expect_gpu_matches_cpu([&] { return dt::cast<std::int32_t>(dt::transpose(flags)); }, 0);
+}
+
+BOOST_AUTO_TEST_CASE(convolutions_pools_and_bias_through_cudnn_and_cublas) {
+  // Conv2D and its backprops on GPU:0 against the CPU, float32 through the cudnn component's
+  // engine (where this program links it: DEVTENSOR_WITH_CUDNN) and through the patches + cuBLAS
+  // body with the engine uninstalled, float64 through the patches; the pools, BiasAdd and
+  // BiasAddGrad. Geometries: ResNet's 3x3 SAME, stride 2, dilation, 1x1, the first layer's single
+  // channel, and SAME padding that pads more after than before (cuDNN declines it: the body runs).
+  namespace cuda_ops = dt::ops::cuda;
+  const cuda_ops::ConvolutionEngine* linked = cuda_ops::convolution_engine();
+#if DEVTENSOR_WITH_CUDNN
+  BOOST_TEST_REQUIRE(linked != nullptr);
+  BOOST_TEST(std::string(linked->name).starts_with("cuDNN 9."), linked->name);
+#else
+  BOOST_TEST(linked == nullptr);
+#endif
+  struct Restore {
+    const cuda_ops::ConvolutionEngine* engine;
+    ~Restore() { cuda_ops::install_convolution_engine(engine); }
+  } restore{linked};
+  struct Case {
+    dt::Shape x, w;
+    dt::SpatialInts strides;
+    std::int64_t dilation;
+    const char* padding;
+    bool cudnn_takes_it;
+  };
+  const std::vector<Case> cases{{{4, 14, 14, 16}, {3, 3, 16, 32}, {1, 1}, 1, "SAME", true},
+                                {{2, 9, 9, 8}, {3, 3, 8, 4}, {2, 2}, 1, "VALID", true},
+                                {{2, 12, 12, 6}, {3, 3, 6, 5}, {1, 1}, 2, "SAME", true},
+                                {{3, 7, 7, 16}, {1, 1, 16, 24}, {1, 1}, 1, "VALID", true},
+                                {{8, 28, 28, 1}, {3, 3, 1, 32}, {1, 1}, 1, "VALID", true},
+                                {{2, 10, 10, 4}, {2, 2, 4, 3}, {1, 1}, 1, "SAME", false}};
+  std::uint64_t seed = 300;
+  for (const auto& c : cases) {
+    for (const bool engine : {true, false}) {
+      BOOST_TEST_CONTEXT("input " << c.x.to_string() << " filter " << c.w.to_string() << " " << c.padding
+                                  << (engine ? " (engine)" : " (patches + cuBLAS)")) {
+        cuda_ops::install_convolution_engine(engine ? linked : nullptr);
+        const std::int64_t runs_before = linked != nullptr ? linked->runs() : 0;
+        const dt::Conv2DOptions options{.dilations = c.dilation};
+        const auto x = random_input<float>(c.x, seed++);
+        const auto w = random_input<float>(c.w, seed++);
+        const auto y_shape = dt::conv2d(x, w, c.strides, c.padding, options).shape();
+        const auto dy = random_input<float>(y_shape, seed++);
+        expect_gpu_matches_cpu([&] { return dt::conv2d(x, w, c.strides, c.padding, options); }, 1e-4);
+        expect_gpu_matches_cpu([&] { return dt::conv2d_backprop_input(c.x, w, dy, c.strides, c.padding, options); },
+                               1e-4);
+        expect_gpu_matches_cpu([&] { return dt::conv2d_backprop_filter(x, c.w, dy, c.strides, c.padding, options); },
+                               1e-4);
+        if (linked != nullptr) BOOST_TEST(linked->runs() - runs_before == (engine && c.cudnn_takes_it ? 3 : 0));
+        const auto xd = x.cast<double>();
+        const auto wd = w.cast<double>();
+        const auto dyd = dy.cast<double>();
+        expect_gpu_matches_cpu([&] { return dt::conv2d(xd, wd, c.strides, c.padding, options); }, 1e-12);
+        expect_gpu_matches_cpu([&] { return dt::conv2d_backprop_input(c.x, wd, dyd, c.strides, c.padding, options); },
+                               1e-12);
+        expect_gpu_matches_cpu([&] { return dt::conv2d_backprop_filter(xd, c.w, dyd, c.strides, c.padding, options); },
+                               1e-12);
+      }
+    }
+  }
+  // Pools (bit for bit: ops/window_elements.hpp adds in the CPU's order) and the bias.
+  const auto x = random_input<float>({4, 13, 11, 8}, seed++);
+  for (const auto& [k, s, padding] : std::vector<std::tuple<std::int64_t, std::int64_t, const char*>>{
+           {2, 2, "VALID"}, {3, 2, "SAME"}, {3, 1, "SAME"}, {5, 3, "VALID"}}) {
+    BOOST_TEST_CONTEXT("pool " << k << "x" << k << " stride " << s << " " << padding) {
+      expect_gpu_matches_cpu([&] { return dt::max_pool2d(x, k, s, padding); }, 0.0);
+      expect_gpu_matches_cpu([&] { return dt::avg_pool2d(x, k, s, padding); }, 0.0);
+      const auto dy = random_input<float>(dt::max_pool2d(x, k, s, padding).shape(), seed++);
+      const auto pooled_gradient = [&](bool average) {
+        dt::GradientTape tape;
+        tape.watch(x);
+        const auto pooled = average ? dt::avg_pool2d(x, k, s, padding) : dt::max_pool2d(x, k, s, padding);
+        return tape.gradient(dt::reduce_sum(dt::mul(pooled, dy)), std::vector{x})[0];
+      };
+      expect_gpu_matches_cpu([&] { return pooled_gradient(false); }, 1e-6);
+      expect_gpu_matches_cpu([&] { return pooled_gradient(true); }, 1e-6);
+    }
+  }
+  const auto bias = random_input<float>({8}, seed++);
+  expect_gpu_matches_cpu([&] { return dt::bias_add(x, bias); }, 0.0);
+  expect_gpu_matches_cpu(
+      [&] {  // BiasAddGrad
+        dt::GradientTape tape;
+        tape.watch(bias);
+        return tape.gradient(dt::reduce_sum(dt::mul(dt::bias_add(x, bias), x)), std::vector{bias})[0];
+      },
+      1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(ops_are_placed_on_the_real_gpu_and_logged) {
