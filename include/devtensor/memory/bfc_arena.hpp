@@ -44,6 +44,11 @@ std::string pointer_string(const void* p);
 
 class BfcArena {
  public:
+  /// A chunk's index in the arena's table. Public only because nvcc's front end (header-only
+  /// mode) may print any std::size_t in a template instantiation as this alias, which g++ then
+  /// checks for access.
+  using ChunkHandle = std::size_t;
+
   /// `limit` is reported in the stats; a chunk is split when the rest is at least half of it or
   /// at least `max_internal_fragmentation`.
   BfcArena(std::size_t limit, std::size_t max_internal_fragmentation);
@@ -111,7 +116,6 @@ class BfcArena {
   [[nodiscard]] std::string check_invariants(std::size_t limit) const;
 
  private:
-  using ChunkHandle = std::size_t;
   static constexpr ChunkHandle kInvalidHandle = SIZE_MAX;
 
   struct Chunk {

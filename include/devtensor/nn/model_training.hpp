@@ -217,8 +217,12 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
       options.callbacks, false, false, this,
       {.epochs = 1, .steps = (n + options.batch_size - 1) / options.batch_size, .verbose = 0});
   std::int64_t step = 0;
+  // The hooks named outside the lambda: nvcc (--expt-relaxed-constexpr, header-only mode) takes an
+  // implicitly constexpr lambda for host and device code and refuses a host member's address in it.
+  const auto batch_begin = &Callback::on_predict_batch_begin;
+  const auto batch_end = &Callback::on_predict_batch_end;
   const auto predict_step = [&](const std::vector<Tensor<float>>& batch) {
-    callbacks.each(&Callback::on_predict_batch_begin, step, Logs{});
+    callbacks.each(batch_begin, step, Logs{});
     std::vector<Tensor<float>> outputs;
     if (!strategy_)
       outputs = traced_step ? (*traced_step)(batch, scalar<std::int64_t>(0), 0) : forward(batch, false);
@@ -226,7 +230,7 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::predict(const std::vector
       outputs = (*traced_step)(split_inputs_across_replicas(batch), scalar<std::int64_t>(0), 0);
     else
       outputs = replicated_predict_step(per_replica(split_inputs_across_replicas(batch)));
-    callbacks.each(&Callback::on_predict_batch_end, step, Logs{});  // Keras passes the outputs; they come at the end
+    callbacks.each(batch_end, step, Logs{});  // Keras passes the outputs; they come at the end
     ++step;
     return outputs;
   };
