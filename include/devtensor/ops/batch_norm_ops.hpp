@@ -363,6 +363,58 @@ DEVTENSOR_DEFINITION std::array<Shape, 5> FusedBatchNormGradV3::output_shapes(co
   return {x, vector, vector, Shape({0}), Shape({0})};
 }
 
+namespace batch_norm_detail {
+// Note [Rows of channels]
+// Channels last (NHWC: inner == 1), each pass below runs over the images' rows of channels, the
+// per-channel statistics (in double) read and written a row at a time: loops that vectorise,
+// where one element at a time through `at(o, c, i)` did not (2.7x and 3.2x TensorFlow's time
+// before). Every sum still adds the rows in order, so the statistics do not change.
+template <class T>
+DEVTENSOR_VECTORIZE void add_row(double* __restrict sum, const T* __restrict x, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) sum[c] += static_cast<double>(x[c]);
+}
+template <class T>
+DEVTENSOR_VECTORIZE void add_squared_deviations(double* __restrict var, const T* __restrict x,
+                                                const double* __restrict mu, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    const double d = static_cast<double>(x[c]) - mu[c];
+    var[c] += d * d;
+  }
+}
+template <class T>
+DEVTENSOR_VECTORIZE void normalise_row(T* __restrict y, const T* __restrict x, const double* __restrict gain,
+                                       const double* __restrict shift, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) y[c] = static_cast<T>(static_cast<double>(x[c]) * gain[c] + shift[c]);
+}
+template <class T>
+DEVTENSOR_VECTORIZE void add_gradient_sums(double* __restrict sum_dy, double* __restrict sum_dy_xhat,
+                                           const T* __restrict dy, const T* __restrict x, const double* __restrict mean,
+                                           const double* __restrict inv, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    const double g = static_cast<double>(dy[c]);
+    sum_dy[c] += g;
+    sum_dy_xhat[c] += g * (static_cast<double>(x[c]) - mean[c]) * inv[c];
+  }
+}
+/// dx = dy·gain over a row of channels (inference).
+template <class T>
+DEVTENSOR_VECTORIZE void scaled_row(T* __restrict dx, const T* __restrict dy, const double* __restrict gain,
+                                    std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) dx[c] = static_cast<T>(static_cast<double>(dy[c]) * gain[c]);
+}
+/// dx = gain·(dy − mean(dy) − x̂·mean(dy·x̂)), x̂ = (x − mean)·inv, over a row of channels.
+template <class T>
+DEVTENSOR_VECTORIZE void input_gradient_row(T* __restrict dx, const T* __restrict dy, const T* __restrict x,
+                                            const double* __restrict mean, const double* __restrict inv,
+                                            const double* __restrict gain, const double* __restrict mean_dy,
+                                            const double* __restrict mean_dy_xhat, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    const double xhat = (static_cast<double>(x[c]) - mean[c]) * inv[c];
+    dx[c] = static_cast<T>(gain[c] * (static_cast<double>(dy[c]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
+  }
+}
+}  // namespace batch_norm_detail
+
 template <Floating T>
 void batch_norm_detail::forward(const T* x, const T* scale, const T* offset, const T* mean, const T* variance, Layout l,
                                 double epsilon, double factor, bool training, T* y, T* batch_mean, T* batch_variance,
@@ -373,17 +425,25 @@ void batch_norm_detail::forward(const T* x, const T* scale, const T* offset, con
   const auto at = [&](std::int64_t o, std::size_t c, std::int64_t i) {
     return (o * l.channels + static_cast<std::int64_t>(c)) * l.inner + i;
   };
+  const bool rows = l.inner == 1;  // Note [Rows of channels]
   if (training) {
-    for (std::int64_t o = 0; o < l.outer; ++o)
-      for (std::size_t c = 0; c < channels; ++c)
-        for (std::int64_t i = 0; i < l.inner; ++i) mu[c] += static_cast<double>(x[at(o, c, i)]);
+    if (rows)
+      for (std::int64_t o = 0; o < l.outer; ++o) add_row(mu.data(), x + o * l.channels, l.channels);
+    else
+      for (std::int64_t o = 0; o < l.outer; ++o)
+        for (std::size_t c = 0; c < channels; ++c)
+          for (std::int64_t i = 0; i < l.inner; ++i) mu[c] += static_cast<double>(x[at(o, c, i)]);
     for (auto& m : mu) m /= static_cast<double>(n);  // an empty batch: NaN, as 0 / 0
-    for (std::int64_t o = 0; o < l.outer; ++o)
-      for (std::size_t c = 0; c < channels; ++c)
-        for (std::int64_t i = 0; i < l.inner; ++i) {
-          const double d = static_cast<double>(x[at(o, c, i)]) - mu[c];
-          var[c] += d * d;
-        }
+    if (rows)
+      for (std::int64_t o = 0; o < l.outer; ++o)
+        add_squared_deviations(var.data(), x + o * l.channels, mu.data(), l.channels);
+    else
+      for (std::int64_t o = 0; o < l.outer; ++o)
+        for (std::size_t c = 0; c < channels; ++c)
+          for (std::int64_t i = 0; i < l.inner; ++i) {
+            const double d = static_cast<double>(x[at(o, c, i)]) - mu[c];
+            var[c] += d * d;
+          }
     for (auto& v : var) v /= static_cast<double>(n);
   } else {
     for (std::size_t c = 0; c < channels; ++c) {
@@ -396,12 +456,16 @@ void batch_norm_detail::forward(const T* x, const T* scale, const T* offset, con
     gain[c] = static_cast<double>(scale[c]) / std::sqrt(var[c] + epsilon);
     shift[c] = static_cast<double>(offset[c]) - mu[c] * gain[c];
   }
-  for (std::int64_t o = 0; o < l.outer; ++o)
-    for (std::size_t c = 0; c < channels; ++c)
-      for (std::int64_t i = 0; i < l.inner; ++i) {
-        const auto k = at(o, c, i);
-        y[k] = static_cast<T>(static_cast<double>(x[k]) * gain[c] + shift[c]);
-      }
+  if (rows)
+    for (std::int64_t o = 0; o < l.outer; ++o)
+      normalise_row(y + o * l.channels, x + o * l.channels, gain.data(), shift.data(), l.channels);
+  else
+    for (std::int64_t o = 0; o < l.outer; ++o)
+      for (std::size_t c = 0; c < channels; ++c)
+        for (std::int64_t i = 0; i < l.inner; ++i) {
+          const auto k = at(o, c, i);
+          y[k] = static_cast<T>(static_cast<double>(x[k]) * gain[c] + shift[c]);
+        }
   // Bessel's correction for the variance kept (TensorFlow: n / (n - 1), 1 for a batch of one).
   const double unbiased = n > 1 ? static_cast<double>(n) / static_cast<double>(n - 1) : 1.0;
   for (std::size_t c = 0; c < channels; ++c) {
@@ -429,35 +493,63 @@ void batch_norm_detail::backward(const T* dy, const T* x, const T* scale, const 
   const auto at = [&](std::int64_t o, std::size_t c, std::int64_t i) {
     return (o * l.channels + static_cast<std::int64_t>(c)) * l.inner + i;
   };
-  std::vector<double> inv(channels), sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0);
-  for (std::size_t c = 0; c < channels; ++c) inv[c] = 1.0 / std::sqrt(static_cast<double>(variance[c]) + epsilon);
-  for (std::int64_t o = 0; o < l.outer; ++o)
-    for (std::size_t c = 0; c < channels; ++c)
-      for (std::int64_t i = 0; i < l.inner; ++i) {
-        const auto k = at(o, c, i);
-        const double g = static_cast<double>(dy[k]);
-        sum_dy[c] += g;
-        sum_dy_xhat[c] += g * (static_cast<double>(x[k]) - static_cast<double>(mean[c])) * inv[c];
-      }
+  std::vector<double> inv(channels), mu(channels), sum_dy(channels, 0.0), sum_dy_xhat(channels, 0.0);
+  for (std::size_t c = 0; c < channels; ++c) {
+    inv[c] = 1.0 / std::sqrt(static_cast<double>(variance[c]) + epsilon);
+    mu[c] = static_cast<double>(mean[c]);
+  }
+  const bool rows = l.inner == 1;  // Note [Rows of channels]
+  if (rows)
+    for (std::int64_t o = 0; o < l.outer; ++o)
+      add_gradient_sums(sum_dy.data(), sum_dy_xhat.data(), dy + o * l.channels, x + o * l.channels, mu.data(),
+                        inv.data(), l.channels);
+  else
+    for (std::int64_t o = 0; o < l.outer; ++o)
+      for (std::size_t c = 0; c < channels; ++c)
+        for (std::int64_t i = 0; i < l.inner; ++i) {
+          const auto k = at(o, c, i);
+          const double g = static_cast<double>(dy[k]);
+          sum_dy[c] += g;
+          sum_dy_xhat[c] += g * (static_cast<double>(x[k]) - mu[c]) * inv[c];
+        }
   for (std::size_t c = 0; c < channels; ++c) {
     dscale[c] = static_cast<T>(sum_dy_xhat[c]);
     doffset[c] = static_cast<T>(sum_dy[c]);
   }
-  // Training: the batch's statistics depend on x, so dx = scale·inv·(dy - mean(dy) - x̂·mean(dy·x̂)).
+  // Training: the batch's statistics depend on x, so dx = scale·inv·(dy - mean(dy) - x̂·mean(dy·x̂));
+  // inference: dx = scale·inv·dy.
   const double count = static_cast<double>(n);
-  for (std::int64_t o = 0; o < l.outer; ++o)
-    for (std::size_t c = 0; c < channels; ++c)
-      for (std::int64_t i = 0; i < l.inner; ++i) {
-        const auto k = at(o, c, i);
-        const double g = static_cast<double>(dy[k]);
-        const double gain = static_cast<double>(scale[c]) * inv[c];
-        if (!training) {
-          dx[k] = static_cast<T>(g * gain);
-          continue;
+  std::vector<double> gain(channels), mean_dy(channels), mean_dy_xhat(channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    gain[c] = static_cast<double>(scale[c]) * inv[c];
+    mean_dy[c] = sum_dy[c] / count;
+    mean_dy_xhat[c] = sum_dy_xhat[c] / count;
+  }
+  if (!training) {
+    if (rows)
+      for (std::int64_t o = 0; o < l.outer; ++o)
+        scaled_row(dx + o * l.channels, dy + o * l.channels, gain.data(), l.channels);
+    else
+      for (std::int64_t o = 0; o < l.outer; ++o)
+        for (std::size_t c = 0; c < channels; ++c)
+          for (std::int64_t i = 0; i < l.inner; ++i) {
+            const auto k = at(o, c, i);
+            dx[k] = static_cast<T>(static_cast<double>(dy[k]) * gain[c]);
+          }
+    return;
+  }
+  if (rows)
+    for (std::int64_t o = 0; o < l.outer; ++o)
+      input_gradient_row(dx + o * l.channels, dy + o * l.channels, x + o * l.channels, mu.data(), inv.data(),
+                         gain.data(), mean_dy.data(), mean_dy_xhat.data(), l.channels);
+  else
+    for (std::int64_t o = 0; o < l.outer; ++o)
+      for (std::size_t c = 0; c < channels; ++c)
+        for (std::int64_t i = 0; i < l.inner; ++i) {
+          const auto k = at(o, c, i);
+          const double xhat = (static_cast<double>(x[k]) - mu[c]) * inv[c];
+          dx[k] = static_cast<T>(gain[c] * (static_cast<double>(dy[k]) - mean_dy[c] - xhat * mean_dy_xhat[c]));
         }
-        const double xhat = (static_cast<double>(x[k]) - static_cast<double>(mean[c])) * inv[c];
-        dx[k] = static_cast<T>(gain * (g - sum_dy[c] / count - xhat * sum_dy_xhat[c] / count));
-      }
 }
 
 }  // namespace devtensor::ops
