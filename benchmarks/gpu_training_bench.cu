@@ -1,6 +1,7 @@
 // Training on one GPU, the step issue 15 measures against PyTorch eager (benchmarks/torch_mlp_step.py
 // runs the same model and step; scripts/gpu-check runs both in the same session and prints the
-// ratios): an MLP 1024 -> H -> H -> 1 (ReLU, MSE), batch 256, H = 256 and 4096.
+// ratios): an MLP 1024 -> H -> H -> 1 (ReLU, MSE), batch 256, H = 256 and 4096; and issue 62's
+// convolutional tutorial model (BM_ConvTutorialStep, beside benchmarks/torch_conv_tutorial_step.py).
 //   BM_MlpStep_Tape<SGD|Adam>/H  GradientTape + apply_gradients, data resident on GPU:0;
 //   BM_MlpStep_Fit/H             Sequential::fit over 8 host batches per epoch (host data, as
 //                                Keras users pass NumPy arrays): one iteration is 8 steps; the
@@ -15,11 +16,13 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "devtensor/backend/cuda/error.hpp"
 #include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/devtensor.hpp"
+#include "devtensor/ops/cuda/convolution_engine.hpp"
 
 namespace dt = devtensor;
 namespace nn = devtensor::nn;
@@ -143,8 +146,36 @@ void BM_MlpStep_Fit(benchmark::State& state) { mlp_step_fit(state, false); }  //
 void BM_MlpStep_FitEager(benchmark::State& state) { mlp_step_fit(state, true); }
 void BM_MlpStep_FitResident(benchmark::State& state) { mlp_step_fit(state, false, true); }
 
+// TensorFlow's "Distributed training with Keras" model (Conv2D(32, 3, relu), MaxPooling2D, Flatten,
+// Dense(64, relu), Dense(10); SparseCategoricalCrossentropy from logits, Adam, accuracy) on GPU:0,
+// train_on_batch at batch 64 of 28x28x1 with the batch on the GPU (issue 62's goal: <= 1.0x
+// PyTorch eager, benchmarks/torch_conv_tutorial_step.py). The label names the convolution engine:
+// cuDNN where this program links devtensor::cudnn, else the patches + cuBLAS bodies.
+void BM_ConvTutorialStep(benchmark::State& state) {
+  dt::DeviceScope gpu("/gpu:0");
+  const auto* engine = dt::ops::cuda::convolution_engine();
+  state.SetLabel(engine != nullptr ? std::string(engine->name) : "patches + cuBLAS");
+  nn::Sequential model(
+      {nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{28, 28, 1}}),
+       nn::MaxPooling2D(), nn::Flatten(), nn::Dense(64, {.activation = nn::Activation::relu}), nn::Dense(10)});
+  model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::Adam{},
+                {.metrics = {"accuracy"}});
+  const auto x = dt::random_uniform<float>({64, 28, 28, 1}, {.seed = 1});
+  std::vector<float> classes(64);
+  for (std::size_t i = 0; i < classes.size(); ++i) classes[i] = static_cast<float>((i * 7) % 10);
+  const auto labels = dt::constant<float>(classes, dt::Shape({64}));
+  for (int i = 0; i < 3; ++i) benchmark::DoNotOptimize(model.train_on_batch(x, labels));  // traced, warm
+  synchronize_gpu0();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(model.train_on_batch(x, labels));
+    synchronize_gpu0();
+  }
+  state.SetItemsProcessed(state.iterations() * 64);
+}
+
 }  // namespace
 
+BENCHMARK(BM_ConvTutorialStep)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::SGD>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::Adam>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_TracedSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
