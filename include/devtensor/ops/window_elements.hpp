@@ -66,6 +66,24 @@ DEVTENSOR_HOST_DEVICE inline AxisReaders col_readers(const WindowGeometry& g, st
   return {c, g.pad_left, g.stride_cols, g.dil_cols, g.k_cols, g.out_cols};
 }
 
+/// Calls f(orow, ocol, kr, kc) for every window tap (kr, kc) that reads input position (r, c), the
+/// windows (orow, ocol) in the output's row-major order: the order the CPU bodies add in.
+template <class F>
+DEVTENSOR_HOST_DEVICE void for_each_reader(const WindowGeometry& g, std::int64_t r, std::int64_t c, F&& f) {
+  const AxisReaders rows = row_readers(g, r);
+  const AxisReaders cols = col_readers(g, c);
+  const std::int64_t row_first = rows.first(), row_last = rows.last();
+  const std::int64_t col_first = cols.first(), col_last = cols.last();
+  for (std::int64_t orow = row_first; orow < row_last; ++orow) {
+    const std::int64_t kr = rows.tap_of(orow);
+    if (kr < 0) continue;
+    for (std::int64_t ocol = col_first; ocol < col_last; ++ocol) {
+      const std::int64_t kc = cols.tap_of(ocol);
+      if (kc >= 0) f(orow, ocol, kr, kc);
+    }
+  }
+}
+
 /// True when the window is the identity on positions (1x1, stride 1, no padding): the input is the
 /// patch matrix.
 DEVTENSOR_HOST_DEVICE inline bool is_pointwise(const WindowGeometry& g) {
@@ -101,21 +119,11 @@ DEVTENSOR_HOST_DEVICE T patch_value(const WindowGeometry& g, const T* input, std
 template <class T>
 DEVTENSOR_HOST_DEVICE T gathered_patch_gradient(const WindowGeometry& g, const T* dpatches, std::int64_t e) {
   const Position p = position_of(e, g.in_rows, g.in_cols, g.channels);
-  const AxisReaders rows = row_readers(g, p.r);
-  const AxisReaders cols = col_readers(g, p.c);
-  const std::int64_t row_first = rows.first(), row_last = rows.last();
-  const std::int64_t col_first = cols.first(), col_last = cols.last();
   T sum{0};
-  for (std::int64_t orow = row_first; orow < row_last; ++orow) {
-    const std::int64_t kr = rows.tap_of(orow);
-    if (kr < 0) continue;
-    for (std::int64_t ocol = col_first; ocol < col_last; ++ocol) {
-      const std::int64_t kc = cols.tap_of(ocol);
-      if (kc < 0) continue;
-      const std::int64_t position = (p.n * g.out_rows + orow) * g.out_cols + ocol;
-      sum += dpatches[position * patch_size(g) + (kr * g.k_cols + kc) * g.channels + p.d];
-    }
-  }
+  for_each_reader(g, p.r, p.c, [&](std::int64_t orow, std::int64_t ocol, std::int64_t kr, std::int64_t kc) {
+    const std::int64_t position = (p.n * g.out_rows + orow) * g.out_cols + ocol;
+    sum += dpatches[position * patch_size(g) + (kr * g.k_cols + kc) * g.channels + p.d];
+  });
   return sum;
 }
 
@@ -201,19 +209,11 @@ DEVTENSOR_HOST_DEVICE T pooled_mean(const WindowGeometry& g, const T* input, std
 template <class T>
 DEVTENSOR_HOST_DEVICE T gathered_max_gradient(const WindowGeometry& g, const T* input, const T* dy, std::int64_t e) {
   const Position p = position_of(e, g.in_rows, g.in_cols, g.channels);
-  const AxisReaders rows = row_readers(g, p.r);
-  const AxisReaders cols = col_readers(g, p.c);
-  const std::int64_t row_first = rows.first(), row_last = rows.last();
-  const std::int64_t col_first = cols.first(), col_last = cols.last();
   T sum{0};
-  for (std::int64_t orow = row_first; orow < row_last; ++orow) {
-    if (rows.tap_of(orow) < 0) continue;
-    for (std::int64_t ocol = col_first; ocol < col_last; ++ocol) {
-      if (cols.tap_of(ocol) < 0) continue;
-      if (window_argmax(g, input, p.n, orow, ocol, p.d) == e)
-        sum += dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d];
-    }
-  }
+  for_each_reader(g, p.r, p.c, [&](std::int64_t orow, std::int64_t ocol, std::int64_t, std::int64_t) {
+    if (window_argmax(g, input, p.n, orow, ocol, p.d) == e)
+      sum += dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d];
+  });
   return sum;
 }
 
@@ -222,20 +222,12 @@ DEVTENSOR_HOST_DEVICE T gathered_max_gradient(const WindowGeometry& g, const T* 
 template <class T>
 DEVTENSOR_HOST_DEVICE T gathered_mean_gradient(const WindowGeometry& g, const T* dy, std::int64_t e) {
   const Position p = position_of(e, g.in_rows, g.in_cols, g.channels);
-  const AxisReaders rows = row_readers(g, p.r);
-  const AxisReaders cols = col_readers(g, p.c);
-  const std::int64_t row_first = rows.first(), row_last = rows.last();
-  const std::int64_t col_first = cols.first(), col_last = cols.last();
   T sum{0};
-  for (std::int64_t orow = row_first; orow < row_last; ++orow) {
-    if (rows.tap_of(orow) < 0) continue;
-    for (std::int64_t ocol = col_first; ocol < col_last; ++ocol) {
-      if (cols.tap_of(ocol) < 0) continue;
-      const std::int64_t count = inside_count(g, orow, ocol);
-      sum += dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d] /
-             static_cast<T>(count > 0 ? count : 1);
-    }
-  }
+  for_each_reader(g, p.r, p.c, [&](std::int64_t orow, std::int64_t ocol, std::int64_t, std::int64_t) {
+    const std::int64_t count = inside_count(g, orow, ocol);
+    sum +=
+        dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d] / static_cast<T>(count > 0 ? count : 1);
+  });
   return sum;
 }
 
