@@ -131,6 +131,8 @@ struct Descriptors {
 
 struct Plan {
   Descriptors descriptors;
+  // The filter seen in both layouts, for the HWIO <-> KRSC transposes each call makes.
+  TensorDescriptor hwio_view, krsc_view;
   bool usable = false;
   int algorithm = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   std::size_t workspace_bytes = 0;
@@ -212,10 +214,22 @@ bool choose(Plan& plan, const std::vector<Perf>& results, int returned, bool tf3
   return false;
 }
 
+/// The filter as cuDNN describes it: [out_depth, k_rows, k_cols, channels] (KRSC) seen as a 4-D
+/// tensor (n = out, c = in, h = rows, w = cols) with the strides of either layout.
+void set_filter_view(cudnnTensorDescriptor_t view, const WindowGeometry& g, std::int64_t out_depth, bool hwio) {
+  const int o = as_int(out_depth), i = as_int(g.channels), h = as_int(g.k_rows), w = as_int(g.k_cols);
+  if (hwio)
+    DEVTENSOR_CUDNN_DESCRIBE(cudnnSetTensor4dDescriptorEx(view, CUDNN_DATA_FLOAT, o, i, h, w, 1, o, w * i * o, i * o));
+  else
+    DEVTENSOR_CUDNN_DESCRIBE(cudnnSetTensor4dDescriptorEx(view, CUDNN_DATA_FLOAT, o, i, h, w, h * w * i, 1, w * i, i));
+}
+
 void make_plan(Plan& plan, cudnnHandle_t handle, Direction direction, const WindowGeometry& g, std::int64_t out_depth,
                bool tf32) {
   Descriptors& d = plan.descriptors;
   if (!describe(d, g, out_depth, tf32)) return;
+  set_filter_view(plan.hwio_view.get(), g, out_depth, /*hwio=*/true);
+  set_filter_view(plan.krsc_view.get(), g, out_depth, /*hwio=*/false);
   int count = 0;
   int returned = 0;
   switch (direction) {
@@ -301,24 +315,11 @@ std::shared_ptr<TensorStorage> device_buffer(const Device& device, std::size_t b
   return allocate_storage(device, bytes, Shape{static_cast<std::int64_t>(bytes)}, "uint8", op);
 }
 
-/// The filter as cuDNN describes it: [out_depth, k_rows, k_cols, channels] (KRSC) seen as a 4-D
-/// tensor (n = out, c = in, h = rows, w = cols) with the strides of either layout.
-void set_filter_view(cudnnTensorDescriptor_t view, const WindowGeometry& g, std::int64_t out_depth, bool hwio) {
-  const int o = as_int(out_depth), i = as_int(g.channels), h = as_int(g.k_rows), w = as_int(g.k_cols);
-  if (hwio)
-    DEVTENSOR_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(view, CUDNN_DATA_FLOAT, o, i, h, w, 1, o, w * i * o, i * o));
-  else
-    DEVTENSOR_CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(view, CUDNN_DATA_FLOAT, o, i, h, w, h * w * i, 1, w * i, i));
-}
-
 /// dst = src with the filter's layout changed (HWIO -> KRSC when `to_krsc`, else back).
-void transform_filter(cudnnHandle_t handle, const WindowGeometry& g, std::int64_t out_depth, const float* src,
-                      float* dst, bool to_krsc) {
-  const TensorDescriptor from, to;
-  set_filter_view(from.get(), g, out_depth, /*hwio=*/to_krsc);
-  set_filter_view(to.get(), g, out_depth, /*hwio=*/!to_krsc);
+void transform_filter(cudnnHandle_t handle, const Plan& plan, const float* src, float* dst, bool to_krsc) {
   const float one = 1.0F, zero = 0.0F;
-  DEVTENSOR_CUDNN_CHECK(cudnnTransformTensor(handle, &one, from.get(), src, &zero, to.get(), dst));
+  DEVTENSOR_CUDNN_CHECK(cudnnTransformTensor(handle, &one, (to_krsc ? plan.hwio_view : plan.krsc_view).get(), src,
+                                             &zero, (to_krsc ? plan.krsc_view : plan.hwio_view).get(), dst));
 }
 
 /// Runs one convolution: the handle of the device's stream, the plan, the workspace and the
@@ -357,7 +358,7 @@ bool forward(const Device& device, const WindowGeometry& g, const float* input, 
     return run(Direction::forward, device, g, out_depth, "Conv2D",
                [&](cudnnHandle_t handle, const Plan& plan, void* workspace, float* krsc) {
                  const Descriptors& d = plan.descriptors;
-                 transform_filter(handle, g, out_depth, filter, krsc, /*to_krsc=*/true);
+                 transform_filter(handle, plan, filter, krsc, /*to_krsc=*/true);
                  const float one = 1.0F, zero = 0.0F;
                  DEVTENSOR_CUDNN_CHECK(cudnnConvolutionForward(
                      handle, &one, d.input.get(), input, d.filter.get(), krsc, d.convolution.get(),
@@ -373,7 +374,7 @@ bool backprop_input(const Device& device, const WindowGeometry& g, const float* 
     return run(Direction::backprop_input, device, g, out_depth, "Conv2DBackpropInput",
                [&](cudnnHandle_t handle, const Plan& plan, void* workspace, float* krsc) {
                  const Descriptors& d = plan.descriptors;
-                 transform_filter(handle, g, out_depth, filter, krsc, /*to_krsc=*/true);
+                 transform_filter(handle, plan, filter, krsc, /*to_krsc=*/true);
                  const float one = 1.0F, zero = 0.0F;
                  DEVTENSOR_CUDNN_CHECK(cudnnConvolutionBackwardData(
                      handle, &one, d.filter.get(), krsc, d.output.get(), dy, d.convolution.get(),
@@ -394,7 +395,7 @@ bool backprop_filter(const Device& device, const WindowGeometry& g, const float*
                      handle, &one, d.input.get(), input, d.output.get(), dy, d.convolution.get(),
                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm), workspace, plan.workspace_bytes,
                      &zero, d.filter.get(), krsc));
-                 transform_filter(handle, g, out_depth, krsc, dfilter, /*to_krsc=*/false);
+                 transform_filter(handle, plan, krsc, dfilter, /*to_krsc=*/false);
                });
   });
 }
