@@ -2,7 +2,7 @@
 // cuDNN called directly, in the same run, at ResNet-50's 3x3 stages (issue 62): batch 64,
 // 56x56x64 -> 64 and 14x14x256 -> 256, SAME, float32, NHWC. The direct calls choose their algorithm
 // by the engine's rule (the first of cudnnGet*Algorithm_v7's results with FMA math, TF32 being off
-// by default in devtensor), so both run the same cuDNN kernel; devtensor's case adds what an op
+// in GPU benchmarks: gpu_bench_main.cpp), so both run the same cuDNN kernel; devtensor's case adds what an op
 // pays: placement, the output's BFC allocation, the workspace's, and the HWIO <-> KRSC filter
 // transposes (cuDNN takes KRSC filters; devtensor's are TensorFlow's HWIO). Wall-clock, the stream
 // synchronised per iteration in both. Without a GPU the program prints "skipped" and exits 0.

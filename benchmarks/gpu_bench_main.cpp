@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "devtensor/core/matmul_options.hpp"
+
 int main(int argc, char** argv) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -15,6 +17,9 @@ int main(int argc, char** argv) {
     std::printf("%s: skipped: no CUDA device\n", slash ? slash + 1 : (argc > 0 ? argv[0] : "benchmark"));
     return 0;
   }
+  // float32 beside float32: the references (cuBLAS and cuDNN called directly, PyTorch's scripts)
+  // run without TF32, so devtensor does too; a benchmark of TF32 turns it on for itself.
+  devtensor::config::experimental::enable_tensor_float_32_execution(false);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -4,7 +4,7 @@ TensorFlow's "Distributed training with Keras" model — Conv2D(32, 3, relu), Ma
 Dense(64, relu), Dense(10) — as PyTorch writes it (NCHW, PyTorch's default layout), cross-entropy
 from logits, Adam (Keras's defaults: lr 1e-3, eps 1e-7), the batch's accuracy computed as Keras's
 metric does, batch 64 of 28x28x1 resident on GPU 0, synchronising after every step as the
-devtensor benchmark does. TF32 off for the convolutions and matmuls (devtensor's default; PyTorch's
+devtensor benchmark does. TF32 off for the convolutions and matmuls (benchmarks/gpu_bench_main.cpp turns it off for devtensor; PyTorch's
 own default allows it in cuDNN), so both compute in float32. Prints one JSON object: the median,
 min and max step time in microseconds over `--repetitions` runs of `--steps` steps. Run by
 scripts/gpu-check when `python3 -c 'import torch'` works.

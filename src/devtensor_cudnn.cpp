@@ -115,11 +115,11 @@ class Handles {
 // Note [cuDNN plans]
 // A plan is the four descriptors of one convolution (input, filter, output, the convolution with
 // its math type) and the algorithm cuDNN's heuristics rank first among those it can run with the
-// math allowed: TF32 tensor cores only when config::experimental::enable_tensor_float_32_execution
-// is on (CUDNN_FMA_MATH otherwise, so a GPU result matches the CPU's to float32 accuracy, as the
-// cuBLAS GEMMs). Plans are kept per (direction, GPU, TF32, geometry) — a training loop asks the same
-// few convolutions again at every step — and a geometry cuDNN cannot express (SAME padding that
-// pads more after than before: cuDNN pads symmetrically) is kept as declined.
+// math allowed: TF32 tensor cores while config::experimental::enable_tensor_float_32_execution is
+// on (the default, as TensorFlow's), CUDNN_FMA_MATH once it is off, so a GPU result matches the
+// CPU's to float32 accuracy, as the cuBLAS GEMMs). Plans are kept per (direction, GPU, TF32, geometry) — a training
+// loop asks the same few convolutions again at every step — and a geometry cuDNN cannot express (SAME padding that pads
+// more after than before: cuDNN pads symmetrically) is kept as declined.
 
 enum class Direction : std::int64_t { forward, backprop_input, backprop_filter };
 

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 
+#include "devtensor/core/matmul_options.hpp"
+
 #define DEVTENSOR_STR2(x) #x
 #define DEVTENSOR_STR(x) DEVTENSOR_STR2(x)
 
@@ -26,5 +28,8 @@ int main(int argc, char* argv[]) {
                 status != cudaSuccess ? cudaGetErrorName(status) : "device count 0");
     return 77;
   }
+  // The tests compare float32 GPU results with the CPU's to float32 accuracy: TF32 off (the test
+  // of the switch turns it on; test_ops checks that TensorFlow's default, on, is devtensor's).
+  devtensor::config::experimental::enable_tensor_float_32_execution(false);
   return boost::unit_test::unit_test_main(&init_module, argc, argv);
 }

@@ -258,8 +258,8 @@ double matmul_error_vs_double(const dt::Tensor<float>& a, const dt::Tensor<float
   return worst;
 }
 
-BOOST_AUTO_TEST_CASE(tf32_is_off_by_default_and_can_be_enabled) {
-  BOOST_TEST(!dt::config::experimental::tensor_float_32_execution_enabled());
+BOOST_AUTO_TEST_CASE(tf32_can_be_enabled_and_disabled) {
+  BOOST_TEST(!dt::config::experimental::tensor_float_32_execution_enabled());  // gpu_main.cpp's
   const auto a = random_input<float>({256, 256}, 17);
   const auto b = random_input<float>({256, 256}, 18);
   const double fp32 = matmul_error_vs_double(a, b);

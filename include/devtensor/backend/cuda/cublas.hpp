@@ -8,10 +8,9 @@
 /// one. Handles live for the process: destroying them from static destructors would race the CUDA
 /// runtime's own teardown (PyTorch and TensorFlow leak theirs for the same reason).
 ///
-/// TF32: fp32 GEMMs use full fp32 (CUBLAS_DEFAULT_MATH) unless
-/// config::experimental::enable_tensor_float_32_execution(true) asks for TF32 tensor cores,
-/// which are faster and round inputs to 10 mantissa bits. TensorFlow's default is on; devtensor's
-/// is off, so a GPU result matches the CPU's to fp32 accuracy unless the user opts in.
+/// TF32: fp32 GEMMs use TF32 tensor cores (faster, inputs rounded to 10 mantissa bits) while
+/// config::experimental::tensor_float_32_execution_enabled() — on by default, as TensorFlow's —
+/// and full fp32 (CUBLAS_DEFAULT_MATH) once a program turns it off.
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
