@@ -58,6 +58,8 @@ template std::string format_values<double>(const Tensor<double>&, const PrintOpt
 template std::string format_values<std::int32_t>(const Tensor<std::int32_t>&, const PrintOptions&);
 template std::string format_values<std::int64_t>(const Tensor<std::int64_t>&, const PrintOptions&);
 template std::string format_values<bool>(const Tensor<bool>&, const PrintOptions&);
+template std::string format_values<float16>(const Tensor<float16>&, const PrintOptions&);
+template std::string format_values<bfloat16>(const Tensor<bfloat16>&, const PrintOptions&);
 
 // The built-in losses' bodies, for each floating type.
 template std::pair<Tensor<float>, Tensor<float>> nn::loss_detail::align<float>(const Tensor<float>&,

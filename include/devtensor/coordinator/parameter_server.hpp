@@ -42,11 +42,14 @@ decltype(auto) with_element_type(DType dtype, Fn&& fn) {
     case DType::DT_DOUBLE: return fn.template operator()<double>();
     case DType::DT_INT32: return fn.template operator()<std::int32_t>();
     case DType::DT_INT64: return fn.template operator()<std::int64_t>();
-    case DType::DT_BOOL: break;
+    case DType::DT_BOOL:
+    case DType::DT_HALF:
+    case DType::DT_BFLOAT16: break;
   }
   throw UnimplementedError(
-      "Parameter servers hold float, double, int32 and int64 variables; a bool variable cannot "
-      "be placed on one (create it outside the strategy's scope, or as int32)");
+      "Parameter servers hold float, double, int32 and int64 variables; a " + std::string(dtype_name(dtype)) +
+      " variable cannot be placed on one (create it outside the strategy's scope, or as " +
+      (dtype == DType::DT_BOOL ? "int32)" : "float32: mixed precision keeps variables in float32)"));
 }
 
 // The ps task's side: ParameterServerStrategy's constructor runs it (Note [The mpi component's

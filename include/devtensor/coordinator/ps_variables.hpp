@@ -68,6 +68,8 @@ struct MinSizePartitioner {
       case DType::DT_DOUBLE:
       case DType::DT_INT64: return 8;
       case DType::DT_BOOL: return 1;
+      case DType::DT_HALF:
+      case DType::DT_BFLOAT16: return 2;
       case DType::DT_FLOAT:
       case DType::DT_INT32: break;
     }

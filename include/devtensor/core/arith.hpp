@@ -15,11 +15,13 @@
 ///   XLA give; TensorFlow's CPU Cast returns x86's "integer indefinite" INT_MIN instead, which is
 ///   an accident of cvttss2si, so devtensor's CPU and GPU agree on the GPU's answer.
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
 #include "devtensor/config.hpp"
+#include "devtensor/tensor/half.hpp"
 
 namespace devtensor::arith {
 
@@ -67,7 +69,7 @@ DEVTENSOR_HOST_DEVICE constexpr T mul(T x, T y) {
 /// give +0 for both).
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T neg(T x) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (is_floating_element_v<T>)
     return -x;
   else
     return sub(T{0}, x);
@@ -76,10 +78,27 @@ DEVTENSOR_HOST_DEVICE constexpr T neg(T x) {
 /// |x|; |INT_MIN| wraps to INT_MIN, as TensorFlow's Abs returns; |−0| is +0.
 template <class T>
 DEVTENSOR_HOST_DEVICE constexpr T abs(T x) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (is_floating_element_v<T>)
     return x < T{0} ? -x : (x == T{0} ? T{0} : x);
   else
     return x < T{0} ? neg(x) : x;
+}
+
+/// e^x and log(1 + x) of any floating element type; the 16-bit floats compute in float and round
+/// once (an op whose steps round in 16 bits, as TensorFlow's Sigmoid and Softplus, calls these).
+template <class T>
+DEVTENSOR_HOST_DEVICE T exp(T x) {
+  if constexpr (is_sixteen_bit_float_v<T>)
+    return T(std::exp(static_cast<float>(x)));
+  else
+    return std::exp(x);
+}
+template <class T>
+DEVTENSOR_HOST_DEVICE T log1p(T x) {
+  if constexpr (is_sixteen_bit_float_v<T>)
+    return T(std::log1p(static_cast<float>(x)));
+  else
+    return std::log1p(x);
 }
 
 /// Python's x // y for integers with y != 0 (the caller reports division by zero).
@@ -105,11 +124,19 @@ DEVTENSOR_HOST_DEVICE constexpr T floor_mod(T x, T y) {
 }
 
 /// U(v) with the edges defined: float -> integer truncates toward zero and saturates (NaN -> 0),
-/// anything -> bool is v != 0, integer -> narrower integer wraps (C++20), the rest is C++'s.
+/// anything -> bool is v != 0, integer -> narrower integer wraps (C++20), the rest is C++'s. The
+/// 16-bit floats convert through float (Note [Sixteen-bit floats]); float and double NaNs become
+/// bfloat16's +NaN, as TensorFlow's Cast gives.
 template <class U, class T>
 DEVTENSOR_HOST_DEVICE constexpr U convert(T v) {
   if constexpr (std::is_same_v<U, bool>) {
     return v != T{0};
+  } else if constexpr (is_sixteen_bit_float_v<T> && is_sixteen_bit_float_v<U>) {
+    return U(static_cast<float>(v));  // a NaN keeps its sign here
+  } else if constexpr (is_sixteen_bit_float_v<T>) {
+    return convert<U>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<U, bfloat16> && std::is_floating_point_v<T>) {
+    return v != v ? std::numeric_limits<bfloat16>::quiet_NaN() : U(v);
   } else if constexpr (std::is_floating_point_v<T> && std::is_integral_v<U>) {
     if (v != v) return U{0};  // NaN
     // -min is 2^(N-1) for signed U: a power of two, exact in float and double.

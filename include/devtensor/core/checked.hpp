@@ -14,6 +14,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
@@ -25,8 +26,13 @@ namespace devtensor {
 template <class T>
 std::string number_string(T value) {
   char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
+  if constexpr (std::is_class_v<T>) {  // float16, bfloat16: exact as float
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value));
+    return std::string(buffer, result.ptr);
+  } else {
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
+  }
 }
 
 /// " [Op:Name]", or nothing when the op is unknown.

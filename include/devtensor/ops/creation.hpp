@@ -212,11 +212,11 @@ namespace op_detail {
 /// naming the argument, not an undefined conversion.
 template <Numeric T>
 std::int64_t range_size(T start, T limit, T delta) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_floating_element_v<T>) {
     const auto check_finite = [](T v, const char* name) {
-      if (!std::isfinite(v))
-        throw InvalidArgumentError(std::string("Requires ") + name + " to be finite, got " + number_string(v) +
-                                   " [Op:Range]");
+      if (!std::isfinite(static_cast<double>(v)))
+        throw InvalidArgumentError(std::string("Requires ") + name + " to be finite, got " +
+                                   number_string(static_cast<double>(v)) + " [Op:Range]");
     };
     check_finite(start, "start");
     check_finite(limit, "limit");

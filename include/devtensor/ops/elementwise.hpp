@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -96,7 +97,7 @@ struct Square : UnaryOp<Square, NumericTypes>, Builtin {
     return {mul(a.dy[0], mul(a.x[0], constant_like<T>(T{2})))};
   }
 };
-struct Sqrt : UnaryOp<Sqrt, FloatTypes>, Builtin {
+struct Sqrt : UnaryOp<Sqrt, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Sqrt";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x) const {
@@ -107,7 +108,7 @@ struct Sqrt : UnaryOp<Sqrt, FloatTypes>, Builtin {
     return {run_op<SqrtGrad>({}, a.y[0], a.dy[0])};
   }
 };
-struct Exp : UnaryOp<Exp, FloatTypes>, Builtin {
+struct Exp : UnaryOp<Exp, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Exp";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x) const {
@@ -118,7 +119,7 @@ struct Exp : UnaryOp<Exp, FloatTypes>, Builtin {
     return {mul(a.dy[0], a.y[0])};
   }
 };
-struct Log : UnaryOp<Log, FloatTypes>, Builtin {
+struct Log : UnaryOp<Log, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Log";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x) const {
@@ -132,26 +133,34 @@ struct Log : UnaryOp<Log, FloatTypes>, Builtin {
 struct Relu : UnaryOp<Relu, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Relu";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
-    return x > T{0} ? x : T{0};
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {  // max(x, 0): NaN and -0 stay, as TensorFlow's
+    return x < T{0} ? T{0} : x;
   }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {run_op<ReluGrad>({}, a.dy[0], a.y[0])};
   }
 };
-struct Sigmoid : UnaryOp<Sigmoid, FloatTypes>, Builtin {
+struct Sigmoid : UnaryOp<Sigmoid, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Sigmoid";
+  // In 16-bit floats TensorFlow's kernel computes e^x / (e^x + 1), each step rounded in T (1
+  // where e^x overflows); in float and double 1 / (1 + e^-x).
+  static constexpr bool rounds_each_step = true;
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x) const {
-    return T{1} / (T{1} + std::exp(-x));
+    if constexpr (is_sixteen_bit_float_v<T>) {
+      const T e = arith::exp(x);
+      return e == std::numeric_limits<T>::infinity() ? T{1} : e / (e + T{1});
+    } else {
+      return T{1} / (T{1} + std::exp(-x));
+    }
   }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {run_op<SigmoidGrad>({}, a.y[0], a.dy[0])};
   }
 };
-struct Tanh : UnaryOp<Tanh, FloatTypes>, Builtin {
+struct Tanh : UnaryOp<Tanh, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Tanh";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x) const {
@@ -164,15 +173,19 @@ struct Tanh : UnaryOp<Tanh, FloatTypes>, Builtin {
 };
 
 /// log(e^x + 1) as TensorFlow computes it: x itself above −(log ε + 2), e^x below log ε + 2,
-/// log1p(e^x) between.
-struct Softplus : UnaryOp<Softplus, FloatTypes>, Builtin {
+/// log1p(e^x) between, each step rounded in T (ε of T: float16's 2^-10, bfloat16's 2^-7).
+struct Softplus : UnaryOp<Softplus, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Softplus";
+  static constexpr bool rounds_each_step = true;
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x) const {
-    const T threshold = std::is_same_v<T, float> ? T(-13.942385152878742) : T(-34.04365338911715);  // log(ε) + 2
+    const T threshold = std::is_same_v<T, float>     ? T(-13.942385152878742)
+                        : std::is_same_v<T, double>  ? T(-34.04365338911715)
+                        : std::is_same_v<T, float16> ? T(-4.931471805599453)
+                                                     : T(-2.852030263919617);  // log(ε) + 2
     if (x > -threshold) return x;
-    if (x < threshold) return std::exp(x);
-    return std::log1p(std::exp(x));
+    if (x < threshold) return arith::exp(x);
+    return arith::log1p(arith::exp(x));
   }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
@@ -216,7 +229,7 @@ struct Mul : BinaryOp<Mul, NumericTypes>, Builtin {
     return {unbroadcast(mul(a.dy[0], a.x[1]), a.x[0]), unbroadcast(mul(a.x[0], a.dy[0]), a.x[1])};
   }
 };
-struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
+struct RealDiv : BinaryOp<RealDiv, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "RealDiv";
   static constexpr std::string_view node_name = "truediv";  // tf.divide's
   template <class T>
@@ -231,8 +244,8 @@ struct RealDiv : BinaryOp<RealDiv, FloatTypes>, Builtin {
 struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Maximum";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
-    return x > y ? x : y;
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {  // TensorFlow's: a NaN wins, ties give x (-0, +0)
+    return (x < y || y != y) ? y : x;
   }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // ties send the gradient to the first input
@@ -243,8 +256,8 @@ struct Maximum : BinaryOp<Maximum, NumericTypes>, Builtin {
 struct Minimum : BinaryOp<Minimum, NumericTypes>, Builtin {
   static constexpr std::string_view name = "Minimum";
   template <class T>
-  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
-    return x < y ? x : y;
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {  // TensorFlow's: a NaN wins, ties give x
+    return (y < x || y != y) ? y : x;
   }
   template <Floating T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
@@ -294,7 +307,7 @@ struct ReluGrad : BinaryOp<ReluGrad, NumericTypes>, Builtin {
   }
 };
 /// dy · y · (1 − y) for y = sigmoid(x); inputs (y, dy).
-struct SigmoidGrad : BinaryOp<SigmoidGrad, FloatTypes>, Builtin {
+struct SigmoidGrad : BinaryOp<SigmoidGrad, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "SigmoidGrad";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
@@ -309,7 +322,7 @@ struct SigmoidGrad : BinaryOp<SigmoidGrad, FloatTypes>, Builtin {
   }
 };
 /// dy · (1 − y²) for y = tanh(x); inputs (y, dy).
-struct TanhGrad : BinaryOp<TanhGrad, FloatTypes>, Builtin {
+struct TanhGrad : BinaryOp<TanhGrad, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "TanhGrad";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
@@ -323,7 +336,7 @@ struct TanhGrad : BinaryOp<TanhGrad, FloatTypes>, Builtin {
   }
 };
 /// dy / (2 y) for y = sqrt(x); inputs (y, dy).
-struct SqrtGrad : BinaryOp<SqrtGrad, FloatTypes>, Builtin {
+struct SqrtGrad : BinaryOp<SqrtGrad, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "SqrtGrad";
   template <class T>
   DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
@@ -413,7 +426,7 @@ Tensor<T> mul(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options =
 /// by zero.
 template <Numeric T>
 Tensor<T> div(const Tensor<T>& a, const Tensor<T>& b, const OpOptions& options = {}) {
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (is_floating_element_v<T>)
     return run_op<ops::RealDiv>(options, {}, a, b);
   else
     return run_op<ops::FloorDiv>(options, {}, a, b);
@@ -453,15 +466,15 @@ template <Numeric T>
 Tensor<T> square(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Square>(options, {}, a);
 }
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> sqrt(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Sqrt>(options, {}, a);
 }
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> exp(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Exp>(options, {}, a);
 }
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> log(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Log>(options, {}, a);
 }
@@ -469,16 +482,16 @@ template <Numeric T>
 Tensor<T> relu(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Relu>(options, {}, a);
 }
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> sigmoid(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Sigmoid>(options, {}, a);
 }
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> tanh(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Tanh>(options, {}, a);
 }
 /// log(e^x + 1), TensorFlow's tf.math.softplus.
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> softplus(const Tensor<T>& a, const OpOptions& options = {}) {
   return run_op<ops::Softplus>(options, {}, a);
 }

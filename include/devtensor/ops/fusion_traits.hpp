@@ -25,10 +25,10 @@ DEVTENSOR_VECTORIZE void pointwise_block(const void* const* inputs, void* output
   T* __restrict out = static_cast<T*>(output);
   const T* __restrict a = static_cast<const T*>(inputs[0]);
   if constexpr (ops::op_traits<Op>().pointwise_arity == 1) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i]);
+    for (std::size_t i = 0; i < n; ++i) out[i] = ops::scalar_function_t<Op, T>{}(a[i]);
   } else {
     const T* __restrict b = static_cast<const T*>(inputs[1]);
-    for (std::size_t i = 0; i < n; ++i) out[i] = Op{}(a[i], b[i]);
+    for (std::size_t i = 0; i < n; ++i) out[i] = ops::scalar_function_t<Op, T>{}(a[i], b[i]);
   }
 }
 /// What a fusion pass knows of Op's node: its scalar function when it is elementwise over one type.

@@ -58,6 +58,33 @@ struct KernelContext {
   [[nodiscard]] const Shape& output_shape(std::size_t i = 0) const noexcept { return *outputs[i].shape; }
 };
 
+/// A scalar function computed in float and rounded once, for float16 and bfloat16 elements
+/// (Note [Sixteen-bit floats]): what TensorFlow's Eigen kernels do per element, and one rounding
+/// where the function's own steps in 16 bits would round at each (Sigmoid's 1 / (1 + e^-x)).
+template <class Self>
+struct InFloat {
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x) const {
+    return T(Self{}(static_cast<float>(x)));
+  }
+  template <class T>
+  DEVTENSOR_HOST_DEVICE T operator()(T x, T y) const {
+    return T(Self{}(static_cast<float>(x), static_cast<float>(y)));
+  }
+};
+/// The function an elementwise body applies to T's elements: for the 16-bit floats computed in
+/// float, unless the op rounds each step in T as TensorFlow's kernel does (`rounds_each_step`).
+template <class Self>
+constexpr bool rounds_each_step() noexcept {
+  if constexpr (requires { Self::rounds_each_step; })
+    return Self::rounds_each_step;
+  else
+    return false;
+}
+template <class Self, class T>
+using scalar_function_t =
+    std::conditional_t<is_sixteen_bit_float_v<T> && !rounds_each_step<Self>(), InFloat<Self>, Self>;
+
 /// The function type of every body of an op defined as data (`body<T>` of those ops).
 using Kernel = void(const KernelContext&);
 
@@ -72,7 +99,7 @@ class Scalar {
   template <Element T>
   static Scalar of(T value) noexcept {
     Scalar s;
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (is_floating_element_v<T>)
       s.floating_ = static_cast<double>(value);
     else
       s.integer_ = static_cast<std::int64_t>(value);
@@ -82,7 +109,9 @@ class Scalar {
   /// The value as T: the stored type's value converted as C++ converts (exact for the stored type).
   template <Element T>
   [[nodiscard]] T as() const noexcept {
-    if (dtype_ == DType::DT_FLOAT || dtype_ == DType::DT_DOUBLE) return static_cast<T>(floating_);
+    if (dtype_ == DType::DT_FLOAT || dtype_ == DType::DT_DOUBLE || dtype_ == DType::DT_HALF ||
+        dtype_ == DType::DT_BFLOAT16)
+      return static_cast<T>(floating_);
     return static_cast<T>(integer_);
   }
   /// The same as as<T>(), spelled `static_cast<T>(attrs.lo)`: in a template (an op's gradient

@@ -66,9 +66,14 @@ struct TypeList {
   static constexpr bool contains = is_one_of_v<T, Ts...>;
   static constexpr std::size_t size = sizeof...(Ts);
 };
-using AllTypes = TypeList<float, double, std::int32_t, std::int64_t, bool>;
-using NumericTypes = TypeList<float, double, std::int32_t, std::int64_t>;
+using AllTypes = TypeList<float, double, std::int32_t, std::int64_t, bool, float16, bfloat16>;
+using NumericTypes = TypeList<float, double, std::int32_t, std::int64_t, float16, bfloat16>;
+/// The types devtensor differentiates (Floating): what layers, gradients and convolutions take.
 using FloatTypes = TypeList<float, double>;
+/// The 16-bit floats (Note [Sixteen-bit floats]).
+using SixteenBitTypes = TypeList<float16, bfloat16>;
+/// Every floating element type: the elementwise math ops take them all.
+using FloatingTypes = TypeList<float, double, float16, bfloat16>;
 using IntegerTypes = TypeList<std::int32_t, std::int64_t>;
 using NoTypes = TypeList<>;
 

@@ -123,6 +123,15 @@ DEVTENSOR_DEFINITION std::string element(const std::byte* data, DType dtype, std
       std::memcpy(&v, data + i * 8, 8);
       return std::to_string(v);
     }
+    case DType::DT_HALF:
+    case DType::DT_BFLOAT16: {
+      std::uint16_t bits;
+      std::memcpy(&bits, data + i * 2, 2);
+      const double v = dtype == DType::DT_HALF ? static_cast<double>(float16::from_bits(bits))
+                                               : static_cast<double>(bfloat16::from_bits(bits));
+      std::snprintf(buffer, sizeof buffer, "%g", v);
+      return buffer;
+    }
     default: return data[i] != std::byte{0} ? "1" : "0";
   }
 }

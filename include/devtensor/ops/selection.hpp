@@ -232,6 +232,8 @@ void OneHot::cpu(const KernelContext& ctx) {
     case DType::DT_DOUBLE: run.template operator()<double>(); break;
     case DType::DT_INT32: run.template operator()<std::int32_t>(); break;
     case DType::DT_INT64: run.template operator()<std::int64_t>(); break;
+    case DType::DT_HALF: run.template operator()<float16>(); break;
+    case DType::DT_BFLOAT16: run.template operator()<bfloat16>(); break;
     default: run.template operator()<bool>(); break;
   }
 }

@@ -15,6 +15,9 @@
 ///   zero after the point for 1e-4 <= |x| < 1e16 (`3.0`, `0.1`), else scientific (`1e-05`).
 /// - More than `threshold` (1000) elements: each axis longer than 2 * `edgeitems` (3) shows its
 ///   first and last three entries around `...`, and the widths come from the shown values only.
+/// - float16 is a float as above whose shortest text is the shortest that reads back to the same
+///   float16 (`0.1`, `6.55e+04`). bfloat16 is not NumPy's: ml_dtypes prints each element with C's
+///   %g and NumPy pads nothing (`[0.100098 1.5 -3]`).
 /// - Lines wrap before 75 columns; rows are separated by one newline per remaining axis.
 /// - An array without elements prints `[]`; TensorFlow puts a newline before multi-line text.
 
@@ -22,6 +25,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -67,6 +71,38 @@ std::string to_chars_string(F v, std::chars_format format, int precision) {
   char buffer[512];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, v, format, precision);
   return std::string(buffer, result.ptr);
+}
+
+/// The shortest scientific text that reads back to the same 16-bit value (NumPy's unique
+/// Dragon4 for float16; std::to_chars knows only float, double and long double).
+template <class F>
+requires is_sixteen_bit_float_v<F> std::string to_chars_string(F v, std::chars_format format) {
+  const auto wide = static_cast<float>(v);
+  if (format != std::chars_format::scientific) return to_chars_string(wide, format);
+  for (int digits = 0;; ++digits) {
+    std::string text = to_chars_string(wide, format, digits);
+    float back = 0;
+    std::from_chars(text.data(), text.data() + text.size(), back);
+    if (F(back).bits() == v.bits() || digits >= 9) return text;
+  }
+}
+template <class F>
+requires is_sixteen_bit_float_v<F> std::string to_chars_string(F v, std::chars_format format, int precision) {
+  return to_chars_string(static_cast<float>(v), format, precision);
+}
+
+// The classification of every floating element type, the 16-bit ones through double (exact).
+template <class F>
+bool is_nan(F v) {
+  return std::isnan(static_cast<double>(v));
+}
+template <class F>
+bool is_inf(F v) {
+  return std::isinf(static_cast<double>(v));
+}
+template <class F>
+bool is_finite(F v) {
+  return std::isfinite(static_cast<double>(v));
 }
 
 inline void trim_trailing_zeros(std::string& digits) {
@@ -116,11 +152,19 @@ FloatParts float_parts(F v, bool scientific, int max_frac) {
   return parts;
 }
 
+/// ml_dtypes' str() of a bfloat16, which NumPy prints each element of an array with, unpadded:
+/// C's %g (six significant digits): "0.100098", "-3", "1.00136e-05", "nan", "-inf".
+inline std::string bfloat16_text(bfloat16 v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", static_cast<double>(v));
+  return buffer;
+}
+
 /// NumPy's str() of a float scalar: "3.0", "0.1", "-0.0", "1e-05", "1.5e+16", "nan", "-inf".
 template <class F>
 std::string float_scalar(F v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (is_nan(v)) return "nan";
+  if (is_inf(v)) return v > F(0) ? "inf" : "-inf";
   const auto magnitude = std::fabs(static_cast<double>(v));
   if (magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16)) {
     const auto parts = float_parts(v, false, -1);
@@ -139,11 +183,11 @@ std::vector<std::string> float_cells(const std::vector<F>& values, int precision
   bool any_nonzero = false, negative_inf = false, any_nonfinite = false;
   F max_abs{}, min_abs{};
   for (F v : values) {
-    if (!std::isfinite(v)) {
+    if (!is_finite(v)) {
       any_nonfinite = true;
-      negative_inf = negative_inf || (std::isinf(v) && v < 0);
-    } else if (v != 0) {
-      const F a = std::fabs(v);
+      negative_inf = negative_inf || (is_inf(v) && v < F(0));
+    } else if (v != F(0)) {
+      const F a = v < F(0) ? -v : v;
       max_abs = any_nonzero ? std::max(max_abs, a) : a;
       min_abs = any_nonzero ? std::min(min_abs, a) : a;
       any_nonzero = true;
@@ -155,7 +199,7 @@ std::vector<std::string> float_cells(const std::vector<F>& values, int precision
   std::vector<FloatParts> parts(values.size());
   std::size_t pad_left = 0, frac_width = 0, exp_digits = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) continue;
+    if (!is_finite(values[i])) continue;
     parts[i] = float_parts(values[i], scientific, precision);
     pad_left = std::max(pad_left, parts[i].int_part.size());
     frac_width = std::max(frac_width, parts[i].frac.size());
@@ -173,8 +217,8 @@ std::vector<std::string> float_cells(const std::vector<F>& values, int precision
   cells.reserve(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     const F v = values[i];
-    if (!std::isfinite(v)) {
-      const std::string word = std::isnan(v) ? "nan" : (v < 0 ? "-inf" : "inf");
+    if (!is_finite(v)) {
+      const std::string word = is_nan(v) ? "nan" : (v < F(0) ? "-inf" : "inf");
       const std::size_t width = pad_left + pad_right + 1;
       cells.push_back(std::string(width > word.size() ? width - word.size() : 0, ' ') + word);
       continue;
@@ -205,7 +249,9 @@ std::vector<std::string> format_cells(const std::vector<T>& shown, const PrintOp
   cells.reserve(shown.size());
   if constexpr (std::is_same_v<T, bool>) {
     for (bool v : shown) cells.emplace_back(v ? " True" : "False");
-  } else if constexpr (std::is_floating_point_v<T>) {
+  } else if constexpr (std::is_same_v<T, bfloat16>) {
+    for (bfloat16 v : shown) cells.push_back(bfloat16_text(v));
+  } else if constexpr (is_floating_element_v<T>) {
     cells = float_cells(shown, options.precision);
   } else {
     std::size_t width = 0;
@@ -328,7 +374,9 @@ std::string format_values(const Tensor<T>& t, const PrintOptions& options) {
     const T v = values.at(0);
     if constexpr (std::is_same_v<T, bool>)
       return v ? "True" : "False";
-    else if constexpr (std::is_floating_point_v<T>)
+    else if constexpr (std::is_same_v<T, bfloat16>)
+      return np::bfloat16_text(v);
+    else if constexpr (is_floating_element_v<T>)
       return np::float_scalar(v);
     else
       return std::to_string(v);

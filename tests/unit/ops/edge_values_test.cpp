@@ -6,7 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
@@ -382,6 +388,277 @@ BOOST_AUTO_TEST_CASE(dataset_cardinalities_are_checked) {
   BOOST_TEST(many.batch(4).cardinality() == (kMax - 1) / 4 + 1);  // 2^63 - 2 = 2 mod 4
   BOOST_TEST(many.batch(4, true).cardinality() == (kMax - 1) / 4);
   BOOST_CHECK_THROW(many.concatenate(many), InvalidArgumentError);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --- float16 and bfloat16 (issue 65) -----------------------------------------------------------
+
+namespace half_table {
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, separator);) parts.push_back(part);
+  return parts;
+}
+
+/// A tensor of `dtype` (the reference script's names) from hexadecimal bit patterns.
+template <class T>
+dt::Tensor<T> from_bits(const std::vector<std::string>& hex) {
+  std::vector<T> values;
+  for (const auto& h : hex) {
+    const auto raw = std::stoull(h, nullptr, 16);
+    if constexpr (std::is_same_v<T, bool>) {
+      values.push_back(raw != 0);
+    } else if constexpr (dt::is_sixteen_bit_float_v<T>) {
+      values.push_back(T::from_bits(static_cast<std::uint16_t>(raw)));
+    } else {
+      const auto bits =
+          static_cast<std::conditional_t<sizeof(T) == 8, std::uint64_t,
+                                         std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint16_t>>>(raw);
+      T v;
+      std::memcpy(&v, &bits, sizeof v);
+      values.push_back(v);
+    }
+  }
+  return dt::constant<T>(values);
+}
+
+/// The elements' bits, as the reference script writes them.
+template <class T>
+std::vector<std::string> to_bits(const dt::Tensor<T>& t) {
+  std::vector<std::string> out;
+  for (T v : t.to_vector()) {
+    char text[32];
+    if constexpr (std::is_same_v<T, bool>) {
+      std::snprintf(text, sizeof text, "%d", v ? 1 : 0);
+    } else if constexpr (dt::is_sixteen_bit_float_v<T>) {
+      std::snprintf(text, sizeof text, "%04x", static_cast<unsigned>(v.bits()));
+    } else {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &v, sizeof v);  // little-endian: the low bytes
+      std::snprintf(text, sizeof text, "%0*llx", static_cast<int>(2 * sizeof v), static_cast<unsigned long long>(bits));
+    }
+    out.emplace_back(text);
+  }
+  return out;
+}
+
+/// Calls fn.template operator()<T>() for a dtype name of the table.
+template <class Fn>
+auto with_dtype(const std::string& name, Fn&& fn) {
+  if (name == "float32") return fn.template operator()<float>();
+  if (name == "float64") return fn.template operator()<double>();
+  if (name == "int32") return fn.template operator()<std::int32_t>();
+  if (name == "bool") return fn.template operator()<bool>();
+  if (name == "float16") return fn.template operator()<dt::float16>();
+  if (name == "bfloat16") return fn.template operator()<dt::bfloat16>();
+  throw std::runtime_error("unknown dtype " + name);
+}
+
+bool is_nan_bits(const std::string& dtype, const std::string& hex) {
+  const auto raw = std::stoull(hex, nullptr, 16);
+  if (dtype == "float16") return (raw & 0x7fff) > 0x7c00;
+  if (dtype == "bfloat16") return (raw & 0x7fff) > 0x7f80;
+  return false;
+}
+
+/// Runs the table's op on devtensor.
+template <class T>
+std::vector<std::string> run(const std::string& op, const std::string& out_dtype,
+                             const std::vector<std::vector<std::string>>& inputs) {
+  const auto x = from_bits<T>(inputs.at(0));
+  if (op == "Cast") return with_dtype(out_dtype, [&]<class U>() { return to_bits(dt::cast<U>(x)); });
+  if constexpr (dt::is_sixteen_bit_float_v<T>) {
+    const auto unary = std::map<std::string, dt::Tensor<T> (*)(const dt::Tensor<T>&)>{
+        {"Neg", [](const dt::Tensor<T>& a) { return dt::neg(a); }},
+        {"Abs", [](const dt::Tensor<T>& a) { return dt::abs(a); }},
+        {"Square", [](const dt::Tensor<T>& a) { return dt::square(a); }},
+        {"Sqrt", [](const dt::Tensor<T>& a) { return dt::sqrt(a); }},
+        {"Exp", [](const dt::Tensor<T>& a) { return dt::exp(a); }},
+        {"Log", [](const dt::Tensor<T>& a) { return dt::log(a); }},
+        {"Relu", [](const dt::Tensor<T>& a) { return dt::relu(a); }},
+        {"Sigmoid", [](const dt::Tensor<T>& a) { return dt::sigmoid(a); }},
+        {"Tanh", [](const dt::Tensor<T>& a) { return dt::tanh(a); }},
+        {"Softplus", [](const dt::Tensor<T>& a) { return dt::softplus(a); }},
+        {"Sum", [](const dt::Tensor<T>& a) { return dt::reduce_sum(a, std::nullopt); }},
+        {"Mean", [](const dt::Tensor<T>& a) { return dt::reduce_mean(a, std::nullopt); }},
+        {"Max", [](const dt::Tensor<T>& a) { return dt::reduce_max(a, std::nullopt); }},
+    };
+    if (const auto f = unary.find(op); f != unary.end()) return to_bits(f->second(x));
+    const auto y = from_bits<T>(inputs.at(1));
+    if (op == "AddV2") return to_bits(dt::add(x, y));
+    if (op == "Sub") return to_bits(dt::sub(x, y));
+    if (op == "Mul") return to_bits(dt::mul(x, y));
+    if (op == "RealDiv") return to_bits(dt::div(x, y));
+    if (op == "Maximum") return to_bits(dt::maximum(x, y));
+    if (op == "Minimum") return to_bits(dt::minimum(x, y));
+    if (op == "MatMul") return to_bits(dt::matmul(dt::reshape(x, {1, -1}), dt::reshape(y, {-1, 1})));
+  }
+  throw std::runtime_error("the table's op " + op + " is not known to the test");
+}
+
+/// Where devtensor's figure differs from TensorFlow's CPU kernels on purpose, and what it is:
+/// {op, input dtype, output dtype, element} -> devtensor's bits.
+/// - float -> int32 saturates and NaN -> 0 (arith::convert: the GPU's result); TensorFlow's CPU
+///   returns x86's "integer indefinite" 0x80000000 for NaN, infinities and overflow.
+/// - Sums and means of 16-bit floats accumulate in float (TensorFlow's GPU kernels do; its CPU
+///   kernels add in 16 bits: 65504 + 65504 - 65504 is inf there, 2048 + 1 + 1 is 2048).
+/// - bfloat16 arithmetic keeps float32 subnormals (gradual underflow, as on GPUs and in NumPy);
+///   TensorFlow's CPU kernels run with denormals flushed to zero. The exact results, by hand:
+///   2^-133 is bfloat16 0001.
+using Key = std::tuple<std::string, std::string, std::string, std::size_t>;
+const std::map<Key, std::string>& deliberate_differences() {
+  static const std::map<Key, std::string> differences = [] {
+    std::map<Key, std::string> d;
+    for (const std::string from : {"float16", "bfloat16"}) {
+      // inputs 4, 5 (±max: bfloat16's overflow int32), 10, 11 (±inf), 12..15 (NaNs)
+      if (from == "bfloat16") {
+        d[{"Cast", from, "int32", 4}] = "7fffffff";
+        d[{"Cast", from, "int32", 5}] = "80000000";
+      }
+      d[{"Cast", from, "int32", 10}] = "7fffffff";
+      for (std::size_t i = 12; i < 16; ++i) d[{"Cast", from, "int32", i}] = "00000000";
+    }
+    d[{"Sum", "float16", "float16", 0}] = "7bff";   // 65504, not inf
+    d[{"Sum", "float16", "float16", 1}] = "6801";   // 2050 (the second Sum line, see below)
+    d[{"Mean", "float16", "float16", 0}] = "6157";  // 2050 / 3 = 683.33 -> 683.5
+    // bfloat16 subnormals (TensorFlow: 0, or NaN for 0 / 0)
+    d[{"Cast", "bfloat16", "float64", 6}] = "37a0000000000000";  // 2^-133
+    d[{"Cast", "bfloat16", "float64", 7}] = "b7a0000000000000";
+    d[{"Cast", "bfloat16", "float64", 8}] = "380fc00000000000";  // 127 * 2^-133
+    d[{"Sub", "bfloat16", "bfloat16", 3}] = "0002";              // 2^-133 - -2^-133
+    d[{"Mul", "bfloat16", "bfloat16", 10}] = "0040";             // 2^-126 * 0.5
+    d[{"RealDiv", "bfloat16", "bfloat16", 3}] = "bf80";          // 2^-133 / -2^-133
+    d[{"Maximum", "bfloat16", "bfloat16", 3}] = "0001";
+    d[{"Minimum", "bfloat16", "bfloat16", 3}] = "8001";
+    d[{"Sqrt", "bfloat16", "bfloat16", 8}] = "1e35";  // 2^-66.5
+    d[{"Log", "bfloat16", "bfloat16", 8}] = "c2b8";   // -92.19 -> -92
+    d[{"Relu", "bfloat16", "bfloat16", 8}] = "0001";
+    d[{"Tanh", "bfloat16", "bfloat16", 8}] = "0001";
+    return d;
+  }();
+  return differences;
+}
+
+}  // namespace half_table
+
+BOOST_FIXTURE_TEST_SUITE(half_precision, dt::test::FreshContext)
+
+BOOST_AUTO_TEST_CASE(casts_and_elementwise_results_are_tensorflows_bits) {
+  std::ifstream in(DEVTENSOR_REFERENCE_DIR "/half_precision.txt");
+  BOOST_TEST_REQUIRE(in.good(), "cannot read " DEVTENSOR_REFERENCE_DIR "/half_precision.txt");
+  std::map<std::string, int> seen_sums;  // the table has two Sum lines per dtype
+  int lines = 0, compared = 0, differences_used = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto fields = half_table::split(line, ' ');
+    BOOST_TEST_REQUIRE(fields.size() == 5u, line);
+    const auto& op = fields[0];
+    const auto& from = fields[1];
+    const auto& to = fields[2];
+    std::vector<std::vector<std::string>> inputs;
+    for (const auto& list : half_table::split(fields[3], ';')) inputs.push_back(half_table::split(list, ','));
+    const auto want = half_table::split(fields[4], ',');
+    const auto got = half_table::with_dtype(from, [&]<class T>() { return half_table::run<T>(op, to, inputs); });
+    BOOST_TEST_REQUIRE(got.size() == want.size(), line);
+    const int sum_index = op == "Sum" ? seen_sums[from]++ : 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      auto expected = want[i];
+      const std::size_t key_index = op == "Sum" ? static_cast<std::size_t>(sum_index) : i;
+      if (const auto d = half_table::deliberate_differences().find({op, from, to, key_index});
+          d != half_table::deliberate_differences().end()) {
+        expected = d->second;
+        ++differences_used;
+      }
+      // A NaN computed by math is any NaN (its sign and payload are the math library's);
+      // conversions keep theirs exactly.
+      const bool both_nan =
+          op != "Cast" && half_table::is_nan_bits(to, expected) && half_table::is_nan_bits(to, got[i]);
+      BOOST_TEST((both_nan || got[i] == expected), op << ' ' << from << "->" << to << " element " << i << " (input "
+                                                      << inputs[0][i] << "): devtensor " << got[i] << ", TensorFlow "
+                                                      << want[i]
+                                                      << (expected != want[i] ? " (expected " + expected + ")" : ""));
+      ++compared;
+    }
+    ++lines;
+  }
+  BOOST_TEST(lines == 58);
+  BOOST_TEST(compared > 700);
+  BOOST_TEST(differences_used == 27);  // every deliberate difference is still one
+}
+
+BOOST_AUTO_TEST_CASE(the_types_round_to_nearest_even_have_tensorflows_names_and_print_as_numpy) {
+  static_assert(sizeof(dt::float16) == 2 && sizeof(dt::bfloat16) == 2);
+  static_assert(std::is_trivially_copyable_v<dt::float16> && std::is_trivially_copyable_v<dt::bfloat16>);
+  static_assert(dt::float16(0.1f).bits() == 0x2e66 && dt::bfloat16(0.1f).bits() == 0x3dcd);
+  static_assert(dt::float16(65519.0f).bits() == 0x7bff && dt::float16(65520.0f).bits() == 0x7c00);
+  static_assert(static_cast<float>(dt::float16::from_bits(0x0001)) == 5.9604644775390625e-8f);
+  static_assert(static_cast<float>(dt::bfloat16::from_bits(0x3f81)) == 1.0078125f);
+  static_assert(std::numeric_limits<dt::float16>::max().bits() == 0x7bff);
+  static_assert(dt::float16(2049).bits() == 0x6800);  // a tie: to even, 2048
+  BOOST_TEST(dt::dtype_name<dt::float16>() == "float16");
+  BOOST_TEST(dt::dtype_string<dt::float16>() == "half");
+  BOOST_TEST(dt::dtype_enum_name<dt::float16>() == "DT_HALF");
+  BOOST_TEST(dt::dtype_name<dt::bfloat16>() == "bfloat16");
+  BOOST_TEST(dt::dtype_enum_name<dt::bfloat16>() == "DT_BFLOAT16");
+  BOOST_TEST(dt::dtype_size(dt::DType::DT_HALF) == 2u);
+  BOOST_TEST(dt::dtype_name(dt::DType::DT_BFLOAT16) == "bfloat16");
+  const auto print = [](const auto& t) {
+    std::ostringstream out;
+    out << t;
+    return out.str();
+  };
+  // TensorFlow 2.21's text (NumPy 2 for float16, ml_dtypes for bfloat16)
+  const auto h = dt::constant<float>({0.1f, 1.5f, 65504.0f}).cast<dt::float16>();
+  BOOST_TEST(print(h) == "tf.Tensor([1.00e-01 1.50e+00 6.55e+04], shape=(3,), dtype=float16)");
+  BOOST_TEST(print(dt::scalar<float>(0.1f).cast<dt::float16>()) == "tf.Tensor(0.1, shape=(), dtype=float16)");
+  BOOST_TEST(print(dt::constant<float>({kNaN, 1, -kInf}).cast<dt::float16>()) ==
+             "tf.Tensor([ nan   1. -inf], shape=(3,), dtype=float16)");
+  BOOST_TEST(print(dt::constant<float>({1e-5f, 1, 2, 3}, {2, 2}).cast<dt::float16>()) ==
+             "tf.Tensor(\n[[1.e-05 1.e+00]\n [2.e+00 3.e+00]], shape=(2, 2), dtype=float16)");
+  BOOST_TEST(print(dt::constant<float>({0.1f, 1.5f, -3}).cast<dt::bfloat16>()) ==
+             "tf.Tensor([0.100098 1.5 -3], shape=(3,), dtype=bfloat16)");
+  BOOST_TEST(print(dt::constant<float>({1e-5f, 1e10f, 2, 3000000}, {2, 2}).cast<dt::bfloat16>()) ==
+             "tf.Tensor(\n[[1.00136e-05 9.99922e+09]\n [2 2.99827e+06]], shape=(2, 2), dtype=bfloat16)");
+  BOOST_TEST(print(dt::constant<float>({kNaN, 1, -kInf, -0.0f, 123456}).cast<dt::bfloat16>()) ==
+             "tf.Tensor([nan 1 -inf -0 123392], shape=(5,), dtype=bfloat16)");
+  BOOST_TEST(print(dt::scalar<float>(0.1f).cast<dt::bfloat16>()) == "tf.Tensor(0.100098, shape=(), dtype=bfloat16)");
+}
+
+BOOST_AUTO_TEST_CASE(tf32_is_on_by_default_as_tensorflows) {
+  // (No CPU test turns it off; GPU test programs do, in their main.)
+  BOOST_TEST(dt::config::experimental::tensor_float_32_execution_enabled());
+  dt::config::experimental::enable_tensor_float_32_execution(false);
+  BOOST_TEST(!dt::config::experimental::tensor_float_32_execution_enabled());
+  dt::config::experimental::enable_tensor_float_32_execution(true);
+}
+
+BOOST_AUTO_TEST_CASE(sums_means_and_products_accumulate_in_float) {
+  using dt::float16;
+  // 2048 + 1 + 1: in float16 each addition would round back to 2048
+  const auto x = dt::constant<float>({2048, 1, 1}).cast<float16>();
+  BOOST_TEST(dt::reduce_sum(x, std::nullopt).item().bits() == float16(2050).bits());
+  BOOST_TEST(dt::reduce_mean(x, std::nullopt).item().bits() == float16(2050.0f / 3).bits());
+  BOOST_TEST(dt::matmul(dt::reshape(x, {1, 3}), dt::ones<float16>({3, 1})).item().bits() == float16(2050).bits());
+  BOOST_TEST(dt::matmul(dt::reshape(x, {3, 1}), dt::ones<float16>({3, 1}), true, false).item().bits() ==
+             float16(2050).bits());
+  // 10 000 x 0.1: float16 additions stop at 256 (0.1 is below half its spacing there)
+  const auto tenths = dt::fill<float16>(dt::Shape{10000}, float16(0.1f));
+  const float sum = static_cast<float>(dt::reduce_sum(tenths, std::nullopt).item());
+  BOOST_TEST(std::abs(sum - 999.75f) < 1.0f);  // 10 000 x 0.0999755859375, rounded to 1000 in float16
+  const auto rows = dt::reduce_sum(dt::reshape(dt::concat<float16>({x, x}, 0), {2, 3}), std::vector<std::int64_t>{1});
+  BOOST_TEST(rows.to_vector()[1].bits() == float16(2050).bits());
+  // max keeps -inf as the identity; the empty sum is 0 and the empty mean NaN
+  BOOST_TEST(dt::reduce_max(dt::constant<float>({-kInf}).cast<float16>(), std::nullopt).item().bits() == 0xfc00);
+  BOOST_TEST(dt::reduce_sum(dt::zeros<float16>({0}), std::nullopt).item().bits() == 0x0000);
+  BOOST_TEST(dt::isnan(dt::reduce_mean(dt::zeros<dt::bfloat16>({0}), std::nullopt).item()));
+  // Range's arguments are checked as float's
+  const auto r = dt::range<float16>(float16(0), float16(2), float16(0.5f));
+  BOOST_TEST(r.num_elements() == 4);
+  BOOST_TEST(static_cast<float>(r.to_vector()[3]) == 1.5f);
+  DEVTENSOR_CHECK_THROW_WITH(dt::range<float16>(float16(0), float16(kInf), float16(1)), InvalidArgumentError,
+                             "Requires limit to be finite, got inf [Op:Range]");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -28,7 +28,8 @@ template <class Op>
 std::string gpu_body() {
   const bool any = dt::has_kernel_v<Op, dt::gpu_t, float> || dt::has_kernel_v<Op, dt::gpu_t, double> ||
                    dt::has_kernel_v<Op, dt::gpu_t, std::int32_t> || dt::has_kernel_v<Op, dt::gpu_t, std::int64_t> ||
-                   dt::has_kernel_v<Op, dt::gpu_t, bool>;
+                   dt::has_kernel_v<Op, dt::gpu_t, bool> || dt::has_kernel_v<Op, dt::gpu_t, dt::float16> ||
+                   dt::has_kernel_v<Op, dt::gpu_t, dt::bfloat16>;
   if (!any) return "–";
   if constexpr (dt::kernel_detail::declares_body<Op, float>) return "devtensor::cuda";
   return "copies (no kernel)";
@@ -38,7 +39,8 @@ template <class Op>
 std::string row() {
   return "| `" + std::string(Op::name) + "` | " + cell<Op, float>() + " | " + cell<Op, double>() + " | " +
          cell<Op, std::int32_t>() + " | " + cell<Op, std::int64_t>() + " | " + cell<Op, bool>() + " | " +
-         gpu_body<Op>() + " | " + (dt::autodiff_detail::has_gradient_v<Op> ? "yes" : "–") + " |\n";
+         cell<Op, dt::float16>() + " | " + cell<Op, dt::bfloat16>() + " | " + gpu_body<Op>() + " | " +
+         (dt::autodiff_detail::has_gradient_v<Op> ? "yes" : "–") + " |\n";
 }
 
 std::string generate() {
@@ -58,8 +60,10 @@ std::string generate() {
       "**Gradient**: GradientTape differentiates the op (float32 and float64; integer and bool\n"
       "tensors are never differentiated). Creation and random ops have no inputs to differentiate;\n"
       "GreaterEqual and Equal are piecewise constant and are not recorded.\n\n"
-      "| op | float32 | float64 | int32 | int64 | bool | GPU body | gradient |\n"
-      "|---|---|---|---|---|---|---|---|\n";
+      "**float16, bfloat16**: computed in float32 and rounded once per element (Note [Sixteen-bit\n"
+      "floats] in `tensor/half.hpp`); sums and MatMul accumulate in float32. Not differentiated yet.\n\n"
+      "| op | float32 | float64 | int32 | int64 | bool | float16 | bfloat16 | GPU body | gradient |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() { out += row<Op>(); });
   return out;
 }

@@ -15,13 +15,13 @@ namespace devtensor::ops {
 template <class Self, class Types>
 template <class T>
 void UnaryOp<Self, Types>::cpu(const KernelContext& ctx) {
-  cpu::unary(ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), Self{});
+  cpu::unary(ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), scalar_function_t<Self, T>{});
 }
 template <class Self, class Types>
 template <class T>
 void BinaryOp<Self, Types>::cpu(const KernelContext& ctx) {
   cpu::binary(ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
-              ctx.output_shape(), Self{});
+              ctx.output_shape(), scalar_function_t<Self, T>{});
 }
 template <class T>
 void FloorDiv::cpu(const KernelContext& ctx) {

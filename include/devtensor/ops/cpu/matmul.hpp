@@ -59,6 +59,15 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
     std::fill(c, c + m * n, T{0});
     return;
   }
+  if constexpr (is_sixteen_bit_float_v<T>) {
+    // Products summed in float and rounded once (TensorFlow's CPU MatMul and cuBLAS's
+    // CUBLAS_COMPUTE_32F do the same): widened copies through the float GEMM.
+    const std::vector<float> wide_a(a, a + m * k), wide_b(b, b + k * n);
+    std::vector<float> wide_c(static_cast<std::size_t>(m * n));
+    gemm(transpose_a, transpose_b, m, n, k, wide_a.data(), wide_b.data(), wide_c.data());
+    std::transform(wide_c.begin(), wide_c.end(), c, [](float v) { return T(v); });
+    return;
+  }
 #if defined(DEVTENSOR_WITH_CBLAS) && DEVTENSOR_WITH_CBLAS
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX) {

@@ -18,10 +18,13 @@ namespace devtensor::ops::cpu {
 
 using ReduceKind = ops::Reduction;
 
-/// The accumulator: double for floating types (accuracy), the type itself for integers (sums wrap
-/// modulo 2^N, core/arith.hpp).
+/// The accumulator: double for float and double (accuracy), float for float16 and bfloat16 (as
+/// TensorFlow's GPU kernels and cuBLAS accumulate them; its CPU kernels add in the 16-bit type,
+/// where 2048 + 1 + 1 stays 2048), the type itself for integers (sums wrap modulo 2^N,
+/// core/arith.hpp).
 template <class T>
-using accumulator_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+using accumulator_t =
+    std::conditional_t<std::is_floating_point_v<T>, double, std::conditional_t<is_sixteen_bit_float_v<T>, float, T>>;
 
 /// A reduction seen as rows: kept axes first (in order), reduced axes last, so the input is
 /// [outer, inner] after moving its axes by `perm` (CPU and GPU kernels share this).
@@ -97,8 +100,7 @@ void reduce_columns(const T* in, std::int64_t before, std::int64_t reduced, std:
       if (kind == ReduceKind::max) {
         T best[kBlock];
         for (std::int64_t b = 0; b < width; ++b)
-          best[b] =
-              std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+          best[b] = is_floating_element_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
         reduce_detail::columns(base, reduced, after, width, best, [](T m, T x) { return std::max(m, x); });
         for (std::int64_t b = 0; b < width; ++b) o[b] = best[b];
       } else {
@@ -125,7 +127,7 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
     // NaN for floating types, 0 for integers (TensorFlow's results).
     T empty{0};
     if (kind == ReduceKind::max)
-      empty = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+      empty = is_floating_element_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
     if (kind == ReduceKind::mean) empty = static_cast<T>(arith::divide_by_count(accumulator_t<T>{0}, 0));
     std::fill(out, out + ReduceLayout(shape, reduce_axis).outer, empty);
     return;
@@ -184,8 +186,7 @@ void reduce(const T* in, const Shape& shape, const std::vector<bool>& reduce_axi
                                  const T* row = src + o * inner;
                                  if (kind == ReduceKind::max) {
                                    T best = std::numeric_limits<T>::lowest();
-                                   if constexpr (std::is_floating_point_v<T>)
-                                     best = -std::numeric_limits<T>::infinity();
+                                   if constexpr (is_floating_element_v<T>) best = -std::numeric_limits<T>::infinity();
                                    for (std::int64_t i = 0; i < inner; ++i) best = std::max(best, row[i]);
                                    out[o] = best;
                                  } else {

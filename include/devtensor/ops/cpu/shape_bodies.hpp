@@ -162,6 +162,8 @@ void Cast::cpu(const KernelContext& ctx) {
     case DType::DT_INT32: return convert(ctx.output<std::int32_t>());
     case DType::DT_INT64: return convert(ctx.output<std::int64_t>());
     case DType::DT_BOOL: return convert(ctx.output<bool>());
+    case DType::DT_HALF: return convert(ctx.output<float16>());
+    case DType::DT_BFLOAT16: return convert(ctx.output<bfloat16>());
   }
 }
 

@@ -13,13 +13,14 @@ namespace devtensor::ops {
 template <class Self, class Types>
 template <class T>
 void UnaryOp<Self, Types>::cuda(const KernelContext& ctx) {
-  cuda::map(ctx.device, ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(), Self{});
+  cuda::map(ctx.device, ctx.input<T>(0), ctx.output<T>(), ctx.output_shape().num_elements(),
+            scalar_function_t<Self, T>{});
 }
 template <class Self, class Types>
 template <class T>
 void BinaryOp<Self, Types>::cuda(const KernelContext& ctx) {
   cuda::zip(ctx.device, ctx.input<T>(0), ctx.input_shape(0), ctx.input<T>(1), ctx.input_shape(1), ctx.output<T>(),
-            ctx.output_shape(), Self::name, Self{});
+            ctx.output_shape(), Self::name, scalar_function_t<Self, T>{});
 }
 template <class T>
 void FloorDiv::cuda(const KernelContext& ctx) {

@@ -92,8 +92,8 @@ void reduce(const Device& device, const T* in, const Shape& shape, const std::ve
 
   Acc identity{0};
   if (kind == cpu::ReduceKind::max)
-    identity = std::is_floating_point_v<T> ? static_cast<Acc>(-std::numeric_limits<T>::infinity())
-                                           : static_cast<Acc>(std::numeric_limits<T>::lowest());
+    identity = is_floating_element_v<T> ? static_cast<Acc>(-std::numeric_limits<T>::infinity())
+                                        : static_cast<Acc>(std::numeric_limits<T>::lowest());
   const std::int64_t divisor = kind == cpu::ReduceKind::mean ? inner : -1;  // -1: no finish
 
   // One block per row when there are enough rows to fill the GPU; else two passes. The one cut,

@@ -92,6 +92,8 @@ void Cast::cuda(const KernelContext& ctx) {
     case DType::DT_INT32: return cuda::map(ctx.device, in, ctx.output<std::int32_t>(), n, ConvertTo<std::int32_t>{});
     case DType::DT_INT64: return cuda::map(ctx.device, in, ctx.output<std::int64_t>(), n, ConvertTo<std::int64_t>{});
     case DType::DT_BOOL: return cuda::map(ctx.device, in, ctx.output<bool>(), n, ConvertTo<bool>{});
+    case DType::DT_HALF: return cuda::map(ctx.device, in, ctx.output<float16>(), n, ConvertTo<float16>{});
+    case DType::DT_BFLOAT16: return cuda::map(ctx.device, in, ctx.output<bfloat16>(), n, ConvertTo<bfloat16>{});
   }
 }
 
