@@ -272,6 +272,32 @@ BOOST_AUTO_TEST_CASE(tf32_can_be_enabled_and_disabled) {
   BOOST_TEST(tf32 < 1e-2);
 }
 
+BOOST_AUTO_TEST_CASE(sixteen_bit_floats_compute_as_on_the_cpu) {
+  // float16 and bfloat16 on GPU:0 against the CPU: the elementwise bodies compute the same float
+  // function and round once (within a unit of the 16-bit type: the device's expf may differ from
+  // glibc's by an ulp of float); sums and MatMul (cublasGemmEx, CUBLAS_COMPUTE_32F) add in float.
+  const auto x = random_input<float>({64, 96}, 41);
+  const auto y = random_input<float>({96, 32}, 42);
+  const auto check = [&]<class T>(double unit) {
+    const auto a = dt::cast<T>(x);
+    const auto b = dt::cast<T>(y);
+    expect_gpu_matches_cpu([&] { return dt::add(a, a); }, 0);
+    expect_gpu_matches_cpu([&] { return dt::maximum(a, dt::neg(a)); }, 0);
+    expect_gpu_matches_cpu([&] { return dt::cast<T>(dt::cast<float>(a)); }, 0);
+    expect_gpu_matches_cpu([&] { return dt::cast<dt::bfloat16>(a); }, 0);
+    expect_gpu_matches_cpu([&] { return dt::transpose(a); }, 0);
+    expect_gpu_matches_cpu([&] { return dt::mul(a, dt::sigmoid(a)); }, 2 * unit);
+    expect_gpu_matches_cpu([&] { return dt::tanh(dt::exp(a)); }, 2 * unit);
+    expect_gpu_matches_cpu([&] { return dt::softplus(a); }, 2 * unit);
+    expect_gpu_matches_cpu([&] { return dt::reduce_sum(a, std::vector<std::int64_t>{1}); }, 2 * unit);
+    expect_gpu_matches_cpu([&] { return dt::reduce_mean(a, std::vector<std::int64_t>{0}); }, 2 * unit);
+    expect_gpu_matches_cpu([&] { return dt::matmul(a, b); }, 4 * unit);
+    expect_gpu_matches_cpu([&] { return dt::matmul(a, a, false, true); }, 4 * unit);
+  };
+  check.template operator()<dt::float16>(1.0 / 1024);
+  check.template operator()<dt::bfloat16>(1.0 / 128);
+}
+
 BOOST_AUTO_TEST_CASE(shape_ops) {
   const auto a = random_input<float>({4, 5, 6}, 19);
   const auto b = random_input<float>({4, 2, 6}, 20);

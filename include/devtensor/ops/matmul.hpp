@@ -17,7 +17,7 @@
 
 namespace devtensor::ops {
 
-struct MatMul : OpTable<NumericTypes, FloatTypes>, Builtin {
+struct MatMul : OpTable<NumericTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "MatMul";
   // gemm: its epilogue may fuse into cuBLASLt (graph::GemmAttrs).
   static constexpr OpTraits traits{.handles_unknown_dims = true, .gemm = true};

@@ -1,7 +1,8 @@
 #pragma once
 /// @file matmul.hpp
 /// @brief GPU matmul through cuBLAS (compiled in src/devtensor_cuda.cu): row-major operands by the
-/// transpose trick, fp32 and fp64, batches with one strided-batched call.
+/// transpose trick, fp32 and fp64, float16 and bfloat16 (cublasGemmEx: tensor cores, float32
+/// accumulation and scaling, CUBLAS_COMPUTE_32F), batches with one strided-batched call.
 ///
 /// cuBLAS is column-major. A row-major [r, c] matrix is the column-major [c, r] matrix of its
 /// transpose, so C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: B goes first, the dimensions
@@ -19,13 +20,14 @@
 #include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/core/error.hpp"
 #include "devtensor/device/context.hpp"
+#include "devtensor/tensor/half.hpp"
 
 namespace devtensor::ops::cuda {
 
 /// C[batch][m, n] = op(A[batch]) · op(B[batch]) on real GPU `device` (row-major, contiguous);
 /// with `accumulate`, C += op(A) · op(B) (the convolutions' filter gradient over slices of images).
 template <class T>
-requires std::is_same_v<T, float> || std::is_same_v<T, double>
+requires std::is_same_v<T, float> || std::is_same_v<T, double> || is_sixteen_bit_float_v<T>
 void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n,
           std::int64_t k, const T* a, const T* b, T* c, bool accumulate = false) {
   if (batches == 0 || m == 0 || n == 0) return;
@@ -47,25 +49,43 @@ void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t b
   const int ldb = transpose_b ? ik : in;
   const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const T one = 1;
-  const T beta = accumulate ? 1 : 0;
-  auto lease = backend::cuda::BlasHandles::global().acquire(info.platform_ordinal, stream);
-  if (batches == 1) {
-    if constexpr (std::is_same_v<T, float>)
-      DEVTENSOR_CUBLAS_CHECK(cublasSgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &beta, c, in));
-    else
-      DEVTENSOR_CUBLAS_CHECK(cublasDgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &beta, c, in));
-    return;
-  }
   const long long stride_a = m * k;
   const long long stride_b = k * n;
   const long long stride_c = m * n;
-  if constexpr (std::is_same_v<T, float>)
-    DEVTENSOR_CUBLAS_CHECK(cublasSgemmStridedBatched(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, stride_b, a,
-                                                     lda, stride_a, &beta, c, in, stride_c, static_cast<int>(batches)));
-  else
-    DEVTENSOR_CUBLAS_CHECK(cublasDgemmStridedBatched(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, stride_b, a,
-                                                     lda, stride_a, &beta, c, in, stride_c, static_cast<int>(batches)));
+  if constexpr (is_sixteen_bit_float_v<T>) {
+    // Products summed in float32 on tensor cores, rounded once into C (TensorFlow's GPU MatMul
+    // for half and bfloat16 asks the same of cuBLAS).
+    constexpr cudaDataType_t type = std::is_same_v<T, float16> ? CUDA_R_16F : CUDA_R_16BF;
+    const float alpha = 1.0f;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    auto lease = backend::cuda::BlasHandles::global().acquire(info.platform_ordinal, stream);
+    if (batches == 1)
+      DEVTENSOR_CUBLAS_CHECK(cublasGemmEx(lease.get(), op_b, op_a, in, im, ik, &alpha, b, type, ldb, a, type, lda,
+                                          &beta, c, type, in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    else
+      DEVTENSOR_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          lease.get(), op_b, op_a, in, im, ik, &alpha, b, type, ldb, stride_b, a, type, lda, stride_a, &beta, c, type,
+          in, stride_c, static_cast<int>(batches), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    const T one = 1;
+    const T beta = accumulate ? 1 : 0;
+    auto lease = backend::cuda::BlasHandles::global().acquire(info.platform_ordinal, stream);
+    if (batches == 1) {
+      if constexpr (std::is_same_v<T, float>)
+        DEVTENSOR_CUBLAS_CHECK(cublasSgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &beta, c, in));
+      else
+        DEVTENSOR_CUBLAS_CHECK(cublasDgemm(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, a, lda, &beta, c, in));
+      return;
+    }
+    if constexpr (std::is_same_v<T, float>)
+      DEVTENSOR_CUBLAS_CHECK(cublasSgemmStridedBatched(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, stride_b, a,
+                                                       lda, stride_a, &beta, c, in, stride_c,
+                                                       static_cast<int>(batches)));
+    else
+      DEVTENSOR_CUBLAS_CHECK(cublasDgemmStridedBatched(lease.get(), op_b, op_a, in, im, ik, &one, b, ldb, stride_b, a,
+                                                       lda, stride_a, &beta, c, in, stride_c,
+                                                       static_cast<int>(batches)));
+  }
 }
 
 }  // namespace devtensor::ops::cuda
