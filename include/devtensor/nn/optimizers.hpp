@@ -35,7 +35,10 @@
 #include "devtensor/nn/optimizer_apply.hpp"
 #include "devtensor/nn/optimizer_slots.hpp"
 #include "devtensor/nn/schedules.hpp"
+#include "devtensor/ops/creation.hpp"
+#include "devtensor/ops/elementwise.hpp"
 #include "devtensor/ops/graph.hpp"
+#include "devtensor/ops/reduction.hpp"
 #include "devtensor/ops/training_ops.hpp"
 #include "devtensor/variables/variable.hpp"
 
@@ -175,8 +178,18 @@ DEVTENSOR_DEFINITION void Adam::validate() const {
 /// Any optimizer with `apply_gradients(grads, vars)`, `validate()` and a `name`.
 class Optimizer {
  public:
+  /// compile() and fit() do not scale the loss yet, so a loss-scale optimizer there would divide
+  /// unscaled gradients by its scale: refused where it is written.
   template <class O>
-  requires requires(const O& o, const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
+  requires requires { O::scales_the_loss; }
+  Optimizer(O) : learning_rate_(0.0), rate_settable_(false) {  // NOLINT
+    static_assert(sizeof(O) == 0,
+                  "devtensor: LossScaleOptimizer works in custom training loops (scale_loss, GradientTape, "
+                  "apply_gradients); compile() and fit() do not scale the loss yet: compile with its inner optimizer");
+  }
+  template <class O>
+  requires(!requires { O::scales_the_loss; }) &&
+      requires(const O& o, const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
     o.apply_gradients(g, v);
     o.validate();
     { O::name } -> std::convertible_to<std::string_view>;
@@ -374,6 +387,119 @@ DEVTENSOR_DEFINITION void optimizers::Adam::update(const optimizer_detail::Updat
 }
 
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+namespace optimizers {
+
+/// Keras 3's LossScaleOptimizer (dynamic loss scaling), for custom training loops: multiply the
+/// loss by `scale_loss` before differentiating, pass the scaled gradients to `apply_gradients`.
+/// When every gradient is finite they are divided by the scale and the inner optimizer applies
+/// them; after `dynamic_growth_steps` such steps in a row the scale doubles. A gradient with an
+/// inf or NaN skips the step (the inner optimizer's iterations do not advance), halves the scale
+/// and restarts the count. The scale is a float32 that starts at `initial_scale` (2^15); copies
+/// share it. Keras 3 has no fixed loss scale (`dynamic=False` is refused, as there).
+/// Eager only, outside strategy.run: the finite check reads one number per gradient back to the
+/// host (Keras's tf.cond; devtensor's graphs have no conditional yet).
+struct LossScaleOptimizer {
+  Optimizer inner_optimizer;
+  double initial_scale = 32768.0;
+  std::int64_t dynamic_growth_steps = 2000;
+  bool dynamic = true;
+  struct State {
+    std::mutex mutex;
+    bool built = false;  // the scale starts at initial_scale with the first apply_gradients
+    float scale = 0;
+    std::int64_t step_counter = 0;
+  };
+  /// Shared by copies: the scale and the finite steps since it last changed.
+  std::shared_ptr<State> state = std::make_shared<State>();
+  static constexpr std::string_view name = "LossScaleOptimizer";
+  static constexpr bool scales_the_loss = true;
+
+  /// @throws InvalidArgumentError for `dynamic = false`, a scale that is not a positive finite
+  /// float32, or growth steps below 1.
+  void validate() const;
+  /// loss · the current scale (float32).
+  [[nodiscard]] Tensor<float> scale_loss(const Tensor<float>& loss) const;
+  /// One step with the scaled gradients `grads` of `vars` (above).
+  /// @throws UnimplementedError in a traced function or inside strategy.run.
+  void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
+  /// The current scale (Keras's optimizer.dynamic_scale).
+  [[nodiscard]] double dynamic_scale() const;
+  /// Finite steps since the scale last changed.
+  [[nodiscard]] std::int64_t step_counter() const {
+    std::lock_guard lock(state->mutex);
+    return state->step_counter;
+  }
+  /// The inner optimizer's updates (skipped steps do not count), as Keras's.
+  [[nodiscard]] std::int64_t iterations() const { return inner_optimizer.iterations(); }
+};
+
+#if DEVTENSOR_HEADER_DEFINITIONS
+DEVTENSOR_DEFINITION void LossScaleOptimizer::validate() const {
+  if (!dynamic)
+    throw InvalidArgumentError(
+        "LossScaleOptimizer no longer supports `dynamic=False`. Instead, simply set `loss_scale_factor` directly on "
+        "the `inner_optimizer`.");
+  if (!(initial_scale > 0) || !std::isfinite(static_cast<float>(initial_scale)))
+    throw InvalidArgumentError("LossScaleOptimizer: `initial_scale` must be a positive finite float32, got " +
+                               std::to_string(initial_scale));
+  if (dynamic_growth_steps < 1)
+    throw InvalidArgumentError("LossScaleOptimizer: `dynamic_growth_steps` must be at least 1, got " +
+                               std::to_string(dynamic_growth_steps));
+}
+
+DEVTENSOR_DEFINITION double LossScaleOptimizer::dynamic_scale() const {
+  std::lock_guard lock(state->mutex);
+  return state->built ? state->scale : static_cast<float>(initial_scale);
+}
+
+DEVTENSOR_DEFINITION Tensor<float> LossScaleOptimizer::scale_loss(const Tensor<float>& loss) const {
+  validate();
+  return mul(loss, fill<float>(Shape{}, static_cast<float>(dynamic_scale())));
+}
+
+DEVTENSOR_DEFINITION void LossScaleOptimizer::apply_gradients(const std::vector<Tensor<float>>& grads,
+                                                              const std::vector<Variable<float>>& vars) const {
+  validate();
+  if (graph::building() != nullptr)
+    throw UnimplementedError(
+        "LossScaleOptimizer.apply_gradients in a traced function: its finite check reads the gradients on the host; "
+        "call it eagerly");
+  if (distribute::current_replica_context() != nullptr)
+    throw UnimplementedError(
+        "LossScaleOptimizer.apply_gradients inside strategy.run: the replicas would check their own gradients "
+        "before the all-reduce; apply the summed gradients in cross-replica context");
+  if (grads.size() != vars.size())
+    throw InvalidArgumentError("LossScaleOptimizer: " + std::to_string(grads.size()) + " gradients for " +
+                               std::to_string(vars.size()) + " variables");
+  std::lock_guard lock(state->mutex);
+  if (!state->built) {
+    state->built = true;
+    state->scale = static_cast<float>(initial_scale);
+  }
+  bool finite = true;
+  for (const auto& g : grads)  // g - g is 0 where g is finite, NaN where it is inf or NaN
+    if (g.defined() && finite) finite = reduce_sum(sub(g, g), std::nullopt).item() == 0.0f;
+  if (!finite) {
+    state->step_counter = 0;
+    state->scale *= 0.5f;
+    return;
+  }
+  std::vector<Tensor<float>> unscaled;
+  unscaled.reserve(grads.size());
+  const auto scale = fill<float>(Shape{}, state->scale);
+  for (const auto& g : grads) unscaled.push_back(g.defined() ? div(g, scale) : g);
+  inner_optimizer.apply_gradients(unscaled, vars);
+  if (state->step_counter == dynamic_growth_steps - 1) {
+    state->step_counter = 0;
+    state->scale *= 2.0f;
+  } else {
+    ++state->step_counter;
+  }
+}
+#endif  // DEVTENSOR_HEADER_DEFINITIONS
+
+}  // namespace optimizers
 
 }  // namespace nn
 }  // namespace devtensor

@@ -5,8 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -178,6 +180,103 @@ BOOST_AUTO_TEST_CASE(sgd_momentum_and_nesterov_match_kerass_formulas_over_steps)
     }
   const nn::optimizers::SGD plain{.learning_rate = 0.1};
   check_close(run_steps(plain, "/gpu:0"), momentum_reference(0.1, 0.0, false), 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_skips_overflowing_steps_as_keras) {
+  // tests/reference/loss_scale.py (Keras 3, TensorFlow 2.21): y = x·w + b, mean squared error,
+  // SGD(1e-4) inside LossScaleOptimizer(initial_scale=2^125, dynamic_growth_steps=3). Seven
+  // steps overflow float32 and are skipped (the scale halves, iterations stay 0), then the scale
+  // doubles after every three finite steps. Per step: loss, scale after it, iterations, w and b.
+  struct Step {
+    double loss, scale;
+    std::int64_t iterations;
+    std::array<double, 4> values;
+  };
+  const std::vector<Step> keras = {
+      {153.353745, 2.12676479e+37, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 1.0633824e+37, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 5.31691198e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 2.65845599e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 1.329228e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 6.64613998e+35, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 3.32306999e+35, 0, {0.5, -0.25, 0.125, 0.100000001}},
+      {153.353745, 3.32306999e+35, 1, {0.416900009, -0.335799992, 0.0364999995, 0.0997299999}},
+      {22.2239704, 3.32306999e+35, 2, {0.39563027, -0.351939201, 0.0254913382, 0.100243054}},
+      {16.9062748, 6.64613998e+35, 3, {0.385877639, -0.355315, 0.0284923483, 0.100880735}},
+      {15.8629999, 6.64613998e+35, 4, {0.378427416, -0.356340945, 0.0338907093, 0.101523161}},
+      {15.0194063, 6.64613998e+35, 5, {0.37158674, -0.356923252, 0.0395667739, 0.102148995}},
+      {14.2353239, 1.329228e+36, 6, {0.365039527, -0.357411265, 0.045137953, 0.102754913}},
+      {13.5026083, 1.329228e+36, 7, {0.358721882, -0.357869357, 0.0505393893, 0.103340864}},
+      {12.8177605, 1.329228e+36, 8, {0.35261631, -0.358309716, 0.0557642393, 0.103907384}},
+      {12.1776505, 2.65845599e+36, 9, {0.34671393, -0.358734995, 0.060816057, 0.104455091}}};
+  std::vector<float> xs;
+  for (int i = 0; i < 12; ++i) xs.push_back(static_cast<float>(i) * 10.0f - 40.0f);
+  const auto x = dt::constant<float>(xs, {4, 3});
+  const auto y = dt::constant<float>({1.0f, -2.0f, 3.0f, 0.5f}, {4, 1});
+  const std::vector<dt::Variable<float>> vars{dt::Variable<float>(dt::constant<float>({0.5f, -0.25f, 0.125f}, {3, 1})),
+                                              dt::Variable<float>(dt::constant<float>({0.1f}, {1}))};
+  const nn::optimizers::LossScaleOptimizer optimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 1e-4},
+                                                     .initial_scale = std::ldexp(1.0, 125),
+                                                     .dynamic_growth_steps = 3};
+  BOOST_TEST(optimizer.dynamic_scale() == std::ldexp(1.0, 125));
+  const auto close = [](double a, double b) { return std::abs(a - b) <= 2e-6 * (1.0 + std::abs(b)); };
+  for (std::size_t step = 0; step < keras.size(); ++step) {
+    dt::GradientTape tape;
+    const auto prediction = dt::add(dt::matmul(x, vars[0].value()), vars[1].value());
+    const auto loss = dt::reduce_mean(dt::square(dt::sub(prediction, y)));
+    const auto scaled = optimizer.scale_loss(loss);
+    optimizer.apply_gradients(tape.gradient(scaled, vars), vars);
+    const Step& want = keras[step];
+    BOOST_TEST(close(loss.item(), want.loss), "step " << step << " loss " << loss.item() << " vs " << want.loss);
+    BOOST_TEST(close(optimizer.dynamic_scale(), want.scale), "step " << step << " scale " << optimizer.dynamic_scale());
+    BOOST_TEST(optimizer.iterations() == want.iterations, "step " << step);
+    const auto w = vars[0].value().to_vector();
+    const std::array<double, 4> got{w[0], w[1], w[2], vars[1].value().to_vector()[0]};
+    for (std::size_t i = 0; i < 4; ++i)
+      BOOST_TEST(close(got[i], want.values[i]),
+                 "step " << step << " value " << i << ": " << got[i] << " vs " << want.values[i]);
+  }
+  BOOST_TEST(optimizer.step_counter() == 0);  // step 15 was the third finite step: the scale doubled
+}
+
+BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_refuses_what_keras_refuses_and_where_it_cannot_check) {
+  const auto make = [](double scale, std::int64_t growth_steps, bool dynamic) {
+    return nn::optimizers::LossScaleOptimizer{.inner_optimizer = nn::optimizers::SGD{},
+                                              .initial_scale = scale,
+                                              .dynamic_growth_steps = growth_steps,
+                                              .dynamic = dynamic};
+  };
+  const auto loss = dt::scalar<float>(2.0f);
+  DEVTENSOR_CHECK_THROW_WITH((void)make(8, 10, false).scale_loss(loss), dt::InvalidArgumentError,
+                             "LossScaleOptimizer no longer supports `dynamic=False`");
+  DEVTENSOR_CHECK_THROW_WITH((void)make(0, 10, true).scale_loss(loss), dt::InvalidArgumentError,
+                             "`initial_scale` must be a positive finite float32, got 0");
+  DEVTENSOR_CHECK_THROW_WITH((void)make(1e39, 10, true).scale_loss(loss), dt::InvalidArgumentError,
+                             "`initial_scale` must be a positive finite float32");
+  DEVTENSOR_CHECK_THROW_WITH((void)make(8, 0, true).scale_loss(loss), dt::InvalidArgumentError,
+                             "`dynamic_growth_steps` must be at least 1, got 0");
+  const auto optimizer = make(8, 10, true);
+  BOOST_TEST(optimizer.scale_loss(loss).item() == 16.0f);
+  const std::vector<dt::Variable<float>> vars{dt::Variable<float>(dt::constant<float>({1.0f}))};
+  DEVTENSOR_CHECK_THROW_WITH(optimizer.apply_gradients({}, vars), dt::InvalidArgumentError,
+                             "0 gradients for 1 variables");
+  // a NaN gradient: skipped, the variable unchanged, the scale halved
+  optimizer.apply_gradients({dt::constant<float>({std::numeric_limits<float>::quiet_NaN()})}, vars);
+  BOOST_TEST(vars[0].value().to_vector()[0] == 1.0f);
+  BOOST_TEST(optimizer.dynamic_scale() == 4.0);
+  BOOST_TEST(optimizer.iterations() == 0);
+  // a copy shares the scale; a finite step counts
+  const auto copy = optimizer;
+  copy.apply_gradients({dt::constant<float>({4.0f})}, vars);  // 4 / 4 = 1: w = 1 - 0.01
+  BOOST_TEST(vars[0].value().to_vector()[0] == 0.99f);
+  BOOST_TEST(optimizer.step_counter() == 1);
+  BOOST_TEST(optimizer.iterations() == 1);
+  // a traced step cannot read its gradients back
+  auto traced = dt::function([&](const dt::Tensor<float>& g) {
+    optimizer.apply_gradients({g}, vars);
+    return g;
+  });
+  BOOST_CHECK_THROW(traced(dt::constant<float>({1.0f})), dt::UnimplementedError);
 }
 
 BOOST_AUTO_TEST_CASE(adam_rejects_bad_hyperparameters_and_leaves_variables_unchanged) {
