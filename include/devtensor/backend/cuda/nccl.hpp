@@ -112,6 +112,8 @@ inline ncclDataType_t nccl_type(std::string_view dtype) {
   if (dtype == "DT_DOUBLE") return ncclFloat64;
   if (dtype == "DT_INT32") return ncclInt32;
   if (dtype == "DT_INT64") return ncclInt64;
+  if (dtype == "DT_HALF") return ncclFloat16;
+  if (dtype == "DT_BFLOAT16") return ncclBfloat16;
   throw InvalidArgumentError("NCCL all-reduce does not support " + std::string(dtype) +
                              "; reduce it with ReductionToOneDevice");
 }

@@ -132,6 +132,11 @@ class Receives {
     case devtensor::DType::DT_INT32: return MPI_INT32_T;
     case devtensor::DType::DT_INT64: return MPI_INT64_T;
     case devtensor::DType::DT_BOOL: break;
+    case devtensor::DType::DT_HALF:
+    case devtensor::DType::DT_BFLOAT16:
+      throw UnimplementedError("Collective all-reduce over MPI is not supported for " + std::string(dtype_name(dtype)) +
+                               " tensors (MPI has no such type); all-reduce float32 gradients, as mixed precision "
+                               "keeps its variables in float32");
   }
   throw InvalidArgumentError("Collective all-reduce is not supported for bool tensors; cast them to int32 first");
 }
@@ -142,6 +147,8 @@ class Receives {
     case devtensor::DType::DT_INT32: return 4;
     case devtensor::DType::DT_INT64: return 8;
     case devtensor::DType::DT_BOOL: return 1;
+    case devtensor::DType::DT_HALF:
+    case devtensor::DType::DT_BFLOAT16: return 2;
   }
   return 1;
 }
