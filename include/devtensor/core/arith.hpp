@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "devtensor/config.hpp"
-#include "devtensor/tensor/half.hpp"
+#include "devtensor/core/half.hpp"
 
 namespace devtensor::arith {
 

@@ -59,8 +59,8 @@ struct KernelContext {
 };
 
 /// A scalar function computed in float and rounded once, for float16 and bfloat16 elements
-/// (Note [Sixteen-bit floats]): what TensorFlow's Eigen kernels do per element, and one rounding
-/// where the function's own steps in 16 bits would round at each (Sigmoid's 1 / (1 + e^-x)).
+/// (Note [Sixteen-bit floats]): what TensorFlow's Eigen kernels do per element for most ops (Exp,
+/// Tanh, Add: one rounding, where the function's own steps in 16 bits would round at each).
 template <class Self>
 struct InFloat {
   template <class T>

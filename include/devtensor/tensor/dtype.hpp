@@ -9,7 +9,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "devtensor/tensor/half.hpp"
+#include "devtensor/core/half.hpp"
 
 namespace devtensor {
 

@@ -61,7 +61,7 @@ std::string generate() {
       "tensors are never differentiated). Creation and random ops have no inputs to differentiate;\n"
       "GreaterEqual and Equal are piecewise constant and are not recorded.\n\n"
       "**float16, bfloat16**: computed in float32 and rounded once per element (Note [Sixteen-bit\n"
-      "floats] in `tensor/half.hpp`); sums and MatMul accumulate in float32. Not differentiated yet.\n\n"
+      "floats] in `core/half.hpp`); sums and MatMul accumulate in float32. Not differentiated yet.\n\n"
       "| op | float32 | float64 | int32 | int64 | bool | float16 | bfloat16 | GPU body | gradient |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n";
   dt::ops::for_each_op(dt::ops::BuiltinOps{}, [&]<class Op>() { out += row<Op>(); });

@@ -19,8 +19,8 @@
 #include "devtensor/backend/cuda/cublas.hpp"
 #include "devtensor/backend/cuda/stream.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/core/half.hpp"
 #include "devtensor/device/context.hpp"
-#include "devtensor/tensor/half.hpp"
 
 namespace devtensor::ops::cuda {
 
