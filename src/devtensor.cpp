@@ -95,10 +95,14 @@ template Tensor<double> nn::scale_regularization_loss<double>(const Tensor<doubl
 // The gradient tables, installed by the first GradientTape::gradient of each type.
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float>();
 template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, double>();
+template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, float16>();
+template void autodiff_detail::install_gradients<autodiff_detail::GradientOps, bfloat16>();
 template void autodiff_detail::install_builtin_gradients<float>();
 template void autodiff_detail::install_builtin_gradients<double>();
+template void autodiff_detail::install_builtin_gradients<float16>();
+template void autodiff_detail::install_builtin_gradients<bfloat16>();
 
-// GradientTape::gradient over both floating types (the target's and the sources').
+// GradientTape::gradient over the floating types (the target's and the sources').
 #define DEVTENSOR_GRADIENT(T, U)                                                                                  \
   template std::vector<Tensor<U>> GradientTape::gradient<T, U>(const Tensor<T>&, const std::vector<Tensor<U>>&,   \
                                                                GradientOptions);                                  \
@@ -106,10 +110,16 @@ template void autodiff_detail::install_builtin_gradients<double>();
                                                                GradientOptions);                                  \
   template std::vector<Tensor<U>> GradientTape::gradient<T, U>(const Tensor<T>&, const std::vector<Tensor<U>>&,   \
                                                                const Tensor<T>&, GradientOptions);
-DEVTENSOR_GRADIENT(float, float)
-DEVTENSOR_GRADIENT(float, double)
-DEVTENSOR_GRADIENT(double, float)
-DEVTENSOR_GRADIENT(double, double)
+#define DEVTENSOR_GRADIENTS_TO(T) \
+  DEVTENSOR_GRADIENT(T, float)    \
+  DEVTENSOR_GRADIENT(T, double)   \
+  DEVTENSOR_GRADIENT(T, float16)  \
+  DEVTENSOR_GRADIENT(T, bfloat16)
+DEVTENSOR_GRADIENTS_TO(float)
+DEVTENSOR_GRADIENTS_TO(double)
+DEVTENSOR_GRADIENTS_TO(float16)
+DEVTENSOR_GRADIENTS_TO(bfloat16)
+#undef DEVTENSOR_GRADIENTS_TO
 #undef DEVTENSOR_GRADIENT
 
 // FusedBatchNormV3's and FusedBatchNormGradV3's loops (ops/batch_norm_ops.hpp).

@@ -56,7 +56,7 @@ class GradientTape {
   /// ignored, as in TensorFlow.
   template <Element T>
   void watch(const Tensor<T>& t) {
-    if constexpr (Floating<T>) {
+    if constexpr (FloatingElement<T>) {
       require_defined(t.defined(), "watch");
       state_.watched.insert(t.id());
     }
@@ -64,7 +64,7 @@ class GradientTape {
   /// Watches a variable (needed for non-trainable ones or with watch_accessed_variables = false).
   template <Element T>
   void watch(const Variable<T>& v) {
-    if constexpr (Floating<T>) state_.watched.insert(v.handle_id());
+    if constexpr (FloatingElement<T>) state_.watched.insert(v.handle_id());
   }
 
   /// RAII pause: ops run while the returned guard lives are not recorded by this tape.
@@ -99,23 +99,23 @@ class GradientTape {
   ///         InvalidArgumentError when the target was not recorded by this tape or is empty;
   ///         UnimplementedError naming an op on the path that has no gradient.
   /// (Compiled once in compiled mode for float and double: Note [Explicit instantiations].)
-  template <Floating T, Floating U>
+  template <FloatingElement T, FloatingElement U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
                                                 GradientOptions options = {});
-  template <Floating T, Floating U>
+  template <FloatingElement T, FloatingElement U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Variable<U>>& sources,
                                                 GradientOptions options = {});
-  template <Floating T, Floating U>
+  template <FloatingElement T, FloatingElement U>
   [[nodiscard]] Tensor<U> gradient(const Tensor<T>& target, const Tensor<U>& source, GradientOptions options = {}) {
     return gradient(target, std::vector<Tensor<U>>{source}, options).front();
   }
-  template <Floating T, Floating U>
+  template <FloatingElement T, FloatingElement U>
   [[nodiscard]] Tensor<U> gradient(const Tensor<T>& target, const Variable<U>& source, GradientOptions options = {}) {
     return gradient(target, std::vector<Variable<U>>{source}, options).front();
   }
   /// With the target's own gradient given (a vector-Jacobian product) instead of ones.
   /// @throws InvalidArgumentError when `output_gradient`'s shape differs from the target's.
-  template <Floating T, Floating U>
+  template <FloatingElement T, FloatingElement U>
   [[nodiscard]] std::vector<Tensor<U>> gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
                                                 const Tensor<T>& output_gradient, GradientOptions options = {});
 
@@ -129,7 +129,7 @@ class GradientTape {
                                  " got an undefined tensor (default-constructed or moved from)");
   }
 
-  template <Floating U>
+  template <FloatingElement U>
   static autodiff::TapeTensor variable_source(const Variable<U>& v) {
     if (!v.defined()) throw InvalidArgumentError("GradientTape::gradient got an empty Variable");
     autodiff::TapeTensor t;
@@ -140,7 +140,7 @@ class GradientTape {
   }
 
   /// The gradients as U's handles (an unconnected source's stays undefined).
-  template <Floating U>
+  template <FloatingElement U>
   static std::vector<Tensor<U>> typed(const std::vector<autodiff::TapeTensor>& grads) {
     std::vector<Tensor<U>> out;
     out.reserve(grads.size());
@@ -162,7 +162,7 @@ class GradientTape {
                                                        const std::vector<autodiff::TapeTensor>& sources,
                                                        GradientOptions options);
 
-  template <Floating T>
+  template <FloatingElement T>
   std::vector<autodiff::TapeTensor> compute(const Tensor<T>& target, const std::vector<autodiff::TapeTensor>& sources,
                                             const std::optional<autodiff::TapeTensor>& output_gradient) {
     autodiff_detail::install_builtin_gradients<T>();  // T's, once per program
@@ -178,7 +178,7 @@ class GradientTape {
 
 #if DEVTENSOR_HEADER_DEFINITIONS  // Note [Compiled mode]
 // Not inline: the library's explicit instantiations are the only copies (Note [Explicit instantiations]).
-template <Floating T, Floating U>
+template <FloatingElement T, FloatingElement U>
 std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
                                               GradientOptions options) {
   std::vector<autodiff::TapeTensor> ids;
@@ -188,14 +188,14 @@ std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std
   }
   return typed<U>(unconnected(compute(target, ids, std::nullopt), ids, options));
 }
-template <Floating T, Floating U>
+template <FloatingElement T, FloatingElement U>
 std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Variable<U>>& sources,
                                               GradientOptions options) {
   std::vector<autodiff::TapeTensor> ids;
   for (const auto& v : sources) ids.push_back(variable_source(v));
   return typed<U>(unconnected(compute(target, ids, std::nullopt), ids, options));
 }
-template <Floating T, Floating U>
+template <FloatingElement T, FloatingElement U>
 std::vector<Tensor<U>> GradientTape::gradient(const Tensor<T>& target, const std::vector<Tensor<U>>& sources,
                                               const Tensor<T>& output_gradient, GradientOptions options) {
   require_defined(output_gradient.defined(), "gradient (output_gradient)");
@@ -218,27 +218,24 @@ DEVTENSOR_DEFINITION GradientTape::~GradientTape() {
 
 DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::accumulate(const autodiff::TapeTensor& a,
                                                                    const autodiff::TapeTensor& b) {
-  if (a.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(add(a.as<double>(), b.as<double>()));
-  return autodiff::tape_tensor(add(a.as<float>(), b.as<float>()));
+  return with_floating_type(a.dtype, [&]<class T>() { return autodiff::tape_tensor(add(a.as<T>(), b.as<T>())); });
 }
 DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::zeros_like(const autodiff::TapeTensor& t) {
   if (!t.shape.is_fully_defined()) [[unlikely]]  // a graph's unknown dimension: shaped when it runs
     return filled_like(t, 0.0);
   DeviceScope scope(t.storage->device->spec);
-  if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(zeros<double>(t.shape));
-  return autodiff::tape_tensor(zeros<float>(t.shape));
+  return with_floating_type(t.dtype, [&]<class T>() { return autodiff::tape_tensor(zeros<T>(t.shape)); });
 }
 DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::ones_like(const autodiff::TapeTensor& t) {
   if (!t.shape.is_fully_defined()) [[unlikely]]
     return filled_like(t, 1.0);
   DeviceScope scope(t.storage->device->spec);
-  if (t.dtype == DType::DT_DOUBLE) return autodiff::tape_tensor(ones<double>(t.shape));
-  return autodiff::tape_tensor(ones<float>(t.shape));
+  return with_floating_type(t.dtype, [&]<class T>() { return autodiff::tape_tensor(ones<T>(t.shape)); });
 }
 DEVTENSOR_DEFINITION autodiff::TapeTensor GradientTape::filled_like(const autodiff::TapeTensor& t, double value) {
-  if (t.dtype == DType::DT_DOUBLE)
-    return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<double>()), scalar<double>(value)));
-  return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<float>()), scalar<float>(static_cast<float>(value))));
+  return with_floating_type(t.dtype, [&]<class T>() {
+    return autodiff::tape_tensor(mul(devtensor::ones_like(t.as<T>()), scalar<T>(static_cast<T>(value))));
+  });
 }
 
 DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::unconnected(
@@ -248,8 +245,7 @@ DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::unconnected
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (grads[i].defined()) continue;
     const Shape& shape = sources[i].shape;
-    grads[i] = sources[i].dtype == DType::DT_DOUBLE ? autodiff::tape_tensor(zeros<double>(shape))
-                                                    : autodiff::tape_tensor(zeros<float>(shape));
+    grads[i] = with_floating_type(sources[i].dtype, [&]<class T>() { return autodiff::tape_tensor(zeros<T>(shape)); });
   }
   return grads;
 }
@@ -304,13 +300,14 @@ DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> GradientTape::compute_era
         dx = op_gradient(record, dy);
       } else if (const auto slot = autodiff::gradient_slot(record.outputs.front().dtype);
                  record.kind && !autodiff::gradients_installed[slot].load(std::memory_order_acquire)) {
-        const char* type = slot == 1 ? "DT_DOUBLE" : "DT_FLOAT";
+        const std::string type(
+            with_floating_type(record.outputs.front().dtype, []<class T>() { return dtype_enum_name<T>(); }));
         throw UnimplementedError(
             "The tape reached operation '" + std::string(record.op) + "' on " + type +
             " tensors, but this program has not compiled devtensor's " + type +
-            " gradients: it differentiates targets of the other type only, and the " + type +
+            " gradients: it differentiates targets of other types only, and the " + type +
             " ops came onto the tape in a file that does not include devtensor/autodiff/gradients.hpp. "
-            "Include <devtensor/devtensor.hpp> in the file that casts between float and double, or "
+            "Include <devtensor/devtensor.hpp> in the file that casts between floating types, or "
             "build in compiled mode (the CMake target devtensor::devtensor).");
       } else {
         throw UnimplementedError("No gradient defined for operation '" + std::string(record.op) +

@@ -22,7 +22,7 @@
 namespace devtensor::ops {
 
 /// Sums `g` over the axes along which a tensor of `shape` was broadcast to g's shape.
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> unbroadcast(const Tensor<T>& g, const Shape& shape) {
   if (g.shape() == shape) return g;
   std::vector<std::int64_t> axes;
@@ -35,7 +35,7 @@ Tensor<T> unbroadcast(const Tensor<T>& g, const Shape& shape) {
 
 /// unbroadcast of `g` to the shape `like` has when it runs (TensorFlow's BroadcastGradientArgs
 /// and the Sum it feeds): a node while a graph is built, whose shapes are known at each run.
-template <Floating T>
+template <FloatingElement T>
 struct Unbroadcast : TensorLevel {
   static constexpr std::string_view name = "Unbroadcast";
   // Its kernel runs ops itself, on its inputs where they are; a CUDA graph may record them (a
@@ -57,7 +57,7 @@ struct Unbroadcast : TensorLevel {
 
 /// The same to the shape `like` has. In a graph with unknown dimensions the broadcast axes are
 /// found when the graph runs (TensorFlow's BroadcastGradientArgs): `(None, 3)` may be 1 or 5.
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> unbroadcast(const Tensor<T>& g, const Tensor<T>& like) {
   if (g.shape().is_fully_defined() && like.shape().is_fully_defined()) [[likely]]
     return unbroadcast(g, like.shape());
@@ -65,7 +65,7 @@ Tensor<T> unbroadcast(const Tensor<T>& g, const Tensor<T>& like) {
 }
 
 /// `dy` of a reduction reshaped so that it broadcasts against the input (reduced axes as 1).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> with_kept_dims(const Tensor<T>& dy, const Shape& input, const std::vector<std::int64_t>& axes) {
   std::vector<std::int64_t> dims = input.dims_vector();
   for (auto a : axes) dims[static_cast<std::size_t>(a)] = 1;
@@ -74,7 +74,7 @@ Tensor<T> with_kept_dims(const Tensor<T>& dy, const Shape& input, const std::vec
 
 /// A scalar the backward pass needs (2 in d(x²), the count in d(mean)): made by Fill on the device
 /// the gradient runs on, not copied from the host, so a step on a GPU has no host→device copy.
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> constant_like(T value) {
   return fill<T>(Shape{}, value);
 }

@@ -44,7 +44,7 @@ struct MatMul : OpTable<NumericTypes, FloatingTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& x = a.x[0];
     const auto& w = a.x[1];

@@ -122,7 +122,7 @@ struct OpTable : KernelTable<Cpu, Gpu> {
 
 /// What a gradient sees: the forward op's inputs x and outputs y, the outputs' gradients dy, and
 /// the op's attributes.
-template <Floating T, class Attrs>
+template <FloatingElement T, class Attrs>
 struct GradArgs {
   const std::vector<Tensor<T>>& x;
   const std::vector<Tensor<T>>& y;
@@ -130,7 +130,7 @@ struct GradArgs {
   const Attrs& attrs;
 };
 /// A gradient's result: one gradient per input (an undefined Tensor for "none").
-template <Floating T>
+template <FloatingElement T>
 using Grads = std::vector<Tensor<T>>;
 
 /// An op defined as data (a shape function and a Kernel body per element type).
@@ -150,7 +150,7 @@ constexpr std::string_view default_node_name() noexcept {
 }
 
 template <class Op, class T>
-concept HasGradient = Floating<T> && requires(const GradArgs<T, typename Op::Attrs>& a) {
+concept HasGradient = FloatingElement<T> && requires(const GradArgs<T, typename Op::Attrs>& a) {
   { Op::template gradient<T>(a) } -> std::same_as<Grads<T>>;
 };
 /// Ops that are not differentiable by nature (comparisons): never recorded.

@@ -47,17 +47,25 @@ using ErasedGradient = std::vector<TapeTensor>(const OpRecord&, const std::vecto
 /// op's type, one load, not by its name).
 struct OpKind {
   std::string_view name;
-  std::atomic<ErasedGradient*> gradient[2]{};  // for float and double outputs: gradient_slot
+  std::atomic<ErasedGradient*> gradient[4]{};  // per floating output type: gradient_slot
 };
-/// Where a gradient for outputs of element type `t` is kept (float 0, double 1).
-constexpr std::size_t gradient_slot(DType t) noexcept { return t == DType::DT_DOUBLE ? 1 : 0; }
+/// Where a gradient for outputs of element type `t` is kept (float 0, double 1, float16 2,
+/// bfloat16 3).
+constexpr std::size_t gradient_slot(DType t) noexcept {
+  switch (t) {
+    case DType::DT_DOUBLE: return 1;
+    case DType::DT_HALF: return 2;
+    case DType::DT_BFLOAT16: return 3;
+    default: return 0;
+  }
+}
 
 /// Which element types' gradients this program installed. GradientTape installs a type's the
 /// first time it differentiates a target of that type, so that a program which trains in float
 /// never compiles the double gradients (half of the gradient table's compile time, header-only).
-inline constinit std::atomic<bool> gradients_installed[2]{};
+inline constinit std::atomic<bool> gradients_installed[4]{};
 /// Installs the gradients of every devtensor op for element type T; autodiff/gradients.hpp
-/// defines it. A cast between float and double under a tape installs its input type's, so that
+/// defines it. A cast between floating types under a tape installs its input type's, so that
 /// the tape can cross it into the other type (ops/shape_ops.hpp, cast).
 template <class T>
 struct GradientInstaller;
@@ -126,7 +134,7 @@ namespace ops {
 struct ReadVariableOp : Builtin {
   static constexpr std::string_view name = "ReadVariableOp";
   struct Attrs {};
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {a.dy[0]};
   }
@@ -164,14 +172,14 @@ namespace autodiff {
 
 /// The gradient of a user op: output gradients in, one gradient per input out (an undefined
 /// Tensor for an input without one).
-template <Floating T>
+template <FloatingElement T>
 using BackwardFunction = std::function<std::vector<Tensor<T>>(const std::vector<Tensor<T>>& output_gradients)>;
 
 /// Records a user-defined op (TensorFlow's `tape.record_operation`): `backward` turns the outputs'
 /// gradients into the inputs'. Without `backward`, GradientTape::gradient reports that the op has no
 /// gradient when the op lies on the path it differentiates. (An op defined as data and run with
 /// run_op is recorded by run_op, with the gradient of its definition.)
-template <Floating T>
+template <FloatingElement T>
 void record_operation(std::string_view op_name, const std::vector<Tensor<T>>& inputs,
                       const std::vector<Tensor<T>>& outputs, BackwardFunction<T> backward = {}) {
   if (!tapes_active()) return;

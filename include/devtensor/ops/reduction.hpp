@@ -81,7 +81,7 @@ struct ReduceOp : OpTable<NumericTypes, NumericTypes>, Builtin {
 
 struct Sum : ReduceOp<Sum, Reduction::sum> {
   static constexpr std::string_view name = "Sum";
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& x = a.x[0];
     const auto kept = with_kept_dims(a.dy[0], x.shape(), reduced_axes(a.attrs, x.shape()));
@@ -95,7 +95,7 @@ struct Sum : ReduceOp<Sum, Reduction::sum> {
 /// NaN for floating types and 0 for integers (0 / 0, as TensorFlow and NumPy give it).
 struct Mean : ReduceOp<Mean, Reduction::mean> {
   static constexpr std::string_view name = "Mean";
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& x = a.x[0];
     const auto axes = reduced_axes(a.attrs, x.shape());
@@ -111,7 +111,7 @@ struct Mean : ReduceOp<Mean, Reduction::mean> {
 };
 struct Max : ReduceOp<Max, Reduction::max> {
   static constexpr std::string_view name = "Max";
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {  // shared equally among the elements equal to the maximum
     const auto& x = a.x[0];
     const auto axes = reduced_axes(a.attrs, x.shape());

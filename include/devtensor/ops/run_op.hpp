@@ -44,7 +44,7 @@ namespace autodiff {
 
 /// Op's gradient, type-erased for the tape: the typed tensors rebuilt, the op's attributes, the
 /// gradient from its definition (float or double by the output's type).
-template <class Op, Floating T>
+template <class Op, FloatingElement T>
 std::vector<autodiff::TapeTensor> typed_gradient(const autodiff::OpRecord& r,
                                                  const std::vector<autodiff::TapeTensor>& dy) {
   std::vector<Tensor<T>> x, y, g;
@@ -126,12 +126,13 @@ void run_body(const ops::KernelContext& ctx) {
 template <class Op>
 std::vector<autodiff::TapeTensor> erased_gradient(const autodiff::OpRecord& r,
                                                   const std::vector<autodiff::TapeTensor>& dy) {
-  if (r.outputs.at(0).dtype == DType::DT_DOUBLE) {
-    if constexpr (ops::HasGradient<Op, double>) return autodiff::typed_gradient<Op, double>(r, dy);
-  } else {
-    if constexpr (ops::HasGradient<Op, float>) return autodiff::typed_gradient<Op, float>(r, dy);
-  }
-  throw InternalError("No gradient of " + std::string(Op::name) + " for this element type");
+  return with_floating_type(r.outputs.at(0).dtype, [&]<class T>() -> std::vector<autodiff::TapeTensor> {
+    if constexpr (ops::HasGradient<Op, T>)
+      return autodiff::typed_gradient<Op, T>(r, dy);
+    else
+      throw InternalError("No gradient of " + std::string(Op::name) + " for element type " +
+                          std::string(dtype_string<T>()));
+  });
 }
 
 /// Op's gradient for the tape, or nullptr: its own erased form (ops whose inputs and outputs
@@ -140,7 +141,8 @@ template <class Op>
 constexpr autodiff::ErasedGradient* gradient_of() noexcept {
   if constexpr (requires { &Op::erased_gradient; })
     return &Op::erased_gradient;
-  else if constexpr (ops::HasGradient<Op, float> || ops::HasGradient<Op, double>)
+  else if constexpr (ops::HasGradient<Op, float> || ops::HasGradient<Op, double> || ops::HasGradient<Op, float16> ||
+                     ops::HasGradient<Op, bfloat16>)
     return &erased_gradient<Op>;
   else
     return nullptr;
@@ -164,7 +166,7 @@ constexpr autodiff::ErasedGradient* gradient_of() noexcept {
 template <class Op, Element Out, Element T>
 void record(const typename Op::Attrs& attrs, std::span<const Tensor<T>* const> inputs,
             std::span<const Tensor<Out>> outputs, std::span<const Tensor<T>* const> read = {}) {
-  if constexpr (Floating<Out> && ops::differentiable<Op>()) {
+  if constexpr (FloatingElement<Out> && ops::differentiable<Op>()) {
     if (inputs.empty() || !autodiff::tapes_active()) return;  // nothing to differentiate with respect to
     auto r = std::make_shared<autodiff::OpRecord>();
     r->op = Op::name;
@@ -201,7 +203,7 @@ std::vector<Tensor<Out>> execute(const typename Op::Attrs& attrs, const Device& 
     for (const auto& t : outputs) outs.push_back({t.mutable_data(), &t.shape()});
     run_body<Op, Out, T>({outputs.front().device_info(), &attrs, ins, outs});
   }
-  if (Floating<Out> && ops::differentiable<Op>() && autodiff::tapes_active()) {
+  if (FloatingElement<Out> && ops::differentiable<Op>() && autodiff::tapes_active()) {
     std::vector<const Tensor<T>*> read;
     read.reserve(local.size());
     for (const auto& t : local) read.push_back(&t);

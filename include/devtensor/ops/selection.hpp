@@ -87,7 +87,7 @@ struct SelectV2 : OpTable<AllTypes, NoTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   /// TensorFlow's _SelectGradV2: the gradient goes to x where the condition holds, to y elsewhere,
   /// each summed over the axes it was broadcast along; none to the condition.
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto zero = constant_like<T>(T{0});
     const auto& c = a.x[0];

@@ -40,7 +40,7 @@ struct Reshape : KernelTable<AllTypes, AllTypes>, Builtin {
   };
   /// @throws InvalidArgumentError when the element counts differ.
   static Shape output_shape(const Attrs& attrs, const Shape& input);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {reshape(a.dy[0], a.x[0].shape().dims_vector())};
   }
@@ -89,7 +89,7 @@ struct Identity : KernelTable<AllTypes, AllTypes>, Builtin {
   static constexpr OpTraits traits{.handles_unknown_dims = true, .view = true, .pass_through = true};
   struct Attrs {};
   static const Shape& output_shape(const Attrs&, const Shape& x) noexcept { return x; }
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {a.dy[0]};
   }
@@ -140,7 +140,7 @@ struct Transpose : OpTable<AllTypes, AllTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto perm = permutation(a.attrs, a.x[0].rank());
     std::vector<std::int64_t> inverse(perm.size());
@@ -187,7 +187,7 @@ struct ConcatV2 : OpTable<AllTypes, AllTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const std::size_t axis = a.x[0].shape().axis(a.attrs.axis, "axis");
     std::vector<std::int64_t> sizes;
@@ -242,7 +242,7 @@ struct Split : OpTable<AllTypes, AllTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {concat(a.dy, static_cast<std::int64_t>(a.x[0].shape().axis(a.attrs.axis, "split dimension")))};
   }
@@ -286,7 +286,7 @@ struct Slice : OpTable<AllTypes, AllTypes>, Builtin {
   static void cuda(const KernelContext& ctx);
   /// dy padded back to x's shape. @throws UnimplementedError for an axis of unknown size that the
   /// slice did not take to its end (the padding after it is known only when the graph runs).
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& begin = a.attrs.begin;
     std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
@@ -328,7 +328,7 @@ struct BroadcastTo : OpTable<AllTypes, AllTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {unbroadcast(a.dy[0], a.x[0].shape())};
   }
@@ -362,7 +362,7 @@ struct Pad : OpTable<AllTypes, AllTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     std::vector<std::int64_t> begin;
     std::vector<std::int64_t> size = a.x[0].shape().dims_vector();
@@ -488,7 +488,7 @@ Tensor<U> cast(const Tensor<T>& t, const OpOptions& options = {}) {
   // A tape may cross this cast back into T: T's gradients must be in the program even when it
   // only differentiates U targets (autodiff::GradientInstaller, defined by autodiff/gradients.hpp;
   // without that header in this file, a tape that crosses it says so).
-  if constexpr (Floating<T> && Floating<U> && !std::is_same_v<T, U>) {
+  if constexpr (FloatingElement<T> && FloatingElement<U> && !std::is_same_v<T, U>) {
     if constexpr (requires { autodiff::GradientInstaller<T>::install(); })
       if (autodiff::tapes_active()) autodiff::GradientInstaller<T>::install();
   }
@@ -507,10 +507,13 @@ DEVTENSOR_DEFINITION std::vector<autodiff::TapeTensor> ops::Cast::erased_gradien
   const auto& g = dy.at(0);
   if (g.dtype == r.inputs.at(0).dtype) return {g};
   // run_op, not cast(): the cast that recorded r installed its input type's gradients already, and
-  // cast() here would make every gradient table instantiate the other type's
-  if (r.inputs[0].dtype == DType::DT_DOUBLE)
-    return {autodiff::tape_tensor(run_op<Cast, double>({DType::DT_DOUBLE}, g.as<float>()))};
-  return {autodiff::tape_tensor(run_op<Cast, float>({DType::DT_FLOAT}, g.as<double>()))};
+  // cast() here would make every gradient table instantiate the other types'
+  const DType to = r.inputs[0].dtype;
+  return with_floating_type(to, [&]<class U>() {
+    return with_floating_type(g.dtype, [&]<class T>() {
+      return std::vector<autodiff::TapeTensor>{autodiff::tape_tensor(run_op<Cast, U>({to}, g.as<T>()))};
+    });
+  });
 }
 #endif
 

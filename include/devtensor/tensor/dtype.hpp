@@ -118,6 +118,18 @@ constexpr DType dtype_enum() noexcept {
     return DType::DT_BOOL;
 }
 
+/// Calls `f.template operator()<T>()` with the floating element type `t` names (float for a
+/// non-floating `t`: callers hold floating tensors), for type-erased code that computes with them.
+template <class F>
+decltype(auto) with_floating_type(DType t, F&& f) {
+  switch (t) {
+    case DType::DT_DOUBLE: return f.template operator()<double>();
+    case DType::DT_HALF: return f.template operator()<float16>();
+    case DType::DT_BFLOAT16: return f.template operator()<bfloat16>();
+    default: return f.template operator()<float>();
+  }
+}
+
 /// The same facts for a DType known only at run time (type-erased graphs and feeds).
 constexpr std::size_t dtype_size(DType t) noexcept {
   switch (t) {

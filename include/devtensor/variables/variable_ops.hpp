@@ -56,7 +56,7 @@ struct ReadVariable : TensorLevel {
 
   static Tensor<T> eager(const Attrs& a) {
     Tensor<T> current = a.variable->read();
-    if constexpr (Floating<T>)
+    if constexpr (FloatingElement<T>)
       if (autodiff::tapes_active()) [[unlikely]]
         return recorded_read(*a.variable, current);
     return current;
@@ -68,7 +68,7 @@ struct ReadVariable : TensorLevel {
   /// `current` (a value of `variable`) as a read returns it: recorded on active tapes as a read of
   /// `variable` (in a node's kernel, a distributed variable's read of one component).
   DEVTENSOR_COLD static Tensor<T> recorded_read(const VariableImpl<T>& variable, const Tensor<T>& current) {
-    if constexpr (Floating<T>) {
+    if constexpr (FloatingElement<T>) {
       if (autodiff::tapes_active()) {
         Tensor<T> read(current.storage(), current.shape());  // a new tensor value per read
         autodiff::TapeTensor handle = autodiff::tape_tensor(current);
@@ -139,7 +139,7 @@ Tensor<T> ReadVariable<T>::graph(graph::Graph& graph, const Attrs& a) {
       });
   };
   const Tensor<T> read = graph::add_op(graph, name, {}, std::move(spec)).front().template as<T>();
-  if constexpr (Floating<T>) {
+  if constexpr (FloatingElement<T>) {
     if (autodiff::tapes_active()) {  // a tape inside the trace watches the variable, as eager
       autodiff::TapeTensor handle = autodiff::tape_tensor(read);
       handle.id = variable.info().handle_id;

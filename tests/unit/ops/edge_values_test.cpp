@@ -3,6 +3,7 @@
 // runs on the CPU and, where the op runs there, on a simulated GPU.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -624,6 +625,64 @@ BOOST_AUTO_TEST_CASE(the_types_round_to_nearest_even_have_tensorflows_names_and_
   BOOST_TEST(print(dt::constant<float>({kNaN, 1, -kInf, -0.0f, 123456}).cast<dt::bfloat16>()) ==
              "tf.Tensor([nan 1 -inf -0 123392], shape=(5,), dtype=bfloat16)");
   BOOST_TEST(print(dt::scalar<float>(0.1f).cast<dt::bfloat16>()) == "tf.Tensor(0.100098, shape=(), dtype=bfloat16)");
+}
+
+namespace half_gradients {
+/// One type's computation of tests/reference/half_gradients.py: the loss, then the gradients of
+/// w, b, v (float32 variables read through casts) and of the cast x, as floats.
+template <class D>
+std::vector<float> run() {
+  std::vector<float> x0(15), w0(12), v0(8);
+  for (int i = 0; i < 15; ++i) x0[static_cast<std::size_t>(i)] = (static_cast<float>(i) - 7.0f) / 4.0f;
+  for (int i = 0; i < 12; ++i) w0[static_cast<std::size_t>(i)] = (static_cast<float>(i) - 5.5f) / 6.0f;
+  for (int i = 0; i < 8; ++i) v0[static_cast<std::size_t>(i)] = (static_cast<float>(i) - 3.0f) / 5.0f;
+  dt::Variable<float> w(dt::constant<float>(w0, {3, 4})), b(dt::constant<float>({0.25f, -0.5f, 0.125f, 0.75f})),
+      v(dt::constant<float>(v0, {4, 2}));
+  const auto t = dt::constant<float>({0.5f, -0.25f, 1.0f, 0.0f, 2.0f});
+  dt::GradientTape tape({.persistent = true});
+  const auto x = dt::constant<float>(x0, {5, 3}).cast<D>();
+  tape.watch(x);
+  const auto h = dt::relu(dt::add(dt::matmul(x, w.value().cast<D>()), b.value().cast<D>()));
+  const auto z = dt::matmul(h, v.value().cast<D>());
+  const auto u = dt::sub(dt::add(dt::mul(dt::tanh(z), dt::sigmoid(z)), dt::softplus(z)),
+                         dt::div(dt::exp(dt::neg(dt::square(z))), dt::scalar<D>(D(4.0f))));
+  const auto m = dt::maximum(u, dt::mul(dt::neg(u), dt::scalar<D>(D(2.0f))));
+  const auto first = dt::reshape(dt::slice(u, {0, 0}, {-1, 1}), {5});
+  const auto r = dt::mul(dt::reduce_mean(m, 1), dt::log(dt::add(dt::scalar<D>(D(1.0f)), dt::abs(first))));
+  const auto loss = dt::reduce_sum(dt::square(dt::sub(r.template cast<float>(), t)));
+  std::vector<float> out{loss.item()};
+  for (const auto& g : tape.gradient(loss, std::vector<dt::Variable<float>>{w, b, v}))
+    for (float e : g.to_vector()) out.push_back(e);
+  for (const auto e : tape.gradient(loss, x).to_vector()) out.push_back(static_cast<float>(e));
+  return out;
+}
+}  // namespace half_gradients
+
+BOOST_AUTO_TEST_CASE(gradients_flow_through_sixteen_bit_ops_as_tensorflows) {
+  // tests/reference/half_gradients.py (TensorFlow 2.21): float32 variables read through casts to
+  // the 16-bit type, a relu layer, tanh · sigmoid + softplus − exp(−z²)/4, maximum, a mean, log,
+  // abs, a slice, and a float32 loss. The gradients cross the casts both ways.
+  std::ifstream in(DEVTENSOR_REFERENCE_DIR "/half_gradients.txt");
+  BOOST_TEST_REQUIRE(in.good(), "cannot read " DEVTENSOR_REFERENCE_DIR "/half_gradients.txt");
+  int types = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto fields = half_table::split(line, ' ');
+    const auto ours = fields[0] == "float16" ? half_gradients::run<dt::float16>() : half_gradients::run<dt::bfloat16>();
+    BOOST_TEST_REQUIRE(ours.size() + 1 == fields.size(), line);
+    // Every value within a few units in the last place of the 16-bit type, relative to the largest
+    // gradient of its group (TensorFlow's CPU kernels order some 16-bit sums differently).
+    const float eps = fields[0] == "float16" ? 0x1p-10f : 0x1p-7f;
+    int exact = 0;
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      const float want = std::stof(fields[i + 1]);
+      exact += ours[i] == want;
+      BOOST_TEST(std::abs(ours[i] - want) <= 4 * eps * std::max(1.0f, std::abs(want)),
+                 fields[0] << " value " << i << ": " << ours[i] << " vs TensorFlow's " << want);
+    }
+    BOOST_TEST_MESSAGE(fields[0] << ": " << exact << " of " << ours.size() << " values equal TensorFlow's bits");
+    ++types;
+  }
+  BOOST_TEST(types == 2);
 }
 
 BOOST_AUTO_TEST_CASE(tf32_is_on_by_default_as_tensorflows) {
