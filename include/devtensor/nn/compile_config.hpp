@@ -142,7 +142,9 @@ inline Json optimizer_config(const Optimizer& optimizer, std::vector<std::string
     config["amsgrad"] = adam->amsgrad;
     return keras_object("keras.optimizers", "Adam", std::move(config));
   }
-  undescribed.push_back("the optimizer " + optimizer.name() + " (a type of the program's own)");
+  undescribed.push_back(optimizer.target<optimizers::LossScaleOptimizer>()
+                            ? std::string("LossScaleOptimizer (devtensor does not save its loss scale yet)")
+                            : "the optimizer " + optimizer.name() + " (a type of the program's own)");
   return nullptr;
 }
 

@@ -29,6 +29,9 @@ struct FlattenOptions {
 struct ActivationLayerOptions {
   /// Default: "activation", "activation_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (nn/mixed_precision.hpp). Keras's advice
+  /// for a mixed precision model: its last softmax in "float32".
+  std::string dtype{};
 };
 
 struct DropoutOptions {
@@ -36,6 +39,8 @@ struct DropoutOptions {
   std::optional<std::uint64_t> seed = std::nullopt;
   /// Default: "dropout", "dropout_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (nn/mixed_precision.hpp).
+  std::string dtype{};
 };
 
 namespace layer_detail {
@@ -71,6 +76,7 @@ class FlattenLayer final : public LayerBase {
 class ActivationLayer final : public LayerBase {
  public:
   ActivationLayer(Activation activation, ActivationLayerOptions options) : activation_(activation) {
+    take_policy(options.dtype);
     name_ = options.name.empty() ? unique_name("activation") : std::move(options.name);
   }
   void build(const Shape&) override {}
@@ -117,7 +123,7 @@ class Dropout : public LayerHandle<layer_detail::DropoutLayer> {
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::ActivationLayer::call(const Tensor<float>& x, bool /*training*/) {
-  return activate(activation_, x);
+  return in_compute_dtype([&]<class D>() { return activate(activation_, in_compute<D>(x)); });
 }
 
 DEVTENSOR_DEFINITION layer_detail::DropoutLayer::DropoutLayer(double rate, DropoutOptions options)
@@ -127,6 +133,7 @@ DEVTENSOR_DEFINITION layer_detail::DropoutLayer::DropoutLayer(double rate, Dropo
         "Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
         "Received: rate=" +
         number_string(rate));
+  take_policy(options.dtype);
   name_ = options.name.empty() ? unique_name("dropout") : std::move(options.name);
 }
 
@@ -140,7 +147,10 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::DropoutLayer::call(const Tensor
   const std::uint64_t stream = splitmix64(seed_ ^ splitmix64(static_cast<std::uint64_t>(step.replica)));
   const Tensor<float> uniform = stateless_random_uniform<float>(x.shape(), seed, stream);
   const Tensor<float> keep = grad_ops::greater_equal(uniform, scalar<float>(static_cast<float>(rate_)));  // 1 or 0
-  return mul(mul(x, scalar<float>(static_cast<float>(1.0 / (1.0 - rate_)))), keep);
+  return in_compute_dtype([&]<class D>() {
+    const auto scale = scalar<D>(static_cast<D>(static_cast<float>(1.0 / (1.0 - rate_))));
+    return mul(mul(in_compute<D>(x), scale), in_compute<D>(keep));
+  });
 }
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::FlattenLayer::output_shape(const PartialShape& input_shape) const {

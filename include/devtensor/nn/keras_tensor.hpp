@@ -72,6 +72,9 @@ class LayerHandle {
   [[nodiscard]] std::shared_ptr<LayerBase> impl() const { return impl_; }
   [[nodiscard]] const std::string& name() const noexcept { return impl_->name(); }
   [[nodiscard]] bool built() const noexcept { return impl_->built(); }
+  /// What the layer computes in (Keras's layer.dtype_policy, nn/mixed_precision.hpp).
+  [[nodiscard]] const mixed_precision::DTypePolicy& dtype_policy() const noexcept { return impl_->dtype_policy(); }
+  [[nodiscard]] DType compute_dtype() const noexcept { return impl_->compute_dtype(); }
   [[nodiscard]] std::vector<Variable<float>> trainable_variables() const { return impl_->trainable_variables(); }
   /// Keras's layer.trainable (LayerBase::set_trainable): `base.set_trainable(false)` freezes it.
   [[nodiscard]] bool trainable() const noexcept { return impl_->trainable(); }

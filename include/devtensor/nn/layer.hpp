@@ -15,10 +15,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "devtensor/config.hpp"
 #include "devtensor/core/error.hpp"
+#include "devtensor/nn/mixed_precision.hpp"
 #include "devtensor/ops/math.hpp"
 #include "devtensor/ops/nn_ops.hpp"
 #include "devtensor/ops/thread_state.hpp"
@@ -40,13 +43,26 @@ inline std::map<std::string, int>& name_counts() {
 
 /// A fresh Keras-style name: "dense", then "dense_1", "dense_2", ...
 std::string unique_name(const std::string& base);
-/// Restarts layer and model names (Keras's clear_session).
+/// Restarts layer and model names and the global dtype policy (Keras's clear_session).
 void clear_session();
 
 /// A layer's activation (Keras's `activation=`); softmax is over the last axis.
 enum class Activation { linear, relu, sigmoid, tanh, softmax };
 
 [[nodiscard]] Tensor<float> activate(Activation a, const Tensor<float>& x);
+/// The same in a 16-bit type (a mixed precision policy's layers). Softmax computes in float32 and
+/// rounds once, where TensorFlow's 16-bit kernel rounds each step: within a unit in the last place.
+template <SixteenBitFloat D>
+[[nodiscard]] Tensor<D> activate(Activation a, const Tensor<D>& x) {
+  switch (a) {
+    case Activation::relu: return relu(x);
+    case Activation::sigmoid: return sigmoid(x);
+    case Activation::tanh: return tanh(x);
+    case Activation::softmax: return cast<D>(softmax(cast<float>(x)));
+    case Activation::linear: break;
+  }
+  return x;
+}
 
 /// What random layers (Dropout) draw from during a model's training step (a part of the thread's
 /// state: devtensor::StepSeed, ops/thread_state.hpp).
@@ -119,6 +135,13 @@ class LayerBase {
   virtual void set_trainable(bool trainable) { trainable_ = trainable; }
   [[nodiscard]] bool built() const noexcept { return built_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// What the layer computes in and keeps its variables in (Keras's layer.dtype_policy): the
+  /// global policy when it was constructed, or its options' `dtype`, for the layers that compute
+  /// in 16 bits (Dense, Activation, Dropout); float32 for the others (Note [Mixed precision at
+  /// layer boundaries]).
+  [[nodiscard]] const mixed_precision::DTypePolicy& dtype_policy() const noexcept { return policy_; }
+  [[nodiscard]] DType compute_dtype() const noexcept { return policy_.compute_dtype(); }
+  [[nodiscard]] DType variable_dtype() const noexcept { return policy_.variable_dtype(); }
 
   /// Builds on the first call, then runs `call`.
   Tensor<float> operator()(const Tensor<float>& x, bool training = false) {
@@ -158,6 +181,31 @@ class LayerBase {
   std::string name_;
   bool built_ = false;
   bool trainable_ = true;
+  mixed_precision::DTypePolicy policy_;  // float32 unless the layer takes a policy
+
+  /// For a layer that computes in 16 bits: the policy named `dtype`, or the global one.
+  void take_policy(std::string_view dtype) {
+    policy_ = dtype.empty() ? mixed_precision::global_policy() : mixed_precision::DTypePolicy(dtype);
+  }
+  /// `compute` run in the policy's compute type D (`compute.template operator()<D>()`, given
+  /// nothing: it casts what it reads with in_compute<D>), its result cast back to float32.
+  template <class F>
+  Tensor<float> in_compute_dtype(F&& compute) const {
+    switch (policy_.compute_dtype()) {
+      case DType::DT_HALF: return cast<float>(compute.template operator()<float16>());
+      case DType::DT_BFLOAT16: return cast<float>(compute.template operator()<bfloat16>());
+      default: return compute.template operator()<float>();
+    }
+  }
+  /// `x` in compute type D: itself in float32, else a cast (a variable's value read as Keras's
+  /// AutoCastVariable reads it).
+  template <FloatingElement D>
+  static Tensor<D> in_compute(const Tensor<float>& x) {
+    if constexpr (std::is_same_v<D, float>)
+      return x;
+    else
+      return cast<D>(x);
+  }
 
   template <class T>
   const T& only_input(const std::vector<T>& inputs) const {
@@ -226,8 +274,11 @@ DEVTENSOR_DEFINITION std::string unique_name(const std::string& base) {
 }
 
 DEVTENSOR_DEFINITION void clear_session() {
-  std::lock_guard lock(layer_detail::names_mutex());
-  layer_detail::name_counts().clear();
+  {
+    std::lock_guard lock(layer_detail::names_mutex());
+    layer_detail::name_counts().clear();
+  }
+  mixed_precision::set_global_policy(mixed_precision::DTypePolicy());
 }
 
 DEVTENSOR_DEFINITION std::vector<Variable<float>> LayerBase::trainable_variables() const {

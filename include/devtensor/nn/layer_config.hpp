@@ -7,10 +7,10 @@
 /// Written as Keras 3.15 writes it, key for key, so that `keras.models.load_model` rebuilds the
 /// same layer. Read as Keras reads it, with what devtensor's layers cannot be refused by name:
 /// a class devtensor does not have, an activation it does not know, a dtype policy other than
-/// float32, Conv2D groups, BatchNormalization renorm, a channels_first Flatten, Dropout's
-/// noise_shape. `trainable` is written and read (a frozen layer stays frozen). Read past without
-/// effect: regularizers and constraints (devtensor's layers have none), initializers devtensor
-/// does not have (the layer's default then: the weights a file loads replace them anyway).
+/// float32 (mixed_float16 and mixed_bfloat16 for Dense, Activation and Dropout), Conv2D groups, BatchNormalization
+/// renorm, a channels_first Flatten, Dropout's noise_shape. `trainable` is written and read (a frozen layer stays
+/// frozen). Read past without effect: regularizers and constraints (devtensor's layers have none), initializers
+/// devtensor does not have (the layer's default then: the weights a file loads replace them anyway).
 
 #include <cmath>
 #include <cstdint>
@@ -61,7 +61,9 @@ inline Json keras_object(const std::string& module, const std::string& class_nam
       {"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
 }
 
-inline Json dtype_policy() { return keras_object("keras", "DTypePolicy", Json{{"name", "float32"}}); }
+inline Json dtype_policy(const std::string& name = "float32") {
+  return keras_object("keras", "DTypePolicy", Json{{"name", name}});
+}
 
 inline Json shape_json(const nn::PartialShape& shape) {
   Json out = Json::array();
@@ -105,7 +107,8 @@ inline Json initializer_json(const nn::Initializer& init) {
 
 /// The fields every layer's config starts with.
 inline Json base_config(const nn::LayerBase& layer) {
-  return Json{{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy()}};
+  return Json{
+      {"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy(layer.dtype_policy().name())}};
 }
 
 /// The largest integer argument a config may give (units, filters, a kernel size, a stride): what
@@ -237,17 +240,22 @@ class Reader {
     if (kind == "RandomNormal") return ini::RandomNormal{r.number_or("mean", 0.0), r.number_or("stddev", 0.05), seed()};
     return fallback;
   }
-  /// Refuses a dtype policy other than float32.
-  void require_float32() const {
-    if (!has("dtype")) return;
+  /// The dtype policy's name ("float32" when unset), checked as DTypePolicy checks it; a layer that
+  /// does not compute in 16 bits (`!sixteen_bit`) refuses one other than float32.
+  [[nodiscard]] std::string policy(bool sixteen_bit) const {
+    if (!has("dtype")) return "float32";
     const Json& v = config_.at("dtype");
     std::string policy = v.is_string() ? v.get<std::string>() : "";
     if (v.is_object() && v.contains("config") && v["config"].is_object() && v["config"].contains("name") &&
         v["config"]["name"].is_string())
       policy = v["config"]["name"].get<std::string>();
-    if (policy != "float32")
-      throw UnimplementedError(where() + " computes in " + (policy.empty() ? v.dump() : policy) +
-                               "; devtensor's layers compute in float32 only (mixed precision is not done yet)");
+    if (policy.empty()) throw invalid("\"dtype\" is " + v.dump() + ", not a dtype policy");
+    (void)nn::mixed_precision::DTypePolicy(policy, where());
+    if (!sixteen_bit && policy != "float32")
+      throw UnimplementedError(where() + " computes in " + policy + "; devtensor's " + class_ +
+                               " computes in float32 only (Dense, Activation and Dropout take mixed precision "
+                               "policies)");
+    return policy;
   }
   /// Refuses a field that is set (not null, not `allowed`).
   void require_unset(const char* key, const Json& allowed = nullptr) const {
@@ -446,21 +454,22 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
       throw UnimplementedError(r.where() + " takes " + r.string_or("dtype", "") + "; devtensor's models take float32");
     return nn::input_with_batch_shape(shape, r.name()).node()->layer;
   }
-  r.require_float32();
+  const std::string policy = r.policy(kind == "Dense" || kind == "Dropout" || kind == "Activation");
   if (kind == "Dense") {
     for (const char* key : {"lora_rank", "quantization_config"}) r.require_unset(key);
-    nn::DenseOptions o{.activation = r.activation(), .use_bias = r.boolean_or("use_bias", true), .name = r.name()};
+    nn::DenseOptions o{
+        .activation = r.activation(), .use_bias = r.boolean_or("use_bias", true), .name = r.name(), .dtype = policy};
     o.kernel_initializer = r.initializer("kernel_initializer", o.kernel_initializer);
     o.bias_initializer = r.initializer("bias_initializer", o.bias_initializer);
     return nn::Dense(r.integer("units"), std::move(o)).impl();
   }
   if (kind == "Dropout") {
     r.require_unset("noise_shape");
-    nn::DropoutOptions o{.name = r.name()};
+    nn::DropoutOptions o{.name = r.name(), .dtype = policy};
     if (r.has("seed")) o.seed = static_cast<std::uint64_t>(r.integer("seed"));
     return nn::Dropout(r.number_or("rate", 0.0), std::move(o)).impl();
   }
-  if (kind == "Activation") return nn::ActivationLayer(r.activation(), {.name = r.name()}).impl();
+  if (kind == "Activation") return nn::ActivationLayer(r.activation(), {.name = r.name(), .dtype = policy}).impl();
   if (kind == "Flatten") {
     r.require_unset("data_format", "channels_last");
     return nn::Flatten({.name = r.name()}).impl();

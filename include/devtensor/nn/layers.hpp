@@ -29,6 +29,9 @@ struct DenseOptions {
   Initializer bias_initializer = initializers::Zeros{};
   /// Default: "dense", "dense_1", ...
   std::string name{};
+  /// The layer's dtype policy ("float32", "mixed_float16", "mixed_bfloat16"); default: the
+  /// global one (nn/mixed_precision.hpp).
+  std::string dtype{};
 };
 
 namespace layer_detail {
@@ -95,6 +98,7 @@ DEVTENSOR_DEFINITION layer_detail::DenseLayer::DenseLayer(std::int64_t units, De
                                std::to_string(units));
   if (options_.input_dim && *options_.input_dim < 1)
     throw InvalidArgumentError("Dense: input_dim must be positive, got " + std::to_string(*options_.input_dim));
+  take_policy(options_.dtype);
   name_ = options_.name.empty() ? unique_name("dense") : options_.name;
   if (options_.input_dim) ensure_built(Shape({1, *options_.input_dim}));
 }
@@ -121,9 +125,11 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::call(const Tensor<f
                                "of input shape to have value " +
                                std::to_string(in_features_) + ", but received input with shape " +
                                x.shape().to_python());
-  Tensor<float> y = matmul(x, kernel_.value());
-  if (options_.use_bias) y = add(y, bias_.value());
-  return activate(options_.activation, y);
+  return in_compute_dtype([&]<class D>() {
+    Tensor<D> y = matmul(in_compute<D>(x), in_compute<D>(kernel_.value()));
+    if (options_.use_bias) y = add(y, in_compute<D>(bias_.value()));
+    return activate(options_.activation, y);
+  });
 }
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::DenseLayer::initial(const Initializer& init, const Shape& shape,

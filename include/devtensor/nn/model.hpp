@@ -172,6 +172,9 @@ class Model {
   void set_trainable(bool trainable);
   [[nodiscard]] bool trainable() const noexcept { return trainable_; }
   [[nodiscard]] std::int64_t count_params() const;
+  /// The global dtype policy when the model was made (Keras's model.dtype_policy): under
+  /// mixed_float16, compile wraps the optimizer in a LossScaleOptimizer.
+  [[nodiscard]] const mixed_precision::DTypePolicy& dtype_policy() const noexcept { return policy_; }
 
   /// The layers Keras tracks, in order: what summary lists and weights files hold (a functional
   /// model's InputLayers included, a Sequential's not).
@@ -375,6 +378,7 @@ class Model {
   std::string name_;
   std::shared_ptr<distribute::StrategyInterface> strategy_;
   std::shared_ptr<layer_detail::FunctionalGraph> graph_;
+  mixed_precision::DTypePolicy policy_ = mixed_precision::global_policy();
 
  private:
   std::optional<CompiledLoss> compiled_loss_;
@@ -432,6 +436,12 @@ class Model {
   /// One step of the tape, the loss and the optimizer on this process's devices; the loss and the
   /// metrics are not read (fit decides when).
   training_loop::StepResult local_train_step(const data_adapter::Batch& batch, const Tensor<std::int64_t>& seed);
+  /// A loss-scale optimizer's traced step: the loss and metrics, then the scaled gradients of the
+  /// trainable variables (the update runs after the step, eagerly: its finite check reads them).
+  std::vector<Tensor<float>> scaled_gradients_step(const data_adapter::Batch& batch, const Tensor<std::int64_t>& seed);
+  /// The variables scaled_gradients_step's trace found no gradient for (zeros among its outputs,
+  /// left out of the update as Keras leaves out a None gradient).
+  std::vector<std::size_t> scaled_unconnected_;
   /// The seed of the next training step's random layers: the optimizer's iterations, so that a
   /// run resumed from a checkpoint draws as the uninterrupted one.
   Tensor<std::int64_t> step_seed() const { return scalar<std::int64_t>(optimizer_->iterations()); }

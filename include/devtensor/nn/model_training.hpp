@@ -74,6 +74,14 @@ DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer opt
             "distribution strategy scope. Try to make sure your code looks similar to the following.\n"
             "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
     }
+  // Keras 3's compile wraps a mixed_float16 model's optimizer in a LossScaleOptimizer.
+  if (options.auto_scale_loss && policy_.compute_dtype() == DType::DT_HALF && !optimizer.scales_the_loss())
+    optimizer = optimizers::LossScaleOptimizer{.inner_optimizer = std::move(optimizer)};
+  if (optimizer.scales_the_loss() && strategy)
+    throw UnimplementedError(
+        "LossScaleOptimizer under " + strategy->description() +
+        ": its finite check would have to be all-reduced across the replicas, which devtensor's fit does not do "
+        "yet. Train under the mixed_bfloat16 policy (no loss scaling), or compile with auto_scale_loss = false.");
   std::vector<std::string> output_names;
   if (graph_)
     for (const auto& output : graph_->outputs()) output_names.push_back(output.node()->layer->name());
@@ -270,16 +278,27 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const data_adapte
   if (strategy_) return distributed_train_step(batch, true);
   build_for(batch.xs[0]);
   const std::size_t inputs = batch.xs.size();
+  const bool scaled = optimizer_->scales_the_loss();
   const auto* traced_step = traced(
       traced_.train,
-      [this, inputs](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>& seed, std::int64_t) {
-        auto step = local_train_step(model_detail::unflatten(flat, 0, inputs, flat.size() - inputs), seed);
+      [this, inputs, scaled](const std::vector<Tensor<float>>& flat, const Tensor<std::int64_t>& seed, std::int64_t) {
+        const auto part = model_detail::unflatten(flat, 0, inputs, flat.size() - inputs);
+        if (scaled) return scaled_gradients_step(part, seed);
+        auto step = local_train_step(part, seed);
         step.metrics.insert(step.metrics.begin(), std::move(step.loss));
         return std::move(step.metrics);
       },
       "train_function", cuda_graph_);
   if (!traced_step) return local_train_step(batch, step_seed());
   auto values = (*traced_step)(model_detail::flatten(batch), host_step_seed(), 0);
+  if (scaled) {  // Keras's tf.cond in LossScaleOptimizer.apply, on the host
+    const auto vars = trainable_variables();
+    const auto first = values.end() - static_cast<std::ptrdiff_t>(vars.size());
+    std::vector<Tensor<float>> grads(first, values.end());
+    for (const auto i : scaled_unconnected_) grads[i] = Tensor<float>();
+    optimizer_->apply_gradients(grads, vars);
+    values.erase(first, values.end());
+  }
   return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
 }
 
@@ -297,9 +316,29 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::local_train_step(const dat
   {
     GradientTape tape;
     values = (*compiled_loss_)(batch.ys, forward(batch.xs, true));
-    optimizer_->apply_gradients(tape.gradient(values[0], vars), vars);
+    const Tensor<float> target = optimizer_->scale_loss(values[0]);  // the loss itself but under loss scaling
+    optimizer_->apply_gradients(tape.gradient(target, vars), vars);
   }
   return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
+}
+
+DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::scaled_gradients_step(const data_adapter::Batch& batch,
+                                                                             const Tensor<std::int64_t>& seed) {
+  const StepSeedScope seeded(seed, 0);
+  const auto vars = trainable_variables();
+  GradientTape tape;
+  auto values = (*compiled_loss_)(batch.ys, forward(batch.xs, true));
+  const Tensor<float> scaled = optimizer_->scale_loss(values[0]);
+  scaled_unconnected_.clear();  // a traced step's outputs are tensors: zeros stand for "no gradient"
+  auto grads = tape.gradient(scaled, vars);
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) {
+      scaled_unconnected_.push_back(i);
+      grads[i] = zeros<float>(vars[i].shape());
+    }
+    values.push_back(std::move(grads[i]));
+  }
+  return values;
 }
 
 DEVTENSOR_DEFINITION std::vector<data_adapter::Batch> Model::split_across_replicas(

@@ -178,14 +178,29 @@ DEVTENSOR_DEFINITION void Adam::validate() const {
 /// Any optimizer with `apply_gradients(grads, vars)`, `validate()` and a `name`.
 class Optimizer {
  public:
-  /// compile() and fit() do not scale the loss yet, so a loss-scale optimizer there would divide
-  /// unscaled gradients by its scale: refused where it is written.
+  /// A loss-scale optimizer (optimizers::LossScaleOptimizer): fit multiplies the loss by
+  /// scale_loss and hands it the scaled gradients; its learning rate, iterations and slots are its
+  /// inner optimizer's.
   template <class O>
   requires requires { O::scales_the_loss; }
-  Optimizer(O) : learning_rate_(0.0), rate_settable_(false) {  // NOLINT
-    static_assert(sizeof(O) == 0,
-                  "devtensor: LossScaleOptimizer works in custom training loops (scale_loss, GradientTape, "
-                  "apply_gradients); compile() and fit() do not scale the loss yet: compile with its inner optimizer");
+  Optimizer(O optimizer)  // NOLINT: implicit, so compile() takes it
+      : apply_([optimizer](const std::vector<Tensor<float>>& g, const std::vector<Variable<float>>& v) {
+          optimizer.apply_gradients(g, v);
+        }),
+        iterations_([optimizer] { return optimizer.iterations(); }),
+        slot_values_([optimizer](const std::vector<Variable<float>>& vars) {
+          return optimizer.inner_optimizer.slot_values(vars);
+        }),
+        restore_([optimizer](const std::vector<Variable<float>>& vars, std::int64_t steps,
+                             const std::vector<Tensor<float>>& values) {
+          optimizer.inner_optimizer.restore(vars, steps, values);
+        }),
+        scale_loss_([optimizer](const Tensor<float>& loss) { return optimizer.scale_loss(loss); }),
+        learning_rate_(optimizer.inner_optimizer.learning_rate_),
+        rate_settable_(optimizer.inner_optimizer.rate_settable_),
+        name_(O::name),
+        object_(optimizer) {
+    optimizer.validate();
   }
   template <class O>
   requires(!requires { O::scales_the_loss; }) &&
@@ -232,6 +247,12 @@ class Optimizer {
     apply_(grads, vars);
   }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// Whether fit differentiates scale_loss(loss) rather than the loss (a loss-scale optimizer).
+  [[nodiscard]] bool scales_the_loss() const noexcept { return static_cast<bool>(scale_loss_); }
+  /// The loss fit differentiates: `loss` times the scale, for a loss-scale optimizer; else `loss`.
+  [[nodiscard]] Tensor<float> scale_loss(const Tensor<float>& loss) const {
+    return scale_loss_ ? scale_loss_(loss) : loss;
+  }
   /// The optimizer as given, when it is an `O` (`optimizers::SGD`: what a saved compile config
   /// describes; it shares the state of this one); else null.
   template <class O>
@@ -287,6 +308,7 @@ class Optimizer {
   std::function<std::int64_t()> iterations_;
   std::function<std::vector<Tensor<float>>(const std::vector<Variable<float>>&)> slot_values_;
   std::function<void(const std::vector<Variable<float>>&, std::int64_t, const std::vector<Tensor<float>>&)> restore_;
+  std::function<Tensor<float>(const Tensor<float>&)> scale_loss_;  // empty: the loss as it is
   LearningRate learning_rate_;
   bool rate_settable_;
   std::string name_;
@@ -397,8 +419,11 @@ namespace optimizers {
 /// inf or NaN skips the step (the inner optimizer's iterations do not advance), halves the scale
 /// and restarts the count. The scale is a float32 that starts at `initial_scale` (2^15); copies
 /// share it. Keras 3 has no fixed loss scale (`dynamic=False` is refused, as there).
-/// Eager only, outside strategy.run: the finite check reads one number per gradient back to the
-/// host (Keras's tf.cond; devtensor's graphs have no conditional yet).
+/// compile() takes it (and wraps a mixed_float16 model's optimizer in one, as Keras): fit's traced
+/// step then computes the scaled gradients, and the update runs after it, op by op.
+/// apply_gradients runs eagerly, outside strategy.run: the finite check reads one number back to
+/// the host (Keras's tf.cond; devtensor's graphs have no conditional yet). scale_loss may be
+/// traced: it reads the scale from a variable (Keras's dynamic_scale), made by its first call.
 struct LossScaleOptimizer {
   Optimizer inner_optimizer;
   double initial_scale = 32768.0;
@@ -409,6 +434,7 @@ struct LossScaleOptimizer {
     bool built = false;  // the scale starts at initial_scale with the first apply_gradients
     float scale = 0;
     std::int64_t step_counter = 0;
+    Variable<float> scale_variable;  // `scale`, for traced reads: made by the first scale_loss
   };
   /// Shared by copies: the scale and the finite steps since it last changed.
   std::shared_ptr<State> state = std::make_shared<State>();
@@ -455,7 +481,12 @@ DEVTENSOR_DEFINITION double LossScaleOptimizer::dynamic_scale() const {
 
 DEVTENSOR_DEFINITION Tensor<float> LossScaleOptimizer::scale_loss(const Tensor<float>& loss) const {
   validate();
-  return mul(loss, fill<float>(Shape{}, static_cast<float>(dynamic_scale())));
+  std::lock_guard lock(state->mutex);
+  if (!state->scale_variable.defined())
+    state->scale_variable =
+        Variable<float>(fill<float>(Shape{}, state->built ? state->scale : static_cast<float>(initial_scale)),
+                        {.name = "dynamic_scale", .trainable = false});
+  return mul(loss, state->scale_variable.value());
 }
 
 DEVTENSOR_DEFINITION void LossScaleOptimizer::apply_gradients(const std::vector<Tensor<float>>& grads,
@@ -469,30 +500,38 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::apply_gradients(const std::vector<
     throw UnimplementedError(
         "LossScaleOptimizer.apply_gradients inside strategy.run: the replicas would check their own gradients "
         "before the all-reduce; apply the summed gradients in cross-replica context");
-  if (grads.size() != vars.size())
-    throw InvalidArgumentError("LossScaleOptimizer: " + std::to_string(grads.size()) + " gradients for " +
-                               std::to_string(vars.size()) + " variables");
+  // The inner optimizer's checks (and its warning for variables without a gradient), once, before
+  // the state changes; the inner optimizer then gets the pairs that have a gradient.
+  const auto updates = optimizer_detail::pairs(grads, vars);
   std::lock_guard lock(state->mutex);
   if (!state->built) {
     state->built = true;
     state->scale = static_cast<float>(initial_scale);
   }
-  bool finite = true;
-  for (const auto& g : grads)  // g - g is 0 where g is finite, NaN where it is inf or NaN
-    if (g.defined() && finite) finite = reduce_sum(sub(g, g), std::nullopt).item() == 0.0f;
+  // g - g is 0 where g is finite, NaN where it is inf or NaN: one sum of them all, one read
+  std::vector<Tensor<float>> checks;
+  for (const auto& [g, v] : updates) checks.push_back(reduce_sum(sub(g, g), std::nullopt));
+  const bool finite = add_n(checks).item() == 0.0f;
+  const auto set_scale = [&](float scale) {
+    state->scale = scale;
+    if (state->scale_variable.defined()) state->scale_variable.assign(fill<float>(Shape{}, scale));
+  };
   if (!finite) {
     state->step_counter = 0;
-    state->scale *= 0.5f;
+    set_scale(state->scale * 0.5f);
     return;
   }
   std::vector<Tensor<float>> unscaled;
-  unscaled.reserve(grads.size());
+  std::vector<Variable<float>> updated;
   const auto scale = fill<float>(Shape{}, state->scale);
-  for (const auto& g : grads) unscaled.push_back(g.defined() ? div(g, scale) : g);
-  inner_optimizer.apply_gradients(unscaled, vars);
+  for (const auto& [g, v] : updates) {
+    unscaled.push_back(div(g, scale));
+    updated.push_back(v);
+  }
+  inner_optimizer.apply_gradients(unscaled, updated);
   if (state->step_counter == dynamic_growth_steps - 1) {
     state->step_counter = 0;
-    state->scale *= 2.0f;
+    set_scale(state->scale * 2.0f);
   } else {
     ++state->step_counter;
   }

@@ -41,6 +41,9 @@ struct CompileOptions {
   /// processes (MultiWorkerMirroredStrategy) the step runs op by op after one WARNING. Not
   /// predict's, whose batches' results are kept. No effect with run_eagerly.
   bool cuda_graph = false;
+  /// Under the mixed_float16 policy (the model's: the global one when it was made), wrap the
+  /// optimizer in an optimizers::LossScaleOptimizer, as Keras 3's compile does.
+  bool auto_scale_loss = true;
 };
 
 /// What fit evaluates at the end of every epoch (Keras's validation_data): examples and targets,

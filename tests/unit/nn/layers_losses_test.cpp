@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -425,10 +426,12 @@ BOOST_AUTO_TEST_CASE(a_conv_classifier_trains_as_tensorflows_eagerly_traced_and_
   const auto check = [&](const nn::History& history, double evaluate, const char* how) {
     BOOST_TEST_CONTEXT(how) {
       BOOST_TEST_REQUIRE(history.loss.size() == 3u);
+      // 1e-6 where OpenBLAS runs its Haswell sgemm kernels; its SkylakeX ones, and its generic
+      // Prescott ones (on a CPU it does not know), add in other orders: 1.5e-5 away after 3 epochs
       for (std::size_t e = 0; e < 3; ++e)
-        BOOST_TEST(std::abs(history.loss[e] - tensorflow[e]) <= 1e-6 * tensorflow[e],
+        BOOST_TEST(std::abs(history.loss[e] - tensorflow[e]) <= 3e-5 * tensorflow[e],
                    "epoch " << e << ": " << std::setprecision(9) << history.loss[e] << " vs " << tensorflow[e]);
-      BOOST_TEST(std::abs(evaluate - tensorflow_evaluate) <= 1e-6 * tensorflow_evaluate,
+      BOOST_TEST(std::abs(evaluate - tensorflow_evaluate) <= 3e-5 * tensorflow_evaluate,
                  "evaluate: " << std::setprecision(9) << evaluate);
     }
   };
@@ -584,6 +587,234 @@ BOOST_AUTO_TEST_CASE(a_batch_normalized_classifier_trains_as_tensorflows_on_one_
     model.emplace(batch_normalized_classifier());
   }
   check(*model, mirrored, "mirrored on 2 CPUs, traced");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace mixed {
+// tests/reference/mixed_precision.py (Keras 3, TensorFlow 2.21): Dense(6, relu) -> Dense(4, tanh)
+// -> Dense(3, sigmoid, dtype "float32") on x [8, 5], from fixed weights.
+std::vector<float> pattern(int n, int multiplier, int modulus, float shift, float scale) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back((static_cast<float>(i * multiplier % modulus) - shift) / scale);
+  return v;
+}
+dt::Tensor<float> x() { return dt::constant<float>(pattern(40, 37, 23, 11, 7), {8, 5}); }
+dt::Tensor<float> y() { return dt::constant<float>(pattern(24, 11, 7, 0, 7), {8, 3}); }
+std::vector<dt::Tensor<float>> weights() {
+  return {dt::constant<float>(pattern(30, 13, 17, 8, 9), {5, 6}), dt::constant<float>(pattern(6, 1, 99, 2.5f, 10)),
+          dt::constant<float>(pattern(24, 7, 11, 5, 6), {6, 4}),  dt::constant<float>(pattern(4, 1, 99, 1.5f, 8)),
+          dt::constant<float>(pattern(12, 5, 13, 6, 7), {4, 3}),  dt::constant<float>({0.1f, -0.2f, 0.3f})};
+}
+/// The model under the global policy `policy` (its last layer float32, as Keras advises).
+nn::Sequential model(const std::string& policy) {
+  nn::clear_session();
+  nn::mixed_precision::set_global_policy(policy);
+  nn::Sequential m({nn::Dense(6, {.input_dim = 5, .activation = nn::Activation::relu}),
+                    nn::Dense(4, {.activation = nn::Activation::tanh}),
+                    nn::Dense(3, {.activation = nn::Activation::sigmoid, .dtype = "float32"})});
+  m.set_weights(weights());
+  return m;
+}
+float sum(const dt::Variable<float>& v) { return dt::reduce_sum(v.value(), std::nullopt).item(); }
+bool close(double got, double want, double tolerance = 2e-6) {
+  return std::abs(got - want) <= tolerance * (1.0 + std::abs(want));
+}
+/// Per batch: the epoch's running loss, the loss scale and the optimizer's iterations after it.
+struct ScaleLog {
+  const nn::Model* model;
+  std::vector<std::array<double, 3>>* rows;
+  void on_train_batch_end(std::int64_t, const nn::Logs& logs) {
+    const auto* lso = model->optimizer().target<nn::optimizers::LossScaleOptimizer>();
+    const auto loss = std::find_if(logs.begin(), logs.end(), [](const auto& entry) { return entry.first == "loss"; });
+    BOOST_TEST_REQUIRE((loss != logs.end()));
+    rows->push_back(
+        {loss->second, lso ? lso->dynamic_scale() : -1.0, static_cast<double>(model->optimizer().iterations())});
+  }
+};
+void check_rows(const std::vector<std::array<double, 3>>& got, const std::vector<std::array<double, 3>>& keras) {
+  BOOST_TEST_REQUIRE(got.size() == keras.size());
+  for (std::size_t b = 0; b < got.size(); ++b) {
+    BOOST_TEST(close(got[b][0], keras[b][0]), "batch " << b << " loss " << got[b][0] << " vs Keras's " << keras[b][0]);
+    BOOST_TEST(got[b][1] == keras[b][1], "batch " << b << " scale " << got[b][1] << " vs Keras's " << keras[b][1]);
+    BOOST_TEST(got[b][2] == keras[b][2], "batch " << b << " iterations " << got[b][2] << " vs " << keras[b][2]);
+  }
+}
+}  // namespace mixed
+
+BOOST_FIXTURE_TEST_SUITE(mixed_precision, NnFixture)
+
+BOOST_AUTO_TEST_CASE(policies_are_keras_names_and_refuse_others_with_keras_text) {
+  namespace mp = nn::mixed_precision;
+  BOOST_TEST(mp::global_policy().name() == "float32");
+  const mp::DTypePolicy half("mixed_float16"), brain("mixed_bfloat16");
+  BOOST_TEST(half.name() == "mixed_float16");
+  BOOST_TEST((half.compute_dtype() == dt::DType::DT_HALF));
+  BOOST_TEST((half.variable_dtype() == dt::DType::DT_FLOAT));
+  BOOST_TEST((brain.compute_dtype() == dt::DType::DT_BFLOAT16));
+  BOOST_TEST(!mp::DTypePolicy().is_mixed());
+  DEVTENSOR_CHECK_THROW_WITH(mp::set_global_policy("mixed_float32"), dt::InvalidArgumentError,
+                             "Cannot convert 'mixed_float32' to a mixed precision DTypePolicy. Valid policies include "
+                             "'mixed_float16', 'mixed_bfloat16', and the name of any float dtype such as 'float32'.");
+  DEVTENSOR_CHECK_THROW_WITH(mp::set_global_policy("float16"), dt::UnimplementedError,
+                             "devtensor's layers keep float32 variables");
+  BOOST_TEST(mp::global_policy().name() == "float32");  // a refused name changes nothing
+  mp::set_global_policy(brain);
+  nn::Dense mixed(2);
+  nn::Dense own(2, {.dtype = "float32"});
+  nn::Conv2D conv(2, {3, 3});  // no 16-bit convolutions yet: it computes in float32 and says so
+  BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");
+  BOOST_TEST(own.dtype_policy().name() == "float32");
+  BOOST_TEST((conv.compute_dtype() == dt::DType::DT_FLOAT));
+  nn::clear_session();  // as Keras's: the global policy is float32 again
+  BOOST_TEST(mp::global_policy().name() == "float32");
+  BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");  // a layer keeps its own
+  DEVTENSOR_CHECK_THROW_WITH(nn::Dense(2, {.dtype = "int32"}), dt::InvalidArgumentError, "Cannot convert 'int32'");
+}
+
+BOOST_AUTO_TEST_CASE(layers_round_as_keras_layers_under_each_policy) {
+  // Keras's first layer's output in the compute dtype: ours is the same values in float32 (Note
+  // [Mixed precision at layer boundaries]): each is a 16-bit value, and they differ from float32's.
+  for (const std::string policy : {"mixed_float16", "mixed_bfloat16"}) {
+    auto m = mixed::model(policy);
+    nn::Layer first = m.layers().front();
+    const auto out = first(mixed::x());
+    const auto in_16 =
+        policy == "mixed_float16" ? out.cast<dt::float16>().cast<float>() : out.cast<dt::bfloat16>().cast<float>();
+    BOOST_TEST(out.to_vector() == in_16.to_vector(), boost::test_tools::per_element());
+    nn::mixed_precision::set_global_policy("float32");
+    nn::Dense exact(6, {.input_dim = 5, .activation = nn::Activation::relu});
+    exact.kernel().assign(mixed::weights()[0]);
+    exact.bias().assign(mixed::weights()[1]);
+    BOOST_TEST(out.to_vector() != exact(mixed::x()).to_vector());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_custom_loop_trains_as_keras_under_each_policy) {
+  // Per policy and step: the loss, then the sums of the first kernel, the first bias and the last
+  // kernel after SGD(0.5)'s step; mixed_float16 through LossScaleOptimizer (2^15, never overflows).
+  // The first bias under mixed_bfloat16 within 3e-5: TensorFlow's CPU BiasAddGrad sums bfloat16
+  // gradients in bfloat16 (Keras adds the bias with tf.nn.bias_add), devtensor in float32; its
+  // AddV2 gradient gives devtensor's numbers (tests/reference/mixed_precision.py).
+  struct Step {
+    const char* policy;
+    std::array<double, 4> values;
+  };
+  const std::vector<Step> keras = {{"mixed_float16", {0.108594835, -0.893410802, -0.0014231205, -0.281335652}},
+                                   {"mixed_float16", {0.106200583, -0.897724628, -0.00272345543, -0.277797282}},
+                                   {"mixed_float16", {0.103941955, -0.901836872, -0.00387895107, -0.275160462}},
+                                   {"mixed_float16", {0.101762019, -0.905749798, -0.00486147404, -0.273448676}},
+                                   {"mixed_float16", {0.0997077525, -0.909464955, -0.00565993786, -0.272750258}},
+                                   {"mixed_bfloat16", {0.108552009, -0.893395185, -0.00147628784, -0.281138867}},
+                                   {"mixed_bfloat16", {0.106212415, -0.897678137, -0.00283813477, -0.277472466}},
+                                   {"mixed_bfloat16", {0.103896581, -0.901800156, -0.00400924683, -0.274746299}},
+                                   {"mixed_bfloat16", {0.101711772, -0.90564394, -0.00504684448, -0.273133904}},
+                                   {"mixed_bfloat16", {0.0997194275, -0.909314156, -0.00582122803, -0.272567511}},
+                                   {"float32", {0.108597733, -0.893410921, -0.001423195, -0.281321317}},
+                                   {"float32", {0.106216192, -0.897730827, -0.0027205199, -0.277773201}},
+                                   {"float32", {0.103936993, -0.901845336, -0.00387196243, -0.275138736}},
+                                   {"float32", {0.101767637, -0.905755639, -0.00485573709, -0.273458958}},
+                                   {"float32", {0.0997156873, -0.90947175, -0.00565059483, -0.272745579}}};
+  for (std::size_t first = 0; first < keras.size(); first += 5) {
+    const std::string policy = keras[first].policy;
+    auto m = mixed::model(policy);
+    const auto vars = m.trainable_variables();
+    const nn::optimizers::SGD sgd{.learning_rate = 0.5};
+    const nn::optimizers::LossScaleOptimizer scaled{.inner_optimizer = sgd};
+    for (std::size_t step = 0; step < 5; ++step) {
+      dt::GradientTape tape;
+      const auto loss = dt::reduce_mean(dt::square(dt::sub(m(mixed::x(), true), mixed::y())), std::nullopt);
+      if (policy == "mixed_float16") {
+        scaled.apply_gradients(tape.gradient(scaled.scale_loss(loss), vars), vars);
+      } else {
+        sgd.apply_gradients(tape.gradient(loss, vars), vars);
+      }
+      const auto& want = keras[first + step].values;
+      const std::array<double, 4> got{loss.item(), mixed::sum(vars[0]), mixed::sum(vars[1]), mixed::sum(vars[4])};
+      for (std::size_t i = 0; i < 4; ++i) {
+        const bool bias_sum = policy == "mixed_bfloat16" && i == 2;
+        BOOST_TEST((bias_sum ? std::abs(got[i] - want[i]) <= 3e-5 : mixed::close(got[i], want[i])),
+                   policy << " step " << step << " value " << i << ": " << got[i] << " vs Keras's " << want[i]);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fit_trains_under_mixed_bfloat16_as_keras) {
+  // model.fit(epochs=4, batch_size=4, shuffle=False), SGD(0.5), "mse": traced steps of bfloat16 ops,
+  // against Keras's eager fit (its traced one fuses 16-bit MatMul + BiasAdd + activation, rounding
+  // once: tests/reference/mixed_precision.py).
+  const std::array<double, 4> keras_losses{0.108588822, 0.103986286, 0.0997547358, 0.0959122628};
+  auto m = mixed::model("mixed_bfloat16");
+  m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.5});
+  const auto history = m.fit(mixed::x(), mixed::y(), {.epochs = 4, .batch_size = 4, .verbose = 0, .shuffle = false});
+  const auto& losses = history.loss;
+  BOOST_TEST_REQUIRE(losses.size() == 4u);
+  for (std::size_t e = 0; e < 4; ++e)
+    BOOST_TEST(mixed::close(losses[e], keras_losses[e]),
+               "epoch " << e << ": " << losses[e] << " vs " << keras_losses[e]);
+  const auto vars = m.trainable_variables();
+  BOOST_TEST(mixed::close(mixed::sum(vars[0]), -0.916779757));
+  BOOST_TEST(std::abs(mixed::sum(vars[1]) - -0.00501251221) <= 3e-5, mixed::sum(vars[1]));  // BiasAddGrad (above)
+  BOOST_TEST(mixed::close(mixed::sum(vars[4]), -0.274210691));
+}
+
+BOOST_AUTO_TEST_CASE(compile_wraps_a_mixed_float16_models_optimizer_and_fit_scales_the_loss) {
+  // Keras 3 wraps the optimizer in LossScaleOptimizer(2^15, 2000 growth steps): per batch of
+  // fit(epochs=3, batch_size=4), the running loss, the scale and the iterations.
+  for (const bool eager : {false, true}) {
+    auto m = mixed::model("mixed_float16");
+    BOOST_TEST(m.dtype_policy().name() == "mixed_float16");
+    m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.5}, {.run_eagerly = eager});
+    BOOST_TEST(m.optimizer().name() == "LossScaleOptimizer");
+    std::vector<std::array<double, 3>> rows;
+    const auto history = m.fit(
+        mixed::x(), mixed::y(),
+        {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false, .callbacks = {mixed::ScaleLog{&m, &rows}}});
+    mixed::check_rows(rows, {{0.13381274, 32768, 1},
+                             {0.108672217, 32768, 2},
+                             {0.125304356, 32768, 3},
+                             {0.103967212, 32768, 4},
+                             {0.117615052, 32768, 5},
+                             {0.0997160971, 32768, 6}});
+    const auto vars = m.trainable_variables();
+    BOOST_TEST(mixed::close(mixed::sum(vars[0]), -0.912599444), (eager ? "eager" : "traced"));
+    BOOST_TEST(mixed::close(mixed::sum(vars[1]), -0.00664186478));
+    BOOST_TEST(mixed::close(mixed::sum(vars[4]), -0.271876335));
+  }
+  // auto_scale_loss = false keeps the optimizer as given (Keras's compile argument)
+  auto plain = mixed::model("mixed_float16");
+  plain.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}, {.auto_scale_loss = false});
+  BOOST_TEST(plain.optimizer().name() == "SGD");
+}
+
+BOOST_AUTO_TEST_CASE(fit_skips_overflowing_steps_as_keras) {
+  // Targets 100x, a linear float32 output, LossScaleOptimizer(SGD(0.001), dynamic_growth_steps=3),
+  // fit(epochs=6, batch_size=2): the float16 layers' gradients overflow at 2^15 .. 2^12, the scale
+  // halves and the step is skipped (iterations stay); three finite steps double it again.
+  nn::clear_session();
+  nn::mixed_precision::set_global_policy("mixed_float16");
+  nn::Sequential m({nn::Dense(6, {.input_dim = 5, .activation = nn::Activation::relu}),
+                    nn::Dense(4, {.activation = nn::Activation::tanh}), nn::Dense(3, {.dtype = "float32"})});
+  m.set_weights(mixed::weights());
+  m.compile(nn::losses::MeanSquaredError{},
+            nn::optimizers::LossScaleOptimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 0.001},
+                                               .dynamic_growth_steps = 3});
+  std::vector<std::array<double, 3>> rows;
+  (void)m.fit(
+      mixed::x(), dt::mul(mixed::y(), dt::scalar<float>(100.0f)),
+      {.epochs = 6, .batch_size = 2, .verbose = 0, .shuffle = false, .callbacks = {mixed::ScaleLog{&m, &rows}}});
+  mixed::check_rows(rows,
+                    {{2743.36646, 16384, 0}, {2289.53491, 8192, 0},  {2520.61694, 4096, 0},  {2452.02319, 2048, 0},
+                     {2743.36646, 2048, 1},  {2284.89941, 2048, 2},  {2518.24585, 1024, 2},  {2450.81519, 1024, 3},
+                     {2724.25073, 1024, 4},  {2267.25024, 2048, 5},  {2504.71216, 1024, 5},  {2437.99268, 1024, 6},
+                     {2704.69727, 1024, 7},  {2249.02563, 2048, 8},  {2489.91235, 1024, 8},  {2423.90356, 1024, 9},
+                     {2684.28638, 1024, 10}, {2230.07031, 2048, 11}, {2473.42505, 1024, 11}, {2407.9209, 1024, 12},
+                     {2663.1189, 1024, 13},  {2210.5166, 2048, 14},  {2454.8291, 1024, 14},  {2389.30371, 512, 14}});
+  const auto vars = m.trainable_variables();
+  BOOST_TEST(mixed::close(mixed::sum(vars[0]), -0.874036849));
+  BOOST_TEST(mixed::close(mixed::sum(vars[1]), 0.104691371));
+  BOOST_TEST(mixed::close(mixed::sum(vars[4]), 0.0318218768));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -260,6 +260,10 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_refuses_what_keras_refuses_and_where
   const std::vector<dt::Variable<float>> vars{dt::Variable<float>(dt::constant<float>({1.0f}))};
   DEVTENSOR_CHECK_THROW_WITH(optimizer.apply_gradients({}, vars), dt::InvalidArgumentError,
                              "0 gradients for 1 variables");
+  // the inner optimizer's checks come first: a refused step leaves the scale as it was
+  DEVTENSOR_CHECK_THROW_WITH(optimizer.apply_gradients({dt::constant<float>({1.0f, 2.0f})}, vars),
+                             dt::InvalidArgumentError, "has shape [2] but the variable has shape [1]");
+  BOOST_TEST(optimizer.dynamic_scale() == 8.0);
   // a NaN gradient: skipped, the variable unchanged, the scale halved
   optimizer.apply_gradients({dt::constant<float>({std::numeric_limits<float>::quiet_NaN()})}, vars);
   BOOST_TEST(vars[0].value().to_vector()[0] == 1.0f);
