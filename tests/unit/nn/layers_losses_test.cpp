@@ -817,4 +817,18 @@ BOOST_AUTO_TEST_CASE(fit_skips_overflowing_steps_as_keras) {
   BOOST_TEST(mixed::close(mixed::sum(vars[4]), 0.0318218768));
 }
 
+BOOST_AUTO_TEST_CASE(loss_scaling_under_a_strategy_is_refused_at_compile) {
+  // The finite check would have to be all-reduced across replicas: refused, the model unchanged.
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
+  dt::distribute::MirroredStrategy strategy(std::vector<std::string>{"/cpu:0", "/cpu:1"});
+  nn::mixed_precision::set_global_policy("mixed_float16");
+  auto scope = strategy.scope();
+  nn::Sequential m({nn::Dense(2, {.input_dim = 3}), nn::Dense(1, {.dtype = "float32"})});
+  DEVTENSOR_CHECK_THROW_WITH(m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}), dt::UnimplementedError,
+                             "LossScaleOptimizer under MirroredStrategy");
+  BOOST_TEST(!m.compiled());
+  m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}, {.auto_scale_loss = false});
+  BOOST_TEST(m.compiled());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
