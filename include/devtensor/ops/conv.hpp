@@ -100,7 +100,7 @@ inline std::array<std::int64_t, 4> sizes_of(const Shape& s, std::string_view wha
 
 /// The 2-D convolution of `input` (NHWC, or NCHW) with `filters` (HWIO). @throws
 /// InvalidArgumentError / UnimplementedError with TensorFlow's texts (ops::Conv2D).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> conv2d(const Tensor<T>& input, const Tensor<T>& filters, const SpatialInts& strides, const Padding& padding,
                  const Conv2DOptions& options = {}) {
   const bool nchw = conv_detail::channels_first(options.data_format, "Conv2D");
@@ -111,7 +111,7 @@ Tensor<T> conv2d(const Tensor<T>& input, const Tensor<T>& filters, const Spatial
 
 /// The gradient of conv2d with respect to its input (of shape `input_sizes`), given the filter
 /// and the output's gradient (tf.compat.v1.nn.conv2d_backprop_input).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> conv2d_backprop_input(const Shape& input_sizes, const Tensor<T>& filters, const Tensor<T>& out_backprop,
                                 const SpatialInts& strides, const Padding& padding, const Conv2DOptions& options = {}) {
   const bool nchw = conv_detail::channels_first(options.data_format, "Conv2DBackpropInput");
@@ -127,7 +127,7 @@ Tensor<T> conv2d_backprop_input(const Shape& input_sizes, const Tensor<T>& filte
 
 /// The gradient of conv2d with respect to its filter (of shape `filter_sizes`), given the input
 /// and the output's gradient (tf.compat.v1.nn.conv2d_backprop_filter).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> conv2d_backprop_filter(const Tensor<T>& input, const Shape& filter_sizes, const Tensor<T>& out_backprop,
                                  const SpatialInts& strides, const Padding& padding,
                                  const Conv2DOptions& options = {}) {
@@ -141,7 +141,7 @@ Tensor<T> conv2d_backprop_filter(const Tensor<T>& input, const Shape& filter_siz
 }
 
 /// value + bias along the channel axis (the last; axis 1 for "NCHW").
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> bias_add(const Tensor<T>& value, const Tensor<T>& bias, const PoolOptions& options = {}) {
   const bool nchw = conv_detail::channels_first(options.data_format, "BiasAdd");
   return run_op<ops::BiasAdd>(OpOptions{options.name}, {.channels_first = nchw}, value, bias);
@@ -161,13 +161,13 @@ Tensor<T> pool(const Tensor<T>& input, const SpatialInts& ksize, const SpatialIn
 }  // namespace conv_detail
 
 /// The maximum over each `ksize` window (tf.nn.max_pool2d).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> max_pool2d(const Tensor<T>& input, const SpatialInts& ksize, const SpatialInts& strides,
                      const Padding& padding, const PoolOptions& options = {}) {
   return conv_detail::pool<ops::MaxPool>(input, ksize, strides, padding, options);
 }
 /// The mean over each `ksize` window, padding not counted (tf.nn.avg_pool2d).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> avg_pool2d(const Tensor<T>& input, const SpatialInts& ksize, const SpatialInts& strides,
                      const Padding& padding, const PoolOptions& options = {}) {
   return conv_detail::pool<ops::AvgPool>(input, ksize, strides, padding, options);
@@ -179,7 +179,7 @@ Tensor<T> avg_pool2d(const Tensor<T>& input, const SpatialInts& ksize, const Spa
 // _BiasAddGrad, _BiasAddGradGrad, _MaxPoolGrad, _AvgPoolGrad, _AvgPoolGradGrad), written with ops.
 namespace devtensor::ops {
 
-template <Floating T>
+template <FloatingElement T>
 Grads<T> Conv2D::gradient(const GradArgs<T, Attrs>& a) {
   const auto& x = a.x[0];
   const auto& w = a.x[1];
@@ -187,7 +187,7 @@ Grads<T> Conv2D::gradient(const GradArgs<T, Attrs>& a) {
   return {run_op<Conv2DBackpropInput>({a.attrs, conv_detail::sizes_of(x.shape(), "input", name)}, w, dy),
           run_op<Conv2DBackpropFilter>({a.attrs, conv_detail::sizes_of(w.shape(), "filter", name)}, x, dy)};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> Conv2DBackpropInput::gradient(const GradArgs<T, Attrs>& a) {
   const auto& w = a.x[0];
   const auto& out_backprop = a.x[1];
@@ -196,7 +196,7 @@ Grads<T> Conv2DBackpropInput::gradient(const GradArgs<T, Attrs>& a) {
       run_op<Conv2DBackpropFilter>({a.attrs.window, conv_detail::sizes_of(w.shape(), "filter", name)}, g, out_backprop),
       run_op<Conv2D>(a.attrs.window, g, w)};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> Conv2DBackpropFilter::gradient(const GradArgs<T, Attrs>& a) {
   const auto& x = a.x[0];
   const auto& out_backprop = a.x[1];
@@ -205,11 +205,11 @@ Grads<T> Conv2DBackpropFilter::gradient(const GradArgs<T, Attrs>& a) {
       run_op<Conv2DBackpropInput>({a.attrs.window, conv_detail::sizes_of(x.shape(), "input", name)}, g, out_backprop),
       run_op<Conv2D>(a.attrs.window, x, g)};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> BiasAdd::gradient(const GradArgs<T, Attrs>& a) {
   return {a.dy[0], run_op<BiasAddGrad>(a.attrs, a.dy[0])};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> BiasAddGrad::gradient(const GradArgs<T, Attrs>& a) {
   // The channel gradient broadcast back over the other axes.
   const Shape& s = a.x[0].shape();
@@ -217,15 +217,15 @@ Grads<T> BiasAddGrad::gradient(const GradArgs<T, Attrs>& a) {
   channel_shape[a.attrs.channels_first ? 1 : s.rank() - 1] = s[a.attrs.channels_first ? 1 : s.rank() - 1];
   return {broadcast_to(reshape(a.dy[0], channel_shape), s)};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> MaxPool::gradient(const GradArgs<T, Attrs>& a) {
   return {run_op<MaxPoolGrad>(a.attrs, a.x[0], a.y[0], a.dy[0])};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> AvgPool::gradient(const GradArgs<T, Attrs>& a) {
   return {run_op<AvgPoolGrad>({a.attrs, conv_detail::sizes_of(a.x[0].shape(), "input", name)}, a.dy[0])};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> AvgPoolGrad::gradient(const GradArgs<T, Attrs>& a) {
   return {run_op<AvgPool>(a.attrs.pool, a.dy[0])};
 }
@@ -298,51 +298,58 @@ DEVTENSOR_DEFINITION ops::Window2D window(const SpatialInts& strides, const Padd
 
 #if DEVTENSOR_CPU_KERNEL_BODIES
 #include "devtensor/ops/cpu/conv.hpp"
+#include "devtensor/ops/cpu/in_float.hpp"
 
+// float16 and bfloat16 run the float bodies: cpu::in_float (Note [Sixteen-bit bodies in float]).
 namespace devtensor::ops {
 template <class T>
 void Conv2D::cpu(const KernelContext& ctx) {
   const WindowGeometry g = conv_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), ctx.input_shape(1), name);
-  cpu::conv2d(g, ctx.input<T>(0), ctx.input<T>(1), ctx.input_shape(1)[3], ctx.output<T>());
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::conv2d(g, in(0), in(1), ctx.input_shape(1)[3], out(0)); });
 }
 template <class T>
 void Conv2DBackpropInput::cpu(const KernelContext& ctx) {
   const auto& attrs = ctx.attr<Attrs>();
   const WindowGeometry g = conv_geometry(attrs.window, ctx.output_shape(), ctx.input_shape(0), name);
-  cpu::conv2d_backprop_input(g, ctx.input<T>(0), ctx.input<T>(1), ctx.input_shape(0)[3], ctx.output<T>());
+  cpu::in_float<T>(
+      ctx, 1, [&](auto in, auto out) { cpu::conv2d_backprop_input(g, in(0), in(1), ctx.input_shape(0)[3], out(0)); });
 }
 template <class T>
 void Conv2DBackpropFilter::cpu(const KernelContext& ctx) {
   const auto& attrs = ctx.attr<Attrs>();
   const WindowGeometry g = conv_geometry(attrs.window, ctx.input_shape(0), ctx.output_shape(), name);
-  cpu::conv2d_backprop_filter(g, ctx.input<T>(0), ctx.input<T>(1), ctx.output_shape()[3], ctx.output<T>());
+  cpu::in_float<T>(
+      ctx, 1, [&](auto in, auto out) { cpu::conv2d_backprop_filter(g, in(0), in(1), ctx.output_shape()[3], out(0)); });
 }
 template <class T>
 void BiasAdd::cpu(const KernelContext& ctx) {
   const auto [outer, channels, inner] = cpu::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
-  cpu::bias_add(ctx.input<T>(0), ctx.input<T>(1), outer, channels, inner, ctx.output<T>());
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::bias_add(in(0), in(1), outer, channels, inner, out(0)); });
 }
 template <class T>
 void BiasAddGrad::cpu(const KernelContext& ctx) {
   const auto [outer, channels, inner] = cpu::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
-  cpu::bias_add_grad(ctx.input<T>(0), outer, channels, inner, ctx.output<T>());
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::bias_add_grad(in(0), outer, channels, inner, out(0)); });
 }
 template <class T>
 void MaxPool::cpu(const KernelContext& ctx) {
-  cpu::max_pool(pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name), ctx.input<T>(0), ctx.output<T>());
+  const WindowGeometry g = pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name);
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::max_pool(g, in(0), out(0)); });
 }
 template <class T>
 void MaxPoolGrad::cpu(const KernelContext& ctx) {
-  cpu::max_pool_grad(pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name), ctx.input<T>(0), ctx.input<T>(2),
-                     ctx.output<T>());
+  const WindowGeometry g = pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name);
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::max_pool_grad(g, in(0), in(2), out(0)); });
 }
 template <class T>
 void AvgPool::cpu(const KernelContext& ctx) {
-  cpu::avg_pool(pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name), ctx.input<T>(0), ctx.output<T>());
+  const WindowGeometry g = pool_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), name);
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::avg_pool(g, in(0), out(0)); });
 }
 template <class T>
 void AvgPoolGrad::cpu(const KernelContext& ctx) {
-  cpu::avg_pool_grad(pool_geometry(ctx.attr<Attrs>().pool, ctx.output_shape(), name), ctx.input<T>(0), ctx.output<T>());
+  const WindowGeometry g = pool_geometry(ctx.attr<Attrs>().pool, ctx.output_shape(), name);
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::avg_pool_grad(g, in(0), out(0)); });
 }
 }  // namespace devtensor::ops
 #endif

@@ -61,7 +61,7 @@ WindowGeometry window_geometry(const Window2D& w, const Shape& input, std::int64
 WindowGeometry conv_geometry(const Window2D& w, const Shape& input, const Shape& filter, std::string_view op);
 
 /// Conv2D: out[n, r, c, o] = Σ in[n, r·s + i·d − pad, c·s + j·d − pad, k] · filter[i, j, k, o].
-struct Conv2D : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct Conv2D : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Conv2D";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = Window2D;
@@ -73,13 +73,13 @@ struct Conv2D : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The gradient of Conv2D with respect to its input, of shape `input_sizes` (TensorFlow's first
 /// input, an attribute here): inputs filter and out_backprop.
-struct Conv2DBackpropInput : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct Conv2DBackpropInput : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Conv2DBackpropInput";
   struct Attrs {
     Window2D window;
@@ -92,13 +92,13 @@ struct Conv2DBackpropInput : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The gradient of Conv2D with respect to its filter, of shape `filter_sizes`: inputs input and
 /// out_backprop.
-struct Conv2DBackpropFilter : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct Conv2DBackpropFilter : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "Conv2DBackpropFilter";
   struct Attrs {
     Window2D window;
@@ -110,12 +110,12 @@ struct Conv2DBackpropFilter : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// value + bias along the channel axis: the last (NHWC, and any rank >= 2), or axis 1 (NCHW).
-struct BiasAdd : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct BiasAdd : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "BiasAdd";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   struct Attrs {
@@ -131,12 +131,12 @@ struct BiasAdd : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The sum of out_backprop over every axis but the channel axis: BiasAdd's bias gradient.
-struct BiasAddGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct BiasAddGrad : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "BiasAddGrad";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = BiasAdd::Attrs;
@@ -146,7 +146,7 @@ struct BiasAddGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
@@ -164,7 +164,7 @@ WindowGeometry pool_geometry(const PoolAttrs& attrs, const Shape& input, std::st
 Shape pool_output_shape(const PoolAttrs& attrs, const Shape& input, std::string_view op);
 
 /// The maximum of each window (padding never wins: it is not part of any window's values).
-struct MaxPool : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct MaxPool : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "MaxPool";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = PoolAttrs;
@@ -173,14 +173,14 @@ struct MaxPool : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// MaxPool's gradient: each window's gradient goes to its maximum, the first in row-major order
 /// when several tie (TensorFlow's CPU kernel). Inputs orig_input, orig_output, grad. No gradient
 /// of its own yet (TensorFlow's MaxPoolGradGrad).
-struct MaxPoolGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct MaxPoolGrad : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "MaxPoolGrad";
   using Attrs = PoolAttrs;
   /// @throws InvalidArgumentError when orig_output or grad is not the pooled shape of orig_input.
@@ -193,7 +193,7 @@ struct MaxPoolGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
 
 /// The mean of each window over its positions inside the input (SAME's padding is not counted,
 /// as TensorFlow's).
-struct AvgPool : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct AvgPool : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "AvgPool";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = PoolAttrs;
@@ -202,13 +202,13 @@ struct AvgPool : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// AvgPool's gradient: each window's gradient shared equally among its positions. Input grad;
 /// the original input's shape is an attribute (TensorFlow's first input).
-struct AvgPoolGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct AvgPoolGrad : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr std::string_view name = "AvgPoolGrad";
   struct Attrs {
     PoolAttrs pool;
@@ -220,7 +220,7 @@ struct AvgPoolGrad : OpTable<FloatTypes, FloatTypes>, Builtin {
   static void cpu(const KernelContext& ctx);
   template <class T>
   static void cuda(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 

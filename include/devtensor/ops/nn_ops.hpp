@@ -28,7 +28,7 @@ namespace devtensor::ops {
 
 /// Softmax (or its log, `Log`) over the last axis of logits of rank >= 1.
 template <class Self, bool Log>
-struct SoftmaxOp : OpTable<FloatTypes, FloatTypes>, Builtin {
+struct SoftmaxOp : OpTable<FloatingTypes, FloatingTypes>, Builtin {
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   static constexpr bool log = Log;
   struct Attrs {};
@@ -48,7 +48,7 @@ struct SoftmaxOp : OpTable<FloatTypes, FloatTypes>, Builtin {
 struct Softmax : SoftmaxOp<Softmax, false> {
   static constexpr std::string_view name = "Softmax";
   /// (dy − Σ dy·y) · y, the sum over the last axis.
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     const auto& y = a.y[0];
     return {mul(sub(a.dy[0], reduce_sum(mul(a.dy[0], y), -1, /*keepdims=*/true)), y)};
@@ -57,7 +57,7 @@ struct Softmax : SoftmaxOp<Softmax, false> {
 struct LogSoftmax : SoftmaxOp<LogSoftmax, true> {
   static constexpr std::string_view name = "LogSoftmax";
   /// dy − Σ dy · exp(y), the sum over the last axis.
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a) {
     return {sub(a.dy[0], mul(reduce_sum(a.dy[0], -1, /*keepdims=*/true), exp(a.y[0])))};
   }
@@ -144,7 +144,7 @@ namespace devtensor {
 namespace nn_ops_detail {
 /// Op over `axis` of x: the last axis directly; another by swapping it last and back (TensorFlow
 /// transposes so too). @throws InvalidArgumentError for an axis out of range.
-template <class Op, Floating T>
+template <class Op, FloatingElement T>
 Tensor<T> over_axis(const Tensor<T>& x, std::int64_t axis, const OpOptions& options) {
   const auto rank = static_cast<std::int64_t>(x.rank());
   if (rank == 0 || axis == -1 || axis == rank - 1) return run_op<Op>(options, {}, x);
@@ -160,13 +160,13 @@ Tensor<T> over_axis(const Tensor<T>& x, std::int64_t axis, const OpOptions& opti
 
 /// exp(x) / Σ exp(x) over `axis` (the last by default), computed stably.
 /// @throws InvalidArgumentError for a scalar or an axis out of range.
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> softmax(const Tensor<T>& logits, std::int64_t axis = -1, const OpOptions& options = {}) {
   return nn_ops_detail::over_axis<ops::Softmax>(logits, axis, options);
 }
 /// x − log Σ exp(x) over `axis` (the last by default), computed stably.
 /// @throws InvalidArgumentError for a scalar or an axis out of range.
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> log_softmax(const Tensor<T>& logits, std::int64_t axis = -1, const OpOptions& options = {}) {
   return nn_ops_detail::over_axis<ops::LogSoftmax>(logits, axis, options);
 }
@@ -210,6 +210,7 @@ Grads<T> LRN::gradient(const GradArgs<T, Attrs>& a) {
 }  // namespace devtensor::ops
 
 #if DEVTENSOR_CPU_KERNEL_BODIES
+#include "devtensor/ops/cpu/in_float.hpp"
 #include "devtensor/ops/cpu/lrn.hpp"
 #include "devtensor/ops/cpu/softmax.hpp"
 
@@ -219,7 +220,9 @@ template <class T>
 void SoftmaxOp<Self, Log>::cpu(const KernelContext& ctx) {
   const Shape& shape = ctx.input_shape(0);
   const std::int64_t classes = shape[shape.rank() - 1];
-  cpu::softmax_rows(ctx.input<T>(0), classes > 0 ? shape.num_elements() / classes : 0, classes, Log, ctx.output<T>());
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) {  // 16 bits: Note [Sixteen-bit bodies in float]
+    cpu::softmax_rows(in(0), classes > 0 ? shape.num_elements() / classes : 0, classes, Log, out(0));
+  });
 }
 template <class T>
 void LRN::cpu(const KernelContext& ctx) {

@@ -7,8 +7,10 @@
 
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "devtensor/config.hpp"
+#include "devtensor/core/half.hpp"
 #include "devtensor/ops/conv_ops.hpp"
 
 namespace devtensor::ops::window {
@@ -20,6 +22,11 @@ namespace devtensor::ops::window {
 // read it (the taps kr with (r + pad − kr·dilation) a multiple of the stride) and adds what each
 // sends it, windows in the output's row-major order — the order the CPU bodies add in, so sums
 // round alike. Deterministic, no atomics, no zeroing pass.
+
+/// What a window's sum accumulates in: float for the 16-bit floats (rounded once at the end, as
+/// the CPU bodies' float run: Note [Sixteen-bit bodies in float] in ops/cpu/in_float.hpp), else T.
+template <class T>
+using WindowSum = std::conditional_t<is_sixteen_bit_float_v<T>, float, T>;
 
 /// An element's position in an NHWC tensor of `rows` x `cols` x `depth` per image.
 struct Position {
@@ -119,12 +126,12 @@ DEVTENSOR_HOST_DEVICE T patch_value(const WindowGeometry& g, const T* input, std
 template <class T>
 DEVTENSOR_HOST_DEVICE T gathered_patch_gradient(const WindowGeometry& g, const T* dpatches, std::int64_t e) {
   const Position p = position_of(e, g.in_rows, g.in_cols, g.channels);
-  T sum{0};
+  WindowSum<T> sum{0};
   for_each_reader(g, p.r, p.c, [&](std::int64_t orow, std::int64_t ocol, std::int64_t kr, std::int64_t kc) {
     const std::int64_t position = (p.n * g.out_rows + orow) * g.out_cols + ocol;
-    sum += dpatches[position * patch_size(g) + (kr * g.k_cols + kc) * g.channels + p.d];
+    sum += static_cast<WindowSum<T>>(dpatches[position * patch_size(g) + (kr * g.k_cols + kc) * g.channels + p.d]);
   });
-  return sum;
+  return static_cast<T>(sum);
 }
 
 /// The taps of output position (orow, ocol)'s window inside the input, per axis: [begin, end).
@@ -195,13 +202,14 @@ template <class T>
 DEVTENSOR_HOST_DEVICE T pooled_mean(const WindowGeometry& g, const T* input, std::int64_t e) {
   const Position p = position_of(e, g.out_rows, g.out_cols, g.channels);
   const InsideTaps t = inside_taps(g, p.r, p.c);
-  T sum{0};
+  using S = WindowSum<T>;
+  S sum{0};
   for (std::int64_t kr = t.row_begin; kr < t.row_end; ++kr)
     for (std::int64_t kc = t.col_begin; kc < t.col_end; ++kc)
-      sum +=
-          input[((p.n * g.in_rows + t.r0 + kr * g.dil_rows) * g.in_cols + t.c0 + kc * g.dil_cols) * g.channels + p.d];
+      sum += static_cast<S>(
+          input[((p.n * g.in_rows + t.r0 + kr * g.dil_rows) * g.in_cols + t.c0 + kc * g.dil_cols) * g.channels + p.d]);
   const std::int64_t count = inside_count(g, p.r, p.c);
-  return sum / static_cast<T>(count > 0 ? count : 1);
+  return static_cast<T>(sum / static_cast<S>(count > 0 ? count : 1));
 }
 
 /// Element e of MaxPoolGrad's output (the input's shape): the gradients of the windows whose first
@@ -209,12 +217,12 @@ DEVTENSOR_HOST_DEVICE T pooled_mean(const WindowGeometry& g, const T* input, std
 template <class T>
 DEVTENSOR_HOST_DEVICE T gathered_max_gradient(const WindowGeometry& g, const T* input, const T* dy, std::int64_t e) {
   const Position p = position_of(e, g.in_rows, g.in_cols, g.channels);
-  T sum{0};
+  WindowSum<T> sum{0};
   for_each_reader(g, p.r, p.c, [&](std::int64_t orow, std::int64_t ocol, std::int64_t, std::int64_t) {
     if (window_argmax(g, input, p.n, orow, ocol, p.d) == e)
-      sum += dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d];
+      sum += static_cast<WindowSum<T>>(dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d]);
   });
-  return sum;
+  return static_cast<T>(sum);
 }
 
 /// Element e of AvgPoolGrad's output: each window's gradient divided among its inside positions,
@@ -222,13 +230,14 @@ DEVTENSOR_HOST_DEVICE T gathered_max_gradient(const WindowGeometry& g, const T* 
 template <class T>
 DEVTENSOR_HOST_DEVICE T gathered_mean_gradient(const WindowGeometry& g, const T* dy, std::int64_t e) {
   const Position p = position_of(e, g.in_rows, g.in_cols, g.channels);
-  T sum{0};
+  using S = WindowSum<T>;
+  S sum{0};
   for_each_reader(g, p.r, p.c, [&](std::int64_t orow, std::int64_t ocol, std::int64_t, std::int64_t) {
     const std::int64_t count = inside_count(g, orow, ocol);
-    sum +=
-        dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d] / static_cast<T>(count > 0 ? count : 1);
+    sum += static_cast<S>(dy[((p.n * g.out_rows + orow) * g.out_cols + ocol) * g.channels + p.d]) /
+           static_cast<S>(count > 0 ? count : 1);
   });
-  return sum;
+  return static_cast<T>(sum);
 }
 
 /// A value's (outer, channels, inner) around its channel axis (the last, or 1): BiasAdd's view.

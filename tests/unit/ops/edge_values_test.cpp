@@ -11,8 +11,10 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "devtensor/devtensor.hpp"
@@ -683,6 +685,122 @@ BOOST_AUTO_TEST_CASE(gradients_flow_through_sixteen_bit_ops_as_tensorflows) {
     ++types;
   }
   BOOST_TEST(types == 2);
+}
+
+namespace half_windows {
+/// tests/reference/half_conv.py's inputs: ((i·mul mod m) − sub) / div as float32, then the type.
+template <class D>
+dt::Tensor<D> values(std::int64_t count, std::int64_t mul, std::int64_t mod, std::int64_t sub, float div,
+                     const std::vector<std::int64_t>& shape) {
+  std::vector<float> v(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<float>((i * mul) % mod - sub) / div;
+  return dt::constant<float>(v, dt::Shape(shape)).template cast<D>();
+}
+template <class D>
+dt::Tensor<D> gradient_like(const dt::Tensor<D>& t) {
+  return values<D>(t.num_elements(), 7, 11, 5, 6.0f, t.shape().dims_vector());
+}
+/// The gradient that reaches x through op(x), given the output gradient d: sum(op(x) · d) is
+/// differentiated (its gradient at op's output is d exactly).
+template <class D, class Op>
+dt::Tensor<D> backprop(const dt::Tensor<D>& x, Op&& op) {
+  dt::GradientTape tape;
+  tape.watch(x);
+  const auto y = op(x);
+  const auto loss = dt::reduce_sum(dt::mul(y, gradient_like(y)), std::nullopt);
+  return tape.gradient(loss, x);
+}
+/// Each op's output, as half_conv.py names them.
+template <class D>
+std::map<std::string, dt::Tensor<D>> run() {
+  const auto x = values<D>(150, 37, 23, 11, 7.0f, {2, 5, 5, 3});
+  const auto w = values<D>(108, 13, 17, 8, 9.0f, {3, 3, 3, 4});
+  const auto b = dt::constant<float>({-1.5f / 8, -0.5f / 8, 0.5f / 8, 1.5f / 8}).cast<D>();
+  const auto s = values<D>(28, 29, 31, 15, 4.0f, {4, 7});
+  std::map<std::string, dt::Tensor<D>> out;
+  const auto same = dt::conv2d(x, w, 1, "SAME");
+  out["Conv2D_same"] = same;
+  out["Conv2D_valid2"] = dt::conv2d(x, w, 2, "VALID");
+  const auto dy = gradient_like(same);
+  out["Conv2DBackpropInput"] = dt::conv2d_backprop_input(x.shape(), w, dy, 1, "SAME");
+  out["Conv2DBackpropFilter"] = dt::conv2d_backprop_filter(x, w.shape(), dy, 1, "SAME");
+  out["BiasAdd"] = dt::bias_add(dy, b);
+  {
+    dt::GradientTape tape;  // BiasAddGrad: the bias's gradient of sum(bias_add(v, b) · dy)
+    tape.watch(b);
+    const auto loss = dt::reduce_sum(dt::mul(dt::bias_add(dt::zeros<D>(dy.shape()), b), dy), std::nullopt);
+    out["BiasAddGrad"] = tape.gradient(loss, b);
+  }
+  for (const auto& [suffix, k, stride, padding] : {std::tuple{"2", 2, 2, "VALID"}, std::tuple{"3", 3, 1, "SAME"}}) {
+    const auto max = [&](const dt::Tensor<D>& in) { return dt::max_pool2d(in, k, stride, padding); };
+    const auto avg = [&](const dt::Tensor<D>& in) { return dt::avg_pool2d(in, k, stride, padding); };
+    out[std::string("MaxPool") + suffix] = max(x);
+    out[std::string("AvgPool") + suffix] = avg(x);
+    out[std::string("MaxPoolGrad") + suffix] = backprop(x, max);
+    out[std::string("AvgPoolGrad") + suffix] = backprop(x, avg);
+  }
+  out["Softmax"] = dt::softmax(s);
+  out["LogSoftmax"] = dt::log_softmax(s);
+  return out;
+}
+/// Whether `got` is within `ulps` units in the last place of `want` (the unit of a normal number
+/// of want's binade, the smallest normal's below it).
+inline bool within_ulps(float got, float want, int mantissa_bits, int min_exponent, int ulps) {
+  const int exponent = want == 0 ? min_exponent : std::max(min_exponent, std::ilogb(want));
+  return std::abs(got - want) <= static_cast<float>(ulps) * std::ldexp(1.0f, exponent - mantissa_bits);
+}
+}  // namespace half_windows
+
+BOOST_AUTO_TEST_CASE(windowed_ops_in_sixteen_bits_as_tensorflows) {
+  // tests/reference/half_conv.py (TensorFlow 2.21's CPU kernels): float16 and bfloat16
+  // convolutions, their backprops, the bias, the pools and their gradients, softmax. devtensor
+  // computes them in float and rounds once (Note [Sixteen-bit bodies in float]); TensorFlow's
+  // kernels sum in other orders (oneDNN), so a value may differ by an ulp.
+  std::ifstream in(DEVTENSOR_REFERENCE_DIR "/half_conv.txt");
+  BOOST_TEST_REQUIRE(in.good(), "cannot read " DEVTENSOR_REFERENCE_DIR "/half_conv.txt");
+  const auto half = half_windows::run<dt::float16>();
+  const auto brain = half_windows::run<dt::bfloat16>();
+  // Where TensorFlow's CPU kernels add terms in the 16-bit type, rounding at each addition (the
+  // average pools, the gradients that gather several windows' terms into one element, the bias's
+  // sum over 50 positions), devtensor adds in float and rounds once (as TensorFlow's GPU kernels
+  // and cuDNN): those are compared within a few units in the last place of the op's largest value.
+  const std::set<std::string> summed_in_sixteen_bits{"BiasAddGrad", "AvgPool2", "AvgPool3", "MaxPoolGrad3",
+                                                     "AvgPoolGrad3"};
+  int lines = 0, compared = 0, exact = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto fields = half_table::split(line, ' ');
+    const auto& op = fields[0];
+    const bool is_half = fields[1] == "float16";
+    const auto ours = is_half ? half.at(op).template cast<float>() : brain.at(op).template cast<float>();
+    const auto got = ours.to_vector();
+    BOOST_TEST_REQUIRE(got.size() + 2 == fields.size(), line.substr(0, 40));
+    std::vector<float> want(got.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const auto bits = static_cast<std::uint16_t>(std::stoul(fields[i + 2], nullptr, 16));
+      want[i] = is_half ? static_cast<float>(dt::float16::from_bits(bits))
+                        : static_cast<float>(dt::bfloat16::from_bits(bits));
+    }
+    const float largest = std::abs(
+        *std::max_element(want.begin(), want.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }));
+    const int mantissa = is_half ? 10 : 7, min_exponent = is_half ? -14 : -126;
+    int op_exact = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      op_exact += got[i] == want[i];
+      const bool close = summed_in_sixteen_bits.contains(op)
+                             ? std::abs(got[i] - want[i]) <= 4 * std::ldexp(1.0f, std::ilogb(largest) - mantissa)
+                             : half_windows::within_ulps(got[i], want[i], mantissa, min_exponent, 1);
+      BOOST_TEST(close,
+                 op << ' ' << fields[1] << " element " << i << ": devtensor " << got[i] << ", TensorFlow " << want[i]);
+    }
+    BOOST_TEST_MESSAGE(op << ' ' << fields[1] << ": " << op_exact << " of " << got.size() << " equal");
+    exact += op_exact;
+    compared += static_cast<int>(got.size());
+    ++lines;
+  }
+  BOOST_TEST(lines == 32);
+  BOOST_TEST_MESSAGE(exact << " of " << compared << " values equal TensorFlow's bits");
+  BOOST_TEST(exact * 100 >= compared * 90);
 }
 
 BOOST_AUTO_TEST_CASE(tf32_is_on_by_default_as_tensorflows) {

@@ -2,7 +2,8 @@
 /// @file softmax.cuh
 /// @brief GPU softmax and log-softmax over rows (compiled in src/devtensor_cuda.cu): one block of
 /// 256 threads per row, the maximum and the sum of exponentials by cub::BlockReduce, the sum in
-/// double for float as on the CPU (ops/cpu/softmax.hpp), so both agree to rounding.
+/// double for float as on the CPU (ops/cpu/softmax.hpp), so both agree to rounding; float16 and
+/// bfloat16 computed in float, rounded once.
 
 #include <cub/block/block_reduce.cuh>
 
@@ -11,7 +12,9 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "devtensor/core/half.hpp"
 #include "devtensor/ops/cpu/reduce.hpp"
 #include "devtensor/ops/cuda/kernels.cuh"
 
@@ -27,36 +30,44 @@ struct SoftmaxMax {
 template <class T, class Acc>
 __global__ void __launch_bounds__(kThreads)
     softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t classes, bool log) {
-  using MaxReduce = cub::BlockReduce<T, kThreads>;
+  // W: what each element is computed in (float for the 16-bit floats, rounded once on the way out)
+  using W = std::conditional_t<is_sixteen_bit_float_v<T>, float, T>;
+  using MaxReduce = cub::BlockReduce<W, kThreads>;
   using SumReduce = cub::BlockReduce<Acc, kThreads>;
   __shared__ union {
     typename MaxReduce::TempStorage max;
     typename SumReduce::TempStorage sum;
   } temp;
-  __shared__ T row_max;
+  __shared__ W row_max;
   __shared__ Acc row_sum;
   const T* x = in + static_cast<std::int64_t>(blockIdx.x) * classes;
   T* y = out + static_cast<std::int64_t>(blockIdx.x) * classes;
 
-  T shift = -std::numeric_limits<T>::infinity();
-  for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) shift = x[i] > shift ? x[i] : shift;
+  W shift = -std::numeric_limits<W>::infinity();
+  for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) {
+    const W v = static_cast<W>(x[i]);
+    shift = v > shift ? v : shift;
+  }
   shift = MaxReduce(temp.max).Reduce(shift, SoftmaxMax{});
   if (threadIdx.x == 0) row_max = shift;
   __syncthreads();
   shift = row_max;
 
   Acc sum = 0;
-  for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) sum += static_cast<Acc>(std::exp(x[i] - shift));
+  for (std::int64_t i = threadIdx.x; i < classes; i += kThreads)
+    sum += static_cast<Acc>(std::exp(static_cast<W>(x[i]) - shift));
   sum = SumReduce(temp.sum).Sum(sum);
   if (threadIdx.x == 0) row_sum = sum;
   __syncthreads();
 
   if (log) {
-    const T log_sum = static_cast<T>(std::log(row_sum));
-    for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) y[i] = (x[i] - shift) - log_sum;
+    const W log_sum = static_cast<W>(std::log(row_sum));
+    for (std::int64_t i = threadIdx.x; i < classes; i += kThreads)
+      y[i] = static_cast<T>((static_cast<W>(x[i]) - shift) - log_sum);
   } else {
-    const T total = static_cast<T>(row_sum);
-    for (std::int64_t i = threadIdx.x; i < classes; i += kThreads) y[i] = std::exp(x[i] - shift) / total;
+    const W total = static_cast<W>(row_sum);
+    for (std::int64_t i = threadIdx.x; i < classes; i += kThreads)
+      y[i] = static_cast<T>(std::exp(static_cast<W>(x[i]) - shift) / total);
   }
 }
 
