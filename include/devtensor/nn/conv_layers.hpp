@@ -41,6 +41,8 @@ struct Conv2DOptions {
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "conv2d", "conv2d_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (nn/mixed_precision.hpp).
+  std::string dtype{};
 };
 
 /// Keras's DepthwiseConv2D arguments: kernels [rows, cols, in_channels, depth_multiplier].
@@ -66,6 +68,7 @@ struct Pooling2DOptions {
   std::string data_format = "channels_last";
   std::optional<PartialShape> input_shape = std::nullopt;
   std::string name{};
+  std::string dtype{};  // the dtype policy (default: the global one)
 };
 
 struct GlobalPooling2DOptions {
@@ -73,6 +76,7 @@ struct GlobalPooling2DOptions {
   bool keepdims = false;
   std::optional<PartialShape> input_shape = std::nullopt;
   std::string name{};
+  std::string dtype{};  // the dtype policy (default: the global one)
 };
 
 namespace layer_detail {
@@ -335,6 +339,7 @@ DEVTENSOR_DEFINITION layer_detail::Conv2DLayer::Conv2DLayer(std::int64_t filters
   (void)positive_pair(options_.dilation_rate, "dilation_rate");
   (void)conv_padding(options_.padding);
   channels_first_ = channels_first(options_.data_format);
+  take_policy(options_.dtype);
   name_ = options_.name.empty() ? unique_name("conv2d") : options_.name;
   if (options_.input_shape) {
     PartialShape full = *with_batch(options_.input_shape);
@@ -426,10 +431,12 @@ layer_detail::DepthwiseConv2DLayer::output_shape(const PartialShape& input_shape
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::Conv2DLayer::call(const Tensor<float>& x, bool /*training*/) {
   expect_channels(name_, x.shape(), channels_first_, in_channels_);
   const std::string_view format = channels_first_ ? "NCHW" : "NHWC";
-  Tensor<float> y = conv2d(x, kernel_.value(), options_.strides, conv_padding(options_.padding),
-                           {.data_format = format, .dilations = options_.dilation_rate});
-  if (options_.use_bias) y = bias_add(y, bias_.value(), {.data_format = format});
-  return activate(options_.activation, y);
+  return in_compute_dtype([&]<class D>() {
+    Tensor<D> y = conv2d(in_compute<D>(x), in_compute<D>(kernel_.value()), options_.strides,
+                         conv_padding(options_.padding), {.data_format = format, .dilations = options_.dilation_rate});
+    if (options_.use_bias) y = bias_add(y, in_compute<D>(bias_.value()), {.data_format = format});
+    return activate(options_.activation, y);
+  });
 }
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::Conv2DLayer::output_shape(const PartialShape& input_shape) const {
@@ -449,6 +456,7 @@ DEVTENSOR_DEFINITION layer_detail::Pooling2DLayer::Pooling2DLayer(bool max, cons
   strides_ = options_.strides ? positive_pair(*options_.strides, "strides") : pool_size_;
   (void)conv_padding(options_.padding);
   channels_first_ = channels_first(options_.data_format);
+  take_policy(options_.dtype);
   name_ = options_.name.empty() ? unique_name(max ? "max_pooling2d" : "average_pooling2d") : options_.name;
 }
 
@@ -457,7 +465,10 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::Pooling2DLayer::call(const Tens
   const PoolOptions pool{.data_format = channels_first_ ? "NCHW" : "NHWC"};
   const SpatialInts size{pool_size_[0], pool_size_[1]}, strides{strides_[0], strides_[1]};
   const Padding padding = conv_padding(options_.padding);
-  return max_ ? max_pool2d(x, size, strides, padding, pool) : avg_pool2d(x, size, strides, padding, pool);
+  return in_compute_dtype([&]<class D>() {
+    const Tensor<D> in = in_compute<D>(x);
+    return max_ ? max_pool2d(in, size, strides, padding, pool) : avg_pool2d(in, size, strides, padding, pool);
+  });
 }
 
 DEVTENSOR_DEFINITION PartialShape layer_detail::Pooling2DLayer::output_shape(const PartialShape& input_shape) const {
@@ -475,6 +486,7 @@ DEVTENSOR_DEFINITION PartialShape layer_detail::Pooling2DLayer::output_shape(con
 DEVTENSOR_DEFINITION layer_detail::GlobalPooling2DLayer::GlobalPooling2DLayer(bool max, GlobalPooling2DOptions options)
     : max_(max), options_(std::move(options)) {
   channels_first_ = channels_first(options_.data_format);
+  take_policy(options_.dtype);
   name_ =
       options_.name.empty() ? unique_name(max ? "global_max_pooling2d" : "global_average_pooling2d") : options_.name;
 }
@@ -483,7 +495,10 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::GlobalPooling2DLayer::call(cons
   expect_rank4(name_, x.shape().dims_vector(), false);
   const std::vector<std::int64_t> axes =
       channels_first_ ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{1, 2};
-  return max_ ? reduce_max(x, axes, options_.keepdims) : reduce_mean(x, axes, options_.keepdims);
+  return in_compute_dtype([&]<class D>() {
+    const Tensor<D> in = in_compute<D>(x);
+    return max_ ? reduce_max(in, axes, options_.keepdims) : reduce_mean(in, axes, options_.keepdims);
+  });
 }
 
 DEVTENSOR_DEFINITION PartialShape

@@ -24,6 +24,9 @@ namespace nn {
 struct FlattenOptions {
   /// Default: "flatten", "flatten_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (under a mixed one its output is rounded
+  /// to the 16-bit type, as Keras casts a layer's inputs to its compute dtype).
+  std::string dtype{};
 };
 
 struct ActivationLayerOptions {
@@ -65,6 +68,7 @@ class FlattenLayer final : public LayerBase {
  public:
   explicit FlattenLayer(FlattenOptions options) {
     name_ = options.name.empty() ? unique_name("flatten") : std::move(options.name);
+    take_policy(options.dtype);
   }
   void build(const Shape& input_shape) override { (void)output_shape(input_shape.dims_vector()); }
   DEVTENSOR_HEADER_INLINE Tensor<float> call(const Tensor<float>& x, bool training) override;
@@ -170,8 +174,10 @@ DEVTENSOR_DEFINITION PartialShape layer_detail::FlattenLayer::output_shape(const
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::FlattenLayer::call(const Tensor<float>& x, bool) {
   const PartialShape out = output_shape(x.shape().dims_vector());
-  if (x.shape().dims_vector() == out) return x;
-  return reshape(x, out);
+  return in_compute_dtype([&]<class D>() {
+    const Tensor<D> in = in_compute<D>(x);
+    return x.shape().dims_vector() == out ? in : reshape(in, out);
+  });
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

@@ -50,15 +50,15 @@ void clear_session();
 enum class Activation { linear, relu, sigmoid, tanh, softmax };
 
 [[nodiscard]] Tensor<float> activate(Activation a, const Tensor<float>& x);
-/// The same in a 16-bit type (a mixed precision policy's layers). Softmax computes in float32 and
-/// rounds once, where TensorFlow's 16-bit kernel rounds each step: within a unit in the last place.
+/// The same in a 16-bit type (a mixed precision policy's layers). The 16-bit Softmax kernel
+/// computes in float32 and rounds once (Note [Sixteen-bit bodies in float]).
 template <SixteenBitFloat D>
 [[nodiscard]] Tensor<D> activate(Activation a, const Tensor<D>& x) {
   switch (a) {
     case Activation::relu: return relu(x);
     case Activation::sigmoid: return sigmoid(x);
     case Activation::tanh: return tanh(x);
-    case Activation::softmax: return cast<D>(softmax(cast<float>(x)));
+    case Activation::softmax: return softmax(x);
     case Activation::linear: break;
   }
   return x;

@@ -7,16 +7,20 @@
 /// Written as Keras 3.15 writes it, key for key, so that `keras.models.load_model` rebuilds the
 /// same layer. Read as Keras reads it, with what devtensor's layers cannot be refused by name:
 /// a class devtensor does not have, an activation it does not know, a dtype policy other than
-/// float32 (mixed_float16 and mixed_bfloat16 for Dense, Activation and Dropout), Conv2D groups, BatchNormalization
+/// float32 (mixed_float16 and mixed_bfloat16 for the layers that take a policy: Dense, Activation, Dropout, Conv2D,
+/// the pools, BatchNormalization and Flatten), Conv2D groups, BatchNormalization
 /// renorm, a channels_first Flatten, Dropout's noise_shape. `trainable` is written and read (a frozen layer stays
 /// frozen). Read past without effect: regularizers and constraints (devtensor's layers have none), initializers
 /// devtensor does not have (the layer's default then: the weights a file loads replace them anyway).
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -253,8 +257,8 @@ class Reader {
     (void)nn::mixed_precision::DTypePolicy(policy, where());
     if (!sixteen_bit && policy != "float32")
       throw UnimplementedError(where() + " computes in " + policy + "; devtensor's " + class_ +
-                               " computes in float32 only (Dense, Activation and Dropout take mixed precision "
-                               "policies)");
+                               " computes in float32 only (Dense, Activation, Dropout, Conv2D, the pools, "
+                               "BatchNormalization and Flatten take mixed precision policies)");
     return policy;
   }
   /// Refuses a field that is set (not null, not `allowed`).
@@ -454,7 +458,17 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
       throw UnimplementedError(r.where() + " takes " + r.string_or("dtype", "") + "; devtensor's models take float32");
     return nn::input_with_batch_shape(shape, r.name()).node()->layer;
   }
-  const std::string policy = r.policy(kind == "Dense" || kind == "Dropout" || kind == "Activation");
+  static constexpr std::array<std::string_view, 10> with_policies{"Dense",
+                                                                  "Dropout",
+                                                                  "Activation",
+                                                                  "Conv2D",
+                                                                  "MaxPooling2D",
+                                                                  "AveragePooling2D",
+                                                                  "GlobalAveragePooling2D",
+                                                                  "GlobalMaxPooling2D",
+                                                                  "BatchNormalization",
+                                                                  "Flatten"};
+  const std::string policy = r.policy(std::ranges::find(with_policies, kind) != with_policies.end());
   if (kind == "Dense") {
     for (const char* key : {"lora_rank", "quantization_config"}) r.require_unset(key);
     nn::DenseOptions o{
@@ -472,7 +486,7 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
   if (kind == "Activation") return nn::ActivationLayer(r.activation(), {.name = r.name(), .dtype = policy}).impl();
   if (kind == "Flatten") {
     r.require_unset("data_format", "channels_last");
-    return nn::Flatten({.name = r.name()}).impl();
+    return nn::Flatten({.name = r.name(), .dtype = policy}).impl();
   }
   if (kind == "Add") return nn::Add({.name = r.name()}).impl();
   if (kind == "Concatenate") return nn::Concatenate(r.has("axis") ? r.integer("axis") : -1, {.name = r.name()}).impl();
@@ -485,7 +499,8 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
         .dilation_rate = spatial(r.has("dilation_rate") ? r.ints("dilation_rate") : std::vector<std::int64_t>{1}),
         .activation = r.activation(),
         .use_bias = r.boolean_or("use_bias", true),
-        .name = r.name()};
+        .name = r.name(),
+        .dtype = policy};
     o.kernel_initializer = r.initializer("kernel_initializer", o.kernel_initializer);
     o.bias_initializer = r.initializer("bias_initializer", o.bias_initializer);
     return nn::Conv2D(r.integer("filters"), spatial(r.ints("kernel_size")), std::move(o)).impl();
@@ -507,7 +522,8 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
   if (kind == "MaxPooling2D" || kind == "AveragePooling2D") {
     nn::Pooling2DOptions o{.padding = r.string_or("padding", "valid"),
                            .data_format = r.string_or("data_format", "channels_last"),
-                           .name = r.name()};
+                           .name = r.name(),
+                           .dtype = policy};
     if (r.has("strides")) o.strides = spatial(r.ints("strides"));
     const SpatialInts pool = spatial(r.has("pool_size") ? r.ints("pool_size") : std::vector<std::int64_t>{2});
     return kind == "MaxPooling2D" ? nn::MaxPooling2D(pool, std::move(o)).impl()
@@ -516,7 +532,8 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
   if (kind == "GlobalAveragePooling2D" || kind == "GlobalMaxPooling2D") {
     nn::GlobalPooling2DOptions o{.data_format = r.string_or("data_format", "channels_last"),
                                  .keepdims = r.boolean_or("keepdims", false),
-                                 .name = r.name()};
+                                 .name = r.name(),
+                                 .dtype = policy};
     return kind == "GlobalMaxPooling2D" ? nn::GlobalMaxPooling2D(std::move(o)).impl()
                                         : nn::GlobalAveragePooling2D(std::move(o)).impl();
   }
@@ -531,7 +548,8 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
                                     .epsilon = r.number_or("epsilon", 1e-3),
                                     .center = r.boolean_or("center", true),
                                     .scale = r.boolean_or("scale", true),
-                                    .name = r.name()};
+                                    .name = r.name(),
+                                    .dtype = policy};
     o.beta_initializer = r.initializer("beta_initializer", o.beta_initializer);
     o.gamma_initializer = r.initializer("gamma_initializer", o.gamma_initializer);
     o.moving_mean_initializer = r.initializer("moving_mean_initializer", o.moving_mean_initializer);

@@ -442,6 +442,9 @@ class Model {
   /// The variables scaled_gradients_step's trace found no gradient for (zeros among its outputs,
   /// left out of the update as Keras leaves out a None gradient).
   std::vector<std::size_t> scaled_unconnected_;
+  /// A loss-scale optimizer's update after a step whose last values are the scaled gradients of
+  /// the trainable variables (taken off `values`); `unconnected`: those that have none.
+  void apply_scaled_gradients(std::vector<Tensor<float>>& values, const std::vector<std::size_t>& unconnected);
   /// The seed of the next training step's random layers: the optimizer's iterations, so that a
   /// run resumed from a checkpoint draws as the uninterrupted one.
   Tensor<std::int64_t> step_seed() const { return scalar<std::int64_t>(optimizer_->iterations()); }

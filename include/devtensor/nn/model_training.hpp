@@ -77,16 +77,17 @@ DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer opt
   // Keras 3's compile wraps a mixed_float16 model's optimizer in a LossScaleOptimizer.
   if (options.auto_scale_loss && policy_.compute_dtype() == DType::DT_HALF && !optimizer.scales_the_loss())
     optimizer = optimizers::LossScaleOptimizer{.inner_optimizer = std::move(optimizer)};
-  if (optimizer.scales_the_loss() && strategy)
-    throw UnimplementedError(
-        "LossScaleOptimizer under " + strategy->description() +
-        ": its finite check would have to be all-reduced across the replicas, which devtensor's fit does not do "
-        "yet. Train under the mixed_bfloat16 policy (no loss scaling), or compile with auto_scale_loss = false.");
   std::vector<std::string> output_names;
   if (graph_)
     for (const auto& output : graph_->outputs()) output_names.push_back(output.node()->layer->name());
   CompiledLoss compiled_loss(std::move(losses), options, std::move(output_names));
   capture_strategy();
+  if (optimizer.scales_the_loss()) {
+    // The loss scale's variable now, before any step is traced (Keras's LossScaleOptimizer.build):
+    // under a strategy mirrored over the replicas, each reading its own copy in strategy.run.
+    const auto in_scope = strategy_ && !scope ? strategy_->enter_scope() : nullptr;
+    optimizer.build_loss_scale();
+  }
   compiled_loss_ = std::move(compiled_loss);
   optimizer_ = std::move(optimizer);
   run_eagerly_ = options.run_eagerly;
@@ -291,15 +292,21 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::fit_step(const data_adapte
       "train_function", cuda_graph_);
   if (!traced_step) return local_train_step(batch, step_seed());
   auto values = (*traced_step)(model_detail::flatten(batch), host_step_seed(), 0);
-  if (scaled) {  // Keras's tf.cond in LossScaleOptimizer.apply, on the host
-    const auto vars = trainable_variables();
-    const auto first = values.end() - static_cast<std::ptrdiff_t>(vars.size());
-    std::vector<Tensor<float>> grads(first, values.end());
-    for (const auto i : scaled_unconnected_) grads[i] = Tensor<float>();
-    optimizer_->apply_gradients(grads, vars);
-    values.erase(first, values.end());
-  }
+  if (scaled) apply_scaled_gradients(values, scaled_unconnected_);
   return {values[0], batch.examples(), {values.begin() + 1, values.end()}};
+}
+
+DEVTENSOR_DEFINITION void Model::apply_scaled_gradients(std::vector<Tensor<float>>& values,
+                                                        const std::vector<std::size_t>& unconnected) {
+  // Keras's tf.cond in LossScaleOptimizer.apply, on the host, after the step: the scaled gradients
+  // are the step's last values (every replica's sum, under a strategy: the replicas agree on the
+  // skip as Keras's, whose finite check reads the all-reduced gradients).
+  const auto vars = trainable_variables();
+  const auto first = values.end() - static_cast<std::ptrdiff_t>(vars.size());
+  std::vector<Tensor<float>> grads(first, values.end());
+  for (const auto i : unconnected) grads[i] = Tensor<float>();
+  values.erase(first, values.end());
+  optimizer_->apply_gradients(grads, vars);
 }
 
 DEVTENSOR_DEFINITION Tensor<std::int64_t> Model::host_step_seed() const {
@@ -368,8 +375,9 @@ DEVTENSOR_DEFINITION training_loop::StepResult Model::distributed_train_step(con
     return replicated_train_step(model_detail::unflatten_replicas(flat, inputs, targets), seed, examples);
   };
   const auto* traced_step = may_trace ? traced(traced_.train, replicated, "train_function", cuda_graph_) : nullptr;
-  const auto values = traced_step ? (*traced_step)(model_detail::flatten(replicas), host_step_seed(), global)
-                                  : replicated_train_step(replicas, step_seed(), global);
+  auto values = traced_step ? (*traced_step)(model_detail::flatten(replicas), host_step_seed(), global)
+                            : replicated_train_step(replicas, step_seed(), global);
+  if (optimizer_->scales_the_loss()) apply_scaled_gradients(values, {});
   return {values[0], global, {values.begin() + 1, values.end()}};
 }
 
@@ -434,6 +442,7 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
     const std::vector<data_adapter::Batch>& replicas, const Tensor<std::int64_t>& seed, std::int64_t global) {
   // strategy.run: each replica's forward and backward pass on its tape.
   const auto vars = trainable_variables();
+  const bool scaled = optimizer_->scales_the_loss();
   // Each replica's random stream: its first row's index in the global batch (unique across workers).
   const auto batch = strategy_->local_batch(global);
   std::vector<int> first_rows{static_cast<int>(batch.offset)};
@@ -447,12 +456,17 @@ DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::replicated_train_step(
     const StepSeedScope seeded(seed, first_rows[i]);
     GradientTape tape;
     values[i] = compiled_loss_->replica_share(replicas[i].ys, forward(replicas[i].xs, true), global);
-    grads[i] = tape.gradient(values[i][0], vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
+    const Tensor<float> target = scaled ? optimizer_->scale_loss(values[i][0]) : values[i][0];
+    grads[i] = tape.gradient(target, vars, {.unconnected_gradients = UnconnectedGradients::ZERO});
   });
-  // batch_reduce_to(SUM), then the update in cross-replica context: every component gets it.
-  const auto summed = strategy_->batch_all_reduce_sum(grads);
-  optimizer_->apply_gradients(summed[0], vars);
-  return sum_over_replicas(std::move(values));
+  // batch_reduce_to(SUM), then the update in cross-replica context: every component gets it. A
+  // loss-scale optimizer's update runs after the step (apply_scaled_gradients): the summed scaled
+  // gradients follow the values.
+  auto summed = strategy_->batch_all_reduce_sum(grads);
+  if (!scaled) optimizer_->apply_gradients(summed[0], vars);
+  auto out = sum_over_replicas(std::move(values));
+  if (scaled) out.insert(out.end(), summed[0].begin(), summed[0].end());
+  return out;
 }
 
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> Model::sum_over_replicas(

@@ -46,6 +46,9 @@ struct BatchNormalizationOptions {
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "batch_normalization", "batch_normalization_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one. Under a mixed policy the layer computes
+  /// in float32 and rounds its output to the 16-bit type, as Keras's.
+  std::string dtype{};
 };
 
 namespace layer_detail {
@@ -103,6 +106,7 @@ class BatchNormalization : public LayerHandle<layer_detail::BatchNormalizationLa
 DEVTENSOR_DEFINITION layer_detail::BatchNormalizationLayer::BatchNormalizationLayer(BatchNormalizationOptions options)
     : options_(std::move(options)) {
   name_ = options_.name.empty() ? unique_name("batch_normalization") : options_.name;
+  take_policy(options_.dtype);
   if (options_.input_shape) {
     PartialShape full = *declared_input_shape();
     full[0] = 1;
@@ -190,7 +194,9 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::BatchNormalizationLayer::call(c
   if (options_.scale) inv = mul(inv, gamma_.value());
   Tensor<float> shift = neg(mul(mean, inv));
   if (options_.center) shift = sub(beta_.value(), mul(mean, inv));
-  return add(mul(x, along_axis(inv)), along_axis(shift));
+  const Tensor<float> y = add(mul(x, along_axis(inv)), along_axis(shift));
+  // Keras normalises 16-bit inputs in float32 and casts the result back to the compute dtype.
+  return in_compute_dtype([&]<class D>() { return in_compute<D>(y); });
 }
 
 DEVTENSOR_DEFINITION PartialShape

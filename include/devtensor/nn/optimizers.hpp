@@ -196,6 +196,7 @@ class Optimizer {
           optimizer.inner_optimizer.restore(vars, steps, values);
         }),
         scale_loss_([optimizer](const Tensor<float>& loss) { return optimizer.scale_loss(loss); }),
+        build_loss_scale_([optimizer] { optimizer.build(); }),
         learning_rate_(optimizer.inner_optimizer.learning_rate_),
         rate_settable_(optimizer.inner_optimizer.rate_settable_),
         name_(O::name),
@@ -253,6 +254,11 @@ class Optimizer {
   [[nodiscard]] Tensor<float> scale_loss(const Tensor<float>& loss) const {
     return scale_loss_ ? scale_loss_(loss) : loss;
   }
+  /// Makes a loss-scale optimizer's scale variable, in the current variable scope (a strategy's:
+  /// mirrored), unless it has one; nothing for other optimizers.
+  void build_loss_scale() const {
+    if (build_loss_scale_) build_loss_scale_();
+  }
   /// The optimizer as given, when it is an `O` (`optimizers::SGD`: what a saved compile config
   /// describes; it shares the state of this one); else null.
   template <class O>
@@ -309,6 +315,7 @@ class Optimizer {
   std::function<std::vector<Tensor<float>>(const std::vector<Variable<float>>&)> slot_values_;
   std::function<void(const std::vector<Variable<float>>&, std::int64_t, const std::vector<Tensor<float>>&)> restore_;
   std::function<Tensor<float>(const Tensor<float>&)> scale_loss_;  // empty: the loss as it is
+  std::function<void()> build_loss_scale_;
   LearningRate learning_rate_;
   bool rate_settable_;
   std::string name_;
@@ -420,7 +427,9 @@ namespace optimizers {
 /// and restarts the count. The scale is a float32 that starts at `initial_scale` (2^15); copies
 /// share it. Keras 3 has no fixed loss scale (`dynamic=False` is refused, as there).
 /// compile() takes it (and wraps a mixed_float16 model's optimizer in one, as Keras): fit's traced
-/// step then computes the scaled gradients, and the update runs after it, op by op.
+/// step then computes the scaled gradients, and the update runs after it, op by op. Under a
+/// distribution strategy each replica scales its share of the loss, and the update checks the
+/// all-reduced gradients, the same on every replica and process: all skip a step or none.
 /// apply_gradients runs eagerly, outside strategy.run: the finite check reads one number back to
 /// the host (Keras's tf.cond; devtensor's graphs have no conditional yet). scale_loss may be
 /// traced: it reads the scale from a variable (Keras's dynamic_scale), made by its first call.
@@ -446,6 +455,9 @@ struct LossScaleOptimizer {
   void validate() const;
   /// loss · the current scale (float32).
   [[nodiscard]] Tensor<float> scale_loss(const Tensor<float>& loss) const;
+  /// Makes the scale's variable (Keras's dynamic_scale) in the current variable scope unless it
+  /// exists: compile() makes it in the strategy's scope; scale_loss makes it when it has to.
+  void build() const;
   /// One step with the scaled gradients `grads` of `vars` (above).
   /// @throws UnimplementedError in a traced function or inside strategy.run.
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
@@ -479,13 +491,18 @@ DEVTENSOR_DEFINITION double LossScaleOptimizer::dynamic_scale() const {
   return state->built ? state->scale : static_cast<float>(initial_scale);
 }
 
-DEVTENSOR_DEFINITION Tensor<float> LossScaleOptimizer::scale_loss(const Tensor<float>& loss) const {
-  validate();
+DEVTENSOR_DEFINITION void LossScaleOptimizer::build() const {
   std::lock_guard lock(state->mutex);
   if (!state->scale_variable.defined())
     state->scale_variable =
         Variable<float>(fill<float>(Shape{}, state->built ? state->scale : static_cast<float>(initial_scale)),
                         {.name = "dynamic_scale", .trainable = false});
+}
+
+DEVTENSOR_DEFINITION Tensor<float> LossScaleOptimizer::scale_loss(const Tensor<float>& loss) const {
+  validate();
+  build();
+  std::lock_guard lock(state->mutex);
   return mul(loss, state->scale_variable.value());
 }
 

@@ -662,10 +662,12 @@ BOOST_AUTO_TEST_CASE(policies_are_keras_names_and_refuse_others_with_keras_text)
   mp::set_global_policy(brain);
   nn::Dense mixed(2);
   nn::Dense own(2, {.dtype = "float32"});
-  nn::Conv2D conv(2, {3, 3});  // no 16-bit convolutions yet: it computes in float32 and says so
+  nn::Conv2D conv(2, {3, 3});
+  nn::DepthwiseConv2D depthwise({3, 3});  // no 16-bit depthwise convolutions: float32, and it says so
   BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");
   BOOST_TEST(own.dtype_policy().name() == "float32");
-  BOOST_TEST((conv.compute_dtype() == dt::DType::DT_FLOAT));
+  BOOST_TEST((conv.compute_dtype() == dt::DType::DT_BFLOAT16));
+  BOOST_TEST((depthwise.compute_dtype() == dt::DType::DT_FLOAT));
   nn::clear_session();  // as Keras's: the global policy is float32 again
   BOOST_TEST(mp::global_policy().name() == "float32");
   BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");  // a layer keeps its own
@@ -817,18 +819,125 @@ BOOST_AUTO_TEST_CASE(fit_skips_overflowing_steps_as_keras) {
   BOOST_TEST(mixed::close(mixed::sum(vars[4]), 0.0318218768));
 }
 
-BOOST_AUTO_TEST_CASE(loss_scaling_under_a_strategy_is_refused_at_compile) {
-  // The finite check would have to be all-reduced across replicas: refused, the model unchanged.
+namespace mixed_conv {
+// tests/reference/mixed_precision_conv.py (Keras 3, TensorFlow 2.21): Conv2D(3, 3, same, relu) ->
+// [BatchNormalization] -> AveragePooling2D(2) -> MaxPooling2D(1) -> Flatten -> Dense(2, softmax,
+// float32) on x [8, 6, 6, 2], from fixed weights.
+dt::Tensor<float> x() { return dt::constant<float>(mixed::pattern(576, 37, 23, 11, 7), {8, 6, 6, 2}); }
+dt::Tensor<float> y(float factor = 1) {
+  const auto a = mixed::pattern(8, 3, 5, 2, 4);
+  std::vector<float> v;
+  for (const float e : a) v.insert(v.end(), {e * factor, (1 - e) * factor});
+  return dt::constant<float>(v, {8, 2});
+}
+nn::Sequential model(const std::string& policy, bool batch_norm = true) {
+  nn::mixed_precision::set_global_policy(policy);
+  std::vector<nn::Layer> layers{
+      nn::Conv2D(3, {3, 3}, {.padding = "same", .activation = nn::Activation::relu, .input_shape = {{6, 6, 2}}})};
+  if (batch_norm) layers.push_back(nn::BatchNormalization());
+  for (nn::Layer layer :
+       std::vector<nn::Layer>{nn::AveragePooling2D({2, 2}), nn::MaxPooling2D({1, 1}), nn::Flatten(),
+                              nn::Dense(2, {.activation = nn::Activation::softmax, .dtype = "float32"})})
+    layers.push_back(layer);
+  nn::Sequential m(layers);
+  std::vector<dt::Tensor<float>> weights{dt::constant<float>(mixed::pattern(54, 13, 17, 8, 18), {3, 3, 2, 3}),
+                                         dt::constant<float>({0.05f, -0.1f, 0.02f})};
+  if (batch_norm)
+    for (const float v : {1.0f, 0.0f, 0.0f, 1.0f}) weights.push_back(dt::fill<float>(dt::Shape{3}, v));
+  weights.push_back(dt::constant<float>(mixed::pattern(54, 7, 11, 5, 20), {27, 2}));
+  weights.push_back(dt::constant<float>({0.1f, -0.1f}));
+  m.set_weights(weights);
+  return m;
+}
+}  // namespace mixed_conv
+
+BOOST_AUTO_TEST_CASE(convolutional_layers_compute_in_sixteen_bits_and_train_as_keras) {
+  // Conv2D, BatchNormalization (float32 inside, its output rounded), the pools and Flatten take
+  // the policy: Keras's compute dtypes, predictions, and eager fit(epochs=3, batch_size=4) of
+  // SGD(0.1) (mixed_float16: through the LossScaleOptimizer compile makes). Tolerances: 16-bit
+  // convolutions sum in another order than TensorFlow's oneDNN kernels (a rounding may flip).
+  struct Keras {
+    const char* policy;
+    double predict_sum, predict_squares;
+    std::array<double, 3> losses, weights;
+  };
+  for (const auto& keras : {Keras{"mixed_bfloat16",
+                                  8,
+                                  4.17796183,
+                                  {0.514923096, 0.447153091, 0.387045264},
+                                  {-0.0882190242, 0.0917997137, 0.0499998778}},
+                            Keras{"mixed_float16",
+                                  8,
+                                  4.17723656,
+                                  {0.515173793, 0.447441816, 0.386674106},
+                                  {-0.088730827, 0.0917645544, 0.050000146}}}) {
+    nn::clear_session();
+    auto m = mixed_conv::model(keras.policy);
+    const std::string want = keras.policy == std::string("mixed_float16") ? "float16" : "bfloat16";
+    for (std::size_t i = 0; i + 1 < m.layers().size(); ++i)
+      BOOST_TEST(dt::dtype_name(m.layers()[i]->compute_dtype()) == want, keras.policy << " layer " << i);
+    BOOST_TEST(dt::dtype_name(m.layers().back()->compute_dtype()) == "float32");
+    const auto out = m.predict(mixed_conv::x());
+    BOOST_TEST(mixed::close(dt::reduce_sum(out, std::nullopt).item(), keras.predict_sum));
+    BOOST_TEST(mixed::close(dt::reduce_sum(dt::square(out), std::nullopt).item(), keras.predict_squares, 1e-4),
+               keras.policy << ": " << dt::reduce_sum(dt::square(out), std::nullopt).item());
+    m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1}, {.run_eagerly = true});
+    const auto history =
+        m.fit(mixed_conv::x(), mixed_conv::y(), {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+    const auto& losses = history.loss;
+    for (std::size_t e = 0; e < 3; ++e)
+      BOOST_TEST(mixed::close(losses[e], keras.losses[e], 1e-4),
+                 keras.policy << " epoch " << e << ": " << losses[e] << " vs Keras's " << keras.losses[e]);
+    const auto vars = m.variables();
+    const std::array<double, 3> got{mixed::sum(vars[0]), mixed::sum(vars[4]), mixed::sum(vars[6])};
+    for (std::size_t i = 0; i < 3; ++i)
+      BOOST_TEST(mixed::close(got[i], keras.weights[i], 1e-4),
+                 keras.policy << " weight sum " << i << ": " << got[i] << " vs Keras's " << keras.weights[i]);
+    if (keras.policy == std::string("mixed_float16")) {
+      BOOST_TEST(m.optimizer().name() == "LossScaleOptimizer");
+      BOOST_TEST(m.optimizer().target<nn::optimizers::LossScaleOptimizer>()->dynamic_scale() == 32768.0);
+      BOOST_TEST(m.optimizer().iterations() == 6);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(loss_scaling_under_a_mirrored_strategy_skips_the_steps_keras_skips) {
+  // Two replicas on logical CPUs, mixed_float16, targets 100x, LossScaleOptimizer(SGD(0.01),
+  // dynamic_growth_steps=2), fit(epochs=5, batch_size=4): each replica scales its share of the
+  // loss; the all-reduced gradients overflow at 2^15 and 2^14 (skipped, the scale halved), then
+  // the scale doubles after every two finite steps — Keras's sequence, traced and eager.
   dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0], {{}, {}});
-  dt::distribute::MirroredStrategy strategy(std::vector<std::string>{"/cpu:0", "/cpu:1"});
-  nn::mixed_precision::set_global_policy("mixed_float16");
-  auto scope = strategy.scope();
-  nn::Sequential m({nn::Dense(2, {.input_dim = 3}), nn::Dense(1, {.dtype = "float32"})});
-  DEVTENSOR_CHECK_THROW_WITH(m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}), dt::UnimplementedError,
-                             "LossScaleOptimizer under MirroredStrategy");
-  BOOST_TEST(!m.compiled());
-  m.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{}, {.auto_scale_loss = false});
-  BOOST_TEST(m.compiled());
+  for (const bool eager : {false, true}) {
+    nn::clear_session();
+    dt::distribute::MirroredStrategy strategy(std::vector<std::string>{"/cpu:0", "/cpu:1"});
+    std::optional<nn::Sequential> m;
+    {
+      auto scope = strategy.scope();
+      m.emplace(mixed_conv::model("mixed_float16", false));
+      m->compile(nn::losses::MeanSquaredError{},
+                 nn::optimizers::LossScaleOptimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 0.01},
+                                                    .dynamic_growth_steps = 2},
+                 {.run_eagerly = eager});
+    }
+    std::vector<std::array<double, 3>> rows;
+    m->fit(mixed_conv::x(), mixed_conv::y(100),
+           {.epochs = 5, .batch_size = 4, .verbose = 0, .shuffle = false, .callbacks = {mixed::ScaleLog{&*m, &rows}}});
+    BOOST_TEST_CONTEXT((eager ? "eager" : "traced")) {
+      mixed::check_rows(rows, {{6506.27148, 16384, 0},
+                               {6820.98047, 8192, 0},
+                               {6506.27148, 8192, 1},
+                               {6791.44727, 16384, 2},
+                               {6463.20312, 16384, 3},
+                               {6769.68115, 32768, 4},
+                               {6463.13672, 32768, 5},
+                               {6769.55127, 65536, 6},
+                               {6463.10107, 65536, 7},
+                               {6769.479, 131072, 8}});
+      const auto vars = m->trainable_variables();
+      BOOST_TEST(mixed::close(mixed::sum(vars[0]), -0.129696772, 1e-4), mixed::sum(vars[0]));
+      BOOST_TEST(mixed::close(mixed::sum(vars[2]), 0.0499993116, 1e-4), mixed::sum(vars[2]));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
