@@ -3,6 +3,7 @@ loads the archives devtensor saves.
 
 Run: python3 tests/reference/keras_archive.py          (tensorflow-cpu==2.21.0, Keras 3.15.1)
      python3 tests/reference/keras_archive.py trained  (make_trained and make_frozen alone)
+     python3 tests/reference/keras_archive.py mixed    (make_mixed alone)
      python3 tests/reference/keras_archive.py hostile  (Python alone)
      python3 tests/reference/keras_archive.py check A.keras B.json ...
 
@@ -21,6 +22,10 @@ The first form writes tests/reference/keras_archives/: four models Keras saves w
 - tutorial.keras: the Keras distributed-training tutorial's model, sized for 8x8x1 digits:
   Sequential([Conv2D(32, 3, relu, input_shape=(8, 8, 1)), MaxPooling2D(), Flatten(),
   Dense(64, relu), Dense(10)]).
+
+Then (make_trained, make_mixed, make_frozen) compiled models Keras trained and saved mid-way:
+trained_adam, trained_sgd, trained_mixed and trained_scaled (mixed_float16, with Keras's loss
+scaling) and frozen; each function's docstring says what it holds.
 
 Every weight is drawn at random (seed 7; BatchNormalization's moving variance positive), so a
 loader that swaps two variables cannot pass. Inputs: the first 4 digits of
@@ -196,6 +201,52 @@ def make_trained():
                                      (labels == 1).astype("float32").reshape(12, 1)])
 
 
+def make_mixed():
+    """Mixed-precision models Keras trained and saved mid-way, as make_trained's (2 epochs, saved, 2
+    more), under the global policy mixed_float16:
+    - trained_mixed.keras: Sequential Dense(8, relu), Dense(3, softmax, dtype float32),
+      compile(SGD(0.1, momentum=0.9), categorical cross-entropy): Keras wraps the optimizer in a
+      LossScaleOptimizer and saves the SGD as the compile config, the loss scale in the weights;
+    - trained_scaled.keras: the same layers, compile(LossScaleOptimizer(Adam(0.02),
+      dynamic_growth_steps=4), mse) on targets ×300, so that steps overflow and the scale moves.
+    Each json also holds the loss scale and its step counter at saving and after the 2 more epochs.
+    Compiled with run_eagerly=True (so the archive's compile config says so too)."""
+    import numpy as np
+    import keras
+    from keras import layers
+    rng = np.random.default_rng(19)
+    x = rng.normal(size=(12, 4)).astype("float32")
+    y = np.eye(3, dtype="float32")[rng.integers(0, 3, size=12)]
+    for name, optimizer, loss, targets in (
+            ("trained_mixed", lambda: keras.optimizers.SGD(0.1, momentum=0.9), "categorical_crossentropy", y),
+            ("trained_scaled",
+             lambda: keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(0.02), dynamic_growth_steps=4), "mse",
+             y * 300.0)):
+        keras.utils.clear_session()
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        model = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                                  layers.Dense(3, activation="softmax", dtype="float32")], name=name)
+        randomize(model)
+        # Eagerly: Keras's traced fit fuses a 16-bit Dense's MatMul, BiasAdd and ReLU into one oneDNN
+        # kernel on CPUs (one rounding), which devtensor's op-by-op steps do not.
+        model.compile(optimizer=optimizer(), loss=loss, run_eagerly=True)
+        trained(name, model, x, targets)
+        o = model.optimizer
+        with open(os.path.join(out_dir, name + ".json")) as f:
+            record = json.load(f)
+        record["scale_after"] = float(o.dynamic_scale.numpy())
+        record["step_counter_after"] = int(o.step_counter.numpy())
+        restored = keras.models.load_model(os.path.join(out_dir, name + ".keras"))
+        record["scale_saved"] = float(restored.optimizer.dynamic_scale.numpy())
+        record["step_counter_saved"] = int(restored.optimizer.step_counter.numpy())
+        record["optimizer"] = type(restored.optimizer).__name__
+        with open(os.path.join(out_dir, name + ".json"), "w") as f:
+            json.dump(record, f)
+        print(name, record["optimizer"], record["scale_saved"], record["step_counter_saved"], record["scale_after"],
+              record["step_counter_after"])
+    keras.mixed_precision.set_global_policy("float32")
+
+
 def make_frozen():
     """frozen.keras: transfer learning as Keras users write it. Sequential Input(4), Dense(6, relu)
     "base" and BatchNormalization "bn" frozen (trainable=False: no updates, and the BN layer runs
@@ -339,11 +390,15 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         hostile()
         sys.exit(0)
+    if len(sys.argv) > 1 and sys.argv[1] == "mixed":
+        make_mixed()
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "trained":
         make_trained()
         make_frozen()
         sys.exit(0)
     make()
     make_trained()
+    make_mixed()
     make_frozen()
     hostile()

@@ -26,6 +26,10 @@
 ///     /optimizer/vars/2, ...          the slots (Adam: m, v of each variable in turn; then v_hat),
 ///                                     once the optimizer has run (Keras builds them at its first step)
 ///
+/// and a LossScaleOptimizer's as Keras 3's: /optimizer/vars/0..3 its own iterations and learning
+/// rate (unused, 0), step counter and scale, then the inner optimizer's variables from /4, which
+/// /optimizer/inner_optimizer/vars holds as well (read from there);
+///
 /// so the file is a checkpoint: loading it into a model compiled alike restores the step count, the
 /// slots and the learning rate (a number's; a schedule's follows from the step count), and training
 /// resumes as if uninterrupted, bit for bit. A model that is not compiled skips the optimizer's state, as Keras.
@@ -134,26 +138,53 @@ inline void write_layers(hdf5::Group& parent, const std::vector<std::shared_ptr<
   }
 }
 
+/// An optimizer's variables into `vars` from index `first`, as Keras numbers them: iterations, the
+/// learning rate (Keras keeps a variable only for a number; a schedule is a function of
+/// iterations), then the slots once it has stepped (before, it is not built in Keras's sense).
+inline void write_optimizer_vars(hdf5::Group& vars, const Optimizer& optimizer,
+                                 const std::vector<Variable<float>>& trainable, std::size_t first = 0) {
+  vars.write_int64(std::to_string(first), optimizer.iterations());
+  std::size_t next = first + 1;
+  if (!optimizer.learning_rate_is_schedule())
+    vars.write_floats(std::to_string(next++), {}, {static_cast<float>(optimizer.learning_rate())});
+  if (optimizer.iterations() == 0) return;
+  const auto slots = optimizer.slot_values(trainable);
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    vars.write_floats(std::to_string(next + i), slots[i].shape().dims_vector(), slots[i].to_vector());
+}
+
+inline std::string lowercase(std::string name) {
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
 /// Writes the model's variables (and its optimizer's state, when `with_optimizer`) under `root`.
+/// A LossScaleOptimizer's as Keras 3 writes them: /optimizer/vars holds its own iterations and
+/// learning rate (unused: 0), its step counter and scale, then the inner optimizer's variables,
+/// which /optimizer/inner_optimizer/vars holds too.
 inline void write_model(const Model& model, hdf5::Group& root, bool with_optimizer = true) {
   write_layers(root, model.tracked_layers());
   root.create_group("vars").set_string_attribute("name", model.name());
-  if (with_optimizer && model.compiled()) {
-    const Optimizer& optimizer = model.optimizer();
-    hdf5::Group vars = root.create_group("optimizer").create_group("vars");
-    std::string name = optimizer.name();
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    vars.set_string_attribute("name", name);
-    vars.write_int64("0", optimizer.iterations());
-    // Keras keeps a learning-rate variable only for a number; a schedule is a function of iterations.
-    std::size_t next = 1;
-    if (!optimizer.learning_rate_is_schedule())
-      vars.write_floats(std::to_string(next++), {}, {static_cast<float>(optimizer.learning_rate())});
-    if (optimizer.iterations() == 0) return;  // not built yet in Keras's sense: no slots
-    const auto slots = optimizer.slot_values(model.trainable_variables());
-    for (std::size_t i = 0; i < slots.size(); ++i)
-      vars.write_floats(std::to_string(next + i), slots[i].shape().dims_vector(), slots[i].to_vector());
+  if (!with_optimizer || !model.compiled()) return;
+  const Optimizer& optimizer = model.optimizer();
+  const auto trainable = model.trainable_variables();
+  hdf5::Group group = root.create_group("optimizer");
+  hdf5::Group vars = group.create_group("vars");
+  const auto* lso = optimizer.target<optimizers::LossScaleOptimizer>();
+  if (!lso) {
+    vars.set_string_attribute("name", lowercase(optimizer.name()));
+    write_optimizer_vars(vars, optimizer, trainable);
+    return;
   }
+  hdf5::Group inner = group.create_group("inner_optimizer").create_group("vars");
+  inner.set_string_attribute("name", lowercase(lso->inner_optimizer.name()));
+  write_optimizer_vars(inner, lso->inner_optimizer, trainable);
+  vars.set_string_attribute("name", "loss_scale_optimizer");
+  vars.write_int64("0", 0);
+  vars.write_floats("1", {}, {0.0f});
+  vars.write_int64("2", lso->step_counter());
+  vars.write_floats("3", {}, {static_cast<float>(lso->dynamic_scale())});
+  write_optimizer_vars(vars, lso->inner_optimizer, trainable, 4);
 }
 
 inline void save(const Model& model, const std::string& path) {
@@ -243,14 +274,29 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
   // The optimizer's state, checked as well before anything changes.
   std::optional<std::pair<std::int64_t, std::vector<Tensor<float>>>> optimizer_state;
   std::optional<double> learning_rate;
+  std::optional<std::pair<std::int64_t, float>> loss_scale;  // a LossScaleOptimizer's counter and scale
   if (model.compiled() && root.has("optimizer")) {
     const auto trainable = model.trainable_variables();
     const auto expected = model.optimizer().slot_values(trainable);
+    // A LossScaleOptimizer's file: the inner optimizer's state is under inner_optimizer (what a
+    // model with the inner optimizer alone, or a LossScaleOptimizer around it, restores).
+    const bool scaled = root.group("optimizer").has("inner_optimizer");
+    const std::string path = scaled ? "/optimizer/inner_optimizer/vars" : "/optimizer/vars";
+    if (scaled && model.optimizer().target<optimizers::LossScaleOptimizer>()) {
+      try {
+        const hdf5::Group own = open_path(root, "/optimizer/vars");
+        const auto [shape, scale] = own.read_floats("3", 1);
+        if (scale.size() != 1) throw InvalidArgumentError("/optimizer/vars/3 (the loss scale) is not one number");
+        loss_scale.emplace(own.read_int64("2"), scale[0]);
+      } catch (const InvalidArgumentError& e) {
+        throw mismatch(e.what());
+      }
+    }
     const hdf5::Group vars = [&] {
       try {
-        return open_path(root, "/optimizer/vars");
+        return open_path(root, path);
       } catch (const InvalidArgumentError&) {
-        throw mismatch("it has an /optimizer group without /optimizer/vars");
+        throw mismatch("it has an /optimizer group without " + path);
       }
     }();
     const bool has_rate = !model.optimizer().learning_rate_is_schedule();
@@ -260,7 +306,7 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
     const bool unbuilt = vars.children().size() == first_slot && model.optimizer().iterations() == 0;
     if (!unbuilt && vars.children().size() != expected.size() + first_slot)
       throw mismatch(
-          "/optimizer/vars holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
+          path + " holds " + std::to_string(vars.children().size()) + " variables, but the model's " +
           model.optimizer().name() + " keeps " + std::to_string(expected.size() + first_slot) +
           (has_rate ? " (iterations, learning rate, slots)" : " (iterations, slots; its learning rate is a schedule)") +
           " for its " + std::to_string(trainable.size()) + " trainable variables");
@@ -269,19 +315,19 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
       const std::int64_t iterations = vars.read_int64("0");
       if (has_rate) {
         const auto [shape, data] = vars.read_floats("1", 1);
-        if (data.size() != 1) throw InvalidArgumentError("/optimizer/vars/1 (the learning rate) is not one number");
+        if (data.size() != 1) throw InvalidArgumentError(path + "/1 (the learning rate) is not one number");
         learning_rate = data[0];
       }
       if (unbuilt) slots = expected;  // zeros: nothing to read
       for (std::size_t i = 0; !unbuilt && i < expected.size(); ++i) {
         const std::string index = std::to_string(i + first_slot);
         if (vars.dataset_shape(index) != expected[i].shape().dims_vector())
-          throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " +
+          throw InvalidArgumentError(path + "/" + index + " has shape " +
                                      Shape::partial(vars.dataset_shape(index)).to_python() +
                                      ", but the slot it restores has shape " + expected[i].shape().to_python());
         auto [shape, data] = vars.read_floats(index, static_cast<std::uint64_t>(expected[i].shape().num_elements()));
         if (shape != expected[i].shape().dims_vector())
-          throw InvalidArgumentError("/optimizer/vars/" + index + " has shape " + Shape::partial(shape).to_python() +
+          throw InvalidArgumentError(path + "/" + index + " has shape " + Shape::partial(shape).to_python() +
                                      ", but the slot it restores has shape " + expected[i].shape().to_python());
         slots.push_back(constant<float>(data, expected[i].shape()));
       }
@@ -293,6 +339,8 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
   for (std::size_t i = 0; i < entries.size(); ++i) entries[i].variable.assign(values[i]);
   if (optimizer_state)
     model.optimizer().restore(model.trainable_variables(), optimizer_state->first, optimizer_state->second);
+  if (loss_scale)
+    model.optimizer().target<optimizers::LossScaleOptimizer>()->restore_scale(loss_scale->second, loss_scale->first);
   // The learning rate too, as Keras's variable is (a ReduceLROnPlateau's reduction resumes).
   if (learning_rate && static_cast<float>(model.optimizer().learning_rate()) != static_cast<float>(*learning_rate))
     model.optimizer().set_learning_rate(*learning_rate);

@@ -142,9 +142,16 @@ inline Json optimizer_config(const Optimizer& optimizer, std::vector<std::string
     config["amsgrad"] = adam->amsgrad;
     return keras_object("keras.optimizers", "Adam", std::move(config));
   }
-  undescribed.push_back(optimizer.target<optimizers::LossScaleOptimizer>()
-                            ? std::string("LossScaleOptimizer (devtensor does not save its loss scale yet)")
-                            : "the optimizer " + optimizer.name() + " (a type of the program's own)");
+  if (const auto* lso = optimizer.target<optimizers::LossScaleOptimizer>()) {
+    Json inner = optimizer_config(lso->inner_optimizer, undescribed);
+    if (inner.is_null()) return nullptr;
+    return keras_object("keras.optimizers", "LossScaleOptimizer",
+                        Json{{"name", "loss_scale_optimizer"},
+                             {"inner_optimizer", std::move(inner)},
+                             {"initial_scale", lso->initial_scale},
+                             {"dynamic_growth_steps", lso->dynamic_growth_steps}});
+  }
+  undescribed.push_back("the optimizer " + optimizer.name() + " (a type of the program's own)");
   return nullptr;
 }
 
@@ -298,6 +305,16 @@ inline std::optional<Optimizer> optimizer_of(const Json& value, std::vector<std:
   if (value.is_string())
     return known_identifier(id, "optimizer", missing, [](const std::string& i) { return Optimizer(i); });
   const config_detail::Reader r(config_of(value), id, true, "optimizer");
+  if (id == "LossScaleOptimizer") {
+    if (!r.has("inner_optimizer")) throw r.invalid("it has no \"inner_optimizer\"");
+    auto inner = optimizer_of(r.at("inner_optimizer"), missing);
+    if (!inner) return std::nullopt;
+    // (Optimizer's constructor validates: InvalidArgumentError for a scale or growth Keras refuses.)
+    return Optimizer(optimizers::LossScaleOptimizer{
+        .inner_optimizer = std::move(*inner),
+        .initial_scale = r.number_or("initial_scale", 32768.0),
+        .dynamic_growth_steps = r.has("dynamic_growth_steps") ? r.integer("dynamic_growth_steps") : 2000});
+  }
   // Settings that change the update, which devtensor's optimizers do not have.
   for (const char* key : {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "loss_scale_factor",
                           "gradient_accumulation_steps", "ema_overwrite_frequency"})
@@ -340,7 +357,12 @@ inline Json compile_to_config(const Model& model, std::vector<std::string>& unde
   if (!model.compiled()) return Json::object();
   const std::size_t before = undescribed.size();
   const CompileOptions& options = model.compile_options();
-  Json optimizer = optimizer_config(model.optimizer(), undescribed);
+  // The optimizer compile() was given, as Keras's compile config (not the LossScaleOptimizer compile
+  // wrapped it in, which compile makes again when the model's policy is mixed_float16).
+  const auto* wrapper = model.optimizer().target<optimizers::LossScaleOptimizer>();
+  Json optimizer = optimizer_config(
+      wrapper && model.optimizer_wrapped_for_loss_scaling() ? wrapper->inner_optimizer : model.optimizer(),
+      undescribed);
   Json loss = Json::array();
   for (const auto& l : model.losses()) loss.push_back(loss_config(l, undescribed));
   if (loss.size() == 1) loss = Json(loss[0]);

@@ -175,6 +175,9 @@ class Model {
   /// The global dtype policy when the model was made (Keras's model.dtype_policy): under
   /// mixed_float16, compile wraps the optimizer in a LossScaleOptimizer.
   [[nodiscard]] const mixed_precision::DTypePolicy& dtype_policy() const noexcept { return policy_; }
+  /// Whether compile() wrapped the optimizer it was given in a LossScaleOptimizer (then the model's
+  /// compile config names the optimizer it was given, as Keras's).
+  [[nodiscard]] bool optimizer_wrapped_for_loss_scaling() const noexcept { return optimizer_wrapped_; }
 
   /// The layers Keras tracks, in order: what summary lists and weights files hold (a functional
   /// model's InputLayers included, a Sequential's not).
@@ -379,6 +382,7 @@ class Model {
   std::shared_ptr<distribute::StrategyInterface> strategy_;
   std::shared_ptr<layer_detail::FunctionalGraph> graph_;
   mixed_precision::DTypePolicy policy_ = mixed_precision::global_policy();
+  bool optimizer_wrapped_ = false;  // compile() made the LossScaleOptimizer
 
  private:
   std::optional<CompiledLoss> compiled_loss_;

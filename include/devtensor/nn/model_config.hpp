@@ -438,6 +438,10 @@ inline Json model_to_config(const Model& model) {
   const auto graph = std::dynamic_pointer_cast<const layer_detail::FunctionalGraph>(model.impl());
   if (!graph) throw InternalError("model \"" + model.name() + "\" has no graph of layers");
   Json out = config_detail::graph_to_config(*graph);
+  // The model's own policy, as Keras writes it. (Keras does not read it back: a loaded model takes
+  // the global policy, and so decides on loss scaling at compile; devtensor's too.)
+  if (graph->type_name() == "Sequential")
+    out["config"]["dtype"] = config_detail::dtype_policy(model.dtype_policy().name());
   out["build_config"] =
       Json{{"input_shape",
             graph->type_name() == "Sequential" ? config_detail::shape_json(graph->inputs().front().shape()) : Json()}};

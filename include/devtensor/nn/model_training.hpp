@@ -75,8 +75,9 @@ DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer opt
             "{\n  const auto scope = strategy.scope();\n  auto model = create_model();\n  model.compile(...);\n}");
     }
   // Keras 3's compile wraps a mixed_float16 model's optimizer in a LossScaleOptimizer.
-  if (options.auto_scale_loss && policy_.compute_dtype() == DType::DT_HALF && !optimizer.scales_the_loss())
-    optimizer = optimizers::LossScaleOptimizer{.inner_optimizer = std::move(optimizer)};
+  const bool wrap =
+      options.auto_scale_loss && policy_.compute_dtype() == DType::DT_HALF && !optimizer.scales_the_loss();
+  if (wrap) optimizer = optimizers::LossScaleOptimizer{.inner_optimizer = std::move(optimizer)};
   std::vector<std::string> output_names;
   if (graph_)
     for (const auto& output : graph_->outputs()) output_names.push_back(output.node()->layer->name());
@@ -90,6 +91,7 @@ DEVTENSOR_DEFINITION void Model::compile(std::vector<Loss> losses, Optimizer opt
   }
   compiled_loss_ = std::move(compiled_loss);
   optimizer_ = std::move(optimizer);
+  optimizer_wrapped_ = wrap;
   run_eagerly_ = options.run_eagerly;
   cuda_graph_ = options.cuda_graph;
   traced_ = {};  // Keras makes its train_function again

@@ -463,6 +463,10 @@ struct LossScaleOptimizer {
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
   /// The current scale (Keras's optimizer.dynamic_scale).
   [[nodiscard]] double dynamic_scale() const;
+  /// Sets the scale and the finite steps since it last changed (a saved model's, loaded).
+  /// @throws InvalidArgumentError for a scale that is not a positive finite float32 or a negative
+  /// count (nothing changes then).
+  void restore_scale(double scale, std::int64_t step_counter) const;
   /// Finite steps since the scale last changed.
   [[nodiscard]] std::int64_t step_counter() const {
     std::lock_guard lock(state->mutex);
@@ -489,6 +493,19 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::validate() const {
 DEVTENSOR_DEFINITION double LossScaleOptimizer::dynamic_scale() const {
   std::lock_guard lock(state->mutex);
   return state->built ? state->scale : static_cast<float>(initial_scale);
+}
+
+DEVTENSOR_DEFINITION void LossScaleOptimizer::restore_scale(double scale, std::int64_t step_counter) const {
+  if (!(scale > 0) || !std::isfinite(static_cast<float>(scale)) || step_counter < 0)
+    throw InvalidArgumentError(
+        "LossScaleOptimizer: a saved loss scale must be a positive finite float32 and its step "
+        "counter non-negative, got " +
+        std::to_string(scale) + " and " + std::to_string(step_counter));
+  std::lock_guard lock(state->mutex);
+  state->built = true;
+  state->scale = static_cast<float>(scale);
+  state->step_counter = step_counter;
+  if (state->scale_variable.defined()) state->scale_variable.assign(fill<float>(Shape{}, state->scale));
 }
 
 DEVTENSOR_DEFINITION void LossScaleOptimizer::build() const {

@@ -388,10 +388,11 @@ BOOST_AUTO_TEST_CASE(configs_that_are_not_keras_are_refused_with_typed_errors) {
       dt::UnimplementedError, "uses the activation \"gelu\", which devtensor does not have");
   DEVTENSOR_CHECK_THROW_WITH(
       (void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
-      {"class_name": "Conv2D", "config": {"name": "c", "filters": 2, "kernel_size": [3, 3],
+      {"class_name": "DepthwiseConv2D", "config": {"name": "c", "kernel_size": [3, 3],
           "dtype": {"class_name": "DTypePolicy", "config": {"name": "mixed_float16"}}}}]}})"),
       dt::UnimplementedError,
-      "layer \"c\" (Conv2D) computes in mixed_float16; devtensor's Conv2D computes in float32 only");
+      "layer \"c\" (DepthwiseConv2D) computes in mixed_float16; devtensor's DepthwiseConv2D computes in float32 "
+      "only");
   DEVTENSOR_CHECK_THROW_WITH(
       (void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
       {"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": "mixed_int8"}}]}})"),
@@ -404,13 +405,22 @@ BOOST_AUTO_TEST_CASE(mixed_precision_policies_come_back_from_configs) {
       {"class_name": "InputLayer", "config": {"batch_shape": [null, 3]}},
       {"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": {"module": "keras",
           "class_name": "DTypePolicy", "config": {"name": "mixed_bfloat16"}, "registered_name": null}}},
-      {"class_name": "Activation", "config": {"name": "a", "activation": "softmax", "dtype": "float32"}}]}})");
-  const auto layers = model->layers();  // InputLayer, d, a
-  BOOST_TEST_REQUIRE(layers.size() == 3u);
-  BOOST_TEST(layers.at(1)->dtype_policy().name() == "mixed_bfloat16");
-  BOOST_TEST(layers.at(2)->dtype_policy().name() == "float32");
+      {"class_name": "Activation", "config": {"name": "a", "activation": "softmax", "dtype": "float32"}},
+      {"class_name": "Reshape", "config": {"name": "r", "target_shape": [1, 1, 2]}},
+      {"class_name": "Conv2D", "config": {"name": "c", "filters": 2, "kernel_size": [1, 1], "strides": [1, 1],
+          "dtype": {"class_name": "DTypePolicy", "config": {"name": "mixed_float16"}}}},
+      {"class_name": "MaxPooling2D", "config": {"name": "p", "pool_size": [1, 1], "dtype": "mixed_float16"}},
+      {"class_name": "BatchNormalization", "config": {"name": "b", "dtype": "mixed_bfloat16"}},
+      {"class_name": "Flatten", "config": {"name": "f", "dtype": "mixed_bfloat16"}}]}})");
+  const auto layers = model->layers();  // InputLayer, d, a, r, c, p, b, f
+  BOOST_TEST_REQUIRE(layers.size() == 8u);
+  const std::vector<std::string> policies{"mixed_bfloat16", "float32",        "float32",       "mixed_float16",
+                                          "mixed_float16",  "mixed_bfloat16", "mixed_bfloat16"};
   const auto json = Json::parse(model->to_json());
-  BOOST_TEST(json["config"]["layers"][1]["config"]["dtype"]["config"]["name"] == "mixed_bfloat16");
+  for (std::size_t i = 1; i < layers.size(); ++i) {
+    BOOST_TEST(layers.at(i)->dtype_policy().name() == policies[i - 1], layers.at(i)->name());
+    BOOST_TEST(json["config"]["layers"][i]["config"]["dtype"]["config"]["name"] == policies[i - 1]);
+  }
   BOOST_TEST(json["config"]["layers"][1]["config"]["dtype"]["class_name"] == "DTypePolicy");
 }
 
@@ -450,6 +460,78 @@ BOOST_AUTO_TEST_CASE(keras_trained_archives_resume_training_as_keras_does) {
   BOOST_TEST(sgd->losses()[0].identifier() == "mse");
   BOOST_TEST(sgd->compile_options().loss_weights == std::vector<double>({1.0, 0.5}), boost::test_tools::per_element());
   BOOST_TEST(sgd->compile_options().output_metrics.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(mixed_precision_archives_keep_the_loss_scale_as_keras) {
+  // tests/reference/keras_archive.py mixed: Keras trained two mixed_float16 models 2 epochs, saved
+  // them and trained 2 more. trained_mixed: compile wrapped its SGD in a LossScaleOptimizer (the
+  // compile config names the SGD; the model's policy says to wrap it again); trained_scaled: an
+  // explicit LossScaleOptimizer(Adam, dynamic_growth_steps=4) whose steps overflow. Loaded here
+  // under the mixed_float16 global policy (a loaded model takes the global policy, as Keras's):
+  // the scale, its step counter and the iterations come back, and the 2 more epochs give Keras's
+  // losses, scale and predictions.
+  for (const std::string name : {"trained_mixed", "trained_scaled"}) {
+    BOOST_TEST_CONTEXT(name) {
+      nn::clear_session();
+      nn::mixed_precision::set_global_policy("mixed_float16");
+      const Json expected = read_json(kArchives / (name + ".json"));
+      const auto model = nn::load_model((kArchives / (name + ".keras")).string());
+      BOOST_TEST(model->dtype_policy().name() == "mixed_float16");
+      BOOST_TEST_REQUIRE(model->optimizer().name() == "LossScaleOptimizer");
+      const auto* lso = model->optimizer().target<nn::optimizers::LossScaleOptimizer>();
+      BOOST_TEST(lso->dynamic_scale() == expected["scale_saved"].get<double>());
+      BOOST_TEST(lso->step_counter() == expected["step_counter_saved"].get<std::int64_t>());
+      BOOST_TEST(model->optimizer().iterations() == expected["iterations"].get<std::int64_t>());
+      const auto x = tensors_of(expected["inputs"])[0];
+      const auto y = tensors_of(expected["targets"])[0];
+      const auto history = model->fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false});
+      const auto& keras_losses = expected["history"]["loss"];
+      for (std::size_t e = 0; e < 2; ++e)
+        BOOST_TEST(std::abs(history.loss[e] - keras_losses[e].get<double>()) <=
+                       1e-5 * (1 + std::abs(keras_losses[e].get<double>())),
+                   "epoch " << e << ": " << history.loss[e] << " vs Keras's " << keras_losses[e]);
+      BOOST_TEST(lso->dynamic_scale() == expected["scale_after"].get<double>());
+      BOOST_TEST(lso->step_counter() == expected["step_counter_after"].get<std::int64_t>());
+      BOOST_TEST(largest_difference(model->predict(std::vector{x}), tensors_of(expected["outputs"])) <= 1e-4);
+      // devtensor's archive of it: the same scale, counter, slots and compile config come back
+      const auto path = (fs::temp_directory_path() / ("devtensor_" + name + ".keras")).string();
+      model->save(path);
+      const auto copy = nn::load_model(path);
+      fs::remove(path);
+      const auto* copied = copy->optimizer().target<nn::optimizers::LossScaleOptimizer>();
+      BOOST_TEST_REQUIRE(copied);
+      BOOST_TEST(copied->dynamic_scale() == lso->dynamic_scale());
+      BOOST_TEST(copied->step_counter() == lso->step_counter());
+      BOOST_TEST(copied->dynamic_growth_steps == lso->dynamic_growth_steps);
+      BOOST_TEST(copy->optimizer().iterations() == model->optimizer().iterations());
+      BOOST_TEST(copy->optimizer_wrapped_for_loss_scaling() == model->optimizer_wrapped_for_loss_scaling());
+      const auto slots = model->optimizer().slot_values(model->trainable_variables());
+      const auto copied_slots = copy->optimizer().slot_values(copy->trainable_variables());
+      BOOST_TEST(largest_difference(copied_slots, slots) == 0.0);
+      export_trained_for_keras(*model, "devtensor_" + name, x, y);
+    }
+  }
+  nn::clear_session();
+  nn::mixed_precision::set_global_policy("mixed_float16");
+  const auto wrapped = nn::load_model((kArchives / "trained_mixed.keras").string());
+  BOOST_TEST(wrapped->optimizer_wrapped_for_loss_scaling());
+  BOOST_TEST(wrapped->optimizer().target<nn::optimizers::LossScaleOptimizer>()->inner_optimizer.name() == "SGD");
+  // Under the float32 global policy the model compiles its SGD as it is (Keras's too, which then
+  // skips the saved optimizer's variables; devtensor restores the SGD's from inner_optimizer).
+  nn::clear_session();
+  const auto plain = nn::load_model((kArchives / "trained_mixed.keras").string());
+  BOOST_TEST(plain->dtype_policy().name() == "float32");
+  BOOST_TEST(plain->optimizer().name() == "SGD");
+  BOOST_TEST(plain->optimizer().iterations() == wrapped->optimizer().iterations());
+  BOOST_TEST(largest_difference(plain->optimizer().slot_values(plain->trainable_variables()),
+                                wrapped->optimizer().slot_values(wrapped->trainable_variables())) == 0.0);
+  BOOST_TEST(plain->layers().at(1)->dtype_policy().name() == "mixed_float16");  // the layers keep theirs
+  const auto scaled = nn::load_model((kArchives / "trained_scaled.keras").string());
+  BOOST_TEST(!scaled->optimizer_wrapped_for_loss_scaling());
+  const auto* given = scaled->optimizer().target<nn::optimizers::LossScaleOptimizer>();
+  BOOST_TEST(given->inner_optimizer.name() == "Adam");
+  BOOST_TEST(given->dynamic_growth_steps == 4);
+  BOOST_TEST(given->initial_scale == 32768.0);
 }
 
 BOOST_AUTO_TEST_CASE(compile_false_loads_the_model_uncompiled) {
