@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "devtensor/devtensor.hpp"
@@ -1005,6 +1006,62 @@ BOOST_AUTO_TEST_CASE(the_gpu_bodies_element_functions_agree_with_the_cpu_bodies)
       check_close(got, want, 1e-12);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_gpu_bodies_element_functions_round_sixteen_bits_as_the_cpu_bodies) {
+  // float16 and bfloat16 pools: the GPU's per-element functions sum in float and round once
+  // (window::WindowSum), as the CPU bodies' float run on widened copies: the maxima and means bit
+  // for bit, the gradients (added in another grouping) within an ulp.
+  namespace window = dt::ops::window;
+  const auto run = [&]<class T>(float ulp) {
+    const dt::Shape shape({2, 7, 5, 3});
+    std::vector<float> xf(static_cast<std::size_t>(shape.num_elements()));
+    for (std::size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>((i * 37 + i / 7) % 23) / 7.0f - 1.5f;
+    const auto x = dt::constant<float>(xf, shape).template cast<T>();
+    for (const auto& [k, s, padding] :
+         {std::tuple{3, 1, "SAME"}, std::tuple{2, 2, "VALID"}, std::tuple{3, 2, "SAME"}}) {
+      const dt::ops::PoolAttrs attrs{{k, k}, dt::conv_detail::window(s, padding, 1, false, "MaxPool", false)};
+      const dt::ops::WindowGeometry g = dt::ops::pool_geometry(attrs, shape, "MaxPool");
+      const auto xv = x.to_vector();
+      const auto y = dt::max_pool2d(x, k, s, padding), mean = dt::avg_pool2d(x, k, s, padding);
+      std::vector<T> maxima(static_cast<std::size_t>(y.num_elements())), means(maxima.size()), dyv(maxima.size());
+      for (std::size_t e = 0; e < maxima.size(); ++e) {
+        maxima[e] = window::pooled_max(g, xv.data(), static_cast<std::int64_t>(e));
+        means[e] = window::pooled_mean(g, xv.data(), static_cast<std::int64_t>(e));
+        dyv[e] = T(static_cast<float>(e % 9) / 4.0f - 1.0f);
+      }
+      const auto bits = [](const std::vector<T>& v) {
+        std::vector<std::uint16_t> out;
+        for (const T e : v) out.push_back(e.bits());
+        return out;
+      };
+      BOOST_TEST_CONTEXT(dt::dtype_name<T>() << " " << k << "x" << k << " stride " << s << " " << padding) {
+        BOOST_TEST(bits(maxima) == bits(y.to_vector()), boost::test_tools::per_element());
+        BOOST_TEST(bits(means) == bits(mean.to_vector()), boost::test_tools::per_element());
+        const auto dy = dt::constant<T>(dyv, y.shape());
+        dt::GradientTape tape;
+        tape.watch(x);
+        const auto max_grad = tape.gradient(dt::reduce_sum(dt::mul(dt::max_pool2d(x, k, s, padding), dy)), x);
+        dt::GradientTape mean_tape;
+        mean_tape.watch(x);
+        const auto mean_grad = mean_tape.gradient(dt::reduce_sum(dt::mul(dt::avg_pool2d(x, k, s, padding), dy)), x);
+        const auto want_max = max_grad.to_vector(), want_mean = mean_grad.to_vector();
+        for (std::int64_t e = 0; e < shape.num_elements(); ++e) {
+          const auto i = static_cast<std::size_t>(e);
+          const float got_max = static_cast<float>(window::gathered_max_gradient(g, xv.data(), dyv.data(), e));
+          const float got_mean = static_cast<float>(window::gathered_mean_gradient(g, dyv.data(), e));
+          BOOST_TEST(std::abs(got_max - static_cast<float>(want_max[i])) <=
+                         ulp * std::max(1.0f, std::abs(static_cast<float>(want_max[i]))),
+                     "max gradient " << e);
+          BOOST_TEST(std::abs(got_mean - static_cast<float>(want_mean[i])) <=
+                         ulp * std::max(1.0f, std::abs(static_cast<float>(want_mean[i]))),
+                     "mean gradient " << e);
+        }
+      }
+    }
+  };
+  run.template operator()<dt::float16>(0x1p-10f);
+  run.template operator()<dt::bfloat16>(0x1p-7f);
 }
 
 BOOST_AUTO_TEST_CASE(onednn_switch_reads_tensorflows_environment_values) {
