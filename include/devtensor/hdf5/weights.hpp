@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -287,7 +288,12 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
         const hdf5::Group own = open_path(root, "/optimizer/vars");
         const auto [shape, scale] = own.read_floats("3", 1);
         if (scale.size() != 1) throw InvalidArgumentError("/optimizer/vars/3 (the loss scale) is not one number");
-        loss_scale.emplace(own.read_int64("2"), scale[0]);
+        const std::int64_t counter = own.read_int64("2");
+        if (!(scale[0] > 0) || !std::isfinite(scale[0]) || counter < 0)
+          throw InvalidArgumentError("/optimizer/vars/2 and /3 (the loss scale's step counter " +
+                                     std::to_string(counter) + " and scale " + std::to_string(scale[0]) +
+                                     ") are not a count and a positive finite scale");
+        loss_scale.emplace(counter, scale[0]);
       } catch (const InvalidArgumentError& e) {
         throw mismatch(e.what());
       }

@@ -399,6 +399,61 @@ std::vector<std::string> files_in(const fs::path& folder) {
 }
 }  // namespace
 
+BOOST_AUTO_TEST_CASE(a_loss_scale_optimizers_state_comes_back_and_a_bad_scale_changes_nothing) {
+  // A mixed_float16 model's LossScaleOptimizer (compile wraps the SGD): the weights file keeps its
+  // scale and step counter beside the SGD's state, as Keras 3's layout; a file whose scale is not
+  // a positive number is refused before anything changes.
+  nn::mixed_precision::set_global_policy("mixed_float16");
+  const auto make = [] {
+    nn::Sequential model({nn::Dense(2, {.input_dim = 3}), nn::Dense(1, {.dtype = "float32"})});
+    model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.05, .momentum = 0.9});
+    return model;
+  };
+  auto model = make();
+  const auto x = dt::random_normal<float>(dt::Shape{8, 3}, {.seed = 5});
+  const auto y = dt::random_normal<float>(dt::Shape{8, 1}, {.seed = 6});
+  (void)model.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+  const auto* lso = model.optimizer().target<nn::optimizers::LossScaleOptimizer>();
+  BOOST_TEST_REQUIRE(lso);
+  lso->restore_scale(4096, 3);  // a state the fit did not reach by itself
+  const auto path = (dir / "scaled.weights.h5").string();
+  model.save_weights(path);
+  auto copy = make();
+  (void)copy(x);
+  copy.load_weights(path);
+  const auto* loaded = copy.optimizer().target<nn::optimizers::LossScaleOptimizer>();
+  BOOST_TEST(loaded->dynamic_scale() == 4096.0);
+  BOOST_TEST(loaded->step_counter() == 3);
+  BOOST_TEST(model.optimizer().iterations() > 0);
+  BOOST_TEST(copy.optimizer().iterations() == model.optimizer().iterations());
+  BOOST_TEST(values_of(copy) == values_of(model));
+  // The same file with the scale 0, written with the library's own writers.
+  const auto bad = (dir / "bad_scale.weights.h5").string();
+  {
+    dt::hdf5::Group root = dt::hdf5::create_file(bad);
+    nn::weights_io::write_layers(root, model.tracked_layers());
+    root.create_group("vars").set_string_attribute("name", model.name());
+    dt::hdf5::Group group = root.create_group("optimizer");
+    dt::hdf5::Group inner = group.create_group("inner_optimizer").create_group("vars");
+    nn::weights_io::write_optimizer_vars(inner, lso->inner_optimizer, model.trainable_variables());
+    dt::hdf5::Group vars = group.create_group("vars");
+    vars.write_int64("0", 0);
+    vars.write_floats("1", {}, {0.0f});
+    vars.write_int64("2", 1);
+    vars.write_floats("3", {}, {0.0f});
+  }
+  auto fresh = make();
+  (void)fresh(x);
+  const auto before = values_of(fresh);
+  DEVTENSOR_CHECK_THROW_WITH(fresh.load_weights(bad), dt::InvalidArgumentError,
+                             "the loss scale's step counter 1 and scale 0.000000) are not a count and a positive");
+  BOOST_TEST(values_of(fresh) == before);  // nothing loaded
+  BOOST_TEST(fresh.optimizer().target<nn::optimizers::LossScaleOptimizer>()->dynamic_scale() == 32768.0);
+  DEVTENSOR_CHECK_THROW_WITH(lso->restore_scale(-1, 0), dt::InvalidArgumentError,
+                             "a saved loss scale must be a positive finite float32");
+  BOOST_TEST(lso->dynamic_scale() == 4096.0);
+}
+
 BOOST_AUTO_TEST_CASE(every_epoch_and_every_n_batches_as_keras_names_them) {
   auto model = zeros_model(0.05);
   std::ostringstream out;

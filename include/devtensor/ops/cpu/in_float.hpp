@@ -10,6 +10,7 @@
 
 #include "devtensor/core/half.hpp"
 #include "devtensor/ops/kernel_context.hpp"
+#include "devtensor/tensor/shape.hpp"
 
 namespace devtensor::ops::cpu {
 
