@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -183,9 +184,17 @@ inline void write_model(const Model& model, hdf5::Group& root, bool with_optimiz
   vars.set_string_attribute("name", "loss_scale_optimizer");
   vars.write_int64("0", 0);
   vars.write_floats("1", {}, {0.0f});
-  vars.write_int64("2", lso->step_counter());
-  vars.write_floats("3", {}, {static_cast<float>(lso->dynamic_scale())});
-  write_optimizer_vars(vars, lso->inner_optimizer, trainable, 4);
+  // Keras builds the counter and the scale at the first step: before it, neither is written.
+  bool built = false;
+  {
+    std::lock_guard lock(lso->state->mutex);
+    built = lso->state->built;
+  }
+  if (built) {
+    vars.write_int64("2", lso->step_counter());
+    vars.write_floats("3", {}, {static_cast<float>(lso->dynamic_scale())});
+  }
+  write_optimizer_vars(vars, lso->inner_optimizer, trainable, built ? 4 : 2);
 }
 
 inline void save(const Model& model, const std::string& path) {
@@ -283,7 +292,17 @@ inline void read_model(Model& model, const hdf5::Group& root, const std::string&
     // model with the inner optimizer alone, or a LossScaleOptimizer around it, restores).
     const bool scaled = root.group("optimizer").has("inner_optimizer");
     const std::string path = scaled ? "/optimizer/inner_optimizer/vars" : "/optimizer/vars";
-    if (scaled && model.optimizer().target<optimizers::LossScaleOptimizer>()) {
+    // Its own counter and scale exist once it has stepped: then /optimizer/vars holds 4 more than
+    // the inner optimizer's variables, else 2 (Keras's unbuilt LossScaleOptimizer).
+    const auto holds = [&](const std::string& at) -> std::size_t {
+      try {
+        return open_path(root, at).children().size();
+      } catch (const InvalidArgumentError&) {
+        return 0;  // missing: reported below
+      }
+    };
+    if (scaled && model.optimizer().target<optimizers::LossScaleOptimizer>() &&
+        holds("/optimizer/vars") == holds("/optimizer/inner_optimizer/vars") + 4) {
       try {
         const hdf5::Group own = open_path(root, "/optimizer/vars");
         const auto [shape, scale] = own.read_floats("3", 1);

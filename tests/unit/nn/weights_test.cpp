@@ -441,6 +441,7 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizers_state_comes_back_and_a_bad_scale_ch
     vars.write_floats("1", {}, {0.0f});
     vars.write_int64("2", 1);
     vars.write_floats("3", {}, {0.0f});
+    nn::weights_io::write_optimizer_vars(vars, lso->inner_optimizer, model.trainable_variables(), 4);
   }
   auto fresh = make();
   (void)fresh(x);
@@ -452,6 +453,20 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizers_state_comes_back_and_a_bad_scale_ch
   DEVTENSOR_CHECK_THROW_WITH(lso->restore_scale(-1, 0), dt::InvalidArgumentError,
                              "a saved loss scale must be a positive finite float32");
   BOOST_TEST(lso->dynamic_scale() == 4096.0);
+  // Before its first step a LossScaleOptimizer has no counter or scale to save (Keras's unbuilt
+  // layout: its iterations and rate, then the SGD's), and loading such a file keeps the initial
+  // scale rather than reading the SGD's learning rate as one.
+  auto untrained = make();
+  (void)untrained(x);
+  const auto unbuilt = (dir / "unbuilt.weights.h5").string();
+  untrained.save_weights(unbuilt);
+  BOOST_TEST(dt::hdf5::open_file(unbuilt).group("optimizer").group("vars").children().size() == 4u);
+  auto reloaded = make();
+  (void)reloaded(x);
+  reloaded.load_weights(unbuilt);
+  const auto* initial = reloaded.optimizer().target<nn::optimizers::LossScaleOptimizer>();
+  BOOST_TEST(initial->dynamic_scale() == 32768.0);
+  BOOST_TEST(initial->step_counter() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(every_epoch_and_every_n_batches_as_keras_names_them) {
