@@ -323,13 +323,16 @@ void Conv2DBackpropFilter::cpu(const KernelContext& ctx) {
 }
 template <class T>
 void BiasAdd::cpu(const KernelContext& ctx) {
-  const auto [outer, channels, inner] = cpu::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
-  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::bias_add(in(0), in(1), outer, channels, inner, out(0)); });
+  // (an array, not a structured binding: clang 14 does not let a lambda capture those)
+  const auto around = cpu::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
+  cpu::in_float<T>(ctx, 1,
+                   [&](auto in, auto out) { cpu::bias_add(in(0), in(1), around[0], around[1], around[2], out(0)); });
 }
 template <class T>
 void BiasAddGrad::cpu(const KernelContext& ctx) {
-  const auto [outer, channels, inner] = cpu::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
-  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::bias_add_grad(in(0), outer, channels, inner, out(0)); });
+  const auto around = cpu::around_channels(ctx.input_shape(0), ctx.attr<Attrs>().channels_first);
+  cpu::in_float<T>(ctx, 1,
+                   [&](auto in, auto out) { cpu::bias_add_grad(in(0), around[0], around[1], around[2], out(0)); });
 }
 template <class T>
 void MaxPool::cpu(const KernelContext& ctx) {
