@@ -9,9 +9,11 @@ inputs are float32 values cast to the 16-bit type (round to nearest even):
   d[i] = ((i·7 mod 11) − 5) / 6        an output gradient of the op's output shape
   b[i] = (i − 1.5) / 8                 [4]
   s[i] = ((i·29 mod 31) − 15) / 4      softmax logits [4, 7]
+  f[i] = ((i·13 mod 17) − 8) / 9       depthwise filter [3, 3, 3, 2]
 Ops: Conv2D (SAME, stride 1; VALID, stride 2), Conv2DBackpropInput and Conv2DBackpropFilter of the
 SAME one, BiasAdd and BiasAddGrad over [2, 5, 5, 4], MaxPool and AvgPool (2x2 stride 2 VALID; 3x3
-stride 1 SAME) and their gradients, Softmax and LogSoftmax.
+stride 1 SAME) and their gradients, DepthwiseConv2dNative (SAME, stride 1; VALID, stride 2) and
+the backprops of the SAME one, Softmax and LogSoftmax.
 """
 import os
 
@@ -61,5 +63,15 @@ for name, dtype in (("float16", tf.float16), ("bfloat16", tf.bfloat16)):
                                                          strides=st, padding=padding))
         out("AvgPoolGrad" + pool, tf.raw_ops.AvgPoolGrad(orig_input_shape=x.shape, grad=d(av.shape), ksize=k,
                                                          strides=st, padding=padding))
+    dwf = tf.cast(values(54, 13, 17, 8, 9).reshape(3, 3, 3, 2), dtype)
+    dws = tf.raw_ops.DepthwiseConv2dNative(input=x, filter=dwf, strides=[1, 1, 1, 1], padding="SAME")
+    out("DepthwiseConv2dNative", dws)
+    out("DepthwiseConv2dNative_valid2", tf.raw_ops.DepthwiseConv2dNative(input=x, filter=dwf, strides=[1, 2, 2, 1],
+                                                                         padding="VALID"))
+    ddw = d(dws.shape)
+    out("DepthwiseConv2dNativeBackpropInput", tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+        input_sizes=x.shape, filter=dwf, out_backprop=ddw, strides=[1, 1, 1, 1], padding="SAME"))
+    out("DepthwiseConv2dNativeBackpropFilter", tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+        input=x, filter_sizes=dwf.shape, out_backprop=ddw, strides=[1, 1, 1, 1], padding="SAME"))
     out("Softmax", tf.raw_ops.Softmax(logits=s))
     out("LogSoftmax", tf.raw_ops.LogSoftmax(logits=s))

@@ -27,19 +27,19 @@ namespace devtensor::ops {
 /// unequal strides, and the window's errors.
 WindowGeometry depthwise_geometry(const Window2D& w, const Shape& input, const Shape& filter, std::string_view op);
 
-struct DepthwiseConv2dNative : OpTable<FloatTypes, NoTypes>, Builtin {
+struct DepthwiseConv2dNative : OpTable<FloatingTypes, NoTypes>, Builtin {
   static constexpr std::string_view name = "DepthwiseConv2dNative";
   static constexpr OpTraits traits{.handles_unknown_dims = true};
   using Attrs = Window2D;
   static Shape output_shape(const Attrs& attrs, const Shape& input, const Shape& filter);
   template <class T>
   static void cpu(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The input's gradient, of shape `input_sizes`: inputs filter and out_backprop.
-struct DepthwiseConv2dNativeBackpropInput : OpTable<FloatTypes, NoTypes>, Builtin {
+struct DepthwiseConv2dNativeBackpropInput : OpTable<FloatingTypes, NoTypes>, Builtin {
   static constexpr std::string_view name = "DepthwiseConv2dNativeBackpropInput";
   struct Attrs {
     Window2D window;
@@ -50,12 +50,12 @@ struct DepthwiseConv2dNativeBackpropInput : OpTable<FloatTypes, NoTypes>, Builti
   static Shape output_shape(const Attrs& attrs, const Shape& filter, const Shape& out_backprop);
   template <class T>
   static void cpu(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
 /// The filter's gradient, of shape `filter_sizes`: inputs input and out_backprop.
-struct DepthwiseConv2dNativeBackpropFilter : OpTable<FloatTypes, NoTypes>, Builtin {
+struct DepthwiseConv2dNativeBackpropFilter : OpTable<FloatingTypes, NoTypes>, Builtin {
   static constexpr std::string_view name = "DepthwiseConv2dNativeBackpropFilter";
   struct Attrs {
     Window2D window;
@@ -64,7 +64,7 @@ struct DepthwiseConv2dNativeBackpropFilter : OpTable<FloatTypes, NoTypes>, Built
   static Shape output_shape(const Attrs& attrs, const Shape& input, const Shape& out_backprop);
   template <class T>
   static void cpu(const KernelContext& ctx);
-  template <Floating T>
+  template <FloatingElement T>
   static Grads<T> gradient(const GradArgs<T, Attrs>& a);
 };
 
@@ -139,7 +139,7 @@ namespace devtensor {
 /// The depthwise convolution of `input` (NHWC, or NCHW) with `filter` [rows, cols, depth,
 /// multiplier] (tf.nn.depthwise_conv2d; its `dilations` are the rates). @throws
 /// InvalidArgumentError / UnimplementedError with TensorFlow's texts (ops::DepthwiseConv2dNative).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> depthwise_conv2d(const Tensor<T>& input, const Tensor<T>& filter, const SpatialInts& strides,
                            const Padding& padding, const Conv2DOptions& options = {}) {
   constexpr std::string_view op = ops::DepthwiseConv2dNative::name;
@@ -152,7 +152,7 @@ Tensor<T> depthwise_conv2d(const Tensor<T>& input, const Tensor<T>& filter, cons
 
 /// The gradient of depthwise_conv2d with respect to its input, of shape `input_sizes`
 /// (tf.compat.v1.nn.depthwise_conv2d_native_backprop_input).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> depthwise_conv2d_backprop_input(const Shape& input_sizes, const Tensor<T>& filter,
                                           const Tensor<T>& out_backprop, const SpatialInts& strides,
                                           const Padding& padding, const Conv2DOptions& options = {}) {
@@ -171,7 +171,7 @@ Tensor<T> depthwise_conv2d_backprop_input(const Shape& input_sizes, const Tensor
 
 /// The gradient of depthwise_conv2d with respect to its filter, of shape `filter_sizes`
 /// (tf.compat.v1.nn.depthwise_conv2d_native_backprop_filter).
-template <Floating T>
+template <FloatingElement T>
 Tensor<T> depthwise_conv2d_backprop_filter(const Tensor<T>& input, const Shape& filter_sizes,
                                            const Tensor<T>& out_backprop, const SpatialInts& strides,
                                            const Padding& padding, const Conv2DOptions& options = {}) {
@@ -191,7 +191,7 @@ Tensor<T> depthwise_conv2d_backprop_filter(const Tensor<T>& input, const Shape& 
 // The gradients (TensorFlow's _DepthwiseConv2dNativeGrad and its backprops' gradients).
 namespace devtensor::ops {
 
-template <Floating T>
+template <FloatingElement T>
 Grads<T> DepthwiseConv2dNative::gradient(const GradArgs<T, Attrs>& a) {
   const auto& x = a.x[0];
   const auto& w = a.x[1];
@@ -200,7 +200,7 @@ Grads<T> DepthwiseConv2dNative::gradient(const GradArgs<T, Attrs>& a) {
       run_op<DepthwiseConv2dNativeBackpropInput>({a.attrs, conv_detail::sizes_of(x.shape(), "input", name)}, w, dy),
       run_op<DepthwiseConv2dNativeBackpropFilter>({a.attrs, conv_detail::sizes_of(w.shape(), "filter", name)}, x, dy)};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> DepthwiseConv2dNativeBackpropInput::gradient(const GradArgs<T, Attrs>& a) {
   const auto& w = a.x[0];
   const auto& out_backprop = a.x[1];
@@ -209,7 +209,7 @@ Grads<T> DepthwiseConv2dNativeBackpropInput::gradient(const GradArgs<T, Attrs>& 
               {a.attrs.window, conv_detail::sizes_of(w.shape(), "filter", name)}, g, out_backprop),
           run_op<DepthwiseConv2dNative>(a.attrs.window, g, w)};
 }
-template <Floating T>
+template <FloatingElement T>
 Grads<T> DepthwiseConv2dNativeBackpropFilter::gradient(const GradArgs<T, Attrs>& a) {
   const auto& x = a.x[0];
   const auto& out_backprop = a.x[1];
@@ -223,22 +223,29 @@ Grads<T> DepthwiseConv2dNativeBackpropFilter::gradient(const GradArgs<T, Attrs>&
 
 #if DEVTENSOR_CPU_KERNEL_BODIES
 #include "devtensor/ops/cpu/depthwise.hpp"
+#include "devtensor/ops/cpu/in_float.hpp"
 
+// float16 and bfloat16 run the float bodies: cpu::in_float (Note [Sixteen-bit bodies in float]).
 namespace devtensor::ops {
 template <class T>
 void DepthwiseConv2dNative::cpu(const KernelContext& ctx) {
   const WindowGeometry g = depthwise_geometry(ctx.attr<Attrs>(), ctx.input_shape(0), ctx.input_shape(1), name);
-  cpu::depthwise_conv(g, ctx.input_shape(1)[3], ctx.input<T>(0), ctx.input<T>(1), ctx.output<T>());
+  const std::int64_t multiplier = ctx.input_shape(1)[3];
+  cpu::in_float<T>(ctx, 1, [&](auto in, auto out) { cpu::depthwise_conv(g, multiplier, in(0), in(1), out(0)); });
 }
 template <class T>
 void DepthwiseConv2dNativeBackpropInput::cpu(const KernelContext& ctx) {
   const WindowGeometry g = depthwise_geometry(ctx.attr<Attrs>().window, ctx.output_shape(), ctx.input_shape(0), name);
-  cpu::depthwise_backprop_input(g, ctx.input_shape(0)[3], ctx.input<T>(0), ctx.input<T>(1), ctx.output<T>());
+  const std::int64_t multiplier = ctx.input_shape(0)[3];
+  cpu::in_float<T>(ctx, 1,
+                   [&](auto in, auto out) { cpu::depthwise_backprop_input(g, multiplier, in(0), in(1), out(0)); });
 }
 template <class T>
 void DepthwiseConv2dNativeBackpropFilter::cpu(const KernelContext& ctx) {
   const WindowGeometry g = depthwise_geometry(ctx.attr<Attrs>().window, ctx.input_shape(0), ctx.output_shape(), name);
-  cpu::depthwise_backprop_filter(g, ctx.output_shape()[3], ctx.input<T>(0), ctx.input<T>(1), ctx.output<T>());
+  const std::int64_t multiplier = ctx.output_shape()[3];
+  cpu::in_float<T>(ctx, 1,
+                   [&](auto in, auto out) { cpu::depthwise_backprop_filter(g, multiplier, in(0), in(1), out(0)); });
 }
 }  // namespace devtensor::ops
 #endif

@@ -740,6 +740,13 @@ std::map<std::string, dt::Tensor<D>> run() {
     out[std::string("MaxPoolGrad") + suffix] = backprop(x, max);
     out[std::string("AvgPoolGrad") + suffix] = backprop(x, avg);
   }
+  const auto f = values<D>(54, 13, 17, 8, 9.0f, {3, 3, 3, 2});
+  const auto depthwise = dt::depthwise_conv2d(x, f, 1, "SAME");
+  out["DepthwiseConv2dNative"] = depthwise;
+  out["DepthwiseConv2dNative_valid2"] = dt::depthwise_conv2d(x, f, 2, "VALID");
+  const auto ddw = gradient_like(depthwise);
+  out["DepthwiseConv2dNativeBackpropInput"] = dt::depthwise_conv2d_backprop_input(x.shape(), f, ddw, 1, "SAME");
+  out["DepthwiseConv2dNativeBackpropFilter"] = dt::depthwise_conv2d_backprop_filter(x, f.shape(), ddw, 1, "SAME");
   out["Softmax"] = dt::softmax(s);
   out["LogSoftmax"] = dt::log_softmax(s);
   return out;
@@ -754,7 +761,7 @@ inline bool within_ulps(float got, float want, int mantissa_bits, int min_expone
 
 BOOST_AUTO_TEST_CASE(windowed_ops_in_sixteen_bits_as_tensorflows) {
   // tests/reference/half_conv.py (TensorFlow 2.21's CPU kernels): float16 and bfloat16
-  // convolutions, their backprops, the bias, the pools and their gradients, softmax. devtensor
+  // convolutions (depthwise too), their backprops, the bias, the pools and their gradients, softmax. devtensor
   // computes them in float and rounds once (Note [Sixteen-bit bodies in float]); TensorFlow's
   // kernels sum in other orders (oneDNN), so a value may differ by an ulp.
   std::ifstream in(DEVTENSOR_REFERENCE_DIR "/half_conv.txt");
@@ -798,7 +805,7 @@ BOOST_AUTO_TEST_CASE(windowed_ops_in_sixteen_bits_as_tensorflows) {
     compared += static_cast<int>(got.size());
     ++lines;
   }
-  BOOST_TEST(lines == 32);
+  BOOST_TEST(lines == 40);
   BOOST_TEST_MESSAGE(exact << " of " << compared << " values equal TensorFlow's bits");
   BOOST_TEST(exact * 100 >= compared * 90);
 }
