@@ -10,6 +10,14 @@ Run: python3 tests/reference/mixed_precision_conv.py (the test holds the numbers
   sums of the conv kernel, the BatchNormalization moving mean and the Dense kernel after it.
   Under mixed_float16 compile wraps the optimizer in a LossScaleOptimizer; `scale` its loss scale
   and iterations after the fit.
+- `branches P ...`: under P (float32 too), a functional model: Rescaling(0.5, offset=0.25) ->
+  ZeroPadding2D(1) -> DepthwiseConv2D(3, depth_multiplier=2, relu), added to Conv2D(4, 1) of the
+  rescaled input, concatenated with the depthwise output -> MaxPooling2D(2) -> Reshape((9, 8)) ->
+  Flatten -> Dense(2, softmax, float32); `reshape` the sum and the sum of squares of the Reshape's
+  output (the 16-bit values), then as `conv`, its predictions called eagerly (predict's graph
+  fuses 16-bit ops, rounding once). No biases in the convolutions and no average pool: Keras adds a
+  bias with tf.nn.bias_add, whose CPU gradient (BiasAddGrad), like CPU AvgPool, adds in the 16-bit
+  type, where devtensor adds in float32 (tests/reference/half_conv.py shows both).
 - `mirrored ...`: the same under mixed_float16 in a MirroredStrategy over two logical CPUs
   (Keras splits each batch of 4 into two of 2), no BatchNormalization (each replica would
   normalise its own half), targets ×100 and LossScaleOptimizer(SGD(0.01), dynamic_growth_steps=2)
@@ -75,6 +83,37 @@ for policy in ("mixed_bfloat16", "mixed_float16"):
     if policy == "mixed_float16":
         print("conv", policy, "scale", type(model.optimizer).__name__, f(model.optimizer.dynamic_scale.numpy()),
               int(model.optimizer.iterations.numpy()))
+
+
+def branches_model(policy):
+    keras.backend.clear_session()
+    keras.mixed_precision.set_global_policy(policy)
+    inp = keras.Input((6, 6, 2))
+    r = keras.layers.Rescaling(0.5, offset=0.25)(inp)
+    dw = keras.layers.DepthwiseConv2D(3, depth_multiplier=2, activation="relu", use_bias=False)(
+        keras.layers.ZeroPadding2D(1)(r))
+    added = keras.layers.Add()([dw, keras.layers.Conv2D(4, 1, use_bias=False)(r)])
+    pooled = keras.layers.MaxPooling2D(2)(keras.layers.Concatenate()([added, dw]))
+    reshaped = keras.layers.Reshape((9, 8))(pooled)
+    out = keras.layers.Dense(2, activation="softmax", dtype="float32")(keras.layers.Flatten()(reshaped))
+    model = keras.Model(inp, out)
+    model.set_weights([values(36, 13, 17, 8, 18).reshape(3, 3, 2, 2), values(8, 5, 7, 3, 6).reshape(1, 1, 2, 4),
+                       values(144, 7, 11, 5, 20).reshape(72, 2), np.array([0.1, -0.1], np.float32)])
+    return model, keras.Model(inp, reshaped)
+
+
+for policy in ("float32", "mixed_bfloat16", "mixed_float16"):
+    model, inner = branches_model(policy)
+    print("branches", policy, "dtypes", " ".join(layer.compute_dtype for layer in model.layers))
+    hidden = np.asarray(inner(x)).astype(np.float64)  # (eager: predict's graph fuses 16-bit ops)
+    print("branches", policy, "reshape", f(hidden.sum()), f((hidden * hidden).sum()))
+    out = np.asarray(model(x))
+    print("branches", policy, "predict", f(out.sum()), f((out * out).sum()))
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse", run_eagerly=True)
+    history = model.fit(x, y, epochs=3, batch_size=4, shuffle=False, verbose=0)
+    print("branches", policy, "fit", " ".join(f(v) for v in history.history["loss"]))
+    ws = model.get_weights()
+    print("branches", policy, "weights", f(ws[0].sum()), f(ws[1].sum()), f(ws[2].sum()))
 
 
 class Record(keras.callbacks.Callback):

@@ -155,9 +155,8 @@ class Reader {
     if (kind == "RandomNormal") return ini::RandomNormal{r.number_or("mean", 0.0), r.number_or("stddev", 0.05), seed()};
     return fallback;
   }
-  /// The dtype policy's name ("float32" when unset), checked as DTypePolicy checks it; a layer that
-  /// does not compute in 16 bits (`!sixteen_bit`) refuses one other than float32.
-  [[nodiscard]] std::string policy(bool sixteen_bit) const {
+  /// The dtype policy's name ("float32" when unset), checked as DTypePolicy checks it.
+  [[nodiscard]] std::string policy() const {
     if (!has("dtype")) return "float32";
     const Json& v = config_.at("dtype");
     std::string policy = v.is_string() ? v.get<std::string>() : "";
@@ -166,10 +165,6 @@ class Reader {
       policy = v["config"]["name"].get<std::string>();
     if (policy.empty()) throw invalid("\"dtype\" is " + v.dump() + ", not a dtype policy");
     (void)nn::mixed_precision::DTypePolicy(policy, where());
-    if (!sixteen_bit && policy != "float32")
-      throw UnimplementedError(where() + " computes in " + policy + "; devtensor's " + class_ +
-                               " computes in float32 only (Dense, Activation, Dropout, Conv2D, the pools, "
-                               "BatchNormalization and Flatten take mixed precision policies)");
     return policy;
   }
   /// Refuses a field that is set (not null, not `allowed`).

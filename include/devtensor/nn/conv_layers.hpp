@@ -59,6 +59,8 @@ struct DepthwiseConv2DOptions {
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "depthwise_conv2d", "depthwise_conv2d_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (nn/mixed_precision.hpp).
+  std::string dtype{};
 };
 
 /// MaxPooling2D's and AveragePooling2D's: `strides` default to the pool size.
@@ -384,6 +386,7 @@ DEVTENSOR_DEFINITION layer_detail::DepthwiseConv2DLayer::DepthwiseConv2DLayer(co
   (void)positive_pair(options_.dilation_rate, "dilation_rate");
   (void)conv_padding(options_.padding);
   channels_first_ = channels_first(options_.data_format);
+  take_policy(options_.dtype);
   name_ = options_.name.empty() ? unique_name("depthwise_conv2d") : options_.name;
   if (options_.input_shape) {
     PartialShape full = *with_batch(options_.input_shape);
@@ -409,10 +412,13 @@ DEVTENSOR_DEFINITION void layer_detail::DepthwiseConv2DLayer::build(const Shape&
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::DepthwiseConv2DLayer::call(const Tensor<float>& x, bool /*training*/) {
   expect_channels(name_, x.shape(), channels_first_, in_channels_);
   const std::string_view format = channels_first_ ? "NCHW" : "NHWC";
-  Tensor<float> y = depthwise_conv2d(x, kernel_.value(), options_.strides, conv_padding(options_.padding),
-                                     {.data_format = format, .dilations = options_.dilation_rate});
-  if (options_.use_bias) y = bias_add(y, bias_.value(), {.data_format = format});
-  return activate(options_.activation, y);
+  return in_compute_dtype([&]<class D>() {
+    Tensor<D> y =
+        depthwise_conv2d(in_compute<D>(x), in_compute<D>(kernel_.value()), options_.strides,
+                         conv_padding(options_.padding), {.data_format = format, .dilations = options_.dilation_rate});
+    if (options_.use_bias) y = bias_add(y, in_compute<D>(bias_.value()), {.data_format = format});
+    return activate(options_.activation, y);
+  });
 }
 
 DEVTENSOR_DEFINITION PartialShape

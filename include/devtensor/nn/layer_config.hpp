@@ -7,8 +7,7 @@
 /// Written as Keras 3.15 writes it, key for key, so that `keras.models.load_model` rebuilds the
 /// same layer. Read as Keras reads it, with what devtensor's layers cannot be refused by name:
 /// a class devtensor does not have, an activation it does not know, a dtype policy other than
-/// float32 (mixed_float16 and mixed_bfloat16 for the layers that take a policy: Dense, Activation, Dropout, Conv2D,
-/// the pools, BatchNormalization and Flatten), Conv2D groups, BatchNormalization
+/// float32, mixed_float16 and mixed_bfloat16 (every layer takes those), Conv2D groups, BatchNormalization
 /// renorm, a channels_first Flatten, Dropout's noise_shape. `trainable` is written and read (a frozen layer stays
 /// frozen). Read past without effect: regularizers and constraints (devtensor's layers have none), initializers
 /// devtensor does not have (the layer's default then: the weights a file loads replace them anyway).
@@ -281,11 +280,7 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
       throw UnimplementedError(r.where() + " takes " + r.string_or("dtype", "") + "; devtensor's models take float32");
     return nn::input_with_batch_shape(shape, r.name()).node()->layer;
   }
-  // The layers that take a mixed precision policy (the others compute in float32 only).
-  const std::string policy = r.policy(std::string_view(" Dense Dropout Activation Conv2D MaxPooling2D AveragePooling2D "
-                                                       "GlobalAveragePooling2D GlobalMaxPooling2D BatchNormalization "
-                                                       "Flatten ")
-                                          .find(" " + kind + " ") != std::string_view::npos);
+  const std::string policy = r.policy();  // every layer takes a mixed precision policy
   if (kind == "Dense") {
     for (const char* key : {"lora_rank", "quantization_config"}) r.require_unset(key);
     nn::DenseOptions o{
@@ -305,8 +300,9 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
     r.require_unset("data_format", "channels_last");
     return nn::Flatten({.name = r.name(), .dtype = policy}).impl();
   }
-  if (kind == "Add") return nn::Add({.name = r.name()}).impl();
-  if (kind == "Concatenate") return nn::Concatenate(r.has("axis") ? r.integer("axis") : -1, {.name = r.name()}).impl();
+  if (kind == "Add") return nn::Add({.name = r.name(), .dtype = policy}).impl();
+  if (kind == "Concatenate")
+    return nn::Concatenate(r.has("axis") ? r.integer("axis") : -1, {.name = r.name(), .dtype = policy}).impl();
   if (kind == "Conv2D") {
     r.require_unset("groups", 1);
     nn::Conv2DOptions o{
@@ -331,7 +327,8 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
         .dilation_rate = spatial(r.has("dilation_rate") ? r.ints("dilation_rate") : std::vector<std::int64_t>{1}),
         .activation = r.activation(),
         .use_bias = r.boolean_or("use_bias", true),
-        .name = r.name()};
+        .name = r.name(),
+        .dtype = policy};
     o.depthwise_initializer = r.initializer("depthwise_initializer", o.depthwise_initializer);
     o.bias_initializer = r.initializer("bias_initializer", o.bias_initializer);
     return nn::DepthwiseConv2D(spatial(r.ints("kernel_size")), std::move(o)).impl();
@@ -376,7 +373,7 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
   if (kind == "Reshape") {
     const auto target = r.ints("target_shape");
     if (elements_of(target) > kMaxElements) throw r.invalid("\"target_shape\" has more than 2^40 elements");
-    return nn::Reshape(target, {.name = r.name()}).impl();
+    return nn::Reshape(target, {.name = r.name(), .dtype = policy}).impl();
   }
   if (kind == "ZeroPadding2D") {
     const Json& p = r.at("padding");
@@ -388,12 +385,15 @@ inline std::shared_ptr<nn::LayerBase> config_detail::make_layer(const Json& seri
     };
     const auto rows = p.is_array() && p.size() == 2 ? pair(p[0]) : pair(p);
     const auto cols = p.is_array() && p.size() == 2 ? pair(p[1]) : pair(p);
-    return nn::ZeroPadding2D(nn::Padding2D{rows, cols},
-                             {.data_format = r.string_or("data_format", "channels_last"), .name = r.name()})
+    return nn::ZeroPadding2D(
+               nn::Padding2D{rows, cols},
+               {.data_format = r.string_or("data_format", "channels_last"), .name = r.name(), .dtype = policy})
         .impl();
   }
   if (kind == "Rescaling")
-    return nn::Rescaling(r.number_or("scale", 1.0), {.offset = r.number_or("offset", 0.0), .name = r.name()}).impl();
+    return nn::Rescaling(r.number_or("scale", 1.0),
+                         {.offset = r.number_or("offset", 0.0), .name = r.name(), .dtype = policy})
+        .impl();
   throw UnimplementedError("layer \"" + r.name() + "\" is a " + kind + ", which devtensor does not have");
 }
 

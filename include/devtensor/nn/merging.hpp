@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "devtensor/config.hpp"
@@ -25,6 +26,9 @@ namespace nn {
 struct MergeOptions {
   /// Default: "add", "add_1", ... (or "concatenate", ...).
   std::string name{};
+  /// The layer's dtype policy; default: the global one (under a mixed one the inputs are rounded
+  /// to the 16-bit type and merged there, as Keras's).
+  std::string dtype{};
 };
 
 namespace layer_detail {
@@ -62,6 +66,7 @@ class MergeLayer : public LayerBase {
 class AddLayer final : public MergeLayer {
  public:
   explicit AddLayer(MergeOptions options) {
+    take_policy(options.dtype);
     name_ = options.name.empty() ? unique_name("add") : std::move(options.name);
   }
   std::string type_name() const override { return "Add"; }
@@ -73,6 +78,7 @@ class AddLayer final : public MergeLayer {
 class ConcatenateLayer final : public MergeLayer {
  public:
   ConcatenateLayer(std::int64_t axis, MergeOptions options) : axis_(axis) {
+    take_policy(options.dtype);
     name_ = options.name.empty() ? unique_name("concatenate") : std::move(options.name);
   }
   std::string type_name() const override { return "Concatenate"; }
@@ -131,14 +137,16 @@ DEVTENSOR_DEFINITION std::vector<PartialShape> layer_detail::AddLayer::output_sh
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> layer_detail::AddLayer::call_inputs(
     const std::vector<Tensor<float>>& xs, bool) {
   require_two_or_more(xs.size());
-  Tensor<float> sum = xs[0];
-  for (std::size_t i = 1; i < xs.size(); ++i) {
+  for (std::size_t i = 1; i < xs.size(); ++i)
     if (xs[i].shape() != xs[0].shape())
       throw InvalidArgumentError("Layer \"" + name_ + "\": inputs have incompatible shapes. Received shapes " +
                                  xs[0].shape().to_python() + " and " + xs[i].shape().to_python());
-    sum = add(sum, xs[i]);
-  }
-  return {sum};
+  // Keras adds left to right in the compute dtype (each partial sum rounded there).
+  return {in_compute_dtype([&]<class D>() {
+    Tensor<D> sum = in_compute<D>(xs[0]);
+    for (std::size_t i = 1; i < xs.size(); ++i) sum = add(sum, in_compute<D>(xs[i]));
+    return sum;
+  })};
 }
 
 DEVTENSOR_DEFINITION std::vector<PartialShape> layer_detail::ConcatenateLayer::output_shapes(
@@ -175,7 +183,16 @@ DEVTENSOR_DEFINITION std::vector<PartialShape> layer_detail::ConcatenateLayer::o
 DEVTENSOR_DEFINITION std::vector<Tensor<float>> layer_detail::ConcatenateLayer::call_inputs(
     const std::vector<Tensor<float>>& xs, bool) {
   require_two_or_more(xs.size());
-  return {concat(xs, axis_)};
+  return {in_compute_dtype([&]<class D>() {
+    if constexpr (std::is_same_v<D, float>) {
+      return concat(xs, axis_);
+    } else {
+      std::vector<Tensor<D>> parts;
+      parts.reserve(xs.size());
+      for (const auto& x : xs) parts.push_back(in_compute<D>(x));
+      return concat(parts, axis_);
+    }
+  })};
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
 

@@ -28,6 +28,9 @@ struct ReshapeOptions {
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "reshape", "reshape_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (under a mixed one its output is rounded
+  /// to the 16-bit type, as Keras casts a layer's inputs to its compute dtype).
+  std::string dtype{};
 };
 
 /// ZeroPadding2D's `padding`: an int (every side), 2 ints (rows, columns: both sides alike) or two
@@ -53,6 +56,9 @@ struct ZeroPadding2DOptions {
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "zero_padding2d", "zero_padding2d_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (under a mixed one its output is rounded
+  /// to the 16-bit type, as Keras casts a layer's inputs to its compute dtype).
+  std::string dtype{};
 };
 
 struct RescalingOptions {
@@ -60,6 +66,9 @@ struct RescalingOptions {
   std::optional<PartialShape> input_shape = std::nullopt;
   /// Default: "rescaling", "rescaling_1", ...
   std::string name{};
+  /// The layer's dtype policy; default: the global one (under a mixed one its output is rounded
+  /// to the 16-bit type, as Keras casts a layer's inputs to its compute dtype).
+  std::string dtype{};
 };
 
 namespace layer_detail {
@@ -102,6 +111,7 @@ class ZeroPadding2DLayer final : public LayerBase {
 class RescalingLayer final : public LayerBase {
  public:
   RescalingLayer(double scale, RescalingOptions options) : scale_(scale), options_(std::move(options)) {
+    take_policy(options_.dtype);
     name_ = options_.name.empty() ? unique_name("rescaling") : options_.name;
   }
   void build(const Shape&) override {}
@@ -146,9 +156,12 @@ class Rescaling : public LayerHandle<layer_detail::RescalingLayer> {
 #if DEVTENSOR_HEADER_DEFINITIONS
 // Note [Compiled mode]: inline here header-only, compiled once in src/devtensor.cpp otherwise.
 
+// Keras: inputs, scale and offset cast to the compute dtype, x · scale + offset computed there.
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::RescalingLayer::call(const Tensor<float>& x, bool /*training*/) {
-  const auto scaled = mul(x, scalar<float>(static_cast<float>(scale_)));
-  return options_.offset == 0.0 ? scaled : add(scaled, scalar<float>(static_cast<float>(options_.offset)));
+  return in_compute_dtype([&]<class D>() {
+    const auto scaled = mul(in_compute<D>(x), scalar<D>(D(static_cast<float>(scale_))));
+    return options_.offset == 0.0 ? scaled : add(scaled, scalar<D>(D(static_cast<float>(options_.offset))));
+  });
 }
 
 namespace layer_detail {
@@ -202,6 +215,7 @@ DEVTENSOR_DEFINITION Padding2D::Padding2D(std::initializer_list<std::pair<std::i
 
 DEVTENSOR_DEFINITION layer_detail::ReshapeLayer::ReshapeLayer(PartialShape target_shape, ReshapeOptions options)
     : target_(std::move(target_shape)), options_(std::move(options)) {
+  take_policy(options_.dtype);
   name_ = options_.name.empty() ? unique_name("reshape") : options_.name;
   int unknown = 0;
   for (const std::int64_t d : target_) {
@@ -262,21 +276,24 @@ DEVTENSOR_DEFINITION Tensor<float> layer_detail::ReshapeLayer::call(const Tensor
     throw UnimplementedError("Layer \"" + name_ + "\" (Reshape): a target with -1 over an input of unknown " +
                              "dimensions besides the batch, " + python_shape(x.shape().dims_vector()) +
                              ", is not supported; give the input's shape");
-  return reshape(x, dims);
+  return in_compute_dtype([&]<class D>() { return reshape(in_compute<D>(x), dims); });
 }
 
 DEVTENSOR_DEFINITION layer_detail::ZeroPadding2DLayer::ZeroPadding2DLayer(const Padding2D& padding,
                                                                           ZeroPadding2DOptions options)
     : sides_(padding.sides()), options_(std::move(options)) {
   channels_first_ = channels_first(options_.data_format);
+  take_policy(options_.dtype);
   name_ = options_.name.empty() ? unique_name("zero_padding2d") : options_.name;
 }
 
 DEVTENSOR_DEFINITION Tensor<float> layer_detail::ZeroPadding2DLayer::call(const Tensor<float>& x, bool /*training*/) {
   expect_rank4(name_, x.shape().dims_vector(), false);
   const std::pair<std::int64_t, std::int64_t> rows{sides_[0], sides_[1]}, cols{sides_[2], sides_[3]};
-  if (channels_first_) return pad(x, {{0, 0}, {0, 0}, rows, cols});
-  return pad(x, {{0, 0}, rows, cols, {0, 0}});
+  return in_compute_dtype([&]<class D>() {
+    if (channels_first_) return pad(in_compute<D>(x), {{0, 0}, {0, 0}, rows, cols});
+    return pad(in_compute<D>(x), {{0, 0}, rows, cols, {0, 0}});
+  });
 }
 
 DEVTENSOR_DEFINITION PartialShape

@@ -389,10 +389,10 @@ BOOST_AUTO_TEST_CASE(configs_that_are_not_keras_are_refused_with_typed_errors) {
   DEVTENSOR_CHECK_THROW_WITH(
       (void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
       {"class_name": "DepthwiseConv2D", "config": {"name": "c", "kernel_size": [3, 3],
-          "dtype": {"class_name": "DTypePolicy", "config": {"name": "mixed_float16"}}}}]}})"),
+          "dtype": {"class_name": "DTypePolicy", "config": {"name": "float16"}}}}]}})"),
       dt::UnimplementedError,
-      "layer \"c\" (DepthwiseConv2D) computes in mixed_float16; devtensor's DepthwiseConv2D computes in float32 "
-      "only");
+      "layer \"c\" (DepthwiseConv2D): The dtype policy 'float16' keeps variables in float16; devtensor's layers keep "
+      "float32 variables");
   DEVTENSOR_CHECK_THROW_WITH(
       (void)nn::model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
       {"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": "mixed_int8"}}]}})"),
@@ -406,22 +406,39 @@ BOOST_AUTO_TEST_CASE(mixed_precision_policies_come_back_from_configs) {
       {"class_name": "Dense", "config": {"name": "d", "units": 2, "dtype": {"module": "keras",
           "class_name": "DTypePolicy", "config": {"name": "mixed_bfloat16"}, "registered_name": null}}},
       {"class_name": "Activation", "config": {"name": "a", "activation": "softmax", "dtype": "float32"}},
-      {"class_name": "Reshape", "config": {"name": "r", "target_shape": [1, 1, 2]}},
+      {"class_name": "Reshape", "config": {"name": "r", "target_shape": [1, 1, 2], "dtype": "mixed_bfloat16"}},
       {"class_name": "Conv2D", "config": {"name": "c", "filters": 2, "kernel_size": [1, 1], "strides": [1, 1],
           "dtype": {"class_name": "DTypePolicy", "config": {"name": "mixed_float16"}}}},
       {"class_name": "MaxPooling2D", "config": {"name": "p", "pool_size": [1, 1], "dtype": "mixed_float16"}},
+      {"class_name": "DepthwiseConv2D", "config": {"name": "w", "kernel_size": [1, 1], "strides": [1, 1],
+          "dtype": {"class_name": "DTypePolicy", "config": {"name": "mixed_float16"}}}},
+      {"class_name": "ZeroPadding2D", "config": {"name": "z", "padding": [[1, 1], [0, 0]], "dtype": "mixed_bfloat16"}},
       {"class_name": "BatchNormalization", "config": {"name": "b", "dtype": "mixed_bfloat16"}},
-      {"class_name": "Flatten", "config": {"name": "f", "dtype": "mixed_bfloat16"}}]}})");
-  const auto layers = model->layers();  // InputLayer, d, a, r, c, p, b, f
-  BOOST_TEST_REQUIRE(layers.size() == 8u);
-  const std::vector<std::string> policies{"mixed_bfloat16", "float32",        "float32",       "mixed_float16",
-                                          "mixed_float16",  "mixed_bfloat16", "mixed_bfloat16"};
+      {"class_name": "Flatten", "config": {"name": "f", "dtype": "mixed_bfloat16"}},
+      {"class_name": "Rescaling", "config": {"name": "k", "scale": 2.0, "dtype": "mixed_float16"}}]}})");
+  const auto layers = model->layers();  // InputLayer, d, a, r, c, p, w, z, b, f, k
+  BOOST_TEST_REQUIRE(layers.size() == 11u);
+  const std::vector<std::string> policies{"mixed_bfloat16", "float32",       "mixed_bfloat16", "mixed_float16",
+                                          "mixed_float16",  "mixed_float16", "mixed_bfloat16", "mixed_bfloat16",
+                                          "mixed_bfloat16", "mixed_float16"};
   const auto json = Json::parse(model->to_json());
   for (std::size_t i = 1; i < layers.size(); ++i) {
     BOOST_TEST(layers.at(i)->dtype_policy().name() == policies[i - 1], layers.at(i)->name());
     BOOST_TEST(json["config"]["layers"][i]["config"]["dtype"]["config"]["name"] == policies[i - 1]);
   }
   BOOST_TEST(json["config"]["layers"][1]["config"]["dtype"]["class_name"] == "DTypePolicy");
+  // A functional model's merge layers keep theirs through to_json and back.
+  nn::mixed_precision::set_global_policy("mixed_float16");
+  const auto in = nn::Input({4});
+  const auto dense = nn::Dense(4)(in);
+  const auto merged = nn::Concatenate(-1, {.dtype = "mixed_bfloat16"})({nn::Add()({in, dense}), dense});
+  const nn::Model functional(in, nn::Dense(1, {.dtype = "float32"})(merged));
+  nn::mixed_precision::set_global_policy("float32");
+  const auto loaded = nn::model_from_json(functional.to_json())->layers();
+  const std::vector<std::string> functional_policies{"mixed_float16", "mixed_float16", "mixed_bfloat16", "float32"};
+  BOOST_TEST_REQUIRE(loaded.size() == 5u);
+  for (std::size_t i = 1; i < loaded.size(); ++i)
+    BOOST_TEST(loaded[i]->dtype_policy().name() == functional_policies[i - 1], loaded[i]->type_name());
 }
 
 BOOST_AUTO_TEST_CASE(keras_trained_archives_resume_training_as_keras_does) {

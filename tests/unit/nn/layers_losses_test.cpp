@@ -663,11 +663,13 @@ BOOST_AUTO_TEST_CASE(policies_are_keras_names_and_refuse_others_with_keras_text)
   nn::Dense mixed(2);
   nn::Dense own(2, {.dtype = "float32"});
   nn::Conv2D conv(2, {3, 3});
-  nn::DepthwiseConv2D depthwise({3, 3});  // no 16-bit depthwise convolutions: float32, and it says so
+  nn::DepthwiseConv2D depthwise({3, 3});
+  nn::Reshape reshape({4});
   BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");
   BOOST_TEST(own.dtype_policy().name() == "float32");
   BOOST_TEST((conv.compute_dtype() == dt::DType::DT_BFLOAT16));
-  BOOST_TEST((depthwise.compute_dtype() == dt::DType::DT_FLOAT));
+  BOOST_TEST((depthwise.compute_dtype() == dt::DType::DT_BFLOAT16));  // every layer takes the global policy
+  BOOST_TEST(reshape.dtype_policy().name() == "mixed_bfloat16");
   nn::clear_session();  // as Keras's: the global policy is float32 again
   BOOST_TEST(mp::global_policy().name() == "float32");
   BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");  // a layer keeps its own
@@ -899,6 +901,91 @@ BOOST_AUTO_TEST_CASE(convolutional_layers_compute_in_sixteen_bits_and_train_as_k
       BOOST_TEST(m.optimizer().iterations() == 6);
     }
   }
+}
+
+namespace mixed_branches {
+// tests/reference/mixed_precision_conv.py's `branches`: Rescaling -> ZeroPadding2D ->
+// DepthwiseConv2D(3, multiplier 2, relu), added to Conv2D(4, 1) of the rescaled input,
+// concatenated with the depthwise output -> MaxPooling2D(2) -> Reshape((9, 8)) -> Flatten ->
+// Dense(2, softmax, float32); also the model that ends at the Reshape. (No biases in the
+// convolutions, no average pool: TensorFlow's CPU BiasAddGrad and AvgPool add in 16 bits.)
+std::pair<nn::Model, nn::Model> models(const std::string& policy) {
+  nn::clear_session();
+  nn::mixed_precision::set_global_policy(policy);
+  const auto in = nn::Input({6, 6, 2});
+  const auto rescaled = nn::Rescaling(0.5, {.offset = 0.25})(in);
+  const auto depthwise =
+      nn::DepthwiseConv2D({3, 3}, {.depth_multiplier = 2, .activation = nn::Activation::relu, .use_bias = false})(
+          nn::ZeroPadding2D(1)(rescaled));
+  const auto added = nn::Add()({depthwise, nn::Conv2D(4, {1, 1}, {.use_bias = false})(rescaled)});
+  const auto pooled = nn::MaxPooling2D({2, 2})(nn::Concatenate()({added, depthwise}));
+  const auto reshaped = nn::Reshape({9, 8})(pooled);
+  const auto out = nn::Dense(2, {.activation = nn::Activation::softmax, .dtype = "float32"})(nn::Flatten()(reshaped));
+  nn::Model model(in, out);
+  model.set_weights({dt::constant<float>(mixed::pattern(36, 13, 17, 8, 18), {3, 3, 2, 2}),
+                     dt::constant<float>(mixed::pattern(8, 5, 7, 3, 6), {1, 1, 2, 4}),
+                     dt::constant<float>(mixed::pattern(144, 7, 11, 5, 20), {72, 2}),
+                     dt::constant<float>({0.1f, -0.1f})});
+  return {model, nn::Model(in, reshaped)};
+}
+}  // namespace mixed_branches
+
+BOOST_AUTO_TEST_CASE(every_layer_takes_the_policy_as_keras) {
+  // DepthwiseConv2D, Rescaling, ZeroPadding2D, Add, Concatenate and Reshape compute in the 16-bit
+  // type as Keras's: the Reshape's output (16-bit values) has Keras's sums (float32's are 2e-4 and
+  // 3e-3 off), the predictions and the eager fit's losses and weights are Keras's within 2e-6.
+  struct Keras {
+    const char* policy;
+    double reshape_sum, reshape_squares, predict_squares;
+    std::array<double, 3> losses, weights;
+  };
+  for (const auto& keras : {Keras{"float32",
+                                  289.176594,
+                                  240.948949,
+                                  4.32958698,
+                                  {0.391711205, 0.154598266, 0.140320033},
+                                  {-0.104248852, -0.460702986, -0.249999955}},
+                            Keras{"mixed_bfloat16",
+                                  289.495728,
+                                  241.584011,
+                                  4.32914352,
+                                  {0.391204238, 0.154436916, 0.140235305},
+                                  {-0.109443486, -0.459631681, -0.24999994}},
+                            Keras{"mixed_float16",
+                                  289.149547,
+                                  240.900544,
+                                  4.32943249,
+                                  {0.391799033, 0.15470615, 0.140431568},
+                                  {-0.107550532, -0.466382623, -0.250000268}}}) {
+    BOOST_TEST_CONTEXT(keras.policy) {
+      auto [model, inner] = mixed_branches::models(keras.policy);
+      const std::string want = keras.policy == std::string("mixed_float16")    ? "float16"
+                               : keras.policy == std::string("mixed_bfloat16") ? "bfloat16"
+                                                                               : "float32";
+      const auto layers = model.layers();
+      for (std::size_t i = 1; i + 1 < layers.size(); ++i)  // (the InputLayer's inputs stay float32)
+        BOOST_TEST(dt::dtype_name(layers[i]->compute_dtype()) == want, layers[i]->type_name());
+      const auto hidden = inner.predict(mixed_conv::x()).cast<double>();
+      const double exact = want == "float32" ? 1e-6 : 1e-8;  // (float32's sums in another order)
+      BOOST_TEST(mixed::close(dt::reduce_sum(hidden, std::nullopt).item(), keras.reshape_sum, exact));
+      BOOST_TEST(mixed::close(dt::reduce_sum(dt::square(hidden), std::nullopt).item(), keras.reshape_squares, exact),
+                 dt::reduce_sum(dt::square(hidden), std::nullopt).item());
+      const auto out = model.predict(mixed_conv::x());
+      BOOST_TEST(mixed::close(dt::reduce_sum(dt::square(out), std::nullopt).item(), keras.predict_squares));
+      model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = 0.1}, {.run_eagerly = true});
+      const auto history =
+          model.fit(mixed_conv::x(), mixed_conv::y(), {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
+      for (std::size_t e = 0; e < 3; ++e)
+        BOOST_TEST(mixed::close(history.loss[e], keras.losses[e]),
+                   "epoch " << e << ": " << history.loss[e] << " vs Keras's " << keras.losses[e]);
+      const auto vars = model.variables();
+      const std::array<double, 3> got{mixed::sum(vars[0]), mixed::sum(vars[1]), mixed::sum(vars[2])};
+      for (std::size_t i = 0; i < 3; ++i)
+        BOOST_TEST(mixed::close(got[i], keras.weights[i]),
+                   "weight sum " << i << ": " << got[i] << " vs Keras's " << keras.weights[i]);
+    }
+  }
+  nn::mixed_precision::set_global_policy("float32");
 }
 
 BOOST_AUTO_TEST_CASE(loss_scaling_under_a_mirrored_strategy_skips_the_steps_keras_skips) {
