@@ -418,6 +418,86 @@ BOOST_AUTO_TEST_CASE(the_seeds_custom_loop_and_fit_give_tensorflows_numbers) {
   }
 }
 
+// Dynamic loss scaling across processes: under mixed_float16, LossScaleOptimizer(SGD(0.01),
+// dynamic_growth_steps=2) and targets 100x, steps overflow. Every worker decides on the all-reduced
+// scaled gradients, so all skip the same steps and hold the same scale (checked through MPI); with
+// two workers, one replica each, the run is Keras's MirroredStrategy over two replicas
+// (tests/reference/mixed_precision_conv.py `mirrored`), traced and eager.
+BOOST_AUTO_TEST_CASE(loss_scaling_skips_the_same_steps_on_every_worker) {
+  const auto pattern = [](int n, int multiplier, int modulus, float shift, float scale) {
+    std::vector<float> v;
+    for (int i = 0; i < n; ++i) v.push_back((static_cast<float>(i * multiplier % modulus) - shift) / scale);
+    return v;
+  };
+  const auto x = dt::constant<float>(pattern(576, 37, 23, 11, 7), {8, 6, 6, 2});
+  std::vector<float> targets;
+  for (const float e : pattern(8, 3, 5, 2, 4)) targets.insert(targets.end(), {e * 100, (1 - e) * 100});
+  const auto y = dt::constant<float>(targets, {8, 2});
+  for (const bool eager : {false, true}) {
+    BOOST_TEST_CONTEXT((eager ? "eager" : "traced")) {
+      nn::clear_session();
+      ds::MultiWorkerMirroredStrategy strategy(ds::cluster_resolver::TFConfigClusterResolver(), with_deadline());
+      std::optional<nn::Sequential> m;
+      {
+        auto scope = strategy.scope();
+        nn::mixed_precision::set_global_policy("mixed_float16");
+        m.emplace(std::vector<nn::Layer>{
+            nn::Conv2D(3, {3, 3}, {.padding = "same", .activation = nn::Activation::relu, .input_shape = {{6, 6, 2}}}),
+            nn::AveragePooling2D({2, 2}), nn::MaxPooling2D({1, 1}), nn::Flatten(),
+            nn::Dense(2, {.activation = nn::Activation::softmax, .dtype = "float32"})});
+        nn::mixed_precision::set_global_policy("float32");
+        m->set_weights({dt::constant<float>(pattern(54, 13, 17, 8, 18), {3, 3, 2, 3}),
+                        dt::constant<float>({0.05f, -0.1f, 0.02f}),
+                        dt::constant<float>(pattern(54, 7, 11, 5, 20), {27, 2}), dt::constant<float>({0.1f, -0.1f})});
+        m->compile(nn::losses::MeanSquaredError{},
+                   nn::optimizers::LossScaleOptimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 0.01},
+                                                      .dynamic_growth_steps = 2},
+                   {.run_eagerly = eager});
+      }
+      std::vector<double> losses, scales, iterations;
+      struct Record {
+        const nn::Model* model;
+        std::vector<double>* losses;
+        std::vector<double>* scales;
+        std::vector<double>* iterations;
+        void on_train_batch_end(std::int64_t, const nn::Logs& logs) {
+          for (const auto& [key, value] : logs)
+            if (key == "loss") losses->push_back(value);
+          scales->push_back(model->optimizer().target<nn::optimizers::LossScaleOptimizer>()->dynamic_scale());
+          iterations->push_back(static_cast<double>(model->optimizer().iterations()));
+        }
+      };
+      m->fit(x, y,
+             {.epochs = 5,
+              .batch_size = 4,
+              .verbose = 0,
+              .shuffle = false,
+              .callbacks = {Record{&*m, &losses, &scales, &iterations}}});
+      BOOST_TEST_REQUIRE(scales.size() == 10u);
+      for (auto* sequence : {&scales, &iterations}) {  // the same on every worker
+        if (world_size() == 1) break;                  // (one worker: MPI is not initialised)
+        std::vector<double> low(*sequence), high(*sequence);
+        MPI_Allreduce(MPI_IN_PLACE, low.data(), 10, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, high.data(), 10, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        BOOST_TEST(low == high, boost::test_tools::per_element());
+      }
+      BOOST_TEST(iterations.back() < 10.0);  // steps were skipped
+      if (world_size() == 2) {
+        const std::vector<double> keras_scales{16384, 8192, 8192, 16384, 16384, 32768, 32768, 65536, 65536, 131072};
+        const std::vector<double> keras_iterations{0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+        const std::vector<double> keras_losses{6506.27148, 6820.98047, 6506.27148, 6791.44727, 6463.20312,
+                                               6769.68115, 6463.13672, 6769.55127, 6463.10107, 6769.479};
+        BOOST_TEST(scales == keras_scales, boost::test_tools::per_element());
+        BOOST_TEST(iterations == keras_iterations, boost::test_tools::per_element());
+        BOOST_TEST_REQUIRE(losses.size() == 10u);
+        for (std::size_t b = 0; b < 10; ++b)
+          BOOST_TEST(std::abs(losses[b] - keras_losses[b]) <= 2e-6 * keras_losses[b],
+                     "batch " << b << ": " << losses[b] << " vs Keras's " << keras_losses[b]);
+      }
+    }
+  }
+}
+
 // Keras's callbacks across processes (nn/callbacks.hpp): every worker sees the same all-reduced
 // logs, so all stop at the same epoch and change the rate alike; only the chief writes files.
 BOOST_AUTO_TEST_CASE(callbacks_agree_across_workers_and_only_the_chief_writes) {
