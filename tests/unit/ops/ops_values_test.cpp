@@ -584,16 +584,6 @@ BOOST_AUTO_TEST_CASE(reductions_over_leading_axes_of_wide_rows) {
              boost::test_tools::per_element());
 }
 
-BOOST_AUTO_TEST_CASE(large_tensors_use_the_thread_pool) {
-  const std::int64_t n = 3 << 20;  // above the parallel grain
-  auto a = dt::fill<float>({n}, 1.5f);
-  auto b = dt::fill<float>({n}, 2.0f);
-  const auto c = (a * b).to_vector();
-  BOOST_TEST(std::all_of(c.begin(), c.end(), [](float e) { return e == 3.0f; }));
-  BOOST_TEST(dt::reduce_sum(dt::reshape(a, {3, -1}), 1).to_vector() == std::vector<float>(3, 1.5f * (1 << 20)),
-             boost::test_tools::per_element());
-}
-
 BOOST_AUTO_TEST_SUITE_END()
 
 // Convolution and pooling (ops/conv.hpp) against TensorFlow 2.21 (tests/reference/conv.py makes

@@ -205,4 +205,15 @@ BOOST_AUTO_TEST_CASE(cpu_outputs_reuse_cached_memory) {
   BOOST_TEST(c.data() == first);
 }
 
+// (Here, in test_ops, which the ThreadSanitizer stage runs: the value suites are in test_ops_values.)
+BOOST_AUTO_TEST_CASE(large_tensors_use_the_thread_pool) {
+  const std::int64_t n = 3 << 20;  // above the parallel grain
+  auto a = dt::fill<float>({n}, 1.5f);
+  auto b = dt::fill<float>({n}, 2.0f);
+  const auto c = (a * b).to_vector();
+  BOOST_TEST(std::all_of(c.begin(), c.end(), [](float e) { return e == 3.0f; }));
+  BOOST_TEST(dt::reduce_sum(dt::reshape(a, {3, -1}), 1).to_vector() == std::vector<float>(3, 1.5f * (1 << 20)),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
