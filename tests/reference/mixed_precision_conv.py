@@ -70,16 +70,21 @@ def conv_model(policy, batch_norm=True):
     return model
 
 
+def fit_and_report(tag, policy, model, out, weights):
+    """Prints the predictions' sums, then the eager fit's epoch losses and the sums of the weights
+    at indices `weights` after it."""
+    print(tag, policy, "predict", f(out.sum()), f((out * out).sum()))
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse", run_eagerly=True)
+    history = model.fit(x, y, epochs=3, batch_size=4, shuffle=False, verbose=0)
+    print(tag, policy, "fit", " ".join(f(v) for v in history.history["loss"]))
+    ws = model.get_weights()
+    print(tag, policy, "weights", " ".join(f(ws[i].sum()) for i in weights))
+
+
 for policy in ("mixed_bfloat16", "mixed_float16"):
     model = conv_model(policy)
     print("conv", policy, "dtypes", " ".join(layer.compute_dtype for layer in model.layers))
-    out = model.predict(x, verbose=0)
-    print("conv", policy, "predict", f(out.sum()), f((out * out).sum()))
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse", run_eagerly=True)
-    history = model.fit(x, y, epochs=3, batch_size=4, shuffle=False, verbose=0)
-    print("conv", policy, "fit", " ".join(f(v) for v in history.history["loss"]))
-    ws = model.get_weights()
-    print("conv", policy, "weights", f(ws[0].sum()), f(ws[4].sum()), f(ws[6].sum()))
+    fit_and_report("conv", policy, model, model.predict(x, verbose=0), (0, 4, 6))
     if policy == "mixed_float16":
         print("conv", policy, "scale", type(model.optimizer).__name__, f(model.optimizer.dynamic_scale.numpy()),
               int(model.optimizer.iterations.numpy()))
@@ -107,13 +112,7 @@ for policy in ("float32", "mixed_bfloat16", "mixed_float16"):
     print("branches", policy, "dtypes", " ".join(layer.compute_dtype for layer in model.layers))
     hidden = np.asarray(inner(x)).astype(np.float64)  # (eager: predict's graph fuses 16-bit ops)
     print("branches", policy, "reshape", f(hidden.sum()), f((hidden * hidden).sum()))
-    out = np.asarray(model(x))
-    print("branches", policy, "predict", f(out.sum()), f((out * out).sum()))
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse", run_eagerly=True)
-    history = model.fit(x, y, epochs=3, batch_size=4, shuffle=False, verbose=0)
-    print("branches", policy, "fit", " ".join(f(v) for v in history.history["loss"]))
-    ws = model.get_weights()
-    print("branches", policy, "weights", f(ws[0].sum()), f(ws[1].sum()), f(ws[2].sum()))
+    fit_and_report("branches", policy, model, np.asarray(model(x)), (0, 1, 2))
 
 
 class Record(keras.callbacks.Callback):
