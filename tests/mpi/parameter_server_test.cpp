@@ -24,6 +24,13 @@
 //                  into tensors' storage): created, read, assigned, refreshed on workers, passed to
 //                  and returned from functions, sharded over two ps tasks; a write the ps task
 //                  refuses or skips (a repeated closure) leaves the next message intact
+//   loss_scaling   (chief, 1 worker, 1 ps) a mixed_float16 Dense(2) trained by
+//                  LossScaleOptimizer(SGD(0.01), dynamic_growth_steps=2) whose steps overflow: the
+//                  scale and its step counter are variables on the ps task, shared by every
+//                  worker; losses, scales, skipped steps and weights are TensorFlow 2.21's under its
+//                  ParameterServerStrategy (tests/reference/ps_loss_scale.py); beside it, Adam
+//                  with a decaying rate trains as the same steps in one process (the ps task keeps
+//                  one optimizer state while the schedule changes the rate every step)
 //   finalize_deadline  (2 processes, --enable-recovery, no strategy) rank 0 exits while rank 1
 //                  sleeps outside MPI: rank 0's MPI_Finalize, which waits for every process, is
 //                  given up after the 1 s limit a job that outlives dead processes sets, and rank
@@ -32,6 +39,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -260,6 +268,113 @@ int exactly_once(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& 
   send(1000002);
   expect(counter->read_value().item() == 2,
          "a closure's writes apply once: counter " + std::to_string(counter->read_value().item()) + ", expected 2");
+  return 0;
+}
+
+/// Seeds' pattern of values: ((i · multiplier mod modulus) − shift) / scale.
+std::vector<float> pattern(int n, int multiplier, int modulus, float shift, float scale) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back((static_cast<float>(i * multiplier % modulus) - shift) / scale);
+  return v;
+}
+
+int loss_scaling(ds::ParameterServerStrategy& strategy, dc::ClusterCoordinator& coordinator) {
+  const auto x = dt::constant<float>(pattern(32, 5, 7, 3, 4), {16, 2});
+  std::vector<float> targets;
+  for (const float e : pattern(16, 3, 5, 2, 4)) targets.insert(targets.end(), {e * 100, (1 - e) * 100});
+  const auto y = dt::constant<float>(targets, {16, 2});
+  std::optional<nn::Dense> layer;
+  const nn::optimizers::LossScaleOptimizer optimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 0.01},
+                                                     .dynamic_growth_steps = 2};
+  {
+    auto scope = strategy.scope();
+    layer.emplace(2, nn::DenseOptions{.input_dim = 2, .dtype = "mixed_float16"});
+    optimizer.build();  // Keras's dynamic_scale and step_counter, on the ps task
+  }
+  if (strategy.is_chief()) {
+    layer->kernel().assign(dt::constant<float>(pattern(4, 3, 5, 2, 5), {2, 2}));
+    layer->bias().assign(dt::constant<float>({0.1f, -0.1f}));
+  }
+  const auto variables = layer->trainable_variables();
+  // Adam with a rate that decays every step, on a Dense(1) learning the seeds' y = 3a - b + 1.
+  const nn::optimizers::Adam adam{.learning_rate = nn::schedules::ExponentialDecay{0.1, 1, 0.8}};
+  const SeedData seeds;
+  std::optional<nn::Dense> line;
+  {
+    auto scope = strategy.scope();
+    line.emplace(1, nn::DenseOptions{.input_dim = 2, .kernel_initializer = nn::initializers::Zeros{}});
+  }
+  const auto line_variables = line->trainable_variables();
+  const auto adam_step = [&](nn::Dense& model, const std::vector<dt::Variable<float>>& vars,
+                             const nn::optimizers::Adam& rule, std::int64_t s) {
+    dt::GradientTape tape;
+    const auto loss = nn::losses::MeanSquaredError{}(dt::slice(seeds.y, {s * 8, 0}, {8, 1}),
+                                                     model(dt::slice(seeds.x, {s * 8, 0}, {8, 2})));
+    rule.apply_gradients(tape.gradient(loss, vars), vars);
+    return loss;
+  };
+  auto decaying = coordinator.function([&](std::int64_t s) { return adam_step(*line, line_variables, adam, s); });
+  // Each step's loss, the scale after it and the updates so far (skipped steps do not count).
+  auto step = coordinator.function([&](const dt::Tensor<float>& xb, const dt::Tensor<float>& yb) {
+    dt::GradientTape tape;
+    const auto loss = nn::losses::MeanSquaredError{}(yb, (*layer)(xb));
+    optimizer.apply_gradients(tape.gradient(optimizer.scale_loss(loss), variables), variables);
+    return dt::constant<float>(
+        {loss.item(), static_cast<float>(optimizer.dynamic_scale()), static_cast<float>(optimizer.iterations())});
+  });
+  std::vector<dc::RemoteValue<dt::Tensor<float>>> steps;
+  for (std::int64_t s = 0; s < 12; ++s)
+    steps.push_back(
+        coordinator.schedule(step, dt::slice(x, {s % 4 * 4, 0}, {4, 2}), dt::slice(y, {s % 4 * 4, 0}, {4, 2})));
+  for (std::int64_t s = 0; s < 6; ++s) (void)coordinator.schedule(decaying, s);
+  coordinator.join();
+  // tests/reference/ps_loss_scale.py: TensorFlow 2.21, one worker and one ps task.
+  const std::vector<std::array<double, 3>> keras{{6567.57715, 16384, 0}, {7191.57861, 8192, 0}, {5800.69043, 4096, 0},
+                                                 {7045.33789, 2048, 0},  {6567.57715, 1024, 0}, {7191.57861, 512, 0},
+                                                 {5800.69043, 512, 1},   {6955.68115, 1024, 2}, {6370.1084, 512, 2},
+                                                 {6970.20117, 512, 3},   {5527.39893, 1024, 4}, {6618.89795, 512, 4}};
+  for (std::size_t s = 0; s < keras.size(); ++s) {
+    const auto got = steps[s].fetch().to_vector();
+    expect(got.size() == 3 && std::abs(got[0] - keras[s][0]) <= 2e-6 * keras[s][0] && got[1] == keras[s][1] &&
+               got[2] == keras[s][2],
+           "step " + std::to_string(s) + ": loss, scale, iterations " + std::to_string(got[0]) + ", " +
+               std::to_string(got[1]) + ", " + std::to_string(got[2]) + " vs TensorFlow's " +
+               std::to_string(keras[s][0]) + ", " + std::to_string(keras[s][1]) + ", " + std::to_string(keras[s][2]));
+  }
+  expect(optimizer.dynamic_scale() == 512.0 && optimizer.step_counter() == 0,
+         "the chief reads the scale and its counter from the ps task: " + std::to_string(optimizer.dynamic_scale()) +
+             ", " + std::to_string(optimizer.step_counter()));
+  const std::vector<float> kernel{-0.0847656578f, 0.00812502205f, -0.292744130f, 0.367890626f};
+  const std::vector<float> bias{0.0337890685f, 3.90999985f};
+  const auto trained_kernel = layer->kernel().to_vector(), trained_bias = layer->bias().to_vector();
+  for (std::size_t i = 0; i < 4; ++i)
+    expect(
+        std::abs(trained_kernel[i] - kernel[i]) <= 1e-6f,
+        "kernel[" + std::to_string(i) + "] " + std::to_string(trained_kernel[i]) + " vs " + std::to_string(kernel[i]));
+  for (std::size_t i = 0; i < 2; ++i)
+    expect(std::abs(trained_bias[i] - bias[i]) <= 1e-6f,
+           "bias[" + std::to_string(i) + "] " + std::to_string(trained_bias[i]) + " vs " + std::to_string(bias[i]));
+
+  // The same Adam steps in this process.
+  nn::Dense local(1, nn::DenseOptions{.input_dim = 2, .kernel_initializer = nn::initializers::Zeros{}});
+  const auto local_variables = local.trainable_variables();
+  const nn::optimizers::Adam local_adam{.learning_rate = nn::schedules::ExponentialDecay{0.1, 1, 0.8}};
+  for (std::int64_t s = 0; s < 6; ++s) (void)adam_step(local, local_variables, local_adam, s);
+  const auto remote_line = line->kernel().to_vector(), local_line = local.kernel().to_vector();
+  for (std::size_t i = 0; i < 2; ++i)
+    expect(std::abs(remote_line[i] - local_line[i]) <= 1e-6f,
+           "Adam with a schedule on the ps: kernel[" + std::to_string(i) + "] " + std::to_string(remote_line[i]) +
+               ", in one process " + std::to_string(local_line[i]));
+
+  // A scale built outside the strategy's scope would be each worker's own.
+  const nn::optimizers::LossScaleOptimizer unbuilt{.inner_optimizer = nn::optimizers::SGD{}};
+  expect_error<dt::InvalidArgumentError>(
+      [&] {
+        unbuilt.apply_gradients({dt::ones<float>({2, 2}), dt::ones<float>({2})}, variables);
+      },
+      "call build() inside strategy.scope(), on every task", "a loss scale outside the parameter servers");
+  expect(layer->kernel().to_vector() == trained_kernel && unbuilt.dynamic_scale() == 32768.0,
+         "the refused step changed nothing");
   return 0;
 }
 
@@ -625,6 +740,8 @@ int main(int argc, char** argv) {
         errors(strategy, coordinator);
       } else if (scenario == "large") {
         large(strategy, coordinator);
+      } else if (scenario == "loss_scaling") {
+        loss_scaling(strategy, coordinator);
       } else {
         std::cout << "unknown scenario '" << scenario << "'" << std::endl;
         return 2;

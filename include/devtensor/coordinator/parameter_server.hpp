@@ -56,18 +56,28 @@ decltype(auto) with_element_type(DType dtype, Fn&& fn) {
 // compiled part]: a program's own translation units need none of it).
 #if DEVTENSOR_MPI_DEFINITIONS
 
-/// The optimizer that runs `rule`, with its own slots and step count.
+/// What a server runs for one update: the rate of this step (the rule's first hyperparameter,
+/// from the sender's schedule), the gradients and the variables.
+using ServerOptimizer =
+    std::function<void(double, const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)>;
+
+/// The optimizer that runs `rule`, with its own slots and step count (every worker's updates).
 /// @throws UnimplementedError for a rule of another optimizer.
-DEVTENSOR_MPI_DEFINITION std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)>
-make_optimizer(const OptimizerRule& rule) {
+DEVTENSOR_MPI_DEFINITION ServerOptimizer make_optimizer(const OptimizerRule& rule) {
   const auto& h = rule.hyperparameters;
   if (rule.name == "SGD" && h.size() == 3) {
     nn::optimizers::SGD sgd{h[0], h[1], h[2] != 0.0};
-    return [sgd](const auto& grads, const auto& vars) { sgd.apply_gradients(grads, vars); };
+    return [sgd](double rate, const auto& grads, const auto& vars) mutable {
+      sgd.learning_rate = rate;
+      sgd.apply_gradients(grads, vars);
+    };
   }
   if (rule.name == "Adam" && h.size() == 5) {
     nn::optimizers::Adam adam{h[0], h[1], h[2], h[3], h[4] != 0.0};
-    return [adam](const auto& grads, const auto& vars) { adam.apply_gradients(grads, vars); };
+    return [adam](double rate, const auto& grads, const auto& vars) mutable {
+      adam.learning_rate = rate;
+      adam.apply_gradients(grads, vars);
+    };
   }
   throw UnimplementedError("A parameter server cannot run the update rule of optimizer '" + rule.name +
                            "' (known: SGD, Adam)");
@@ -122,8 +132,7 @@ class ParameterServer {
   int chief_;
   const Device& host_;
   std::map<std::uint64_t, StoredVariable> variables_;
-  std::map<std::string, std::function<void(const std::vector<Tensor<float>>&, const std::vector<Variable<float>>&)>>
-      optimizers_;
+  std::map<std::string, ServerOptimizer> optimizers_;
   std::unordered_set<std::uint64_t> applied_closures_;
 
   void handle(ps_wire::RequestKind kind, ps_wire::Reader& in, ps_wire::Writer& out) {
@@ -229,7 +238,7 @@ class ParameterServer {
         vars.push_back(std::get<Variable<float>>(find(id)));
         grads.push_back(g.to_tensor<float>(host_, "apply_gradients"));
       }
-      optimizer(grads, vars);
+      optimizer(s.rule.hyperparameters.front(), grads, vars);
     }
     if (closure != 0) applied_closures_.insert(closure);
   }

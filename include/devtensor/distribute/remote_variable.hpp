@@ -25,10 +25,11 @@ struct OptimizerRule {
   std::string name;
   std::vector<double> hyperparameters;
 
-  /// The rule's identity: equal rules share one optimizer state (slots, step count) on a server.
+  /// The rule's identity: rules equal but for the learning rate (the first hyperparameter, which a
+  /// schedule changes every step) share one optimizer state (slots, step count) on a server.
   [[nodiscard]] std::string key() const {
     std::string out = name;
-    for (double h : hyperparameters) out += " " + std::to_string(h);
+    for (std::size_t i = 1; i < hyperparameters.size(); ++i) out += " " + std::to_string(hyperparameters[i]);
     return out;
   }
 };
@@ -47,6 +48,12 @@ class RemoteVariable {
   virtual ~RemoteVariable() = default;
   [[nodiscard]] virtual RemoteVariableHost& host() const noexcept = 0;
 };
+
+/// Whether `v` lives in another process (a parameter server's).
+template <class T>
+[[nodiscard]] bool is_remote(const Variable<T>& v) {
+  return v.defined() && dynamic_cast<const RemoteVariable*>(&v.implementation()) != nullptr;
+}
 
 /// The host of `vars` when the first is remote, else nullptr (every variable local).
 /// @throws InvalidArgumentError when remote and local variables, or two hosts, are mixed.

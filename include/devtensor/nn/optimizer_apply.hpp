@@ -17,6 +17,7 @@
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/distributed_variable.hpp"
 #include "devtensor/distribute/remote_variable.hpp"
+#include "devtensor/nn/optimizer_slots.hpp"
 #include "devtensor/ops/graph.hpp"
 #include "devtensor/ops/graph_nodes.hpp"
 #include "devtensor/ops/placer.hpp"
@@ -181,6 +182,10 @@ struct ResourceApply : TensorLevel {
     }
     if (auto* host = distribute::remote_host_of(variables)) [[unlikely]] {  // a parameter server runs the rule
       host->apply_gradients(optimizer.rule(), values, variables);
+      // This process's count of updates (its schedule's step; Keras's iterations): the server
+      // keeps the slots and its own count, of every worker's updates.
+      std::lock_guard lock(optimizer.slots->mutex);
+      nn::optimizer_detail::advance(optimizer.slots);
       return;
     }
     od::require_gradients_on_variable_devices(now, op);

@@ -433,6 +433,9 @@ namespace optimizers {
 /// apply_gradients runs eagerly, outside strategy.run: the finite check reads one number back to
 /// the host (Keras's tf.cond; devtensor's graphs have no conditional yet). scale_loss may be
 /// traced: it reads the scale from a variable (Keras's dynamic_scale), made by its first call.
+/// Under ParameterServerStrategy, build() in the strategy's scope (on every task, as the model's
+/// variables) puts the scale and the count of finite steps (Keras's step_counter) on a ps task:
+/// every worker's scheduled steps read and update those two, as TensorFlow's, not a copy of its own.
 struct LossScaleOptimizer {
   Optimizer inner_optimizer;
   double initial_scale = 32768.0;
@@ -444,6 +447,9 @@ struct LossScaleOptimizer {
     float scale = 0;
     std::int64_t step_counter = 0;
     Variable<float> scale_variable;  // `scale`, for traced reads: made by the first scale_loss
+    // On a parameter server (scale_variable there): the count every worker updates, and then
+    // the variables, not `scale` and `step_counter`, are the state.
+    Variable<std::int64_t> counter_variable;
   };
   /// Shared by copies: the scale and the finite steps since it last changed.
   std::shared_ptr<State> state = std::make_shared<State>();
@@ -456,10 +462,12 @@ struct LossScaleOptimizer {
   /// loss · the current scale (float32).
   [[nodiscard]] Tensor<float> scale_loss(const Tensor<float>& loss) const;
   /// Makes the scale's variable (Keras's dynamic_scale) in the current variable scope unless it
-  /// exists: compile() makes it in the strategy's scope; scale_loss makes it when it has to.
+  /// exists: compile() makes it in the strategy's scope; scale_loss makes it when it has to. On a
+  /// parameter server, the step counter's variable beside it.
   void build() const;
   /// One step with the scaled gradients `grads` of `vars` (above).
-  /// @throws UnimplementedError in a traced function or inside strategy.run.
+  /// @throws UnimplementedError in a traced function or inside strategy.run; InvalidArgumentError
+  /// for variables on parameter servers when the scale is not there (build() outside the scope).
   void apply_gradients(const std::vector<Tensor<float>>& grads, const std::vector<Variable<float>>& vars) const;
   /// The current scale (Keras's optimizer.dynamic_scale).
   [[nodiscard]] double dynamic_scale() const;
@@ -468,10 +476,7 @@ struct LossScaleOptimizer {
   /// count (nothing changes then).
   void restore_scale(double scale, std::int64_t step_counter) const;
   /// Finite steps since the scale last changed.
-  [[nodiscard]] std::int64_t step_counter() const {
-    std::lock_guard lock(state->mutex);
-    return state->step_counter;
-  }
+  [[nodiscard]] std::int64_t step_counter() const;
   /// The inner optimizer's updates (skipped steps do not count), as Keras's.
   [[nodiscard]] std::int64_t iterations() const { return inner_optimizer.iterations(); }
 };
@@ -492,7 +497,14 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::validate() const {
 
 DEVTENSOR_DEFINITION double LossScaleOptimizer::dynamic_scale() const {
   std::lock_guard lock(state->mutex);
+  if (state->counter_variable.defined()) return state->scale_variable.read_value().item();
   return state->built ? state->scale : static_cast<float>(initial_scale);
+}
+
+DEVTENSOR_DEFINITION std::int64_t LossScaleOptimizer::step_counter() const {
+  std::lock_guard lock(state->mutex);
+  if (state->counter_variable.defined()) return state->counter_variable.read_value().item();
+  return state->step_counter;
 }
 
 DEVTENSOR_DEFINITION void LossScaleOptimizer::restore_scale(double scale, std::int64_t step_counter) const {
@@ -506,14 +518,18 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::restore_scale(double scale, std::i
   state->scale = static_cast<float>(scale);
   state->step_counter = step_counter;
   if (state->scale_variable.defined()) state->scale_variable.assign(fill<float>(Shape{}, state->scale));
+  if (state->counter_variable.defined()) state->counter_variable.assign(scalar<std::int64_t>(step_counter));
 }
 
 DEVTENSOR_DEFINITION void LossScaleOptimizer::build() const {
   std::lock_guard lock(state->mutex);
-  if (!state->scale_variable.defined())
-    state->scale_variable =
-        Variable<float>(fill<float>(Shape{}, state->built ? state->scale : static_cast<float>(initial_scale)),
-                        {.name = "dynamic_scale", .trainable = false});
+  if (state->scale_variable.defined()) return;
+  state->scale_variable =
+      Variable<float>(fill<float>(Shape{}, state->built ? state->scale : static_cast<float>(initial_scale)),
+                      {.name = "dynamic_scale", .trainable = false});
+  if (distribute::is_remote(state->scale_variable))
+    state->counter_variable = Variable<std::int64_t>(scalar<std::int64_t>(state->built ? state->step_counter : 0),
+                                                     {.name = "step_counter", .trainable = false});
 }
 
 DEVTENSOR_DEFINITION Tensor<float> LossScaleOptimizer::scale_loss(const Tensor<float>& loss) const {
@@ -538,10 +554,19 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::apply_gradients(const std::vector<
   // the state changes; the inner optimizer then gets the pairs that have a gradient.
   const auto updates = optimizer_detail::pairs(grads, vars);
   std::lock_guard lock(state->mutex);
-  if (!state->built) {
-    state->built = true;
+  const bool shared = state->counter_variable.defined();
+  if (!shared && distribute::remote_host_of(vars) != nullptr)
+    throw InvalidArgumentError(
+        "LossScaleOptimizer.apply_gradients: the variables live on parameter servers but the loss scale in this "
+        "process, so each worker would scale and skip on its own; call build() inside strategy.scope(), on every "
+        "task, after the model's variables");
+  if (shared) {  // this step's view of the values every worker updates
+    state->scale = state->scale_variable.read_value().item();
+    state->step_counter = state->counter_variable.read_value().item();
+  } else if (!state->built) {
     state->scale = static_cast<float>(initial_scale);
   }
+  state->built = true;
   // g - g is 0 where g is finite, NaN where it is inf or NaN: one sum of them all, one read
   std::vector<Tensor<float>> checks;
   for (const auto& [g, v] : updates) checks.push_back(reduce_sum(sub(g, g), std::nullopt));
@@ -550,8 +575,13 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::apply_gradients(const std::vector<
     state->scale = scale;
     if (state->scale_variable.defined()) state->scale_variable.assign(fill<float>(Shape{}, scale));
   };
-  if (!finite) {
+  // Keras's updates of step_counter: reset, or one more (an increment, so that workers' steps add up).
+  const auto reset_count = [&] {
     state->step_counter = 0;
+    if (shared) state->counter_variable.assign(scalar<std::int64_t>(0));
+  };
+  if (!finite) {
+    reset_count();
     set_scale(state->scale * 0.5f);
     return;
   }
@@ -564,10 +594,11 @@ DEVTENSOR_DEFINITION void LossScaleOptimizer::apply_gradients(const std::vector<
   }
   inner_optimizer.apply_gradients(unscaled, updated);
   if (state->step_counter == dynamic_growth_steps - 1) {
-    state->step_counter = 0;
+    reset_count();
     set_scale(state->scale * 2.0f);
   } else {
     ++state->step_counter;
+    if (shared) state->counter_variable.assign_add(scalar<std::int64_t>(1));
   }
 }
 #endif  // DEVTENSOR_HEADER_DEFINITIONS
