@@ -214,10 +214,12 @@ auto ClusterCoordinator::schedule(const ScheduledFunction<F>& fn, const Args&...
   (std::index_sequence_for<Args...>{});
   closure->args = std::move(w);
   closure->deliver = [state = result.state_, &host = state_.host](ps_wire::Reader& r) {
-    if constexpr (std::is_void_v<R>)
+    if constexpr (std::is_void_v<R>) {
+      (void)host;  // (used for a value)
       state->value = true;
-    else
+    } else {
       state->value = coordinator_detail::get_value<R>(r, host);  // nobody reads it before finish()
+    }
     state->finish();
   };
   closure->fail = [state = std::shared_ptr<coordinator_detail::Completion>(result.state_)](std::exception_ptr e) {

@@ -333,7 +333,10 @@ class Creator final : public VariableCreator {
   /// A variable on one ps task, the next in round-robin order; the chief creates it there.
   template <Element T>
   std::shared_ptr<PsVariable<T>> whole(VariableInfo info, const Tensor<T>& initial) const {
-    const auto [id, ps] = state_->next_variable();
+    // Not a structured binding: a lambda below captures `id` (clang before 16 refuses that).
+    const std::pair<std::uint64_t, int> next = state_->next_variable();
+    const std::uint64_t id = next.first;
+    const int ps = next.second;
     if (state_->chief()) {
       if (log_enabled(LogSource::python_logger, LogSeverity::info) && std::getenv("TF_PSS_VERBOSE_VARIABLE_PLACEMENT"))
         log(LogSource::python_logger, LogSeverity::info,
