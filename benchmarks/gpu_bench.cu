@@ -1,5 +1,9 @@
 // GPU benchmarks, each case beside its reference in the same run (a ratio of two medians of one run):
-//   matmul (devtensor, cuBLAS through the op)    vs raw cublasSgemm/Dgemm on the same buffers
+//   matmul (devtensor, cuBLAS through the op)    vs raw cublasSgemm/Dgemm on the same buffers, float
+//                                                in TF32 when devtensor's setting is (its default, as
+//                                                TensorFlow's), and at 8192 with TF32 and without
+//   bfloat16/float16 matmul at 8192 (issue 65)   vs cublasLtMatmul called directly (float32
+//                                                accumulation, the heuristic's first algorithm)
 //   elementwise add (12 B per element of HBM)     vs a device-to-device copy (8 B per element)
 //   BFC allocate/free                             vs cudaMalloc/cudaFree and cudaMallocAsync
 //   a 1-element op (placement, allocation, launch) vs a bare kernel launch
@@ -11,12 +15,15 @@
 // time with a stream synchronisation at the end of each batch. Without a GPU the program prints
 // "skipped" and exits 0.
 #include <benchmark/benchmark.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "devtensor/backend/cuda/cublas.hpp"
@@ -86,6 +93,9 @@ void BM_MatMul_cublas(benchmark::State& state) {
   cublasHandle_t handle = nullptr;
   DEVTENSOR_CUBLAS_CHECK(cublasCreate(&handle));
   DEVTENSOR_CUBLAS_CHECK(cublasSetStream(handle, cu::stream_of(d)));
+  // The math devtensor's own handle uses: TF32 tensor cores for float while the setting is on.
+  if (std::is_same_v<T, float> && dt::config::experimental::tensor_float_32_execution_enabled())
+    DEVTENSOR_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH));
   const T one = 1;
   const T zero = 0;
   const int in = static_cast<int>(n);
@@ -101,6 +111,86 @@ void BM_MatMul_cublas(benchmark::State& state) {
   state.counters["TFLOPS"] =
       benchmark::Counter(2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12,
                          benchmark::Counter::kIsRate);
+}
+
+double gemm_tflops(benchmark::State& state, std::int64_t n) {
+  return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12;
+}
+
+/// float32 matmul with TF32 on (devtensor's default) or off (range(1): 1 or 0), beside
+/// BM_MatMul_cublas<float> run under the same setting.
+void BM_MatMul_devtensor_tf32(benchmark::State& state) {
+  const bool before = dt::config::experimental::tensor_float_32_execution_enabled();
+  dt::config::experimental::enable_tensor_float_32_execution(state.range(1) != 0);
+  BM_MatMul_devtensor<float>(state);
+  dt::config::experimental::enable_tensor_float_32_execution(before);
+}
+void BM_MatMul_cublas_tf32(benchmark::State& state) {
+  const bool before = dt::config::experimental::tensor_float_32_execution_enabled();
+  dt::config::experimental::enable_tensor_float_32_execution(state.range(1) != 0);
+  BM_MatMul_cublas<float>(state);
+  dt::config::experimental::enable_tensor_float_32_execution(before);
+}
+
+/// bfloat16 or float16 [n, n] x [n, n] through devtensor's MatMul (float32 accumulation).
+template <class T>
+void BM_MatMul16_devtensor(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::cast<T>(dt::random_uniform<float>({n, n}, {.seed = 1}));
+  const auto b = dt::cast<T>(dt::random_uniform<float>({n, n}, {.seed = 2}));
+  time_on_stream(state, [&] { benchmark::DoNotOptimize(dt::matmul(a, b)); });
+  state.counters["TFLOPS"] = benchmark::Counter(gemm_tflops(state, n), benchmark::Counter::kIsRate);
+}
+
+/// The same product through cublasLtMatmul directly (row-major a · b is the column-major b · a, no
+/// transposes): CUBLAS_COMPUTE_32F with float scalars, a 32 MiB workspace, the heuristic's first
+/// algorithm.
+template <class T>
+void BM_MatMul16_cublaslt(benchmark::State& state) {
+  const auto n = state.range(0);
+  dt::DeviceScope scope("/gpu:0");
+  const auto a = dt::cast<T>(dt::random_uniform<float>({n, n}, {.seed = 1}));
+  const auto b = dt::cast<T>(dt::random_uniform<float>({n, n}, {.seed = 2}));
+  auto c = dt::cast<T>(dt::zeros<float>({n, n}));
+  const auto& d = gpu0();
+  cu::DeviceGuard guard(d.platform_ordinal);
+  const cudaDataType_t type = std::is_same_v<T, dt::bfloat16> ? CUDA_R_16BF : CUDA_R_16F;
+  constexpr std::size_t kWorkspace = std::size_t{32} << 20;
+  void* workspace = nullptr;
+  DEVTENSOR_CUDA_CHECK(cudaMalloc(&workspace, kWorkspace));
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t layout = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  DEVTENSOR_CUBLAS_CHECK(cublasLtCreate(&handle));
+  DEVTENSOR_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const auto u = static_cast<std::uint64_t>(n);
+  DEVTENSOR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, u, u, static_cast<std::int64_t>(n)));
+  DEVTENSOR_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  DEVTENSOR_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                              &kWorkspace, sizeof(kWorkspace)));
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  DEVTENSOR_CUBLAS_CHECK(
+      cublasLtMatmulAlgoGetHeuristic(handle, op, layout, layout, layout, layout, preference, 1, &heuristic, &found));
+  if (found == 0) {
+    state.SkipWithError("cublasLt found no algorithm");
+  } else {
+    const float one = 1.0f, zero = 0.0f;
+    time_on_stream(state, [&] {
+      DEVTENSOR_CUBLAS_CHECK(cublasLtMatmul(handle, op, &one, b.data(), layout, a.data(), layout, &zero,
+                                            c.mutable_data(), layout, c.mutable_data(), layout, &heuristic.algo,
+                                            workspace, kWorkspace, cu::stream_of(d)));
+    });
+    state.counters["TFLOPS"] = benchmark::Counter(gemm_tflops(state, n), benchmark::Counter::kIsRate);
+  }
+  DEVTENSOR_CUDA_CHECK(cudaStreamSynchronize(cu::stream_of(d)));
+  cublasLtMatmulPreferenceDestroy(preference);
+  cublasLtMatrixLayoutDestroy(layout);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(handle);
+  cudaFree(workspace);
 }
 
 void BM_Add_devtensor(benchmark::State& state) {
@@ -349,6 +439,12 @@ BENCHMARK(BM_MatMul_devtensor<float>)->Arg(1024)->Arg(4096)->UseManualTime()->Un
 BENCHMARK(BM_MatMul_cublas<float>)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatMul_devtensor<double>)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatMul_cublas<double>)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul_devtensor_tf32)->Args({8192, 1})->Args({8192, 0})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul_cublas_tf32)->Args({8192, 1})->Args({8192, 0})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul16_devtensor<dt::bfloat16>)->Arg(8192)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul16_cublaslt<dt::bfloat16>)->Arg(8192)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul16_devtensor<dt::float16>)->Arg(8192)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatMul16_cublaslt<dt::float16>)->Arg(8192)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Add_devtensor)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Copy_reference)->Arg(1 << 20)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Chain8_traced)->Arg(1 << 26)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -1,12 +1,15 @@
 // Training on one GPU, the step issue 15 measures against PyTorch eager (benchmarks/torch_mlp_step.py
 // runs the same model and step; scripts/gpu-check runs both in the same session and prints the
 // ratios): an MLP 1024 -> H -> H -> 1 (ReLU, MSE), batch 256, H = 256 and 4096; and issue 62's
-// convolutional tutorial model (BM_ConvTutorialStep, beside benchmarks/torch_conv_tutorial_step.py).
+// convolutional tutorial model (BM_ConvTutorialStep, beside benchmarks/torch_conv_tutorial_step.py;
+// BM_ConvTutorialStepBf16 under mixed_bfloat16, beside the script's autocast step).
 //   BM_MlpStep_Tape<SGD|Adam>/H  GradientTape + apply_gradients, data resident on GPU:0;
 //   BM_MlpStep_Fit/H             Sequential::fit over 8 host batches per epoch (host data, as
 //                                Keras users pass NumPy arrays): one iteration is 8 steps; the
 //                                step traced (Keras's default); BM_MlpStep_FitEager: run_eagerly;
-//                                BM_MlpStep_FitResident: traced, over batches already on the GPU.
+//                                BM_MlpStep_FitResident: traced, over batches already on the GPU;
+//                                BM_MlpStep_FitResidentBf16: the same under mixed_bfloat16
+//                                (issue 65, beside PyTorch's torch.autocast(dtype=torch.bfloat16)).
 //   BM_MlpStep_TracedSGD/H       the tape step as a dt::function, op by op;
 //   BM_MlpStep_CudaGraphSGD/H    the same replayed as a CUDA graph (FunctionOptions::cuda_graph).
 // Each iteration ends with a stream synchronisation (the PyTorch script synchronises per step
@@ -120,7 +123,7 @@ void BM_MlpStep_CudaGraphSGD(benchmark::State& state) { mlp_step_traced(state, t
 // fit's step beside the tape loop's: FitEager / Fit splits the executor's share of the difference,
 // Fit / FitResident the host batches' (slicing, the pageable 1 MiB upload per step; bench_gpu's
 // BM_Upload* time the upload alone).
-void mlp_step_fit(benchmark::State& state, bool run_eagerly, bool resident = false) {
+void mlp_step_fit(benchmark::State& state, bool run_eagerly, bool resident = false, const char* policy = "float32") {
   const std::int64_t hidden = state.range(0);
   constexpr std::int64_t kSteps = 8;
   dt::Tensor<float> x, y;
@@ -130,8 +133,10 @@ void mlp_step_fit(benchmark::State& state, bool run_eagerly, bool resident = fal
     y = dt::random_normal<float>({kBatch * kSteps, 1}, {.seed = 12});
   }
   dt::DeviceScope gpu("/gpu:0");
+  nn::mixed_precision::set_global_policy(policy);  // the layers constructed next take it
   nn::Sequential model({nn::Dense(hidden, {.input_dim = kIn, .activation = nn::Activation::relu}),
-                        nn::Dense(hidden, {.activation = nn::Activation::relu}), nn::Dense(1)});
+                        nn::Dense(hidden, {.activation = nn::Activation::relu}), nn::Dense(1, {.dtype = "float32"})});
+  nn::mixed_precision::set_global_policy("float32");
   model.compile(nn::losses::MeanSquaredError{}, nn::optimizers::SGD{.learning_rate = kLearningRate});
   model.set_run_eagerly(run_eagerly);
   const auto data = dt::data::Dataset<float, float>::from_tensor_slices(x, y).batch(kBatch);
@@ -145,19 +150,25 @@ void mlp_step_fit(benchmark::State& state, bool run_eagerly, bool resident = fal
 void BM_MlpStep_Fit(benchmark::State& state) { mlp_step_fit(state, false); }  // traced, Keras's default
 void BM_MlpStep_FitEager(benchmark::State& state) { mlp_step_fit(state, true); }
 void BM_MlpStep_FitResident(benchmark::State& state) { mlp_step_fit(state, false, true); }
+void BM_MlpStep_FitResidentBf16(benchmark::State& state) { mlp_step_fit(state, false, true, "mixed_bfloat16"); }
 
 // TensorFlow's "Distributed training with Keras" model (Conv2D(32, 3, relu), MaxPooling2D, Flatten,
 // Dense(64, relu), Dense(10); SparseCategoricalCrossentropy from logits, Adam, accuracy) on GPU:0,
 // train_on_batch at batch 64 of 28x28x1 with the batch on the GPU (issue 62's goal: <= 1.0x
 // PyTorch eager, benchmarks/torch_conv_tutorial_step.py). The label names the convolution engine:
 // cuDNN where this program links devtensor::cudnn, else the patches + cuBLAS bodies.
-void BM_ConvTutorialStep(benchmark::State& state) {
+// Under mixed_bfloat16 (BM_ConvTutorialStepBf16) the logits layer stays float32, as Keras's guide
+// writes a mixed-precision model's last layer.
+void conv_tutorial_step(benchmark::State& state, const char* policy) {
   dt::DeviceScope gpu("/gpu:0");
   const auto* engine = dt::ops::cuda::convolution_engine();
   state.SetLabel(engine != nullptr ? std::string(engine->name) : "patches + cuBLAS");
+  nn::mixed_precision::set_global_policy(policy);
   nn::Sequential model(
       {nn::Conv2D(32, 3, {.activation = nn::Activation::relu, .input_shape = nn::PartialShape{28, 28, 1}}),
-       nn::MaxPooling2D(), nn::Flatten(), nn::Dense(64, {.activation = nn::Activation::relu}), nn::Dense(10)});
+       nn::MaxPooling2D(), nn::Flatten(), nn::Dense(64, {.activation = nn::Activation::relu}),
+       nn::Dense(10, {.dtype = "float32"})});
+  nn::mixed_precision::set_global_policy("float32");
   model.compile(nn::losses::SparseCategoricalCrossentropy{.from_logits = true}, nn::optimizers::Adam{},
                 {.metrics = {"accuracy"}});
   const auto x = dt::random_uniform<float>({64, 28, 28, 1}, {.seed = 1});
@@ -172,10 +183,13 @@ void BM_ConvTutorialStep(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 64);
 }
+void BM_ConvTutorialStep(benchmark::State& state) { conv_tutorial_step(state, "float32"); }
+void BM_ConvTutorialStepBf16(benchmark::State& state) { conv_tutorial_step(state, "mixed_bfloat16"); }
 
 }  // namespace
 
 BENCHMARK(BM_ConvTutorialStep)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConvTutorialStepBf16)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::SGD>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_Tape<nn::optimizers::Adam>)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_TracedSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
@@ -183,5 +197,6 @@ BENCHMARK(BM_MlpStep_CudaGraphSGD)->Arg(256)->Arg(4096)->UseRealTime()->Unit(ben
 BENCHMARK(BM_MlpStep_Fit)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_FitEager)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MlpStep_FitResident)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MlpStep_FitResidentBf16)->Arg(256)->Arg(4096)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // main: gpu_bench_main.cpp (skips without a CUDA device).

@@ -6,7 +6,9 @@ from logits, Adam (Keras's defaults: lr 1e-3, eps 1e-7), the batch's accuracy co
 metric does, batch 64 of 28x28x1 resident on GPU 0, synchronising after every step as the
 devtensor benchmark does. TF32 off for the convolutions and matmuls (benchmarks/gpu_bench_main.cpp turns it off for devtensor; PyTorch's
 own default allows it in cuDNN), so both compute in float32. Prints one JSON object: the median,
-min and max step time in microseconds over `--repetitions` runs of `--steps` steps. Run by
+min and max step time in microseconds over `--repetitions` runs of `--steps` steps; then a second,
+torch_ConvTutorialStepAutocastBf16, the same step under torch.autocast(dtype=torch.bfloat16)
+(issue 65's reference for BM_ConvTutorialStepBf16, mixed_bfloat16). Run by
 scripts/gpu-check when `python3 -c 'import torch'` works.
 """
 import argparse
@@ -34,9 +36,12 @@ def main():
     x = torch.rand(64, 1, 28, 28, device=device)
     labels = torch.tensor([(i * 7) % 10 for i in range(64)], device=device)
 
+    autocast = False
+
     def step():
         optimizer.zero_grad(set_to_none=True)
-        logits = model(x)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(x).float()
         loss = loss_fn(logits, labels)
         loss.backward()
         optimizer.step()
@@ -44,17 +49,19 @@ def main():
         torch.cuda.synchronize()
         return loss, accuracy
 
-    for _ in range(5):
-        step()
-    per_step = []
-    for _ in range(args.repetitions):
-        start = time.perf_counter()
-        for _ in range(args.steps):
+    for name in ("torch_ConvTutorialStep", "torch_ConvTutorialStepAutocastBf16"):
+        autocast = name.endswith("AutocastBf16")
+        for _ in range(5):
             step()
-        per_step.append((time.perf_counter() - start) / args.steps * 1e6)
-    print(json.dumps({"name": "torch_ConvTutorialStep", "median_us": statistics.median(per_step),
-                      "min_us": min(per_step), "max_us": max(per_step), "torch": torch.__version__,
-                      "gpu": torch.cuda.get_device_name(0)}), flush=True)
+        per_step = []
+        for _ in range(args.repetitions):
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                step()
+            per_step.append((time.perf_counter() - start) / args.steps * 1e6)
+        print(json.dumps({"name": name, "median_us": statistics.median(per_step), "min_us": min(per_step),
+                          "max_us": max(per_step), "torch": torch.__version__,
+                          "gpu": torch.cuda.get_device_name(0)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 (1024 -> H -> H -> 1, ReLU, MSE, batch 256) and step (forward, backward, SGD lr 0.01 or Adam),
 synchronising after every step as the devtensor benchmark does. Prints one JSON object per case
 with the median, min and max step time in microseconds over `--repetitions` runs of `--steps`
-steps. Then the SGD step replayed from a CUDA graph (torch_MlpStepGraph_SGD/H). Run by scripts/gpu-check
+steps. Then the SGD step replayed from a CUDA graph (torch_MlpStepGraph_SGD/H), and the SGD step
+under torch.autocast(dtype=torch.bfloat16) (torch_MlpStepAutocastBf16_SGD/H, issue 65's reference
+for devtensor's mixed_bfloat16 fit step). Run by scripts/gpu-check
 when `python3 -c 'import torch'` works.
 """
 import argparse
@@ -31,7 +33,7 @@ def result(name, per_step):
             "max_us": max(per_step), "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0)}
 
 
-def run(hidden, optimizer_name, steps, repetitions):
+def run(hidden, optimizer_name, steps, repetitions, autocast=False):
     model, x, y = mlp_and_data(hidden)
     if optimizer_name == "SGD":
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -41,7 +43,9 @@ def run(hidden, optimizer_name, steps, repetitions):
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        # Autocast: the Linear layers in bfloat16 (float32 weights cast per step), the loss in float32.
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(model(x).float(), y)
         loss.backward()
         optimizer.step()
         torch.cuda.synchronize()
@@ -54,7 +58,8 @@ def run(hidden, optimizer_name, steps, repetitions):
         for _ in range(steps):
             step()
         per_step.append((time.perf_counter() - start) / steps * 1e6)
-    return result(f"torch_MlpStep_{optimizer_name}/{hidden}", per_step)
+    kind = "MlpStepAutocastBf16" if autocast else "MlpStep"
+    return result(f"torch_{kind}_{optimizer_name}/{hidden}", per_step)
 
 
 def run_graph(hidden, steps, repetitions):
@@ -102,6 +107,8 @@ def main():
             print(json.dumps(run(hidden, optimizer_name, args.steps, args.repetitions)), flush=True)
     for hidden in (256, 4096):
         print(json.dumps(run_graph(hidden, args.steps, args.repetitions)), flush=True)
+    for hidden in (256, 4096):
+        print(json.dumps(run(hidden, "SGD", args.steps, args.repetitions, autocast=True)), flush=True)
 
 
 if __name__ == "__main__":
