@@ -278,7 +278,7 @@ DEVTENSOR_DEFINITION void clear_session() {
     std::lock_guard lock(layer_detail::names_mutex());
     layer_detail::name_counts().clear();
   }
-  mixed_precision::set_global_policy(mixed_precision::DTypePolicy());
+  mixed_precision::policy_detail::reset_every_thread();  // as Keras's: every thread's state anew
 }
 
 DEVTENSOR_DEFINITION std::vector<Variable<float>> LayerBase::trainable_variables() const {

@@ -12,7 +12,8 @@
 /// float32), and its gradients, which cross the same casts. The cost is the float32 copy of each
 /// activation between layers (memory traffic a 16-bit activation would halve).
 
-#include <mutex>
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -69,28 +70,41 @@ class DTypePolicy {
 using Policy = DTypePolicy;
 
 namespace policy_detail {
-inline std::mutex& global_mutex() {
-  static std::mutex m;
-  return m;
+/// Keras 3 keeps the global policy per thread (its global state is a threading.local): a thread
+/// starts at float32, and setting it in one thread leaves the others'. clear_session resets every
+/// thread's, as Keras's replaces the whole state: a thread's policy counts only while no reset
+/// came after it (the generation it was set in is the current one).
+inline std::atomic<std::uint64_t>& generation() {
+  static std::atomic<std::uint64_t> current{0};
+  return current;
 }
-inline DTypePolicy& global() {
-  static DTypePolicy policy;
-  return policy;
+struct ThreadPolicy {
+  DTypePolicy policy;
+  std::uint64_t generation = 0;
+};
+inline ThreadPolicy& this_thread() {
+  thread_local ThreadPolicy mine;
+  return mine;
 }
+/// Every thread's global policy back to float32 (clear_session).
+inline void reset_every_thread() { generation().fetch_add(1); }
 }  // namespace policy_detail
 
-/// The policy layers constructed from now on take (keras.mixed_precision.set_global_policy).
-/// Layers already constructed keep theirs.
+/// The policy layers constructed from now on on this thread take
+/// (keras.mixed_precision.set_global_policy; Keras's is per thread too). Layers already
+/// constructed keep theirs.
 inline void set_global_policy(const DTypePolicy& policy) {
-  std::lock_guard lock(policy_detail::global_mutex());
-  policy_detail::global() = policy;
+  auto& mine = policy_detail::this_thread();
+  mine.policy = policy;
+  mine.generation = policy_detail::generation().load();
 }
 /// @throws as DTypePolicy's constructor; the global policy is then unchanged.
 inline void set_global_policy(std::string_view name) { set_global_policy(DTypePolicy(name)); }
-/// The policy layers constructed now take ("float32" until set_global_policy).
+/// The policy layers constructed now on this thread take ("float32" until set_global_policy on
+/// this thread, and after clear_session on any).
 [[nodiscard]] inline DTypePolicy global_policy() {
-  std::lock_guard lock(policy_detail::global_mutex());
-  return policy_detail::global();
+  const auto& mine = policy_detail::this_thread();
+  return mine.generation == policy_detail::generation().load() ? mine.policy : DTypePolicy();
 }
 
 }  // namespace devtensor::nn::mixed_precision

@@ -5,10 +5,12 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "devtensor/devtensor.hpp"
 #include "devtensor_test.hpp"
@@ -674,6 +676,41 @@ BOOST_AUTO_TEST_CASE(policies_are_keras_names_and_refuse_others_with_keras_text)
   BOOST_TEST(mp::global_policy().name() == "float32");
   BOOST_TEST(mixed.dtype_policy().name() == "mixed_bfloat16");  // a layer keeps its own
   DEVTENSOR_CHECK_THROW_WITH(nn::Dense(2, {.dtype = "int32"}), dt::InvalidArgumentError, "Cannot convert 'int32'");
+}
+
+BOOST_AUTO_TEST_CASE(the_global_policy_is_per_thread_as_keras) {
+  // Keras 3 (its global state a threading.local): a new thread starts at float32, its own setting
+  // stays its own, and clear_session resets every thread's (Keras replaces the whole state).
+  namespace mp = nn::mixed_precision;
+  mp::set_global_policy("mixed_bfloat16");
+  std::string seen, layer, set_there;
+  std::thread([&] {
+    seen = mp::global_policy().name();
+    layer = nn::Dense(2).dtype_policy().name();
+    mp::set_global_policy("mixed_float16");
+    set_there = mp::global_policy().name();
+  }).join();
+  BOOST_TEST(seen == "float32");
+  BOOST_TEST(layer == "float32");
+  BOOST_TEST(set_there == "mixed_float16");
+  BOOST_TEST(mp::global_policy().name() == "mixed_bfloat16");
+  std::promise<void> set, cleared;
+  std::string after_clear;
+  std::thread other([&] {
+    mp::set_global_policy("mixed_float16");
+    set.set_value();
+    cleared.get_future().wait();
+    after_clear = mp::global_policy().name();
+  });
+  set.get_future().wait();
+  nn::clear_session();
+  cleared.set_value();
+  other.join();
+  BOOST_TEST(after_clear == "float32");
+  BOOST_TEST(mp::global_policy().name() == "float32");
+  mp::set_global_policy("mixed_float16");  // a setting after the reset counts again
+  BOOST_TEST(mp::global_policy().name() == "mixed_float16");
+  nn::clear_session();
 }
 
 BOOST_AUTO_TEST_CASE(layers_round_as_keras_layers_under_each_policy) {
