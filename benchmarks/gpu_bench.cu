@@ -117,19 +117,27 @@ double gemm_tflops(benchmark::State& state, std::int64_t n) {
   return 2.0 * static_cast<double>(n * n * n) * static_cast<double>(state.iterations()) / 1e12;
 }
 
+/// TF32 on or off while a case runs, the setting before it afterwards.
+class Tf32Setting {
+ public:
+  explicit Tf32Setting(bool enabled) { dt::config::experimental::enable_tensor_float_32_execution(enabled); }
+  Tf32Setting(const Tf32Setting&) = delete;
+  Tf32Setting& operator=(const Tf32Setting&) = delete;
+  ~Tf32Setting() { dt::config::experimental::enable_tensor_float_32_execution(before_); }
+
+ private:
+  bool before_ = dt::config::experimental::tensor_float_32_execution_enabled();
+};
+
 /// float32 matmul with TF32 on (devtensor's default) or off (range(1): 1 or 0), beside
 /// BM_MatMul_cublas<float> run under the same setting.
 void BM_MatMul_devtensor_tf32(benchmark::State& state) {
-  const bool before = dt::config::experimental::tensor_float_32_execution_enabled();
-  dt::config::experimental::enable_tensor_float_32_execution(state.range(1) != 0);
+  const Tf32Setting tf32(state.range(1) != 0);
   BM_MatMul_devtensor<float>(state);
-  dt::config::experimental::enable_tensor_float_32_execution(before);
 }
 void BM_MatMul_cublas_tf32(benchmark::State& state) {
-  const bool before = dt::config::experimental::tensor_float_32_execution_enabled();
-  dt::config::experimental::enable_tensor_float_32_execution(state.range(1) != 0);
+  const Tf32Setting tf32(state.range(1) != 0);
   BM_MatMul_cublas<float>(state);
-  dt::config::experimental::enable_tensor_float_32_execution(before);
 }
 
 /// bfloat16 or float16 [n, n] x [n, n] through devtensor's MatMul (float32 accumulation).
