@@ -11,7 +11,9 @@
 # (the target that becomes compiled: devtensor or devtensor::devtensor).
 include("${CMAKE_CURRENT_LIST_DIR}/devtensorOptimizeWithoutBuildType.cmake")
 if(NOT TARGET devtensor_compiled)
-  add_library(devtensor_compiled STATIC "${_devtensor_source_dir}/devtensor.cpp")
+  # EXCLUDE_FROM_ALL, as every component's code: compiled for the targets that link it, so a project
+  # that uses one component (add_subdirectory, find_package) does not compile the others' code.
+  add_library(devtensor_compiled STATIC EXCLUDE_FROM_ALL "${_devtensor_source_dir}/devtensor.cpp")
   target_link_libraries(devtensor_compiled PUBLIC ${_devtensor_header_target})
   target_compile_features(devtensor_compiled PUBLIC cxx_std_20)
   set_target_properties(devtensor_compiled PROPERTIES POSITION_INDEPENDENT_CODE ON)

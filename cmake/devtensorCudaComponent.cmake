@@ -36,7 +36,7 @@ if(NOT TARGET devtensor_cuda)
       $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
 
     # The kernel translation unit: every GPU body, the CUDA platform. Compiled once here.
-    add_library(devtensor_cuda_kernels OBJECT "${_devtensor_source_dir}/devtensor_cuda.cu")
+    add_library(devtensor_cuda_kernels OBJECT EXCLUDE_FROM_ALL "${_devtensor_source_dir}/devtensor_cuda.cu")
     target_link_libraries(devtensor_cuda_kernels PRIVATE devtensor_cuda_toolkit)
     target_compile_features(devtensor_cuda_kernels PRIVATE cuda_std_20)
     set_target_properties(devtensor_cuda_kernels PROPERTIES
@@ -52,7 +52,7 @@ if(NOT TARGET devtensor_cuda)
     find_package(NCCL QUIET)
     if(NCCL_FOUND)
       # The NCCL engine: host code, compiled once by the host compiler.
-      add_library(devtensor_nccl_engine OBJECT "${_devtensor_source_dir}/devtensor_nccl.cpp")
+      add_library(devtensor_nccl_engine OBJECT EXCLUDE_FROM_ALL "${_devtensor_source_dir}/devtensor_nccl.cpp")
       target_link_libraries(devtensor_nccl_engine PRIVATE devtensor_cuda_toolkit NCCL::NCCL)
       target_compile_features(devtensor_nccl_engine PRIVATE cxx_std_20)
       set_target_properties(devtensor_nccl_engine PROPERTIES POSITION_INDEPENDENT_CODE ON)
@@ -67,7 +67,7 @@ if(NOT TARGET devtensor_cuda)
     # compiler; without it the CUDA bodies convolve with patches and cuBLAS. cuDNN 9's API.
     find_package(CUDNN 9 QUIET)
     if(CUDNN_FOUND)
-      add_library(devtensor_cudnn_engine OBJECT "${_devtensor_source_dir}/devtensor_cudnn.cpp")
+      add_library(devtensor_cudnn_engine OBJECT EXCLUDE_FROM_ALL "${_devtensor_source_dir}/devtensor_cudnn.cpp")
       target_link_libraries(devtensor_cudnn_engine PRIVATE devtensor_cuda_toolkit CUDNN::cudnn)
       target_compile_features(devtensor_cudnn_engine PRIVATE cxx_std_20)
       set_target_properties(devtensor_cudnn_engine PROPERTIES POSITION_INDEPENDENT_CODE ON)

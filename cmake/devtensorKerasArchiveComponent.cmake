@@ -19,7 +19,7 @@ if(NOT TARGET devtensor_keras_archive AND TARGET devtensor_hdf5)
     target_link_libraries(devtensor_keras_archive_deps INTERFACE devtensor_hdf5 "${DEVTENSOR_LIBZIP_LIBRARY}"
                           nlohmann_json::nlohmann_json)
     target_compile_definitions(devtensor_keras_archive_deps INTERFACE DEVTENSOR_WITH_KERAS_ARCHIVE=1)
-    add_library(devtensor_keras_archive_code OBJECT "${_devtensor_source_dir}/devtensor_keras_archive.cpp")
+    add_library(devtensor_keras_archive_code OBJECT EXCLUDE_FROM_ALL "${_devtensor_source_dir}/devtensor_keras_archive.cpp")
     target_link_libraries(devtensor_keras_archive_code PRIVATE devtensor_keras_archive_deps)
     target_compile_features(devtensor_keras_archive_code PRIVATE cxx_std_20)
     set_target_properties(devtensor_keras_archive_code PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -22,7 +22,7 @@ if(NOT TARGET devtensor_onednn AND DEVTENSOR_WITH_ONEDNN)
   endif()
   # oneDNN 3 removed the operation descriptors the code is written against (v2's API).
   if(DEVTENSOR_DNNL_LIBRARY AND _devtensor_dnnl_major STREQUAL "2" AND TARGET OpenMP::OpenMP_CXX)
-    add_library(devtensor_onednn_code OBJECT "${_devtensor_source_dir}/devtensor_onednn.cpp")
+    add_library(devtensor_onednn_code OBJECT EXCLUDE_FROM_ALL "${_devtensor_source_dir}/devtensor_onednn.cpp")
     # The code compiles in header-only mode (it uses inline parts only), so that any core target,
     # compiled or header-only, can link the component.
     target_link_libraries(devtensor_onednn_code PRIVATE ${_devtensor_header_target})
