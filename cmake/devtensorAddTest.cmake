@@ -21,6 +21,13 @@ function(devtensor_add_test name)
   if(ARG_GPU)
     target_compile_definitions(${name} PRIVATE DEVTENSOR_TEST_MODULE_NAME=${name})
   endif()
+  if(DEVTENSOR_UNITY_TESTS AND NOT ARG_GPU)
+    # One TU: the generated main (BOOST_TEST_MODULE) first, then the sources in the order given.
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE BATCH UNITY_BUILD_BATCH_SIZE 0)
+    # GCC counts the included .cpp files as headers, whose types must not derive from a type of
+    # the anonymous namespace; in one TU that is what each file's fixtures do, and nothing leaks.
+    target_compile_options(${name} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-subobject-linkage>)
+  endif()
   add_test(NAME ${name} COMMAND ${name})
   set(_env "BOOST_TEST_COLOR_OUTPUT=no" "NCCL_SOCKET_IFNAME=lo" ${ARG_ENVIRONMENT})
   set(_labels ${ARG_LABELS})

@@ -14,6 +14,7 @@ option(DEVTENSOR_WARNINGS_AS_ERRORS "Treat warnings as errors in devtensor's own
 set(DEVTENSOR_SANITIZE "" CACHE STRING "Sanitizers for devtensor's own targets: '', 'address,undefined' or 'thread'")
 set(DEVTENSOR_FUZZ_SECONDS "20" CACHE STRING "How long the parser fuzz test runs inside ctest")
 option(DEVTENSOR_BENCHMARKS_SYNTAX_ONLY "Check the benchmarks' C++ sources with the compiler's front end (-fsyntax-only, cmake/syntax_only.sh) instead of building them: CI's main stage keeps them compiling without the code generation of programs it never runs (about two thirds of each TU's time); .cu sources are still compiled by nvcc" OFF)
+option(DEVTENSOR_UNITY_TESTS "Compile each CPU test executable's sources as one translation unit (CMake's unity build): devtensor's and Boost.Test's headers are parsed once per executable instead of once per file (~5 s each); the sanitizer stages of CI, which compile every test" OFF)
 option(DEVTENSOR_LIBFUZZER_HEAVY_TARGETS "Build and run the ops and keras_archive targets with libFuzzer (clang, header-only: ~2 CPU-minutes each to compile); OFF: clang only checks that they compile, their standalone forms still run under the sanitizer stage" ON)
 
 # CUDA is used when nvcc is there, unless the user says no (-DDEVTENSOR_ENABLE_CUDA=OFF or CUDACXX=/nonexistent).

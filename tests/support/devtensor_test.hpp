@@ -3,6 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -14,6 +15,15 @@
 #include "devtensor/testing/reset.hpp"
 
 namespace devtensor::test {
+
+/// The full names of the devices tests place on, as TensorFlow prints them (one definition for
+/// every test file: a test executable may be compiled as one translation unit).
+inline constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+inline constexpr const char* kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
+inline constexpr const char* kGpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
+inline constexpr const char* kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
+inline constexpr std::size_t KiB = 1024;
+inline constexpr std::size_t MiB = 1024 * 1024;
 
 /// Collects every log line while alive.
 class LogCapture {

@@ -18,7 +18,7 @@ namespace dt = devtensor;
 using devtensor::InvalidArgumentError;
 
 namespace {
-constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+using devtensor::test::kCpu0;
 
 auto matmul_plus_one() {
   return dt::function([](const dt::Tensor<float>& a, const dt::Tensor<float>& b) { return dt::matmul(a, b) + 1.0f; },

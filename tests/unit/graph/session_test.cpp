@@ -26,9 +26,9 @@ namespace v1 = devtensor::compat::v1;
 using devtensor::InvalidArgumentError;
 
 namespace {
-constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-constexpr const char* kGpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
-constexpr const char* kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
+using devtensor::test::kCpu0;
+using devtensor::test::kGpu0;
+using devtensor::test::kGpu1;
 
 /// What `work` writes to standard output (Boost.Test writes there too: nothing is checked inside).
 template <class F>

@@ -25,7 +25,7 @@ std::string printed(const dt::Tensor<float>& t) {
 std::string shape_of(const dt::Tensor<float>& t) { return t.shape().to_python(); }
 
 /// 0.1, 0.2, ... in `shape`.
-dt::Tensor<float> ramp(const dt::Shape& shape) {
+dt::Tensor<float> ramp_tensor(const dt::Shape& shape) {
   std::vector<float> v(static_cast<std::size_t>(shape.num_elements()));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>(i + 1) - 0.35f;
   return dt::constant<float>(v, shape);
@@ -121,9 +121,9 @@ BOOST_AUTO_TEST_CASE(an_input_signature_with_none_traces_once) {
       },
       {.name = "g", .input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
   BOOST_TEST(g(dt::ones<float>({2, 3})).shape() == dt::Shape({2, 2}));
-  const auto five = g(ramp({5, 3}));
+  const auto five = g(ramp_tensor({5, 3}));
   BOOST_TEST(five.shape() == dt::Shape({5, 2}));
-  BOOST_TEST(five.to_vector() == dt::matmul(ramp({5, 3}), dt::ones<float>({3, 2})).to_vector(),
+  BOOST_TEST(five.to_vector() == dt::matmul(ramp_tensor({5, 3}), dt::ones<float>({3, 2})).to_vector(),
              boost::test_tools::per_element());
   BOOST_TEST(g.experimental_get_tracing_count() == 1);
   BOOST_TEST_REQUIRE(traced_shapes.size() == 1u);
@@ -162,7 +162,8 @@ BOOST_AUTO_TEST_CASE(reduce_retracing_relaxes_the_dimensions_that_change) {
 // and the bias's reduction come from the shapes the tensors have when the graph runs).
 BOOST_AUTO_TEST_CASE(gradients_over_an_unknown_batch_equal_eager_ones) {
   const auto run = [](bool traced) {
-    dt::Variable<float> w1(ramp({3, 4})), b1(ramp({4})), w2(ramp({4, 1})), b2(dt::constant<float>({0.05f}));
+    dt::Variable<float> w1(ramp_tensor({3, 4})), b1(ramp_tensor({4})), w2(ramp_tensor({4, 1})),
+        b2(dt::constant<float>({0.05f}));
     const dt::nn::optimizers::SGD sgd{.learning_rate = 0.05};
     const auto step = [&](const dt::Tensor<float>& x, const dt::Tensor<float>& y) {
       dt::GradientTape tape;
@@ -178,7 +179,7 @@ BOOST_AUTO_TEST_CASE(gradients_over_an_unknown_batch_equal_eager_ones) {
                .input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3}), dt::TensorSpec::of<float>({-1, 1})}});
     std::vector<float> losses;
     for (std::int64_t n : {4, 7, 4, 7}) {
-      const auto x = ramp({n, 3}), y = dt::reduce_sum(ramp({n, 3}), std::vector<std::int64_t>{1}, true);
+      const auto x = ramp_tensor({n, 3}), y = dt::reduce_sum(ramp_tensor({n, 3}), std::vector<std::int64_t>{1}, true);
       losses.push_back((traced ? traced_step(x, y) : step(x, y)).item());
     }
     if (traced) BOOST_TEST(traced_step.experimental_get_tracing_count() == 1);
@@ -210,7 +211,7 @@ BOOST_AUTO_TEST_CASE(gradients_of_broadcasts_found_when_the_graph_runs) {
   auto traced = dt::function(grads, {.input_signature = std::vector{spec, spec}});
   for (const auto& [xs, ys] : {std::pair{dt::Shape{1, 3}, dt::Shape{5, 3}}, std::pair{dt::Shape{4, 3}, dt::Shape{1, 3}},
                                std::pair{dt::Shape{2, 3}, dt::Shape{2, 3}}}) {
-    const auto x = ramp(xs), y = ramp(ys) * 2.0f;
+    const auto x = ramp_tensor(xs), y = ramp_tensor(ys) * 2.0f;
     const auto [gx, gy] = traced(x, y);
     const auto [ex, ey] = grads(x, y);
     BOOST_TEST(gx.shape() == xs);
@@ -237,7 +238,7 @@ BOOST_AUTO_TEST_CASE(reduction_gradients_over_unknown_dimensions) {
   auto traced = dt::function([&](const dt::Tensor<float>& x) { return grads(loss, x); },
                              {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, -1})}});
   for (const auto& shape : {dt::Shape{2, 3}, dt::Shape{5, 2}}) {
-    const auto x = ramp(shape);
+    const auto x = ramp_tensor(shape);
     const auto eager = grads(loss, x).to_vector();
     const auto in_graph = traced(x).to_vector();
     BOOST_TEST_REQUIRE(in_graph.size() == eager.size());
@@ -265,12 +266,12 @@ BOOST_AUTO_TEST_CASE(pad_and_slice_keep_unknown_sizes_and_differentiate) {
   BOOST_TEST(shape_of(images) == "(None, 5, 6, 1)");
   v1::Session session(graph);
   for (const std::int64_t batch : {2, 5}) {
-    const auto x = ramp({batch, 3});
+    const auto x = ramp_tensor({batch, 3});
     BOOST_TEST(session.run(padded, {{p, x}}).to_vector() == dt::pad(x, {{0, 0}, {1, 2}}).to_vector(),
                boost::test_tools::per_element());
     BOOST_TEST(session.run(sliced, {{p, x}}).to_vector() == dt::slice(x, {1, 0}, {-1, 2}).to_vector(),
                boost::test_tools::per_element());
-    BOOST_TEST(session.run(images, {{image_p, ramp({batch, 4, 4, 1})}}).shape() == dt::Shape({batch, 5, 6, 1}));
+    BOOST_TEST(session.run(images, {{image_p, ramp_tensor({batch, 4, 4, 1})}}).shape() == dt::Shape({batch, 5, 6, 1}));
   }
   // Gradients through both in a function traced once for every batch.
   const auto grads = [](const dt::Tensor<float>& x) {
@@ -281,7 +282,7 @@ BOOST_AUTO_TEST_CASE(pad_and_slice_keep_unknown_sizes_and_differentiate) {
   };
   auto traced = dt::function(grads, {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
   for (const std::int64_t batch : {2, 5}) {
-    const auto x = ramp({batch, 3});
+    const auto x = ramp_tensor({batch, 3});
     const auto eager = grads(x).to_vector();
     const auto in_graph = traced(x).to_vector();
     BOOST_TEST_REQUIRE(in_graph.size() == eager.size());
@@ -297,7 +298,7 @@ BOOST_AUTO_TEST_CASE(pad_and_slice_keep_unknown_sizes_and_differentiate) {
         return tape.gradient(dt::reduce_sum(dt::pad(x, {{0, 1}, {0, 0}})), x);
       },
       {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
-  DEVTENSOR_CHECK_THROW_WITH((void)padded_after(ramp({2, 3})), dt::UnimplementedError,
+  DEVTENSOR_CHECK_THROW_WITH((void)padded_after(ramp_tensor({2, 3})), dt::UnimplementedError,
                              "The gradient of Pad over axis 0 of unknown size, padded after it");
   auto sliced_short = dt::function(
       [](const dt::Tensor<float>& x) {
@@ -306,7 +307,7 @@ BOOST_AUTO_TEST_CASE(pad_and_slice_keep_unknown_sizes_and_differentiate) {
         return tape.gradient(dt::reduce_sum(dt::slice(x, {0, 0}, {1, -1})), x);
       },
       {.input_signature = std::vector{dt::TensorSpec::of<float>({-1, 3})}});
-  DEVTENSOR_CHECK_THROW_WITH((void)sliced_short(ramp({2, 3})), dt::UnimplementedError,
+  DEVTENSOR_CHECK_THROW_WITH((void)sliced_short(ramp_tensor({2, 3})), dt::UnimplementedError,
                              "The gradient of Slice over axis 0 of unknown size, sliced short of its end");
 }
 

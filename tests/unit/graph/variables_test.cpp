@@ -15,8 +15,8 @@ namespace dt = devtensor;
 namespace v1 = devtensor::compat::v1;
 
 namespace {
-constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-constexpr const char* kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
+using devtensor::test::kCpu0;
+using devtensor::test::kGpu1;
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(graph_variables, dt::test::FreshContext)

@@ -22,8 +22,8 @@ using devtensor::test::SubAllocatorLog;
 using devtensor::test::TestSubAllocator;
 
 namespace {
-constexpr std::size_t KiB = 1024;
-constexpr std::size_t MiB = 1024 * 1024;
+using devtensor::test::KiB;
+using devtensor::test::MiB;
 
 template <class Policy = Growth>
 struct Fixture {

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "devtensor/memory/bfc.hpp"
+#include "devtensor_test.hpp"
 #include "test_sub_allocator.hpp"
 
 using namespace devtensor::memory;
 
 namespace {
-constexpr std::size_t KiB = 1024;
-constexpr std::size_t MiB = 1024 * 1024;
+using devtensor::test::KiB;
+using devtensor::test::MiB;
 
 struct Allocation {
   unsigned char* p;

@@ -19,11 +19,11 @@ namespace dt = devtensor;
 namespace nn = dt::nn;
 
 namespace {
-struct NnFixture : dt::test::FreshContext {
-  NnFixture() { nn::clear_session(); }
+struct FreshKerasSession : dt::test::FreshContext {
+  FreshKerasSession() { nn::clear_session(); }
 };
 template <class T>
-void check_values(const dt::Tensor<T>& t, const std::vector<double>& want, double tol) {
+void check_relative(const dt::Tensor<T>& t, const std::vector<double>& want, double tol) {
   const auto got = t.to_vector();
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
@@ -34,7 +34,7 @@ void check_values(const dt::Tensor<T>& t, const std::vector<double>& want, doubl
 
 // Made per test: a tensor lives on a device of the context that made it, and every test starts
 // with a fresh context.
-struct ClassificationFixture : NnFixture {
+struct ClassificationFixture : FreshKerasSession {
   const dt::Tensor<float> one_hot = dt::constant<float>({0, 1, 0, 0, 0, 1}, {2, 3});
   const dt::Tensor<float> probabilities = dt::constant<float>({0.05f, 0.95f, 0, 0.1f, 0.8f, 0.1f}, {2, 3});
   const dt::Tensor<float> logits = dt::constant<float>({2.0f, -1.0f, 0.5f, 0.3f, 0.2f, 4.0f}, {2, 3});
@@ -46,14 +46,14 @@ BOOST_FIXTURE_TEST_SUITE(classification, ClassificationFixture)
 BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_match_tensorflow) {
   const auto x = dt::constant<float>({1, 2, 3, 1000, 1001, 1002}, {2, 3});
   // tf.nn.softmax: rows shifted by their maximum, so 1000 does not overflow.
-  check_values(dt::softmax(x), {0.090030566, 0.24472848, 0.6652409, 0.090030566, 0.24472848, 0.6652409}, 1e-6);
-  check_values(dt::log_softmax(x), {-2.407606, -1.4076059, -0.40760595, -2.407606, -1.4076059, -0.40760595}, 1e-6);
-  check_values(dt::softmax(x, 0), {0, 0, 0, 1, 1, 1}, 0);
-  check_values(dt::softmax(x, -2), {0, 0, 0, 1, 1, 1}, 0);
+  check_relative(dt::softmax(x), {0.090030566, 0.24472848, 0.6652409, 0.090030566, 0.24472848, 0.6652409}, 1e-6);
+  check_relative(dt::log_softmax(x), {-2.407606, -1.4076059, -0.40760595, -2.407606, -1.4076059, -0.40760595}, 1e-6);
+  check_relative(dt::softmax(x, 0), {0, 0, 0, 1, 1, 1}, 0);
+  check_relative(dt::softmax(x, -2), {0, 0, 0, 1, 1, 1}, 0);
   // Every row sums to 1; double as well as float.
   const auto d = dt::constant<double>({0.1, -0.3, 2.0, 0.5, 7.0, -7.0}, {3, 2});
-  check_values(dt::reduce_sum(dt::softmax(d), -1), {1, 1, 1}, 1e-15);
-  check_values(dt::exp(dt::log_softmax(d)), dt::softmax(d).to_vector(), 1e-15);
+  check_relative(dt::reduce_sum(dt::softmax(d), -1), {1, 1, 1}, 1e-15);
+  check_relative(dt::exp(dt::log_softmax(d)), dt::softmax(d).to_vector(), 1e-15);
   // A row of -inf, or with a NaN, is NaN; empty tensors stay empty.
   const float inf = std::numeric_limits<float>::infinity();
   const auto edge = dt::softmax(dt::constant<float>({-inf, -inf, std::nanf(""), 1.0f}, {2, 2})).to_vector();
@@ -82,8 +82,8 @@ BOOST_AUTO_TEST_CASE(categorical_crossentropy_matches_keras) {
              boost::test_tools::tolerance(1e-6f));
   const CategoricalCrossentropy smoothed{.from_logits = true, .label_smoothing = 0.2};
   BOOST_TEST(smoothed(one_hot, logits).item() == 1.7436652f, boost::test_tools::tolerance(1e-6f));
-  check_values(CategoricalCrossentropy{.reduction = nn::Reduction::NONE}(one_hot, probabilities),
-               {0.051293306, 2.3025851}, 1e-6);
+  check_relative(CategoricalCrossentropy{.reduction = nn::Reduction::NONE}(one_hot, probabilities),
+                 {0.051293306, 2.3025851}, 1e-6);
   // Probabilities that do not sum to 1 are scaled first: doubling them changes nothing.
   BOOST_TEST(CategoricalCrossentropy{}(one_hot, dt::mul(probabilities, dt::scalar<float>(2))).item() ==
                  CategoricalCrossentropy{}(one_hot, probabilities).item(),
@@ -93,9 +93,9 @@ BOOST_AUTO_TEST_CASE(categorical_crossentropy_matches_keras) {
   dt::GradientTape tape;
   const auto loss = CategoricalCrossentropy{.from_logits = true}(dt::cast<double>(one_hot), v.value());
   const auto grad = tape.gradient(loss, std::vector{v})[0];
-  check_values(grad,
-               dt::div(dt::sub(dt::softmax(v.value()), dt::cast<double>(one_hot)), dt::scalar<double>(2)).to_vector(),
-               1e-12);
+  check_relative(grad,
+                 dt::div(dt::sub(dt::softmax(v.value()), dt::cast<double>(one_hot)), dt::scalar<double>(2)).to_vector(),
+                 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE(categorical_crossentropy_errors) {
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(sparse_categorical_crossentropy_matches_keras) {
     grads.push_back(tape.gradient(loss, std::vector{v})[0]);
   }
   const auto dense = grads[1].to_vector();
-  check_values(grads[0], std::vector<double>(dense.begin(), dense.end()), 1e-7);
+  check_relative(grads[0], std::vector<double>(dense.begin(), dense.end()), 1e-7);
 }
 
 BOOST_AUTO_TEST_CASE(sparse_labels_outside_the_classes) {
@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(a_softmax_classifier_trains_traced_and_eager_alike) {
     losses.push_back(model.fit(x, y, {.epochs = 30, .batch_size = 16, .verbose = 0, .seed = 2}).loss);
     const auto p = model.predict(x);
     predictions.push_back(p.to_vector());
-    check_values(dt::reduce_sum(p, -1), std::vector<double>(48, 1.0), 1e-6);  // rows of probabilities
+    check_relative(dt::reduce_sum(p, -1), std::vector<double>(48, 1.0), 1e-6);  // rows of probabilities
   }
   BOOST_TEST(losses[0] == losses[1], boost::test_tools::per_element());  // traced == eager, bit for bit
   BOOST_TEST(predictions[0] == predictions[1], boost::test_tools::per_element());
@@ -322,7 +322,7 @@ BOOST_AUTO_TEST_CASE(accuracy_metrics_on_fixed_inputs) {
                      dt::constant<float>({0.7f, 0.6f, 0.2f}, {3, 1})) == 1.0f / 3.0f);
   // Ties pick the first class, as argmax does: a row of equal scores predicts class 0.
   const auto ties = dt::constant<float>({0.25f, 0.25f, 0.25f, 0.25f, 0.1f, 0.4f, 0.4f, 0.1f}, {2, 4});
-  check_values(
+  check_relative(
       nn::metric_matches(nn::metric_by_name("sparse_categorical_accuracy"), dt::constant<float>({0, 2}, {2}), ties),
       {1, 0}, 0);
   // "accuracy" by the shapes, as Keras picks it.

@@ -33,8 +33,8 @@ namespace nn = dt::nn;
 using Dataset = dt::data::Dataset<float, float>;
 
 namespace {
-struct NnFixture : dt::test::FreshContext {
-  NnFixture() { nn::clear_session(); }
+struct FitFixture : dt::test::FreshContext {
+  FitFixture() { nn::clear_session(); }
 };
 Dataset seeds_dataset() {
   return Dataset::from_tensors(dt::constant<float>({1}), dt::constant<float>({1})).repeat(100).batch(10);
@@ -56,7 +56,7 @@ std::pair<dt::Tensor<float>, dt::Tensor<float>> line_data() {
 }
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(fit, NnFixture)
+BOOST_FIXTURE_TEST_SUITE(fit, FitFixture)
 
 BOOST_AUTO_TEST_CASE(the_seeds_model_learns) {
   auto model = seeds_model();
@@ -457,7 +457,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // Keras 3's callbacks (nn/callback.hpp, nn/callbacks.hpp) against Keras 3.15's histories, weights
 // and messages (tests/reference/callbacks.py): y = 2x + 1 on 8 points, batches of 4, no
 // shuffling, a Dense(1) from zeros and SGD.
-BOOST_FIXTURE_TEST_SUITE(callbacks, NnFixture)
+BOOST_FIXTURE_TEST_SUITE(callbacks, FitFixture)
 
 namespace {
 namespace cb = nn::callbacks;
@@ -893,7 +893,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // TensorBoard's event files (nn/event_file.hpp) and Keras's TensorBoard callback, against what
 // TensorFlow 2.21 and TensorBoard 2.21 write and read (tests/reference/tensorboard_events.py).
-BOOST_FIXTURE_TEST_SUITE(tensorboard, NnFixture)
+BOOST_FIXTURE_TEST_SUITE(tensorboard, FitFixture)
 
 namespace {
 namespace fs = std::filesystem;

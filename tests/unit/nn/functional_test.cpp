@@ -47,7 +47,7 @@ struct Branches {
 // 5e-6 relative: OpenBLAS's sgemm kernels sum in an order that depends on the CPU it recognises and
 // on the buffers' alignment (this suite once missed TensorFlow's 0.0163353086 by 3.6e-6 on an
 // AVX-512 machine OpenBLAS 0.3.21 runs as Prescott, and passed on the rerun).
-void check_close(const dt::Tensor<float>& got, const dt::Tensor<float>& want, float tol = 5e-6f) {
+void check_tensors_close(const dt::Tensor<float>& got, const dt::Tensor<float>& want, float tol = 5e-6f) {
   BOOST_TEST_REQUIRE(got.shape() == want.shape());
   const auto g = got.to_vector();
   const auto w = want.to_vector();
@@ -233,8 +233,8 @@ BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
   const auto s = dt::matmul(x, branches.skip.kernel().value()) + branches.skip.bias().value();
   const auto want =
       dt::matmul(dt::concat<float>({h + s, x}, 1), branches.head.kernel().value()) + branches.head.bias().value();
-  check_close(branches.model(x), want);
-  check_close(branches.model.predict(x, {.batch_size = 1}), want);
+  check_tensors_close(branches.model(x), want);
+  check_tensors_close(branches.model.predict(x, {.batch_size = 1}), want);
   BOOST_TEST(branches.model.trainable_variables().size() == 6u);
   BOOST_TEST(branches.model.trainable_variables()[0].name() == "hidden/kernel:0");
   BOOST_TEST(branches.model.trainable_variables()[5].name() == "dense/bias:0");
@@ -248,10 +248,10 @@ BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
   const auto xb = dt::constant<float>({-1, 0, 1, 0, 1, 0}, {2, 3});
   const auto outs = two({xa, xb});
   BOOST_TEST_REQUIRE(outs.size() == 2u);
-  check_close(outs[0], shared(xa));
-  check_close(outs[1], shared(xa) + shared(xb));
+  check_tensors_close(outs[0], shared(xa));
+  check_tensors_close(outs[1], shared(xa) + shared(xb));
   const auto predicted = two.predict({xa, xb}, {.batch_size = 1});
-  check_close(predicted[1], outs[1]);
+  check_tensors_close(predicted[1], outs[1]);
   DEVTENSOR_CHECK_THROW_WITH(two(xa), dt::InvalidArgumentError, "has 2 inputs and 2 outputs");
   DEVTENSOR_CHECK_THROW_WITH(
       two({xa, dt::ones<float>(dt::Shape({2, 4}))}), dt::InvalidArgumentError,
@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(a_functional_model_computes_its_graph) {
   nn::Sequential tail({nn::Dense(1)});
   const auto outer_in = nn::Input({3});
   nn::Model outer(outer_in, tail(inner(outer_in)));
-  check_close(outer(xa), tail(inner(xa)));
+  check_tensors_close(outer(xa), tail(inner(xa)));
   BOOST_TEST(outer.trainable_variables().size() == 4u);
   BOOST_TEST(layer_names(outer)[2] == tail.name());
 }
@@ -321,12 +321,12 @@ BOOST_AUTO_TEST_CASE(several_inputs_and_outputs_train_as_keras) {
   const auto two_rows = [](const dt::Tensor<float>& t) { return dt::slice(t, {0, 0}, {2, -1}); };
   const auto predicted = model.predict({two_rows(data.xs[0]), two_rows(data.xs[1])});
   BOOST_TEST_REQUIRE(predicted.size() == 2u);
-  check_close(predicted[0], dt::constant<float>({-1.5345171689987183f, 0.8050618171691895f}, {2, 1}), 2e-6f);
-  check_close(predicted[1],
-              dt::constant<float>({0.33591359853744507f, 0.33160415291786194f, 0.332482248544693f, 0.33572909235954285f,
-                                   0.3345111906528473f, 0.32975971698760986f},
-                                  {2, 3}),
-              2e-6f);
+  check_tensors_close(predicted[0], dt::constant<float>({-1.5345171689987183f, 0.8050618171691895f}, {2, 1}), 2e-6f);
+  check_tensors_close(predicted[1],
+                      dt::constant<float>({0.33591359853744507f, 0.33160415291786194f, 0.332482248544693f,
+                                           0.33572909235954285f, 0.3345111906528473f, 0.32975971698760986f},
+                                          {2, 3}),
+                      2e-6f);
 
   // Eagerly, and from a dataset whose components are the inputs, then the targets: the same bits.
   auto eager = dt::test::two_heads_model(/*run_eagerly=*/true);
@@ -479,7 +479,7 @@ BOOST_AUTO_TEST_CASE(flatten_and_activation_layers) {
   BOOST_TEST(nn::Flatten()(nn::Input({-1, 3})).shape() == nn::PartialShape({-1, -1}), boost::test_tools::per_element());
   nn::ActivationLayer softmax(nn::Activation::softmax);
   BOOST_TEST(softmax.name() == "activation");
-  check_close(softmax(flat), dt::softmax(flat));
+  check_tensors_close(softmax(flat), dt::softmax(flat));
   // Training through Flatten.
   const auto in = nn::Input({2, 3});
   nn::Model m(in, nn::Dense(1)(flatten(in)));

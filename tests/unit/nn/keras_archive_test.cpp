@@ -82,7 +82,7 @@ double largest_difference(const std::vector<dt::Tensor<float>>& got, const std::
   return worst;
 }
 
-std::vector<std::vector<float>> values_of(const nn::Model& model) {
+std::vector<std::vector<float>> variable_values(const nn::Model& model) {
   std::vector<std::vector<float>> out;
   for (const auto& v : model.variables()) out.push_back(v.value().to_vector());
   return out;
@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(keras_saved_archives_load_and_predict_keras_values) {
 BOOST_AUTO_TEST_CASE(a_deflated_archive_loads_as_the_stored_one) {
   const auto stored = nn::load_model((kArchives / "seq.keras").string());
   const auto deflated = nn::load_model((kArchives / "hostile" / "deflated.keras").string());
-  BOOST_TEST(values_of(*deflated) == values_of(*stored));
+  BOOST_TEST(variable_values(*deflated) == variable_values(*stored));
 }
 
 BOOST_AUTO_TEST_CASE(saved_archives_have_keras_members_and_config_and_load_back) {
@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(saved_archives_have_keras_members_and_config_and_load_back)
   }
   // Loaded back: the same layers, the same weights, the same predictions, bit for bit.
   const auto loaded = nn::load_model(file.string());
-  BOOST_TEST(values_of(*loaded) == values_of(model));
+  BOOST_TEST(variable_values(*loaded) == variable_values(model));
   const std::vector x{dt::constant<float>({0.5f, -1, 2, 0.25f, -0.5f, 1, 0, 3}, {2, 4}),
                       dt::constant<float>({1, 2, 3, -1, -2, -3}, {2, 3})};
   BOOST_TEST(largest_difference(loaded->predict(x), model.predict(x)) == 0.0);
@@ -234,7 +234,7 @@ BOOST_AUTO_TEST_CASE(a_convolutional_sequential_round_trips) {
   model.save(file.string());
   const auto loaded = nn::load_model(file.string());
   BOOST_TEST(dynamic_cast<nn::Sequential*>(loaded.get()) != nullptr);
-  BOOST_TEST(values_of(*loaded) == values_of(model));
+  BOOST_TEST(variable_values(*loaded) == variable_values(model));
   BOOST_TEST(largest_difference({loaded->predict(images)}, {model.predict(images)}) == 0.0);
   const Json config = Json::parse(nn::saving::read_zip(file).text("config.json"));
   BOOST_TEST(config["class_name"] == "Sequential");
@@ -256,7 +256,7 @@ BOOST_AUTO_TEST_CASE(an_archive_just_big_enough_for_its_weights_loads) {
   model.save(file.string());
   const auto loaded = nn::load_model(file.string());
   BOOST_TEST(loaded->count_params() == 20000 + 2 * 20000);
-  BOOST_TEST(values_of(*loaded) == values_of(model));
+  BOOST_TEST(variable_values(*loaded) == variable_values(model));
 }
 
 BOOST_AUTO_TEST_CASE(to_json_and_model_from_json_round_trip_the_architecture) {
@@ -266,7 +266,7 @@ BOOST_AUTO_TEST_CASE(to_json_and_model_from_json_round_trip_the_architecture) {
   const auto rebuilt = nn::model_from_json(text);
   BOOST_TEST(rebuilt->to_json() == text);
   BOOST_TEST(rebuilt->count_params() == model.count_params());
-  BOOST_TEST(values_of(*rebuilt) != values_of(model));  // fresh weights, as Keras's model_from_json
+  BOOST_TEST(variable_values(*rebuilt) != variable_values(model));  // fresh weights, as Keras's model_from_json
   // Keras's own config text, rebuilt and written again, keeps every layer's class and arguments.
   const Json keras = Json::parse(nn::saving::read_zip(kArchives / "conv.keras").text("config.json"));
   const Json again = Json::parse(nn::model_from_json(keras.dump())->to_json());
@@ -559,7 +559,7 @@ BOOST_AUTO_TEST_CASE(compile_false_loads_the_model_uncompiled) {
   BOOST_TEST(compiled->losses()[0].identifier() == "mse");
   BOOST_TEST(compiled->compile_options().metrics == std::vector<std::string>{"mae"}, boost::test_tools::per_element());
   BOOST_TEST(compiled->optimizer().iterations() == 0);  // Keras saved it compiled but untrained
-  BOOST_TEST(values_of(*compiled) == values_of(*seq));
+  BOOST_TEST(variable_values(*compiled) == variable_values(*seq));
 }
 
 BOOST_AUTO_TEST_CASE(saved_compiled_models_resume_bit_for_bit_and_keras_reads_their_compile_config) {
@@ -592,7 +592,7 @@ BOOST_AUTO_TEST_CASE(saved_compiled_models_resume_bit_for_bit_and_keras_reads_th
   const auto resumed = nn::load_model(file.string());
   BOOST_TEST(resumed->optimizer().iterations() == 6);
   const auto resumed_history = resumed->fit(x, y, options);
-  BOOST_TEST(values_of(*resumed) == values_of(whole));
+  BOOST_TEST(variable_values(*resumed) == variable_values(whole));
   BOOST_TEST(resumed_history.loss[1] == whole_history.loss[3]);
   BOOST_TEST(resumed_history.metrics.at("mse")[1] == whole_history.metrics.at("mse")[3]);
   // The compile config, key for key as Keras writes it.

@@ -19,8 +19,8 @@ namespace dt = devtensor;
 namespace nn = dt::nn;
 
 namespace {
-struct NnFixture : dt::test::FreshContext {
-  NnFixture() { nn::clear_session(); }
+struct LayersFixture : dt::test::FreshContext {
+  LayersFixture() { nn::clear_session(); }
 };
 nn::Initializer constant_init(std::vector<float> values) {
   return [values](const dt::Shape& shape) { return dt::constant<float>(values, shape); };
@@ -34,7 +34,7 @@ void check_values(const dt::Tensor<float>& t, const std::vector<float>& want, fl
 }
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(layers_and_losses, NnFixture)
+BOOST_FIXTURE_TEST_SUITE(layers_and_losses, LayersFixture)
 
 BOOST_AUTO_TEST_CASE(dense_computes_activation_of_x_w_plus_b) {
   nn::Dense layer(2, {.activation = nn::Activation::relu,
@@ -644,7 +644,7 @@ void check_rows(const std::vector<std::array<double, 3>>& got, const std::vector
 }
 }  // namespace mixed
 
-BOOST_FIXTURE_TEST_SUITE(mixed_precision, NnFixture)
+BOOST_FIXTURE_TEST_SUITE(mixed_precision, LayersFixture)
 
 BOOST_AUTO_TEST_CASE(policies_are_keras_names_and_refuse_others_with_keras_text) {
   namespace mp = nn::mixed_precision;

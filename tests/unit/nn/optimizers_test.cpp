@@ -678,13 +678,13 @@ std::pair<dt::Tensor<float>, dt::Tensor<float>> line_points() {
   }
   return {dt::constant<float>(x, {8, 1}), dt::constant<float>(y, {8, 1})};
 }
-void check_near(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
+void check_all_near(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
     BOOST_TEST(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])),
                "element " << i << ": " << got[i] << " vs " << want[i]);
 }
-std::vector<double> weights_of(const nn::Model& model) {
+std::vector<double> flat_weights(const nn::Model& model) {
   std::vector<double> out;
   for (const auto& v : model.variables())
     for (const float f : v.to_vector()) out.push_back(f);
@@ -889,8 +889,8 @@ BOOST_AUTO_TEST_CASE(fit_with_a_schedule_gives_keras_losses_traced_and_eager) {
                                                  .initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = 0.5}},
                      {.run_eagerly = eager});
       auto history = sgd.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
-      check_near(history.loss, {2.6940524578094482, 1.8356554508209229, 1.537296175956726}, 1e-6);
-      check_near(weights_of(sgd), {0.4276667833328247, 0.4096728563308716}, 1e-6);
+      check_all_near(history.loss, {2.6940524578094482, 1.8356554508209229, 1.537296175956726}, 1e-6);
+      check_all_near(flat_weights(sgd), {0.4276667833328247, 0.4096728563308716}, 1e-6);
       BOOST_TEST(sgd.optimizer().learning_rate() == 0.1 * std::pow(0.5, 3), boost::test_tools::tolerance(1e-7));
       auto adam =
           line_model(nn::optimizers::Adam{.learning_rate = nn::schedules::CosineDecay{.initial_learning_rate = 0.0,
@@ -900,8 +900,8 @@ BOOST_AUTO_TEST_CASE(fit_with_a_schedule_gives_keras_losses_traced_and_eager) {
                      {.run_eagerly = eager});
       history = adam.fit(x, y, {.epochs = 3, .batch_size = 4, .verbose = 0, .shuffle = false});
       // Adam's step size in double here, in float32 in Keras (as the optimizers suite's 1e-5).
-      check_near(history.loss, {2.7142856121063232, 2.3667867183685303, 2.030623435974121}, 1e-5);
-      check_near(weights_of(adam), {0.24674053490161896, 0.18059943616390228}, 1e-5);
+      check_all_near(history.loss, {2.7142856121063232, 2.3667867183685303, 2.030623435974121}, 1e-5);
+      check_all_near(flat_weights(adam), {0.24674053490161896, 0.18059943616390228}, 1e-5);
     }
   }
 }
@@ -914,13 +914,13 @@ BOOST_AUTO_TEST_CASE(a_rate_set_between_steps_reaches_the_traced_step) {
     (void)model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false});
     model.optimizer().set_learning_rate(0.5);
     (void)model.fit(x, y, {.epochs = 1, .batch_size = 4, .verbose = 0, .shuffle = false});
-    return weights_of(model);
+    return flat_weights(model);
   };
   const auto traced = run(false);
   BOOST_TEST(traced == run(true), boost::test_tools::per_element());
   auto unchanged = line_model(nn::optimizers::SGD{.learning_rate = 0.05});
   (void)unchanged.fit(x, y, {.epochs = 2, .batch_size = 4, .verbose = 0, .shuffle = false});
-  BOOST_TEST(std::abs(weights_of(unchanged)[0] - traced[0]) > 0.1);
+  BOOST_TEST(std::abs(flat_weights(unchanged)[0] - traced[0]) > 0.1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

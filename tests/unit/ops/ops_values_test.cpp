@@ -1661,14 +1661,15 @@ const std::vector<Expected<double>> kValues = {
       0.3571428571428571, 0.5, 0.64285714285714279, 0.78571428571428581, 0.9285714285714286, 1.0714285714285714}},
 };
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kFloatInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kLowest = std::numeric_limits<float>::lowest();
 // selection.py's X and N.
 dt::Tensor<float> x_input() {
-  return dt::constant<float>({1,    5,    5,    2,    kNan,  2,       9,       9,     -1,   -1, -3,   kNan,
-                              kNan, kNan, kNan, kNan, -kInf, kLowest, kLowest, -kInf, kInf, 0,  kInf, -2},
-                             dt::Shape{2, 3, 4});
+  return dt::constant<float>(
+      {1,    5,    5,    2,    kNan,       2,       9,       9,          -1,        -1, -3,        kNan,
+       kNan, kNan, kNan, kNan, -kFloatInf, kLowest, kLowest, -kFloatInf, kFloatInf, 0,  kFloatInf, -2},
+      dt::Shape{2, 3, 4});
 }
 
 // index_ops.py's output, pasted.
@@ -1890,7 +1891,7 @@ BOOST_AUTO_TEST_CASE(argmax_and_argmin_match_tensorflow_with_ties_nan_and_infini
   }
   BOOST_TEST(dt::argmax(x).shape() == dt::Shape({3, 4}));  // tf.math.argmax's axis=None is 0
   // In double, float's lowest is no longer the type's lowest: it beats -inf.
-  BOOST_TEST(dt::argmax(dt::constant<double>({-kInf, kLowest})).item() == 1);
+  BOOST_TEST(dt::argmax(dt::constant<double>({-kFloatInf, kLowest})).item() == 1);
   // An axis with many elements, the best twice: the first, in a row and along an inner axis.
   std::vector<float> wide(3000, 0.5f);
   wide[1700] = wide[2900] = 2.0f;

@@ -13,10 +13,10 @@ using dt::InvalidArgumentError;
 
 namespace {
 
-constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
-constexpr const char* kCpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
-constexpr const char* kGpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
-constexpr const char* kGpu1 = "/job:localhost/replica:0/task:0/device:GPU:1";
+using devtensor::test::kCpu0;
+using devtensor::test::kCpu1;
+using devtensor::test::kGpu0;
+using devtensor::test::kGpu1;
 
 // A user op with only a CPU kernel (for floats), written the way README shows.
 struct CpuOnlyScale {

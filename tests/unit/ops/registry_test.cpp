@@ -16,8 +16,8 @@ namespace dt = devtensor;
 
 namespace {
 
-constexpr const char* kGpu0 = "/job:localhost/replica:0/task:0/device:GPU:0";
-constexpr const char* kCpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
+using devtensor::test::kCpu0;
+using devtensor::test::kGpu0;
 
 std::atomic<int> fake_add_calls{0};
 /// AddV2's GPU body as the fake GPU runs it: its "device memory" is host memory.
