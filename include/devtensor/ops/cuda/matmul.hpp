@@ -1,8 +1,9 @@
 #pragma once
 /// @file matmul.hpp
 /// @brief GPU matmul through cuBLAS (compiled in src/devtensor_cuda.cu): row-major operands by the
-/// transpose trick, fp32 and fp64, float16 and bfloat16 (cublasGemmEx: tensor cores, float32
-/// accumulation and scaling, CUBLAS_COMPUTE_32F), batches with one strided-batched call.
+/// transpose trick, fp32 and fp64, float16 and bfloat16 (one cublasLtMatmul, ops/cuda/lt_matmul.hpp:
+/// tensor cores, float32 accumulation and scaling; cublasGemmEx with CUBLAS_COMPUTE_32F where
+/// cuBLASLt has no algorithm), batches with one strided-batched call.
 ///
 /// cuBLAS is column-major. A row-major [r, c] matrix is the column-major [c, r] matrix of its
 /// transpose, so C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: B goes first, the dimensions
@@ -21,6 +22,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/half.hpp"
 #include "devtensor/device/context.hpp"
+#include "devtensor/ops/cuda/lt_matmul.hpp"
 
 namespace devtensor::ops::cuda {
 
@@ -59,6 +61,9 @@ void gemm(const Device& info, bool transpose_a, bool transpose_b, std::int64_t b
     const float alpha = 1.0f;
     const float beta = accumulate ? 1.0f : 0.0f;
     auto lease = backend::cuda::BlasHandles::global().acquire(info.platform_ordinal, stream);
+    if (run_sixteen_bit_gemm(info.platform_ordinal, stream, lease, transpose_a, transpose_b, batches, m, n, k, a, b, c,
+                             accumulate))
+      return;
     if (batches == 1)
       DEVTENSOR_CUBLAS_CHECK(cublasGemmEx(lease.get(), op_b, op_a, in, im, ik, &alpha, b, type, ldb, a, type, lda,
                                           &beta, c, type, in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
