@@ -45,6 +45,7 @@
 #include "devtensor/nn/keras_tensor.hpp"
 #include "devtensor/nn/layer.hpp"
 #include "devtensor/nn/layers.hpp"
+#include "devtensor/nn/loss_scale_optimizer.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/merging.hpp"
 #include "devtensor/nn/model.hpp"

@@ -12,6 +12,7 @@
 #include "devtensor/nn/initializers.hpp"
 #include "devtensor/nn/layer.hpp"
 #include "devtensor/nn/layers.hpp"
+#include "devtensor/nn/loss_scale_optimizer.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/normalization.hpp"

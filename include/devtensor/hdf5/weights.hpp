@@ -50,6 +50,7 @@
 #include "devtensor/hdf5/file.hpp"
 #include "devtensor/nn/functional.hpp"
 #include "devtensor/nn/layer.hpp"
+#include "devtensor/nn/loss_scale_optimizer.hpp"
 #include "devtensor/nn/model.hpp"
 #include "devtensor/ops/creation.hpp"
 

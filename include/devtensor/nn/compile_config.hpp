@@ -31,6 +31,7 @@
 #include "devtensor/core/error.hpp"
 #include "devtensor/core/log.hpp"
 #include "devtensor/nn/layer_config.hpp"
+#include "devtensor/nn/loss_scale_optimizer.hpp"
 #include "devtensor/nn/losses.hpp"
 #include "devtensor/nn/metrics.hpp"
 #include "devtensor/nn/model.hpp"

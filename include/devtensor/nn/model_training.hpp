@@ -17,6 +17,7 @@
 #include "devtensor/config.hpp"
 #include "devtensor/distribute/context.hpp"
 #include "devtensor/distribute/distributed_dataset.hpp"
+#include "devtensor/nn/loss_scale_optimizer.hpp"
 #include "devtensor/nn/model.hpp"
 #include "devtensor/nn/training_loop.hpp"
 #include "devtensor/ops/shape_ops.hpp"

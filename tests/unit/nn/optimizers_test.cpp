@@ -209,34 +209,60 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_skips_overflowing_steps_as_keras) {
       {13.5026083, 1.329228e+36, 7, {0.358721882, -0.357869357, 0.0505393893, 0.103340864}},
       {12.8177605, 1.329228e+36, 8, {0.35261631, -0.358309716, 0.0557642393, 0.103907384}},
       {12.1776505, 2.65845599e+36, 9, {0.34671393, -0.358734995, 0.060816057, 0.104455091}}};
+  dt::test::FakeGpuPlatform platform(1);
+  dt::test::FakeGpuKernels kernels;
   std::vector<float> xs;
   for (int i = 0; i < 12; ++i) xs.push_back(static_cast<float>(i) * 10.0f - 40.0f);
   const auto x = dt::constant<float>(xs, {4, 3});
   const auto y = dt::constant<float>({1.0f, -2.0f, 3.0f, 0.5f}, {4, 1});
-  const std::vector<dt::Variable<float>> vars{dt::Variable<float>(dt::constant<float>({0.5f, -0.25f, 0.125f}, {3, 1})),
-                                              dt::Variable<float>(dt::constant<float>({0.1f}, {1}))};
-  const nn::optimizers::LossScaleOptimizer optimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 1e-4},
-                                                     .initial_scale = std::ldexp(1.0, 125),
-                                                     .dynamic_growth_steps = 3};
-  BOOST_TEST(optimizer.dynamic_scale() == std::ldexp(1.0, 125));
   const auto close = [](double a, double b) { return std::abs(a - b) <= 2e-6 * (1.0 + std::abs(b)); };
-  for (std::size_t step = 0; step < keras.size(); ++step) {
-    dt::GradientTape tape;
-    const auto prediction = dt::add(dt::matmul(x, vars[0].value()), vars[1].value());
-    const auto loss = dt::reduce_mean(dt::square(dt::sub(prediction, y)));
-    const auto scaled = optimizer.scale_loss(loss);
-    optimizer.apply_gradients(tape.gradient(scaled, vars), vars);
-    const Step& want = keras[step];
-    BOOST_TEST(close(loss.item(), want.loss), "step " << step << " loss " << loss.item() << " vs " << want.loss);
-    BOOST_TEST(close(optimizer.dynamic_scale(), want.scale), "step " << step << " scale " << optimizer.dynamic_scale());
-    BOOST_TEST(optimizer.iterations() == want.iterations, "step " << step);
-    const auto w = vars[0].value().to_vector();
-    const std::array<double, 4> got{w[0], w[1], w[2], vars[1].value().to_vector()[0]};
-    for (std::size_t i = 0; i < 4; ++i)
-      BOOST_TEST(close(got[i], want.values[i]),
-                 "step " << step << " value " << i << ": " << got[i] << " vs " << want.values[i]);
+  // Eagerly, then as one traced function (dt::function: the skip or update is its
+  // LossScaledApply node, Keras's tf.cond), which must follow the same sequence, on the CPU and
+  // with the variables on a (fake) GPU, where it asks for CUDA-graph replay and runs op by op.
+  const dt::test::LogCapture captured;
+  for (const std::string mode : {"eager", "traced", "traced on /GPU:0"}) {
+    BOOST_TEST_CONTEXT(mode) {
+      const bool traced = mode != "eager", on_gpu = mode == "traced on /GPU:0";
+      dt::DeviceScope scope(on_gpu ? "/GPU:0" : "/cpu:0");
+      const std::vector<dt::Variable<float>> vars{
+          dt::Variable<float>(dt::constant<float>({0.5f, -0.25f, 0.125f}, {3, 1})),
+          dt::Variable<float>(dt::constant<float>({0.1f}, {1}))};
+      const nn::optimizers::LossScaleOptimizer optimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 1e-4},
+                                                         .initial_scale = std::ldexp(1.0, 125),
+                                                         .dynamic_growth_steps = 3};
+      BOOST_TEST(optimizer.dynamic_scale() == std::ldexp(1.0, 125));
+      const auto step = [&](const dt::Tensor<float>& features, const dt::Tensor<float>& targets) {
+        dt::GradientTape tape;
+        const auto prediction = dt::add(dt::matmul(features, vars[0].value()), vars[1].value());
+        const auto loss = dt::reduce_mean(dt::square(dt::sub(prediction, targets)));
+        const auto scaled = optimizer.scale_loss(loss);
+        optimizer.apply_gradients(tape.gradient(scaled, vars), vars);
+        return loss;
+      };
+      auto traced_step = dt::function(step, {.name = "step", .cuda_graph = on_gpu});
+      for (std::size_t k = 0; k < keras.size(); ++k) {
+        const auto loss = traced ? traced_step(x, y) : step(x, y);
+        const Step& want = keras[k];
+        BOOST_TEST(close(loss.item(), want.loss), "step " << k << " loss " << loss.item() << " vs " << want.loss);
+        BOOST_TEST(close(optimizer.dynamic_scale(), want.scale),
+                   "step " << k << " scale " << optimizer.dynamic_scale());
+        BOOST_TEST(optimizer.iterations() == want.iterations, "step " << k);
+        const auto w = vars[0].value().to_vector();
+        const std::array<double, 4> got{w[0], w[1], w[2], vars[1].value().to_vector()[0]};
+        for (std::size_t i = 0; i < 4; ++i)
+          BOOST_TEST(close(got[i], want.values[i]),
+                     "step " << k << " value " << i << ": " << got[i] << " vs " << want.values[i]);
+      }
+      BOOST_TEST(optimizer.step_counter() == 0);  // step 15 was the third finite step: the scale doubled
+      // Two traces, as tf.function's (TensorFlow 2.21 counts 2 for this loop): the first made the
+      // scale's variable, and a trace that creates variables is traced again.
+      BOOST_TEST(traced_step.experimental_get_tracing_count() == (traced ? 2 : 0));
+      if (on_gpu) BOOST_TEST(!vars[0].component(0).host_memory());
+    }
   }
-  BOOST_TEST(optimizer.step_counter() == 0);  // step 15 was the third finite step: the scale doubled
+  BOOST_TEST(
+      captured.count("is not replayed as a CUDA graph: node 'LossScaleOptimizer' (LossScaledApply) runs host code "
+                     "at every call, which a graph cannot record. It runs op by op.") == 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_refuses_what_keras_refuses_and_where_it_cannot_check) {
@@ -275,12 +301,23 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_refuses_what_keras_refuses_and_where
   BOOST_TEST(vars[0].value().to_vector()[0] == 0.99f);
   BOOST_TEST(optimizer.step_counter() == 1);
   BOOST_TEST(optimizer.iterations() == 1);
-  // a traced step cannot read its gradients back
+  // traced, the checks come when the function is traced, before its first run changes anything
   auto traced = dt::function([&](const dt::Tensor<float>& g) {
     optimizer.apply_gradients({g}, vars);
     return g;
   });
-  BOOST_CHECK_THROW(traced(dt::constant<float>({1.0f})), dt::UnimplementedError);
+  DEVTENSOR_CHECK_THROW_WITH(traced(dt::constant<float>({1.0f, 2.0f})), dt::InvalidArgumentError,
+                             "has shape [2] but the variable has shape [1]");
+  BOOST_TEST(optimizer.step_counter() == 1);
+  // and its node reads the gradients at every call: inf skips, a finite one updates
+  (void)traced(dt::constant<float>({std::numeric_limits<float>::infinity()}));
+  BOOST_TEST(vars[0].value().to_vector()[0] == 0.99f);
+  BOOST_TEST(optimizer.dynamic_scale() == 2.0);
+  BOOST_TEST(optimizer.step_counter() == 0);
+  (void)traced(dt::constant<float>({2.0f}));  // 2 / 2 = 1: w = 0.99 - 0.01
+  BOOST_TEST(vars[0].value().to_vector()[0] == 0.98f);
+  BOOST_TEST(optimizer.iterations() == 2);
+  BOOST_TEST(traced.experimental_get_tracing_count() == 1);  // a refused trace does not count
 }
 
 BOOST_AUTO_TEST_CASE(adam_rejects_bad_hyperparameters_and_leaves_variables_unchanged) {
