@@ -94,6 +94,56 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want,
                "element " << i << ": " << got[i] << " vs " << want[i]);
 }
 
+/// tests/reference/loss_scale.py (Keras 3, TensorFlow 2.21, eager and tf.function alike): y = x·w
+/// + b, mean squared error over 4 examples, SGD(1e-4) inside LossScaleOptimizer(initial_scale =
+/// 2^125, dynamic_growth_steps = 3). Seven steps overflow float32 and are skipped (the scale halves,
+/// iterations stay 0), then the scale doubles after every three finite steps. Per step: loss,
+/// scale after it, iterations, w and b.
+struct LossScaleStep {
+  double loss, scale;
+  std::int64_t iterations;
+  std::array<double, 4> values;
+};
+const std::vector<LossScaleStep> kKerasLossScaleSteps = {
+    {153.353745, 2.12676479e+37, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 1.0633824e+37, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 5.31691198e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 2.65845599e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 1.329228e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 6.64613998e+35, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 3.32306999e+35, 0, {0.5, -0.25, 0.125, 0.100000001}},
+    {153.353745, 3.32306999e+35, 1, {0.416900009, -0.335799992, 0.0364999995, 0.0997299999}},
+    {22.2239704, 3.32306999e+35, 2, {0.39563027, -0.351939201, 0.0254913382, 0.100243054}},
+    {16.9062748, 6.64613998e+35, 3, {0.385877639, -0.355315, 0.0284923483, 0.100880735}},
+    {15.8629999, 6.64613998e+35, 4, {0.378427416, -0.356340945, 0.0338907093, 0.101523161}},
+    {15.0194063, 6.64613998e+35, 5, {0.37158674, -0.356923252, 0.0395667739, 0.102148995}},
+    {14.2353239, 1.329228e+36, 6, {0.365039527, -0.357411265, 0.045137953, 0.102754913}},
+    {13.5026083, 1.329228e+36, 7, {0.358721882, -0.357869357, 0.0505393893, 0.103340864}},
+    {12.8177605, 1.329228e+36, 8, {0.35261631, -0.358309716, 0.0557642393, 0.103907384}},
+    {12.1776505, 2.65845599e+36, 9, {0.34671393, -0.358734995, 0.060816057, 0.104455091}}};
+std::vector<float> loss_scale_features() {
+  std::vector<float> xs;
+  for (int i = 0; i < 12; ++i) xs.push_back(static_cast<float>(i) * 10.0f - 40.0f);
+  return xs;  // [4, 3]
+}
+const std::vector<float> kLossScaleTargets{1.0f, -2.0f, 3.0f, 0.5f};  // [4, 1]
+/// Step k's loss, scale, iterations and w, b against Keras's.
+void check_loss_scale_step(std::size_t k, double loss, const nn::optimizers::LossScaleOptimizer& optimizer,
+                           const std::vector<dt::Variable<float>>& vars) {
+  const auto close = [](double a, double b) { return std::abs(a - b) <= 2e-6 * (1.0 + std::abs(b)); };
+  const LossScaleStep& want = kKerasLossScaleSteps[k];
+  BOOST_TEST(close(loss, want.loss), "step " << k << " loss " << loss << " vs " << want.loss);
+  BOOST_TEST(close(optimizer.dynamic_scale(), want.scale), "step " << k << " scale " << optimizer.dynamic_scale());
+  BOOST_TEST(optimizer.iterations() == want.iterations, "step " << k);
+  for (std::size_t c = 0; c < vars[0].num_components(); ++c) {  // every replica's copy
+    const auto w = vars[0].component(c).to_vector();
+    const std::array<double, 4> got{w[0], w[1], w[2], vars[1].component(c).to_vector()[0]};
+    for (std::size_t i = 0; i < 4; ++i)
+      BOOST_TEST(close(got[i], want.values[i]),
+                 "step " << k << " component " << c << " value " << i << ": " << got[i] << " vs " << want.values[i]);
+  }
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(optimizers, dt::test::FreshContext)
@@ -183,39 +233,10 @@ BOOST_AUTO_TEST_CASE(sgd_momentum_and_nesterov_match_kerass_formulas_over_steps)
 }
 
 BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_skips_overflowing_steps_as_keras) {
-  // tests/reference/loss_scale.py (Keras 3, TensorFlow 2.21): y = x·w + b, mean squared error,
-  // SGD(1e-4) inside LossScaleOptimizer(initial_scale=2^125, dynamic_growth_steps=3). Seven
-  // steps overflow float32 and are skipped (the scale halves, iterations stay 0), then the scale
-  // doubles after every three finite steps. Per step: loss, scale after it, iterations, w and b.
-  struct Step {
-    double loss, scale;
-    std::int64_t iterations;
-    std::array<double, 4> values;
-  };
-  const std::vector<Step> keras = {
-      {153.353745, 2.12676479e+37, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 1.0633824e+37, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 5.31691198e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 2.65845599e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 1.329228e+36, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 6.64613998e+35, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 3.32306999e+35, 0, {0.5, -0.25, 0.125, 0.100000001}},
-      {153.353745, 3.32306999e+35, 1, {0.416900009, -0.335799992, 0.0364999995, 0.0997299999}},
-      {22.2239704, 3.32306999e+35, 2, {0.39563027, -0.351939201, 0.0254913382, 0.100243054}},
-      {16.9062748, 6.64613998e+35, 3, {0.385877639, -0.355315, 0.0284923483, 0.100880735}},
-      {15.8629999, 6.64613998e+35, 4, {0.378427416, -0.356340945, 0.0338907093, 0.101523161}},
-      {15.0194063, 6.64613998e+35, 5, {0.37158674, -0.356923252, 0.0395667739, 0.102148995}},
-      {14.2353239, 1.329228e+36, 6, {0.365039527, -0.357411265, 0.045137953, 0.102754913}},
-      {13.5026083, 1.329228e+36, 7, {0.358721882, -0.357869357, 0.0505393893, 0.103340864}},
-      {12.8177605, 1.329228e+36, 8, {0.35261631, -0.358309716, 0.0557642393, 0.103907384}},
-      {12.1776505, 2.65845599e+36, 9, {0.34671393, -0.358734995, 0.060816057, 0.104455091}}};
   dt::test::FakeGpuPlatform platform(1);
   dt::test::FakeGpuKernels kernels;
-  std::vector<float> xs;
-  for (int i = 0; i < 12; ++i) xs.push_back(static_cast<float>(i) * 10.0f - 40.0f);
-  const auto x = dt::constant<float>(xs, {4, 3});
-  const auto y = dt::constant<float>({1.0f, -2.0f, 3.0f, 0.5f}, {4, 1});
-  const auto close = [](double a, double b) { return std::abs(a - b) <= 2e-6 * (1.0 + std::abs(b)); };
+  const auto x = dt::constant<float>(loss_scale_features(), {4, 3});
+  const auto y = dt::constant<float>(kLossScaleTargets, {4, 1});
   // Eagerly, then as one traced function (dt::function: the skip or update is its
   // LossScaledApply node, Keras's tf.cond), which must follow the same sequence, on the CPU and
   // with the variables on a (fake) GPU, where it asks for CUDA-graph replay and runs op by op.
@@ -240,19 +261,8 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_skips_overflowing_steps_as_keras) {
         return loss;
       };
       auto traced_step = dt::function(step, {.name = "step", .cuda_graph = on_gpu});
-      for (std::size_t k = 0; k < keras.size(); ++k) {
-        const auto loss = traced ? traced_step(x, y) : step(x, y);
-        const Step& want = keras[k];
-        BOOST_TEST(close(loss.item(), want.loss), "step " << k << " loss " << loss.item() << " vs " << want.loss);
-        BOOST_TEST(close(optimizer.dynamic_scale(), want.scale),
-                   "step " << k << " scale " << optimizer.dynamic_scale());
-        BOOST_TEST(optimizer.iterations() == want.iterations, "step " << k);
-        const auto w = vars[0].value().to_vector();
-        const std::array<double, 4> got{w[0], w[1], w[2], vars[1].value().to_vector()[0]};
-        for (std::size_t i = 0; i < 4; ++i)
-          BOOST_TEST(close(got[i], want.values[i]),
-                     "step " << k << " value " << i << ": " << got[i] << " vs " << want.values[i]);
-      }
+      for (std::size_t k = 0; k < kKerasLossScaleSteps.size(); ++k)
+        check_loss_scale_step(k, (traced ? traced_step(x, y) : step(x, y)).item(), optimizer, vars);
       BOOST_TEST(optimizer.step_counter() == 0);  // step 15 was the third finite step: the scale doubled
       // Two traces, as tf.function's (TensorFlow 2.21 counts 2 for this loop): the first made the
       // scale's variable, and a trace that creates variables is traced again.
@@ -263,6 +273,62 @@ BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_skips_overflowing_steps_as_keras) {
   BOOST_TEST(
       captured.count("is not replayed as a CUDA graph: node 'LossScaleOptimizer' (LossScaledApply) runs host code "
                      "at every call, which a graph cannot record. It runs op by op.") == 1);
+}
+
+// A custom loop under MirroredStrategy, traced: two replicas on logical CPUs each take two of the
+// four examples (the loss their squared errors over the global batch of 4), strategy.run computes
+// each replica's scaled gradients, batch_reduce_to sums them, and apply_gradients updates in
+// cross-replica context, in the same dt::function. The sum is one process's gradient, so every
+// replica's copy follows Keras's one-process sequence, skipped steps and scale included, as
+// TensorFlow 2.21's MirroredStrategy runs this loop (tests/reference/loss_scale_mirrored.py checks
+// that it does). The same loop with apply inside strategy.run is refused here; TensorFlow diverges
+// there: eagerly each replica checks its own gradients (its variables are -inf from step 6), and
+// traced its graph fails to run.
+BOOST_AUTO_TEST_CASE(a_traced_custom_loop_under_mirrored_strategy_follows_kerass_sequence) {
+  dt::config::set_logical_device_configuration(dt::config::list_physical_devices("CPU")[0],
+                                               std::vector<dt::config::LogicalDeviceConfiguration>(2));
+  const dt::distribute::MirroredStrategy strategy;
+  BOOST_TEST_REQUIRE(strategy.num_replicas_in_sync() == 2);
+  const nn::optimizers::LossScaleOptimizer optimizer{.inner_optimizer = nn::optimizers::SGD{.learning_rate = 1e-4},
+                                                     .initial_scale = std::ldexp(1.0, 125),
+                                                     .dynamic_growth_steps = 3};
+  std::vector<dt::Variable<float>> vars;
+  {
+    const auto scope = strategy.scope();
+    vars = {dt::Variable<float>(dt::constant<float>({0.5f, -0.25f, 0.125f}, {3, 1})),
+            dt::Variable<float>(dt::constant<float>({0.1f}, {1}))};
+    optimizer.build();  // the scale's variable, mirrored
+  }
+  const auto features = loss_scale_features();
+  const auto replica_step = [&] {
+    const auto r = static_cast<std::size_t>(dt::distribute::get_replica_context()->replica_id_in_sync_group);
+    const auto x = dt::constant<float>(std::vector<float>(features.begin() + 6 * static_cast<std::ptrdiff_t>(r),
+                                                          features.begin() + 6 * static_cast<std::ptrdiff_t>(r + 1)),
+                                       {2, 3});
+    const auto y = dt::constant<float>({kLossScaleTargets[2 * r], kLossScaleTargets[2 * r + 1]}, {2, 1});
+    dt::GradientTape tape;
+    const auto prediction = dt::add(dt::matmul(x, vars[0].value()), vars[1].value());
+    const auto loss = dt::nn::compute_average_loss(dt::reduce_sum(dt::square(dt::sub(prediction, y)), 1), 4);
+    return std::pair{loss, tape.gradient(optimizer.scale_loss(loss), vars)};
+  };
+  auto step = dt::function([&] {
+    auto results = strategy.run(replica_step);
+    dt::distribute::PerReplica<dt::Tensor<float>> losses;
+    std::vector<dt::distribute::PerReplica<dt::Tensor<float>>> grads(vars.size());
+    for (const auto& [loss, g] : results.values) {
+      losses.values.push_back(loss);
+      for (std::size_t k = 0; k < g.size(); ++k) grads[k].values.push_back(g[k]);
+    }
+    std::vector<dt::Tensor<float>> summed;
+    for (const auto& sum : strategy.batch_reduce_to(dt::distribute::ReduceOp::SUM, grads))
+      summed.push_back(sum.primary());
+    optimizer.apply_gradients(summed, vars);
+    return strategy.reduce(dt::distribute::ReduceOp::SUM, losses, std::nullopt);
+  });
+  for (std::size_t k = 0; k < kKerasLossScaleSteps.size(); ++k)
+    check_loss_scale_step(k, step().item(), optimizer, vars);
+  BOOST_TEST(vars[0].num_components() == 2u);
+  BOOST_TEST(step.experimental_get_tracing_count() == 1);  // the scale's variable was built before
 }
 
 BOOST_AUTO_TEST_CASE(a_loss_scale_optimizer_refuses_what_keras_refuses_and_where_it_cannot_check) {
