@@ -33,21 +33,11 @@ inline bool run_gemm_epilogue(const FusedGemm& gemm, int ordinal, void* stream) 
   const backend::cuda::DeviceGuard guard(ordinal);
   const auto on = static_cast<cudaStream_t>(stream);
   const auto lease = backend::cuda::BlasHandles::global().acquire(ordinal, on);
-  detail::PlanKey key;
-  key.ordinal = ordinal;
-  key.stream = reinterpret_cast<std::uintptr_t>(on);
-  key.dtype = gemm.dtype;
-  key.transpose_a = gemm.transpose_a;
-  key.transpose_b = gemm.transpose_b;
+  auto key = detail::key_of(ordinal, on, gemm.dtype, gemm.transpose_a, gemm.transpose_b, gemm.m, gemm.n, gemm.k, gemm.a,
+                            gemm.b, gemm.out);
   key.bias = gemm.bias != nullptr;
   key.relu = gemm.relu;
   key.tf32 = gemm.dtype == DType::DT_FLOAT && config::experimental::tensor_float_32_execution_enabled();
-  key.m = gemm.m;
-  key.n = gemm.n;
-  key.k = gemm.k;
-  key.align_a = detail::alignment_of(gemm.a);
-  key.align_b = detail::alignment_of(gemm.b);
-  key.align_out = detail::alignment_of(gemm.out);
   const detail::Plan& plan = detail::plan_for(key, lease);
   if (!plan.usable) return false;
   if (gemm.bias) detail::set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, gemm.bias);
@@ -58,9 +48,7 @@ inline bool run_gemm_epilogue(const FusedGemm& gemm, int ordinal, void* stream) 
   const bool single = gemm.dtype == DType::DT_FLOAT;
   const void* alpha = single ? static_cast<const void*>(&one_float) : &one_double;
   const void* beta = single ? static_cast<const void*>(&zero_float) : &zero_double;
-  DEVTENSOR_CUBLAS_CHECK(cublasLtMatmul(lease.lt(), plan.desc, alpha, gemm.b, plan.b, gemm.a, plan.a, beta, gemm.out,
-                                        plan.out, gemm.out, plan.out, &plan.algo, lease.workspace(),
-                                        lease.workspace_bytes(), on));
+  detail::launch(plan, lease, on, alpha, gemm.a, gemm.b, beta, gemm.out);
   return true;
 }
 

@@ -153,6 +153,33 @@ inline Plan& plan_for(const PlanKey& key, const backend::cuda::BlasLease& lease)
   return *plan;
 }
 
+/// The key every caller starts from: one row-major problem on `stream` of GPU `ordinal`, its
+/// operands' alignments; no epilogue, one matrix (callers add theirs).
+inline PlanKey key_of(int ordinal, cudaStream_t stream, DType dtype, bool transpose_a, bool transpose_b, std::int64_t m,
+                      std::int64_t n, std::int64_t k, const void* a, const void* b, const void* out) noexcept {
+  PlanKey key;
+  key.ordinal = ordinal;
+  key.stream = reinterpret_cast<std::uintptr_t>(stream);
+  key.dtype = dtype;
+  key.transpose_a = transpose_a;
+  key.transpose_b = transpose_b;
+  key.m = m;
+  key.n = n;
+  key.k = k;
+  key.align_a = alignment_of(a);
+  key.align_b = alignment_of(b);
+  key.align_out = alignment_of(out);
+  return key;
+}
+
+/// Queues out = alpha · op(a) · op(b) + beta · out by `plan` (alpha and beta of its scale type),
+/// with b and a swapped: the transpose trick above.
+inline void launch(const Plan& plan, const backend::cuda::BlasLease& lease, cudaStream_t stream, const void* alpha,
+                   const void* a, const void* b, const void* beta, void* out) {
+  DEVTENSOR_CUBLAS_CHECK(cublasLtMatmul(lease.lt(), plan.desc, alpha, b, plan.b, a, plan.a, beta, out, plan.out, out,
+                                        plan.out, &plan.algo, lease.workspace(), lease.workspace_bytes(), stream));
+}
+
 }  // namespace lt_matmul_detail
 
 /// Queues c[batch] = op(a[batch]) · op(b[batch]) (c += with `accumulate`) for float16 or bfloat16
@@ -165,25 +192,14 @@ bool run_sixteen_bit_gemm(int ordinal, cudaStream_t stream, const backend::cuda:
                           bool transpose_b, std::int64_t batches, std::int64_t m, std::int64_t n, std::int64_t k,
                           const T* a, const T* b, T* c, bool accumulate) {
   namespace detail = lt_matmul_detail;
-  detail::PlanKey key;
-  key.ordinal = ordinal;
-  key.stream = reinterpret_cast<std::uintptr_t>(stream);
-  key.dtype = std::is_same_v<T, float16> ? DType::DT_HALF : DType::DT_BFLOAT16;
-  key.transpose_a = transpose_a;
-  key.transpose_b = transpose_b;
-  key.m = m;
-  key.n = n;
-  key.k = k;
+  auto key = detail::key_of(ordinal, stream, std::is_same_v<T, float16> ? DType::DT_HALF : DType::DT_BFLOAT16,
+                            transpose_a, transpose_b, m, n, k, a, b, c);
   key.batches = batches;
-  key.align_a = detail::alignment_of(a);
-  key.align_b = detail::alignment_of(b);
-  key.align_out = detail::alignment_of(c);
   const detail::Plan& plan = detail::plan_for(key, lease);
   if (!plan.usable) return false;
   const float alpha = 1.0f;
   const float beta = accumulate ? 1.0f : 0.0f;
-  DEVTENSOR_CUBLAS_CHECK(cublasLtMatmul(lease.lt(), plan.desc, &alpha, b, plan.b, a, plan.a, &beta, c, plan.out, c,
-                                        plan.out, &plan.algo, lease.workspace(), lease.workspace_bytes(), stream));
+  detail::launch(plan, lease, stream, &alpha, a, b, &beta, c);
   return true;
 }
 
